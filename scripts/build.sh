@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Configures and builds dedupd into ${BUILD_DIR:-build} (Release-like, with
+# debug info). Extra arguments go to cmake's configure step.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${BUILD_DIR:-build}
+cmake -S . -B "$build_dir" -G Ninja "$@" >/dev/null
+cmake --build "$build_dir" --parallel "$(nproc)"
