@@ -1,0 +1,129 @@
+// dedupd: the deduplication server. Flags are read here only and copied into
+// ServerOptions; see README.md "Configuration" for every flag.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "server/log.h"
+#include "server/server.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "host:port for the gRPC API; port 0 picks a free port");
+ABSL_FLAG(std::string, data_dir, "./data",
+          "directory of the embedded RocksDB store (created if missing)");
+ABSL_FLAG(std::string, config, "",
+          "config file (protobuf text format; docs/configuration.md); empty: "
+          "built-in defaults");
+ABSL_FLAG(std::string, port_file, "",
+          "if set, write the bound port to this file once serving");
+ABSL_FLAG(int64_t, max_batch_items, 10000, "most items per request");
+ABSL_FLAG(int64_t, max_message_bytes, 16 << 20,
+          "largest request or response message, in bytes");
+ABSL_FLAG(int64_t, max_concurrent_rpcs, 256,
+          "most calls in flight; more get RESOURCE_EXHAUSTED");
+ABSL_FLAG(bool, sync_writes, false,
+          "fsync the WAL before answering each claim batch (power-loss "
+          "durability; a process crash loses nothing acknowledged either way)");
+ABSL_FLAG(int64_t, block_cache_mb, 256, "RocksDB block cache, in MiB");
+ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(10),
+          "on SIGTERM/SIGINT, how long calls in flight may finish");
+
+namespace {
+
+// Fails with a one-line message when `value` is outside [lo, hi].
+bool CheckRange(const char* flag, int64_t value, int64_t lo, int64_t hi) {
+  if (value >= lo && value <= hi) return true;
+  std::cerr << "dedupd: --" << flag << "=" << value << " is out of range ["
+            << lo << ", " << hi << "]\n";
+  return false;
+}
+
+bool WritePortFile(const std::string& path, int port) {
+  // Write then rename, so a reader never sees a half-written file.
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << port << "\n";
+    if (!out.flush()) return false;
+  }
+  return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "dedupd: deduplication service for crawlers and RAG ingestion.\n"
+      "Usage: dedupd [--listen=HOST:PORT] [--data_dir=DIR] [--config=FILE] ...");
+  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (rest.size() > 1) {
+    std::cerr << "dedupd: unexpected argument '" << rest[1]
+              << "' (flags are --name=value; see --help)\n";
+    return 2;
+  }
+  if (!CheckRange("max_batch_items", absl::GetFlag(FLAGS_max_batch_items), 1, 1000000) ||
+      !CheckRange("max_message_bytes", absl::GetFlag(FLAGS_max_message_bytes), 1024, INT32_MAX) ||
+      !CheckRange("max_concurrent_rpcs", absl::GetFlag(FLAGS_max_concurrent_rpcs), 1, 1000000) ||
+      !CheckRange("block_cache_mb", absl::GetFlag(FLAGS_block_cache_mb), 1, 1 << 20)) {
+    return 2;
+  }
+  if (absl::GetFlag(FLAGS_drain_timeout) < absl::ZeroDuration()) {
+    std::cerr << "dedupd: --drain_timeout must not be negative\n";
+    return 2;
+  }
+
+  dedupd::ServerOptions options;
+  options.listen = absl::GetFlag(FLAGS_listen);
+  options.data_dir = absl::GetFlag(FLAGS_data_dir);
+  options.config_path = absl::GetFlag(FLAGS_config);
+  options.max_batch_items = absl::GetFlag(FLAGS_max_batch_items);
+  options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  options.max_concurrent_rpcs = absl::GetFlag(FLAGS_max_concurrent_rpcs);
+  options.sync_writes = absl::GetFlag(FLAGS_sync_writes);
+  options.block_cache_bytes =
+      static_cast<size_t>(absl::GetFlag(FLAGS_block_cache_mb)) << 20;
+
+  // Block the shutdown signals before any thread starts, so that every
+  // thread inherits the mask and only sigwait below receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::StatusOr<std::unique_ptr<dedupd::DedupServer>> server =
+      dedupd::DedupServer::Start(options);
+  if (!server.ok()) {
+    std::cerr << "dedupd: " << server.status().message() << "\n";
+    return 1;
+  }
+  dedupd::Log(dedupd::LogLevel::kInfo,
+              absl::StrCat("store open at ", options.data_dir));
+  std::cerr << "dedupd: serving on " << (*server)->address() << std::endl;
+  const std::string port_file = absl::GetFlag(FLAGS_port_file);
+  if (!port_file.empty() && !WritePortFile(port_file, (*server)->port())) {
+    std::cerr << "dedupd: cannot write --port_file=" << port_file << "\n";
+    (*server)->Shutdown(absl::ZeroDuration());
+    return 1;
+  }
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  dedupd::Log(dedupd::LogLevel::kInfo,
+              absl::StrCat("received ", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+                           ": draining calls in flight, then closing the store"));
+  (*server)->Shutdown(absl::GetFlag(FLAGS_drain_timeout));
+  dedupd::Log(dedupd::LogLevel::kInfo, "stopped cleanly");
+  return 0;
+}

@@ -1,0 +1,129 @@
+#include "server/server.h"
+
+#include <chrono>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "core/url_normalizer.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "server/config.h"
+#include "server/engine.h"
+#include "server/log.h"
+#include "server/service.h"
+#include "storage/rocksdb_store.h"
+
+namespace dedupd {
+
+struct DedupServer::Impl {
+  std::string host;
+  int port = 0;
+  std::unique_ptr<UrlNormalizer> normalizer;
+  std::unique_ptr<RocksDbStore> store;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<DedupService> service;
+  std::unique_ptr<grpc::Server> server;
+  bool shut_down = false;
+};
+
+namespace {
+
+// SplitHostPort splits "host:port" and "[v6]:port"; the host keeps its
+// brackets. InvalidArgument when there is no numeric port.
+absl::Status SplitHostPort(const std::string& listen, std::string* host,
+                           int* port) {
+  const size_t colon = listen.rfind(':');
+  int p = -1;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(listen.substr(colon + 1), &p) || p < 0 || p > 65535 ||
+      (listen[0] == '[' && listen[colon - 1] != ']')) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--listen=", listen,
+        ": want host:port (e.g. 127.0.0.1:50051, [::1]:0, 0.0.0.0:50051)"));
+  }
+  *host = listen.substr(0, colon);
+  *port = p;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+DedupServer::DedupServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+DedupServer::~DedupServer() { Shutdown(absl::ZeroDuration()); }
+
+absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Start(
+    const ServerOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  int requested_port = 0;
+  DEDUPD_RETURN_IF_ERROR(SplitHostPort(options.listen, &impl->host, &requested_port));
+
+  DEDUPD_ASSIGN_OR_RETURN(DedupConfig config, LoadConfigFile(options.config_path));
+  impl->normalizer = std::make_unique<UrlNormalizer>(std::move(config.url_policy));
+
+  std::error_code ec;
+  std::filesystem::create_directories(options.data_dir, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "create data directory ", options.data_dir, ": ", ec.message()));
+  }
+  RocksDbStoreOptions store_options;
+  store_options.path = options.data_dir;
+  store_options.sync_writes = options.sync_writes;
+  store_options.block_cache_bytes = options.block_cache_bytes;
+  store_options.normalizer_version = UrlNormalizer::kVersion;
+  DEDUPD_ASSIGN_OR_RETURN(impl->store, RocksDbStore::Open(store_options));
+
+  EngineOptions engine_options;
+  engine_options.max_batch_items = options.max_batch_items;
+  impl->engine = std::make_unique<Engine>(impl->normalizer.get(),
+                                          impl->store.get(), engine_options);
+  impl->service = std::make_unique<DedupService>(impl->engine.get(),
+                                                 options.max_concurrent_rpcs);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(),
+                           &impl->port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
+  builder.RegisterService(impl->service.get());
+  impl->server = builder.BuildAndStart();
+  if (impl->server == nullptr || impl->port == 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "listen on ", options.listen,
+        ": could not bind (address in use, or not an address of this host)"));
+  }
+  impl->server->GetHealthCheckService()->SetServingStatus(true);
+  return std::unique_ptr<DedupServer>(new DedupServer(std::move(impl)));
+}
+
+int DedupServer::port() const { return impl_->port; }
+
+std::string DedupServer::address() const {
+  return absl::StrCat(impl_->host, ":", impl_->port);
+}
+
+void DedupServer::Shutdown(absl::Duration drain) {
+  if (impl_ == nullptr || impl_->shut_down) return;
+  impl_->shut_down = true;
+  impl_->server->GetHealthCheckService()->SetServingStatus(false);
+  // Shutdown waits for calls in flight until the deadline, then cancels them.
+  impl_->server->Shutdown(std::chrono::system_clock::now() +
+                          absl::ToChronoMilliseconds(drain));
+  impl_->server->Wait();
+  impl_->server.reset();
+  impl_->service.reset();
+  impl_->engine.reset();
+  // Closing the store last: no call can touch it any more.
+  impl_->store.reset();
+}
+
+}  // namespace dedupd

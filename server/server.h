@@ -1,0 +1,79 @@
+// server.h: a running dedupd: store, engine, gRPC server with health
+// checking and reflection.
+//
+// Example:
+//   ServerOptions options;
+//   options.listen = "127.0.0.1:0";
+//   options.data_dir = "/var/lib/dedupd";
+//   absl::StatusOr<std::unique_ptr<DedupServer>> server = DedupServer::Start(options);
+//   ... (*server)->port() ...
+//   (*server)->Shutdown(absl::Seconds(10));
+#ifndef DEDUPD_SERVER_SERVER_H_
+#define DEDUPD_SERVER_SERVER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace dedupd {
+
+// Every option of the server; main.cc copies flags into it. Each default is
+// the flag's default.
+struct ServerOptions {
+  // host:port to listen on; port 0 picks a free port. Default: 127.0.0.1:50051.
+  std::string listen = "127.0.0.1:50051";
+  // Directory of the embedded RocksDB store; created if missing. Default: ./data.
+  std::string data_dir = "./data";
+  // Config file (protobuf text format, see docs/configuration.md); empty for
+  // the built-in defaults. Default: empty.
+  std::string config_path;
+  // Most items per request. Default: 10,000.
+  size_t max_batch_items = 10000;
+  // Largest request or response message, in bytes. Default: 16 MiB.
+  size_t max_message_bytes = 16 << 20;
+  // Most calls in flight; more get RESOURCE_EXHAUSTED. Default: 256.
+  size_t max_concurrent_rpcs = 256;
+  // fsync the WAL before answering each claim batch (power-loss durability).
+  // Default: false (a process crash still loses no acknowledged claim).
+  bool sync_writes = false;
+  // RocksDB block cache, in bytes. Default: 256 MiB.
+  size_t block_cache_bytes = 256 << 20;
+};
+
+// DedupServer: Start, then Shutdown once, from one thread (the destructor
+// shuts down without draining if Shutdown was not called).
+class DedupServer {
+ public:
+  // Start loads the config, opens the store and starts serving. Errors carry
+  // context ("open store at ./data: ...") and the code of the cause:
+  // InvalidArgument (bad config or listen address), FailedPrecondition
+  // (store in use or of another version), Unavailable (port in use).
+  static absl::StatusOr<std::unique_ptr<DedupServer>> Start(
+      const ServerOptions& options);
+
+  ~DedupServer();
+
+  // The port actually bound (the chosen one when listening on port 0).
+  int port() const;
+
+  // The host:port actually bound.
+  std::string address() const;
+
+  // Shutdown marks health NOT_SERVING, stops accepting calls, waits up to
+  // `drain` for calls in flight (then cancels them), and closes the store.
+  void Shutdown(absl::Duration drain);
+
+  struct Impl;
+
+ private:
+  explicit DedupServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dedupd
+
+#endif  // DEDUPD_SERVER_SERVER_H_

@@ -1,0 +1,38 @@
+// service.h: the gRPC adapter of dedupd.v1.Dedup: a few lines per RPC
+// around Engine, plus the concurrency limit.
+//
+// Example:
+//   DedupService service(&engine, /*max_concurrent_rpcs=*/256);
+//   builder.RegisterService(&service);
+#ifndef DEDUPD_SERVER_SERVICE_H_
+#define DEDUPD_SERVER_SERVICE_H_
+
+#include <atomic>
+#include <cstddef>
+
+#include "dedupd/v1/dedupd.grpc.pb.h"
+#include "server/engine.h"
+
+namespace dedupd {
+
+// DedupService: thread-safe.
+class DedupService final : public v1::Dedup::CallbackService {
+ public:
+  // Calls beyond `max_concurrent_rpcs` in flight get RESOURCE_EXHAUSTED at
+  // once instead of waiting in an unbounded queue.
+  // REQUIRES: `engine` outlives the service.
+  DedupService(const Engine* engine, size_t max_concurrent_rpcs);
+
+  grpc::ServerUnaryReactor* CheckUrl(grpc::CallbackServerContext* context,
+                                     const v1::CheckUrlRequest* request,
+                                     v1::CheckUrlResponse* response) override;
+
+ private:
+  const Engine* engine_;
+  const size_t max_concurrent_rpcs_;
+  std::atomic<size_t> in_flight_{0};
+};
+
+}  // namespace dedupd
+
+#endif  // DEDUPD_SERVER_SERVICE_H_
