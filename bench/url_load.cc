@@ -1,0 +1,432 @@
+// url_load: closed-loop load generator for dedupd's CheckUrl. Each of
+// --threads threads sends one CheckUrl batch of --batch URLs at a time (every
+// call with a deadline) until --urls URLs are sent or --seconds pass, then one
+// fixed-format line is printed for the workload:
+//
+//   checkurl  batch=<b> threads=<t> urls=<n> secs=<s> urls_per_sec=<x>
+//       p50_ms=<a> p99_ms=<b> new=<k> seen=<m> invalid=<i> errors=<e>
+//
+// (one line). urls: URLs sent; secs: wall time from the first call to the
+// last answer; urls_per_sec: URLs answered (new + seen + invalid) per second;
+// p50_ms/p99_ms: latency of one batch call; new/seen/invalid: verdicts;
+// errors: calls that failed (their URLs got no verdict). Exits 1 when any
+// call failed, so a script notices.
+//
+// URLs come from --url_file (cycled from line --offset) or, with --synthetic,
+// from a generator: URL number i (i = --offset, --offset + 1, ...) is a pure
+// function of (--seed, i), realistic (host pool with a skewed popularity,
+// 3-6 path segments, some query parameters, 80-110 bytes) and unique for a
+// given seed, so phases with disjoint [offset, offset + urls) ranges send
+// disjoint URL sets (a preload, then a measurement of only new URLs).
+//
+// Example:
+//   dedupd_url_load --target=127.0.0.1:50051 --synthetic --seed=1
+//       --offset=0 --urls=2000000 --batch=1000 --threads=4   (one command)
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
+#include "dedupd/v1/dedupd.grpc.pb.h"
+#include "dedupd/v1/dedupd.pb.h"
+
+ABSL_FLAG(std::string, target, "",
+          "server address host:port (loopback only, e.g. 127.0.0.1:50051)");
+ABSL_FLAG(std::string, port_file, "",
+          "read the port from this file (dedupd --port_file) and connect to "
+          "127.0.0.1:<port>; instead of --target");
+ABSL_FLAG(std::string, url_file, "", "URL file, one URL a line");
+ABSL_FLAG(bool, synthetic, false, "send generated unique URLs instead");
+ABSL_FLAG(uint64_t, seed, 1, "--synthetic: generator seed");
+ABSL_FLAG(int64_t, offset, 0,
+          "number of the first URL: synthetic index, or url_file line");
+ABSL_FLAG(int64_t, urls, 1000000,
+          "URLs to send in total; 0: no count limit (needs --seconds)");
+ABSL_FLAG(double, seconds, 0,
+          "stop sending new batches after this many seconds; 0: no limit");
+ABSL_FLAG(int, batch, 1000, "URLs per CheckUrl call");
+ABSL_FLAG(int, threads, 4, "client threads, each with one call in flight");
+ABSL_FLAG(int, channels, 0,
+          "gRPC channels (TCP connections), threads use them round-robin; "
+          "0: one per thread");
+ABSL_FLAG(std::string, mode, "claim", "claim or peek");
+ABSL_FLAG(int, deadline_ms, 30000, "deadline of every call, in milliseconds");
+ABSL_FLAG(int, connect_timeout_s, 10,
+          "how long to wait for the server to accept connections");
+ABSL_FLAG(int64_t, print_urls, 0,
+          "print this many URLs (from --offset) to stdout and exit");
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// splitmix64 (Steele, Lea, Flood 2014): a fast, well-mixed 64-bit hash, so
+// that URL i is a pure function of (seed, i).
+uint64_t Mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+// A small deterministic stream of random numbers from one seed.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t Next() { return state_ = Mix(state_); }
+  size_t Below(size_t n) { return static_cast<size_t>(Next() % n); }
+  double Unit() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+
+ private:
+  uint64_t state_;
+};
+
+constexpr absl::string_view kWords[] = {
+    "news",     "blog",     "docs",      "products", "category", "article",
+    "guide",    "support",  "shop",      "store",    "men",      "women",
+    "kids",     "shoes",    "garden",    "tools",    "kitchen",  "home",
+    "sports",   "outdoor",  "travel",    "europe",   "asia",     "recipes",
+    "dinner",   "health",   "fitness",   "science",  "space",    "tech",
+    "reviews",  "laptops",  "phones",    "cameras",  "audio",    "music",
+    "movies",   "books",    "fiction",   "history",  "politics", "world",
+    "business", "markets",  "finance",   "careers",  "jobs",     "events",
+    "community", "forum",   "threads",   "archive",  "2019",     "2020",
+    "2021",     "2022",     "2023",      "2024",     "en",       "de",
+    "fr",       "es",       "us",        "uk",       "help",     "faq",
+    "api",      "reference", "tutorials", "learn",   "courses",  "video",
+    "photos",   "gallery",  "local",     "weather",  "climate",  "energy",
+    "cars",     "electric", "bikes",     "parts",    "deals",    "sale",
+    "new",      "popular",  "featured",  "team",     "about",    "press",
+    "stainless", "steel",   "trowel",    "jacket",   "wool",     "organic",
+    "coffee",   "tea",      "cheese",    "bread",    "pasta",    "salad",
+    "linux",    "kernel",   "database",  "postgres", "python",   "rust",
+    "release",  "notes",    "security",  "update",   "install",  "config",
+};
+constexpr size_t kNumWords = sizeof(kWords) / sizeof(kWords[0]);
+
+constexpr absl::string_view kTlds[] = {"com", "com", "com", "org", "net",
+                                       "de",  "co.uk", "io", "fr", "info"};
+constexpr absl::string_view kSubdomains[] = {"www", "www", "www", "blog",
+                                             "shop", "news", "docs", "m"};
+constexpr size_t kNumHosts = 50000;
+
+// Host number h of the pool: "<sub>.<word><word>.<tld>", a pure function of h.
+std::string HostName(uint64_t seed, uint64_t h) {
+  Rng rng(seed ^ Mix(h + 0x5151));
+  return absl::StrCat(kSubdomains[rng.Below(std::size(kSubdomains))], ".",
+                      kWords[rng.Below(kNumWords)], kWords[rng.Below(kNumWords)],
+                      ".", kTlds[rng.Below(std::size(kTlds))]);
+}
+
+// SyntheticUrl returns URL number `index` for `seed`. Unique per (seed,
+// index): the last path segment ends in the index itself.
+std::string SyntheticUrl(uint64_t seed, uint64_t index) {
+  Rng rng(Mix(seed) ^ Mix(index * 0x2545F4914F6CDD1DULL + 1));
+  // Skewed popularity: a few hosts get most links, as on the web.
+  const double u = rng.Unit();
+  const uint64_t host = static_cast<uint64_t>(u * u * u * kNumHosts);
+  const std::string origin = absl::StrCat(
+      rng.Below(10) == 0 ? "http" : "https", "://", HostName(seed, host));
+  std::vector<absl::string_view> dirs;  // path segments before the slug
+  const size_t num_dirs = 2 + rng.Below(4);  // 3..6 segments with the slug
+  for (size_t s = 0; s < num_dirs; ++s) dirs.push_back(kWords[rng.Below(kNumWords)]);
+  const std::string slug =
+      absl::StrCat(kWords[rng.Below(kNumWords)], "-",
+                   kWords[rng.Below(kNumWords)], "-", index,
+                   rng.Below(3) == 0 ? ".html" : "");
+  std::vector<std::string> params;
+  const size_t q = rng.Below(10);
+  if (q < 2) {
+    params.push_back(absl::StrCat("page=", 1 + rng.Below(20)));
+  } else if (q < 3) {
+    params.push_back(absl::StrCat("sort=", rng.Below(2) ? "price" : "date"));
+    params.push_back(absl::StrCat("lang=", kWords[58 + rng.Below(6)]));
+  } else if (q < 4) {
+    params.push_back(absl::StrCat("utm_source=", kWords[rng.Below(kNumWords)]));
+    params.push_back("utm_medium=email");
+  }
+  auto length = [&] {
+    size_t n = origin.size() + 1 + slug.size();
+    for (absl::string_view d : dirs) n += d.size() + 1;
+    for (const std::string& p : params) n += p.size() + 1;
+    return n;
+  };
+  // Bring the length into 80..110 bytes, as real outlinks mostly are: add
+  // directories (up to 6 segments), then parameters; or drop directories.
+  constexpr absl::string_view kPadKeys[] = {"ref", "color", "size", "view", "tab", "src"};
+  size_t pad = 0;
+  while (length() < 80) {
+    if (dirs.size() < 5) {
+      dirs.push_back(kWords[rng.Below(kNumWords)]);
+    } else if (pad < std::size(kPadKeys)) {
+      params.push_back(absl::StrCat(kPadKeys[pad++], "=", kWords[rng.Below(kNumWords)]));
+    } else {
+      break;
+    }
+  }
+  while (length() > 110 && dirs.size() > 2) dirs.erase(dirs.begin() + 1);
+  std::string url = origin;
+  for (absl::string_view d : dirs) absl::StrAppend(&url, "/", d);
+  absl::StrAppend(&url, "/", slug);
+  for (size_t i = 0; i < params.size(); ++i) {
+    absl::StrAppend(&url, i == 0 ? "?" : "&", params[i]);
+  }
+  return url;
+}
+
+bool ReadLines(const std::string& path, std::vector<std::string>* lines) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty()) lines->push_back(std::move(line));
+  }
+  return !in.bad();
+}
+
+struct WorkerStats {
+  std::vector<double> latency_ms;  // one per call, failed ones included
+  int64_t sent = 0;
+  int64_t new_urls = 0;
+  int64_t seen = 0;
+  int64_t invalid = 0;
+  int64_t errors = 0;
+  std::map<std::string, int64_t> error_codes;  // "CODE: message" -> count
+};
+
+double Percentile(std::vector<double>* v, double p) {
+  if (v->empty()) return 0;
+  const size_t k = std::min(v->size() - 1,
+                            static_cast<size_t>(p * static_cast<double>(v->size())));
+  std::nth_element(v->begin(), v->begin() + static_cast<ptrdiff_t>(k), v->end());
+  return (*v)[k];
+}
+
+const char* CodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::CANCELLED: return "CANCELLED";
+    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::INTERNAL: return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
+    default: return "OTHER";
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "url_load: CheckUrl load generator; prints one line per run.\n"
+      "Usage: dedupd_url_load --target=127.0.0.1:PORT (--synthetic | "
+      "--url_file=FILE) [--urls=N] [--seconds=S] [--batch=B] [--threads=T]");
+  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (rest.size() > 1) {
+    std::cerr << "url_load: unexpected argument '" << rest[1] << "'\n";
+    return 2;
+  }
+  const bool synthetic = absl::GetFlag(FLAGS_synthetic);
+  const uint64_t seed = absl::GetFlag(FLAGS_seed);
+  const int64_t offset = absl::GetFlag(FLAGS_offset);
+  const std::string url_file = absl::GetFlag(FLAGS_url_file);
+  if (synthetic == !url_file.empty()) {
+    std::cerr << "url_load: give exactly one of --synthetic and --url_file\n";
+    return 2;
+  }
+  if (offset < 0) {
+    std::cerr << "url_load: --offset must not be negative\n";
+    return 2;
+  }
+  std::vector<std::string> file_urls;
+  if (!synthetic) {
+    if (!ReadLines(url_file, &file_urls) || file_urls.empty()) {
+      std::cerr << "url_load: cannot read URLs from " << url_file << "\n";
+      return 1;
+    }
+  }
+  auto url_at = [&](int64_t i) -> std::string {
+    return synthetic ? SyntheticUrl(seed, static_cast<uint64_t>(i))
+                     : file_urls[static_cast<size_t>(i) % file_urls.size()];
+  };
+
+  if (const int64_t n = absl::GetFlag(FLAGS_print_urls); n > 0) {
+    for (int64_t i = offset; i < offset + n; ++i) std::cout << url_at(i) << "\n";
+    return 0;
+  }
+
+  const int batch = absl::GetFlag(FLAGS_batch);
+  const int threads = absl::GetFlag(FLAGS_threads);
+  int channels = absl::GetFlag(FLAGS_channels);
+  if (channels == 0) channels = threads;
+  const int64_t urls_flag = absl::GetFlag(FLAGS_urls);
+  const double seconds = absl::GetFlag(FLAGS_seconds);
+  const int deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
+  const std::string mode_name = absl::AsciiStrToLower(absl::GetFlag(FLAGS_mode));
+  if (batch < 1 || threads < 1 || channels < 1 || channels > threads ||
+      urls_flag < 0 || seconds < 0 || deadline_ms < 1) {
+    std::cerr << "url_load: need --batch >= 1, 1 <= --channels <= --threads, "
+                 "--urls >= 0, --seconds >= 0, --deadline_ms >= 1\n";
+    return 2;
+  }
+  if (urls_flag == 0 && seconds == 0) {
+    std::cerr << "url_load: --urls=0 needs a --seconds bound\n";
+    return 2;
+  }
+  dedupd::v1::ClaimMode mode;
+  if (mode_name == "claim") {
+    mode = dedupd::v1::CLAIM_MODE_CLAIM;
+  } else if (mode_name == "peek") {
+    mode = dedupd::v1::CLAIM_MODE_PEEK;
+  } else {
+    std::cerr << "url_load: --mode must be claim or peek\n";
+    return 2;
+  }
+
+  std::string target = absl::GetFlag(FLAGS_target);
+  if (const std::string pf = absl::GetFlag(FLAGS_port_file); !pf.empty()) {
+    std::ifstream in(pf);
+    int port = 0;
+    if (!(in >> port) || port <= 0 || port > 65535) {
+      std::cerr << "url_load: no port in --port_file=" << pf << "\n";
+      return 1;
+    }
+    target = absl::StrCat("127.0.0.1:", port);
+  }
+  if (target.empty()) {
+    std::cerr << "url_load: give --target or --port_file\n";
+    return 2;
+  }
+
+  // Separate subchannel pools make each channel its own TCP connection;
+  // otherwise gRPC shares one connection among identical channels.
+  std::vector<std::shared_ptr<grpc::Channel>> chans;
+  for (int c = 0; c < channels; ++c) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetMaxReceiveMessageSize(-1);
+    args.SetMaxSendMessageSize(-1);
+    chans.push_back(grpc::CreateCustomChannel(
+        target, grpc::InsecureChannelCredentials(), args));
+    if (!chans.back()->WaitForConnected(
+            std::chrono::system_clock::now() +
+            std::chrono::seconds(absl::GetFlag(FLAGS_connect_timeout_s)))) {
+      std::cerr << "url_load: cannot connect to " << target << " within "
+                << absl::GetFlag(FLAGS_connect_timeout_s) << "s\n";
+      return 1;
+    }
+  }
+
+  const int64_t total_urls =
+      urls_flag == 0 ? INT64_MAX / 2 : urls_flag;  // 0: bounded by time only
+  const int64_t num_batches = (total_urls + batch - 1) / batch;
+  std::atomic<int64_t> next_batch{0};
+  std::vector<WorkerStats> stats(static_cast<size_t>(threads));
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point stop_sending =
+      seconds > 0 ? start + std::chrono::duration_cast<Clock::duration>(
+                                std::chrono::duration<double>(seconds))
+                  : Clock::time_point::max();
+
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      WorkerStats& st = stats[static_cast<size_t>(t)];
+      std::unique_ptr<dedupd::v1::Dedup::Stub> stub =
+          dedupd::v1::Dedup::NewStub(chans[static_cast<size_t>(t % channels)]);
+      // Reused across calls: Clear() keeps the allocated items.
+      dedupd::v1::CheckUrlRequest request;
+      dedupd::v1::CheckUrlResponse response;
+      while (Clock::now() < stop_sending) {
+        const int64_t b = next_batch.fetch_add(1);
+        if (b >= num_batches) break;
+        const int64_t first = b * batch;
+        const int64_t n = std::min<int64_t>(batch, total_urls - first);
+        request.Clear();
+        request.set_mode(mode);
+        for (int64_t i = 0; i < n; ++i) {
+          request.add_items()->set_url(url_at(offset + first + i));
+        }
+        response.Clear();
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::milliseconds(deadline_ms));
+        const Clock::time_point t0 = Clock::now();
+        const grpc::Status s = stub->CheckUrl(&ctx, request, &response);
+        st.latency_ms.push_back(
+            std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        st.sent += n;
+        if (!s.ok()) {
+          ++st.errors;
+          ++st.error_codes[absl::StrCat(CodeName(s.error_code()), ": ",
+                                        s.error_message().substr(0, 120))];
+          continue;
+        }
+        if (response.results_size() != n) {
+          ++st.errors;
+          ++st.error_codes[absl::StrCat("results_size ", response.results_size(),
+                                        " != items ", n)];
+          continue;
+        }
+        for (const dedupd::v1::UrlResult& r : response.results()) {
+          switch (r.verdict()) {
+            case dedupd::v1::URL_VERDICT_NEW: ++st.new_urls; break;
+            case dedupd::v1::URL_VERDICT_SEEN: ++st.seen; break;
+            case dedupd::v1::URL_VERDICT_INVALID: ++st.invalid; break;
+            default: break;
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& w : workers) w.join();
+  const double secs =
+      std::chrono::duration<double>(Clock::now() - start).count();
+
+  WorkerStats all;
+  for (WorkerStats& st : stats) {
+    all.latency_ms.insert(all.latency_ms.end(), st.latency_ms.begin(),
+                          st.latency_ms.end());
+    all.sent += st.sent;
+    all.new_urls += st.new_urls;
+    all.seen += st.seen;
+    all.invalid += st.invalid;
+    all.errors += st.errors;
+    for (const auto& [what, count] : st.error_codes) all.error_codes[what] += count;
+  }
+  const double p50 = Percentile(&all.latency_ms, 0.50);
+  const double p99 = Percentile(&all.latency_ms, 0.99);
+  const int64_t answered = all.new_urls + all.seen + all.invalid;
+  std::cout << absl::StrFormat(
+                   "checkurl  batch=%d threads=%d urls=%d secs=%.2f "
+                   "urls_per_sec=%.0f p50_ms=%.2f p99_ms=%.2f new=%d seen=%d "
+                   "invalid=%d errors=%d",
+                   batch, threads, all.sent, secs,
+                   secs > 0 ? static_cast<double>(answered) / secs : 0.0, p50,
+                   p99, all.new_urls, all.seen, all.invalid, all.errors)
+            << std::endl;
+  for (const auto& [what, count] : all.error_codes) {
+    std::cerr << "url_load: " << count << " calls failed with " << what << "\n";
+  }
+  return all.errors == 0 ? 0 : 1;
+}
