@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# ci_smoke.sh: runs every benchmark tool at tiny size, so that none of them
+# can rot unnoticed (ctest: bench_smoke, label bench). Numbers from this run
+# mean nothing; only that each tool runs and prints its line does.
+#
+# Usage: bench/ci_smoke.sh BUILD_DIR
+# Exits non-zero when any step fails; each step's output is shown.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+build_dir=${1:?usage: ci_smoke.sh BUILD_DIR}
+build_dir=$(cd "$build_dir" && pwd)
+sample="$here/sample_urls.txt"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dedupd-bench-smoke.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+failed=()
+# step NAME PATTERN CMD...: runs CMD; fails when it exits non-zero or its
+# stdout has no line matching PATTERN (the tool's fixed-format line).
+step() {
+  local name=$1 pattern=$2
+  shift 2
+  echo "== $name: $*"
+  local out rc
+  out=$("$@")
+  rc=$?
+  printf '%s\n' "$out"
+  if ((rc != 0)); then
+    echo "== $name: FAILED (exit status $rc)"
+    failed+=("$name")
+  elif ! grep -Eq "$pattern" <<<"$out"; then
+    echo "== $name: FAILED (no line matching /$pattern/)"
+    failed+=("$name")
+  fi
+}
+
+step corpus_builder '^' \
+  /usr/bin/python3 "$here/make_url_corpus.py" --size 1000 --out "$tmp/urls.txt"
+if [[ -s "$tmp/urls.txt" && $(wc -l <"$tmp/urls.txt") -ne 1000 ]]; then
+  echo "== corpus_builder: FAILED (expected 1000 lines)"
+  failed+=(corpus_lines)
+fi
+
+step normalize_bench '^normalize  urls=2000 rounds=3 urls_per_sec=[0-9]+ ' \
+  "$build_dir/bench/dedupd_normalize_bench" --rounds=3 --rule_counts "$sample"
+
+step compare_normalizers '^ratio dedupd/w3lib=[0-9.]+$' \
+  "$here/compare_normalizers.sh" --build_dir="$build_dir" --rounds=3 \
+  --w3lib_rounds=1 "$sample"
+
+step url_normalizer_benchmark 'BM_Normalize/Canonical' \
+  "$build_dir/bench/dedupd_url_normalizer_benchmark" --benchmark_min_time=0.01
+
+step run_url_bench '^store  urls=50000 ' \
+  "$here/run_url_bench.sh" --build_dir="$build_dir" --tiny
+
+if ((${#failed[@]})); then
+  echo "ci_smoke: FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "ci_smoke: all benchmark tools ran"

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# run_url_bench.sh: CheckUrl throughput on an empty store and on a loaded
+# store, against the real server binary on 127.0.0.1 with a fresh data dir.
+#
+# Phases (all synthetic URLs from dedupd_url_load, seed 1, disjoint ranges):
+#   empty   claim --measure new URLs on the empty store      [0, M)
+#   preload claim new URLs until the store holds --preload    [M, P)
+#   loaded  claim --measure new URLs on the loaded store     [P, P+M)
+#   seen    claim --measure URLs already stored (all SEEN)   [0, M)
+# Prints each phase's checkurl line (see docs/benchmarks.md), then
+#   ratio loaded/empty urls_per_sec=<x>
+#   store  urls=<n> bytes=<b> bytes_per_url=<y> peak_rss_mb=<z>
+# where bytes is `du -sb` of the data dir right after the preload (WAL and
+# unflushed memtables included: what the disk holds at that moment), urls the
+# URLs stored then, and peak_rss_mb the server's VmHWM at the end.
+# Exits non-zero when a tool fails, a call fails, or a verdict count is wrong.
+#
+# Usage: bench/run_url_bench.sh [--build_dir=DIR] [--measure=N] [--preload=N]
+#          [--batch=N] [--threads=N] [--phase_secs=S] [--tiny] [--keep_data]
+#          [-- extra dedupd flags, e.g. --sync_writes=true]
+#   --build_dir   where dedupd was built (default: build)
+#   --measure     URLs per measured phase (default 2000000)
+#   --preload     URLs in the store before the loaded phases (default 10000000)
+#   --batch       URLs per call (default 1000); --threads client threads (4)
+#   --phase_secs  time bound of each phase (default 3600); the line then shows
+#                 how many URLs were sent in that time
+#   --tiny        CI size: --measure=20000 --preload=50000 --phase_secs=60
+#   --keep_data   leave the data dir (its path is printed)
+# Example:
+#   bench/run_url_bench.sh --build_dir=build --measure=2000000 --preload=10000000
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+build_dir="$here/../build"
+measure=2000000
+preload=10000000
+batch=1000
+threads=4
+phase_secs=3600
+keep_data=0
+server_flags=()
+while (($#)); do
+  case "$1" in
+    --build_dir=*) build_dir=${1#*=} ;;
+    --measure=*) measure=${1#*=} ;;
+    --preload=*) preload=${1#*=} ;;
+    --batch=*) batch=${1#*=} ;;
+    --threads=*) threads=${1#*=} ;;
+    --phase_secs=*) phase_secs=${1#*=} ;;
+    --tiny) measure=20000; preload=50000; phase_secs=60 ;;
+    --keep_data) keep_data=1 ;;
+    --) shift; server_flags=("$@"); break ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    *) echo "run_url_bench: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+for n in "$measure" "$preload" "$batch" "$threads" "$phase_secs"; do
+  [[ "$n" =~ ^[0-9]+$ ]] || { echo "run_url_bench: not a count: $n" >&2; exit 2; }
+done
+((measure > 0 && batch > 0 && threads > 0 && phase_secs > 0)) ||
+  { echo "run_url_bench: sizes must be positive" >&2; exit 2; }
+((preload >= measure)) || preload=$measure
+
+server_bin="$build_dir/server/dedupd"
+load_bin="$build_dir/bench/dedupd_url_load"
+for b in "$server_bin" "$load_bin"; do
+  [[ -x "$b" ]] || { echo "run_url_bench: $b not built" >&2; exit 1; }
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/dedupd-url-bench.XXXXXX")
+data_dir="$work/data"
+port_file="$work/port"
+server_log="$work/server.log"
+server_pid=""
+status=0
+
+stop_server() {
+  [[ -n "$server_pid" ]] || return 0
+  if kill -0 "$server_pid" 2>/dev/null; then
+    kill -TERM "$server_pid" 2>/dev/null
+    # dedupd drains for up to --drain_timeout (10 s) and closes the store.
+    for _ in $(seq 1 300); do
+      kill -0 "$server_pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$server_pid" 2>/dev/null; then
+      echo "run_url_bench: server did not exit 30 s after SIGTERM; SIGKILL" >&2
+      kill -KILL "$server_pid" 2>/dev/null
+      status=1
+    fi
+  fi
+  wait "$server_pid" 2>/dev/null
+  local rc=$?
+  if ((rc != 0)); then
+    echo "run_url_bench: server exited with status $rc; log tail:" >&2
+    tail -n 20 "$server_log" >&2
+    status=1
+  fi
+  server_pid=""
+}
+cleanup() {
+  stop_server
+  if ((keep_data)); then
+    echo "# data dir kept: $data_dir"
+  else
+    rm -rf "$work"
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+"$server_bin" --listen=127.0.0.1:0 --data_dir="$data_dir" \
+  --port_file="$port_file" "${server_flags[@]}" 2>"$server_log" &
+server_pid=$!
+for _ in $(seq 1 600); do
+  [[ -s "$port_file" ]] && break
+  kill -0 "$server_pid" 2>/dev/null || break
+  sleep 0.1
+done
+if [[ ! -s "$port_file" ]]; then
+  echo "run_url_bench: server did not write its port within 60 s; log:" >&2
+  cat "$server_log" >&2
+  exit 1
+fi
+port=$(<"$port_file")
+
+echo "# dedupd url bench: batch=$batch threads=$threads measure=$measure" \
+  "preload=$preload nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg)" \
+  "server_flags=${server_flags[*]:-none}"
+
+# run_phase NAME EXPECT OFFSET URLS: runs one load phase, prints its line,
+# and checks that every URL got the EXPECTed verdict (new or seen).
+last_line=""
+run_phase() {
+  local name=$1 expect=$2 offset=$3 urls=$4 line rc
+  echo "# $name: claim $urls URLs from synthetic offset $offset (expect all $expect)"
+  line=$(timeout --signal=TERM --kill-after=10 $((phase_secs + 120)) \
+    "$load_bin" --target="127.0.0.1:$port" --synthetic --seed=1 \
+    --offset="$offset" --urls="$urls" --seconds="$phase_secs" \
+    --batch="$batch" --threads="$threads" --mode=claim)
+  rc=$?
+  echo "$line"
+  last_line=$line
+  if ((rc != 0)) || [[ -z "$line" ]]; then
+    echo "run_url_bench: $name: dedupd_url_load failed (status $rc)" >&2
+    status=1
+    return 1
+  fi
+  local sent got
+  sent=$(field urls "$line")
+  got=$(field "$expect" "$line")
+  if [[ "$sent" != "$got" ]]; then
+    echo "run_url_bench: $name: $expect=$got but urls=$sent" >&2
+    status=1
+  fi
+  if ((sent < urls)); then
+    echo "run_url_bench: $name: time bound hit after $sent of $urls URLs" >&2
+  fi
+}
+field() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$2"; }
+
+run_phase empty new 0 "$measure"
+empty_rate=$(field urls_per_sec "$last_line")
+stored=$(field new "$last_line")
+if ((preload > measure)); then
+  run_phase preload new "$measure" $((preload - measure))
+  stored=$((stored + $(field new "$last_line")))
+fi
+disk_bytes=$(du -sb "$data_dir" | cut -f1)
+run_phase loaded new "$preload" "$measure"
+loaded_rate=$(field urls_per_sec "$last_line")
+run_phase seen seen 0 "$measure"
+
+peak_rss_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$server_pid/status" 2>/dev/null)
+awk -v l="${loaded_rate:-0}" -v e="${empty_rate:-0}" 'BEGIN {
+  printf "ratio loaded/empty urls_per_sec=%.2f\n", (e > 0 ? l / e : 0) }'
+awk -v n="${stored:-0}" -v b="$disk_bytes" -v r="${peak_rss_kb:-0}" 'BEGIN {
+  printf "store  urls=%d bytes=%d bytes_per_url=%.1f peak_rss_mb=%.1f\n",
+    n, b, (n > 0 ? b / n : 0), r / 1024 }'
+echo "# end loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
+stop_server
+exit "$status"
