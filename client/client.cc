@@ -1,0 +1,157 @@
+#include "client/client.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "dedupd/v1/dedupd.grpc.pb.h"
+
+namespace dedupd {
+namespace {
+
+// Responses can be larger than requests (normalization percent-encodes), so
+// the client accepts more than gRPC's default 4 MiB.
+constexpr int kMaxReceiveMessageBytes = 64 << 20;
+
+// Room for an item's tag and length prefix inside the request message.
+constexpr size_t kItemFramingBytes = 6;
+
+// FromGrpcStatus is the one place a grpc::Status becomes an absl::Status:
+// same code (the numeric values are the same by design), message prefixed
+// with the RPC's method name so that the caller knows which call failed.
+absl::Status FromGrpcStatus(const grpc::Status& status,
+                            absl::string_view method) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      absl::StrCat(method, ": ", status.error_message()));
+}
+
+// The wait before retry number `retry` (1 for the first retry): exponential,
+// capped, then jittered by +/-20% (as gRPC's own connection backoff does).
+absl::Duration Backoff(const ClientOptions& options, int retry,
+                       absl::BitGen& gen) {
+  absl::Duration wait = options.initial_backoff;
+  for (int i = 1; i < retry && wait < options.max_backoff; ++i) {
+    wait *= options.backoff_multiplier;
+  }
+  wait = std::min(wait, options.max_backoff);
+  return wait * absl::Uniform(gen, 0.8, 1.2);
+}
+
+}  // namespace
+
+struct DedupClient::Rpc {
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<dedupd::v1::Dedup::Stub> stub;
+};
+
+absl::StatusOr<std::unique_ptr<DedupClient>> DedupClient::Connect(
+    const std::string& address, const ClientOptions& options) {
+  if (address.empty()) {
+    return absl::InvalidArgumentError("connect: empty server address");
+  }
+  if (options.deadline <= absl::ZeroDuration() ||
+      options.deadline == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("connect: deadline must be finite and > 0, got ",
+                     absl::FormatDuration(options.deadline)));
+  }
+  if (options.max_attempts < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "connect: max_attempts must be >= 1, got ", options.max_attempts));
+  }
+  if (options.initial_backoff < absl::ZeroDuration() ||
+      options.max_backoff < options.initial_backoff ||
+      !(options.backoff_multiplier >= 1.0)) {
+    return absl::InvalidArgumentError(
+        "connect: backoff needs 0 <= initial_backoff <= max_backoff and "
+        "backoff_multiplier >= 1");
+  }
+  if (options.max_items_per_request < 1 || options.max_request_bytes < 1) {
+    return absl::InvalidArgumentError(
+        "connect: max_items_per_request and max_request_bytes must be >= 1");
+  }
+  std::shared_ptr<grpc::ChannelCredentials> credentials =
+      options.credentials != nullptr ? options.credentials
+                                     : grpc::InsecureChannelCredentials();
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
+  auto rpc = std::make_unique<Rpc>();
+  rpc->channel = grpc::CreateCustomChannel(address, credentials, args);
+  if (rpc->channel == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("connect: cannot create a channel to ", address));
+  }
+  rpc->stub = dedupd::v1::Dedup::NewStub(rpc->channel);
+  return std::unique_ptr<DedupClient>(
+      new DedupClient(options, std::move(rpc)));
+}
+
+DedupClient::DedupClient(ClientOptions options, std::unique_ptr<Rpc> rpc)
+    : options_(std::move(options)), rpc_(std::move(rpc)) {}
+
+DedupClient::~DedupClient() = default;
+
+absl::StatusOr<std::vector<dedupd::v1::UrlResult>> DedupClient::CheckUrls(
+    absl::Span<const dedupd::v1::UrlItem> items, dedupd::v1::ClaimMode mode,
+    const ProgressCallback& progress) const {
+  std::vector<dedupd::v1::UrlResult> results;
+  results.reserve(items.size());
+  absl::BitGen gen;  // per call: the client keeps no mutable state
+  size_t next = 0;
+  while (next < items.size()) {
+    // Cut the next request: up to max_items_per_request items, and stop
+    // before max_request_bytes unless the request would be empty.
+    dedupd::v1::CheckUrlRequest request;
+    request.set_mode(mode);
+    size_t bytes = 0;
+    while (next < items.size() &&
+           static_cast<size_t>(request.items_size()) <
+               options_.max_items_per_request) {
+      const size_t item_bytes = items[next].ByteSizeLong() + kItemFramingBytes;
+      if (request.items_size() > 0 &&
+          bytes + item_bytes > options_.max_request_bytes) {
+        break;
+      }
+      bytes += item_bytes;
+      *request.add_items() = items[next];
+      ++next;
+    }
+
+    dedupd::v1::CheckUrlResponse response;
+    absl::Status status;
+    for (int attempt = 1;; ++attempt) {
+      grpc::ClientContext context;
+      context.set_deadline(absl::ToChronoTime(absl::Now() + options_.deadline));
+      response.Clear();
+      status = FromGrpcStatus(rpc_->stub->CheckUrl(&context, request, &response),
+                              "CheckUrl");
+      if (!absl::IsUnavailable(status)) break;
+      if (attempt >= options_.max_attempts) {
+        status = absl::UnavailableError(absl::StrCat(
+            status.message(), " (gave up after ", attempt, " attempts)"));
+        break;
+      }
+      absl::SleepFor(Backoff(options_, attempt, gen));
+    }
+    if (!status.ok()) return status;
+
+    if (response.results_size() != request.items_size()) {
+      return absl::InternalError(absl::StrCat(
+          "CheckUrl: server answered ", response.results_size(),
+          " results for ", request.items_size(), " items"));
+    }
+    for (dedupd::v1::UrlResult& result : *response.mutable_results()) {
+      results.push_back(std::move(result));
+    }
+    if (progress) progress(results.size(), items.size());
+  }
+  return results;
+}
+
+}  // namespace dedupd

@@ -1,0 +1,149 @@
+// client.h: the C++ client library for the dedupd.v1.Dedup service. It turns
+// a span of items of any length into requests of bounded size, sends each
+// with a deadline, retries the transient failure (UNAVAILABLE) with
+// exponential backoff and jitter, and returns one result per item, in order,
+// as absl::Status / absl::StatusOr. No grpc::Status crosses this header.
+//
+// Example:
+//   absl::StatusOr<std::unique_ptr<DedupClient>> client =
+//       DedupClient::Connect("127.0.0.1:7000", ClientOptions());
+//   if (!client.ok()) return client.status();
+//   std::vector<dedupd::v1::UrlItem> items(1);
+//   items[0].set_url("https://example.com/a?utm_source=x");
+//   absl::StatusOr<std::vector<dedupd::v1::UrlResult>> results =
+//       (*client)->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM);
+//   if (!results.ok()) return results.status();
+//   // (*results)[0].verdict() is URL_VERDICT_NEW the first time, SEEN after.
+#ifndef DEDUPD_CLIENT_CLIENT_H_
+#define DEDUPD_CLIENT_CLIENT_H_
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "dedupd/v1/dedupd.pb.h"
+
+namespace grpc {
+class ChannelCredentials;
+}  // namespace grpc
+
+namespace dedupd {
+
+// How a DedupClient talks to the server. Every field has a usable default.
+struct ClientOptions {
+  // Deadline of each RPC attempt, measured from the moment it is sent. A
+  // request that runs out of time fails with DeadlineExceeded and is not
+  // retried (the server may still have done the work).
+  // Default: 30 seconds.  REQUIRES: > 0 and finite.
+  absl::Duration deadline = absl::Seconds(30);
+
+  // Attempts per request when the server answers UNAVAILABLE (connection
+  // refused or lost, server shutting down): 1 means no retry. Only
+  // UNAVAILABLE is retried; every other code surfaces at once.
+  // Default: 4.  REQUIRES: >= 1.
+  int max_attempts = 4;
+
+  // Wait before the first retry. Each further retry waits
+  // `backoff_multiplier` times longer, capped at `max_backoff`; every wait
+  // is jittered uniformly by +/-20% so that many clients that lost the same
+  // server do not come back in lockstep.
+  // Default: 100 ms.  REQUIRES: >= 0.
+  absl::Duration initial_backoff = absl::Milliseconds(100);
+  // Default: 2.0.  REQUIRES: >= 1.
+  double backoff_multiplier = 2.0;
+  // Default: 5 seconds.  REQUIRES: >= initial_backoff.
+  absl::Duration max_backoff = absl::Seconds(5);
+
+  // Most items sent in one request; longer spans are split. The server
+  // rejects requests over its own limit (10,000 items by default) with
+  // InvalidArgument.
+  // Default: 1,000.  REQUIRES: >= 1.
+  size_t max_items_per_request = 1000;
+
+  // A request is also cut before its serialized size would pass this many
+  // bytes (an item larger than that on its own is sent alone), so that long
+  // URLs stay under the server's 4 MiB message limit.
+  // Default: 2 MiB.  REQUIRES: >= 1.
+  size_t max_request_bytes = 2 << 20;
+
+  // Transport security. nullptr means plaintext (insecure) credentials.
+  // Default: nullptr.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+};
+
+// Called by CheckUrls after each request is answered, on the calling
+// thread, with the number of items answered so far and the span's size.
+using ProgressCallback = std::function<void(size_t done, size_t total)>;
+
+// DedupClient: a connection (gRPC channel) to one dedupd address.
+// Thread-safe: one client may be shared by any number of threads, and its
+// calls may run concurrently; share it rather than connecting per call.
+class DedupClient {
+ public:
+  // Connect creates a client for `address` ("host:port", or any gRPC target
+  // such as "dns:///dedupd:7000"). It does not wait for the server: the
+  // connection is made by the first call, and a server that cannot be
+  // reached surfaces there as Unavailable (after `max_attempts`).
+  // Returns InvalidArgument for an empty address or options that break a
+  // REQUIRES above.
+  //
+  // Example:
+  //   ClientOptions options;
+  //   options.deadline = absl::Seconds(5);
+  //   auto client = DedupClient::Connect("127.0.0.1:7000", options);
+  static absl::StatusOr<std::unique_ptr<DedupClient>> Connect(
+      const std::string& address, const ClientOptions& options);
+
+  ~DedupClient();
+  DedupClient(const DedupClient&) = delete;
+  DedupClient& operator=(const DedupClient&) = delete;
+
+  // CheckUrls sends `items` in requests of at most max_items_per_request
+  // items (and max_request_bytes bytes), one after another, with `mode`, and
+  // returns exactly one result per item, in the order of `items`. An item
+  // the server cannot key is answered URL_VERDICT_INVALID with an error in
+  // its result; that is not an error of the call. An empty span returns an
+  // empty vector without contacting the server.
+  //
+  // Errors carry the gRPC code (same numeric code) and a message that
+  // starts with "CheckUrl: ": Unavailable once max_attempts are used up,
+  // DeadlineExceeded, InvalidArgument / ResourceExhausted for a request the
+  // server rejects as a whole (e.g. over its item limit), Internal when the
+  // server answers with the wrong number of results.
+  //
+  // Caveats:
+  // - Retry after a lost reply: an UNAVAILABLE can arrive after the server
+  //   has already recorded a CLAIM (the reply was lost with the
+  //   connection). The retried request then answers SEEN for the URLs the
+  //   first attempt claimed, so no caller is told NEW for them. Callers
+  //   that must not miss a NEW should set max_attempts = 1 or reconcile
+  //   with first_seen_time.
+  // - On any error, results of the requests already answered are dropped;
+  //   with CLAIM those URLs stay claimed. To lose at most one request's
+  //   answers, pass at most max_items_per_request items per call.
+  //
+  // `progress`, when set, is called after each request is answered.
+  // Complexity: ceil(items / max_items_per_request) RPCs at least.
+  absl::StatusOr<std::vector<dedupd::v1::UrlResult>> CheckUrls(
+      absl::Span<const dedupd::v1::UrlItem> items, dedupd::v1::ClaimMode mode,
+      const ProgressCallback& progress = nullptr) const;
+
+  const ClientOptions& options() const { return options_; }
+
+ private:
+  struct Rpc;  // the channel and stub; defined in client.cc
+  DedupClient(ClientOptions options, std::unique_ptr<Rpc> rpc);
+
+  const ClientOptions options_;
+  const std::unique_ptr<Rpc> rpc_;
+};
+
+}  // namespace dedupd
+
+#endif  // DEDUPD_CLIENT_CLIENT_H_

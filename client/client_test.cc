@@ -1,0 +1,424 @@
+#include "client/client.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "client/fake_dedup_service.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace dedupd {
+namespace {
+
+using ::dedupd::testing::IsOk;
+using ::dedupd::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+using ::testing::StartsWith;
+
+// Options that keep retry tests fast: backoff of about a millisecond.
+ClientOptions FastOptions() {
+  ClientOptions options;
+  options.deadline = absl::Seconds(20);
+  options.initial_backoff = absl::Milliseconds(1);
+  options.max_backoff = absl::Milliseconds(2);
+  return options;
+}
+
+std::vector<dedupd::v1::UrlItem> Items(size_t n, absl::string_view prefix =
+                                                     "https://example.com/") {
+  std::vector<dedupd::v1::UrlItem> items(n);
+  for (size_t i = 0; i < n; ++i) items[i].set_url(absl::StrCat(prefix, i));
+  return items;
+}
+
+class ClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK_AND_ASSIGN(server_, FakeDedupServer::Start());
+  }
+
+  std::unique_ptr<DedupClient> Connect(const ClientOptions& options) {
+    absl::StatusOr<std::unique_ptr<DedupClient>> client =
+        DedupClient::Connect(server_->address(), options);
+    EXPECT_THAT(client, IsOk());
+    return client.ok() ? std::move(client).value() : nullptr;
+  }
+
+  FakeDedupService& fake() { return server_->service(); }
+
+  std::unique_ptr<FakeDedupServer> server_;
+};
+
+struct BatchCase {
+  size_t items;
+  size_t max_items;
+  size_t want_requests;  // ceil(items / max_items)
+};
+
+class ClientBatchingTest : public ClientTest,
+                           public ::testing::WithParamInterface<BatchCase> {};
+
+TEST_P(ClientBatchingTest, SplitsIntoCeilRequestsAndKeepsOrder) {
+  const BatchCase& c = GetParam();
+  ClientOptions options = FastOptions();
+  options.max_items_per_request = c.max_items;
+  std::unique_ptr<DedupClient> client = Connect(options);
+  ASSERT_NE(client, nullptr);
+  const std::vector<dedupd::v1::UrlItem> items = Items(c.items);
+
+  std::vector<size_t> progress;
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<dedupd::v1::UrlResult> results,
+      client->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM,
+                        [&](size_t done, size_t total) {
+                          EXPECT_EQ(total, c.items);
+                          progress.push_back(done);
+                        }));
+
+  const std::vector<FakeDedupService::Call> calls = fake().calls();
+  ASSERT_THAT(calls, SizeIs(c.want_requests));
+  std::vector<std::string> sent;
+  for (const FakeDedupService::Call& call : calls) {
+    EXPECT_LE(call.urls.size(), c.max_items);
+    EXPECT_FALSE(call.urls.empty());
+    EXPECT_EQ(call.mode, dedupd::v1::CLAIM_MODE_CLAIM);
+    sent.insert(sent.end(), call.urls.begin(), call.urls.end());
+  }
+  ASSERT_THAT(results, SizeIs(c.items));
+  ASSERT_THAT(sent, SizeIs(c.items));
+  for (size_t i = 0; i < c.items; ++i) {
+    EXPECT_EQ(sent[i], items[i].url()) << "request order at " << i;
+    EXPECT_EQ(results[i].normalized_url(), items[i].url())
+        << "result order at " << i;
+    EXPECT_EQ(results[i].verdict(), dedupd::v1::URL_VERDICT_NEW);
+  }
+  ASSERT_THAT(progress, SizeIs(c.want_requests));
+  for (size_t i = 0; i < progress.size(); ++i) {
+    EXPECT_EQ(progress[i], std::min(c.items, (i + 1) * c.max_items));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, ClientBatchingTest,
+    ::testing::Values(BatchCase{0, 3, 0}, BatchCase{1, 3, 1},
+                      BatchCase{3, 3, 1}, BatchCase{4, 3, 2},
+                      BatchCase{10, 3, 4}, BatchCase{7, 1, 7},
+                      BatchCase{2500, 1000, 3}, BatchCase{1000, 1000, 1}),
+    [](const ::testing::TestParamInfo<BatchCase>& info) {
+      return absl::StrCat(info.param.items, "ItemsMax", info.param.max_items);
+    });
+
+TEST_F(ClientTest, DefaultOptionsAreDocumentedValues) {
+  const ClientOptions options;
+  EXPECT_EQ(options.deadline, absl::Seconds(30));
+  EXPECT_EQ(options.max_attempts, 4);
+  EXPECT_EQ(options.initial_backoff, absl::Milliseconds(100));
+  EXPECT_EQ(options.max_items_per_request, 1000u);
+  EXPECT_EQ(options.credentials, nullptr);
+}
+
+TEST_F(ClientTest, ByteLimitCutsRequestsButNeverSendsAnEmptyOne) {
+  ClientOptions options = FastOptions();
+  options.max_request_bytes = 100;
+  std::unique_ptr<DedupClient> client = Connect(options);
+  ASSERT_NE(client, nullptr);
+  std::vector<dedupd::v1::UrlItem> items = Items(5, std::string(30, 'a'));
+  items[2].set_url(std::string(500, 'b'));  // alone over the limit
+
+  ASSERT_OK_AND_ASSIGN(std::vector<dedupd::v1::UrlResult> results,
+                       client->CheckUrls(items, dedupd::v1::CLAIM_MODE_PEEK));
+  ASSERT_THAT(results, SizeIs(5));
+  std::vector<size_t> sizes;
+  for (const FakeDedupService::Call& call : fake().calls()) {
+    sizes.push_back(call.urls.size());
+  }
+  EXPECT_THAT(sizes, ElementsAre(2, 1, 2));
+  for (size_t i = 0; i < items.size(); ++i) {
+    EXPECT_EQ(results[i].normalized_url(), items[i].url());
+  }
+}
+
+TEST_F(ClientTest, SendsModeAndBaseUrl) {
+  std::unique_ptr<DedupClient> client = Connect(FastOptions());
+  ASSERT_NE(client, nullptr);
+  std::vector<dedupd::v1::UrlItem> items = Items(1);
+  items[0].set_base_url("https://example.com/dir/");
+
+  ASSERT_OK_AND_ASSIGN(auto peek,
+                       client->CheckUrls(items, dedupd::v1::CLAIM_MODE_PEEK));
+  ASSERT_OK_AND_ASSIGN(auto claim,
+                       client->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM));
+  ASSERT_OK_AND_ASSIGN(auto again,
+                       client->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM));
+  EXPECT_EQ(peek[0].verdict(), dedupd::v1::URL_VERDICT_NEW);
+  EXPECT_EQ(claim[0].verdict(), dedupd::v1::URL_VERDICT_NEW);
+  EXPECT_EQ(again[0].verdict(), dedupd::v1::URL_VERDICT_SEEN);
+  EXPECT_EQ(again[0].first_seen_time().seconds(),
+            FakeDedupService::kFirstSeenSeconds);
+
+  const std::vector<FakeDedupService::Call> calls = fake().calls();
+  ASSERT_THAT(calls, SizeIs(3));
+  EXPECT_EQ(calls[0].mode, dedupd::v1::CLAIM_MODE_PEEK);
+  EXPECT_EQ(calls[1].mode, dedupd::v1::CLAIM_MODE_CLAIM);
+  EXPECT_THAT(calls[0].base_urls, ElementsAre("https://example.com/dir/"));
+}
+
+TEST_F(ClientTest, InvalidItemIsAResultNotAnError) {
+  std::unique_ptr<DedupClient> client = Connect(FastOptions());
+  ASSERT_NE(client, nullptr);
+  std::vector<dedupd::v1::UrlItem> items = Items(3);
+  items[1].set_url("bad:url");
+  ASSERT_OK_AND_ASSIGN(auto results,
+                       client->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM));
+  ASSERT_THAT(results, SizeIs(3));
+  EXPECT_EQ(results[1].verdict(), dedupd::v1::URL_VERDICT_INVALID);
+  EXPECT_EQ(results[1].error(), "fake: invalid url");
+  EXPECT_EQ(results[2].verdict(), dedupd::v1::URL_VERDICT_NEW);
+}
+
+TEST_F(ClientTest, UnavailableIsRetriedThenSucceeds) {
+  std::unique_ptr<DedupClient> client = Connect(FastOptions());  // 4 attempts
+  ASSERT_NE(client, nullptr);
+  fake().FailNext(absl::UnavailableError("restarting"));
+  fake().FailNext(absl::UnavailableError("restarting"));
+
+  ASSERT_OK_AND_ASSIGN(auto results,
+                       client->CheckUrls(Items(2), dedupd::v1::CLAIM_MODE_CLAIM));
+  EXPECT_THAT(results, SizeIs(2));
+  const std::vector<FakeDedupService::Call> calls = fake().calls();
+  ASSERT_THAT(calls, SizeIs(3));
+  EXPECT_EQ(calls[2].urls, calls[0].urls);  // the same request, resent
+}
+
+class ClientMaxAttemptsTest : public ClientTest,
+                              public ::testing::WithParamInterface<int> {};
+
+TEST_P(ClientMaxAttemptsTest, UnavailableSurfacesAfterMaxAttempts) {
+  const int max_attempts = GetParam();
+  ClientOptions options = FastOptions();
+  options.max_attempts = max_attempts;
+  std::unique_ptr<DedupClient> client = Connect(options);
+  ASSERT_NE(client, nullptr);
+  for (int i = 0; i < max_attempts + 5; ++i) {
+    fake().FailNext(absl::UnavailableError("overloaded node"));
+  }
+
+  EXPECT_THAT(
+      client->CheckUrls(Items(3), dedupd::v1::CLAIM_MODE_CLAIM),
+      StatusIs(absl::StatusCode::kUnavailable,
+               AllOf(StartsWith("CheckUrl: overloaded node"),
+                     HasSubstr(absl::StrCat("after ", max_attempts,
+                                            " attempts")))));
+  EXPECT_THAT(fake().calls(), SizeIs(max_attempts));
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, ClientMaxAttemptsTest,
+                         ::testing::Values(1, 2, 4, 6));
+
+class ClientNoRetryTest
+    : public ClientTest,
+      public ::testing::WithParamInterface<absl::StatusCode> {};
+
+TEST_P(ClientNoRetryTest, OtherCodesAreNotRetriedAndKeepTheirCode) {
+  const absl::StatusCode code = GetParam();
+  std::unique_ptr<DedupClient> client = Connect(FastOptions());
+  ASSERT_NE(client, nullptr);
+  for (int i = 0; i < 5; ++i) {
+    fake().FailNext(absl::Status(code, "too many items: max 10000"));
+  }
+
+  EXPECT_THAT(client->CheckUrls(Items(3), dedupd::v1::CLAIM_MODE_CLAIM),
+              StatusIs(code, "CheckUrl: too many items: max 10000"));
+  EXPECT_THAT(fake().calls(), SizeIs(1));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, ClientNoRetryTest,
+    ::testing::Values(absl::StatusCode::kInvalidArgument,
+                      absl::StatusCode::kResourceExhausted,
+                      absl::StatusCode::kInternal,
+                      absl::StatusCode::kFailedPrecondition,
+                      absl::StatusCode::kPermissionDenied,
+                      absl::StatusCode::kUnauthenticated,
+                      absl::StatusCode::kDeadlineExceeded,
+                      absl::StatusCode::kAborted,
+                      absl::StatusCode::kUnknown,
+                      absl::StatusCode::kDataLoss),
+    [](const ::testing::TestParamInfo<absl::StatusCode>& info) {
+      std::string name = absl::StatusCodeToString(info.param);
+      name.erase(std::remove(name.begin(), name.end(), '_'), name.end());
+      return name;
+    });
+
+TEST_F(ClientTest, ErrorInALaterRequestFailsTheCall) {
+  ClientOptions options = FastOptions();
+  options.max_items_per_request = 2;
+  std::unique_ptr<DedupClient> client = Connect(options);
+  ASSERT_NE(client, nullptr);
+  fake().AnswerNext();
+  fake().FailNext(absl::InvalidArgumentError("bad request"));
+
+  EXPECT_THAT(client->CheckUrls(Items(5), dedupd::v1::CLAIM_MODE_CLAIM),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "CheckUrl: bad request"));
+  EXPECT_THAT(fake().calls(), SizeIs(2));  // the third request is not sent
+}
+
+TEST_F(ClientTest, DeadlineIsSetOnEveryCallIncludingRetries) {
+  ClientOptions options = FastOptions();
+  options.deadline = absl::Seconds(7);
+  options.max_items_per_request = 2;
+  std::unique_ptr<DedupClient> client = Connect(options);
+  ASSERT_NE(client, nullptr);
+  fake().FailNext(absl::UnavailableError("blip"));
+
+  ASSERT_OK_AND_ASSIGN(auto results,
+                       client->CheckUrls(Items(5), dedupd::v1::CLAIM_MODE_CLAIM));
+  EXPECT_THAT(results, SizeIs(5));
+  const std::vector<FakeDedupService::Call> calls = fake().calls();
+  ASSERT_THAT(calls, SizeIs(4));  // 3 requests, the first one twice
+  for (const FakeDedupService::Call& call : calls) {
+    ASSERT_TRUE(call.deadline_left.has_value());
+    // grpc-timeout is sent rounded up, hence the slack above 7 s.
+    EXPECT_GT(*call.deadline_left, absl::Seconds(6));
+    EXPECT_LE(*call.deadline_left, absl::Seconds(7) + absl::Milliseconds(100));
+  }
+}
+
+TEST_F(ClientTest, DeadlineExceededSurfacesAndIsNotRetried) {
+  ClientOptions options = FastOptions();
+  options.deadline = absl::Milliseconds(200);
+  std::unique_ptr<DedupClient> client = Connect(options);
+  ASSERT_NE(client, nullptr);
+  fake().HangNext();
+  fake().HangNext();
+
+  EXPECT_THAT(client->CheckUrls(Items(1), dedupd::v1::CLAIM_MODE_CLAIM),
+              StatusIs(absl::StatusCode::kDeadlineExceeded,
+                       StartsWith("CheckUrl: ")));
+  EXPECT_THAT(fake().calls(), SizeIs(1));
+}
+
+TEST_F(ClientTest, WrongResultCountIsInternal) {
+  std::unique_ptr<DedupClient> client = Connect(FastOptions());
+  ASSERT_NE(client, nullptr);
+  fake().WrongCountNext();
+  EXPECT_THAT(client->CheckUrls(Items(3), dedupd::v1::CLAIM_MODE_CLAIM),
+              StatusIs(absl::StatusCode::kInternal,
+                       "CheckUrl: server answered 2 results for 3 items"));
+}
+
+TEST_F(ClientTest, EmptySpanMakesNoCall) {
+  std::unique_ptr<DedupClient> client = Connect(FastOptions());
+  ASSERT_NE(client, nullptr);
+  ASSERT_OK_AND_ASSIGN(auto results,
+                       client->CheckUrls({}, dedupd::v1::CLAIM_MODE_CLAIM));
+  EXPECT_TRUE(results.empty());
+  EXPECT_TRUE(fake().calls().empty());
+}
+
+TEST_F(ClientTest, ConcurrentCallsOnOneClient) {
+  ClientOptions options = FastOptions();
+  options.max_items_per_request = 3;
+  std::unique_ptr<DedupClient> client = Connect(options);
+  ASSERT_NE(client, nullptr);
+  constexpr int kThreads = 4;
+  constexpr int kCallsPerThread = 20;
+  std::vector<std::thread> threads;
+  std::vector<int> mismatches(kThreads, 0);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int c = 0; c < kCallsPerThread; ++c) {
+        const std::vector<dedupd::v1::UrlItem> items =
+            Items(7, absl::StrCat("https://t", t, ".example/", c, "/"));
+        absl::StatusOr<std::vector<dedupd::v1::UrlResult>> results =
+            client->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM);
+        if (!results.ok() || results->size() != items.size()) {
+          ++mismatches[t];
+          continue;
+        }
+        for (size_t i = 0; i < items.size(); ++i) {
+          if ((*results)[i].normalized_url() != items[i].url() ||
+              (*results)[i].verdict() != dedupd::v1::URL_VERDICT_NEW) {
+            ++mismatches[t];
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_THAT(mismatches, ::testing::Each(0));
+  EXPECT_THAT(fake().calls(), SizeIs(kThreads * kCallsPerThread * 3));
+}
+
+TEST(ClientConnectTest, UnreachableServerIsUnavailableAfterRetries) {
+  std::string address;
+  {
+    ASSERT_OK_AND_ASSIGN(auto server, FakeDedupServer::Start());
+    address = server->address();
+  }  // shut down: nothing listens on the port now
+  ClientOptions options = FastOptions();
+  options.max_attempts = 2;
+  ASSERT_OK_AND_ASSIGN(auto client, DedupClient::Connect(address, options));
+  EXPECT_THAT(client->CheckUrls(Items(1), dedupd::v1::CLAIM_MODE_PEEK),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       AllOf(StartsWith("CheckUrl: "),
+                             HasSubstr("after 2 attempts"))));
+}
+
+struct BadOptionsCase {
+  const char* name;
+  std::string address;
+  ClientOptions options;
+};
+
+class ClientConnectBadOptionsTest
+    : public ::testing::TestWithParam<BadOptionsCase> {};
+
+TEST_P(ClientConnectBadOptionsTest, IsInvalidArgument) {
+  EXPECT_THAT(DedupClient::Connect(GetParam().address, GetParam().options),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+BadOptionsCase Bad(const char* name, void (*edit)(ClientOptions&),
+                   std::string address = "127.0.0.1:1") {
+  ClientOptions options;
+  edit(options);
+  return BadOptionsCase{name, std::move(address), options};
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, ClientConnectBadOptionsTest,
+    ::testing::Values(
+        Bad("EmptyAddress", [](ClientOptions&) {}, ""),
+        Bad("ZeroDeadline",
+            [](ClientOptions& o) { o.deadline = absl::ZeroDuration(); }),
+        Bad("InfiniteDeadline",
+            [](ClientOptions& o) { o.deadline = absl::InfiniteDuration(); }),
+        Bad("ZeroAttempts", [](ClientOptions& o) { o.max_attempts = 0; }),
+        Bad("NegativeBackoff",
+            [](ClientOptions& o) { o.initial_backoff = absl::Seconds(-1); }),
+        Bad("MaxBelowInitialBackoff",
+            [](ClientOptions& o) { o.max_backoff = absl::Milliseconds(1); }),
+        Bad("ShrinkingBackoff",
+            [](ClientOptions& o) { o.backoff_multiplier = 0.5; }),
+        Bad("ZeroItems", [](ClientOptions& o) { o.max_items_per_request = 0; }),
+        Bad("ZeroBytes", [](ClientOptions& o) { o.max_request_bytes = 0; })),
+    [](const ::testing::TestParamInfo<BadOptionsCase>& info) {
+      return std::string(info.param.name);
+    });
+
+}  // namespace
+}  // namespace dedupd

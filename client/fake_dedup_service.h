@@ -1,0 +1,119 @@
+// fake_dedup_service.h: an in-process fake of the dedupd.v1.Dedup service
+// for the client's tests (test-only; target dedupd_client_fake). It keeps a
+// seen-set keyed by the URL bytes exactly as sent (no normalization),
+// records every call it gets, and can be scripted to fail, hang or answer
+// wrongly, so that tests can drive the client's batching, retry and
+// deadline paths. FakeDedupServer runs it on 127.0.0.1 with a port chosen
+// by the kernel.
+//
+// Answers, per item: an empty url, or one that starts with "bad", is
+// INVALID with error "fake: invalid url"; otherwise normalized_url is the
+// url and the verdict is NEW, or SEEN (first_seen_time = kFirstSeen) when a
+// previous CLAIM recorded it. PEEK records nothing.
+//
+// Example:
+//   ASSERT_OK_AND_ASSIGN(auto server, FakeDedupServer::Start());
+//   server->service().FailNext(absl::UnavailableError("down"));
+//   auto client = DedupClient::Connect(server->address(), ClientOptions());
+//   ... (*client)->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM) ...
+//   EXPECT_EQ(server->service().calls().size(), 2);  // one retry
+#ifndef DEDUPD_CLIENT_FAKE_DEDUP_SERVICE_H_
+#define DEDUPD_CLIENT_FAKE_DEDUP_SERVICE_H_
+
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "dedupd/v1/dedupd.grpc.pb.h"
+
+namespace dedupd {
+
+// FakeDedupService: thread-safe (gRPC calls it from its own threads).
+class FakeDedupService final : public dedupd::v1::Dedup::CallbackService {
+ public:
+  // The first_seen_time of every SEEN answer: 2024-05-06T07:08:09.5Z.
+  static constexpr int64_t kFirstSeenSeconds = 1714979289;
+  static constexpr int32_t kFirstSeenNanos = 500000000;
+
+  // What the fake saw of one call.
+  struct Call {
+    std::vector<std::string> urls;
+    std::vector<std::string> base_urls;
+    dedupd::v1::ClaimMode mode = dedupd::v1::CLAIM_MODE_UNSPECIFIED;
+    // Time left until the call's deadline when it arrived; nullopt when the
+    // call had no deadline.
+    std::optional<absl::Duration> deadline_left;
+  };
+
+  // AnswerNext makes the next unscripted call answer normally (a script
+  // step that lets a later step hit a later call).
+  void AnswerNext();
+  // FailNext makes the next unscripted call fail with `status` (same code
+  // and message); calls consume scripted actions in FIFO order.
+  // REQUIRES: !status.ok().
+  void FailNext(absl::Status status);
+  // HangNext makes the next call wait until it is cancelled (its deadline
+  // passes, the client goes away, or the server shuts down).
+  void HangNext();
+  // WrongCountNext makes the next call answer one result too few.
+  void WrongCountNext();
+
+  // Every call so far, in arrival order.
+  std::vector<Call> calls() const;
+  // WaitForCalls blocks until at least `n` calls arrived or `timeout`
+  // passed; returns whether they arrived.
+  bool WaitForCalls(size_t n, absl::Duration timeout) const;
+
+  grpc::ServerUnaryReactor* CheckUrl(
+      grpc::CallbackServerContext* context,
+      const dedupd::v1::CheckUrlRequest* request,
+      dedupd::v1::CheckUrlResponse* response) override;
+
+ private:
+  struct Action {
+    enum Kind { kAnswer, kFail, kHang, kWrongCount } kind;
+    absl::Status status;  // for kFail
+  };
+
+  mutable absl::Mutex mu_;
+  std::deque<Action> script_ ABSL_GUARDED_BY(mu_);
+  std::vector<Call> calls_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<std::string> seen_ ABSL_GUARDED_BY(mu_);
+};
+
+// FakeDedupServer: a gRPC server on 127.0.0.1:<ephemeral> serving a
+// FakeDedupService. Destruction shuts it down, cancelling hanging calls.
+// Thread-safe.
+class FakeDedupServer {
+ public:
+  // Start binds 127.0.0.1:0 and starts serving. Returns Internal when the
+  // server cannot start.
+  static absl::StatusOr<std::unique_ptr<FakeDedupServer>> Start();
+  ~FakeDedupServer();
+
+  // "127.0.0.1:<port>".
+  const std::string& address() const { return address_; }
+  FakeDedupService& service() { return service_; }
+
+ private:
+  FakeDedupServer() = default;
+
+  FakeDedupService service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+};
+
+}  // namespace dedupd
+
+#endif  // DEDUPD_CLIENT_FAKE_DEDUP_SERVICE_H_
