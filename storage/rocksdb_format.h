@@ -1,0 +1,116 @@
+// rocksdb_format.h: the RocksDB backend's on-disk key/value layout, as pure
+// encode/decode functions. This file and docs/storage_format.md are the only
+// definitions of the format; rocksdb_store.cc uses nothing else to build or
+// read keys and values. Nothing here includes RocksDB, so the format can be
+// golden-tested and fuzzed on its own.
+//
+// Every key starts with a one-byte tag naming the record kind (kTagMeta,
+// kTagUrl; the other tags are reserved, see docs/storage_format.md).
+// Integers are big-endian and fixed width.
+//
+// Changing any byte these functions produce or accept changes the on-disk
+// format and requires bumping kStorageFormatVersion (the golden test in
+// rocksdb_format_test.cc fails until you do).
+//
+// Example:
+//   std::string key = rocksdb_format::EncodeUrlKey("http://a.example/");
+//   std::string value = rocksdb_format::EncodeUrlValue(absl::Now());
+//   absl::StatusOr<absl::Time> first_seen =
+//       rocksdb_format::DecodeUrlValue(value);
+//
+// Thread safety: every function is pure and thread-safe.
+#ifndef DEDUPD_STORAGE_ROCKSDB_FORMAT_H_
+#define DEDUPD_STORAGE_ROCKSDB_FORMAT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace dedupd::rocksdb_format {
+
+// The version of the whole layout (every key and value kind). Stored in the
+// meta record; a store of another version is refused at open.
+inline constexpr uint32_t kStorageFormatVersion = 1;
+
+// Key tags: the first byte of every key.
+inline constexpr char kTagMeta = '\x00';
+inline constexpr char kTagUrl = '\x01';
+// 0x02..0x05 are reserved for content hashes, aliases, fingerprints and
+// chunks; 0x06..0xFF are unassigned. See docs/storage_format.md.
+
+// The first byte of every URL value: the value layout's own version.
+inline constexpr uint8_t kUrlValueVersion = 1;
+// Size of a version-1 URL value: version byte + 8-byte big-endian micros.
+inline constexpr size_t kUrlValueBytes = 9;
+
+// The meta record's magic: the first 8 bytes of its value.
+inline constexpr absl::string_view kMetaMagic = "DEDUPDST";
+// Size of a version-1 meta value: magic, format version, normalizer
+// version, creation time.
+inline constexpr size_t kMetaBytes = 8 + 4 + 4 + 8;
+
+// The store-wide facts kept in the meta record.
+struct StoreMeta {
+  // The layout version the store was written with (kStorageFormatVersion
+  // when this build created it).
+  uint32_t format_version = kStorageFormatVersion;
+  // The URL normalizer version whose output the URL keys are. Keys written
+  // by another normalizer version would not match this build's keys.
+  uint32_t normalizer_version = 0;
+  // When the store was created, truncated to microseconds.
+  absl::Time created = absl::UnixEpoch();
+};
+
+// EncodeMetaKey returns the key of the (single) meta record: the one byte
+// kTagMeta. Keys that start with kTagMeta and have more bytes are reserved
+// for later meta records.
+std::string EncodeMetaKey();
+
+// EncodeMeta returns the meta value in the version-1 layout, writing
+// `meta.format_version` as given (tests use this to forge other versions).
+// Layout: kMetaMagic (8 bytes) | format_version (u32 BE) |
+// normalizer_version (u32 BE) | created (i64 BE microseconds since the Unix
+// epoch, truncated).
+std::string EncodeMeta(const StoreMeta& meta);
+
+// DecodeMetaFormatVersion reads only the magic and the format version,
+// which every format version keeps at the same offsets, so any build can
+// say which version a store was written with.
+// Errors: DataLoss when `value` is shorter than 12 bytes or the magic does
+// not match (not a dedupd meta record).
+absl::StatusOr<uint32_t> DecodeMetaFormatVersion(absl::string_view value);
+
+// DecodeMeta decodes a meta value.
+// Errors: DataLoss for bad bytes (wrong magic, wrong length);
+// FailedPrecondition when the format version is not kStorageFormatVersion
+// (the remaining fields' layout is then unknown to this build).
+absl::StatusOr<StoreMeta> DecodeMeta(absl::string_view value);
+
+// EncodeUrlKey returns the key of the URL record for `normalized_url`:
+// kTagUrl followed by the URL's bytes, unchanged. Byte order of keys is
+// byte order of URLs.
+// REQUIRES: normalized_url is non-empty.
+std::string EncodeUrlKey(absl::string_view normalized_url);
+
+// DecodeUrlKey returns the normalized URL of a URL record key.
+// Errors: DataLoss when `key` is not kTagUrl followed by at least one byte.
+// The returned view points into `key` and lives as long as it.
+absl::StatusOr<absl::string_view> DecodeUrlKey(absl::string_view key);
+
+// EncodeUrlValue returns the URL record value: kUrlValueVersion followed by
+// `first_seen` as i64 big-endian (two's complement) microseconds since the
+// Unix epoch, truncated toward negative infinity.
+std::string EncodeUrlValue(absl::Time first_seen);
+
+// DecodeUrlValue returns the first-seen time stored in a URL value.
+// Errors: DataLoss naming the defect (empty, unknown value version, wrong
+// length). Never crashes, whatever the bytes.
+absl::StatusOr<absl::Time> DecodeUrlValue(absl::string_view value);
+
+}  // namespace dedupd::rocksdb_format
+
+#endif  // DEDUPD_STORAGE_ROCKSDB_FORMAT_H_

@@ -1,0 +1,169 @@
+// rocksdb_store.h: the default, embedded, durable UrlStore, on RocksDB.
+// The key/value layout is private to this backend and defined in
+// rocksdb_format.h and docs/storage_format.md. This header does not include
+// RocksDB: dependents neither see nor link its headers.
+//
+// Example:
+//   RocksDbStoreOptions options;
+//   options.path = "/data/dedupd";
+//   options.normalizer_version = UrlNormalizer::kVersion;
+//   DEDUPD_ASSIGN_OR_RETURN(std::unique_ptr<RocksDbStore> store,
+//                           RocksDbStore::Open(options));
+//   std::vector<UrlClaim> out;
+//   DEDUPD_RETURN_IF_ERROR(store->ClaimUrls(keys, absl::Now(), &out));
+//   DEDUPD_RETURN_IF_ERROR(store->Close());
+//
+// Durability: ClaimUrls answers only after the batch's new records are in
+// RocksDB's write-ahead log, written to the operating system before the
+// call returns, so a process crash (kill -9) never loses a key answered
+// is_new. Power loss can lose the last moments of claims unless
+// `sync_writes` is set (then the WAL is fsynced per batch).
+//
+// Thread safety: thread-safe. Claims are serialized by one claim mutex (the
+// read-check-write of a whole batch); lookups run concurrently with each
+// other and with claims. Close may be called concurrently with other calls:
+// it waits for calls in flight, and later calls fail with
+// FailedPrecondition.
+#ifndef DEDUPD_STORAGE_ROCKSDB_STORE_H_
+#define DEDUPD_STORAGE_ROCKSDB_STORE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "storage/url_store.h"
+
+namespace dedupd {
+
+struct RocksDbStoreOptions {
+  // The data directory. RocksDB owns every file in it and holds its LOCK
+  // file while the store is open (one process at a time).
+  // Required: must be non-empty.
+  std::string path;
+
+  // Create an empty store (and the directory) when `path` holds none. When
+  // false, opening a missing store fails with InvalidArgument.
+  // Default: true
+  bool create_if_missing = true;
+
+  // fsync the write-ahead log once per ClaimUrls batch that records a new
+  // key, before answering: survives power loss and kernel crashes, at the
+  // cost of one fsync per batch (see docs/storage_format.md for measured
+  // figures). When false, the WAL is still written to the OS before the
+  // answer, so a process crash (kill -9) never loses an acknowledged claim.
+  // Default: false
+  bool sync_writes = false;
+
+  // Capacity of the LRU block cache for data blocks, in bytes. Bloom filters
+  // and index blocks are held by the open table readers, outside this cache
+  // (about 1.25 bytes per stored URL at 10 bits per key).
+  // Default: 256 MiB
+  size_t block_cache_bytes = size_t{256} << 20;
+
+  // Bloom filter size in bits per key (full filters over the whole key).
+  // 10 gives about 1% false positives; each false positive costs a block
+  // read on a miss, and most claims are misses. 0 disables filters.
+  // Default: 10
+  int bloom_bits_per_key = 10;
+
+  // Size of one memtable, in bytes. Up to 3 exist at once (one being
+  // written, up to two being flushed). Larger means fewer, larger L0 files.
+  // Default: 64 MiB
+  size_t write_buffer_bytes = size_t{64} << 20;
+
+  // Maximum number of table files kept open (file descriptors plus their
+  // filter and index blocks). Keeps Open from loading every table of a
+  // large store; stay below the process's file descriptor limit.
+  // Default: 1000
+  int max_open_files = 1000;
+
+  // The URL normalizer version whose output the keys are. Persisted in the
+  // meta record when the store is created; opening a store created with
+  // another version fails with FailedPrecondition, because its keys would
+  // not match this build's.
+  // Required: must be non-zero.
+  uint32_t normalizer_version = 0;
+};
+
+class RocksDbStore final : public UrlStore {
+ public:
+  // Open opens the store at options.path, creating it (with its meta record)
+  // when it is missing and options.create_if_missing is set. Does no work
+  // proportional to the store's size (WAL replay is bounded by the memtable
+  // size).
+  // Errors:
+  //   InvalidArgument: bad options, or no store at path and
+  //     !create_if_missing.
+  //   FailedPrecondition: the directory is in use by another process (or
+  //     already open in this one); the store was written with another
+  //     storage format or normalizer version; the directory holds a RocksDB
+  //     database that is not a dedupd store.
+  //   DataLoss: the meta record or database files are corrupt.
+  //   ResourceExhausted: no space left on the device.
+  //   Unavailable: transient I/O error; retry.
+  // Every message starts with the path.
+  static absl::StatusOr<std::unique_ptr<RocksDbStore>> Open(
+      const RocksDbStoreOptions& options);
+
+  RocksDbStore(const RocksDbStore&) = delete;
+  RocksDbStore& operator=(const RocksDbStore&) = delete;
+
+  // Closes the store if Close has not been called, logging a failure to
+  // stderr (call Close to see the status instead).
+  ~RocksDbStore() override;
+
+  // See UrlStore. One MultiGet and (when some key is new) one WAL write per
+  // batch, under the claim mutex. Errors: as UrlStore, plus InvalidArgument
+  // for an empty key (nothing recorded), FailedPrecondition after Close, and
+  // DataLoss naming the key when a stored value cannot be decoded.
+  absl::Status ClaimUrls(absl::Span<const std::string> keys, absl::Time now,
+                         std::vector<UrlClaim>* results) override;
+
+  // See UrlStore. Does not take the claim mutex. Errors: InvalidArgument for
+  // an empty key, FailedPrecondition after Close, DataLoss for an
+  // undecodable value, Unavailable for transient I/O errors.
+  absl::Status LookupUrls(
+      absl::Span<const std::string> keys,
+      std::vector<std::optional<absl::Time>>* results) override;
+
+  // ApproximateUrlCount returns RocksDB's estimate of the number of stored
+  // URLs (exact for data still in memtables; an estimate across table
+  // files). For stats and benchmarks, not for logic.
+  absl::StatusOr<uint64_t> ApproximateUrlCount();
+
+  // DiskBytes returns the size of the live table files plus the write-ahead
+  // log files, in bytes.
+  absl::StatusOr<uint64_t> DiskBytes();
+
+  // Close waits for calls in flight, syncs the WAL (one fsync, so that a
+  // clean shutdown also survives power loss; memtables are not flushed:
+  // the WAL already holds them) and closes the database, releasing the
+  // directory's LOCK. Calling Close again returns OK and does nothing;
+  // other calls after Close return FailedPrecondition.
+  // Errors: as RocksDB reports them (Unavailable, DataLoss, Internal); the
+  // directory is released even then.
+  absl::Status Close();
+
+  // path returns options.path as given to Open.
+  const std::string& path() const;
+
+  // created returns the creation time recorded in the meta record.
+  absl::Time created() const;
+
+ private:
+  struct Impl;
+  explicit RocksDbStore(std::unique_ptr<Impl> impl);
+
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dedupd
+
+#endif  // DEDUPD_STORAGE_ROCKSDB_STORE_H_

@@ -1,0 +1,461 @@
+// Tests of RocksDbStore: the UrlStore conformance suite, plus what only a
+// durable store has (reopen, versions, locking, corruption, kill -9).
+// Includes RocksDB directly (as storage/rocksdb_*.cc may) to forge records
+// that the store itself never writes.
+
+#include "storage/rocksdb_store.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rocksdb/db.h"
+#include "rocksdb/options.h"
+#include "storage/rocksdb_format.h"
+#include "storage/test_temp_dir.h"
+#include "storage/url_store_conformance.h"
+#include "tests/testing/status_matchers.h"
+
+extern char** environ;
+
+namespace dedupd::testing {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Optional;
+using ::testing::StartsWith;
+
+namespace fmt = ::dedupd::rocksdb_format;
+
+constexpr uint32_t kNormalizerVersion = 1;
+
+RocksDbStoreOptions SmallOptions(const std::string& path,
+                                 uint32_t normalizer_version = kNormalizerVersion) {
+  RocksDbStoreOptions options;
+  options.path = path;
+  options.normalizer_version = normalizer_version;
+  options.block_cache_bytes = size_t{8} << 20;
+  options.write_buffer_bytes = size_t{4} << 20;
+  return options;
+}
+
+absl::Time T(int64_t seconds) {
+  return absl::UnixEpoch() + absl::Seconds(seconds);
+}
+
+std::string UrlKey(size_t i) {
+  return absl::StrCat("https://www.example.com/a/long/path/to/page-", i,
+                      "?id=", i * 31);
+}
+
+// --- The conformance suite ------------------------------------------------
+
+class RocksDbHarness : public UrlStoreHarness {
+ public:
+  static absl::StatusOr<std::unique_ptr<UrlStoreHarness>> Make() {
+    absl::StatusOr<TestTempDir> dir = TestTempDir::Make();
+    if (!dir.ok()) return dir.status();
+    auto harness = std::unique_ptr<RocksDbHarness>(
+        new RocksDbHarness(*std::move(dir)));
+    absl::StatusOr<std::unique_ptr<RocksDbStore>> store =
+        RocksDbStore::Open(SmallOptions(harness->dir_.path() + "/db"));
+    if (!store.ok()) return store.status();
+    harness->store_ = *std::move(store);
+    return harness;
+  }
+
+  UrlStore& store() override { return *store_; }
+
+ private:
+  explicit RocksDbHarness(TestTempDir dir) : dir_(std::move(dir)) {}
+
+  TestTempDir dir_;                      // destroyed after store_
+  std::unique_ptr<RocksDbStore> store_;  // destroyed first
+};
+
+INSTANTIATE_TEST_SUITE_P(RocksDb, UrlStoreConformanceTest,
+                         ::testing::Values(UrlStoreBackend{
+                             "RocksDb", &RocksDbHarness::Make}),
+                         UrlStoreBackendName);
+
+// --- RocksDB-specific -----------------------------------------------------
+
+class RocksDbStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK_AND_ASSIGN(dir_, TestTempDir::Make());
+    path_ = dir_->path() + "/db";
+  }
+
+  // Writes key → value straight into the database, as a damaged or foreign
+  // store would hold it. REQUIRES: the store is closed.
+  void PutRaw(const std::string& key, const std::string& value,
+              bool create = false) {
+    rocksdb::Options options;
+    options.create_if_missing = create;
+    rocksdb::DB* raw = nullptr;
+    rocksdb::Status s = rocksdb::DB::Open(options, path_, &raw);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    std::unique_ptr<rocksdb::DB> db(raw);
+    s = db->Put(rocksdb::WriteOptions(), key, value);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    s = db->Close();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+
+  std::optional<TestTempDir> dir_;
+  std::string path_;
+};
+
+TEST_F(RocksDbStoreTest, ReopenKeepsEveryRecordAndFirstSeen) {
+  constexpr size_t kBatches = 5;
+  constexpr size_t kBatchKeys = 2'000;
+  absl::Time created;
+  {
+    const absl::Time before = absl::Now();
+    ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+    created = store->created();
+    EXPECT_GE(created, before - absl::Microseconds(1));
+    EXPECT_LE(created, absl::Now());
+    for (size_t b = 0; b < kBatches; ++b) {
+      std::vector<std::string> keys;
+      for (size_t i = 0; i < kBatchKeys; ++i) keys.push_back(UrlKey(b * kBatchKeys + i));
+      std::vector<UrlClaim> out;
+      ASSERT_THAT(store->ClaimUrls(keys, T(100 + b), &out), IsOk());
+    }
+    // Closed by the destructor, not Close: both must keep everything.
+  }
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+    EXPECT_EQ(store->created(), created);
+    std::vector<std::string> keys;
+    for (size_t i = 0; i < kBatches * kBatchKeys; ++i) keys.push_back(UrlKey(i));
+    std::vector<std::optional<absl::Time>> found;
+    ASSERT_THAT(store->LookupUrls(keys, &found), IsOk());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      ASSERT_EQ(found[i], T(100 + i / kBatchKeys)) << i;
+    }
+    std::vector<UrlClaim> out;
+    ASSERT_THAT(store->ClaimUrls(keys, T(999), &out), IsOk());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      ASSERT_FALSE(out[i].is_new) << i;
+      ASSERT_EQ(out[i].first_seen, T(100 + i / kBatchKeys)) << i;
+    }
+    ASSERT_THAT(store->Close(), IsOk());
+  }
+}
+
+TEST_F(RocksDbStoreTest, SyncWritesStoreReopens) {
+  RocksDbStoreOptions options = SmallOptions(path_);
+  options.sync_writes = true;
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(options));
+    std::vector<UrlClaim> out;
+    ASSERT_THAT(store->ClaimUrls({"http://a/"}, T(1), &out), IsOk());
+    EXPECT_TRUE(out[0].is_new);
+    ASSERT_THAT(store->Close(), IsOk());
+  }
+  ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(options));
+  std::vector<std::optional<absl::Time>> found;
+  ASSERT_THAT(store->LookupUrls({"http://a/"}, &found), IsOk());
+  EXPECT_THAT(found, ElementsAre(Optional(T(1))));
+}
+
+TEST_F(RocksDbStoreTest, NormalizerVersionMismatchIsFailedPrecondition) {
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_, 1)));
+    ASSERT_THAT(store->Close(), IsOk());
+  }
+  EXPECT_THAT(
+      RocksDbStore::Open(SmallOptions(path_, 2)),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               absl::StrCat("store at ", path_,
+                            " was written with normalizer version 1, this "
+                            "build uses 2; keys would not match: rebuild the "
+                            "store or run the matching dedupd version")));
+  // The failed Open released the directory.
+  EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_, 1)), IsOk());
+}
+
+TEST_F(RocksDbStoreTest, FormatVersionMismatchIsFailedPrecondition) {
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+    ASSERT_THAT(store->Close(), IsOk());
+  }
+  fmt::StoreMeta future;
+  future.format_version = 2;
+  future.normalizer_version = kNormalizerVersion;
+  PutRaw(fmt::EncodeMetaKey(), fmt::EncodeMeta(future) + "more v2 fields");
+  EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(StartsWith("store at " + path_),
+                             HasSubstr("written with storage format version 2, "
+                                       "this build reads version 1"))));
+}
+
+TEST_F(RocksDbStoreTest, DamagedMetaIsDataLoss) {
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+    ASSERT_THAT(store->Close(), IsOk());
+  }
+  PutRaw(fmt::EncodeMetaKey(), std::string("NOTDEDUP\0\0\0\1", 12));
+  EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_)),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("magic")));
+}
+
+TEST_F(RocksDbStoreTest, ForeignDatabaseIsRefused) {
+  PutRaw("some other application's key", "value", /*create=*/true);
+  EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("not a dedupd store")));
+}
+
+TEST_F(RocksDbStoreTest, SecondOpenInThisProcessIsInUse) {
+  ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+  EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr(absl::StrCat(
+                           "data directory ", path_,
+                           " is in use by another process (RocksDB LOCK held)"))));
+  // The refused Open did not disturb the open store.
+  std::vector<UrlClaim> out;
+  EXPECT_THAT(store->ClaimUrls({"http://a/"}, T(1), &out), IsOk());
+}
+
+TEST_F(RocksDbStoreTest, MissingStoreWithoutCreateIsInvalidArgument) {
+  RocksDbStoreOptions options = SmallOptions(path_);
+  options.create_if_missing = false;
+  EXPECT_THAT(RocksDbStore::Open(options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       StartsWith("open store at " + path_ + ": ")));
+}
+
+TEST_F(RocksDbStoreTest, BadOptionsAreInvalidArgument) {
+  EXPECT_THAT(RocksDbStore::Open(SmallOptions("")),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("path")));
+  EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_, 0)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("normalizer_version")));
+  RocksDbStoreOptions options = SmallOptions(path_);
+  options.bloom_bits_per_key = -1;
+  EXPECT_THAT(RocksDbStore::Open(options),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST_F(RocksDbStoreTest, CorruptValueIsDataLossNotACrash) {
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+    std::vector<UrlClaim> out;
+    ASSERT_THAT(store->ClaimUrls({"http://a/", "http://b/"}, T(1), &out),
+                IsOk());
+    ASSERT_THAT(store->Close(), IsOk());
+  }
+  PutRaw(fmt::EncodeUrlKey("http://a/"), "\x07garbage");
+  ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+
+  std::vector<std::optional<absl::Time>> found;
+  EXPECT_THAT(store->LookupUrls({"http://b/", "http://a/"}, &found),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr(path_), HasSubstr("http://a/"),
+                             HasSubstr("unknown value version 7"))));
+  std::vector<UrlClaim> out;
+  EXPECT_THAT(store->ClaimUrls({"http://a/", "http://c/"}, T(2), &out),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("http://a/")));
+
+  // Other records are unaffected, and the failed claim recorded nothing.
+  ASSERT_THAT(store->LookupUrls({"http://b/", "http://c/"}, &found), IsOk());
+  EXPECT_THAT(found, ElementsAre(Optional(T(1)), std::nullopt));
+}
+
+TEST_F(RocksDbStoreTest, CallsAfterCloseAreFailedPrecondition) {
+  ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+  ASSERT_THAT(store->Close(), IsOk());
+  EXPECT_THAT(store->Close(), IsOk());
+  std::vector<UrlClaim> out;
+  EXPECT_THAT(store->ClaimUrls({"http://a/"}, T(1), &out),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("closed")));
+  std::vector<std::optional<absl::Time>> found;
+  EXPECT_THAT(store->LookupUrls({"http://a/"}, &found),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(store->ApproximateUrlCount(),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(store->DiskBytes(), StatusIs(absl::StatusCode::kFailedPrecondition));
+  // The directory is free again.
+  EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_)), IsOk());
+}
+
+TEST_F(RocksDbStoreTest, CountAndDiskBytes) {
+  ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+  ASSERT_OK_AND_ASSIGN(uint64_t count, store->ApproximateUrlCount());
+  EXPECT_EQ(count, 0u);
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < 1'000; ++i) keys.push_back(UrlKey(i));
+  std::vector<UrlClaim> out;
+  ASSERT_THAT(store->ClaimUrls(keys, T(1), &out), IsOk());
+  ASSERT_OK_AND_ASSIGN(count, store->ApproximateUrlCount());
+  EXPECT_EQ(count, 1'000u);
+  ASSERT_OK_AND_ASSIGN(uint64_t bytes, store->DiskBytes());
+  EXPECT_GT(bytes, 1'000u * 50) << "the WAL holds every key";
+  ASSERT_THAT(store->Close(), IsOk());
+
+  // After reopen the records are in table files (recovery flushes the WAL).
+  ASSERT_OK_AND_ASSIGN(store, RocksDbStore::Open(SmallOptions(path_)));
+  ASSERT_OK_AND_ASSIGN(count, store->ApproximateUrlCount());
+  EXPECT_NEAR(static_cast<double>(count), 1'000.0, 10.0);
+  ASSERT_OK_AND_ASSIGN(bytes, store->DiskBytes());
+  EXPECT_GT(bytes, 0u);
+}
+
+// --- Other processes ----------------------------------------------------
+
+// A running rocksdb_crash_helper with pipes to its stdin and stdout. Killed
+// (SIGKILL) and reaped on destruction at the latest.
+class HelperProcess {
+ public:
+  static absl::StatusOr<std::unique_ptr<HelperProcess>> Start(
+      const std::string& store_path) {
+    int in[2], out[2];
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
+      return absl::InternalError(absl::StrCat("pipe2: ", std::strerror(errno)));
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+    std::string helper = DEDUPD_ROCKSDB_CRASH_HELPER;
+    std::string version = std::to_string(kNormalizerVersion);
+    char* argv[] = {helper.data(), const_cast<char*>(store_path.c_str()),
+                    version.data(), nullptr};
+    pid_t pid = 0;
+    const int rc = posix_spawn(&pid, helper.c_str(), &actions, nullptr, argv,
+                               environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(in[0]);
+    close(out[1]);
+    if (rc != 0) {
+      close(in[1]);
+      close(out[0]);
+      return absl::InternalError(
+          absl::StrCat("posix_spawn ", helper, ": ", std::strerror(rc)));
+    }
+    return std::unique_ptr<HelperProcess>(new HelperProcess(pid, in[1], out[0]));
+  }
+
+  ~HelperProcess() {
+    Kill();
+    close(stdin_);
+    close(stdout_);
+  }
+
+  // Writes `text` to the child's stdin. False when the child is gone.
+  bool Write(const std::string& text) {
+    size_t done = 0;
+    while (done < text.size()) {
+      ssize_t n = write(stdin_, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  // Reads one line from the child's stdout, without the newline; empty at
+  // EOF (the child exited).
+  std::string ReadLine() {
+    std::string line;
+    char c;
+    while (true) {
+      ssize_t n = read(stdout_, &c, 1);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0 || c == '\n') return line;
+      line.push_back(c);
+    }
+  }
+
+  // SIGKILLs the child (no chance to close anything) and reaps it.
+  void Kill() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+  }
+
+ private:
+  HelperProcess(pid_t pid, int in, int out) : pid_(pid), stdin_(in), stdout_(out) {}
+
+  pid_t pid_;
+  int stdin_;
+  int stdout_;
+};
+
+class RocksDbStoreProcessTest : public RocksDbStoreTest {
+ protected:
+  void SetUp() override {
+    RocksDbStoreTest::SetUp();
+    // A child that dies early must fail the test, not kill it with SIGPIPE.
+    signal(SIGPIPE, SIG_IGN);
+  }
+};
+
+TEST_F(RocksDbStoreProcessTest, DirectoryOpenInAnotherProcessIsInUse) {
+  ASSERT_OK_AND_ASSIGN(auto child, HelperProcess::Start(path_));
+  ASSERT_TRUE(child->Write("go\n"));  // claim nothing, keep the store open
+  ASSERT_EQ(child->ReadLine(), "claimed 0");
+  EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr(absl::StrCat(
+                           "data directory ", path_,
+                           " is in use by another process (RocksDB LOCK held)"))));
+  child->Kill();
+  // The kernel released the child's lock with the process.
+  EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_)), IsOk());
+}
+
+// The durability contract: a key answered is_new survives kill -9 of the
+// process that claimed it, with sync_writes off.
+TEST_F(RocksDbStoreProcessTest, AnsweredClaimsSurviveKillDashNine) {
+  constexpr size_t kKeys = 1'000;
+  std::vector<std::string> keys;
+  std::string input;
+  for (size_t i = 0; i < kKeys; ++i) {
+    keys.push_back(UrlKey(i));
+    absl::StrAppend(&input, keys.back(), "\n");
+  }
+  const absl::Time before = absl::Now();
+  {
+    ASSERT_OK_AND_ASSIGN(auto child, HelperProcess::Start(path_));
+    ASSERT_TRUE(child->Write(input + "go\n"));
+    ASSERT_EQ(child->ReadLine(), absl::StrCat("claimed ", kKeys));
+    child->Kill();
+  }
+  ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+  std::vector<UrlClaim> out;
+  ASSERT_THAT(store->ClaimUrls(keys, absl::Now(), &out), IsOk());
+  for (size_t i = 0; i < kKeys; ++i) {
+    ASSERT_FALSE(out[i].is_new) << "lost acknowledged claim " << i;
+    ASSERT_GE(out[i].first_seen, before - absl::Microseconds(1)) << i;
+  }
+}
+
+}  // namespace
+}  // namespace dedupd::testing
