@@ -123,6 +123,10 @@ void DedupServer::Shutdown(absl::Duration drain) {
   impl_->service.reset();
   impl_->engine.reset();
   // Closing the store last: no call can touch it any more.
+  absl::Status closed = impl_->store->Close();
+  if (!closed.ok()) {
+    Log(LogLevel::kError, absl::StrCat("close store: ", closed.message()));
+  }
   impl_->store.reset();
 }
 
