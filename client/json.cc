@@ -98,10 +98,10 @@ std::string JsonString(absl::string_view s) {
 }
 
 void JsonObjectWriter::Key(absl::string_view key) {
-  if (!empty_) json_.append(", ");
+  if (!empty_) json_.push_back(',');
   empty_ = false;
   AppendJsonString(key, &json_);
-  json_.append(": ");
+  json_.push_back(':');
 }
 
 JsonObjectWriter& JsonObjectWriter::String(absl::string_view key,
@@ -116,7 +116,7 @@ JsonObjectWriter& JsonObjectWriter::StringArray(
   Key(key);
   json_.push_back('[');
   for (size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) json_.append(", ");
+    if (i > 0) json_.push_back(',');
     AppendJsonString(values[i], &json_);
   }
   json_.push_back(']');

@@ -18,7 +18,7 @@
 //   JsonObjectWriter w;
 //   w.String("url", "a\"b\xff").StringArray("rules", {"x", "y"});
 //   std::string line = std::move(w).Finish();
-//   // line == R"({"url": "a\"b\ufffd", "rules": ["x", "y"]})"
+//   // line == R"({"url":"a\"b\ufffd","rules":["x","y"]})"
 #ifndef DEDUPD_CLIENT_JSON_H_
 #define DEDUPD_CLIENT_JSON_H_
 
@@ -40,21 +40,22 @@ void AppendJsonString(absl::string_view s, std::string* out);
 std::string JsonString(absl::string_view s);
 
 // JsonObjectWriter builds one JSON object on one line, members in the
-// order they are added, formatted as {"key": "value", "k2": ["a", "b"]}.
+// order they are added, compact (no spaces, as `jq -c` prints):
+// {"key":"value","k2":["a","b"]}.
 // Keys are escaped like values; duplicate keys are the caller's problem.
 // Not thread-safe (a value type; use one per line).
 //
 // Example:
 //   std::string line = std::move(JsonObjectWriter().String("a", "b")).Finish();
-//   // line == R"({"a": "b"})"
+//   // line == R"({"a":"b"})"
 class JsonObjectWriter {
  public:
   JsonObjectWriter() : json_("{") {}
 
-  // String adds `"key": "value"`. Returns *this for chaining.
+  // String adds `"key":"value"`. Returns *this for chaining.
   JsonObjectWriter& String(absl::string_view key, absl::string_view value);
 
-  // StringArray adds `"key": ["v1", "v2", ...]` (`[]` when empty).
+  // StringArray adds `"key":["v1","v2",...]` (`[]` when empty).
   JsonObjectWriter& StringArray(absl::string_view key,
                                 absl::Span<const absl::string_view> values);
 

@@ -91,20 +91,20 @@ TEST(JsonObjectWriterTest, EmptyObject) {
 TEST(JsonObjectWriterTest, MembersInOrder) {
   JsonObjectWriter w;
   w.String("url", "a\"b").String("normalized", "n");
-  EXPECT_EQ(std::move(w).Finish(), R"({"url": "a\"b", "normalized": "n"})");
+  EXPECT_EQ(std::move(w).Finish(), R"({"url":"a\"b","normalized":"n"})");
 }
 
 TEST(JsonObjectWriterTest, StringArrays) {
   const std::vector<absl::string_view> rules = {"x", "y\n"};
   JsonObjectWriter w;
   w.StringArray("rules", rules).StringArray("none", {});
-  EXPECT_EQ(std::move(w).Finish(), R"({"rules": ["x", "y\n"], "none": []})");
+  EXPECT_EQ(std::move(w).Finish(), R"({"rules":["x","y\n"],"none":[]})");
 }
 
 TEST(JsonObjectWriterTest, KeysAreEscaped) {
   JsonObjectWriter w;
   w.String("k\"", "v");
-  EXPECT_EQ(std::move(w).Finish(), R"({"k\"": "v"})");
+  EXPECT_EQ(std::move(w).Finish(), R"({"k\"":"v"})");
 }
 
 }  // namespace
