@@ -46,6 +46,7 @@ inline constexpr absl::string_view kIpv4Canonicalized = "ipv4_canonicalized";
 inline constexpr absl::string_view kIpv6Canonicalized = "ipv6_canonicalized";
 inline constexpr absl::string_view kDefaultPortDropped = "default_port_dropped";
 inline constexpr absl::string_view kEmptyPortDropped = "empty_port_dropped";
+inline constexpr absl::string_view kPortLeadingZerosDropped = "port_leading_zeros_dropped";
 inline constexpr absl::string_view kPercentEncodingNormalized = "percent_encoding_normalized";
 inline constexpr absl::string_view kPathSessionIdDropped = "path_session_id_dropped";
 inline constexpr absl::string_view kDotSegmentsRemoved = "dot_segments_removed";
