@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -66,6 +67,9 @@ struct BatchCase {
   size_t max_items;
   size_t want_requests;  // ceil(items / max_items)
 };
+void PrintTo(const BatchCase& c, std::ostream* os) {
+  *os << c.items << " items, max " << c.max_items;
+}
 
 class ClientBatchingTest : public ClientTest,
                            public ::testing::WithParamInterface<BatchCase> {};
@@ -383,6 +387,7 @@ struct BadOptionsCase {
   std::string address;
   ClientOptions options;
 };
+void PrintTo(const BadOptionsCase& c, std::ostream* os) { *os << c.name; }
 
 class ClientConnectBadOptionsTest
     : public ::testing::TestWithParam<BadOptionsCase> {};

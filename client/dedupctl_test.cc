@@ -8,6 +8,7 @@
 
 #include <fstream>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -228,6 +229,7 @@ struct UsageCase {
   std::vector<std::string> args;
   const char* want;  // in the one-line message
 };
+void PrintTo(const UsageCase& c, std::ostream* os) { *os << c.name; }
 
 class DedupctlUsageErrorTest : public ::testing::TestWithParam<UsageCase> {};
 

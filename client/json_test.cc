@@ -1,5 +1,6 @@
 #include "client/json.h"
 
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,7 @@ struct EscapeCase {
   std::string input;
   std::string want;  // the JSON literal, quotes included
 };
+void PrintTo(const EscapeCase& c, std::ostream* os) { *os << c.name; }
 
 class JsonStringTest : public ::testing::TestWithParam<EscapeCase> {};
 
