@@ -1,9 +1,9 @@
 #include "client/client.h"
 
+#include <grpcpp/grpcpp.h>
+
 #include <algorithm>
 #include <utility>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
@@ -88,8 +88,7 @@ absl::StatusOr<std::unique_ptr<DedupClient>> DedupClient::Connect(
         absl::StrCat("connect: cannot create a channel to ", address));
   }
   rpc->stub = dedupd::v1::Dedup::NewStub(rpc->channel);
-  return std::unique_ptr<DedupClient>(
-      new DedupClient(options, std::move(rpc)));
+  return std::unique_ptr<DedupClient>(new DedupClient(options, std::move(rpc)));
 }
 
 DedupClient::DedupClient(ClientOptions options, std::unique_ptr<Rpc> rpc)
@@ -110,9 +109,8 @@ absl::StatusOr<std::vector<dedupd::v1::UrlResult>> DedupClient::CheckUrls(
     dedupd::v1::CheckUrlRequest request;
     request.set_mode(mode);
     size_t bytes = 0;
-    while (next < items.size() &&
-           static_cast<size_t>(request.items_size()) <
-               options_.max_items_per_request) {
+    while (next < items.size() && static_cast<size_t>(request.items_size()) <
+                                      options_.max_items_per_request) {
       const size_t item_bytes = items[next].ByteSizeLong() + kItemFramingBytes;
       if (request.items_size() > 0 &&
           bytes + item_bytes > options_.max_request_bytes) {
@@ -129,8 +127,8 @@ absl::StatusOr<std::vector<dedupd::v1::UrlResult>> DedupClient::CheckUrls(
       grpc::ClientContext context;
       context.set_deadline(absl::ToChronoTime(absl::Now() + options_.deadline));
       response.Clear();
-      status = FromGrpcStatus(rpc_->stub->CheckUrl(&context, request, &response),
-                              "CheckUrl");
+      status = FromGrpcStatus(
+          rpc_->stub->CheckUrl(&context, request, &response), "CheckUrl");
       if (!absl::IsUnavailable(status)) break;
       if (attempt >= options_.max_attempts) {
         status = absl::UnavailableError(absl::StrCat(
@@ -142,9 +140,9 @@ absl::StatusOr<std::vector<dedupd::v1::UrlResult>> DedupClient::CheckUrls(
     if (!status.ok()) return status;
 
     if (response.results_size() != request.items_size()) {
-      return absl::InternalError(absl::StrCat(
-          "CheckUrl: server answered ", response.results_size(),
-          " results for ", request.items_size(), " items"));
+      return absl::InternalError(
+          absl::StrCat("CheckUrl: server answered ", response.results_size(),
+                       " results for ", request.items_size(), " items"));
     }
     for (dedupd::v1::UrlResult& result : *response.mutable_results()) {
       results.push_back(std::move(result));

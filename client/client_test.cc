@@ -37,8 +37,8 @@ ClientOptions FastOptions() {
   return options;
 }
 
-std::vector<dedupd::v1::UrlItem> Items(size_t n, absl::string_view prefix =
-                                                     "https://example.com/") {
+std::vector<dedupd::v1::UrlItem> Items(
+    size_t n, absl::string_view prefix = "https://example.com/") {
   std::vector<dedupd::v1::UrlItem> items(n);
   for (size_t i = 0; i < n; ++i) items[i].set_url(absl::StrCat(prefix, i));
   return items;
@@ -83,13 +83,12 @@ TEST_P(ClientBatchingTest, SplitsIntoCeilRequestsAndKeepsOrder) {
   const std::vector<dedupd::v1::UrlItem> items = Items(c.items);
 
   std::vector<size_t> progress;
-  ASSERT_OK_AND_ASSIGN(
-      std::vector<dedupd::v1::UrlResult> results,
-      client->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM,
-                        [&](size_t done, size_t total) {
-                          EXPECT_EQ(total, c.items);
-                          progress.push_back(done);
-                        }));
+  ASSERT_OK_AND_ASSIGN(std::vector<dedupd::v1::UrlResult> results,
+                       client->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM,
+                                         [&](size_t done, size_t total) {
+                                           EXPECT_EQ(total, c.items);
+                                           progress.push_back(done);
+                                         }));
 
   const std::vector<FakeDedupService::Call> calls = fake().calls();
   ASSERT_THAT(calls, SizeIs(c.want_requests));
@@ -198,8 +197,8 @@ TEST_F(ClientTest, UnavailableIsRetriedThenSucceeds) {
   fake().FailNext(absl::UnavailableError("restarting"));
   fake().FailNext(absl::UnavailableError("restarting"));
 
-  ASSERT_OK_AND_ASSIGN(auto results,
-                       client->CheckUrls(Items(2), dedupd::v1::CLAIM_MODE_CLAIM));
+  ASSERT_OK_AND_ASSIGN(
+      auto results, client->CheckUrls(Items(2), dedupd::v1::CLAIM_MODE_CLAIM));
   EXPECT_THAT(results, SizeIs(2));
   const std::vector<FakeDedupService::Call> calls = fake().calls();
   ASSERT_THAT(calls, SizeIs(3));
@@ -221,10 +220,10 @@ TEST_P(ClientMaxAttemptsTest, UnavailableSurfacesAfterMaxAttempts) {
 
   EXPECT_THAT(
       client->CheckUrls(Items(3), dedupd::v1::CLAIM_MODE_CLAIM),
-      StatusIs(absl::StatusCode::kUnavailable,
-               AllOf(StartsWith("CheckUrl: overloaded node"),
-                     HasSubstr(absl::StrCat("after ", max_attempts,
-                                            " attempts")))));
+      StatusIs(
+          absl::StatusCode::kUnavailable,
+          AllOf(StartsWith("CheckUrl: overloaded node"),
+                HasSubstr(absl::StrCat("after ", max_attempts, " attempts")))));
   EXPECT_THAT(fake().calls(), SizeIs(max_attempts));
 }
 
@@ -250,16 +249,13 @@ TEST_P(ClientNoRetryTest, OtherCodesAreNotRetriedAndKeepTheirCode) {
 
 INSTANTIATE_TEST_SUITE_P(
     Table, ClientNoRetryTest,
-    ::testing::Values(absl::StatusCode::kInvalidArgument,
-                      absl::StatusCode::kResourceExhausted,
-                      absl::StatusCode::kInternal,
-                      absl::StatusCode::kFailedPrecondition,
-                      absl::StatusCode::kPermissionDenied,
-                      absl::StatusCode::kUnauthenticated,
-                      absl::StatusCode::kDeadlineExceeded,
-                      absl::StatusCode::kAborted,
-                      absl::StatusCode::kUnknown,
-                      absl::StatusCode::kDataLoss),
+    ::testing::Values(
+        absl::StatusCode::kInvalidArgument,
+        absl::StatusCode::kResourceExhausted, absl::StatusCode::kInternal,
+        absl::StatusCode::kFailedPrecondition,
+        absl::StatusCode::kPermissionDenied, absl::StatusCode::kUnauthenticated,
+        absl::StatusCode::kDeadlineExceeded, absl::StatusCode::kAborted,
+        absl::StatusCode::kUnknown, absl::StatusCode::kDataLoss),
     [](const ::testing::TestParamInfo<absl::StatusCode>& info) {
       std::string name = absl::StatusCodeToString(info.param);
       name.erase(std::remove(name.begin(), name.end(), '_'), name.end());
@@ -274,9 +270,9 @@ TEST_F(ClientTest, ErrorInALaterRequestFailsTheCall) {
   fake().AnswerNext();
   fake().FailNext(absl::InvalidArgumentError("bad request"));
 
-  EXPECT_THAT(client->CheckUrls(Items(5), dedupd::v1::CLAIM_MODE_CLAIM),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "CheckUrl: bad request"));
+  EXPECT_THAT(
+      client->CheckUrls(Items(5), dedupd::v1::CLAIM_MODE_CLAIM),
+      StatusIs(absl::StatusCode::kInvalidArgument, "CheckUrl: bad request"));
   EXPECT_THAT(fake().calls(), SizeIs(2));  // the third request is not sent
 }
 
@@ -288,8 +284,8 @@ TEST_F(ClientTest, DeadlineIsSetOnEveryCallIncludingRetries) {
   ASSERT_NE(client, nullptr);
   fake().FailNext(absl::UnavailableError("blip"));
 
-  ASSERT_OK_AND_ASSIGN(auto results,
-                       client->CheckUrls(Items(5), dedupd::v1::CLAIM_MODE_CLAIM));
+  ASSERT_OK_AND_ASSIGN(
+      auto results, client->CheckUrls(Items(5), dedupd::v1::CLAIM_MODE_CLAIM));
   EXPECT_THAT(results, SizeIs(5));
   const std::vector<FakeDedupService::Call> calls = fake().calls();
   ASSERT_THAT(calls, SizeIs(4));  // 3 requests, the first one twice
@@ -309,9 +305,9 @@ TEST_F(ClientTest, DeadlineExceededSurfacesAndIsNotRetried) {
   fake().HangNext();
   fake().HangNext();
 
-  EXPECT_THAT(client->CheckUrls(Items(1), dedupd::v1::CLAIM_MODE_CLAIM),
-              StatusIs(absl::StatusCode::kDeadlineExceeded,
-                       StartsWith("CheckUrl: ")));
+  EXPECT_THAT(
+      client->CheckUrls(Items(1), dedupd::v1::CLAIM_MODE_CLAIM),
+      StatusIs(absl::StatusCode::kDeadlineExceeded, StartsWith("CheckUrl: ")));
   EXPECT_THAT(fake().calls(), SizeIs(1));
 }
 
@@ -376,10 +372,10 @@ TEST(ClientConnectTest, UnreachableServerIsUnavailableAfterRetries) {
   ClientOptions options = FastOptions();
   options.max_attempts = 2;
   ASSERT_OK_AND_ASSIGN(auto client, DedupClient::Connect(address, options));
-  EXPECT_THAT(client->CheckUrls(Items(1), dedupd::v1::CLAIM_MODE_PEEK),
-              StatusIs(absl::StatusCode::kUnavailable,
-                       AllOf(StartsWith("CheckUrl: "),
-                             HasSubstr("after 2 attempts"))));
+  EXPECT_THAT(
+      client->CheckUrls(Items(1), dedupd::v1::CLAIM_MODE_PEEK),
+      StatusIs(absl::StatusCode::kUnavailable,
+               AllOf(StartsWith("CheckUrl: "), HasSubstr("after 2 attempts"))));
 }
 
 struct BadOptionsCase {
@@ -407,7 +403,8 @@ BadOptionsCase Bad(const char* name, void (*edit)(ClientOptions&),
 INSTANTIATE_TEST_SUITE_P(
     Table, ClientConnectBadOptionsTest,
     ::testing::Values(
-        Bad("EmptyAddress", [](ClientOptions&) {}, ""),
+        Bad(
+            "EmptyAddress", [](ClientOptions&) {}, ""),
         Bad("ZeroDeadline",
             [](ClientOptions& o) { o.deadline = absl::ZeroDuration(); }),
         Bad("InfiniteDeadline",

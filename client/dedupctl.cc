@@ -195,8 +195,8 @@ class UrlSource {
       if (!ReadLine(&item->url, &too_long)) return false;
       if (!item->url.empty() && item->url.back() == '\r') item->url.pop_back();
       if (too_long) {
-        item->error = absl::StrCat("input line longer than ", kMaxLineBytes,
-                                   " bytes");
+        item->error =
+            absl::StrCat("input line longer than ", kMaxLineBytes, " bytes");
         return true;
       }
       if (item->url.find_first_not_of(" \t") != std::string::npos) return true;
@@ -233,7 +233,8 @@ class UrlSource {
     bool any = false;
     while (true) {
       const size_t newline = buffer_.find('\n', pos_);
-      const size_t end = newline == std::string::npos ? buffer_.size() : newline;
+      const size_t end =
+          newline == std::string::npos ? buffer_.size() : newline;
       const size_t room = kMaxLineBytes - line->size();
       const size_t take = std::min(room, end - pos_);
       line->append(buffer_, pos_, take);
@@ -338,17 +339,15 @@ absl::StatusOr<Args> ParseFlags(const std::vector<std::string>& argv,
     }
     if (!value) {
       if (i + 1 >= argv.size()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(name, " needs a value"));
+        return absl::InvalidArgumentError(absl::StrCat(name, " needs a value"));
       }
       value = argv[++i];
     }
-    std::optional<std::string>* slot =
-        name == "--config"   ? &args.config
-        : name == "--base"   ? &args.base
-        : name == "--server" ? &args.server
-        : name == "--batch"  ? &args.batch
-                             : &args.deadline;
+    std::optional<std::string>* slot = name == "--config"   ? &args.config
+                                       : name == "--base"   ? &args.base
+                                       : name == "--server" ? &args.server
+                                       : name == "--batch"  ? &args.batch
+                                                            : &args.deadline;
     *slot = std::move(*value);
   }
   return args;
@@ -425,10 +424,14 @@ int RunNormalize(Args args) {
 
 absl::string_view VerdictName(dedupd::v1::UrlVerdict verdict) {
   switch (verdict) {
-    case dedupd::v1::URL_VERDICT_NEW: return "NEW";
-    case dedupd::v1::URL_VERDICT_SEEN: return "SEEN";
-    case dedupd::v1::URL_VERDICT_INVALID: return "INVALID";
-    default: return "UNSPECIFIED";
+    case dedupd::v1::URL_VERDICT_NEW:
+      return "NEW";
+    case dedupd::v1::URL_VERDICT_SEEN:
+      return "SEEN";
+    case dedupd::v1::URL_VERDICT_INVALID:
+      return "INVALID";
+    default:
+      return "UNSPECIFIED";
   }
 }
 
@@ -506,11 +509,12 @@ int RunUrl(dedupd::v1::ClaimMode mode, Args args) {
   options.max_items_per_request = batch_size;
   if (args.deadline) {
     double seconds = 0;
-    if (!absl::SimpleAtod(*args.deadline, &seconds) || !std::isfinite(seconds) ||
-        seconds <= 0) {
-      return UsageError(absl::StrCat("--deadline must be a positive number of "
-                                     "seconds, got \"",
-                                     *args.deadline, "\""));
+    if (!absl::SimpleAtod(*args.deadline, &seconds) ||
+        !std::isfinite(seconds) || seconds <= 0) {
+      return UsageError(
+          absl::StrCat("--deadline must be a positive number of "
+                       "seconds, got \"",
+                       *args.deadline, "\""));
     }
     options.deadline = absl::Seconds(seconds);
   }

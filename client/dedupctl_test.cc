@@ -42,7 +42,8 @@ using ::testing::Not;
 using ::testing::SizeIs;
 using ::testing::StartsWith;
 
-CommandResult Dedupctl(std::vector<std::string> args, const std::string& in = "") {
+CommandResult Dedupctl(std::vector<std::string> args,
+                       const std::string& in = "") {
   args.insert(args.begin(), DEDUPCTL_PATH);
   absl::StatusOr<CommandResult> r = RunCommand(args, in, absl::Seconds(50));
   EXPECT_TRUE(r.ok()) << r.status();
@@ -56,9 +57,9 @@ std::vector<std::string> Lines(const std::string& out) {
 // ------------------------------------------------------------ normalize
 
 TEST(DedupctlNormalizeTest, UrlsFromArguments) {
-  CommandResult r = Dedupctl({"normalize",
-                         "HTTP://Example.COM:80/a/./b/?utm_source=x&b=2&a=1#top",
-                         "https://b.example"});
+  CommandResult r = Dedupctl(
+      {"normalize", "HTTP://Example.COM:80/a/./b/?utm_source=x&b=2&a=1#top",
+       "https://b.example"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, IsEmpty());
   EXPECT_THAT(
@@ -70,9 +71,10 @@ TEST(DedupctlNormalizeTest, UrlsFromArguments) {
 
 TEST(DedupctlNormalizeTest, UrlsFromStdinOnePerLine) {
   // CRLF line ends, blank and whitespace-only lines, no final newline.
-  CommandResult r = Dedupctl({"normalize"},
-                        "https://a.example/x\r\n\n  \t\r\nhttps://b.example/Y/\n"
-                        "\nhttps://c.example/#frag");
+  CommandResult r =
+      Dedupctl({"normalize"},
+               "https://a.example/x\r\n\n  \t\r\nhttps://b.example/Y/\n"
+               "\nhttps://c.example/#frag");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(
       Lines(r.out),
@@ -90,43 +92,53 @@ TEST(DedupctlNormalizeTest, EmptyStdinPrintsNothing) {
 
 TEST(DedupctlNormalizeTest, ExplainListsTheRulesThatFired) {
   CommandResult r = Dedupctl({"normalize", "--explain",
-                         "https://A.example/x?utm_source=s#frag",
-                         "https://a.example/x"});
+                              "https://A.example/x?utm_source=s#frag",
+                              "https://a.example/x"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> lines = Lines(r.out);
   ASSERT_THAT(lines, SizeIs(2));
-  EXPECT_THAT(lines[0], AllOf(StartsWith(R"({"url":"https://A.example/x?utm_source=s#frag","normalized":"https://a.example/x","rules":[)"),
-                              HasSubstr(R"("host_lowercased")"),
-                              HasSubstr(R"("tracking_params_dropped")"),
-                              HasSubstr(R"("fragment_dropped")")));
-  EXPECT_EQ(lines[1],
-            R"({"url":"https://a.example/x","normalized":"https://a.example/x","rules":[]})");
+  EXPECT_THAT(
+      lines[0],
+      AllOf(
+          StartsWith(
+              R"({"url":"https://A.example/x?utm_source=s#frag","normalized":"https://a.example/x","rules":[)"),
+          HasSubstr(R"("host_lowercased")"),
+          HasSubstr(R"("tracking_params_dropped")"),
+          HasSubstr(R"("fragment_dropped")")));
+  EXPECT_EQ(
+      lines[1],
+      R"({"url":"https://a.example/x","normalized":"https://a.example/x","rules":[]})");
 
   CommandResult plain = Dedupctl({"normalize", "https://A.example/x#frag"});
   EXPECT_THAT(plain.out, Not(HasSubstr("rules")));
 }
 
 TEST(DedupctlNormalizeTest, BaseResolvesRelativeReferences) {
-  CommandResult r = Dedupctl({"normalize", "--base", "https://a.example/dir/page",
-                         "../x", "y?b=1", "https://other.example/z"});
+  CommandResult r =
+      Dedupctl({"normalize", "--base", "https://a.example/dir/page", "../x",
+                "y?b=1", "https://other.example/z"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(Lines(r.out),
-              ElementsAre(R"({"url":"../x","normalized":"https://a.example/x"})",
-                          R"({"url":"y?b=1","normalized":"https://a.example/dir/y?b=1"})",
-                          R"({"url":"https://other.example/z","normalized":"https://other.example/z"})"));
+  EXPECT_THAT(
+      Lines(r.out),
+      ElementsAre(
+          R"({"url":"../x","normalized":"https://a.example/x"})",
+          R"({"url":"y?b=1","normalized":"https://a.example/dir/y?b=1"})",
+          R"({"url":"https://other.example/z","normalized":"https://other.example/z"})"));
 
   // The same, with --base=VALUE and the URLs on stdin.
-  CommandResult in = Dedupctl({"normalize", "--base=https://a.example/dir/page"},
-                         "../x\n");
+  CommandResult in =
+      Dedupctl({"normalize", "--base=https://a.example/dir/page"}, "../x\n");
   EXPECT_EQ(in.exit_code, 0) << in.err;
-  EXPECT_THAT(Lines(in.out),
-              ElementsAre(R"({"url":"../x","normalized":"https://a.example/x"})"));
+  EXPECT_THAT(
+      Lines(in.out),
+      ElementsAre(R"({"url":"../x","normalized":"https://a.example/x"})"));
 }
 
 TEST(DedupctlNormalizeTest, RelativeWithoutBaseIsInvalid) {
   CommandResult r = Dedupctl({"normalize", "../x"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_THAT(Lines(r.out), ElementsAre(StartsWith(R"({"url":"../x","error":")")));
+  EXPECT_THAT(Lines(r.out),
+              ElementsAre(StartsWith(R"({"url":"../x","error":")")));
 }
 
 TEST(DedupctlNormalizeTest, ConfigFileAppliesHostPolicy) {
@@ -142,26 +154,34 @@ TEST(DedupctlNormalizeTest, ConfigFileAppliesHostPolicy) {
       "https://www.shop.example/p?color=red&id=7",
       "https://blog.example/p?ref=home&q=1"};
 
-  CommandResult with = Dedupctl({"normalize", "--config", path, urls[0], urls[1]});
+  CommandResult with =
+      Dedupctl({"normalize", "--config", path, urls[0], urls[1]});
   EXPECT_EQ(with.exit_code, 0) << with.err;
-  EXPECT_THAT(Lines(with.out),
-              ElementsAre(HasSubstr(R"("normalized":"https://www.shop.example/p?id=7")"),
-                          HasSubstr(R"("normalized":"https://blog.example/p?q=1")")));
+  EXPECT_THAT(
+      Lines(with.out),
+      ElementsAre(
+          HasSubstr(R"("normalized":"https://www.shop.example/p?id=7")"),
+          HasSubstr(R"("normalized":"https://blog.example/p?q=1")")));
 
   CommandResult without = Dedupctl({"normalize", urls[0], urls[1]});
   EXPECT_EQ(without.exit_code, 0) << without.err;
-  EXPECT_THAT(Lines(without.out),
-              ElementsAre(HasSubstr(R"("normalized":"https://www.shop.example/p?color=red&id=7")"),
-                          HasSubstr(R"("normalized":"https://blog.example/p?q=1&ref=home")")));
+  EXPECT_THAT(
+      Lines(without.out),
+      ElementsAre(
+          HasSubstr(
+              R"("normalized":"https://www.shop.example/p?color=red&id=7")"),
+          HasSubstr(R"("normalized":"https://blog.example/p?q=1&ref=home")")));
 
   std::ofstream(dir + "/bad.conf") << "host_rules { no_such_field: 1 }\n";
-  CommandResult bad = Dedupctl({"normalize", "--config", dir + "/bad.conf", urls[0]});
+  CommandResult bad =
+      Dedupctl({"normalize", "--config", dir + "/bad.conf", urls[0]});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_THAT(bad.out, IsEmpty());
   EXPECT_THAT(Lines(bad.err), ElementsAre(AllOf(StartsWith("dedupctl: "),
                                                 HasSubstr("bad.conf"))));
 
-  CommandResult missing = Dedupctl({"normalize", "--config", dir + "/missing.conf", urls[0]});
+  CommandResult missing =
+      Dedupctl({"normalize", "--config", dir + "/missing.conf", urls[0]});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.err, HasSubstr("missing.conf"));
   RemoveTree(dir);
@@ -169,14 +189,15 @@ TEST(DedupctlNormalizeTest, ConfigFileAppliesHostPolicy) {
 
 TEST(DedupctlNormalizeTest, InvalidUrlExits1WithAnErrorLine) {
   CommandResult r = Dedupctl({"normalize"},
-                        "https://ok.example/\nmailto:someone@example.com\n"
-                        "https://ok.example/2\n");
+                             "https://ok.example/\nmailto:someone@example.com\n"
+                             "https://ok.example/2\n");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, IsEmpty());
   std::vector<std::string> lines = Lines(r.out);
   ASSERT_THAT(lines, SizeIs(3));
   EXPECT_THAT(lines[0], HasSubstr(R"("normalized":)"));
-  EXPECT_THAT(lines[1], StartsWith(R"({"url":"mailto:someone@example.com","error":")"));
+  EXPECT_THAT(lines[1],
+              StartsWith(R"({"url":"mailto:someone@example.com","error":")"));
   EXPECT_THAT(lines[1], Not(HasSubstr("normalized")));
   EXPECT_THAT(lines[2], HasSubstr(R"("normalized":)"));
 }
@@ -184,14 +205,18 @@ TEST(DedupctlNormalizeTest, InvalidUrlExits1WithAnErrorLine) {
 TEST(DedupctlNormalizeTest, BadBytesInInputStillGiveValidJson) {
   // Invalid UTF-8 and a control character: the line reports an error and
   // echoes the input escaped (\ufffd per bad byte, \u00XX for controls).
-  CommandResult r = Dedupctl({"normalize"},
-                        "https://a.example/\xff\xfe\nhttps://a.example/\x01x\n"
-                        "https://a.example/\"q\\\n");
+  CommandResult r =
+      Dedupctl({"normalize"},
+               "https://a.example/\xff\xfe\nhttps://a.example/\x01x\n"
+               "https://a.example/\"q\\\n");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   std::vector<std::string> lines = Lines(r.out);
   ASSERT_THAT(lines, SizeIs(3));
-  EXPECT_THAT(lines[0], StartsWith(R"({"url":"https://a.example/\ufffd\ufffd","error":")"));
-  EXPECT_THAT(lines[1], StartsWith(R"({"url":"https://a.example/\u0001x","error":")"));
+  EXPECT_THAT(
+      lines[0],
+      StartsWith(R"({"url":"https://a.example/\ufffd\ufffd","error":")"));
+  EXPECT_THAT(lines[1],
+              StartsWith(R"({"url":"https://a.example/\u0001x","error":")"));
   EXPECT_THAT(lines[2], StartsWith(R"({"url":"https://a.example/\"q\\",)"));
   for (const std::string& line : lines) {
     for (char c : line) {
@@ -202,12 +227,13 @@ TEST(DedupctlNormalizeTest, BadBytesInInputStillGiveValidJson) {
 
 TEST(DedupctlNormalizeTest, OverlongLineIsAnErrorNotAnAllocation) {
   const std::string huge(200 << 10, 'a');
-  CommandResult r = Dedupctl({"normalize"}, "https://a.example/" + huge +
-                                           "\nhttps://b.example/\n");
+  CommandResult r = Dedupctl(
+      {"normalize"}, "https://a.example/" + huge + "\nhttps://b.example/\n");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   std::vector<std::string> lines = Lines(r.out);
   ASSERT_THAT(lines, SizeIs(2));
-  EXPECT_THAT(lines[0], HasSubstr(R"("error":"input line longer than 65536 bytes")"));
+  EXPECT_THAT(lines[0],
+              HasSubstr(R"("error":"input line longer than 65536 bytes")"));
   EXPECT_THAT(lines[1], HasSubstr(R"("normalized":"https://b.example/")"));
 }
 
@@ -215,9 +241,11 @@ TEST(DedupctlNormalizeTest, OverlongLineIsAnErrorNotAnAllocation) {
 
 TEST(DedupctlUsageTest, HelpPrintsUsageAndExits0) {
   for (const std::vector<std::string>& args :
-       std::vector<std::vector<std::string>>{
-           {"help"}, {"--help"}, {"-h"}, {"normalize", "--help"},
-           {"url", "check", "--help"}}) {
+       std::vector<std::vector<std::string>>{{"help"},
+                                             {"--help"},
+                                             {"-h"},
+                                             {"normalize", "--help"},
+                                             {"url", "check", "--help"}}) {
     CommandResult r = Dedupctl(args);
     EXPECT_EQ(r.exit_code, 0) << absl::StrJoin(args, " ");
     EXPECT_THAT(r.out, StartsWith("usage: dedupctl"));
@@ -239,7 +267,8 @@ TEST_P(DedupctlUsageErrorTest, Exits2WithOneLineAndUsage) {
   EXPECT_THAT(r.out, IsEmpty());
   std::vector<std::string> lines = Lines(r.err);
   ASSERT_THAT(lines, Not(IsEmpty()));
-  EXPECT_THAT(lines[0], AllOf(StartsWith("dedupctl: "), HasSubstr(GetParam().want)));
+  EXPECT_THAT(lines[0],
+              AllOf(StartsWith("dedupctl: "), HasSubstr(GetParam().want)));
   ASSERT_THAT(lines, SizeIs(::testing::Gt(1)));
   EXPECT_THAT(lines[1], StartsWith("usage: dedupctl"));
 }
@@ -251,18 +280,37 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{"UnknownCommand", {"frobnicate"}, "unknown command"},
         UsageCase{"UnknownFlag", {"normalize", "--frob"}, "--frob"},
         UsageCase{"SingleDashFlag", {"normalize", "-x"}, "-x"},
-        UsageCase{"FlagOfOtherCommand", {"normalize", "--server", "a:1"}, "--server"},
-        UsageCase{"MissingValue", {"normalize", "--config"}, "--config needs a value"},
-        UsageCase{"ExplainWithValue", {"normalize", "--explain=yes"}, "--explain"},
+        UsageCase{
+            "FlagOfOtherCommand", {"normalize", "--server", "a:1"}, "--server"},
+        UsageCase{"MissingValue",
+                  {"normalize", "--config"},
+                  "--config needs a value"},
+        UsageCase{
+            "ExplainWithValue", {"normalize", "--explain=yes"}, "--explain"},
         UsageCase{"BadBase", {"normalize", "--base", "../rel", "x"}, "--base"},
         UsageCase{"UrlWithoutSubcommand", {"url"}, "check or peek"},
         UsageCase{"UrlUnknownSubcommand", {"url", "claim"}, "claim"},
-        UsageCase{"MissingServer", {"url", "check", "https://a.example/"}, "--server"},
-        UsageCase{"BatchZero", {"url", "check", "--server", "127.0.0.1:1", "--batch", "0"}, "--batch"},
-        UsageCase{"BatchNotANumber", {"url", "peek", "--server=127.0.0.1:1", "--batch=ten"}, "--batch"},
-        UsageCase{"BatchTooLarge", {"url", "check", "--server", "127.0.0.1:1", "--batch", "100001"}, "--batch"},
-        UsageCase{"DeadlineNegative", {"url", "check", "--server", "127.0.0.1:1", "--deadline", "-1"}, "--deadline"},
-        UsageCase{"DeadlineNotANumber", {"url", "check", "--server", "127.0.0.1:1", "--deadline", "soon"}, "--deadline"}),
+        UsageCase{"MissingServer",
+                  {"url", "check", "https://a.example/"},
+                  "--server"},
+        UsageCase{"BatchZero",
+                  {"url", "check", "--server", "127.0.0.1:1", "--batch", "0"},
+                  "--batch"},
+        UsageCase{"BatchNotANumber",
+                  {"url", "peek", "--server=127.0.0.1:1", "--batch=ten"},
+                  "--batch"},
+        UsageCase{
+            "BatchTooLarge",
+            {"url", "check", "--server", "127.0.0.1:1", "--batch", "100001"},
+            "--batch"},
+        UsageCase{
+            "DeadlineNegative",
+            {"url", "check", "--server", "127.0.0.1:1", "--deadline", "-1"},
+            "--deadline"},
+        UsageCase{
+            "DeadlineNotANumber",
+            {"url", "check", "--server", "127.0.0.1:1", "--deadline", "soon"},
+            "--deadline"}),
     [](const ::testing::TestParamInfo<UsageCase>& info) {
       return std::string(info.param.name);
     });
@@ -270,7 +318,8 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(DedupctlUsageTest, DoubleDashEndsFlags) {
   CommandResult r = Dedupctl({"normalize", "--", "--explain"});
   EXPECT_EQ(r.exit_code, 1) << r.err;  // "--explain" is a (bad) URL here
-  EXPECT_THAT(Lines(r.out), ElementsAre(StartsWith(R"({"url":"--explain","error":)")));
+  EXPECT_THAT(Lines(r.out),
+              ElementsAre(StartsWith(R"({"url":"--explain","error":)")));
 }
 
 // ---------------------------------------------------- url, fake server
@@ -285,10 +334,10 @@ class DedupctlUrlTest : public ::testing::Test {
 };
 
 TEST_F(DedupctlUrlTest, CheckPrintsVerdictsInOrderAndBatches) {
-  CommandResult r = Dedupctl({"url", "check", "--server", server_->address(),
-                         "--batch", "2", "https://a.example/1", "bad:x",
-                         "https://a.example/1", "https://a.example/2",
-                         "https://a.example/3"});
+  CommandResult r =
+      Dedupctl({"url", "check", "--server", server_->address(), "--batch", "2",
+                "https://a.example/1", "bad:x", "https://a.example/1",
+                "https://a.example/2", "https://a.example/3"});
   EXPECT_EQ(r.exit_code, 1) << r.err;  // one INVALID
   EXPECT_THAT(
       Lines(r.out),
@@ -308,12 +357,13 @@ TEST_F(DedupctlUrlTest, CheckPrintsVerdictsInOrderAndBatches) {
 }
 
 TEST_F(DedupctlUrlTest, PeekRecordsNothingAndSendsBaseAndDeadline) {
-  CommandResult peek = Dedupctl({"url", "peek", "--server", server_->address(),
-                            "--base", "https://a.example/dir/", "--deadline",
-                            "9", "x"});
+  CommandResult peek =
+      Dedupctl({"url", "peek", "--server", server_->address(), "--base",
+                "https://a.example/dir/", "--deadline", "9", "x"});
   EXPECT_EQ(peek.exit_code, 0) << peek.err;
   EXPECT_THAT(peek.out, HasSubstr(R"("verdict":"NEW")"));
-  CommandResult again = Dedupctl({"url", "peek", "--server", server_->address(), "x"});
+  CommandResult again =
+      Dedupctl({"url", "peek", "--server", server_->address(), "x"});
   EXPECT_THAT(again.out, HasSubstr(R"("verdict":"NEW")"));
 
   const std::vector<FakeDedupService::Call> calls = fake().calls();
@@ -323,12 +373,14 @@ TEST_F(DedupctlUrlTest, PeekRecordsNothingAndSendsBaseAndDeadline) {
   EXPECT_THAT(calls[1].base_urls, ElementsAre(""));
   ASSERT_TRUE(calls[0].deadline_left.has_value());
   EXPECT_GT(*calls[0].deadline_left, absl::Seconds(5));
-  EXPECT_LE(*calls[0].deadline_left, absl::Seconds(9) + absl::Milliseconds(100));
+  EXPECT_LE(*calls[0].deadline_left,
+            absl::Seconds(9) + absl::Milliseconds(100));
 }
 
 TEST_F(DedupctlUrlTest, StdinSkipsBlankLinesAndStripsCr) {
-  CommandResult r = Dedupctl({"url", "check", "--server", server_->address()},
-                        "https://a.example/1\r\n\n \nhttps://a.example/2\n");
+  CommandResult r =
+      Dedupctl({"url", "check", "--server", server_->address()},
+               "https://a.example/1\r\n\n \nhttps://a.example/2\n");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   ASSERT_THAT(fake().calls(), SizeIs(1));
   EXPECT_THAT(fake().calls()[0].urls,
@@ -339,7 +391,7 @@ TEST_F(DedupctlUrlTest, StdinSkipsBlankLinesAndStripsCr) {
 TEST_F(DedupctlUrlTest, ServerErrorExits2WithOneLine) {
   fake().FailNext(absl::InvalidArgumentError("too many items: 3 > max 2"));
   CommandResult r = Dedupctl({"url", "check", "--server", server_->address(),
-                         "https://a.example/1", "https://a.example/2"});
+                              "https://a.example/1", "https://a.example/2"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(Lines(r.err),
               ElementsAre("dedupctl: CheckUrl: too many items: 3 > max 2"));
@@ -352,11 +404,12 @@ TEST(DedupctlUrlConnectTest, UnreachableServerExits2) {
     ASSERT_OK_AND_ASSIGN(auto server, FakeDedupServer::Start());
     address = server->address();
   }
-  CommandResult r = Dedupctl({"url", "check", "--server", address, "--deadline", "5",
-                         "https://a.example/"});
+  CommandResult r = Dedupctl({"url", "check", "--server", address, "--deadline",
+                              "5", "https://a.example/"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(Lines(r.err), ElementsAre(AllOf(StartsWith("dedupctl: CheckUrl: "),
-                                              HasSubstr("attempts"))));
+  EXPECT_THAT(Lines(r.err),
+              ElementsAre(AllOf(StartsWith("dedupctl: CheckUrl: "),
+                                HasSubstr("attempts"))));
 }
 
 // Streaming: dedupctl must send what it has read before standard input
@@ -386,7 +439,8 @@ TEST_F(DedupctlUrlTest, SendsBeforeStdinEnds) {
   ASSERT_TRUE(write_all("https://a.example/1\nhttps://a.example/2\n"));
   const bool first = fake().WaitForCalls(1, absl::Seconds(30));
   const bool wrote = write_all("https://a.example/3\n");
-  const bool second = first && wrote && fake().WaitForCalls(2, absl::Seconds(30));
+  const bool second =
+      first && wrote && fake().WaitForCalls(2, absl::Seconds(30));
   close(in[1]);
   if (!second) kill(pid, SIGKILL);
   int status = 0;
@@ -396,7 +450,8 @@ TEST_F(DedupctlUrlTest, SendsBeforeStdinEnds) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   const std::vector<FakeDedupService::Call> calls = fake().calls();
   ASSERT_THAT(calls, SizeIs(2));
-  EXPECT_THAT(calls[0].urls, ElementsAre("https://a.example/1", "https://a.example/2"));
+  EXPECT_THAT(calls[0].urls,
+              ElementsAre("https://a.example/1", "https://a.example/2"));
   EXPECT_THAT(calls[1].urls, ElementsAre("https://a.example/3"));
 }
 

@@ -78,9 +78,9 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckUrl(
 
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (action && action->kind == Action::kFail) {
-    reactor->Finish(grpc::Status(
-        static_cast<grpc::StatusCode>(action->status.code()),
-        std::string(action->status.message())));
+    reactor->Finish(
+        grpc::Status(static_cast<grpc::StatusCode>(action->status.code()),
+                     std::string(action->status.message())));
     return reactor;
   }
   const bool claim = request->mode() != dedupd::v1::CLAIM_MODE_PEEK;

@@ -20,14 +20,14 @@
 #ifndef DEDUPD_CLIENT_FAKE_DEDUP_SERVICE_H_
 #define DEDUPD_CLIENT_FAKE_DEDUP_SERVICE_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <cstddef>
 #include <deque>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
