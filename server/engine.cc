@@ -38,11 +38,11 @@ absl::Status Engine::CheckUrl(const v1::CheckUrlRequest& request,
                               v1::CheckUrlResponse* response) const {
   const int n = request.items_size();
   if (n == 0) {
-    return absl::InvalidArgumentError("CheckUrl: the request has no items");
+    return absl::InvalidArgumentError("the request has no items");
   }
   if (static_cast<size_t>(n) > options_.max_batch_items) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "CheckUrl: the request has ", n, " items; the limit is ",
+        "the request has ", n, " items; the limit is ",
         options_.max_batch_items,
         " per request (--max_batch_items): split it into smaller batches"));
   }
@@ -74,7 +74,7 @@ absl::Status Engine::CheckUrl(const v1::CheckUrlRequest& request,
   if (peek) {
     std::vector<std::optional<absl::Time>> found;
     absl::Status s = store_->LookupUrls(keys, &found);
-    if (!s.ok()) return WithContext(s, "CheckUrl: look up URLs");
+    if (!s.ok()) return WithContext(s, "look up URLs");
     for (size_t j = 0; j < keys.size(); ++j) {
       v1::UrlResult* result = response->mutable_results(key_item[j]);
       if (found[j].has_value()) {
@@ -89,7 +89,7 @@ absl::Status Engine::CheckUrl(const v1::CheckUrlRequest& request,
 
   std::vector<UrlClaim> claims;
   absl::Status s = store_->ClaimUrls(keys, options_.clock(), &claims);
-  if (!s.ok()) return WithContext(s, "CheckUrl: claim URLs");
+  if (!s.ok()) return WithContext(s, "claim URLs");
   for (size_t j = 0; j < keys.size(); ++j) {
     v1::UrlResult* result = response->mutable_results(key_item[j]);
     if (claims[j].is_new) {

@@ -33,13 +33,13 @@ grpc::ServerUnaryReactor* DedupService::CheckUrl(
   if (!slot.acquired()) {
     reactor->Finish(grpc::Status(
         grpc::StatusCode::RESOURCE_EXHAUSTED,
-        absl::StrCat("CheckUrl: more than ", max_concurrent_rpcs_,
+        absl::StrCat("more than ", max_concurrent_rpcs_,
                      " calls in flight (--max_concurrent_rpcs); retry later")));
     return reactor;
   }
   if (context->IsCancelled()) {
     reactor->Finish(grpc::Status(grpc::StatusCode::CANCELLED,
-                                 "CheckUrl: cancelled before it started"));
+                                 "cancelled before it started"));
     return reactor;
   }
   reactor->Finish(ToGrpcStatus(engine_->CheckUrl(*request, response)));
