@@ -19,6 +19,14 @@
 #include "tests/testing/status_matchers.h"
 
 namespace dedupd {
+
+// Turns off the hand-written parser for absolute URLs, so that tests can
+// compare it with Boost.URL parsing everything.
+class UrlNormalizerTestPeer {
+ public:
+  static void UseBoostOnly(UrlNormalizer* n) { n->fast_parse_ = false; }
+};
+
 namespace {
 
 using ::dedupd::testing::IsOk;
@@ -424,7 +432,7 @@ TEST(UrlNormalizerTest, DefaultPolicyTable) {
 UrlPolicy TestPolicy() {
   std::vector<HostRule> rules(6);
   rules[0].hosts = {"shop.example"};
-  rules[0].allow_params = {"id", "page"};
+  rules[0].allow_params = {"id", "page", "filter[color]"};
   rules[1].hosts = {"*.blog.example"};
   rules[1].trailing_slash = TrailingSlash::kAdd;
   rules[1].drop_params = {"Ref", "source"};
@@ -451,6 +459,11 @@ std::vector<Case> PolicyCases() {
          {r::kParamsNotAllowlistedDropped, r::kEmptyQueryDropped}),
       Ok("http://shop.example/item?i%64=7", "http://shop.example/item?id=7",
          {r::kPercentEncodingNormalized}),
+      // Decisions use the fully decoded key; the output keeps the escapes.
+      Ok("http://shop.example/c?filter[color]=red&filter[size]=9",
+         "http://shop.example/c?filter%5Bcolor%5D=red",
+         {r::kCharactersPercentEncoded, r::kParamsNotAllowlistedDropped}),
+      Ok("http://shop.example/c?filter%5bcolor%5d=red", "http://shop.example/c?filter%5Bcolor%5D=red"),
       Ok("http://shop.example/item?utm_source=x&id=1", "http://shop.example/item?id=1",
          {r::kTrackingParamsDropped}),
       Ok("http://www.shop.example/item?color=red", "http://www.shop.example/item?color=red"),
@@ -757,6 +770,46 @@ TEST(UrlNormalizerTest, IdempotentOverGeneratedCorpus) {
   EXPECT_GT(normalized, kUrls / 3);
   EXPECT_GT(rejected, kUrls / 20);
   EXPECT_GT(changed, kUrls / 4);
+}
+
+// The hand-written parser for absolute URLs must be invisible: for every
+// input, the result (value or error message) equals the Boost.URL-only one.
+TEST(UrlNormalizerTest, FastParserAgreesWithBoostUrl) {
+  constexpr int kUrls = 60000;
+  const UrlNormalizer fast_plain;
+  const UrlNormalizer fast_policy(TestPolicy());
+  UrlNormalizer boost_plain;
+  UrlNormalizer boost_policy(TestPolicy());
+  UrlNormalizerTestPeer::UseBoostOnly(&boost_plain);
+  UrlNormalizerTestPeer::UseBoostOnly(&boost_policy);
+
+  std::vector<std::pair<std::string, std::string>> inputs;
+  for (const Case& c : DefaultPolicyCases()) inputs.emplace_back(c.input, c.base);
+  for (const Case& c : PolicyCases()) inputs.emplace_back(c.input, c.base);
+  UrlGenerator gen(/*seed=*/42);
+  for (int i = 0; i < kUrls; ++i) inputs.push_back(gen.Next());
+
+  int mismatches = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto& [url, base] = inputs[i];
+    const bool policy = i % 2 == 1;
+    std::vector<absl::string_view> fast_rules, boost_rules;
+    const absl::StatusOr<std::string> fast =
+        (policy ? fast_policy : fast_plain).Normalize(url, base, &fast_rules);
+    const absl::StatusOr<std::string> slow =
+        (policy ? boost_policy : boost_plain).Normalize(url, base, &boost_rules);
+    const std::string fast_text = fast.ok() ? *fast : fast.status().ToString();
+    const std::string slow_text = slow.ok() ? *slow : slow.status().ToString();
+    if (fast_text != slow_text || fast_rules != boost_rules) {
+      if (++mismatches <= 20) {
+        ADD_FAILURE() << "'" << absl::CHexEscape(url) << "' base '"
+                      << absl::CHexEscape(base) << "': fast " << fast_text
+                      << " [" << absl::StrJoin(fast_rules, " ") << "] vs Boost.URL "
+                      << slow_text << " [" << absl::StrJoin(boost_rules, " ") << "]";
+      }
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
 }
 
 }  // namespace
