@@ -135,7 +135,7 @@ TEST_F(EngineTest, EveryBadItemGetsItsOwnErrorAndTheRestSucceed) {
       "",                                  // empty
       std::string(1 << 20, 'a'),           // 1 MB
       "http://a.example/\xff\xfe",          // invalid UTF-8
-      std::string("http://a.example/\0x", 18),  // NUL byte
+      std::string("http://a.example/\0x", 19),  // NUL byte
       "javascript:alert(1)",
       "mailto:x@example.com",
       "file:///etc/passwd",

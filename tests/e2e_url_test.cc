@@ -119,7 +119,7 @@ TEST_F(E2eTest, BadItemsGetTheirOwnErrorsAndTheServerKeepsServing) {
       "",
       std::string(1 << 20, 'x'),
       "http://a.example/\xc3\x28",
-      std::string("http://a.example/\0", 18),
+      std::string("http://a.example/\0x", 19),
       "javascript:alert(1)",
       "mailto:a@example.com",
       "file:///etc/passwd",
