@@ -28,7 +28,7 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:50051";
   // Directory of the embedded RocksDB store; created if missing. Default: ./data.
   std::string data_dir = "./data";
-  // Config file (protobuf text format, see docs/configuration.md); empty for
+  // Config file (protobuf text format, see README.md "Configuration"); empty for
   // the built-in defaults. Default: empty.
   std::string config_path;
   // Most items per request. Default: 10,000.
