@@ -23,7 +23,7 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
 ABSL_FLAG(std::string, data_dir, "./data",
           "directory of the embedded RocksDB store (created if missing)");
 ABSL_FLAG(std::string, config, "",
-          "config file (protobuf text format; README.md "Configuration"); empty: "
+          "config file (protobuf text format; README.md, Configuration); empty: "
           "built-in defaults");
 ABSL_FLAG(std::string, port_file, "",
           "if set, write the bound port to this file once serving");
