@@ -147,9 +147,6 @@ constexpr ByteTables MakeByteTables() {
 }
 constexpr ByteTables kTables = MakeByteTables();
 
-inline uint8_t ScreenClass(char c) {
-  return kTables.screen[static_cast<unsigned char>(c)];
-}
 inline uint8_t RfcClass(char c) { return kTables.rfc[static_cast<unsigned char>(c)]; }
 inline bool IsHostByte(char c) { return (RfcClass(c) & kRfcHost) != 0; }
 
