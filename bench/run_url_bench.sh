@@ -110,7 +110,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"$server_bin" --listen=127.0.0.1:0 --data_dir="$data_dir" \
+# setpriv --pdeathsig: if this script is killed outright (SIGKILL, e.g. by a
+# ctest timeout), the kernel sends the server SIGTERM, so it cannot outlive
+# us. setpriv execs the server, so $! is the server's own pid.
+launcher=()
+if command -v setpriv >/dev/null; then launcher=(setpriv --pdeathsig TERM --); fi
+"${launcher[@]}" "$server_bin" --listen=127.0.0.1:0 --data_dir="$data_dir" \
   --port_file="$port_file" "${server_flags[@]}" 2>"$server_log" &
 server_pid=$!
 for _ in $(seq 1 600); do
