@@ -25,15 +25,14 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdint>
-#include <cstring>
-#include <exception>
-#include <utility>
-
 #include <boost/url/ipv6_address.hpp>
 #include <boost/url/parse.hpp>
 #include <boost/url/url.hpp>
 #include <boost/url/url_view.hpp>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <utility>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
@@ -108,12 +107,11 @@ enum : uint8_t {
   kScreenHash = 32,
 };
 
-// Byte classes of RFC 3986 for the fast parser.
+// Byte classes of RFC 3986 for the fast parser; each scan uses one bit.
 enum : uint8_t {
-  kRfcRegName = 1,  // unreserved / sub-delims (plus '%' escapes)
-  kRfcColonAt = 2,  // ':' '@' (pchar)
-  kRfcSlashQ = 4,   // '/' '?' (query)
-  kRfcHost = 8,     // IsHostChar
+  kRfcRegName = 1,    // unreserved / sub-delims (plus '%' escapes)
+  kRfcPathQuery = 2,  // pchar / "/" / "?" (plus '%' escapes)
+  kRfcHost = 4,       // IsHostChar
 };
 
 struct ByteTables {
@@ -138,8 +136,10 @@ constexpr ByteTables MakeByteTables() {
     t.screen[i] = s;
     uint8_t r = 0;
     if (IsUnreserved(c) || IsSubDelim(c)) r |= kRfcRegName;
-    if (c == ':' || c == '@') r |= kRfcColonAt;
-    if (c == '/' || c == '?') r |= kRfcSlashQ;
+    if (IsUnreserved(c) || IsSubDelim(c) || c == ':' || c == '@' || c == '/' ||
+        c == '?') {
+      r |= kRfcPathQuery;
+    }
     if (IsHostChar(c)) r |= kRfcHost;
     t.rfc[i] = r;
   }
@@ -147,7 +147,9 @@ constexpr ByteTables MakeByteTables() {
 }
 constexpr ByteTables kTables = MakeByteTables();
 
-inline uint8_t RfcClass(char c) { return kTables.rfc[static_cast<unsigned char>(c)]; }
+inline uint8_t RfcClass(char c) {
+  return kTables.rfc[static_cast<unsigned char>(c)];
+}
 inline bool IsHostByte(char c) { return (RfcClass(c) & kRfcHost) != 0; }
 
 // ---------------------------------------------------------------------------
@@ -192,7 +194,7 @@ std::string Quote(absl::string_view s) {
 // Scratch space reused across calls on the same thread.
 
 struct Param {
-  uint32_t offset;    // into Scratch::query
+  uint32_t offset;  // into Scratch::query
   uint32_t size;
   uint32_t key_size;  // bytes before the first '=' (or size)
 };
@@ -295,10 +297,11 @@ absl::Status ControlCharError(absl::string_view what, unsigned char c,
     return absl::InvalidArgumentError(
         absl::StrCat(what, " contains a NUL byte (byte offset ", offset, ")"));
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      what, " contains control character 0x",
-      absl::string_view(&kUpperHex[c >> 4], 1),
-      absl::string_view(&kUpperHex[c & 0xF], 1), " (byte offset ", offset, ")"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " contains control character 0x",
+                   absl::string_view(&kUpperHex[c >> 4], 1),
+                   absl::string_view(&kUpperHex[c & 0xF], 1), " (byte offset ",
+                   offset, ")"));
 }
 
 // Screen applies steps 1 and 2 to `in`: rejects empty, oversized, invalid
@@ -312,7 +315,8 @@ absl::Status Screen(absl::string_view in, absl::string_view what,
                     std::string* untabbed, std::string* encoded,
                     absl::string_view* out, bool* had_fragment,
                     FiredRules* fired) {
-  if (in.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " is empty"));
+  if (in.empty())
+    return absl::InvalidArgumentError(absl::StrCat(what, " is empty"));
   if (in.size() > UrlNormalizer::kMaxUrlBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " is ", in.size(), " bytes, over the limit of ",
@@ -331,8 +335,16 @@ absl::Status Screen(absl::string_view in, absl::string_view what,
   bool must_encode = false;
   bool has_brackets = false;
   size_t hash = absl::string_view::npos;
+  const uint8_t* const table = kTables.screen.data();
   for (size_t i = b; i < e; ++i) {
-    const uint8_t cls = kTables.screen[p[i]];
+    // Most bytes need nothing: skip them eight at a time.
+    while (e - i >= 8 && (table[p[i]] | table[p[i + 1]] | table[p[i + 2]] |
+                          table[p[i + 3]] | table[p[i + 4]] | table[p[i + 5]] |
+                          table[p[i + 6]] | table[p[i + 7]]) == 0) {
+      i += 8;
+    }
+    if (i == e) break;
+    const uint8_t cls = table[p[i]];
     if (cls == 0) continue;
     if (cls & kScreenHigh) {
       const size_t len = Utf8SequenceLength(p, i, e);
@@ -397,7 +409,8 @@ absl::Status Screen(absl::string_view in, absl::string_view what,
     if (MustEncode(c)) return true;
     if ((c == '[' || c == ']') && i >= authority_end) return true;
     if (c == '%') {
-      return i + 2 >= s.size() || !IsHexDigit(s[i + 1]) || !IsHexDigit(s[i + 2]);
+      return i + 2 >= s.size() || !IsHexDigit(s[i + 1]) ||
+             !IsHexDigit(s[i + 2]);
     }
     return false;
   };
@@ -443,13 +456,21 @@ struct UriParts {
   absl::string_view query;
 };
 
-// ScanEscaped advances *i over characters whose RFC class intersects `mask`
-// and over "%XX" escapes; stops at the first other byte. Returns false on a
-// malformed escape.
-inline bool ScanEscaped(absl::string_view s, size_t* i, uint8_t mask) {
+// ScanEscaped advances *i over characters of RFC class `bit` and over "%XX"
+// escapes; stops at the first other byte. Returns false on a malformed
+// escape.
+inline bool ScanEscaped(absl::string_view s, size_t* i, uint8_t bit) {
   size_t k = *i;
+  const uint8_t* const table = kTables.rfc.data();
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   while (k < s.size()) {
-    if (RfcClass(s[k]) & mask) {
+    while (s.size() - k >= 4 &&
+           (table[p[k]] & table[p[k + 1]] & table[p[k + 2]] & table[p[k + 3]] &
+            bit) != 0) {
+      k += 4;
+    }
+    if (k == s.size()) break;
+    if (table[p[k]] & bit) {
       ++k;
     } else if (s[k] == '%') {
       if (s.size() - k < 3 || !IsHexDigit(s[k + 1]) || !IsHexDigit(s[k + 2])) {
@@ -478,7 +499,8 @@ bool ParseAbsoluteFast(absl::string_view s, UriParts* parts) {
                    s[i] == '-' || s[i] == '.')) {
     ++i;
   }
-  if (n - i < 3 || s[i] != ':' || s[i + 1] != '/' || s[i + 2] != '/') return false;
+  if (n - i < 3 || s[i] != ':' || s[i + 1] != '/' || s[i + 2] != '/')
+    return false;
   parts->scheme = s.substr(0, i);
   parts->has_authority = true;
   const size_t authority = i + 3;
@@ -515,13 +537,15 @@ bool ParseAbsoluteFast(absl::string_view s, UriParts* parts) {
 
   // path-abempty: pchar and '/'.
   size_t q = end;
-  if (!ScanEscaped(s, &q, kRfcRegName | kRfcColonAt | kRfcSlashQ)) return false;
+  if (!ScanEscaped(s, &q, kRfcPathQuery)) return false;
   const size_t query_mark = s.find('?', end);
   if (q != n) return false;
-  const size_t path_end = query_mark == absl::string_view::npos ? n : query_mark;
+  const size_t path_end =
+      query_mark == absl::string_view::npos ? n : query_mark;
   parts->path = s.substr(end, path_end - end);
   parts->has_query = query_mark != absl::string_view::npos;
-  parts->query = parts->has_query ? s.substr(query_mark + 1) : absl::string_view();
+  parts->query =
+      parts->has_query ? s.substr(query_mark + 1) : absl::string_view();
   return true;
 }
 
@@ -572,8 +596,8 @@ absl::Status CheckAuthorityEnd(const urls::url_view_base& u,
                                absl::string_view what) {
   const absl::string_view path = Sv(u.encoded_path());
   if (u.has_authority() && !path.empty() && path[0] != '/') {
-    return Invalid(what, u.has_port() ? "port is not a number"
-                                      : "invalid authority");
+    return Invalid(what,
+                   u.has_port() ? "port is not a number" : "invalid authority");
   }
   return absl::OkStatus();
 }
@@ -585,9 +609,9 @@ bool IsHttpScheme(absl::string_view scheme) {
 
 absl::Status CheckScheme(absl::string_view scheme, absl::string_view what) {
   if (IsHttpScheme(scheme)) return absl::OkStatus();
-  return Invalid(what, absl::StrCat("scheme ",
-                                    Quote(absl::AsciiStrToLower(scheme)),
-                                    " is not http or https"));
+  return Invalid(what,
+                 absl::StrCat("scheme ", Quote(absl::AsciiStrToLower(scheme)),
+                              " is not http or https"));
 }
 
 // ---------------------------------------------------------------------------
@@ -598,7 +622,8 @@ absl::Status CheckScheme(absl::string_view scheme, absl::string_view what) {
 // range for every position). Returns false on a digit outside the radix.
 bool ParseIpv4Number(absl::string_view part, uint64_t* value) {
   int radix = 10;
-  if (part.size() >= 2 && part[0] == '0' && (part[1] == 'x' || part[1] == 'X')) {
+  if (part.size() >= 2 && part[0] == '0' &&
+      (part[1] == 'x' || part[1] == 'X')) {
     radix = 16;
     part.remove_prefix(2);
   } else if (part.size() >= 2 && part[0] == '0') {
@@ -634,7 +659,8 @@ bool EndsInNumber(absl::string_view host) {
                   [](char c) { return IsAsciiDigit(c); })) {
     return true;
   }
-  if (last.size() >= 2 && last[0] == '0' && (last[1] == 'x' || last[1] == 'X')) {
+  if (last.size() >= 2 && last[0] == '0' &&
+      (last[1] == 'x' || last[1] == 'X')) {
     return std::all_of(last.begin() + 2, last.end(),
                        [](char c) { return IsHexDigit(c); });
   }
@@ -656,8 +682,8 @@ absl::Status ParseWhatwgIpv4(absl::string_view host, uint32_t* address) {
       return Invalid("host", "IPv4 address has more than 4 parts");
     }
     if (!ParseIpv4Number(part, &numbers[count])) {
-      return Invalid("host", absl::StrCat("IPv4 part ", Quote(part),
-                                          " is not a number"));
+      return Invalid(
+          "host", absl::StrCat("IPv4 part ", Quote(part), " is not a number"));
     }
     ++count;
     if (dot == host.size()) break;
@@ -699,7 +725,8 @@ void AppendIpv6(const urls::ipv6_address& addr, std::string* out) {
   }
   const auto bytes = addr.to_bytes();
   std::array<unsigned, 8> field{};
-  for (size_t i = 0; i < 8; ++i) field[i] = bytes[2 * i] * 256u + bytes[2 * i + 1];
+  for (size_t i = 0; i < 8; ++i)
+    field[i] = bytes[2 * i] * 256u + bytes[2 * i + 1];
   size_t best = 8, best_len = 0;
   for (size_t i = 0; i < 8;) {
     if (field[i] != 0) {
@@ -758,9 +785,9 @@ absl::Status ValidateAsciiHost(absl::string_view host) {
       continue;
     }
     if (!IsHostByte(host[i])) {
-      return Invalid("host", absl::StrCat("invalid character ",
-                                          Quote(host.substr(i, 1)),
-                                          " in ", Quote(host)));
+      return Invalid(
+          "host", absl::StrCat("invalid character ", Quote(host.substr(i, 1)),
+                               " in ", Quote(host)));
     }
   }
   return absl::OkStatus();
@@ -817,15 +844,16 @@ absl::Status NormalizeRegName(absl::string_view encoded, std::string* host,
     } else {
       // Checked before IDNA so that NUL never reaches libidn2 and the
       // message names the character.
-      return Invalid("host", absl::StrCat("invalid character ",
-                                          Quote(absl::string_view(&ch, 1)),
-                                          " in host"));
+      return Invalid(
+          "host", absl::StrCat("invalid character ",
+                               Quote(absl::string_view(&ch, 1)), " in host"));
     }
   }
   if (non_ascii && !IsValidUtf8(*host)) {
     return Invalid("host", "percent-decoded host is not valid UTF-8");
   }
-  if (had_escape && !non_ascii) fired->Add(url_rules::kPercentEncodingNormalized);
+  if (had_escape && !non_ascii)
+    fired->Add(url_rules::kPercentEncodingNormalized);
   if (lowered) fired->Add(url_rules::kHostLowercased);
 
   if (non_ascii || HasXnLabel(*host)) {
@@ -833,9 +861,10 @@ absl::Status NormalizeRegName(absl::string_view encoded, std::string* host,
     // case and compatibility forms, checks the contextual rules (CONTEXTJ
     // for ZWJ/ZWNJ, bidi) and validates existing A-labels.
     char* ascii = nullptr;
-    const int rc = idn2_lookup_u8(reinterpret_cast<const uint8_t*>(host->c_str()),
-                                  reinterpret_cast<uint8_t**>(&ascii),
-                                  IDN2_NONTRANSITIONAL | IDN2_NFC_INPUT);
+    const int rc =
+        idn2_lookup_u8(reinterpret_cast<const uint8_t*>(host->c_str()),
+                       reinterpret_cast<uint8_t**>(&ascii),
+                       IDN2_NONTRANSITIONAL | IDN2_NFC_INPUT);
     if (rc != IDN2_OK) {
       return Invalid("host", absl::StrCat("IDNA: ", idn2_strerror(rc)));
     }
@@ -974,7 +1003,8 @@ inline bool EqualsLower(absl::string_view s, absl::string_view lower) {
   return true;
 }
 inline bool StartsWithLower(absl::string_view s, absl::string_view lower) {
-  return s.size() >= lower.size() && EqualsLower(s.substr(0, lower.size()), lower);
+  return s.size() >= lower.size() &&
+         EqualsLower(s.substr(0, lower.size()), lower);
 }
 
 enum class ParamVerdict { kKeep, kTracking, kSession, kPolicy, kNotAllowed };
@@ -986,42 +1016,59 @@ struct BuiltinName {
   ParamVerdict verdict;
 };
 constexpr BuiltinName kBuiltinPrefixes[] = {
-    {"utm_", ParamVerdict::kTracking},
-    {"pk_", ParamVerdict::kTracking},
-    {"hsa_", ParamVerdict::kTracking},
-    {"mtm_", ParamVerdict::kTracking},
+    {"utm_", ParamVerdict::kTracking},        {"pk_", ParamVerdict::kTracking},
+    {"hsa_", ParamVerdict::kTracking},        {"mtm_", ParamVerdict::kTracking},
     {"aspsessionid", ParamVerdict::kSession},
 };
 constexpr BuiltinName kBuiltinNames[] = {
-    {"_ga", ParamVerdict::kTracking},         {"_gl", ParamVerdict::kTracking},
-    {"sid", ParamVerdict::kSession},          {"cfid", ParamVerdict::kSession},
-    {"gclid", ParamVerdict::kTracking},       {"dclid", ParamVerdict::kTracking},
-    {"yclid", ParamVerdict::kTracking},       {"_hsmi", ParamVerdict::kTracking},
-    {"s_cid", ParamVerdict::kTracking},       {"gclsrc", ParamVerdict::kTracking},
-    {"gbraid", ParamVerdict::kTracking},      {"wbraid", ParamVerdict::kTracking},
-    {"fbclid", ParamVerdict::kTracking},      {"mc_cid", ParamVerdict::kTracking},
-    {"mc_eid", ParamVerdict::kTracking},      {"igshid", ParamVerdict::kTracking},
-    {"twclid", ParamVerdict::kTracking},      {"ttclid", ParamVerdict::kTracking},
-    {"_hsenc", ParamVerdict::kTracking},      {"msclkid", ParamVerdict::kTracking},
-    {"mkt_tok", ParamVerdict::kTracking},     {"vero_id", ParamVerdict::kTracking},
-    {"srsltid", ParamVerdict::kTracking},     {"cftoken", ParamVerdict::kSession},
-    {"wickedid", ParamVerdict::kTracking},    {"li_fat_id", ParamVerdict::kTracking},
-    {"phpsessid", ParamVerdict::kSession},    {"sessionid", ParamVerdict::kSession},
-    {"oly_enc_id", ParamVerdict::kTracking},  {"rb_clickid", ParamVerdict::kTracking},
-    {"jsessionid", ParamVerdict::kSession},   {"session_id", ParamVerdict::kSession},
+    {"_ga", ParamVerdict::kTracking},
+    {"_gl", ParamVerdict::kTracking},
+    {"sid", ParamVerdict::kSession},
+    {"cfid", ParamVerdict::kSession},
+    {"gclid", ParamVerdict::kTracking},
+    {"dclid", ParamVerdict::kTracking},
+    {"yclid", ParamVerdict::kTracking},
+    {"_hsmi", ParamVerdict::kTracking},
+    {"s_cid", ParamVerdict::kTracking},
+    {"gclsrc", ParamVerdict::kTracking},
+    {"gbraid", ParamVerdict::kTracking},
+    {"wbraid", ParamVerdict::kTracking},
+    {"fbclid", ParamVerdict::kTracking},
+    {"mc_cid", ParamVerdict::kTracking},
+    {"mc_eid", ParamVerdict::kTracking},
+    {"igshid", ParamVerdict::kTracking},
+    {"twclid", ParamVerdict::kTracking},
+    {"ttclid", ParamVerdict::kTracking},
+    {"_hsenc", ParamVerdict::kTracking},
+    {"msclkid", ParamVerdict::kTracking},
+    {"mkt_tok", ParamVerdict::kTracking},
+    {"vero_id", ParamVerdict::kTracking},
+    {"srsltid", ParamVerdict::kTracking},
+    {"cftoken", ParamVerdict::kSession},
+    {"wickedid", ParamVerdict::kTracking},
+    {"li_fat_id", ParamVerdict::kTracking},
+    {"phpsessid", ParamVerdict::kSession},
+    {"sessionid", ParamVerdict::kSession},
+    {"oly_enc_id", ParamVerdict::kTracking},
+    {"rb_clickid", ParamVerdict::kTracking},
+    {"jsessionid", ParamVerdict::kSession},
+    {"session_id", ParamVerdict::kSession},
     {"oly_anon_id", ParamVerdict::kTracking},
 };
-constexpr size_t kNumBuiltinNames = sizeof(kBuiltinNames) / sizeof(kBuiltinNames[0]);
+constexpr size_t kNumBuiltinNames =
+    sizeof(kBuiltinNames) / sizeof(kBuiltinNames[0]);
 constexpr size_t kMaxBuiltinNameBytes = 11;
 
 constexpr bool BuiltinNamesSortedByLength() {
   for (size_t i = 1; i < kNumBuiltinNames; ++i) {
-    if (kBuiltinNames[i - 1].name.size() > kBuiltinNames[i].name.size()) return false;
+    if (kBuiltinNames[i - 1].name.size() > kBuiltinNames[i].name.size())
+      return false;
     if (kBuiltinNames[i].name.size() > kMaxBuiltinNameBytes) return false;
   }
   return true;
 }
-static_assert(BuiltinNamesSortedByLength(), "keep kBuiltinNames ordered by length");
+static_assert(BuiltinNamesSortedByLength(),
+              "keep kBuiltinNames ordered by length");
 
 // kBuiltinNameStart[n]: index of the first name of length >= n.
 constexpr std::array<size_t, kMaxBuiltinNameBytes + 2> MakeBuiltinNameStart() {
@@ -1044,7 +1091,8 @@ ParamVerdict BuiltinVerdict(absl::string_view key) {
   if (key.size() > kMaxBuiltinNameBytes) return ParamVerdict::kKeep;
   for (size_t i = kBuiltinNameStart[key.size()];
        i < kBuiltinNameStart[key.size() + 1]; ++i) {
-    if (EqualsLower(key, kBuiltinNames[i].name)) return kBuiltinNames[i].verdict;
+    if (EqualsLower(key, kBuiltinNames[i].name))
+      return kBuiltinNames[i].verdict;
   }
   return ParamVerdict::kKeep;
 }
@@ -1111,8 +1159,8 @@ absl::StatusOr<std::string> NormalizeImpl(absl::string_view url_in,
   bool absolute = fast_parse && ParseAbsoluteFast(text, &parts);
   urls::url_view ref;
   if (!absolute) {
-    const urls::result<urls::url_view> parsed =
-        urls::parse_uri_reference(Bv(PrepareForBoost(text, &scratch.for_boost)));
+    const urls::result<urls::url_view> parsed = urls::parse_uri_reference(
+        Bv(PrepareForBoost(text, &scratch.for_boost)));
     if (!parsed) {
       return Invalid("URL", absl::StrCat("not a valid URI reference (",
                                          parsed.error().message(), ")"));
@@ -1179,9 +1227,9 @@ absl::StatusOr<std::string> NormalizeImpl(absl::string_view url_in,
       if (host != parts.host) fired.Add(url_rules::kIpv6Canonicalized);
       break;
     case HostKind::kIpvFuture:
-      return Invalid("host", absl::StrCat("IPvFuture address ",
-                                          Quote(parts.host),
-                                          " is not supported"));
+      return Invalid("host",
+                     absl::StrCat("IPvFuture address ", Quote(parts.host),
+                                  " is not supported"));
     case HostKind::kName:
       DEDUPD_RETURN_IF_ERROR(NormalizeRegName(parts.host, &host, &fired));
       break;
@@ -1331,7 +1379,8 @@ absl::StatusOr<std::string> NormalizeImpl(absl::string_view url_in,
 
   // Stable sort by the normalized key, bytewise.
   auto key_of = [&](uint32_t i) {
-    return absl::string_view(query).substr(params[i].offset, params[i].key_size);
+    return absl::string_view(query).substr(params[i].offset,
+                                           params[i].key_size);
   };
   auto by_key = [&](uint32_t a, uint32_t b) { return key_of(a) < key_of(b); };
   std::vector<uint32_t>& order = scratch.order;
@@ -1341,7 +1390,8 @@ absl::StatusOr<std::string> NormalizeImpl(absl::string_view url_in,
     std::stable_sort(order.begin(), order.end(), by_key);
     fired.Add(url_rules::kParamsSorted);
   }
-  if (parts.has_query && params.empty()) fired.Add(url_rules::kEmptyQueryDropped);
+  if (parts.has_query && params.empty())
+    fired.Add(url_rules::kEmptyQueryDropped);
   if (had_fragment) fired.Add(url_rules::kFragmentDropped);
 
   // Output: scheme://host[:port]path[?query]

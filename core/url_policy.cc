@@ -28,7 +28,8 @@ std::string CheckHostName(absl::string_view name) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
                     c == '-' || c == '_';
     if (!ok) {
-      return absl::StrCat("character '", absl::CEscape(absl::string_view(&c, 1)),
+      return absl::StrCat("character '",
+                          absl::CEscape(absl::string_view(&c, 1)),
                           "' is not allowed (hosts are ASCII, punycoded)");
     }
   }

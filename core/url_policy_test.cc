@@ -47,32 +47,32 @@ TEST(UrlPolicyTest, CreateLowercasesHostsAndDropParams) {
 // Lookup table: host -> index of the rule expected, or -1 for none.
 TEST(UrlPolicyTest, FindExactBeatsPatternAndLongestSuffixWins) {
   std::vector<HostRule> rules = {
-      Rule({"example.com"}),                // 0
-      Rule({"*.example.com"}),              // 1
-      Rule({"*.deep.example.com"}),         // 2
-      Rule({"www.deep.example.com"}),       // 3
-      Rule({"other.org", "*.other.net"}),   // 4
-      Rule({"10.0.0.1"}),                   // 5
+      Rule({"example.com"}),               // 0
+      Rule({"*.example.com"}),             // 1
+      Rule({"*.deep.example.com"}),        // 2
+      Rule({"www.deep.example.com"}),      // 3
+      Rule({"other.org", "*.other.net"}),  // 4
+      Rule({"10.0.0.1"}),                  // 5
   };
   ASSERT_OK_AND_ASSIGN(UrlPolicy policy, UrlPolicy::Create(rules, {}));
   const struct {
     const char* host;
     int rule;
   } kCases[] = {
-      {"example.com", 0},            // exact beats "*.example.com"
+      {"example.com", 0},  // exact beats "*.example.com"
       {"www.example.com", 1},
       {"a.b.c.example.com", 1},
-      {"deep.example.com", 2},       // "*.x" matches x itself
-      {"a.deep.example.com", 2},     // longer pattern wins
+      {"deep.example.com", 2},    // "*.x" matches x itself
+      {"a.deep.example.com", 2},  // longer pattern wins
       {"x.y.deep.example.com", 2},
-      {"www.deep.example.com", 3},   // exact beats every pattern
+      {"www.deep.example.com", 3},  // exact beats every pattern
       {"other.org", 4},
-      {"www.other.org", -1},         // exact names do not match subdomains
+      {"www.other.org", -1},  // exact names do not match subdomains
       {"other.net", 4},
       {"a.other.net", 4},
       {"10.0.0.1", 5},
       {"example.co", -1},
-      {"notexample.com", -1},        // a suffix match is label-aligned
+      {"notexample.com", -1},  // a suffix match is label-aligned
       {"com", -1},
       {"", -1},
       {"xample.com", -1},
@@ -140,8 +140,9 @@ TEST(UrlPolicyTest, InvalidRulesNameTheRuleIndex) {
     std::vector<HostRule> rules;
     for (const auto& hosts : c.hosts) rules.push_back(Rule(hosts));
     SCOPED_TRACE(c.error);
-    EXPECT_THAT(UrlPolicy::Create(rules, {}),
-                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.error)));
+    EXPECT_THAT(
+        UrlPolicy::Create(rules, {}),
+        StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.error)));
   }
 }
 

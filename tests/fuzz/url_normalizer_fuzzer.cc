@@ -45,7 +45,8 @@ UrlPolicy FuzzPolicy() {
   rules[3].case_insensitive_path = true;
   absl::StatusOr<UrlPolicy> policy = UrlPolicy::Create(rules, {"campaign"});
   if (!policy.ok()) {
-    std::fprintf(stderr, "fuzz policy: %s\n", policy.status().ToString().c_str());
+    std::fprintf(stderr, "fuzz policy: %s\n",
+                 policy.status().ToString().c_str());
     std::abort();
   }
   return *std::move(policy);
@@ -53,13 +54,16 @@ UrlPolicy FuzzPolicy() {
 
 [[noreturn]] void Fail(const char* what, absl::string_view url,
                        absl::string_view base, absl::string_view detail) {
-  std::fprintf(stderr, "url_normalizer_fuzzer: %s\n  url:  \"%s\"\n  base: \"%s\"\n  %s\n",
-               what, absl::CHexEscape(url).c_str(), absl::CHexEscape(base).c_str(),
-               std::string(detail).c_str());
+  std::fprintf(
+      stderr,
+      "url_normalizer_fuzzer: %s\n  url:  \"%s\"\n  base: \"%s\"\n  %s\n", what,
+      absl::CHexEscape(url).c_str(), absl::CHexEscape(base).c_str(),
+      std::string(detail).c_str());
   std::abort();
 }
 
-void Check(const UrlNormalizer& n, absl::string_view url, absl::string_view base) {
+void Check(const UrlNormalizer& n, absl::string_view url,
+           absl::string_view base) {
   const absl::StatusOr<std::string> once = n.Normalize(url, base);
   if (!once.ok()) {
     if (once.status().code() != absl::StatusCode::kInvalidArgument) {
@@ -68,7 +72,8 @@ void Check(const UrlNormalizer& n, absl::string_view url, absl::string_view base
     return;
   }
   for (char c : *once) {
-    if (static_cast<unsigned char>(c) >= 0x80) Fail("output is not ASCII", url, base, *once);
+    if (static_cast<unsigned char>(c) >= 0x80)
+      Fail("output is not ASCII", url, base, *once);
   }
   std::vector<absl::string_view> fired;
   const absl::StatusOr<std::string> twice = n.Normalize(*once, "", &fired);
@@ -89,7 +94,8 @@ void Check(const UrlNormalizer& n, absl::string_view url, absl::string_view base
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const UrlNormalizer* const plain = new UrlNormalizer();
-  static const UrlNormalizer* const with_policy = new UrlNormalizer(FuzzPolicy());
+  static const UrlNormalizer* const with_policy =
+      new UrlNormalizer(FuzzPolicy());
   const absl::string_view input(reinterpret_cast<const char*>(data), size);
   const size_t newline = input.find('\n');
   const absl::string_view url = input.substr(0, newline);
