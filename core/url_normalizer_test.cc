@@ -8,6 +8,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/escaping.h"
@@ -921,6 +922,30 @@ TEST(UrlNormalizerTest, IdempotentOverGeneratedCorpus) {
   EXPECT_GT(normalized, kUrls / 3);
   EXPECT_GT(rejected, kUrls / 20);
   EXPECT_GT(changed, kUrls / 4);
+}
+
+// Normalize is const and thread-safe (per-thread scratch buffers): threads
+// sharing one normalizer get the results a single thread gets.
+TEST(UrlNormalizerTest, ConcurrentCallsAgreeWithSequentialOnes) {
+  constexpr int kThreads = 4;
+  constexpr int kUrls = 5000;
+  const UrlNormalizer n(TestPolicy());
+  std::vector<std::pair<std::string, std::string>> inputs;
+  UrlGenerator gen(/*seed=*/7);
+  for (int i = 0; i < kUrls; ++i) inputs.push_back(gen.Next());
+  auto run = [&](std::vector<std::string>* out) {
+    for (const auto& [url, base] : inputs) {
+      const absl::StatusOr<std::string> got = n.Normalize(url, base);
+      out->push_back(got.ok() ? *got : got.status().ToString());
+    }
+  };
+  std::vector<std::string> expected;
+  run(&expected);
+  std::vector<std::vector<std::string>> results(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back(run, &results[t]);
+  for (std::thread& t : threads) t.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(results[t], expected) << t;
 }
 
 // The hand-written parser for absolute URLs must be invisible: for every
