@@ -214,6 +214,10 @@ struct Scratch {
   std::vector<Param> params;
   std::vector<uint32_t> order;
   urls::url resolved;
+  // The last base parsed by Boost.URL on this thread, and its input: a
+  // crawler resolves all the links of a page against one base.
+  std::string cached_base_input;
+  urls::url cached_base;
 };
 
 Scratch& GetScratch() {
@@ -1175,8 +1179,13 @@ absl::StatusOr<std::string> NormalizeImpl(absl::string_view url_in,
 
   // A non-empty base must be an absolute http(s) URL, even when `url` does
   // not need it: a bad base is a caller bug worth reporting.
-  urls::url_view base;
-  if (!base_in.empty()) {
+  // Points at scratch.cached_base. Not a url_view: Boost.URL 1.81's
+  // url_view::operator=(url) leaves the view's own copy of the parts stale,
+  // and url_base::copy (used by resolve) reads that copy.
+  const urls::url_view_base* base = nullptr;
+  if (!base_in.empty() && !absolute && base_in == scratch.cached_base_input) {
+    base = &scratch.cached_base;  // screened and checked when cached
+  } else if (!base_in.empty()) {
     absl::string_view base_text;
     bool base_fragment = false;
     DEDUPD_RETURN_IF_ERROR(Screen(base_in, "base URL", &scratch.base_untabbed,
@@ -1194,13 +1203,16 @@ absl::StatusOr<std::string> NormalizeImpl(absl::string_view url_in,
       }
       DEDUPD_RETURN_IF_ERROR(CheckScheme(Sv(parsed->scheme()), "base URL"));
       DEDUPD_RETURN_IF_ERROR(CheckAuthorityEnd(*parsed, "base URL"));
-      base = *parsed;
+      scratch.cached_base_input.clear();  // in case the copy throws
+      scratch.cached_base = *parsed;
+      scratch.cached_base_input.assign(base_in.data(), base_in.size());
+      base = &scratch.cached_base;
     }
   }
   if (!absolute) {
     if (base_in.empty()) return Invalid("URL", "relative URL and no base URL");
     // RFC 3986 §5.2; may throw on allocation (caught in Normalize).
-    const urls::result<void> r = urls::resolve(base, ref, scratch.resolved);
+    const urls::result<void> r = urls::resolve(*base, ref, scratch.resolved);
     if (!r) {
       return Invalid("URL", absl::StrCat("cannot resolve against base URL (",
                                          r.error().message(), ")"));

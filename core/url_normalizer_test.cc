@@ -924,6 +924,41 @@ TEST(UrlNormalizerTest, IdempotentOverGeneratedCorpus) {
   EXPECT_GT(changed, kUrls / 4);
 }
 
+// The last base is cached per thread; switching bases, a bad base, and an
+// absolute URL in between must not leak one base into another call.
+TEST(UrlNormalizerTest, BaseCacheNeverLeaksBetweenCalls) {
+  const UrlNormalizer n;
+  const struct {
+    const char* url;
+    const char* base;
+    const char* want;  // or an error substring when it starts with '!'
+  } kCalls[] = {
+      {"g", "http://a.com/x/y", "http://a.com/x/g"},
+      {"g", "http://a.com/x/y", "http://a.com/x/g"},
+      {"g", "https://b.org/p/q", "https://b.org/p/g"},
+      {"g", "http://a.com/x/y", "http://a.com/x/g"},
+      {"g", "mailto:x@a.com", "!base URL: scheme 'mailto'"},
+      {"g", "http://a.com/x/y", "http://a.com/x/g"},
+      {"http://c.net/", "http://a.com/x/y", "http://c.net/"},
+      {"g", "http://a.com/x/y ", "http://a.com/x/g"},  // trimmed: same base
+      {"g", "http://a.com/x/y", "http://a.com/x/g"},
+      {"g", "", "!relative URL and no base URL"},
+      {"g", "http://1.2.3.4.example/d/", "http://1.2.3.4.example/d/g"},
+      {"g", "http://a.com/x/y", "http://a.com/x/g"},
+  };
+  for (const auto& c : kCalls) {
+    SCOPED_TRACE(::testing::Message() << c.url << " against " << c.base);
+    const absl::StatusOr<std::string> got = n.Normalize(c.url, c.base);
+    if (c.want[0] == '!') {
+      EXPECT_THAT(got, StatusIs(absl::StatusCode::kInvalidArgument,
+                                HasSubstr(c.want + 1)));
+    } else {
+      ASSERT_THAT(got, IsOk());
+      EXPECT_EQ(*got, c.want);
+    }
+  }
+}
+
 // Normalize is const and thread-safe (per-thread scratch buffers): threads
 // sharing one normalizer get the results a single thread gets.
 TEST(UrlNormalizerTest, ConcurrentCallsAgreeWithSequentialOnes) {
