@@ -29,11 +29,10 @@
 #include "rocksdb/transaction_log.h"
 #include "rocksdb/write_batch.h"
 #include "storage/rocksdb_format.h"
+#include "storage/rocksdb_status.h"
 
-namespace dedupd {
+namespace dedupd::rocksdb_internal {
 namespace {
-
-namespace fmt = ::dedupd::rocksdb_format;
 
 // True when `s` says that another process (or this one) holds the
 // directory's LOCK file. RocksDB reports both cases as IOError with no
@@ -48,11 +47,13 @@ bool IsLockHeld(const rocksdb::Status& s) {
          absl::StrContains(message, "While lock file");
 }
 
-// FromRocksDb is the one conversion of a RocksDB status to an absl::Status.
-// Codes follow what the caller should do (STYLE.md "Errors"); the message
-// says what was being done and where: "<action> at <path>: <RocksDB text>".
-absl::Status FromRocksDb(const rocksdb::Status& s, absl::string_view action,
-                         absl::string_view path) {
+}  // namespace
+
+// The one conversion (see rocksdb_status.h for the table). Codes follow
+// what the caller should do (STYLE.md "Errors").
+absl::Status FromRocksDbStatus(const rocksdb::Status& s,
+                               absl::string_view action,
+                               absl::string_view path) {
   if (s.ok()) return absl::OkStatus();
   if (IsLockHeld(s)) {
     return absl::FailedPreconditionError(
@@ -77,6 +78,14 @@ absl::Status FromRocksDb(const rocksdb::Status& s, absl::string_view action,
   }
   return absl::InternalError(message);
 }
+
+}  // namespace dedupd::rocksdb_internal
+
+namespace dedupd {
+namespace {
+
+namespace fmt = ::dedupd::rocksdb_format;
+using ::dedupd::rocksdb_internal::FromRocksDbStatus;
 
 // Key bytes for messages: escaped and bounded, since keys are arbitrary.
 std::string PrintableKey(absl::string_view url) {
@@ -259,7 +268,7 @@ absl::Status RocksDbStore::Impl::MultiGet(
   for (size_t u = 0; u < n; ++u) {
     if (statuses[u].IsNotFound()) continue;
     if (!statuses[u].ok()) {
-      return FromRocksDb(statuses[u], action, options.path);
+      return FromRocksDbStatus(statuses[u], action, options.path);
     }
     absl::StatusOr<absl::Time> t = fmt::DecodeUrlValue(
         absl::string_view(values[u].data(), values[u].size()));
@@ -277,9 +286,9 @@ absl::Status RocksDbStore::Impl::MultiGet(
 absl::Status RocksDbStore::Impl::CloseDb(rocksdb::DB* db, bool sync_wal) {
   absl::Status result;
   if (sync_wal) {
-    result = FromRocksDb(db->SyncWAL(), "sync WAL of store", options.path);
+    result = FromRocksDbStatus(db->SyncWAL(), "sync WAL of store", options.path);
   }
-  absl::Status closed = FromRocksDb(db->Close(), "close store", options.path);
+  absl::Status closed = FromRocksDbStatus(db->Close(), "close store", options.path);
   if (result.ok()) result = closed;
   return result;
 }
@@ -303,7 +312,7 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
 
   rocksdb::DB* raw_db = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(MakeDbOptions(options), path, &raw_db);
-  if (!s.ok()) return FromRocksDb(s, kOpen, path);
+  if (!s.ok()) return FromRocksDbStatus(s, kOpen, path);
   std::unique_ptr<rocksdb::DB> db(raw_db);
 
   auto impl = std::make_unique<Impl>();
@@ -332,7 +341,7 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
     const bool empty = !it->Valid();
     rocksdb::Status it_status = it->status();
     it.reset();
-    if (!it_status.ok()) return fail(FromRocksDb(it_status, kOpen, path));
+    if (!it_status.ok()) return fail(FromRocksDbStatus(it_status, kOpen, path));
     if (!empty) {
       return fail(absl::FailedPreconditionError(absl::StrCat(
           "store at ", path,
@@ -346,10 +355,10 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
     rocksdb::WriteOptions sync_write;
     sync_write.sync = true;  // once per store: always durable
     s = db->Put(sync_write, meta_key, fmt::EncodeMeta(meta));
-    if (!s.ok()) return fail(FromRocksDb(s, kOpen, path));
+    if (!s.ok()) return fail(FromRocksDbStatus(s, kOpen, path));
     impl->created = meta.created;
   } else if (!s.ok()) {
-    return fail(FromRocksDb(s, kOpen, path));
+    return fail(FromRocksDbStatus(s, kOpen, path));
   } else {
     absl::StatusOr<uint32_t> version = fmt::DecodeMetaFormatVersion(meta_value);
     if (!version.ok()) {
@@ -415,14 +424,14 @@ absl::Status RocksDbStore::ClaimUrls(absl::Span<const std::string> keys,
     for (size_t u = 0; u < n; ++u) {
       if (stored[u].has_value()) continue;
       rocksdb::Status s = write_batch.Put(batch.unique_keys[u], new_value);
-      if (!s.ok()) return FromRocksDb(s, kAction, impl_->options.path);
+      if (!s.ok()) return FromRocksDbStatus(s, kAction, impl_->options.path);
       recorded[u] = true;
     }
     if (write_batch.Count() > 0) {
       // Returns after the WAL write (and fsync when sync_writes): only then
       // may any key be answered new.
       rocksdb::Status s = db->Write(impl_->write_options, &write_batch);
-      if (!s.ok()) return FromRocksDb(s, kAction, impl_->options.path);
+      if (!s.ok()) return FromRocksDbStatus(s, kAction, impl_->options.path);
     }
   }
 
@@ -497,7 +506,7 @@ absl::StatusOr<uint64_t> RocksDbStore::DiskBytes() {
   }
   rocksdb::VectorLogPtr wal_files;
   rocksdb::Status s = db->GetSortedWalFiles(wal_files);
-  if (!s.ok()) return FromRocksDb(s, kAction, impl_->options.path);
+  if (!s.ok()) return FromRocksDbStatus(s, kAction, impl_->options.path);
   uint64_t wal_bytes = 0;
   for (const auto& f : wal_files) wal_bytes += f->SizeFileBytes();
   return sst_bytes + wal_bytes;

@@ -27,7 +27,9 @@
 #include "gtest/gtest.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
+#include "rocksdb/status.h"
 #include "storage/rocksdb_format.h"
+#include "storage/rocksdb_status.h"
 #include "storage/test_temp_dir.h"
 #include "storage/url_store_conformance.h"
 #include "tests/testing/status_matchers.h"
@@ -322,6 +324,55 @@ TEST_F(RocksDbStoreTest, CountAndDiskBytes) {
   EXPECT_NEAR(static_cast<double>(count), 1'000.0, 10.0);
   ASSERT_OK_AND_ASSIGN(bytes, store->DiskBytes());
   EXPECT_GT(bytes, 0u);
+}
+
+TEST(FromRocksDbStatusTest, MapsByCallerActionWithContext) {
+  using rocksdb::Status;
+  using ::dedupd::rocksdb_internal::FromRocksDbStatus;
+  struct Case {
+    Status in;
+    absl::StatusCode want;
+  };
+  const Case cases[] = {
+      {Status::NoSpace("write", "No space left on device"),
+       absl::StatusCode::kResourceExhausted},
+      {Status::SpaceLimit(), absl::StatusCode::kResourceExhausted},
+      {Status::MemoryLimit(), absl::StatusCode::kResourceExhausted},
+      {Status::Corruption("block checksum mismatch"),
+       absl::StatusCode::kDataLoss},
+      {Status::InvalidArgument("bad option"),
+       absl::StatusCode::kInvalidArgument},
+      {Status::PathNotFound("/x/CURRENT"),
+       absl::StatusCode::kFailedPrecondition},
+      {Status::IOError("read", "Input/output error"),
+       absl::StatusCode::kUnavailable},
+      {Status::Busy(), absl::StatusCode::kUnavailable},
+      {Status::TimedOut(), absl::StatusCode::kUnavailable},
+      {Status::TryAgain(), absl::StatusCode::kUnavailable},
+      {Status::ShutdownInProgress(), absl::StatusCode::kUnavailable},
+      {Status::NotSupported("compression"), absl::StatusCode::kInternal},
+      {Status::Incomplete(), absl::StatusCode::kInternal},
+      {Status::Aborted(), absl::StatusCode::kInternal},
+  };
+  for (const Case& c : cases) {
+    EXPECT_THAT(FromRocksDbStatus(c.in, "claim URLs in store", "/data"),
+                StatusIs(c.want, StartsWith("claim URLs in store at /data: ")))
+        << c.in.ToString();
+  }
+  EXPECT_THAT(FromRocksDbStatus(Status::OK(), "x", "/data"), IsOk());
+
+  // RocksDB's two LOCK messages: held by another process, and by this one.
+  for (const Status& lock :
+       {Status::IOError("While lock file: /data/LOCK",
+                        "Resource temporarily unavailable"),
+        Status::IOError("lock hold by current process, acquire time 1 "
+                        "acquiring thread 2: /data/LOCK",
+                        "No locks available")}) {
+    EXPECT_THAT(FromRocksDbStatus(lock, "open store", "/data"),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         StartsWith("data directory /data is in use by another "
+                                    "process (RocksDB LOCK held)")));
+  }
 }
 
 // --- Other processes ----------------------------------------------------
