@@ -26,6 +26,7 @@
 #include "rocksdb/slice.h"
 #include "rocksdb/status.h"
 #include "rocksdb/table.h"
+#include "rocksdb/table_properties.h"
 #include "rocksdb/transaction_log.h"
 #include "rocksdb/write_batch.h"
 #include "storage/rocksdb_format.h"
@@ -201,6 +202,8 @@ struct SortedBatch {
   std::vector<size_t> first_position;
   // slot[i]: the index into unique_keys of batch key i.
   std::vector<size_t> slot;
+  // 0, 1, ..., unique_keys.size() - 1: "every unique key" for MultiGet.
+  std::vector<size_t> all;
 };
 
 SortedBatch SortBatch(absl::Span<const std::string> keys) {
@@ -222,6 +225,8 @@ SortedBatch SortBatch(absl::Span<const std::string> keys) {
     }
     batch.slot[i] = batch.unique_keys.size() - 1;
   }
+  batch.all.resize(batch.unique_keys.size());
+  std::iota(batch.all.begin(), batch.all.end(), size_t{0});
   return batch;
 }
 
@@ -237,14 +242,17 @@ struct RocksDbStore::Impl {
   absl::Mutex mu;
   std::unique_ptr<rocksdb::DB> db ABSL_GUARDED_BY(mu);
 
-  // Serializes the read-check-write of claim batches, so that the MultiGet
+  // Serializes the check-and-write of claim batches, so that the MultiGet
   // that finds a key absent and the Write that records it are one atomic
   // step against other claims. Lookups never take it. Acquired after `mu`.
   absl::Mutex claim_mu ABSL_ACQUIRED_AFTER(mu);
 
-  // MultiGet of `batch.unique_keys`: (*first_seen)[u] is the stored time of
-  // unique key u, or nullopt when it is absent.
+  // MultiGet of the unique keys of `batch` named by `which` (ascending
+  // indices into batch.unique_keys): sets (*first_seen)[u] for each u in
+  // `which` to the stored time, leaving it nullopt when the key is absent.
+  // REQUIRES: first_seen->size() == batch.unique_keys.size().
   absl::Status MultiGet(rocksdb::DB* db, const SortedBatch& batch,
+                        absl::Span<const size_t> which,
                         absl::string_view action,
                         std::vector<std::optional<absl::Time>>* first_seen);
 
@@ -253,25 +261,28 @@ struct RocksDbStore::Impl {
 };
 
 absl::Status RocksDbStore::Impl::MultiGet(
-    rocksdb::DB* db, const SortedBatch& batch, absl::string_view action,
+    rocksdb::DB* db, const SortedBatch& batch, absl::Span<const size_t> which,
+    absl::string_view action,
     std::vector<std::optional<absl::Time>>* first_seen) {
-  const size_t n = batch.unique_keys.size();
+  const size_t n = which.size();
+  if (n == 0) return absl::OkStatus();
   std::vector<rocksdb::Slice> slices;
   slices.reserve(n);
-  for (const std::string& k : batch.unique_keys) slices.emplace_back(k);
+  for (size_t u : which) slices.emplace_back(batch.unique_keys[u]);
   std::vector<rocksdb::PinnableSlice> values(n);
   std::vector<rocksdb::Status> statuses(n);
   db->MultiGet(rocksdb::ReadOptions(), db->DefaultColumnFamily(), n,
                slices.data(), values.data(), statuses.data(),
                /*sorted_input=*/true);
-  first_seen->assign(n, std::nullopt);
-  for (size_t u = 0; u < n; ++u) {
-    if (statuses[u].IsNotFound()) continue;
-    if (!statuses[u].ok()) {
-      return FromRocksDbStatus(statuses[u], action, options.path);
+  for (size_t j = 0; j < n; ++j) {
+    const size_t u = which[j];
+    (*first_seen)[u] = std::nullopt;
+    if (statuses[j].IsNotFound()) continue;
+    if (!statuses[j].ok()) {
+      return FromRocksDbStatus(statuses[j], action, options.path);
     }
     absl::StatusOr<absl::Time> t = fmt::DecodeUrlValue(
-        absl::string_view(values[u].data(), values[u].size()));
+        absl::string_view(values[j].data(), values[j].size()));
     if (!t.ok()) {
       return absl::DataLossError(absl::StrCat(
           action, " at ", options.path, ": record of URL \"",
@@ -408,7 +419,7 @@ absl::Status RocksDbStore::ClaimUrls(absl::Span<const std::string> keys,
   const std::string new_value = fmt::EncodeUrlValue(first_seen);
   const SortedBatch batch = SortBatch(keys);
   const size_t n = batch.unique_keys.size();
-  std::vector<std::optional<absl::Time>> stored;
+  std::vector<std::optional<absl::Time>> stored(n);
   std::vector<bool> recorded(n, false);
 
   absl::ReaderMutexLock lifecycle(&impl_->mu);
@@ -417,11 +428,24 @@ absl::Status RocksDbStore::ClaimUrls(absl::Span<const std::string> keys,
     return absl::FailedPreconditionError(
         absl::StrCat(kAction, " at ", impl_->options.path, ": store is closed"));
   }
-  {
+  // 1. Read every key without the claim mutex. Records are never
+  //    overwritten or deleted, so a key found here is SEEN for good, with
+  //    its final first-seen time; hits (re-crawled outlinks) then cost no
+  //    serialized time, and their block reads run in parallel.
+  DEDUPD_RETURN_IF_ERROR(impl_->MultiGet(db, batch, batch.all, kAction, &stored));
+  std::vector<size_t> absent;
+  for (size_t u = 0; u < n; ++u) {
+    if (!stored[u].has_value()) absent.push_back(u);
+  }
+  if (!absent.empty()) {
+    // 2. Under the claim mutex, read the absent keys again (a claim that
+    //    finished since step 1 may have recorded some; Bloom filters make
+    //    this cheap for the truly new ones), record the rest in one
+    //    WriteBatch, and answer only after the WAL write.
     absl::MutexLock claim(&impl_->claim_mu);
-    DEDUPD_RETURN_IF_ERROR(impl_->MultiGet(db, batch, kAction, &stored));
+    DEDUPD_RETURN_IF_ERROR(impl_->MultiGet(db, batch, absent, kAction, &stored));
     rocksdb::WriteBatch write_batch;
-    for (size_t u = 0; u < n; ++u) {
+    for (size_t u : absent) {
       if (stored[u].has_value()) continue;
       rocksdb::Status s = write_batch.Put(batch.unique_keys[u], new_value);
       if (!s.ok()) return FromRocksDbStatus(s, kAction, impl_->options.path);
@@ -456,7 +480,7 @@ absl::Status RocksDbStore::LookupUrls(
   if (keys.empty()) return absl::OkStatus();
   DEDUPD_RETURN_IF_ERROR(CheckKeys(keys));
   const SortedBatch batch = SortBatch(keys);
-  std::vector<std::optional<absl::Time>> stored;
+  std::vector<std::optional<absl::Time>> stored(batch.unique_keys.size());
 
   absl::ReaderMutexLock lifecycle(&impl_->mu);
   rocksdb::DB* db = impl_->db.get();
@@ -464,7 +488,7 @@ absl::Status RocksDbStore::LookupUrls(
     return absl::FailedPreconditionError(
         absl::StrCat(kAction, " at ", impl_->options.path, ": store is closed"));
   }
-  DEDUPD_RETURN_IF_ERROR(impl_->MultiGet(db, batch, kAction, &stored));
+  DEDUPD_RETURN_IF_ERROR(impl_->MultiGet(db, batch, batch.all, kAction, &stored));
   for (size_t i = 0; i < keys.size(); ++i) {
     (*results)[i] = stored[batch.slot[i]];
   }
@@ -472,17 +496,38 @@ absl::Status RocksDbStore::LookupUrls(
 }
 
 absl::StatusOr<uint64_t> RocksDbStore::ApproximateUrlCount() {
+  constexpr absl::string_view kAction = "count URLs in store";
   absl::ReaderMutexLock lifecycle(&impl_->mu);
   rocksdb::DB* db = impl_->db.get();
   if (db == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "count URLs in store at ", impl_->options.path, ": store is closed"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(kAction, " at ", impl_->options.path, ": store is closed"));
   }
+  // Not rocksdb.estimate-num-keys: it extrapolates from the files whose
+  // statistics were loaded, and Open loads none (skip_stats_update_on_db_open),
+  // so it is far off after a restart. Records are never overwritten or
+  // deleted, so every key lives in exactly one table file or memtable, and
+  // summing entries is exact up to a flush racing this call.
+  rocksdb::TablePropertiesCollection tables;
+  rocksdb::Status s = db->GetPropertiesOfAllTables(&tables);
+  if (!s.ok()) return FromRocksDbStatus(s, kAction, impl_->options.path);
   uint64_t keys = 0;
-  if (!db->GetIntProperty(rocksdb::DB::Properties::kEstimateNumKeys, &keys)) {
-    return absl::InternalError(absl::StrCat(
-        "count URLs in store at ", impl_->options.path,
-        ": RocksDB property rocksdb.estimate-num-keys is unavailable"));
+  for (const auto& [file, props] : tables) {
+    if (props == nullptr) continue;
+    const uint64_t dead = props->num_deletions + props->num_range_deletions;
+    keys += props->num_entries > dead ? props->num_entries - dead : 0;
+  }
+  for (const std::string* property :
+       {&rocksdb::DB::Properties::kNumEntriesActiveMemTable,
+        &rocksdb::DB::Properties::kNumEntriesImmMemTables}) {
+    uint64_t entries = 0;
+    if (!db->GetIntProperty(*property, &entries)) {
+      return absl::InternalError(absl::StrCat(kAction, " at ",
+                                              impl_->options.path,
+                                              ": RocksDB property ", *property,
+                                              " is unavailable"));
+    }
+    keys += entries;
   }
   // The meta record is one of the keys.
   return keys > 0 ? keys - 1 : 0;

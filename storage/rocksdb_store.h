@@ -19,9 +19,9 @@
 // is_new. Power loss can lose the last moments of claims unless
 // `sync_writes` is set (then the WAL is fsynced per batch).
 //
-// Thread safety: thread-safe. Claims are serialized by one claim mutex (the
-// read-check-write of a whole batch); lookups run concurrently with each
-// other and with claims. Close may be called concurrently with other calls:
+// Thread safety: thread-safe. The check-and-write of a claim batch's
+// absent keys is serialized by one claim mutex; reads of present keys,
+// and lookups, run concurrently with each other and with claims. Close may be called concurrently with other calls:
 // it waits for calls in flight, and later calls fail with
 // FailedPrecondition.
 #ifndef DEDUPD_STORAGE_ROCKSDB_STORE_H_
@@ -119,8 +119,11 @@ class RocksDbStore final : public UrlStore {
   // stderr (call Close to see the status instead).
   ~RocksDbStore() override;
 
-  // See UrlStore. One MultiGet and (when some key is new) one WAL write per
-  // batch, under the claim mutex. Errors: as UrlStore, plus InvalidArgument
+  // See UrlStore. One MultiGet of the batch's distinct keys without any
+  // claim lock (found keys are final: records are never overwritten or
+  // deleted); then, when some key was absent, under the claim mutex a
+  // MultiGet of the absent keys and one WAL write of those still absent.
+  // Errors: as UrlStore, plus InvalidArgument
   // for an empty key (nothing recorded), FailedPrecondition after Close, and
   // DataLoss naming the key when a stored value cannot be decoded.
   absl::Status ClaimUrls(absl::Span<const std::string> keys, absl::Time now,
@@ -133,9 +136,11 @@ class RocksDbStore final : public UrlStore {
       absl::Span<const std::string> keys,
       std::vector<std::optional<absl::Time>>* results) override;
 
-  // ApproximateUrlCount returns RocksDB's estimate of the number of stored
-  // URLs (exact for data still in memtables; an estimate across table
-  // files). For stats and benchmarks, not for logic.
+  // ApproximateUrlCount returns the number of stored URLs, from the entry
+  // counts of the table files' properties and the memtables: exact when
+  // no flush or compaction races the call. For stats and benchmarks, not
+  // for logic. Cost: O(table files); reads the properties block of table
+  // files that are not open.
   absl::StatusOr<uint64_t> ApproximateUrlCount();
 
   // DiskBytes returns the size of the live table files plus the write-ahead
