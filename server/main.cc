@@ -32,6 +32,8 @@ ABSL_FLAG(int64_t, max_message_bytes, 16 << 20,
           "largest request or response message, in bytes");
 ABSL_FLAG(int64_t, max_concurrent_rpcs, 256,
           "most calls in flight; more get RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, worker_threads, 8,
+          "threads that run calls' work (normalizing, store reads and writes)");
 ABSL_FLAG(bool, sync_writes, false,
           "fsync the WAL before answering each claim batch (power-loss "
           "durability; a process crash loses nothing acknowledged either way)");
@@ -75,6 +77,7 @@ int main(int argc, char** argv) {
   if (!CheckRange("max_batch_items", absl::GetFlag(FLAGS_max_batch_items), 1, 1000000) ||
       !CheckRange("max_message_bytes", absl::GetFlag(FLAGS_max_message_bytes), 1024, INT32_MAX) ||
       !CheckRange("max_concurrent_rpcs", absl::GetFlag(FLAGS_max_concurrent_rpcs), 1, 1000000) ||
+      !CheckRange("worker_threads", absl::GetFlag(FLAGS_worker_threads), 1, 1024) ||
       !CheckRange("block_cache_mb", absl::GetFlag(FLAGS_block_cache_mb), 1, 1 << 20)) {
     return 2;
   }
@@ -90,6 +93,7 @@ int main(int argc, char** argv) {
   options.max_batch_items = absl::GetFlag(FLAGS_max_batch_items);
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   options.max_concurrent_rpcs = absl::GetFlag(FLAGS_max_concurrent_rpcs);
+  options.worker_threads = static_cast<int>(absl::GetFlag(FLAGS_worker_threads));
   options.sync_writes = absl::GetFlag(FLAGS_sync_writes);
   options.block_cache_bytes =
       static_cast<size_t>(absl::GetFlag(FLAGS_block_cache_mb)) << 20;

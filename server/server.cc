@@ -17,6 +17,7 @@
 #include "server/engine.h"
 #include "server/log.h"
 #include "server/service.h"
+#include "server/worker_pool.h"
 #include "storage/rocksdb_store.h"
 
 namespace dedupd {
@@ -27,6 +28,7 @@ struct DedupServer::Impl {
   std::unique_ptr<UrlNormalizer> normalizer;
   std::unique_ptr<RocksDbStore> store;
   std::unique_ptr<Engine> engine;
+  std::unique_ptr<WorkerPool> workers;
   std::unique_ptr<DedupService> service;
   std::unique_ptr<grpc::Server> server;
   bool shut_down = false;
@@ -84,8 +86,9 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Start(
   engine_options.max_batch_items = options.max_batch_items;
   impl->engine = std::make_unique<Engine>(impl->normalizer.get(),
                                           impl->store.get(), engine_options);
-  impl->service = std::make_unique<DedupService>(impl->engine.get(),
-                                                 options.max_concurrent_rpcs);
+  impl->workers = std::make_unique<WorkerPool>(options.worker_threads);
+  impl->service = std::make_unique<DedupService>(
+      impl->engine.get(), options.max_concurrent_rpcs, impl->workers.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -120,6 +123,7 @@ void DedupServer::Shutdown(absl::Duration drain) {
                           absl::ToChronoMilliseconds(drain));
   impl_->server->Wait();
   impl_->server.reset();
+  impl_->workers->Stop();
   impl_->service.reset();
   impl_->engine.reset();
   // Closing the store last: no call can touch it any more.

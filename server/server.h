@@ -37,6 +37,9 @@ struct ServerOptions {
   size_t max_message_bytes = 16 << 20;
   // Most calls in flight; more get RESOURCE_EXHAUSTED. Default: 256.
   size_t max_concurrent_rpcs = 256;
+  // Threads that run the calls' work (normalizing, store reads and writes),
+  // off gRPC's callback threads. Default: 8.
+  int worker_threads = 8;
   // fsync the WAL before answering each claim batch (power-loss durability).
   // Default: false (a process crash still loses no acknowledged claim).
   bool sync_writes = false;

@@ -12,6 +12,7 @@
 
 #include "dedupd/v1/dedupd.grpc.pb.h"
 #include "server/engine.h"
+#include "server/worker_pool.h"
 
 namespace dedupd {
 
@@ -19,9 +20,11 @@ namespace dedupd {
 class DedupService final : public v1::Dedup::CallbackService {
  public:
   // Calls beyond `max_concurrent_rpcs` in flight get RESOURCE_EXHAUSTED at
-  // once instead of waiting in an unbounded queue.
-  // REQUIRES: `engine` outlives the service.
-  DedupService(const Engine* engine, size_t max_concurrent_rpcs);
+  // once instead of waiting in an unbounded queue. The engine's work (which
+  // blocks on the store) runs on `workers`, never on gRPC's callback threads.
+  // REQUIRES: `engine` and `workers` outlive the service.
+  DedupService(const Engine* engine, size_t max_concurrent_rpcs,
+               WorkerPool* workers);
 
   grpc::ServerUnaryReactor* CheckUrl(grpc::CallbackServerContext* context,
                                      const v1::CheckUrlRequest* request,
@@ -29,6 +32,7 @@ class DedupService final : public v1::Dedup::CallbackService {
 
  private:
   const Engine* engine_;
+  WorkerPool* workers_;
   const size_t max_concurrent_rpcs_;
   std::atomic<size_t> in_flight_{0};
 };
