@@ -326,11 +326,16 @@ absl::Status Screen(absl::string_view in, absl::string_view what,
         absl::StrCat(what, " is ", in.size(), " bytes, over the limit of ",
                      UrlNormalizer::kMaxUrlBytes, " bytes"));
   }
-  // WHATWG URL: strip leading and trailing C0 control or space.
+  // WHATWG URL: strip leading and trailing C0 control or space -- except
+  // NUL, which is an error anywhere: a NUL in a link is a sign of corrupt
+  // extraction, not of stray whitespace.
+  auto trimmable = [](char c) {
+    return c != '\0' && static_cast<unsigned char>(c) <= 0x20;
+  };
   size_t b = 0;
   size_t e = in.size();
-  while (b < e && static_cast<unsigned char>(in[b]) <= 0x20) ++b;
-  while (e > b && static_cast<unsigned char>(in[e - 1]) <= 0x20) --e;
+  while (b < e && trimmable(in[b])) ++b;
+  while (e > b && trimmable(in[e - 1])) --e;
 
   // One pass over the bytes: validate, and find out whether the fast case
   // (nothing to remove or encode) applies.

@@ -114,6 +114,8 @@ std::vector<Case> DefaultPolicyCases() {
       Err("http://example.com/\xe2\x82", "not valid UTF-8"),  // truncated
       Err("http://exa\xffmple.com/", "byte offset 10"),
       Err("http://example.com/a\0b"s, "NUL byte (byte offset 20)"),
+      Err("http://example.com/\0"s, "NUL byte (byte offset 19)"),
+      Err("\0http://example.com/"s, "NUL byte (byte offset 0)"),
       Err("http://example.com/\x01"
           "a",
           "control character 0x01 (byte offset 19)"),
@@ -124,8 +126,11 @@ std::vector<Case> DefaultPolicyCases() {
          {r::kWhitespaceTrimmed}),
       Ok("  http://example.com/a  ", "http://example.com/a",
          {r::kWhitespaceTrimmed}),
-      Ok("\x01\x1f http://example.com/a\x0b\x00"s, "http://example.com/a",
+      Ok("\x01\x1f http://example.com/a\x0b"s, "http://example.com/a",
          {r::kWhitespaceTrimmed}),
+      // A NUL is never trimmed, so the controls before it are inside.
+      Err("\x01\x1f http://example.com/a\x0b\x00"s,
+          "control character 0x0B (byte offset 23)"),
       Ok("http://exam\tple.com/a\r\nb", "http://example.com/ab",
          {r::kWhitespaceTrimmed}),
       Ok("\nhttp://example.com/\n", "http://example.com/",
