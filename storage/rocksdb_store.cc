@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
@@ -242,10 +243,22 @@ struct RocksDbStore::Impl {
   absl::Mutex mu;
   std::unique_ptr<rocksdb::DB> db ABSL_GUARDED_BY(mu);
 
-  // Serializes the check-and-write of claim batches, so that the MultiGet
-  // that finds a key absent and the Write that records it are one atomic
-  // step against other claims. Lookups never take it. Acquired after `mu`.
+  // Per-key claim locks. A claim registers the keys it found absent in
+  // `claiming` (waiting while any of them is registered by another claim),
+  // re-reads them, writes the still-absent ones and then unregisters them.
+  // So the read that finds a key absent and the write that records it are
+  // one atomic step against every other claim of that key, while claims of
+  // disjoint keys run (and insert into the memtable) in parallel. Lookups
+  // never take it. Acquired after `mu`.
   absl::Mutex claim_mu ABSL_ACQUIRED_AFTER(mu);
+  // Views of keys owned by the registering call's SortedBatch, which
+  // outlives the registration.
+  absl::flat_hash_set<absl::string_view> claiming ABSL_GUARDED_BY(claim_mu);
+
+  // Registers `keys` in `claiming` once none of them is registered.
+  void LockKeys(absl::Span<const absl::string_view> keys);
+  // Unregisters `keys`. REQUIRES: LockKeys(keys) was called.
+  void UnlockKeys(absl::Span<const absl::string_view> keys);
 
   // MultiGet of the unique keys of `batch` named by `which` (ascending
   // indices into batch.unique_keys): sets (*first_seen)[u] for each u in
@@ -406,6 +419,25 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
   return std::unique_ptr<RocksDbStore>(new RocksDbStore(std::move(impl)));
 }
 
+void RocksDbStore::Impl::LockKeys(absl::Span<const absl::string_view> keys) {
+  absl::MutexLock lock(&claim_mu);
+  auto all_free = [this, keys]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(claim_mu) {
+    for (absl::string_view k : keys) {
+      if (claiming.contains(k)) return false;
+    }
+    return true;
+  };
+  // Waiting while holding nothing else cannot deadlock: a call registers
+  // all its keys at once, and only after they are all free.
+  claim_mu.Await(absl::Condition(&all_free));
+  claiming.insert(keys.begin(), keys.end());
+}
+
+void RocksDbStore::Impl::UnlockKeys(absl::Span<const absl::string_view> keys) {
+  absl::MutexLock lock(&claim_mu);
+  for (absl::string_view k : keys) claiming.erase(k);
+}
+
 absl::Status RocksDbStore::ClaimUrls(absl::Span<const std::string> keys,
                                      absl::Time now,
                                      std::vector<UrlClaim>* results) {
@@ -438,11 +470,19 @@ absl::Status RocksDbStore::ClaimUrls(absl::Span<const std::string> keys,
     if (!stored[u].has_value()) absent.push_back(u);
   }
   if (!absent.empty()) {
-    // 2. Under the claim mutex, read the absent keys again (a claim that
+    // 2. With the absent keys locked, read them again (a claim that
     //    finished since step 1 may have recorded some; Bloom filters make
     //    this cheap for the truly new ones), record the rest in one
     //    WriteBatch, and answer only after the WAL write.
-    absl::MutexLock claim(&impl_->claim_mu);
+    std::vector<absl::string_view> locked;
+    locked.reserve(absent.size());
+    for (size_t u : absent) locked.push_back(batch.unique_keys[u]);
+    impl_->LockKeys(locked);
+    struct Unlock {
+      Impl* impl;
+      const std::vector<absl::string_view>& keys;
+      ~Unlock() { impl->UnlockKeys(keys); }
+    } unlock{impl_.get(), locked};
     DEDUPD_RETURN_IF_ERROR(impl_->MultiGet(db, batch, absent, kAction, &stored));
     rocksdb::WriteBatch write_batch;
     for (size_t u : absent) {

@@ -20,9 +20,10 @@
 // `sync_writes` is set (then the WAL is fsynced per batch).
 //
 // Thread safety: thread-safe. The check-and-write of a claim batch's
-// absent keys is serialized by one claim mutex; reads of present keys,
-// and lookups, run concurrently with each other and with claims. Close may be called concurrently with other calls:
-// it waits for calls in flight, and later calls fail with
+// absent keys holds per-key claim locks, so claims of the same key are
+// serialized while claims of disjoint keys, reads of present keys and
+// lookups run concurrently. Close may be called concurrently with other
+// calls: it waits for calls in flight, and later calls fail with
 // FailedPrecondition.
 #ifndef DEDUPD_STORAGE_ROCKSDB_STORE_H_
 #define DEDUPD_STORAGE_ROCKSDB_STORE_H_
