@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/read_lines.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -35,16 +36,6 @@ ABSL_FLAG(bool, rule_counts, false,
 
 namespace {
 
-bool ReadLines(const std::string& path, std::vector<std::string>* lines) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (!line.empty()) lines->push_back(std::move(line));
-  }
-  return !in.bad();
-}
 
 }  // namespace
 
@@ -63,7 +54,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<std::string> urls;
-  if (!ReadLines(args[1], &urls)) {
+  if (!dedupd::bench::ReadLines(args[1], &urls)) {
     std::cerr << "normalize_bench: cannot read " << args[1] << "\n";
     return 1;
   }

@@ -37,6 +37,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "bench/read_lines.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -191,16 +192,6 @@ std::string SyntheticUrl(uint64_t seed, uint64_t index) {
   return url;
 }
 
-bool ReadLines(const std::string& path, std::vector<std::string>* lines) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (!line.empty()) lines->push_back(std::move(line));
-  }
-  return !in.bad();
-}
 
 struct WorkerStats {
   std::vector<double> latency_ms;  // one per call, failed ones included
@@ -260,7 +251,7 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> file_urls;
   if (!synthetic) {
-    if (!ReadLines(url_file, &file_urls) || file_urls.empty()) {
+    if (!dedupd::bench::ReadLines(url_file, &file_urls) || file_urls.empty()) {
       std::cerr << "url_load: cannot read URLs from " << url_file << "\n";
       return 1;
     }

@@ -13,15 +13,6 @@ absl::Time TruncateToMicros(absl::Time t) {
   return absl::FromUnixMicros(absl::ToUnixMicros(t));
 }
 
-absl::Status CheckKeys(absl::Span<const std::string> keys) {
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (keys[i].empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("key ", i, " of the batch is empty"));
-    }
-  }
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -29,7 +20,7 @@ absl::Status MemoryUrlStore::ClaimUrls(absl::Span<const std::string> keys,
                                        absl::Time now,
                                        std::vector<UrlClaim>* results) {
   results->assign(keys.size(), UrlClaim{});
-  if (absl::Status s = CheckKeys(keys); !s.ok()) return s;
+  if (absl::Status s = CheckUrlKeys(keys); !s.ok()) return s;
   const absl::Time first_seen = TruncateToMicros(now);
   absl::MutexLock lock(&mu_);
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -44,7 +35,7 @@ absl::Status MemoryUrlStore::LookupUrls(
     absl::Span<const std::string> keys,
     std::vector<std::optional<absl::Time>>* results) {
   results->assign(keys.size(), std::nullopt);
-  if (absl::Status s = CheckKeys(keys); !s.ok()) return s;
+  if (absl::Status s = CheckUrlKeys(keys); !s.ok()) return s;
   absl::ReaderMutexLock lock(&mu_);
   for (size_t i = 0; i < keys.size(); ++i) {
     auto it = first_seen_.find(keys[i]);

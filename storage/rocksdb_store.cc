@@ -97,15 +97,6 @@ std::string PrintableKey(absl::string_view url) {
   return out;
 }
 
-absl::Status CheckKeys(absl::Span<const std::string> keys) {
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (keys[i].empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("key ", i, " of the batch is empty"));
-    }
-  }
-  return absl::OkStatus();
-}
 
 absl::Status CheckOptions(const RocksDbStoreOptions& o) {
   if (o.path.empty()) {
@@ -444,7 +435,7 @@ absl::Status RocksDbStore::ClaimUrls(absl::Span<const std::string> keys,
   constexpr absl::string_view kAction = "claim URLs in store";
   results->assign(keys.size(), UrlClaim{});
   if (keys.empty()) return absl::OkStatus();
-  DEDUPD_RETURN_IF_ERROR(CheckKeys(keys));
+  DEDUPD_RETURN_IF_ERROR(CheckUrlKeys(keys));
 
   // Everything that does not need the store happens before the locks.
   const absl::Time first_seen = absl::FromUnixMicros(absl::ToUnixMicros(now));
@@ -518,7 +509,7 @@ absl::Status RocksDbStore::LookupUrls(
   constexpr absl::string_view kAction = "look up URLs in store";
   results->assign(keys.size(), std::nullopt);
   if (keys.empty()) return absl::OkStatus();
-  DEDUPD_RETURN_IF_ERROR(CheckKeys(keys));
+  DEDUPD_RETURN_IF_ERROR(CheckUrlKeys(keys));
   const SortedBatch batch = SortBatch(keys);
   std::vector<std::optional<absl::Time>> stored(batch.unique_keys.size());
 

@@ -59,6 +59,11 @@ class UrlStore {
       std::vector<std::optional<absl::Time>>* results) = 0;
 };
 
+// CheckUrlKeys returns InvalidArgument naming the first empty key of `keys`
+// ("key 3 of the batch is empty"), OK otherwise. Every backend checks
+// ClaimUrls/LookupUrls input with it.
+absl::Status CheckUrlKeys(absl::Span<const std::string> keys);
+
 }  // namespace dedupd
 
 #endif  // DEDUPD_STORAGE_URL_STORE_H_
