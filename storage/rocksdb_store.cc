@@ -451,7 +451,7 @@ absl::Status RocksDbStore::ClaimUrls(absl::Span<const std::string> keys,
     return absl::FailedPreconditionError(
         absl::StrCat(kAction, " at ", impl_->options.path, ": store is closed"));
   }
-  // 1. Read every key without the claim mutex. Records are never
+  // 1. Read every key without any claim lock. Records are never
   //    overwritten or deleted, so a key found here is SEEN for good, with
   //    its final first-seen time; hits (re-crawled outlinks) then cost no
   //    serialized time, and their block reads run in parallel.

@@ -122,11 +122,12 @@ class RocksDbStore final : public UrlStore {
 
   // See UrlStore. One MultiGet of the batch's distinct keys without any
   // claim lock (found keys are final: records are never overwritten or
-  // deleted); then, when some key was absent, under the claim mutex a
-  // MultiGet of the absent keys and one WAL write of those still absent.
-  // Errors: as UrlStore, plus InvalidArgument
-  // for an empty key (nothing recorded), FailedPrecondition after Close, and
-  // DataLoss naming the key when a stored value cannot be decoded.
+  // deleted); then, when some key was absent, with the claim locks of the
+  // absent keys held, a MultiGet of those keys and one WAL write of the
+  // ones still absent. Waits while another claim holds any of those keys.
+  // Errors: as UrlStore, plus InvalidArgument for an empty key (nothing
+  // recorded), FailedPrecondition after Close, and DataLoss naming the key
+  // when a stored value cannot be decoded.
   absl::Status ClaimUrls(absl::Span<const std::string> keys, absl::Time now,
                          std::vector<UrlClaim>* results) override;
 
