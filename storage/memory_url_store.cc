@@ -1,9 +1,5 @@
 #include "storage/memory_url_store.h"
 
-#include <utility>
-
-#include "absl/strings/str_cat.h"
-
 namespace dedupd {
 namespace {
 
@@ -12,7 +8,6 @@ namespace {
 absl::Time TruncateToMicros(absl::Time t) {
   return absl::FromUnixMicros(absl::ToUnixMicros(t));
 }
-
 
 }  // namespace
 

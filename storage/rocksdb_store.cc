@@ -97,7 +97,6 @@ std::string PrintableKey(absl::string_view url) {
   return out;
 }
 
-
 absl::Status CheckOptions(const RocksDbStoreOptions& o) {
   if (o.path.empty()) {
     return absl::InvalidArgumentError("RocksDbStoreOptions.path is empty");
