@@ -233,6 +233,18 @@ struct RocksDbStore::Impl {
   absl::Mutex mu;
   std::unique_ptr<rocksdb::DB> db ABSL_GUARDED_BY(mu);
 
+  // LiveDb returns `db`, or FailedPrecondition "<action> at <path>: store
+  // is closed" after Close. REQUIRES: `mu` held (shared is enough) for as
+  // long as the returned pointer is used.
+  absl::StatusOr<rocksdb::DB*> LiveDb(absl::string_view action)
+      ABSL_SHARED_LOCKS_REQUIRED(mu) {
+    if (db == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(action, " at ", options.path, ": store is closed"));
+    }
+    return db.get();
+  }
+
   // Per-key claim locks. A claim registers the keys it found absent in
   // `claiming` (waiting while any of them is registered by another claim),
   // re-reads them, writes the still-absent ones and then unregisters them.
@@ -445,11 +457,7 @@ absl::Status RocksDbStore::ClaimUrls(absl::Span<const std::string> keys,
   std::vector<bool> recorded(n, false);
 
   absl::ReaderMutexLock lifecycle(&impl_->mu);
-  rocksdb::DB* db = impl_->db.get();
-  if (db == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(kAction, " at ", impl_->options.path, ": store is closed"));
-  }
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
   // 1. Read every key without any claim lock. Records are never
   //    overwritten or deleted, so a key found here is SEEN for good, with
   //    its final first-seen time; hits (re-crawled outlinks) then cost no
@@ -513,11 +521,7 @@ absl::Status RocksDbStore::LookupUrls(
   std::vector<std::optional<absl::Time>> stored(batch.unique_keys.size());
 
   absl::ReaderMutexLock lifecycle(&impl_->mu);
-  rocksdb::DB* db = impl_->db.get();
-  if (db == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(kAction, " at ", impl_->options.path, ": store is closed"));
-  }
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
   DEDUPD_RETURN_IF_ERROR(impl_->MultiGet(db, batch, batch.all, kAction, &stored));
   for (size_t i = 0; i < keys.size(); ++i) {
     (*results)[i] = stored[batch.slot[i]];
@@ -528,11 +532,7 @@ absl::Status RocksDbStore::LookupUrls(
 absl::StatusOr<uint64_t> RocksDbStore::ApproximateUrlCount() {
   constexpr absl::string_view kAction = "count URLs in store";
   absl::ReaderMutexLock lifecycle(&impl_->mu);
-  rocksdb::DB* db = impl_->db.get();
-  if (db == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(kAction, " at ", impl_->options.path, ": store is closed"));
-  }
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
   // Not rocksdb.estimate-num-keys: it extrapolates from the files whose
   // statistics were loaded, and Open loads none (skip_stats_update_on_db_open),
   // so it is far off after a restart. Records are never overwritten or
@@ -566,11 +566,7 @@ absl::StatusOr<uint64_t> RocksDbStore::ApproximateUrlCount() {
 absl::StatusOr<uint64_t> RocksDbStore::DiskBytes() {
   constexpr absl::string_view kAction = "measure disk use of store";
   absl::ReaderMutexLock lifecycle(&impl_->mu);
-  rocksdb::DB* db = impl_->db.get();
-  if (db == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(kAction, " at ", impl_->options.path, ": store is closed"));
-  }
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
   uint64_t sst_bytes = 0;
   if (!db->GetIntProperty(rocksdb::DB::Properties::kLiveSstFilesSize,
                           &sst_bytes)) {
