@@ -1,0 +1,495 @@
+// simhash_index.cc: Manku, Jain, Das Sarma 2007 permutation tables, laid out
+// for memory (docs/simhash_index.md has the whole design).
+//
+// Why it is exact: the 64 bits are cut into k+1 contiguous blocks. Two
+// fingerprints that differ in at most d <= k bits differ in at most d blocks,
+// so they agree exactly on at least one of ANY d+1 blocks (pigeonhole). Table
+// t holds every entry with its bits rotated so that block t comes first,
+// sorted; a query with distance d looks, in tables 0..d, at exactly the
+// entries whose block t equals the query's, and checks the real Hamming
+// distance of each. Every entry within d therefore shows up in at least one
+// probed table; it is reported only from the first probed table whose block
+// it agrees on, so it is reported once.
+//
+// Layout: each table has 2^16 buckets keyed by the top 16 rotated bits, which
+// are therefore not stored; an entry in a bucket is the remaining 48 bits
+// (uint16 high part + uint32 low part) and the 32-bit id, structure of
+// arrays, so a scan reads 6 bytes per candidate: 10 bytes per entry and
+// table. A block wider than 16 bits (k <= 2) is found inside the bucket by
+// binary search; a narrower one (k >= 4) covers 2^(16 - width) adjacent
+// buckets. Inserts memmove within one bucket per table (about size / 65536
+// entries), so there is no delta to merge and no O(size) step ever.
+#include "core/simhash_index.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/base/internal/raw_logging.h"
+#include "absl/numeric/bits.h"
+
+namespace dedupd {
+namespace {
+
+constexpr int kBucketBits = 16;
+constexpr uint32_t kBucketCount = uint32_t{1} << kBucketBits;
+constexpr int kRemBits = 64 - kBucketBits;  // bits stored per entry
+constexpr uint64_t kRemMask = (uint64_t{1} << kRemBits) - 1;
+// Rough per-allocation overhead of glibc malloc, counted in MemoryBytes so
+// that bytes per fingerprint is not flattered by many small buckets.
+constexpr size_t kMallocOverheadBytes = 16;
+
+uint64_t RotL(uint64_t x, int r) { return absl::rotl(x, r); }
+uint64_t RotR(uint64_t x, int r) { return absl::rotr(x, r); }
+
+// First index i in [begin, end) whose 48 stored bits are within `budget`
+// bits of `q48`, or `end`. This is the loop every query spends its time in;
+// it is compiled twice, with and without the POPCNT instruction, because the
+// Debian baseline (x86-64 v1) lacks it and the library call is ~5x slower.
+inline __attribute__((always_inline)) uint32_t NextWithinImpl(
+    const uint16_t* hi, const uint32_t* lo, uint32_t begin, uint32_t end,
+    uint64_t q48, int budget) {
+  const uint32_t qlo = static_cast<uint32_t>(q48);
+  const uint32_t qhi = static_cast<uint32_t>(q48 >> 32);
+  for (uint32_t i = begin; i < end; ++i) {
+    const uint64_t x = (uint64_t{static_cast<uint32_t>(hi[i] ^ qhi)} << 32) |
+                       (lo[i] ^ qlo);
+    if (__builtin_popcountll(x) <= budget) return i;
+  }
+  return end;
+}
+
+uint32_t NextWithinGeneric(const uint16_t* hi, const uint32_t* lo,
+                           uint32_t begin, uint32_t end, uint64_t q48,
+                           int budget) {
+  return NextWithinImpl(hi, lo, begin, end, q48, budget);
+}
+
+using NextWithinFn = uint32_t (*)(const uint16_t*, const uint32_t*, uint32_t,
+                                  uint32_t, uint64_t, int);
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("popcnt"))) uint32_t NextWithinPopcnt(
+    const uint16_t* hi, const uint32_t* lo, uint32_t begin, uint32_t end,
+    uint64_t q48, int budget) {
+  return NextWithinImpl(hi, lo, begin, end, q48, budget);
+}
+
+NextWithinFn ChooseNextWithin() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("popcnt") ? NextWithinPopcnt
+                                          : NextWithinGeneric;
+}
+#else
+NextWithinFn ChooseNextWithin() { return NextWithinGeneric; }
+#endif
+
+NextWithinFn NextWithin() {
+  static const NextWithinFn fn = ChooseNextWithin();
+  return fn;
+}
+
+// One entry of a bucket while sorting: 48 stored bits and the id.
+struct Item {
+  uint64_t rem;
+  uint32_t id;
+  bool operator<(const Item& o) const {
+    return rem != o.rem ? rem < o.rem : id < o.id;
+  }
+  bool operator==(const Item& o) const { return rem == o.rem && id == o.id; }
+};
+
+}  // namespace
+
+// Which block a table keys on, and how it rotates fingerprints.
+struct SimHashIndex::Layout {
+  int width = 0;     // block bits, 8..64
+  int rotation = 0;  // rotl by this brings the block to the top bits
+  // width > 16: the block's bits below the bucket prefix, within the 48
+  // stored bits, and the step that passes every value of them.
+  uint64_t rem_key_mask = 0;
+  uint64_t rem_key_step = 0;
+  // width < 16: how many adjacent buckets share the block (a power of 2).
+  uint32_t bucket_span = 1;
+  // For each earlier table u < this one: table u's block, in this table's
+  // rotated coordinates. An entry whose XOR with the query is zero under one
+  // of them was already reported from table u.
+  std::vector<uint64_t> earlier_blocks;
+};
+
+// A sorted run of entries sharing the top 16 rotated bits: structure of
+// arrays in one allocation, [lo: uint32 x cap][id: uint32 x cap][hi: uint16
+// x cap], sorted by (hi, lo, id). Not thread-safe; the index's mutex guards
+// it.
+class SimHashIndex::Bucket {
+ public:
+  Bucket() = default;
+  Bucket(Bucket&&) = default;
+  Bucket& operator=(Bucket&&) = default;
+
+  uint32_t size() const { return size_; }
+  uint32_t capacity() const { return capacity_; }
+  const uint32_t* lo() const { return Lo(data_.get(), capacity_); }
+  const uint32_t* ids() const { return Ids(data_.get(), capacity_); }
+  const uint16_t* hi() const { return Hi(data_.get(), capacity_); }
+  uint64_t Rem(uint32_t i) const {
+    return (uint64_t{hi()[i]} << 32) | lo()[i];
+  }
+
+  // First position whose stored bits are >= rem.  O(log size).
+  uint32_t LowerBound(uint64_t rem) const {
+    uint32_t first = 0, count = size_;
+    while (count > 0) {
+      const uint32_t half = count / 2;
+      if (Rem(first + half) < rem) {
+        first += half + 1;
+        count -= half + 1;
+      } else {
+        count = half;
+      }
+    }
+    return first;
+  }
+
+  // First position whose (stored bits, id) is >= (rem, id).
+  uint32_t LowerBound(uint64_t rem, uint32_t id) const {
+    uint32_t i = LowerBound(rem);
+    while (i < size_ && Rem(i) == rem && ids()[i] < id) ++i;
+    return i;
+  }
+
+  bool Has(uint32_t pos, uint64_t rem, uint32_t id) const {
+    return pos < size_ && Rem(pos) == rem && ids()[pos] == id;
+  }
+
+  // Inserts at `pos`, growing by about 1/8 so growth slack stays small.
+  void InsertAt(uint32_t pos, uint64_t rem, uint32_t id) {
+    if (size_ == capacity_) Reallocate(size_ + size_ / 8 + 4);
+    unsigned char* d = data_.get();
+    uint32_t* lo = Lo(d, capacity_);
+    uint32_t* ids = Ids(d, capacity_);
+    uint16_t* hi = Hi(d, capacity_);
+    const uint32_t tail = size_ - pos;
+    std::memmove(lo + pos + 1, lo + pos, tail * sizeof(uint32_t));
+    std::memmove(ids + pos + 1, ids + pos, tail * sizeof(uint32_t));
+    std::memmove(hi + pos + 1, hi + pos, tail * sizeof(uint16_t));
+    lo[pos] = static_cast<uint32_t>(rem);
+    ids[pos] = id;
+    hi[pos] = static_cast<uint16_t>(rem >> 32);
+    ++size_;
+  }
+
+  // Erases `pos`; gives memory back once less than half of it is used.
+  void EraseAt(uint32_t pos) {
+    unsigned char* d = data_.get();
+    uint32_t* lo = Lo(d, capacity_);
+    uint32_t* ids = Ids(d, capacity_);
+    uint16_t* hi = Hi(d, capacity_);
+    const uint32_t tail = size_ - pos - 1;
+    std::memmove(lo + pos, lo + pos + 1, tail * sizeof(uint32_t));
+    std::memmove(ids + pos, ids + pos + 1, tail * sizeof(uint32_t));
+    std::memmove(hi + pos, hi + pos + 1, tail * sizeof(uint16_t));
+    --size_;
+    if (size_ < capacity_ / 2) Reallocate(size_ == 0 ? 0 : size_ + size_ / 8);
+  }
+
+  // Replaces the contents with `items` (sorted, no duplicates), sized
+  // exactly.
+  void Assign(const Item* items, uint32_t n) {
+    data_.reset();
+    size_ = capacity_ = 0;
+    Reallocate(n);
+    unsigned char* d = data_.get();
+    uint32_t* lo = Lo(d, capacity_);
+    uint32_t* ids = Ids(d, capacity_);
+    uint16_t* hi = Hi(d, capacity_);
+    for (uint32_t i = 0; i < n; ++i) {
+      lo[i] = static_cast<uint32_t>(items[i].rem);
+      ids[i] = items[i].id;
+      hi[i] = static_cast<uint16_t>(items[i].rem >> 32);
+    }
+    size_ = n;
+  }
+
+  // Appends the contents to `out` as Items.
+  void AppendTo(std::vector<Item>* out) const {
+    for (uint32_t i = 0; i < size_; ++i) out->push_back({Rem(i), ids()[i]});
+  }
+
+  size_t HeapBytes() const {
+    return capacity_ == 0 ? 0 : Bytes(capacity_) + kMallocOverheadBytes;
+  }
+
+ private:
+  static size_t Bytes(uint32_t cap) {
+    return size_t{cap} * (2 * sizeof(uint32_t) + sizeof(uint16_t));
+  }
+  static uint32_t* Lo(unsigned char* d, uint32_t) {
+    return reinterpret_cast<uint32_t*>(d);
+  }
+  static uint32_t* Ids(unsigned char* d, uint32_t cap) {
+    return reinterpret_cast<uint32_t*>(d) + cap;
+  }
+  static uint16_t* Hi(unsigned char* d, uint32_t cap) {
+    return reinterpret_cast<uint16_t*>(reinterpret_cast<uint32_t*>(d) +
+                                       2 * size_t{cap});
+  }
+  static const uint32_t* Lo(const unsigned char* d, uint32_t cap) {
+    return Lo(const_cast<unsigned char*>(d), cap);
+  }
+  static const uint32_t* Ids(const unsigned char* d, uint32_t cap) {
+    return Ids(const_cast<unsigned char*>(d), cap);
+  }
+  static const uint16_t* Hi(const unsigned char* d, uint32_t cap) {
+    return Hi(const_cast<unsigned char*>(d), cap);
+  }
+
+  // REQUIRES: new_capacity >= size_.
+  void Reallocate(uint32_t new_capacity) {
+    if (new_capacity == 0) {
+      data_.reset();
+      capacity_ = 0;
+      return;
+    }
+    std::unique_ptr<unsigned char[]> fresh(
+        new unsigned char[Bytes(new_capacity)]);
+    if (size_ > 0) {
+      const unsigned char* old = data_.get();
+      std::memcpy(Lo(fresh.get(), new_capacity), Lo(old, capacity_),
+                  size_ * sizeof(uint32_t));
+      std::memcpy(Ids(fresh.get(), new_capacity), Ids(old, capacity_),
+                  size_ * sizeof(uint32_t));
+      std::memcpy(Hi(fresh.get(), new_capacity), Hi(old, capacity_),
+                  size_ * sizeof(uint16_t));
+    }
+    data_ = std::move(fresh);
+    capacity_ = new_capacity;
+  }
+
+  std::unique_ptr<unsigned char[]> data_;
+  uint32_t size_ = 0;
+  uint32_t capacity_ = 0;
+};
+
+struct SimHashIndex::Table {
+  std::vector<Bucket> buckets;  // kBucketCount of them
+};
+
+// The k+1 contiguous blocks of 64 bits, widest first, each with its table's
+// rotation. Block t starts `rotation` bits below the top bit.
+std::vector<SimHashIndex::Layout> SimHashIndex::MakeLayouts(int max_distance) {
+  ABSL_RAW_CHECK(
+      max_distance >= 0 &&
+          max_distance <= SimHashIndex::kMaxSupportedDistance,
+      "SimHashIndex: max_distance out of [0, kMaxSupportedDistance]");
+  const int blocks = max_distance + 1;
+  std::vector<SimHashIndex::Layout> layouts(blocks);
+  std::vector<uint64_t> block_masks(blocks);  // unrotated
+  int start = 0;
+  for (int t = 0; t < blocks; ++t) {
+    SimHashIndex::Layout& l = layouts[t];
+    l.width = 64 / blocks + (t < 64 % blocks ? 1 : 0);
+    l.rotation = start;
+    // Block bits sit at [64 - start - width, 64 - start).
+    const uint64_t ones =
+        l.width == 64 ? ~uint64_t{0} : (uint64_t{1} << l.width) - 1;
+    block_masks[t] = ones << (64 - start - l.width);
+    if (l.width > kBucketBits) {
+      const int key_bits = l.width - kBucketBits;  // 1..48
+      l.rem_key_step = uint64_t{1} << (kRemBits - key_bits);
+      l.rem_key_mask = kRemMask & ~(l.rem_key_step - 1);
+    } else {
+      l.bucket_span = uint32_t{1} << (kBucketBits - l.width);
+    }
+    for (int u = 0; u < t; ++u) {
+      l.earlier_blocks.push_back(RotL(block_masks[u], l.rotation));
+    }
+    start += l.width;
+  }
+  return layouts;
+}
+
+SimHashIndex::SimHashIndex(int max_distance)
+    : max_distance_(max_distance), layouts_(MakeLayouts(max_distance)) {
+  absl::MutexLock lock(&mu_);
+  tables_.resize(layouts_.size());
+  for (Table& table : tables_) table.buckets.resize(kBucketCount);
+}
+
+SimHashIndex::~SimHashIndex() = default;
+
+bool SimHashIndex::ContainsLocked(uint64_t fingerprint, uint32_t id) const {
+  const uint64_t p = RotL(fingerprint, layouts_[0].rotation);
+  const Bucket& bucket = tables_[0].buckets[p >> kRemBits];
+  const uint64_t rem = p & kRemMask;
+  return bucket.Has(bucket.LowerBound(rem, id), rem, id);
+}
+
+void SimHashIndex::Insert(uint64_t fingerprint, uint32_t id) {
+  absl::MutexLock lock(&mu_);
+  if (ContainsLocked(fingerprint, id)) return;
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    const uint64_t p = RotL(fingerprint, layouts_[t].rotation);
+    Bucket& bucket = tables_[t].buckets[p >> kRemBits];
+    const uint64_t rem = p & kRemMask;
+    bucket.InsertAt(bucket.LowerBound(rem, id), rem, id);
+  }
+  ++size_;
+}
+
+bool SimHashIndex::Remove(uint64_t fingerprint, uint32_t id) {
+  absl::MutexLock lock(&mu_);
+  if (!ContainsLocked(fingerprint, id)) return false;
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    const uint64_t p = RotL(fingerprint, layouts_[t].rotation);
+    Bucket& bucket = tables_[t].buckets[p >> kRemBits];
+    const uint64_t rem = p & kRemMask;
+    const uint32_t pos = bucket.LowerBound(rem, id);
+    ABSL_RAW_CHECK(bucket.Has(pos, rem, id), "SimHashIndex: tables disagree");
+    bucket.EraseAt(pos);
+  }
+  --size_;
+  return true;
+}
+
+void SimHashIndex::BulkInsert(absl::Span<const Entry> entries) {
+  if (entries.empty()) return;
+  // Bucket sort per table (one counting pass, one scatter pass), then sort
+  // and de-duplicate each bucket's new items and merge them with the stored
+  // ones. The scratch is allocated once and reused by every table.
+  std::vector<size_t> starts(kBucketCount + 1);
+  std::vector<Item> scratch(entries.size());
+  std::vector<Item> merged;
+  absl::MutexLock lock(&mu_);
+  size_t added = 0;
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    const int rotation = layouts_[t].rotation;
+    std::fill(starts.begin(), starts.end(), 0);
+    for (const Entry& e : entries) {
+      ++starts[(RotL(e.fingerprint, rotation) >> kRemBits) + 1];
+    }
+    for (uint32_t b = 0; b < kBucketCount; ++b) starts[b + 1] += starts[b];
+    {
+      std::vector<size_t> next(starts.begin(), starts.end() - 1);
+      for (const Entry& e : entries) {
+        const uint64_t p = RotL(e.fingerprint, rotation);
+        scratch[next[p >> kRemBits]++] = Item{p & kRemMask, e.id};
+      }
+    }
+    size_t table_size = 0;
+    for (uint32_t b = 0; b < kBucketCount; ++b) {
+      Bucket& bucket = tables_[t].buckets[b];
+      Item* first = scratch.data() + starts[b];
+      Item* last = scratch.data() + starts[b + 1];
+      if (first != last) {
+        std::sort(first, last);
+        last = std::unique(first, last);
+        if (bucket.size() == 0) {
+          bucket.Assign(first, static_cast<uint32_t>(last - first));
+        } else {
+          merged.clear();
+          bucket.AppendTo(&merged);
+          const size_t old = merged.size();
+          merged.insert(merged.end(), first, last);
+          std::inplace_merge(merged.begin(), merged.begin() + old,
+                             merged.end());
+          merged.erase(std::unique(merged.begin(), merged.end()),
+                       merged.end());
+          bucket.Assign(merged.data(), static_cast<uint32_t>(merged.size()));
+        }
+      }
+      table_size += bucket.size();
+    }
+    // Every table holds the same set of (fingerprint, id) pairs.
+    if (t == 0) added = table_size - size_;
+    ABSL_RAW_CHECK(table_size == size_ + added,
+                   "SimHashIndex: tables disagree after BulkInsert");
+  }
+  size_ += added;
+}
+
+std::vector<SimHashIndex::Match> SimHashIndex::Query(uint64_t fingerprint,
+                                                     int max_distance,
+                                                     size_t limit,
+                                                     size_t* total) const {
+  ABSL_RAW_CHECK(max_distance <= max_distance_,
+                 "SimHashIndex::Query: max_distance above the index's");
+  std::vector<Match> out;
+  if (max_distance >= 0) {
+    const NextWithinFn next_within = NextWithin();
+    absl::ReaderMutexLock lock(&mu_);
+    // Entries within d differ in at most d blocks: any d+1 tables suffice.
+    for (int t = 0; t <= max_distance; ++t) {
+      const Layout& layout = layouts_[t];
+      const uint64_t q = RotL(fingerprint, layout.rotation);
+      const uint32_t qb = static_cast<uint32_t>(q >> kRemBits);
+      const uint64_t q48 = q & kRemMask;
+      const uint32_t first_bucket = qb & ~(layout.bucket_span - 1);
+      for (uint32_t b = first_bucket; b < first_bucket + layout.bucket_span;
+           ++b) {
+        const int prefix_distance = absl::popcount(b ^ qb);
+        if (prefix_distance > max_distance) continue;
+        const Bucket& bucket = tables_[t].buckets[b];
+        uint32_t begin = 0;
+        uint32_t end = bucket.size();
+        if (layout.rem_key_step != 0) {  // block wider than the prefix
+          const uint64_t key = q48 & layout.rem_key_mask;
+          begin = bucket.LowerBound(key);
+          end = bucket.LowerBound(key + layout.rem_key_step);
+        }
+        const uint16_t* hi = bucket.hi();
+        const uint32_t* lo = bucket.lo();
+        const int budget = max_distance - prefix_distance;
+        for (uint32_t i = next_within(hi, lo, begin, end, q48, budget);
+             i < end; i = next_within(hi, lo, i + 1, end, q48, budget)) {
+          const uint64_t stored = (uint64_t{b} << kRemBits) | bucket.Rem(i);
+          const uint64_t x = stored ^ q;
+          bool seen = false;
+          for (uint64_t block : layout.earlier_blocks) {
+            if ((x & block) == 0) {
+              seen = true;
+              break;
+            }
+          }
+          if (seen) continue;
+          out.push_back(Match{RotR(stored, layout.rotation), bucket.ids()[i],
+                              absl::popcount(x)});
+        }
+      }
+    }
+  }
+  if (total != nullptr) *total = out.size();
+  const auto by_rank = [](const Match& a, const Match& b) {
+    if (a.distance != b.distance) return a.distance < b.distance;
+    if (a.id != b.id) return a.id < b.id;
+    return a.fingerprint < b.fingerprint;
+  };
+  if (limit < out.size()) {
+    std::partial_sort(out.begin(), out.begin() + limit, out.end(), by_rank);
+    out.resize(limit);
+  } else {
+    std::sort(out.begin(), out.end(), by_rank);
+  }
+  return out;
+}
+
+size_t SimHashIndex::size() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return size_;
+}
+
+size_t SimHashIndex::MemoryBytes() const {
+  absl::ReaderMutexLock lock(&mu_);
+  size_t bytes = layouts_.capacity() * sizeof(Layout) +
+                 tables_.capacity() * sizeof(Table);
+  for (const Layout& l : layouts_) {
+    bytes += l.earlier_blocks.capacity() * sizeof(uint64_t);
+  }
+  for (const Table& table : tables_) {
+    bytes += table.buckets.capacity() * sizeof(Bucket);
+    for (const Bucket& bucket : table.buckets) bytes += bucket.HeapBytes();
+  }
+  return bytes;
+}
+
+}  // namespace dedupd

@@ -1,0 +1,418 @@
+// simhash_index_test.cc: SimHashIndex answers exactly what a brute-force scan
+// answers, for every supported max_distance, under Insert / Remove /
+// BulkInsert mixes and concurrent readers and writers.
+#include "core/simhash_index.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <random>
+#include <set>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace dedupd {
+
+// Found by ADL (Match lives in dedupd), so failures print readably.
+void PrintTo(const SimHashIndex::Match& m, std::ostream* os) {
+  *os << "{0x" << std::hex << m.fingerprint << std::dec << ", id " << m.id
+      << ", d " << m.distance << "}";
+}
+
+namespace {
+
+using Entry = SimHashIndex::Entry;
+using Match = SimHashIndex::Match;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+constexpr size_t kNoLimit = ~size_t{0};
+
+// The reference: every stored pair within d, ordered by (distance, id, fp).
+class BruteForce {
+ public:
+  void Insert(uint64_t fp, uint32_t id) { set_.insert({fp, id}); }
+  bool Remove(uint64_t fp, uint32_t id) { return set_.erase({fp, id}) > 0; }
+  size_t size() const { return set_.size(); }
+  std::vector<Match> Query(uint64_t fp, int d) const {
+    std::vector<Match> out;
+    for (const auto& [stored, id] : set_) {
+      const int distance = __builtin_popcountll(stored ^ fp);
+      if (distance <= d) out.push_back({stored, id, distance});
+    }
+    std::sort(out.begin(), out.end(), [](const Match& a, const Match& b) {
+      if (a.distance != b.distance) return a.distance < b.distance;
+      if (a.id != b.id) return a.id < b.id;
+      return a.fingerprint < b.fingerprint;
+    });
+    return out;
+  }
+
+ private:
+  std::set<std::pair<uint64_t, uint32_t>> set_;
+};
+
+// `fp` with `bits` distinct random bits flipped.
+uint64_t FlipBits(uint64_t fp, int bits, std::mt19937_64& rng) {
+  uint64_t mask = 0;
+  while (__builtin_popcountll(mask) < bits) mask |= uint64_t{1} << (rng() % 64);
+  return fp ^ mask;
+}
+
+// Compares Query(q, d) with the reference for every d in 0..index k.
+void ExpectSameAsBruteForce(const SimHashIndex& index, const BruteForce& ref,
+                            uint64_t q) {
+  ASSERT_EQ(index.size(), ref.size());
+  for (int d = 0; d <= index.max_distance(); ++d) {
+    size_t total = 12345;
+    const std::vector<Match> want = ref.Query(q, d);
+    EXPECT_EQ(index.Query(q, d, kNoLimit, &total), want)
+        << "query 0x" << std::hex << q << std::dec << " d=" << d
+        << " k=" << index.max_distance();
+    EXPECT_EQ(total, want.size());
+  }
+}
+
+TEST(SimHashIndexTest, HeaderExample) {
+  SimHashIndex index(3);
+  index.Insert(0x0123456789abcdefULL, 42);
+  size_t total = 0;
+  EXPECT_THAT(index.Query(0x0123456789abcdeeULL, 3, 10, &total),
+              ElementsAre(Match{0x0123456789abcdefULL, 42, 1}));
+  EXPECT_EQ(total, 1u);
+  EXPECT_EQ(index.max_distance(), 3);
+}
+
+TEST(SimHashIndexTest, EmptyIndexFindsNothing) {
+  for (int k = 0; k <= SimHashIndex::kMaxSupportedDistance; ++k) {
+    SimHashIndex index(k);
+    size_t total = 7;
+    EXPECT_THAT(index.Query(0, k, kNoLimit, &total), IsEmpty());
+    EXPECT_EQ(total, 0u);
+    EXPECT_EQ(index.size(), 0u);
+    EXPECT_GT(index.MemoryBytes(), 0u);  // the bucket directories
+  }
+}
+
+// Table: stored pairs, a query, the distance asked, the matches expected.
+// Fingerprints sit at block boundaries (bits 15/16, 31/32, 47/48 for k = 3)
+// and at both ends, where an off-by-one in the layout would show.
+TEST(SimHashIndexTest, TableOfQueries) {
+  const uint64_t base = 0xF0F0F0F0F0F0F0F0ULL;
+  const auto bit = [](int i) { return uint64_t{1} << i; };
+  const struct {
+    const char* name;
+    int index_k;
+    std::vector<Entry> stored;
+    uint64_t query;
+    int d;
+    std::vector<Match> want;
+  } cases[] = {
+      {"exact only at d=0", 3, {{base, 1}, {base ^ bit(0), 2}}, base, 0,
+       {{base, 1, 0}}},
+      {"one bit in each of the 4 blocks is distance 4, not 3", 3,
+       {{base ^ bit(0) ^ bit(16) ^ bit(32) ^ bit(48), 1}}, base, 3, {}},
+      {"three blocks differ, the fourth agrees", 3,
+       {{base ^ bit(15) ^ bit(16) ^ bit(63), 9}}, base, 3,
+       {{base ^ bit(15) ^ bit(16) ^ bit(63), 9, 3}}},
+      {"three bits in one block", 3, {{base ^ bit(47) ^ bit(46) ^ bit(32), 5}},
+       base, 3, {{base ^ bit(47) ^ bit(46) ^ bit(32), 5, 3}}},
+      {"ordered by distance then id", 3,
+       {{base ^ bit(1), 3}, {base, 7}, {base ^ bit(40), 1}, {base, 2}}, base,
+       1,
+       {{base, 2, 0}, {base, 7, 0}, {base ^ bit(40), 1, 1},
+        {base ^ bit(1), 3, 1}}},
+      {"a smaller d than the index's", 3,
+       {{base ^ bit(1) ^ bit(2), 1}, {base ^ bit(63), 2}}, base, 1,
+       {{base ^ bit(63), 2, 1}}},
+      {"negative d matches nothing", 3, {{base, 1}}, base, -1, {}},
+      {"k=0 is an exact lookup", 0, {{base, 1}, {base ^ bit(5), 2}}, base, 0,
+       {{base, 1, 0}}},
+      {"k=1 across the two 32-bit blocks", 1,
+       {{base ^ bit(31), 1}, {base ^ bit(32), 2}, {base ^ bit(31) ^ bit(32), 3}},
+       base, 1, {{base ^ bit(31), 1, 1}, {base ^ bit(32), 2, 1}}},
+      {"k=7: seven bits in seven of the eight 8-bit blocks", 7,
+       {{base ^ bit(0) ^ bit(8) ^ bit(16) ^ bit(24) ^ bit(32) ^ bit(40) ^
+             bit(48),
+         4}},
+       base, 7,
+       {{base ^ bit(0) ^ bit(8) ^ bit(16) ^ bit(24) ^ bit(32) ^ bit(40) ^
+             bit(48),
+         4, 7}}},
+      {"all zeros and all ones", 2, {{0, 1}, {~uint64_t{0}, 2}, {bit(63), 3}},
+       0, 2, {{0, 1, 0}, {bit(63), 3, 1}}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    SimHashIndex index(c.index_k);
+    for (const Entry& e : c.stored) index.Insert(e.fingerprint, e.id);
+    size_t total = 0;
+    EXPECT_EQ(index.Query(c.query, c.d, kNoLimit, &total), c.want);
+    EXPECT_EQ(total, c.want.size());
+  }
+}
+
+// The same pairs loaded in bulk give the same answers.
+TEST(SimHashIndexTest, BulkInsertEqualsInserts) {
+  std::mt19937_64 rng(11);
+  std::vector<Entry> entries;
+  for (int i = 0; i < 2000; ++i) entries.push_back({rng(), uint32_t(i)});
+  for (int i = 0; i < 2000; i += 3) {  // planted neighbours
+    entries.push_back({FlipBits(entries[i].fingerprint, i % 5, rng),
+                       uint32_t(10000 + i)});
+  }
+  SimHashIndex bulk(3), one_by_one(3);
+  bulk.BulkInsert(entries);
+  for (const Entry& e : entries) one_by_one.Insert(e.fingerprint, e.id);
+  EXPECT_EQ(bulk.size(), entries.size());
+  EXPECT_EQ(one_by_one.size(), entries.size());
+  for (int i = 0; i < 2000; i += 7) {
+    const uint64_t q = FlipBits(entries[i].fingerprint, i % 4, rng);
+    EXPECT_EQ(bulk.Query(q, 3, kNoLimit), one_by_one.Query(q, 3, kNoLimit));
+  }
+}
+
+// Random and clustered data, planted neighbours at distance 0..k+1 of the
+// queries, every k the index supports.
+TEST(SimHashIndexTest, RandomizedExactAgainstBruteForceForEveryK) {
+  for (int k = 0; k <= SimHashIndex::kMaxSupportedDistance; ++k) {
+    SCOPED_TRACE(testing::Message() << "k=" << k);
+    std::mt19937_64 rng(20070508 + k);
+    SimHashIndex index(k);
+    BruteForce ref;
+    std::vector<Entry> bulk;
+    // Far random points, loaded in bulk.
+    for (uint32_t i = 0; i < 3000; ++i) bulk.push_back({rng(), i});
+    // A dense cluster: only 20 fixed bit positions vary, so buckets hold
+    // many entries (binary searches and multi-bucket spans get exercised).
+    const uint64_t cluster_base = rng();
+    std::vector<int> free_bits;
+    while (free_bits.size() < 20) {
+      const int b = static_cast<int>(rng() % 64);
+      if (std::find(free_bits.begin(), free_bits.end(), b) == free_bits.end())
+        free_bits.push_back(b);
+    }
+    for (uint32_t i = 0; i < 2000; ++i) {
+      uint64_t fp = cluster_base;
+      for (int b : free_bits) {
+        if (rng() % 8 == 0) fp ^= uint64_t{1} << b;
+      }
+      bulk.push_back({fp, 100000 + i});
+    }
+    bulk.push_back(bulk[5]);  // a duplicate inside the bulk load
+    index.BulkInsert(bulk);
+    for (const Entry& e : bulk) ref.Insert(e.fingerprint, e.id);
+
+    // Queries with neighbours at every distance 0..k+1, inserted online.
+    std::vector<uint64_t> queries;
+    for (int i = 0; i < 40; ++i) {
+      const uint64_t q = i % 2 == 0 ? rng() : bulk[rng() % bulk.size()].fingerprint;
+      queries.push_back(q);
+      for (int d = 0; d <= k + 1; ++d) {
+        const uint64_t fp = FlipBits(q, d, rng);
+        const uint32_t id = 200000 + i * 16 + d;
+        index.Insert(fp, id);
+        ref.Insert(fp, id);
+      }
+    }
+    for (uint64_t q : queries) ExpectSameAsBruteForce(index, ref, q);
+    for (int i = 0; i < 20; ++i) {
+      ExpectSameAsBruteForce(index, ref, bulk[rng() % bulk.size()].fingerprint);
+    }
+  }
+}
+
+TEST(SimHashIndexTest, InsertOfAStoredPairIsANoOp) {
+  SimHashIndex index(3);
+  index.Insert(5, 1);
+  index.Insert(5, 1);
+  index.Insert(5, 2);  // same fingerprint, other id: a second entry
+  index.Insert(6, 1);  // same id, other fingerprint: a second entry
+  index.BulkInsert(std::vector<Entry>{{5, 1}, {6, 1}, {5, 1}});
+  EXPECT_EQ(index.size(), 3u);
+  EXPECT_THAT(index.Query(5, 0, kNoLimit),
+              ElementsAre(Match{5, 1, 0}, Match{5, 2, 0}));
+}
+
+TEST(SimHashIndexTest, RemoveReportsPresenceAndForgets) {
+  SimHashIndex index(3);
+  index.Insert(0xABCD, 1);
+  index.Insert(0xABCD, 2);
+  EXPECT_FALSE(index.Remove(0xABCD, 3));
+  EXPECT_FALSE(index.Remove(0xABCE, 1));
+  EXPECT_TRUE(index.Remove(0xABCD, 1));
+  EXPECT_FALSE(index.Remove(0xABCD, 1));
+  EXPECT_EQ(index.size(), 1u);
+  EXPECT_THAT(index.Query(0xABCD, 3, kNoLimit), ElementsAre(Match{0xABCD, 2, 0}));
+  EXPECT_TRUE(index.Remove(0xABCD, 2));
+  EXPECT_THAT(index.Query(0xABCD, 3, kNoLimit), IsEmpty());
+  EXPECT_EQ(index.size(), 0u);
+}
+
+// BulkInsert into a loaded index, Inserts between bulk loads, Removes of
+// bulk-loaded and inserted pairs, reinserts: always the same as the model.
+TEST(SimHashIndexTest, BulkInsertInsertRemoveMix) {
+  for (int k : {1, 3, 5}) {
+    SCOPED_TRACE(testing::Message() << "k=" << k);
+    std::mt19937_64 rng(77 + k);
+    SimHashIndex index(k);
+    BruteForce ref;
+    std::vector<Entry> all;
+    const auto neighbour = [&](int d) {
+      return all.empty() ? rng()
+                         : FlipBits(all[rng() % all.size()].fingerprint, d, rng);
+    };
+    for (int round = 0; round < 4; ++round) {
+      std::vector<Entry> batch;
+      for (int i = 0; i < 1500; ++i) {
+        batch.push_back({neighbour(static_cast<int>(rng() % (k + 3))),
+                         static_cast<uint32_t>(rng() % 5000)});
+      }
+      // Some pairs already stored.
+      for (int i = 0; i < 50 && !all.empty(); ++i) {
+        batch.push_back(all[rng() % all.size()]);
+      }
+      index.BulkInsert(batch);
+      for (const Entry& e : batch) ref.Insert(e.fingerprint, e.id);
+      all.insert(all.end(), batch.begin(), batch.end());
+      for (int i = 0; i < 500; ++i) {
+        const Entry e{neighbour(static_cast<int>(rng() % (k + 2))),
+                      static_cast<uint32_t>(rng() % 5000)};
+        index.Insert(e.fingerprint, e.id);
+        ref.Insert(e.fingerprint, e.id);
+        all.push_back(e);
+      }
+      for (int i = 0; i < 400; ++i) {
+        const Entry& e = all[rng() % all.size()];
+        EXPECT_EQ(index.Remove(e.fingerprint, e.id),
+                  ref.Remove(e.fingerprint, e.id));
+      }
+      for (int i = 0; i < 25; ++i) ExpectSameAsBruteForce(index, ref, neighbour(1));
+    }
+  }
+}
+
+TEST(SimHashIndexTest, LimitKeepsTheNearestAndTotalCountsAll) {
+  SimHashIndex index(3);
+  const uint64_t q = 0x1234567890ABCDEFULL;
+  // ids 0..9 at distance 3, 10..19 at distance 1, 20 at distance 0.
+  for (uint32_t id = 0; id < 10; ++id) index.Insert(q ^ 0x7, id);
+  for (uint32_t id = 10; id < 20; ++id) index.Insert(q ^ (uint64_t{1} << 60), id);
+  index.Insert(q, 20);
+  size_t total = 0;
+  const std::vector<Match> top = index.Query(q, 3, 3, &total);
+  EXPECT_EQ(total, 21u);
+  EXPECT_THAT(top, ElementsAre(Match{q, 20, 0},
+                               Match{q ^ (uint64_t{1} << 60), 10, 1},
+                               Match{q ^ (uint64_t{1} << 60), 11, 1}));
+  EXPECT_THAT(index.Query(q, 3, 0, &total), IsEmpty());
+  EXPECT_EQ(total, 21u);
+  EXPECT_EQ(index.Query(q, 2, kNoLimit, &total).size(), 11u);
+  EXPECT_EQ(total, 11u);
+  EXPECT_EQ(index.Query(q, 3, 100).size(), 21u);  // total is optional
+}
+
+TEST(SimHashIndexTest, MemoryIsAboutTenBytesPerEntryAndTable) {
+  std::mt19937_64 rng(3);
+  std::vector<Entry> entries;
+  for (uint32_t i = 0; i < 300000; ++i) entries.push_back({rng(), i});
+  SimHashIndex index(3);
+  const size_t empty_bytes = index.MemoryBytes();
+  index.BulkInsert(entries);
+  const double per_entry =
+      static_cast<double>(index.MemoryBytes() - empty_bytes) / index.size();
+  // 4 tables x 10 bytes, plus at most 16 bytes of malloc overhead per
+  // bucket (4 x 65,536 of them); no growth slack after a bulk load.
+  EXPECT_GE(per_entry, 40.0);
+  EXPECT_LE(per_entry, 40.0 + 16.0 * 4 * 65536 / index.size());
+  for (uint32_t i = 0; i < 20000; ++i) index.Insert(rng(), i);
+  EXPECT_GT(index.MemoryBytes(), empty_bytes);
+}
+
+TEST(SimHashIndexDeathTest, RequiresAreChecked) {
+  EXPECT_DEATH(SimHashIndex index(-1), "max_distance");
+  EXPECT_DEATH(SimHashIndex index(SimHashIndex::kMaxSupportedDistance + 1),
+               "max_distance");
+  SimHashIndex index(2);
+  EXPECT_DEATH(index.Query(0, 3, 1), "max_distance");
+}
+
+// Readers query while writers insert (and remove their own scratch pairs);
+// afterwards every inserted pair is there, and readers never saw a match
+// farther than asked or a pair that was never inserted.
+TEST(SimHashIndexTest, ConcurrentReadersAndWritersLoseNothing) {
+  constexpr int kWriters = 2;
+  constexpr int kReaders = 3;
+  constexpr uint32_t kPerWriter = 3000;
+  SimHashIndex index(3);
+  std::mt19937_64 seed_rng(99);
+  std::vector<Entry> base;
+  for (uint32_t i = 0; i < 20000; ++i) base.push_back({seed_rng(), i});
+  index.BulkInsert(base);
+  // Writer w inserts neighbours of base entries with ids w*1e6 + i.
+  std::vector<std::vector<Entry>> planned(kWriters);
+  for (int w = 0; w < kWriters; ++w) {
+    for (uint32_t i = 0; i < kPerWriter; ++i) {
+      planned[w].push_back(
+          {FlipBits(base[seed_rng() % base.size()].fingerprint,
+                    static_cast<int>(seed_rng() % 4), seed_rng),
+           static_cast<uint32_t>((w + 1) * 1000000 + i)});
+    }
+  }
+  absl::Notification start;
+  std::atomic<int> writers_left{kWriters};
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      start.WaitForNotification();
+      for (uint32_t i = 0; i < kPerWriter; ++i) {
+        const Entry& e = planned[w][i];
+        index.Insert(e.fingerprint, e.id);
+        // A scratch pair, inserted and removed again.
+        index.Insert(~e.fingerprint, 4000000 + w);
+        if (!index.Remove(~e.fingerprint, 4000000 + w)) bad.fetch_add(1);
+      }
+      writers_left.fetch_sub(1);
+    });
+  }
+  for (int r = 0; r < kReaders; ++r) {
+    threads.emplace_back([&, r] {
+      std::mt19937_64 rng(1000 + r);
+      start.WaitForNotification();
+      int iterations = 0;
+      while (writers_left.load() > 0 || iterations < 200) {
+        ++iterations;
+        const uint64_t q = base[rng() % base.size()].fingerprint;
+        for (const Match& m : index.Query(q, 3, 50)) {
+          if (m.distance != __builtin_popcountll(m.fingerprint ^ q) ||
+              m.distance > 3) {
+            bad.fetch_add(1);
+          }
+        }
+        if (iterations > 200000) break;  // bound the test
+      }
+    });
+  }
+  start.Notify();
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(index.size(), base.size() + kWriters * kPerWriter);
+  for (int w = 0; w < kWriters; ++w) {
+    for (const Entry& e : planned[w]) {
+      bool found = false;
+      for (const Match& m : index.Query(e.fingerprint, 0, kNoLimit)) {
+        found = found || m.id == e.id;
+      }
+      ASSERT_TRUE(found) << "lost id " << e.id;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dedupd
