@@ -54,6 +54,18 @@ step url_normalizer_benchmark 'BM_Normalize/Canonical' \
 step run_url_bench '^store  urls=50000 ' \
   "$here/run_url_bench.sh" --build_dir="$build_dir" --tiny
 
+step text_corpus_builder '^' \
+  /usr/bin/python3 "$here/make_text_corpus.py" --max_pages 5 --out "$tmp/pages"
+if [[ $(find "$tmp/pages" -name '*.txt' 2>/dev/null | wc -l) -ne 5 ]]; then
+  echo "== text_corpus_builder: FAILED (expected 5 pages)"
+  failed+=(text_corpus_pages)
+fi
+
+step simhash_quality \
+  '^quality k=3 pairs=[0-9]+ near=[0-9]+ far=[0-9]+ between=[0-9]+ tp=[0-9]+ fp=[0-9]+ fn=[0-9]+ tn=[0-9]+ precision=([0-9.]+|nan) recall=([0-9.]+|nan)$' \
+  "$build_dir/bench/dedupd_simhash_quality" --tiny \
+  --pages_dir="$here/quality_sample_pages"
+
 if ((${#failed[@]})); then
   echo "ci_smoke: FAILED: ${failed[*]}"
   exit 1

@@ -26,7 +26,8 @@
 // near. hyperplane is the mean distance that random-hyperplane hashing of
 // the unweighted shingle sets would give: 64 * acos(cos) / pi, with
 // cos = |A n B| / sqrt(|A| |B|) (Charikar 2002). --worst=N prints to stderr
-// the N near pairs that SimHash places farthest apart.
+// the N near pairs that SimHash places farthest apart and the N far pairs it
+// places closest.
 //
 // Example:
 //   build/bench/dedupd_simhash_quality --pages_dir=bench/corpus/pages
@@ -73,9 +74,10 @@ ABSL_FLAG(int, k, 3, "Hamming distance threshold of the kind and distance lines"
 ABSL_FLAG(int, shingle_words, 3,
           "words per shingle, for both SimHash and the exact Jaccard");
 ABSL_FLAG(int, worst, 0,
-          "print to stderr the N near pairs with the largest SimHash distance");
+          "print to stderr the N near pairs with the largest and the N far pairs "
+          "with the smallest SimHash distance");
 ABSL_FLAG(bool, tiny, false,
-          "CI size: --pairs_per_kind=3 (numbers mean nothing)");
+          "CI size: --pairs_per_kind=10 (numbers mean nothing)");
 
 namespace {
 
@@ -599,7 +601,7 @@ int main(int argc, char** argv) {
   }
   const std::string dir = absl::GetFlag(FLAGS_pages_dir);
   const uint64_t seed = absl::GetFlag(FLAGS_seed);
-  const int pairs_per_kind = absl::GetFlag(FLAGS_tiny) ? 3 : absl::GetFlag(FLAGS_pairs_per_kind);
+  const int pairs_per_kind = absl::GetFlag(FLAGS_tiny) ? 10 : absl::GetFlag(FLAGS_pairs_per_kind);
   const int k = absl::GetFlag(FLAGS_k);
   const int max_k = absl::GetFlag(FLAGS_max_k);
   const int shingle = absl::GetFlag(FLAGS_shingle_words);
@@ -730,18 +732,23 @@ int main(int argc, char** argv) {
   }
 
   if (int worst = absl::GetFlag(FLAGS_worst); worst > 0) {
-    std::vector<const Result*> near;
-    for (const Result& r : results) {
-      if (LabelOf(r.jaccard) == Label::kNear) near.push_back(&r);
-    }
-    std::sort(near.begin(), near.end(), [](const Result* x, const Result* y) {
-      return x->distance > y->distance;
-    });
-    near.resize(std::min<size_t>(near.size(), worst));
-    for (const Result* r : near) {
-      std::cerr << absl::StrFormat("worst kind=%s jaccard=%.3f distance=%d words=%d %s\n",
-                                   kinds[r->kind].name, r->jaccard, r->distance, r->words,
-                                   r->desc);
+    // The near pairs SimHash places farthest apart (what limits recall) and
+    // the far pairs it places closest (what limits precision).
+    for (Label label : {Label::kNear, Label::kFar}) {
+      std::vector<const Result*> sel;
+      for (const Result& r : results) {
+        if (LabelOf(r.jaccard) == label) sel.push_back(&r);
+      }
+      std::stable_sort(sel.begin(), sel.end(), [label](const Result* x, const Result* y) {
+        return label == Label::kNear ? x->distance > y->distance : x->distance < y->distance;
+      });
+      sel.resize(std::min<size_t>(sel.size(), worst));
+      for (const Result* r : sel) {
+        std::cerr << absl::StrFormat("worst_%s kind=%s jaccard=%.3f distance=%d words=%d %s\n",
+                                     label == Label::kNear ? "near" : "far",
+                                     kinds[r->kind].name, r->jaccard, r->distance, r->words,
+                                     r->desc);
+      }
     }
   }
   return 0;
