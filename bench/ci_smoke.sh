@@ -66,6 +66,11 @@ step simhash_quality \
   "$build_dir/bench/dedupd_simhash_quality" --tiny \
   --pages_dir="$here/quality_sample_pages"
 
+step content_fingerprint_bench \
+  '^fingerprint docs=5 bytes=[0-9]+ rounds=1 mb_per_sec=[0-9.]+ textbook_mb_per_sec=[0-9.]+ ratio=[0-9.]+ ' \
+  "$build_dir/bench/dedupd_content_fingerprint_bench" --tiny \
+  --pages_dir="$here/sample_pages"
+
 if ((${#failed[@]})); then
   echo "ci_smoke: FAILED: ${failed[*]}"
   exit 1

@@ -109,6 +109,33 @@ size_t Utf8LengthOfValid(unsigned char lead) {
   return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
 }
 
+constexpr uint64_t kEachByte(uint8_t b) { return 0x0101010101010101ULL * b; }
+
+// CopyAsciiChunk writes the 8 bytes at `in`, lowercased, to `out` and
+// returns 8 when they are all printable ASCII (0x21..0x7F) or ' ', with no
+// two adjacent spaces and no space last (a space may only start a run, which
+// the caller allows by having no space pending and a non-empty output);
+// otherwise writes nothing and returns 0. SWAR: every test is exact per
+// byte because all bytes are < 0x80 once the first test passes.
+inline size_t CopyAsciiChunk(const unsigned char* in, char* out) {
+  uint64_t x;
+  std::memcpy(&x, in, sizeof(x));
+  const uint64_t high = kEachByte(0x80);
+  if (x & high) return 0;                                        // non-ASCII
+  const uint64_t y = x ^ kEachByte(' ');                         // ' ' -> 0
+  const uint64_t nonzero = ((y & kEachByte(0x7F)) + kEachByte(0x7F)) | y;
+  const uint64_t space = ~nonzero & high;                        // ' ' bytes
+  const uint64_t control = ~(x + kEachByte(0x80 - 0x20)) & high;  // < 0x20
+  if (control != 0) return 0;  // TAB, LF, ..., NUL: the byte-wise path
+  if ((space & (space << 8)) != 0 || (space >> 63) != 0) return 0;
+  const uint64_t ge_a = x + kEachByte(0x80 - 'A');
+  const uint64_t gt_z = x + kEachByte(0x80 - 'Z' - 1);
+  const uint64_t upper = ge_a & ~gt_z & high;
+  x |= upper >> 2;  // 0x80 >> 2 == 0x20: 'A' -> 'a'
+  std::memcpy(out, &x, sizeof(x));
+  return 8;
+}
+
 // Output buffer with a write index. Invariant between steps: at least
 // (input bytes left) bytes of room, which is all the ASCII path can write
 // (a pending ' ' is always paid for by a space byte already consumed).
@@ -224,6 +251,16 @@ absl::StatusOr<std::string> NormalizeText(absl::string_view utf8) {
   out.buf.resize(n);
   size_t i = 0;
   while (i < n) {
+    // Eight bytes at a time while they are plain ASCII with at most single
+    // spaces between them: lowercased and stored as they are.
+    if (!out.pending_space && out.size != 0 && n - i >= 8) {
+      const size_t taken = CopyAsciiChunk(p + i, &out.buf[out.size]);
+      if (taken != 0) {
+        i += taken;
+        out.size += taken;
+        continue;
+      }
+    }
     const unsigned char c = p[i];
     if (c < 0x80) {
       switch (kAsciiClass[c]) {
