@@ -22,6 +22,8 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   # benchmark corpus (real documentation sites) and the baseline normalizer
   python3 python3-w3lib python3-doc postgresql-doc-15
+  # content fingerprints: Unicode NFC + case folding (ICU 72)
+  libicu-dev
   # tests use these to drive the real binary
   procps
 )
