@@ -149,4 +149,192 @@ absl::StatusOr<absl::Time> DecodeUrlValue(absl::string_view value) {
   return StoredMicrosToTime(GetFixed64BE(value.data() + 1));
 }
 
+namespace {
+
+void PutSha(std::string* out, const Sha256Digest& sha) {
+  out->append(reinterpret_cast<const char*>(sha.data()), sha.size());
+}
+
+Sha256Digest GetSha(const char* p) {
+  Sha256Digest sha;
+  for (size_t i = 0; i < sha.size(); ++i) sha[i] = static_cast<uint8_t>(p[i]);
+  return sha;
+}
+
+// Checks a value's version byte and size; `exact` false means at least
+// `bytes`. `what` names the record kind in messages.
+absl::Status CheckValue(absl::string_view value, absl::string_view what,
+                        uint8_t want_version, size_t bytes, bool exact) {
+  if (value.empty()) return absl::DataLossError(absl::StrCat(what, " value is empty"));
+  const uint8_t version = static_cast<uint8_t>(value[0]);
+  if (version != want_version) {
+    return absl::DataLossError(absl::StrCat(
+        what, " value has unknown value version ", static_cast<int>(version),
+        " (this build reads version ", static_cast<int>(want_version), ")"));
+  }
+  if (exact ? value.size() != bytes : value.size() < bytes) {
+    return absl::DataLossError(absl::StrCat(what, " value has ", value.size(),
+                                            " bytes, version ",
+                                            static_cast<int>(want_version),
+                                            exact ? " has " : " has at least ",
+                                            bytes));
+  }
+  return absl::OkStatus();
+}
+
+constexpr size_t kContentValueFixedBytes = 1 + 4 + 8 + 8 + 8;
+
+}  // namespace
+
+std::string EncodeContentMetaKey() { return std::string("\x00\x01", 2); }
+
+std::string EncodeContentMeta(const ContentMeta& meta) {
+  std::string out;
+  out.reserve(kContentMetaBytes);
+  out.push_back(static_cast<char>(kContentMetaVersion));
+  PutFixed32BE(&out, meta.text_normalizer_version);
+  PutFixed32BE(&out, meta.simhash_version);
+  PutFixed32BE(&out, meta.shingle_words);
+  PutFixed64BE(&out, meta.simhash_seed);
+  return out;
+}
+
+absl::StatusOr<ContentMeta> DecodeContentMeta(absl::string_view value) {
+  absl::Status s = CheckValue(value, "content meta", kContentMetaVersion,
+                              kContentMetaBytes, /*exact=*/true);
+  if (!s.ok()) return s;
+  ContentMeta meta;
+  const char* p = value.data() + 1;
+  meta.text_normalizer_version = GetFixed32BE(p);
+  meta.simhash_version = GetFixed32BE(p + 4);
+  meta.shingle_words = GetFixed32BE(p + 8);
+  meta.simhash_seed = GetFixed64BE(p + 12);
+  return meta;
+}
+
+std::string EncodeContentKey(const Sha256Digest& sha256) {
+  std::string key(1, kTagContent);
+  PutSha(&key, sha256);
+  return key;
+}
+
+std::string EncodeContentValue(const ContentValue& v) {
+  std::string out;
+  out.reserve(kContentValueFixedBytes + v.owner_url.size());
+  out.push_back(static_cast<char>(kContentValueVersion));
+  PutFixed32BE(&out, v.doc_id);
+  PutFixed64BE(&out, v.simhash);
+  PutFixed64BE(&out, TimeToStoredMicros(v.first_seen));
+  PutFixed64BE(&out, v.alias_count);
+  out.append(v.owner_url);
+  return out;
+}
+
+absl::StatusOr<ContentValue> DecodeContentValue(absl::string_view value) {
+  absl::Status s = CheckValue(value, "content", kContentValueVersion,
+                              kContentValueFixedBytes + 1, /*exact=*/false);
+  if (!s.ok()) return s;
+  ContentValue v;
+  const char* p = value.data() + 1;
+  v.doc_id = GetFixed32BE(p);
+  v.simhash = GetFixed64BE(p + 4);
+  v.first_seen = StoredMicrosToTime(GetFixed64BE(p + 12));
+  v.alias_count = GetFixed64BE(p + 20);
+  v.owner_url = std::string(value.substr(kContentValueFixedBytes));
+  return v;
+}
+
+std::string EncodeAliasPrefix(const Sha256Digest& sha256) {
+  std::string key(1, kTagAlias);
+  PutSha(&key, sha256);
+  return key;
+}
+
+std::string EncodeAliasKey(const Sha256Digest& sha256, absl::string_view url) {
+  std::string key = EncodeAliasPrefix(sha256);
+  key.append(url.data(), url.size());
+  return key;
+}
+
+absl::StatusOr<absl::string_view> DecodeAliasKeyUrl(absl::string_view key) {
+  if (key.size() < 1 + 32 + 1 || key[0] != kTagAlias) {
+    return absl::DataLossError(
+        absl::StrCat("alias key of ", key.size(),
+                     " bytes is not tag 3, a SHA-256 and a URL"));
+  }
+  return key.substr(1 + 32);
+}
+
+std::string EncodeAliasValue(absl::Time added) {
+  std::string value(1, static_cast<char>(kAliasValueVersion));
+  PutFixed64BE(&value, TimeToStoredMicros(added));
+  return value;
+}
+
+absl::StatusOr<absl::Time> DecodeAliasValue(absl::string_view value) {
+  absl::Status s = CheckValue(value, "alias", kAliasValueVersion, 9, true);
+  if (!s.ok()) return s;
+  return StoredMicrosToTime(GetFixed64BE(value.data() + 1));
+}
+
+std::string EncodeFingerprintKey(uint32_t doc_id) {
+  std::string key(1, kTagFingerprint);
+  PutFixed32BE(&key, doc_id);
+  return key;
+}
+
+absl::StatusOr<uint32_t> DecodeFingerprintKey(absl::string_view key) {
+  if (key.size() != 5 || key[0] != kTagFingerprint) {
+    return absl::DataLossError(absl::StrCat(
+        "fingerprint key of ", key.size(), " bytes is not tag 4 and a u32"));
+  }
+  return GetFixed32BE(key.data() + 1);
+}
+
+std::string EncodeFingerprintValue(uint64_t simhash, const Sha256Digest& sha256) {
+  std::string value;
+  value.reserve(kFingerprintValueBytes);
+  value.push_back(static_cast<char>(kFingerprintValueVersion));
+  PutFixed64BE(&value, simhash);
+  PutSha(&value, sha256);
+  return value;
+}
+
+absl::StatusOr<FingerprintValue> DecodeFingerprintValue(absl::string_view value) {
+  absl::Status s = CheckValue(value, "fingerprint", kFingerprintValueVersion,
+                              kFingerprintValueBytes, true);
+  if (!s.ok()) return s;
+  FingerprintValue v;
+  v.simhash = GetFixed64BE(value.data() + 1);
+  v.sha256 = GetSha(value.data() + 9);
+  return v;
+}
+
+std::string EncodeFetchKey(absl::string_view fetched_url) {
+  std::string key(1, kTagFetch);
+  key.append(fetched_url.data(), fetched_url.size());
+  return key;
+}
+
+std::string EncodeFetchValue(const FetchValue& v) {
+  std::string value;
+  value.reserve(kFetchValueBytes);
+  value.push_back(static_cast<char>(kFetchValueVersion));
+  PutSha(&value, v.sha256);
+  PutFixed64BE(&value, TimeToStoredMicros(v.first_fetch));
+  PutFixed64BE(&value, TimeToStoredMicros(v.last_fetch));
+  return value;
+}
+
+absl::StatusOr<FetchValue> DecodeFetchValue(absl::string_view value) {
+  absl::Status s = CheckValue(value, "fetch", kFetchValueVersion,
+                              kFetchValueBytes, true);
+  if (!s.ok()) return s;
+  FetchValue v;
+  v.sha256 = GetSha(value.data() + 1);
+  v.first_fetch = StoredMicrosToTime(GetFixed64BE(value.data() + 33));
+  v.last_fetch = StoredMicrosToTime(GetFixed64BE(value.data() + 41));
+  return v;
+}
+
 }  // namespace dedupd::rocksdb_format

@@ -29,18 +29,23 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "core/sha256.h"
 
 namespace dedupd::rocksdb_format {
 
 // The version of the whole layout (every key and value kind). Stored in the
 // meta record; a store of another version is refused at open.
-inline constexpr uint32_t kStorageFormatVersion = 1;
+inline constexpr uint32_t kStorageFormatVersion = 2;
 
 // Key tags: the first byte of every key.
 inline constexpr char kTagMeta = '\x00';
 inline constexpr char kTagUrl = '\x01';
-// 0x02..0x05 are reserved for content hashes, aliases, fingerprints and
-// chunks; 0x06..0xFF are unassigned. See docs/storage_format.md.
+inline constexpr char kTagContent = '\x02';
+inline constexpr char kTagAlias = '\x03';
+inline constexpr char kTagFingerprint = '\x04';
+// 0x05 is reserved for chunks.
+inline constexpr char kTagFetch = '\x06';
+// 0x07..0xFF are unassigned. See docs/storage_format.md.
 
 // The first byte of every URL value: the value layout's own version.
 inline constexpr uint8_t kUrlValueVersion = 1;
@@ -110,6 +115,89 @@ std::string EncodeUrlValue(absl::Time first_seen);
 // Errors: DataLoss naming the defect (empty, unknown value version, wrong
 // length). Never crashes, whatever the bytes.
 absl::StatusOr<absl::Time> DecodeUrlValue(absl::string_view value);
+
+// ---- Content layer (format version 2) ----
+
+// The algorithms whose output the content records are: a store written
+// with other ones would not match this build's hashes and fingerprints.
+// Kept in the second meta record (key 00 01), written when the store is
+// created.
+struct ContentMeta {
+  uint32_t text_normalizer_version = 0;
+  uint32_t simhash_version = 0;
+  uint32_t shingle_words = 0;
+  uint64_t simhash_seed = 0;
+  bool operator==(const ContentMeta& o) const {
+    return text_normalizer_version == o.text_normalizer_version &&
+           simhash_version == o.simhash_version &&
+           shingle_words == o.shingle_words && simhash_seed == o.simhash_seed;
+  }
+};
+inline constexpr uint8_t kContentMetaVersion = 1;
+inline constexpr size_t kContentMetaBytes = 1 + 4 + 4 + 4 + 8;
+
+// EncodeContentMetaKey returns 00 01.
+std::string EncodeContentMetaKey();
+// Layout: version byte (1) | text normalizer version (u32) | SimHash
+// version (u32) | shingle words (u32) | SimHash seed (u64).
+std::string EncodeContentMeta(const ContentMeta& meta);
+// Errors: DataLoss naming the defect.
+absl::StatusOr<ContentMeta> DecodeContentMeta(absl::string_view value);
+
+// Content record: key 02 | SHA-256 (32 bytes); value version byte (1) |
+// doc id (u32) | SimHash (u64) | first seen (i64 micros) | alias count (u64)
+// | owner URL (the rest, at least one byte).
+inline constexpr uint8_t kContentValueVersion = 1;
+std::string EncodeContentKey(const Sha256Digest& sha256);
+struct ContentValue {
+  uint32_t doc_id = 0;
+  uint64_t simhash = 0;
+  absl::Time first_seen;
+  uint64_t alias_count = 0;
+  std::string owner_url;
+};
+std::string EncodeContentValue(const ContentValue& v);
+absl::StatusOr<ContentValue> DecodeContentValue(absl::string_view value);
+
+// Alias record: key 03 | SHA-256 (32) | alias URL bytes; value version byte
+// (1) | time added (i64 micros). EncodeAliasPrefix is the key prefix shared
+// by every alias of one text (iterate it for the list, in URL byte order).
+inline constexpr uint8_t kAliasValueVersion = 1;
+std::string EncodeAliasPrefix(const Sha256Digest& sha256);
+std::string EncodeAliasKey(const Sha256Digest& sha256, absl::string_view url);
+// The alias URL of an alias key (a view into `key`).
+// Errors: DataLoss when `key` is not an alias key.
+absl::StatusOr<absl::string_view> DecodeAliasKeyUrl(absl::string_view key);
+std::string EncodeAliasValue(absl::Time added);
+absl::StatusOr<absl::Time> DecodeAliasValue(absl::string_view value);
+
+// Fingerprint record: key 04 | doc id (u32); value version byte (1) |
+// SimHash (u64) | SHA-256 (32). Scanned at open to rebuild the in-memory
+// near-duplicate index; the largest key gives the next doc id.
+inline constexpr uint8_t kFingerprintValueVersion = 1;
+inline constexpr size_t kFingerprintValueBytes = 1 + 8 + 32;
+std::string EncodeFingerprintKey(uint32_t doc_id);
+absl::StatusOr<uint32_t> DecodeFingerprintKey(absl::string_view key);
+std::string EncodeFingerprintValue(uint64_t simhash, const Sha256Digest& sha256);
+struct FingerprintValue {
+  uint64_t simhash = 0;
+  Sha256Digest sha256{};
+};
+absl::StatusOr<FingerprintValue> DecodeFingerprintValue(absl::string_view value);
+
+// Fetch record: key 06 | fetched URL bytes; value version byte (1) |
+// SHA-256 of the last fetch (32) | first fetch (i64 micros) | last fetch
+// (i64 micros).
+inline constexpr uint8_t kFetchValueVersion = 1;
+inline constexpr size_t kFetchValueBytes = 1 + 32 + 8 + 8;
+std::string EncodeFetchKey(absl::string_view fetched_url);
+struct FetchValue {
+  Sha256Digest sha256{};
+  absl::Time first_fetch;
+  absl::Time last_fetch;
+};
+std::string EncodeFetchValue(const FetchValue& v);
+absl::StatusOr<FetchValue> DecodeFetchValue(absl::string_view value);
 
 }  // namespace dedupd::rocksdb_format
 

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/time/time.h"
+#include "core/sha256.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -31,7 +32,7 @@ const absl::Time kGoldenTime = absl::FromUnixMicros(1'700'000'000'123'456);
 // kStorageFormatVersion. Stores written by earlier builds hold these bytes;
 // a build that encodes differently cannot read them.
 TEST(RocksDbFormatGoldenTest, VersionIsPinned) {
-  EXPECT_EQ(kStorageFormatVersion, 1u)
+  EXPECT_EQ(kStorageFormatVersion, 2u)
       << "bumped the format version: update every golden value below and "
          "docs/storage_format.md";
 }
@@ -65,10 +66,109 @@ TEST(RocksDbFormatGoldenTest, Meta) {
   meta.created = kGoldenTime;
   EXPECT_EQ(absl::BytesToHexString(EncodeMeta(meta)),
             "4445445550445354"   // "DEDUPDST"
-            "00000001"           // storage format version
+            "00000002"           // storage format version
             "00000007"           // normalizer version
             "00060a2418202240")  // created, i64 big-endian microseconds
       << kBumpMessage;
+}
+
+// SHA-256("abc"), the NIST vector, as the text digest of the content goldens.
+Sha256Digest GoldenSha() { return Sha256("abc"); }
+constexpr char kGoldenShaHex[] =
+    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+
+TEST(RocksDbFormatGoldenTest, ContentMeta) {
+  EXPECT_EQ(absl::BytesToHexString(EncodeContentMetaKey()), "0001") << kBumpMessage;
+  ContentMeta meta;
+  meta.text_normalizer_version = 1;
+  meta.simhash_version = 2;
+  meta.shingle_words = 3;
+  meta.simhash_seed = 0x6465647570645348ULL;
+  EXPECT_EQ(absl::BytesToHexString(EncodeContentMeta(meta)),
+            "01"                 // value version
+            "00000001"           // text normalizer version
+            "00000002"           // SimHash version
+            "00000003"           // shingle words
+            "6465647570645348")  // SimHash seed
+      << kBumpMessage;
+  ASSERT_OK_AND_ASSIGN(ContentMeta back, DecodeContentMeta(EncodeContentMeta(meta)));
+  EXPECT_EQ(back, meta);
+}
+
+TEST(RocksDbFormatGoldenTest, ContentRecord) {
+  EXPECT_EQ(absl::BytesToHexString(EncodeContentKey(GoldenSha())),
+            std::string("02") + kGoldenShaHex)
+      << kBumpMessage;
+  ContentValue v{7, 0x0123456789abcdefULL, kGoldenTime, 2, "http://a/"};
+  EXPECT_EQ(absl::BytesToHexString(EncodeContentValue(v)),
+            "01"                  // value version
+            "00000007"            // doc id
+            "0123456789abcdef"    // SimHash
+            "00060a2418202240"    // first seen
+            "0000000000000002"    // alias count
+            "687474703a2f2f612f") // owner URL
+      << kBumpMessage;
+  ASSERT_OK_AND_ASSIGN(ContentValue back, DecodeContentValue(EncodeContentValue(v)));
+  EXPECT_EQ(back.doc_id, 7u);
+  EXPECT_EQ(back.simhash, v.simhash);
+  EXPECT_EQ(back.first_seen, kGoldenTime);
+  EXPECT_EQ(back.alias_count, 2u);
+  EXPECT_EQ(back.owner_url, "http://a/");
+}
+
+TEST(RocksDbFormatGoldenTest, AliasFingerprintAndFetchRecords) {
+  EXPECT_EQ(absl::BytesToHexString(EncodeAliasKey(GoldenSha(), "http://b/")),
+            std::string("03") + kGoldenShaHex + "687474703a2f2f622f")
+      << kBumpMessage;
+  EXPECT_EQ(absl::BytesToHexString(EncodeAliasValue(kGoldenTime)),
+            "0100060a2418202240")
+      << kBumpMessage;
+  EXPECT_EQ(absl::BytesToHexString(EncodeFingerprintKey(0x01020304)), "0401020304")
+      << kBumpMessage;
+  EXPECT_EQ(absl::BytesToHexString(
+                EncodeFingerprintValue(0x0123456789abcdefULL, GoldenSha())),
+            std::string("01") + "0123456789abcdef" + kGoldenShaHex)
+      << kBumpMessage;
+  EXPECT_EQ(absl::BytesToHexString(EncodeFetchKey("http://c/")),
+            "06687474703a2f2f632f")
+      << kBumpMessage;
+  FetchValue f{GoldenSha(), kGoldenTime, kGoldenTime + absl::Microseconds(1)};
+  EXPECT_EQ(absl::BytesToHexString(EncodeFetchValue(f)),
+            std::string("01") + kGoldenShaHex + "00060a2418202240" +
+                "00060a2418202241")
+      << kBumpMessage;
+
+  ASSERT_OK_AND_ASSIGN(absl::string_view url,
+                       DecodeAliasKeyUrl(EncodeAliasKey(GoldenSha(), "http://b/")));
+  EXPECT_EQ(url, "http://b/");
+  ASSERT_OK_AND_ASSIGN(uint32_t id, DecodeFingerprintKey(EncodeFingerprintKey(99)));
+  EXPECT_EQ(id, 99u);
+  ASSERT_OK_AND_ASSIGN(FingerprintValue fp,
+                       DecodeFingerprintValue(EncodeFingerprintValue(5, GoldenSha())));
+  EXPECT_EQ(fp.simhash, 5u);
+  EXPECT_EQ(fp.sha256, GoldenSha());
+  ASSERT_OK_AND_ASSIGN(FetchValue fetch, DecodeFetchValue(EncodeFetchValue(f)));
+  EXPECT_EQ(fetch.sha256, GoldenSha());
+  EXPECT_EQ(fetch.first_fetch, f.first_fetch);
+  EXPECT_EQ(fetch.last_fetch, f.last_fetch);
+}
+
+TEST(RocksDbFormatTest, BadContentValuesAreDataLossWithReasons) {
+  EXPECT_THAT(DecodeContentValue(""), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("empty")));
+  ContentValue v{1, 2, kGoldenTime, 0, "u"};
+  std::string good = EncodeContentValue(v);
+  std::string other_version = good;
+  other_version[0] = 9;
+  EXPECT_THAT(DecodeContentValue(other_version),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("value version 9")));
+  EXPECT_THAT(DecodeContentValue(good.substr(0, good.size() - 1)),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("at least")));
+  EXPECT_THAT(DecodeFingerprintValue(EncodeFingerprintValue(1, GoldenSha()) + "x"),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("42 bytes")));
+  EXPECT_THAT(DecodeFetchValue("\x01"), StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_THAT(DecodeFingerprintKey("\x04\x01"), StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_THAT(DecodeAliasKeyUrl("\x03short"), StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_THAT(DecodeContentMeta("\x01"), StatusIs(absl::StatusCode::kDataLoss));
 }
 
 TEST(RocksDbFormatGoldenTest, GoldenBytesDecode) {
@@ -79,8 +179,8 @@ TEST(RocksDbFormatGoldenTest, GoldenBytesDecode) {
   ASSERT_OK_AND_ASSIGN(
       StoreMeta meta,
       DecodeMeta(absl::HexStringToBytes(
-          "44454455504453540000000100000007" "00060a2418202240")));
-  EXPECT_EQ(meta.format_version, 1u);
+          "44454455504453540000000200000007" "00060a2418202240")));
+  EXPECT_EQ(meta.format_version, 2u);
   EXPECT_EQ(meta.normalizer_version, 7u);
   EXPECT_EQ(meta.created, kGoldenTime);
 }
@@ -142,14 +242,14 @@ TEST(RocksDbFormatTest, BadMetaIsDataLossOtherVersionIsFailedPrecondition) {
   EXPECT_THAT(DecodeMeta(good + "x"),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("25 bytes")));
 
-  StoreMeta v2 = meta;
-  v2.format_version = 2;
-  const std::string v2_bytes = EncodeMeta(v2) + "future fields";
-  EXPECT_THAT(DecodeMeta(v2_bytes),
+  StoreMeta v3 = meta;
+  v3.format_version = 3;
+  const std::string v3_bytes = EncodeMeta(v3) + "future fields";
+  EXPECT_THAT(DecodeMeta(v3_bytes),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("storage format version 2")));
-  ASSERT_OK_AND_ASSIGN(uint32_t version, DecodeMetaFormatVersion(v2_bytes));
-  EXPECT_EQ(version, 2u);
+                       HasSubstr("storage format version 3")));
+  ASSERT_OK_AND_ASSIGN(uint32_t version, DecodeMetaFormatVersion(v3_bytes));
+  EXPECT_EQ(version, 3u);
 }
 
 // A small seeded fuzz loop: decoding arbitrary bytes never crashes, fails
@@ -163,7 +263,11 @@ TEST(RocksDbFormatTest, DecodingArbitraryBytesNeverCrashes) {
   meta.created = kGoldenTime;
   const std::vector<std::string> seeds = {
       EncodeUrlValue(kGoldenTime), EncodeMeta(meta), EncodeUrlKey("http://a/"),
-      EncodeMetaKey(), std::string()};
+      EncodeMetaKey(), std::string(),
+      EncodeContentValue({3, 4, kGoldenTime, 5, "http://o/"}),
+      EncodeFingerprintValue(6, Sha256("x")), EncodeFingerprintKey(8),
+      EncodeFetchValue({Sha256("y"), kGoldenTime, kGoldenTime}),
+      EncodeAliasKey(Sha256("z"), "http://q/"), EncodeContentMeta({1, 2, 3, 4})};
   std::uniform_int_distribution<int> byte(0, 255);
   for (int iter = 0; iter < 200'000; ++iter) {
     std::string input;
@@ -210,6 +314,31 @@ TEST(RocksDbFormatTest, DecodingArbitraryBytesNeverCrashes) {
       ASSERT_EQ(EncodeUrlKey(*k), input);
     } else {
       ASSERT_EQ(k.status().code(), absl::StatusCode::kDataLoss);
+    }
+    // The content layer's decoders: canonical when they accept.
+    if (auto c = DecodeContentValue(input); c.ok()) {
+      ASSERT_EQ(EncodeContentValue(*c), input);
+    } else {
+      ASSERT_EQ(c.status().code(), absl::StatusCode::kDataLoss);
+    }
+    if (auto f = DecodeFingerprintValue(input); f.ok()) {
+      ASSERT_EQ(EncodeFingerprintValue(f->simhash, f->sha256), input);
+    } else {
+      ASSERT_EQ(f.status().code(), absl::StatusCode::kDataLoss);
+    }
+    if (auto id = DecodeFingerprintKey(input); id.ok()) {
+      ASSERT_EQ(EncodeFingerprintKey(*id), input);
+    }
+    if (auto f = DecodeFetchValue(input); f.ok()) {
+      ASSERT_EQ(EncodeFetchValue(*f), input);
+    } else {
+      ASSERT_EQ(f.status().code(), absl::StatusCode::kDataLoss);
+    }
+    if (auto m2 = DecodeContentMeta(input); m2.ok()) {
+      ASSERT_EQ(EncodeContentMeta(*m2), input);
+    }
+    if (auto a = DecodeAliasKeyUrl(input); a.ok()) {
+      ASSERT_EQ(input.substr(0, 1), "\x03");
     }
   }
 }

@@ -4,7 +4,9 @@
 #include "storage/rocksdb_store.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <limits>
 #include <cstdio>
 #include <numeric>
 #include <utility>
@@ -30,6 +32,7 @@
 #include "rocksdb/table_properties.h"
 #include "rocksdb/transaction_log.h"
 #include "rocksdb/write_batch.h"
+#include "storage/content_planner.h"
 #include "storage/rocksdb_format.h"
 #include "storage/rocksdb_status.h"
 
@@ -89,6 +92,9 @@ namespace {
 namespace fmt = ::dedupd::rocksdb_format;
 using ::dedupd::rocksdb_internal::FromRocksDbStatus;
 
+// The column family of the content layer's records (docs/storage_format.md).
+constexpr char kContentColumnFamily[] = "content";
+
 // Key bytes for messages: escaped and bounded, since keys are arbitrary.
 std::string PrintableKey(absl::string_view url) {
   constexpr size_t kMaxPrintedBytes = 200;
@@ -115,6 +121,18 @@ absl::Status CheckOptions(const RocksDbStoreOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("open store at ", o.path,
                      ": RocksDbStoreOptions.write_buffer_bytes is 0"));
+  }
+  if (o.simhash_max_distance < 0 ||
+      o.simhash_max_distance > SimHashIndex::kMaxSupportedDistance) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "open store at ", o.path, ": RocksDbStoreOptions.simhash_max_distance ",
+        o.simhash_max_distance, " is outside [0, ",
+        SimHashIndex::kMaxSupportedDistance, "]"));
+  }
+  if (o.simhash_shingle_words < 1 || o.simhash_shingle_words > 16) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "open store at ", o.path, ": RocksDbStoreOptions.simhash_shingle_words ",
+        o.simhash_shingle_words, " is outside [1, 16]"));
   }
   if (o.max_open_files == 0 || o.max_open_files < -1) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -273,6 +291,32 @@ struct RocksDbStore::Impl {
 
   // Closes `db` (which must not be used afterwards). Returns the first error.
   absl::Status CloseDb(rocksdb::DB* db, bool sync_wal);
+
+  // The content layer's column family (kContentColumnFamily): content,
+  // alias, fingerprint and fetch records and the content meta record.
+  // Owned; destroyed by CloseDb.
+  rocksdb::ColumnFamilyHandle* content_cf = nullptr;
+
+  // The near-duplicate index over every fingerprint record, rebuilt from
+  // them at Open (it is not persisted on its own). Thread-safe itself.
+  std::unique_ptr<SimHashIndex> index;
+  // The next doc id to hand out: one more than the largest fingerprint key
+  // at Open, then incremented per new text (a failed write leaves a gap).
+  std::atomic<uint64_t> next_doc_id{0};
+
+  // The content meta record this build writes and accepts.
+  fmt::ContentMeta WantedContentMeta() const {
+    fmt::ContentMeta m;
+    m.text_normalizer_version = options.text_normalizer_version;
+    m.simhash_version = options.simhash_version;
+    m.shingle_words = options.simhash_shingle_words;
+    m.simhash_seed = options.simhash_seed;
+    return m;
+  }
+  // Checks an existing store's content meta record against this build's.
+  absl::Status CheckContentMeta(rocksdb::DB* db);
+  // Scans every fingerprint record into `index` and sets next_doc_id.
+  absl::Status LoadFingerprints(rocksdb::DB* db);
 };
 
 absl::Status RocksDbStore::Impl::MultiGet(
@@ -311,7 +355,13 @@ absl::Status RocksDbStore::Impl::MultiGet(
 
 absl::Status RocksDbStore::Impl::CloseDb(rocksdb::DB* db, bool sync_wal) {
   absl::Status result;
-  if (sync_wal) {
+  if (content_cf != nullptr) {
+    // Handles must go before the database closes.
+    result = FromRocksDbStatus(db->DestroyColumnFamilyHandle(content_cf),
+                               "close store", options.path);
+    content_cf = nullptr;
+  }
+  if (sync_wal && result.ok()) {
     result = FromRocksDbStatus(db->SyncWAL(), "sync WAL of store", options.path);
   }
   absl::Status closed = FromRocksDbStatus(db->Close(), "close store", options.path);
@@ -336,8 +386,26 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
   const std::string& path = options.path;
   constexpr absl::string_view kOpen = "open store";
 
+  // The content layer's records live in their own column family, so that
+  // the default one (meta + URL records) keeps exact per-layer counts. A
+  // new store gets it after its meta record is written; a store that has
+  // a meta record must have it already.
+  const rocksdb::Options db_options = MakeDbOptions(options);
+  std::vector<std::string> families;
+  rocksdb::Status s = rocksdb::DB::ListColumnFamilies(db_options, path, &families);
+  const bool has_content_family =
+      s.ok() && std::find(families.begin(), families.end(),
+                          kContentColumnFamily) != families.end();
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors = {
+      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions(db_options)}};
+  if (has_content_family) {
+    descriptors.push_back(
+        {kContentColumnFamily, rocksdb::ColumnFamilyOptions(db_options)});
+  }
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw_db = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(MakeDbOptions(options), path, &raw_db);
+  s = rocksdb::DB::Open(rocksdb::DBOptions(db_options), path, descriptors,
+                        &handles, &raw_db);
   if (!s.ok()) return FromRocksDbStatus(s, kOpen, path);
   std::unique_ptr<rocksdb::DB> db(raw_db);
 
@@ -345,6 +413,7 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
   impl->options = options;
   impl->write_options.sync = options.sync_writes;
   impl->write_options.disableWAL = false;
+  if (has_content_family) impl->content_cf = handles[1];
 
   // On any failure below, close the database (releasing its LOCK) and
   // report the first error.
@@ -356,6 +425,10 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
         absl::StrCat(error.message(), " (closing after that error failed too: ",
                      closed.message(), ")"));
   };
+
+  // The default family is reached through db->DefaultColumnFamily().
+  s = db->DestroyColumnFamilyHandle(handles[0]);
+  if (!s.ok()) return fail(FromRocksDbStatus(s, kOpen, path));
 
   const std::string meta_key = fmt::EncodeMetaKey();
   std::string meta_value;
@@ -380,7 +453,18 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
     meta.created = absl::FromUnixMicros(absl::ToUnixMicros(absl::Now()));
     rocksdb::WriteOptions sync_write;
     sync_write.sync = true;  // once per store: always durable
-    s = db->Put(sync_write, meta_key, fmt::EncodeMeta(meta));
+    if (impl->content_cf == nullptr) {
+      s = db->CreateColumnFamily(rocksdb::ColumnFamilyOptions(db_options),
+                                 kContentColumnFamily, &impl->content_cf);
+      if (!s.ok()) return fail(FromRocksDbStatus(s, kOpen, path));
+    }
+    rocksdb::WriteBatch metas;
+    s = metas.Put(impl->content_cf, fmt::EncodeContentMetaKey(),
+                  fmt::EncodeContentMeta(impl->WantedContentMeta()));
+    // The meta record last in the batch, and the batch atomic: a store with
+    // a meta record always has its content meta record too.
+    if (s.ok()) s = metas.Put(meta_key, fmt::EncodeMeta(meta));
+    if (s.ok()) s = db->Write(sync_write, &metas);
     if (!s.ok()) return fail(FromRocksDbStatus(s, kOpen, path));
     impl->created = meta.created;
   } else if (!s.ok()) {
@@ -412,6 +496,13 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
           "dedupd version")));
     }
     impl->created = meta->created;
+    if (absl::Status c = impl->CheckContentMeta(db.get()); !c.ok()) {
+      return fail(c);
+    }
+  }
+  impl->index = std::make_unique<SimHashIndex>(options.simhash_max_distance);
+  if (absl::Status l = impl->LoadFingerprints(db.get()); !l.ok()) {
+    return fail(l);
   }
 
   {
@@ -510,6 +601,267 @@ absl::Status RocksDbStore::ClaimUrls(absl::Span<const std::string> keys,
   return absl::OkStatus();
 }
 
+absl::Status RocksDbStore::Impl::CheckContentMeta(rocksdb::DB* db) {
+  const std::string& path = options.path;
+  std::string value;
+  if (content_cf == nullptr) {
+    return absl::DataLossError(absl::StrCat(
+        "store at ", path, " has no \"", kContentColumnFamily,
+        "\" column family, which every format-2 store has: the store is damaged"));
+  }
+  rocksdb::Status s = db->Get(rocksdb::ReadOptions(), content_cf,
+                              fmt::EncodeContentMetaKey(), &value);
+  if (s.IsNotFound()) {
+    return absl::DataLossError(absl::StrCat(
+        "store at ", path, " has no content meta record (key 00 01), which "
+        "every format-2 store has: the store is damaged"));
+  }
+  if (!s.ok()) return FromRocksDbStatus(s, "open store", path);
+  absl::StatusOr<fmt::ContentMeta> have = fmt::DecodeContentMeta(value);
+  if (!have.ok()) {
+    return absl::DataLossError(
+        absl::StrCat("store at ", path, ": ", have.status().message()));
+  }
+  const fmt::ContentMeta want = WantedContentMeta();
+  if (*have == want) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "store at ", path, " was written with text normalizer version ",
+      have->text_normalizer_version, ", SimHash version ",
+      have->simhash_version, ", ", have->shingle_words,
+      "-word shingles and SimHash seed ", have->simhash_seed,
+      "; this server uses ", want.text_normalizer_version, ", ",
+      want.simhash_version, ", ", want.shingle_words, " and ",
+      want.simhash_seed,
+      ": content hashes and fingerprints would not match (set "
+      "--simhash_shingle_words to the store's value, or rebuild the store)"));
+}
+
+absl::Status RocksDbStore::Impl::LoadFingerprints(rocksdb::DB* db) {
+  constexpr absl::string_view kAction = "load fingerprints of store";
+  rocksdb::ReadOptions read;
+  read.fill_cache = false;  // one sequential pass; keep the cache for claims
+  read.readahead_size = 4 << 20;
+  const std::string first(1, fmt::kTagFingerprint);
+  const std::string end(1, static_cast<char>(fmt::kTagFingerprint + 1));
+  rocksdb::Slice upper(end);
+  read.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read, content_cf));
+  std::vector<SimHashIndex::Entry> entries;
+  uint64_t next = 0;
+  for (it->Seek(first); it->Valid(); it->Next()) {
+    const absl::string_view key(it->key().data(), it->key().size());
+    absl::StatusOr<uint32_t> id = fmt::DecodeFingerprintKey(key);
+    absl::StatusOr<fmt::FingerprintValue> v = fmt::DecodeFingerprintValue(
+        absl::string_view(it->value().data(), it->value().size()));
+    if (!id.ok() || !v.ok()) {
+      return absl::DataLossError(absl::StrCat(
+          kAction, " at ", options.path, ": ",
+          (!id.ok() ? id.status() : v.status()).message()));
+    }
+    entries.push_back({v->simhash, *id});
+    next = uint64_t{*id} + 1;  // keys ascend
+  }
+  if (!it->status().ok()) {
+    return FromRocksDbStatus(it->status(), kAction, options.path);
+  }
+  index->BulkInsert(entries);
+  next_doc_id.store(next);
+  return absl::OkStatus();
+}
+
+// The planner's view of the store: point reads of the records as they are
+// now. With the batch's claim locks held, nothing else writes the keys a
+// claim reads (content, fetch and URL records), so the view is stable.
+class RocksDbStore::ContentReader final : public ContentStateReader {
+ public:
+  ContentReader(Impl* impl, rocksdb::DB* db) : impl_(impl), db_(db) {}
+
+  absl::StatusOr<std::optional<ContentRecord>> GetContent(
+      const Sha256Digest& sha) override {
+    std::string value;
+    DEDUPD_ASSIGN_OR_RETURN(bool found, Get(fmt::EncodeContentKey(sha), &value));
+    if (!found) return std::nullopt;
+    absl::StatusOr<fmt::ContentValue> v = fmt::DecodeContentValue(value);
+    if (!v.ok()) return Damaged("content record of text " + Sha256Hex(sha), v.status());
+    ContentRecord r;
+    r.doc_id = v->doc_id;
+    r.simhash = v->simhash;
+    r.first_seen = v->first_seen;
+    r.alias_count = v->alias_count;
+    r.owner_url = std::move(v->owner_url);
+    return r;
+  }
+  absl::StatusOr<bool> HasAlias(const Sha256Digest& sha,
+                                absl::string_view url) override {
+    std::string value;
+    return Get(fmt::EncodeAliasKey(sha, url), &value);
+  }
+  absl::StatusOr<std::vector<std::string>> ListAliases(const Sha256Digest& sha,
+                                                       size_t limit) override {
+    std::vector<std::string> out;
+    const std::string prefix = fmt::EncodeAliasPrefix(sha);
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(rocksdb::ReadOptions(), impl_->content_cf));
+    for (it->Seek(prefix); it->Valid() && out.size() < limit; it->Next()) {
+      const absl::string_view key(it->key().data(), it->key().size());
+      if (!absl::StartsWith(key, prefix)) break;
+      absl::StatusOr<absl::string_view> url = fmt::DecodeAliasKeyUrl(key);
+      if (!url.ok()) return Damaged("alias list of text " + Sha256Hex(sha), url.status());
+      out.emplace_back(*url);
+    }
+    if (!it->status().ok()) {
+      return FromRocksDbStatus(it->status(), kAction, impl_->options.path);
+    }
+    return out;
+  }
+  absl::StatusOr<std::optional<FetchRecord>> GetFetch(
+      absl::string_view url) override {
+    std::string value;
+    DEDUPD_ASSIGN_OR_RETURN(bool found, Get(fmt::EncodeFetchKey(url), &value));
+    if (!found) return std::nullopt;
+    absl::StatusOr<fmt::FetchValue> v = fmt::DecodeFetchValue(value);
+    if (!v.ok()) {
+      return Damaged(absl::StrCat("fetch record of \"", PrintableKey(url), "\""),
+                     v.status());
+    }
+    return FetchRecord{v->sha256, v->first_fetch, v->last_fetch};
+  }
+  absl::StatusOr<bool> HasUrl(absl::string_view url) override {
+    std::string value;
+    return Get(fmt::EncodeUrlKey(url), &value, /*urls=*/true);
+  }
+  std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance,
+                                             size_t limit, size_t* total) override {
+    return impl_->index->Query(simhash, max_distance, limit, total);
+  }
+  absl::StatusOr<FingerprintRecord> GetFingerprint(uint32_t doc_id) override {
+    std::string value;
+    DEDUPD_ASSIGN_OR_RETURN(bool found,
+                            Get(fmt::EncodeFingerprintKey(doc_id), &value));
+    if (!found) {
+      return absl::DataLossError(absl::StrCat(
+          kAction, " at ", impl_->options.path, ": index entry ", doc_id,
+          " has no fingerprint record"));
+    }
+    absl::StatusOr<fmt::FingerprintValue> v = fmt::DecodeFingerprintValue(value);
+    if (!v.ok()) return Damaged(absl::StrCat("fingerprint ", doc_id), v.status());
+    return FingerprintRecord{v->simhash, v->sha256};
+  }
+  absl::StatusOr<uint32_t> AllocateDocId() override {
+    const uint64_t id = impl_->next_doc_id.fetch_add(1);
+    if (id > std::numeric_limits<uint32_t>::max()) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          kAction, " at ", impl_->options.path,
+          ": the store holds 2^32 texts, the most one store can hold"));
+    }
+    return static_cast<uint32_t>(id);
+  }
+
+ private:
+  static constexpr absl::string_view kAction = "check content in store";
+
+  // Reads `key` from the content column family, or from the default one
+  // (URL records) when `urls`.
+  absl::StatusOr<bool> Get(const std::string& key, std::string* value,
+                           bool urls = false) {
+    rocksdb::Status s = db_->Get(
+        rocksdb::ReadOptions(),
+        urls ? db_->DefaultColumnFamily() : impl_->content_cf, key, value);
+    if (s.IsNotFound()) return false;
+    if (!s.ok()) return FromRocksDbStatus(s, kAction, impl_->options.path);
+    return true;
+  }
+  absl::Status Damaged(absl::string_view what, const absl::Status& why) {
+    return absl::DataLossError(absl::StrCat(kAction, " at ", impl_->options.path,
+                                            ": ", what, ": ", why.message()));
+  }
+
+  Impl* impl_;
+  rocksdb::DB* db_;
+};
+
+absl::Status RocksDbStore::CheckContent(absl::Span<const ContentDoc> docs,
+                                        bool claim, const ContentLimits& limits,
+                                        absl::Time now,
+                                        std::vector<ContentOutcome>* outcomes) {
+  constexpr absl::string_view kAction = "check content in store";
+  outcomes->clear();
+  if (docs.empty()) return absl::OkStatus();
+  DEDUPD_RETURN_IF_ERROR(CheckContentDocs(docs, max_near_distance()));
+
+  // The keys a claim reads and writes, locked for the whole batch: the
+  // texts' content records (first writer wins, alias counts), the fetched
+  // URLs' fetch records, and both URLs' seen-set records (the same locks
+  // ClaimUrls takes, so exactly one of a content claim and a URL claim
+  // records a URL). Alias records change only under their text's lock.
+  std::vector<std::string> keys;
+  std::vector<absl::string_view> locked;
+  if (claim) {
+    keys.reserve(docs.size() * 4);
+    for (const ContentDoc& d : docs) {
+      keys.push_back(fmt::EncodeContentKey(d.sha256));
+      keys.push_back(fmt::EncodeFetchKey(d.fetched_url));
+      keys.push_back(fmt::EncodeUrlKey(d.identity_url));
+      keys.push_back(fmt::EncodeUrlKey(d.fetched_url));
+    }
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    locked.assign(keys.begin(), keys.end());
+  }
+
+  absl::ReaderMutexLock lifecycle(&impl_->mu);
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
+  if (claim) impl_->LockKeys(locked);
+  struct Unlock {
+    Impl* impl;
+    const std::vector<absl::string_view>& keys;
+    ~Unlock() {
+      if (!keys.empty()) impl->UnlockKeys(keys);
+    }
+  } unlock{impl_.get(), locked};
+
+  ContentReader reader(impl_.get(), db);
+  ContentPlan plan;
+  DEDUPD_RETURN_IF_ERROR(PlanContentBatch(docs, claim, limits, now, &reader, &plan));
+  const ContentMutations& m = plan.mutations;
+  if (claim && !m.empty()) {
+    rocksdb::WriteBatch batch;
+    rocksdb::Status s;
+    auto put = [&](const std::string& k, const std::string& v) {
+      if (s.ok()) s = batch.Put(impl_->content_cf, k, v);
+    };
+    for (const auto& [sha, r] : m.contents) {
+      put(fmt::EncodeContentKey(sha),
+          fmt::EncodeContentValue(
+              {r.doc_id, r.simhash, r.first_seen, r.alias_count, r.owner_url}));
+    }
+    for (const ContentMutations::Alias& a : m.aliases) {
+      put(fmt::EncodeAliasKey(a.sha256, a.url), fmt::EncodeAliasValue(a.added));
+    }
+    for (const auto& [url, f] : m.fetches) {
+      put(fmt::EncodeFetchKey(url),
+          fmt::EncodeFetchValue({f.sha256, f.first_fetch, f.last_fetch}));
+    }
+    for (const auto& [url, t] : m.urls) {
+      if (s.ok()) s = batch.Put(fmt::EncodeUrlKey(url), fmt::EncodeUrlValue(t));
+    }
+    for (const auto& [id, fp] : m.fingerprints) {
+      put(fmt::EncodeFingerprintKey(id),
+          fmt::EncodeFingerprintValue(fp.simhash, fp.sha256));
+    }
+    if (s.ok()) s = db->Write(impl_->write_options, &batch);
+    if (!s.ok()) return FromRocksDbStatus(s, kAction, impl_->options.path);
+    // Only after the write: the index never names a text the store lacks.
+    for (const auto& [id, fp] : m.fingerprints) impl_->index->Insert(fp.simhash, id);
+  }
+  *outcomes = std::move(plan.outcomes);
+  return absl::OkStatus();
+}
+
+int RocksDbStore::max_near_distance() const {
+  return impl_->options.simhash_max_distance;
+}
+
 absl::Status RocksDbStore::LookupUrls(
     absl::Span<const std::string> keys,
     std::vector<std::optional<absl::Time>>* results) {
@@ -568,8 +920,8 @@ absl::StatusOr<uint64_t> RocksDbStore::DiskBytes() {
   absl::ReaderMutexLock lifecycle(&impl_->mu);
   DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
   uint64_t sst_bytes = 0;
-  if (!db->GetIntProperty(rocksdb::DB::Properties::kLiveSstFilesSize,
-                          &sst_bytes)) {
+  if (!db->GetAggregatedIntProperty(rocksdb::DB::Properties::kLiveSstFilesSize,
+                                    &sst_bytes)) {
     return absl::InternalError(
         absl::StrCat(kAction, " at ", impl_->options.path,
                      ": RocksDB property rocksdb.live-sst-files-size is "

@@ -39,6 +39,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "core/simhash.h"
+#include "core/text_normalizer.h"
+#include "storage/content_store.h"
 #include "storage/url_store.h"
 
 namespace dedupd {
@@ -91,9 +94,26 @@ struct RocksDbStoreOptions {
   // not match this build's.
   // Required: must be non-zero.
   uint32_t normalizer_version = 0;
+
+  // The content layer's algorithms, persisted in the content meta record
+  // when the store is created; opening a store created with other values
+  // fails with FailedPrecondition, because its content hashes and
+  // fingerprints would not match this build's.
+  // Defaults: this build's kTextNormalizerVersion, SimHasher::kVersion,
+  // 3-word shingles and SimHasher::kSeed.
+  uint32_t text_normalizer_version = kTextNormalizerVersion;
+  uint32_t simhash_version = SimHasher::kVersion;
+  uint32_t simhash_shingle_words = 3;
+  uint64_t simhash_seed = SimHasher::kSeed;
+
+  // The largest Hamming distance the in-memory near-duplicate index (rebuilt
+  // from the fingerprint records at Open) answers exactly. Larger costs
+  // memory and query time; not persisted.
+  // Default: 3. Range: 0..SimHashIndex::kMaxSupportedDistance.
+  int simhash_max_distance = 3;
 };
 
-class RocksDbStore final : public UrlStore {
+class RocksDbStore final : public UrlStore, public ContentStore {
  public:
   // Open opens the store at options.path, creating it (with its meta record)
   // when it is missing and options.create_if_missing is set. Does no work
@@ -138,6 +158,16 @@ class RocksDbStore final : public UrlStore {
       absl::Span<const std::string> keys,
       std::vector<std::optional<absl::Time>>* results) override;
 
+  // See ContentStore. The batch's content, fetch and URL keys are locked
+  // for the whole call (waiting while another claim holds any), read with
+  // point lookups, and written in one WriteBatch; the new fingerprints enter
+  // the in-memory index after the WAL write. Errors: as ContentStore, plus
+  // FailedPrecondition after Close and DataLoss naming a damaged record.
+  absl::Status CheckContent(absl::Span<const ContentDoc> docs, bool claim,
+                            const ContentLimits& limits, absl::Time now,
+                            std::vector<ContentOutcome>* outcomes) override;
+  int max_near_distance() const override;
+
   // ApproximateUrlCount returns the number of stored URLs, from the entry
   // counts of the table files' properties and the memtables: exact when
   // no flush or compaction races the call. For stats and benchmarks, not
@@ -166,6 +196,7 @@ class RocksDbStore final : public UrlStore {
 
  private:
   struct Impl;
+  class ContentReader;
   explicit RocksDbStore(std::unique_ptr<Impl> impl);
 
   std::unique_ptr<Impl> impl_;

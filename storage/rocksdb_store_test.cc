@@ -31,6 +31,7 @@
 #include "storage/rocksdb_format.h"
 #include "storage/rocksdb_status.h"
 #include "storage/test_temp_dir.h"
+#include "storage/content_store_conformance.h"
 #include "storage/url_store_conformance.h"
 #include "tests/testing/status_matchers.h"
 
@@ -70,9 +71,9 @@ std::string UrlKey(size_t i) {
 
 // --- The conformance suite ------------------------------------------------
 
-class RocksDbHarness : public UrlStoreHarness {
+class RocksDbHarness : public UrlStoreHarness, public ContentStoreHarness {
  public:
-  static absl::StatusOr<std::unique_ptr<UrlStoreHarness>> Make() {
+  static absl::StatusOr<std::unique_ptr<RocksDbHarness>> Make() {
     absl::StatusOr<TestTempDir> dir = TestTempDir::Make();
     if (!dir.ok()) return dir.status();
     auto harness = std::unique_ptr<RocksDbHarness>(
@@ -85,6 +86,8 @@ class RocksDbHarness : public UrlStoreHarness {
   }
 
   UrlStore& store() override { return *store_; }
+  ContentStore& content() override { return *store_; }
+  UrlStore& urls() override { return *store_; }
 
  private:
   explicit RocksDbHarness(TestTempDir dir) : dir_(std::move(dir)) {}
@@ -93,10 +96,23 @@ class RocksDbHarness : public UrlStoreHarness {
   std::unique_ptr<RocksDbStore> store_;  // destroyed first
 };
 
-INSTANTIATE_TEST_SUITE_P(RocksDb, UrlStoreConformanceTest,
-                         ::testing::Values(UrlStoreBackend{
-                             "RocksDb", &RocksDbHarness::Make}),
-                         UrlStoreBackendName);
+INSTANTIATE_TEST_SUITE_P(
+    RocksDb, UrlStoreConformanceTest,
+    ::testing::Values(UrlStoreBackend{
+        "RocksDb",
+        []() -> absl::StatusOr<std::unique_ptr<UrlStoreHarness>> {
+          return RocksDbHarness::Make();
+        }}),
+    UrlStoreBackendName);
+
+INSTANTIATE_TEST_SUITE_P(
+    RocksDb, ContentStoreConformanceTest,
+    ::testing::Values(ContentStoreBackend{
+        "RocksDb",
+        []() -> absl::StatusOr<std::unique_ptr<ContentStoreHarness>> {
+          return RocksDbHarness::Make();
+        }}),
+    ContentStoreBackendName);
 
 // --- RocksDB-specific -----------------------------------------------------
 
@@ -109,16 +125,35 @@ class RocksDbStoreTest : public ::testing::Test {
 
   // Writes key → value straight into the database, as a damaged or foreign
   // store would hold it. REQUIRES: the store is closed.
+  // `family` names the column family (the default one unless given).
   void PutRaw(const std::string& key, const std::string& value,
-              bool create = false) {
+              bool create = false,
+              const std::string& family = rocksdb::kDefaultColumnFamilyName) {
     rocksdb::Options options;
     options.create_if_missing = create;
+    // Every column family the directory has must be opened.
+    std::vector<std::string> names;
+    if (!rocksdb::DB::ListColumnFamilies(options, path_, &names).ok()) {
+      names = {rocksdb::kDefaultColumnFamilyName};
+    }
+    std::vector<rocksdb::ColumnFamilyDescriptor> families;
+    for (const std::string& name : names) {
+      families.push_back({name, rocksdb::ColumnFamilyOptions(options)});
+    }
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
     rocksdb::DB* raw = nullptr;
-    rocksdb::Status s = rocksdb::DB::Open(options, path_, &raw);
+    rocksdb::Status s = rocksdb::DB::Open(options, path_, families, &handles, &raw);
     ASSERT_TRUE(s.ok()) << s.ToString();
     std::unique_ptr<rocksdb::DB> db(raw);
-    s = db->Put(rocksdb::WriteOptions(), key, value);
+    rocksdb::ColumnFamilyHandle* target = handles[0];
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == family) target = handles[i];
+    }
+    s = db->Put(rocksdb::WriteOptions(), target, key, value);
     ASSERT_TRUE(s.ok()) << s.ToString();
+    for (rocksdb::ColumnFamilyHandle* h : handles) {
+      ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
+    }
     s = db->Close();
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
@@ -205,14 +240,14 @@ TEST_F(RocksDbStoreTest, FormatVersionMismatchIsFailedPrecondition) {
     ASSERT_THAT(store->Close(), IsOk());
   }
   fmt::StoreMeta future;
-  future.format_version = 2;
+  future.format_version = 3;
   future.normalizer_version = kNormalizerVersion;
-  PutRaw(fmt::EncodeMetaKey(), fmt::EncodeMeta(future) + "more v2 fields");
+  PutRaw(fmt::EncodeMetaKey(), fmt::EncodeMeta(future) + "more v3 fields");
   EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_)),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        AllOf(StartsWith("store at " + path_),
-                             HasSubstr("written with storage format version 2, "
-                                       "this build reads version 1"))));
+                             HasSubstr("written with storage format version 3, "
+                                       "this build reads version 2"))));
 }
 
 TEST_F(RocksDbStoreTest, DamagedMetaIsDataLoss) {

@@ -1,0 +1,29 @@
+#include "storage/content_store.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace dedupd {
+
+absl::Status CheckContentDocs(absl::Span<const ContentDoc> docs,
+                              int max_near_distance) {
+  for (size_t i = 0; i < docs.size(); ++i) {
+    const ContentDoc& d = docs[i];
+    absl::string_view problem;
+    if (d.identity_url.empty()) {
+      problem = "identity_url is empty";
+    } else if (d.fetched_url.empty()) {
+      problem = "fetched_url is empty";
+    } else if (d.max_distance < 0 || d.max_distance > max_near_distance) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "doc ", i, " of the batch: max_distance ", d.max_distance,
+          " is outside [0, ", max_near_distance, "]"));
+    }
+    if (!problem.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("doc ", i, " of the batch: ", problem));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace dedupd

@@ -1,0 +1,138 @@
+// content_store.h: the content layer's side of the storage seam.
+// Domain-level: record a document's content hash first-writer-wins with an
+// alias list, remember each fetched URL's last hash (re-crawl detection),
+// and insert and query SimHash fingerprints. How a backend keeps them is its
+// business (docs/storage_format.md for RocksDB).
+//
+// Example:
+//   ContentDoc doc;
+//   doc.identity_url = "https://a.example/post";   // normalized
+//   doc.fetched_url = "https://a.example/post?print=1";
+//   doc.sha256 = fingerprint.sha256;
+//   doc.simhash = fingerprint.simhash;
+//   std::vector<ContentOutcome> out;
+//   DEDUPD_RETURN_IF_ERROR(store->CheckContent({doc}, /*claim=*/true,
+//                                              ContentLimits{}, absl::Now(), &out));
+//   // out[0].verdict == ContentVerdict::kNew the first time.
+#ifndef DEDUPD_STORAGE_CONTENT_STORE_H_
+#define DEDUPD_STORAGE_CONTENT_STORE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "core/sha256.h"
+
+namespace dedupd {
+
+// One document to check: its identity and its text's fingerprints.
+struct ContentDoc {
+  // The normalized URL that identifies the document: its canonical URL when
+  // the page names one, else the fetched URL. Non-empty.
+  std::string identity_url;
+  // The normalized URL it was fetched from (may equal identity_url).
+  // Non-empty.
+  std::string fetched_url;
+  // SHA-256 of the normalized text.
+  Sha256Digest sha256{};
+  // 64-bit SimHash of the normalized text.
+  uint64_t simhash = 0;
+  // Largest Hamming distance that counts as near.
+  // REQUIRES: 0 <= max_distance <= the store's max_near_distance().
+  int max_distance = 3;
+};
+
+enum class ContentVerdict { kNew, kExactDuplicate, kNearDuplicate };
+enum class RecrawlStatus { kFirstSeen, kUnchanged, kChanged };
+
+// A stored text near a checked one.
+struct NearMatch {
+  std::string owner_url;  // identity URL that owns the stored text
+  uint64_t simhash = 0;
+  int distance = 0;
+  Sha256Digest sha256{};
+};
+
+// The answer for one ContentDoc.
+struct ContentOutcome {
+  ContentVerdict verdict = ContentVerdict::kNew;
+  // The identity URL that owns the text: the doc's own for kNew, the first
+  // recorder's for kExactDuplicate, the nearest match's for kNearDuplicate.
+  std::string owner_url;
+  // When the text was first recorded (`now` for kNew in claim mode), or
+  // when the nearest match was, for kNearDuplicate.
+  absl::Time first_seen;
+  // kNew / kExactDuplicate: the URLs other than owner_url that served this
+  // exact text, in byte order, at most ContentLimits::max_aliases; and how
+  // many there are in all (after this call's additions in claim mode).
+  std::vector<std::string> aliases;
+  uint64_t alias_count = 0;
+  // kNearDuplicate: stored texts within max_distance, ordered by
+  // (distance, age), at most ContentLimits::max_near_matches; and how many
+  // are within the distance in all.
+  std::vector<NearMatch> near_matches;
+  uint64_t near_match_count = 0;
+  // The fetched URL's re-crawl status against its last recorded fetch.
+  RecrawlStatus recrawl = RecrawlStatus::kFirstSeen;
+};
+
+// Bounds on what one outcome lists.
+struct ContentLimits {
+  // Default: 10.
+  size_t max_aliases = 10;
+  // Default: 10.
+  size_t max_near_matches = 10;
+};
+
+// ContentStore: implementations are thread-safe.
+class ContentStore {
+ public:
+  virtual ~ContentStore() = default;
+
+  // CheckContent answers (*outcomes)[i] for docs[i], processing the batch in
+  // order so that a document sees the batch's earlier ones (a repeat within
+  // the batch is a duplicate of its first occurrence).
+  //
+  // With `claim`, it also records, atomically against every concurrent call:
+  //   - a new text (kNew or kNearDuplicate) with its fingerprint, owned by
+  //     the doc's identity URL; of all calls recording the same text exactly
+  //     one gets kNew (or kNearDuplicate) and the others kExactDuplicate;
+  //   - identity and fetched URLs other than the owner as aliases of the
+  //     text (each URL once);
+  //   - the fetched URL's last fetch (hash and time) for re-crawl status;
+  //   - identity and fetched URL as seen URLs (as UrlStore::ClaimUrls would,
+  //     so CheckUrl answers SEEN for them from then on), when the backend is
+  //     also the UrlStore.
+  // It returns OK only after every record is in the write-ahead log.
+  // Near-duplicate detection between *different* texts claimed at the same
+  // moment by different calls is not guaranteed (each may see the other
+  // absent); within one batch it is.
+  // Without `claim` nothing is recorded.
+  //
+  // Errors: InvalidArgument for a doc that breaks a REQUIRES (nothing
+  // recorded); Unavailable (transient: retry), ResourceExhausted, DataLoss,
+  // Internal. On error no outcome is an answer and the batch may be partly
+  // recorded only in ways a retry answers consistently (as duplicates).
+  virtual absl::Status CheckContent(absl::Span<const ContentDoc> docs,
+                                    bool claim, const ContentLimits& limits,
+                                    absl::Time now,
+                                    std::vector<ContentOutcome>* outcomes) = 0;
+
+  // max_near_distance returns the largest max_distance the store's
+  // near-duplicate index answers exactly.
+  virtual int max_near_distance() const = 0;
+};
+
+// CheckContentDocs returns InvalidArgument naming the first doc of `docs`
+// that breaks a REQUIRES of ContentDoc ("doc 3 of the batch: identity_url
+// is empty"), OK otherwise. Every backend checks its input with it.
+absl::Status CheckContentDocs(absl::Span<const ContentDoc> docs,
+                              int max_near_distance);
+
+}  // namespace dedupd
+
+#endif  // DEDUPD_STORAGE_CONTENT_STORE_H_
