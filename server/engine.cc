@@ -1,11 +1,14 @@
 #include "server/engine.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/content_fingerprint.h"
+#include "core/sha256.h"
 #include "google/protobuf/timestamp.pb.h"
 
 namespace dedupd {
@@ -34,9 +37,16 @@ Engine::Engine(const UrlNormalizer* normalizer, UrlStore* store,
                EngineOptions options)
     : normalizer_(normalizer), store_(store), options_(std::move(options)) {}
 
-absl::Status Engine::CheckUrl(const v1::CheckUrlRequest& request,
-                              v1::CheckUrlResponse* response) const {
-  const int n = request.items_size();
+Engine::Engine(const UrlNormalizer* normalizer, UrlStore* store,
+               const SimHasher* hasher, ContentStore* content_store,
+               EngineOptions options)
+    : normalizer_(normalizer),
+      store_(store),
+      hasher_(hasher),
+      content_store_(content_store),
+      options_(std::move(options)) {}
+
+absl::Status Engine::CheckBatchSize(int n) const {
   if (n == 0) {
     return absl::InvalidArgumentError("the request has no items");
   }
@@ -46,6 +56,13 @@ absl::Status Engine::CheckUrl(const v1::CheckUrlRequest& request,
         options_.max_batch_items,
         " per request (--max_batch_items): split it into smaller batches"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status Engine::CheckUrl(const v1::CheckUrlRequest& request,
+                              v1::CheckUrlResponse* response) const {
+  const int n = request.items_size();
+  if (absl::Status s = CheckBatchSize(n); !s.ok()) return s;
   response->clear_results();
   response->mutable_results()->Reserve(n);
 
@@ -97,6 +114,140 @@ absl::Status Engine::CheckUrl(const v1::CheckUrlRequest& request,
     } else {
       result->set_verdict(v1::URL_VERDICT_SEEN);
       SetTimestamp(claims[j].first_seen, result->mutable_first_seen_time());
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+v1::ContentVerdict ToProto(ContentVerdict v) {
+  switch (v) {
+    case ContentVerdict::kNew:
+      return v1::CONTENT_VERDICT_NEW;
+    case ContentVerdict::kExactDuplicate:
+      return v1::CONTENT_VERDICT_EXACT_DUPLICATE;
+    case ContentVerdict::kNearDuplicate:
+      return v1::CONTENT_VERDICT_NEAR_DUPLICATE;
+  }
+  return v1::CONTENT_VERDICT_UNSPECIFIED;
+}
+
+v1::RecrawlStatus ToProto(RecrawlStatus r) {
+  switch (r) {
+    case RecrawlStatus::kFirstSeen:
+      return v1::RECRAWL_STATUS_FIRST_SEEN;
+    case RecrawlStatus::kUnchanged:
+      return v1::RECRAWL_STATUS_UNCHANGED;
+    case RecrawlStatus::kChanged:
+      return v1::RECRAWL_STATUS_CHANGED;
+  }
+  return v1::RECRAWL_STATUS_UNSPECIFIED;
+}
+
+}  // namespace
+
+absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
+                                  v1::CheckContentResponse* response) const {
+  if (content_store_ == nullptr || hasher_ == nullptr) {
+    return absl::UnimplementedError("this server has no content store");
+  }
+  const int n = request.items_size();
+  if (absl::Status s = CheckBatchSize(n); !s.ok()) return s;
+  response->clear_results();
+  response->mutable_results()->Reserve(n);
+  const int index_limit = content_store_->max_near_distance();
+
+  std::vector<ContentDoc> docs;
+  std::vector<int> doc_item;  // docs[j] belongs to items[doc_item[j]]
+  docs.reserve(n);
+  doc_item.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    const v1::ContentItem& item = request.items(i);
+    v1::ContentResult* result = response->add_results();
+    auto invalid = [result](absl::string_view why) {
+      result->set_verdict(v1::CONTENT_VERDICT_INVALID);
+      result->set_error(std::string(why));
+    };
+    if (item.url().empty()) {
+      invalid("url: is empty (the URL the text was fetched from is required)");
+      continue;
+    }
+    absl::StatusOr<std::string> fetched = normalizer_->Normalize(item.url(), "");
+    if (!fetched.ok()) {
+      invalid(absl::StrCat("url: ", fetched.status().message()));
+      continue;
+    }
+    std::string identity = *fetched;
+    if (!item.canonical_url().empty()) {
+      // A relative rel=canonical resolves against the page's own URL.
+      absl::StatusOr<std::string> canonical =
+          normalizer_->Normalize(item.canonical_url(), item.url());
+      if (!canonical.ok()) {
+        invalid(absl::StrCat("canonical_url: ", canonical.status().message()));
+        continue;
+      }
+      identity = *std::move(canonical);
+    }
+    result->set_url(*fetched);
+    result->set_canonical_url(identity);
+    const int distance = item.has_max_hamming_distance()
+                             ? static_cast<int>(std::min<uint32_t>(
+                                   item.max_hamming_distance(), 1000))
+                             : options_.default_max_hamming_distance;
+    if (distance > index_limit) {
+      invalid(absl::StrCat("max_hamming_distance ", item.max_hamming_distance(),
+                           " is above this server's limit of ", index_limit,
+                           " (--simhash_max_distance)"));
+      continue;
+    }
+    if (item.text().size() > options_.max_text_bytes) {
+      invalid(absl::StrCat("text: is ", item.text().size(),
+                           " bytes; the limit is ", options_.max_text_bytes,
+                           " (--max_text_bytes)"));
+      continue;
+    }
+    absl::StatusOr<ContentFingerprint> fp = FingerprintText(item.text(), *hasher_);
+    if (!fp.ok()) {
+      invalid(absl::StrCat("text: ", fp.status().message()));
+      continue;
+    }
+    result->set_content_hash(Sha256Hex(fp->sha256));
+    result->set_simhash(fp->simhash);
+    ContentDoc doc;
+    doc.identity_url = std::move(identity);
+    doc.fetched_url = *std::move(fetched);
+    doc.sha256 = fp->sha256;
+    doc.simhash = fp->simhash;
+    doc.max_distance = distance;
+    docs.push_back(std::move(doc));
+    doc_item.push_back(i);
+  }
+  if (docs.empty()) return absl::OkStatus();
+
+  const bool claim = request.mode() != v1::CLAIM_MODE_PEEK;
+  std::vector<ContentOutcome> outcomes;
+  absl::Status s = content_store_->CheckContent(
+      docs, claim, options_.content_limits, options_.clock(), &outcomes);
+  if (!s.ok()) return WithContext(s, claim ? "claim content" : "look up content");
+  for (size_t j = 0; j < docs.size(); ++j) {
+    const ContentOutcome& o = outcomes[j];
+    v1::ContentResult* result = response->mutable_results(doc_item[j]);
+    result->set_verdict(ToProto(o.verdict));
+    result->set_recrawl(ToProto(o.recrawl));
+    result->set_owner_url(o.owner_url);
+    for (const std::string& alias : o.aliases) result->add_alias_urls(alias);
+    result->set_alias_count(o.alias_count);
+    for (const NearMatch& m : o.near_matches) {
+      v1::NearMatch* out = result->add_near_matches();
+      out->set_url(m.owner_url);
+      out->set_simhash(m.simhash);
+      out->set_distance(static_cast<uint32_t>(m.distance));
+      out->set_content_hash(Sha256Hex(m.sha256));
+    }
+    result->set_near_match_count(o.near_match_count);
+    if (claim || o.verdict != ContentVerdict::kNew) {
+      SetTimestamp(o.first_seen, result->mutable_first_seen_time());
     }
   }
   return absl::OkStatus();

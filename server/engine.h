@@ -15,8 +15,10 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "core/simhash.h"
 #include "core/url_normalizer.h"
 #include "dedupd/v1/dedupd.pb.h"
+#include "storage/content_store.h"
 #include "storage/url_store.h"
 
 namespace dedupd {
@@ -25,6 +27,13 @@ struct EngineOptions {
   // Most items one CheckUrl request may carry; more is INVALID_ARGUMENT.
   // Default: 10,000.
   size_t max_batch_items = 10000;
+  // Largest text of one CheckContent item, in bytes; a larger one is that
+  // item's INVALID result. Default: 8 MiB.
+  size_t max_text_bytes = size_t{8} << 20;
+  // Hamming distance used when an item sets none. Default: 3.
+  int default_max_hamming_distance = 3;
+  // What one CheckContent result lists (alias URLs, near matches).
+  ContentLimits content_limits;
   // The clock stamped on new records. Default: absl::Now.
   std::function<absl::Time()> clock = [] { return absl::Now(); };
 };
@@ -34,6 +43,10 @@ class Engine {
  public:
   // REQUIRES: `normalizer` and `store` outlive the engine.
   Engine(const UrlNormalizer* normalizer, UrlStore* store,
+         EngineOptions options);
+  // With the content layer. REQUIRES: every pointer outlives the engine.
+  Engine(const UrlNormalizer* normalizer, UrlStore* store,
+         const SimHasher* hasher, ContentStore* content_store,
          EngineOptions options);
 
   // CheckUrl answers one result per request item, in order (see
@@ -46,9 +59,24 @@ class Engine {
   absl::Status CheckUrl(const v1::CheckUrlRequest& request,
                         v1::CheckUrlResponse* response) const;
 
+  // CheckContent answers one result per request item, in order (see
+  // proto/dedupd/v1/dedupd.proto). A bad item (bad URL, invalid UTF-8, NUL,
+  // empty or whitespace-only text, text over max_text_bytes, a distance
+  // over the store's index limit) gets CONTENT_VERDICT_INVALID with the
+  // reason; it never fails the request.
+  // Errors: InvalidArgument for an empty request or more than
+  // max_batch_items items; Unimplemented when the engine has no content
+  // store; the store's code, with context, when the store fails.
+  absl::Status CheckContent(const v1::CheckContentRequest& request,
+                            v1::CheckContentResponse* response) const;
+
  private:
+  absl::Status CheckBatchSize(int n) const;
+
   const UrlNormalizer* normalizer_;
   UrlStore* store_;
+  const SimHasher* hasher_ = nullptr;
+  ContentStore* content_store_ = nullptr;
   EngineOptions options_;
 };
 

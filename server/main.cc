@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "core/simhash_index.h"
 #include "server/log.h"
 #include "server/server.h"
 
@@ -38,6 +39,19 @@ ABSL_FLAG(bool, sync_writes, false,
           "fsync the WAL before answering each claim batch (power-loss "
           "durability; a process crash loses nothing acknowledged either way)");
 ABSL_FLAG(int64_t, block_cache_mb, 256, "RocksDB block cache, in MiB");
+ABSL_FLAG(int64_t, max_text_bytes, 8 << 20,
+          "largest text of one CheckContent item, in bytes (larger: that "
+          "item is INVALID)");
+ABSL_FLAG(int64_t, simhash_shingle_words, 3,
+          "words per SimHash shingle; persisted in the store, which refuses "
+          "another value later");
+ABSL_FLAG(int64_t, simhash_max_distance, 3,
+          "largest Hamming distance the near-duplicate index answers exactly "
+          "(and the largest max_hamming_distance an item may ask for)");
+ABSL_FLAG(int64_t, max_aliases_returned, 10,
+          "alias URLs listed per CheckContent result (the count is always total)");
+ABSL_FLAG(int64_t, max_near_matches, 10,
+          "near matches listed per CheckContent result");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(10),
           "on SIGTERM/SIGINT, how long calls in flight may finish");
 
@@ -78,7 +92,13 @@ int main(int argc, char** argv) {
       !CheckRange("max_message_bytes", absl::GetFlag(FLAGS_max_message_bytes), 1024, INT32_MAX) ||
       !CheckRange("max_concurrent_rpcs", absl::GetFlag(FLAGS_max_concurrent_rpcs), 1, 1000000) ||
       !CheckRange("worker_threads", absl::GetFlag(FLAGS_worker_threads), 1, 1024) ||
-      !CheckRange("block_cache_mb", absl::GetFlag(FLAGS_block_cache_mb), 1, 1 << 20)) {
+      !CheckRange("block_cache_mb", absl::GetFlag(FLAGS_block_cache_mb), 1, 1 << 20) ||
+      !CheckRange("max_text_bytes", absl::GetFlag(FLAGS_max_text_bytes), 1, INT32_MAX) ||
+      !CheckRange("simhash_shingle_words", absl::GetFlag(FLAGS_simhash_shingle_words), 1, 16) ||
+      !CheckRange("simhash_max_distance", absl::GetFlag(FLAGS_simhash_max_distance), 0,
+                  dedupd::SimHashIndex::kMaxSupportedDistance) ||
+      !CheckRange("max_aliases_returned", absl::GetFlag(FLAGS_max_aliases_returned), 0, 10000) ||
+      !CheckRange("max_near_matches", absl::GetFlag(FLAGS_max_near_matches), 0, 10000)) {
     return 2;
   }
   if (absl::GetFlag(FLAGS_drain_timeout) < absl::ZeroDuration()) {
@@ -97,6 +117,14 @@ int main(int argc, char** argv) {
   options.sync_writes = absl::GetFlag(FLAGS_sync_writes);
   options.block_cache_bytes =
       static_cast<size_t>(absl::GetFlag(FLAGS_block_cache_mb)) << 20;
+  options.max_text_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_text_bytes));
+  options.simhash_shingle_words =
+      static_cast<int>(absl::GetFlag(FLAGS_simhash_shingle_words));
+  options.simhash_max_distance =
+      static_cast<int>(absl::GetFlag(FLAGS_simhash_max_distance));
+  options.max_aliases_returned =
+      static_cast<size_t>(absl::GetFlag(FLAGS_max_aliases_returned));
+  options.max_near_matches = static_cast<size_t>(absl::GetFlag(FLAGS_max_near_matches));
 
   // Block the shutdown signals before any thread starts, so that every
   // thread inherits the mask and only sigwait below receives them.

@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <system_error>
@@ -26,6 +27,7 @@ struct DedupServer::Impl {
   std::string host;
   int port = 0;
   std::unique_ptr<UrlNormalizer> normalizer;
+  std::unique_ptr<SimHasher> hasher;
   std::unique_ptr<RocksDbStore> store;
   std::unique_ptr<Engine> engine;
   std::unique_ptr<WorkerPool> workers;
@@ -80,12 +82,24 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Start(
   store_options.sync_writes = options.sync_writes;
   store_options.block_cache_bytes = options.block_cache_bytes;
   store_options.normalizer_version = UrlNormalizer::kVersion;
+  store_options.simhash_shingle_words =
+      static_cast<uint32_t>(options.simhash_shingle_words);
+  store_options.simhash_max_distance = options.simhash_max_distance;
   DEDUPD_ASSIGN_OR_RETURN(impl->store, RocksDbStore::Open(store_options));
+  SimHashOptions simhash_options;
+  simhash_options.shingle_words = options.simhash_shingle_words;
+  impl->hasher = std::make_unique<SimHasher>(simhash_options);
 
   EngineOptions engine_options;
   engine_options.max_batch_items = options.max_batch_items;
-  impl->engine = std::make_unique<Engine>(impl->normalizer.get(),
-                                          impl->store.get(), engine_options);
+  engine_options.max_text_bytes = options.max_text_bytes;
+  engine_options.default_max_hamming_distance =
+      std::min(3, options.simhash_max_distance);
+  engine_options.content_limits.max_aliases = options.max_aliases_returned;
+  engine_options.content_limits.max_near_matches = options.max_near_matches;
+  impl->engine = std::make_unique<Engine>(
+      impl->normalizer.get(), impl->store.get(), impl->hasher.get(),
+      impl->store.get(), engine_options);
   impl->workers = std::make_unique<WorkerPool>(options.worker_threads);
   impl->service = std::make_unique<DedupService>(
       impl->engine.get(), options.max_concurrent_rpcs, impl->workers.get());

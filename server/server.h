@@ -45,6 +45,17 @@ struct ServerOptions {
   bool sync_writes = false;
   // RocksDB block cache, in bytes. Default: 256 MiB.
   size_t block_cache_bytes = 256 << 20;
+  // Largest text of one CheckContent item, in bytes. Default: 8 MiB.
+  size_t max_text_bytes = size_t{8} << 20;
+  // Words per SimHash shingle; persisted in the store (a store created with
+  // another value is refused). Default: 3.
+  int simhash_shingle_words = 3;
+  // Largest Hamming distance the near-duplicate index answers exactly; the
+  // per-item max_hamming_distance may not exceed it. Default: 3.
+  int simhash_max_distance = 3;
+  // Alias URLs and near matches listed per CheckContent result. Default: 10.
+  size_t max_aliases_returned = 10;
+  size_t max_near_matches = 10;
 };
 
 // DedupServer: Start, then Shutdown once, from one thread (the destructor

@@ -14,6 +14,21 @@ DedupService::DedupService(const Engine* engine, size_t max_concurrent_rpcs,
 grpc::ServerUnaryReactor* DedupService::CheckUrl(
     grpc::CallbackServerContext* context, const v1::CheckUrlRequest* request,
     v1::CheckUrlResponse* response) {
+  return Run(context, request, response, &Engine::CheckUrl);
+}
+
+grpc::ServerUnaryReactor* DedupService::CheckContent(
+    grpc::CallbackServerContext* context,
+    const v1::CheckContentRequest* request,
+    v1::CheckContentResponse* response) {
+  return Run(context, request, response, &Engine::CheckContent);
+}
+
+template <typename Request, typename Response>
+grpc::ServerUnaryReactor* DedupService::Run(
+    grpc::CallbackServerContext* context, const Request* request,
+    Response* response,
+    absl::Status (Engine::*method)(const Request&, Response*) const) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // Admission: the slot is held until the call's work has run, so at most
   // max_concurrent_rpcs_ calls are queued or running at any time.
@@ -30,7 +45,7 @@ grpc::ServerUnaryReactor* DedupService::CheckUrl(
       reactor->Finish(grpc::Status(grpc::StatusCode::CANCELLED,
                                    "cancelled before it started"));
     } else {
-      reactor->Finish(ToGrpcStatus(engine_->CheckUrl(*request, response)));
+      reactor->Finish(ToGrpcStatus((engine_->*method)(*request, response)));
     }
     in_flight_.fetch_sub(1, std::memory_order_acq_rel);
   });

@@ -29,8 +29,20 @@ class DedupService final : public v1::Dedup::CallbackService {
   grpc::ServerUnaryReactor* CheckUrl(grpc::CallbackServerContext* context,
                                      const v1::CheckUrlRequest* request,
                                      v1::CheckUrlResponse* response) override;
+  grpc::ServerUnaryReactor* CheckContent(
+      grpc::CallbackServerContext* context,
+      const v1::CheckContentRequest* request,
+      v1::CheckContentResponse* response) override;
 
  private:
+  // Admits the call (or answers RESOURCE_EXHAUSTED) and runs
+  // (engine_->*method)(*request, response) on the worker pool.
+  template <typename Request, typename Response>
+  grpc::ServerUnaryReactor* Run(
+      grpc::CallbackServerContext* context, const Request* request,
+      Response* response,
+      absl::Status (Engine::*method)(const Request&, Response*) const);
+
   const Engine* engine_;
   WorkerPool* workers_;
   const size_t max_concurrent_rpcs_;
