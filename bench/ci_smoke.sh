@@ -71,6 +71,11 @@ step content_fingerprint_bench \
   "$build_dir/bench/dedupd_content_fingerprint_bench" --tiny \
   --pages_dir="$here/sample_pages"
 
+step simhash_index_bench \
+  '^simhash_index n=20000 k=3 queries=2000 query_us=[0-9.]+ .* exact=yes$' \
+  "$build_dir/bench/dedupd_simhash_index_bench" --sizes=20000 --queries=2000 \
+  --brute_queries=50 --inserts=1000
+
 if ((${#failed[@]})); then
   echo "ci_smoke: FAILED: ${failed[*]}"
   exit 1

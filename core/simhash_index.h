@@ -17,10 +17,8 @@
 #ifndef DEDUPD_CORE_SIMHASH_INDEX_H_
 #define DEDUPD_CORE_SIMHASH_INDEX_H_
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -40,9 +38,11 @@ namespace dedupd {
 // Query, size, MemoryBytes run concurrently with each other (shared lock);
 // Insert, Remove, BulkInsert are exclusive.
 //
-// Memory: about 10 * (max_distance + 1) bytes per stored entry plus a fixed
-// 1 MiB per table (max_distance + 1 tables of 65,536 buckets), so about
-// 41-46 bytes per entry at k = 3 and 10^7 entries (see MemoryBytes).
+// Memory: 10 * (max_distance + 1) bytes per stored entry, up to 1/16 more as
+// growth slack after online inserts, 16 bytes of allocator overhead per
+// non-empty bucket, and a fixed 1 MiB per table (max_distance + 1 tables of
+// 65,536 buckets): 40.8 bytes per entry at k = 3 and 10^7 entries after a
+// bulk load, at most ~44 after online inserts (see MemoryBytes).
 class SimHashIndex {
  public:
   // The largest max_distance an index can be built for. Beyond it the
@@ -77,7 +77,8 @@ class SimHashIndex {
   // Insert stores (fingerprint, id). Inserting a pair that is already stored
   // is a no-op. O(max_distance * B) where B, the entries in one bucket, is
   // about size() / 65536 (a memmove of B * 10 bytes per table); no O(size())
-  // work.
+  // work. Loads the buckets into cache under the shared lock first, so the
+  // exclusive section, which blocks queries, does not wait on memory.
   void Insert(uint64_t fingerprint, uint32_t id);
 
   // Remove deletes (fingerprint, id); returns true when it was stored.
@@ -108,7 +109,7 @@ class SimHashIndex {
 
   // Heap bytes held: bucket arrays at their capacity (growth slack
   // included), the bucket directories, and an estimate of 16 bytes of
-  // allocator overhead per bucket allocation.
+  // allocator overhead per bucket allocation. O(max_distance * 65536).
   size_t MemoryBytes() const;
 
   // The max_distance the index was built for.
@@ -122,6 +123,10 @@ class SimHashIndex {
   // The max_distance + 1 blocks and their rotations (aborts when
   // max_distance is out of range).
   static std::vector<Layout> MakeLayouts(int max_distance);
+
+  // Loads the bucket of `fingerprint` in every table into cache.
+  void TouchBucketsLocked(uint64_t fingerprint) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   // Whether (fingerprint, id) is stored (looked up in table 0).
   bool ContainsLocked(uint64_t fingerprint, uint32_t id) const
