@@ -37,6 +37,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "bench/load_driver.h"
 #include "bench/read_lines.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -76,28 +77,10 @@ ABSL_FLAG(int64_t, print_urls, 0,
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// splitmix64 (Steele, Lea, Flood 2014): a fast, well-mixed 64-bit hash, so
-// that URL i is a pure function of (seed, i).
-uint64_t Mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
-// A small deterministic stream of random numbers from one seed.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() { return state_ = Mix(state_); }
-  size_t Below(size_t n) { return static_cast<size_t>(Next() % n); }
-  double Unit() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
-
- private:
-  uint64_t state_;
-};
+using ::dedupd::bench::Clock;
+using ::dedupd::bench::LoadTotals;
+using ::dedupd::bench::Mix;
+using ::dedupd::bench::Rng;
 
 constexpr absl::string_view kWords[] = {
     "news",     "blog",     "docs",      "products", "category", "article",
@@ -193,38 +176,6 @@ std::string SyntheticUrl(uint64_t seed, uint64_t index) {
 }
 
 
-struct WorkerStats {
-  std::vector<double> latency_ms;  // one per call, failed ones included
-  int64_t sent = 0;
-  int64_t new_urls = 0;
-  int64_t seen = 0;
-  int64_t invalid = 0;
-  int64_t errors = 0;
-  std::map<std::string, int64_t> error_codes;  // "CODE: message" -> count
-};
-
-double Percentile(std::vector<double>* v, double p) {
-  if (v->empty()) return 0;
-  const size_t k = std::min(v->size() - 1,
-                            static_cast<size_t>(p * static_cast<double>(v->size())));
-  std::nth_element(v->begin(), v->begin() + static_cast<ptrdiff_t>(k), v->end());
-  return (*v)[k];
-}
-
-const char* CodeName(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::CANCELLED: return "CANCELLED";
-    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case grpc::StatusCode::INTERNAL: return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
-    default: return "OTHER";
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -294,130 +245,59 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  std::string target = absl::GetFlag(FLAGS_target);
-  if (const std::string pf = absl::GetFlag(FLAGS_port_file); !pf.empty()) {
-    std::ifstream in(pf);
-    int port = 0;
-    if (!(in >> port) || port <= 0 || port > 65535) {
-      std::cerr << "url_load: no port in --port_file=" << pf << "\n";
-      return 1;
-    }
-    target = absl::StrCat("127.0.0.1:", port);
-  }
-  if (target.empty()) {
-    std::cerr << "url_load: give --target or --port_file\n";
-    return 2;
-  }
-
-  // Separate subchannel pools make each channel its own TCP connection;
-  // otherwise gRPC shares one connection among identical channels.
-  std::vector<std::shared_ptr<grpc::Channel>> chans;
-  for (int c = 0; c < channels; ++c) {
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    args.SetMaxReceiveMessageSize(-1);
-    args.SetMaxSendMessageSize(-1);
-    chans.push_back(grpc::CreateCustomChannel(
-        target, grpc::InsecureChannelCredentials(), args));
-    if (!chans.back()->WaitForConnected(
-            std::chrono::system_clock::now() +
-            std::chrono::seconds(absl::GetFlag(FLAGS_connect_timeout_s)))) {
-      std::cerr << "url_load: cannot connect to " << target << " within "
-                << absl::GetFlag(FLAGS_connect_timeout_s) << "s\n";
-      return 1;
-    }
-  }
+  const std::vector<std::shared_ptr<grpc::Channel>> chans = dedupd::bench::Connect(
+      "url_load", absl::GetFlag(FLAGS_target), absl::GetFlag(FLAGS_port_file),
+      channels, absl::GetFlag(FLAGS_connect_timeout_s));
+  if (chans.empty()) return 1;
 
   const int64_t total_urls =
       urls_flag == 0 ? INT64_MAX / 2 : urls_flag;  // 0: bounded by time only
-  const int64_t num_batches = (total_urls + batch - 1) / batch;
-  std::atomic<int64_t> next_batch{0};
-  std::vector<WorkerStats> stats(static_cast<size_t>(threads));
+  dedupd::bench::LoadSpec spec;
+  spec.threads = threads;
+  spec.batches = (total_urls + batch - 1) / batch;
+  spec.deadline_ms = deadline_ms;
   const Clock::time_point start = Clock::now();
-  const Clock::time_point stop_sending =
-      seconds > 0 ? start + std::chrono::duration_cast<Clock::duration>(
-                                std::chrono::duration<double>(seconds))
-                  : Clock::time_point::max();
-
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      WorkerStats& st = stats[static_cast<size_t>(t)];
-      std::unique_ptr<dedupd::v1::Dedup::Stub> stub =
-          dedupd::v1::Dedup::NewStub(chans[static_cast<size_t>(t % channels)]);
-      // Reused across calls: Clear() keeps the allocated items.
-      dedupd::v1::CheckUrlRequest request;
-      dedupd::v1::CheckUrlResponse response;
-      while (Clock::now() < stop_sending) {
-        const int64_t b = next_batch.fetch_add(1);
-        if (b >= num_batches) break;
+  if (seconds > 0) {
+    spec.stop_sending = start + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(seconds));
+  }
+  using dedupd::v1::CheckUrlRequest;
+  using dedupd::v1::CheckUrlResponse;
+  LoadTotals all = dedupd::bench::RunLoad<CheckUrlRequest, CheckUrlResponse>(
+      spec, chans,
+      [&](int64_t b, CheckUrlRequest* request) {
         const int64_t first = b * batch;
         const int64_t n = std::min<int64_t>(batch, total_urls - first);
-        request.Clear();
-        request.set_mode(mode);
+        request->set_mode(mode);
         for (int64_t i = 0; i < n; ++i) {
-          request.add_items()->set_url(url_at(offset + first + i));
+          request->add_items()->set_url(url_at(offset + first + i));
         }
-        response.Clear();
-        grpc::ClientContext ctx;
-        ctx.set_deadline(std::chrono::system_clock::now() +
-                         std::chrono::milliseconds(deadline_ms));
-        const Clock::time_point t0 = Clock::now();
-        const grpc::Status s = stub->CheckUrl(&ctx, request, &response);
-        st.latency_ms.push_back(
-            std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-        st.sent += n;
-        if (!s.ok()) {
-          ++st.errors;
-          ++st.error_codes[absl::StrCat(CodeName(s.error_code()), ": ",
-                                        s.error_message().substr(0, 120))];
-          continue;
-        }
-        if (response.results_size() != n) {
-          ++st.errors;
-          ++st.error_codes[absl::StrCat("results_size ", response.results_size(),
-                                        " != items ", n)];
-          continue;
-        }
+        return n;
+      },
+      [](dedupd::v1::Dedup::Stub* stub, grpc::ClientContext* ctx,
+         const CheckUrlRequest& request, CheckUrlResponse* response) {
+        return stub->CheckUrl(ctx, request, response);
+      },
+      [](const CheckUrlResponse& response, LoadTotals* totals) {
         for (const dedupd::v1::UrlResult& r : response.results()) {
-          switch (r.verdict()) {
-            case dedupd::v1::URL_VERDICT_NEW: ++st.new_urls; break;
-            case dedupd::v1::URL_VERDICT_SEEN: ++st.seen; break;
-            case dedupd::v1::URL_VERDICT_INVALID: ++st.invalid; break;
-            default: break;
-          }
+          ++totals->verdicts[dedupd::v1::UrlVerdict_Name(r.verdict())];
         }
-      }
-    });
-  }
-  for (std::thread& w : workers) w.join();
+      });
   const double secs =
       std::chrono::duration<double>(Clock::now() - start).count();
 
-  WorkerStats all;
-  for (WorkerStats& st : stats) {
-    all.latency_ms.insert(all.latency_ms.end(), st.latency_ms.begin(),
-                          st.latency_ms.end());
-    all.sent += st.sent;
-    all.new_urls += st.new_urls;
-    all.seen += st.seen;
-    all.invalid += st.invalid;
-    all.errors += st.errors;
-    for (const auto& [what, count] : st.error_codes) all.error_codes[what] += count;
-  }
-  const double p50 = Percentile(&all.latency_ms, 0.50);
-  const double p99 = Percentile(&all.latency_ms, 0.99);
-  const int64_t answered = all.new_urls + all.seen + all.invalid;
+  const double p50 = dedupd::bench::Percentile(&all.latency_ms, 0.50);
+  const double p99 = dedupd::bench::Percentile(&all.latency_ms, 0.99);
   std::cout << absl::StrFormat(
                    "checkurl  batch=%d threads=%d urls=%d secs=%.2f "
                    "urls_per_sec=%.0f p50_ms=%.2f p99_ms=%.2f new=%d seen=%d "
                    "invalid=%d errors=%d",
                    batch, threads, all.sent, secs,
-                   secs > 0 ? static_cast<double>(answered) / secs : 0.0, p50,
-                   p99, all.new_urls, all.seen, all.invalid, all.errors)
+                   secs > 0 ? static_cast<double>(all.answered()) / secs : 0.0,
+                   p50, p99, all.verdicts["URL_VERDICT_NEW"],
+                   all.verdicts["URL_VERDICT_SEEN"],
+                   all.verdicts["URL_VERDICT_INVALID"], all.errors)
             << std::endl;
-  for (const auto& [what, count] : all.error_codes) {
-    std::cerr << "url_load: " << count << " calls failed with " << what << "\n";
-  }
+  dedupd::bench::PrintErrors("url_load", all);
   return all.errors == 0 ? 0 : 1;
 }

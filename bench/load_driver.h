@@ -1,0 +1,224 @@
+// load_driver.h: the closed-loop machinery every dedupd load generator
+// shares (url_load, content_load): a seeded random stream, connecting to a
+// loopback server, running --threads workers that each keep one batch call
+// in flight, and the fixed-format latency figures.
+//
+// Example:
+//   LoadSpec spec{.threads = 4, .channels = 4, .batches = 1000};
+//   LoadTotals totals = RunLoad<v1::CheckUrlRequest, v1::CheckUrlResponse>(
+//       spec, channels,
+//       [&](int64_t batch, v1::CheckUrlRequest* req) { ...; return n; },
+//       [](v1::Dedup::Stub* stub, grpc::ClientContext* ctx, const auto& req,
+//          auto* resp) { return stub->CheckUrl(ctx, req, resp); },
+//       [](const v1::CheckUrlResponse& resp, LoadTotals* t) { ... });
+//
+// Thread safety: RunLoad calls `fill`, `call` and `count` from the worker
+// threads concurrently; they must be thread-safe (counting goes into the
+// calling worker's own LoadTotals).
+#ifndef DEDUPD_BENCH_LOAD_DRIVER_H_
+#define DEDUPD_BENCH_LOAD_DRIVER_H_
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+#include "dedupd/v1/dedupd.grpc.pb.h"
+
+namespace dedupd::bench {
+
+using Clock = std::chrono::steady_clock;
+
+// splitmix64 (Steele, Lea, Flood 2014): a fast, well-mixed 64-bit hash, so
+// that generated item i is a pure function of (seed, i).
+inline uint64_t Mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+// A small deterministic stream of random numbers from one seed.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t Next() { return state_ = Mix(state_); }
+  size_t Below(size_t n) { return static_cast<size_t>(Next() % n); }
+  double Unit() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+
+ private:
+  uint64_t state_;
+};
+
+// Verdict counts and call figures of a run (or of one worker).
+struct LoadTotals {
+  std::vector<double> latency_ms;  // one per call, failed ones included
+  int64_t sent = 0;                // items sent
+  std::map<std::string, int64_t> verdicts;  // verdict name -> items
+  int64_t errors = 0;                       // failed calls
+  std::map<std::string, int64_t> error_codes;  // "CODE: message" -> calls
+
+  int64_t answered() const {
+    int64_t n = 0;
+    for (const auto& [name, count] : verdicts) n += count;
+    return n;
+  }
+  void Merge(const LoadTotals& o) {
+    latency_ms.insert(latency_ms.end(), o.latency_ms.begin(), o.latency_ms.end());
+    sent += o.sent;
+    for (const auto& [name, count] : o.verdicts) verdicts[name] += count;
+    errors += o.errors;
+    for (const auto& [what, count] : o.error_codes) error_codes[what] += count;
+  }
+};
+
+// Percentile p (0..1) of `v` (reordered).
+inline double Percentile(std::vector<double>* v, double p) {
+  if (v->empty()) return 0;
+  const size_t k = std::min(v->size() - 1,
+                            static_cast<size_t>(p * static_cast<double>(v->size())));
+  std::nth_element(v->begin(), v->begin() + static_cast<ptrdiff_t>(k), v->end());
+  return (*v)[k];
+}
+
+inline const char* CodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::CANCELLED: return "CANCELLED";
+    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::INTERNAL: return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
+    default: return "OTHER";
+  }
+}
+
+// Connect opens `channels` channels (each its own TCP connection) to
+// `target`, or to 127.0.0.1:<port read from port_file> when port_file is
+// set. Prints the reason to stderr (prefixed `tool`) and returns an empty
+// vector on failure.
+inline std::vector<std::shared_ptr<grpc::Channel>> Connect(
+    const std::string& tool, std::string target, const std::string& port_file,
+    int channels, int timeout_s) {
+  if (!port_file.empty()) {
+    std::ifstream in(port_file);
+    int port = 0;
+    if (!(in >> port) || port <= 0 || port > 65535) {
+      std::cerr << tool << ": no port in --port_file=" << port_file << "\n";
+      return {};
+    }
+    target = absl::StrCat("127.0.0.1:", port);
+  }
+  if (target.empty()) {
+    std::cerr << tool << ": give --target or --port_file\n";
+    return {};
+  }
+  // Separate subchannel pools make each channel its own TCP connection;
+  // otherwise gRPC shares one connection among identical channels.
+  std::vector<std::shared_ptr<grpc::Channel>> chans;
+  for (int c = 0; c < channels; ++c) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetMaxReceiveMessageSize(-1);
+    args.SetMaxSendMessageSize(-1);
+    chans.push_back(grpc::CreateCustomChannel(
+        target, grpc::InsecureChannelCredentials(), args));
+    if (!chans.back()->WaitForConnected(std::chrono::system_clock::now() +
+                                        std::chrono::seconds(timeout_s))) {
+      std::cerr << tool << ": cannot connect to " << target << " within "
+                << timeout_s << "s\n";
+      return {};
+    }
+  }
+  return chans;
+}
+
+struct LoadSpec {
+  int threads = 4;
+  int64_t batches = 0;  // batch indices 0..batches-1 are sent
+  Clock::time_point stop_sending = Clock::time_point::max();
+  int deadline_ms = 30000;
+};
+
+// RunLoad: `spec.threads` workers take batch indices in order; for each,
+// fill(index, &request) builds the request and returns its item count,
+// call(...) sends it with a deadline, and count(response, &totals) adds the
+// verdicts. A failed call, or a response whose size differs, is an error.
+template <typename Request, typename Response>
+LoadTotals RunLoad(
+    const LoadSpec& spec,
+    const std::vector<std::shared_ptr<grpc::Channel>>& channels,
+    const std::function<int64_t(int64_t, Request*)>& fill,
+    const std::function<grpc::Status(v1::Dedup::Stub*, grpc::ClientContext*,
+                                     const Request&, Response*)>& call,
+    const std::function<void(const Response&, LoadTotals*)>& count) {
+  std::atomic<int64_t> next_batch{0};
+  std::vector<LoadTotals> stats(static_cast<size_t>(spec.threads));
+  std::vector<std::thread> workers;
+  for (int t = 0; t < spec.threads; ++t) {
+    workers.emplace_back([&, t] {
+      LoadTotals& st = stats[static_cast<size_t>(t)];
+      std::unique_ptr<v1::Dedup::Stub> stub =
+          v1::Dedup::NewStub(channels[static_cast<size_t>(t) % channels.size()]);
+      // Reused across calls: Clear() keeps the allocated items.
+      Request request;
+      Response response;
+      while (Clock::now() < spec.stop_sending) {
+        const int64_t b = next_batch.fetch_add(1);
+        if (b >= spec.batches) break;
+        request.Clear();
+        const int64_t n = fill(b, &request);
+        response.Clear();
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::milliseconds(spec.deadline_ms));
+        const Clock::time_point t0 = Clock::now();
+        const grpc::Status s = call(stub.get(), &ctx, request, &response);
+        st.latency_ms.push_back(
+            std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        st.sent += n;
+        if (!s.ok()) {
+          ++st.errors;
+          ++st.error_codes[absl::StrCat(CodeName(s.error_code()), ": ",
+                                        s.error_message().substr(0, 120))];
+          continue;
+        }
+        if (response.results_size() != n) {
+          ++st.errors;
+          ++st.error_codes[absl::StrCat("results_size ", response.results_size(),
+                                        " != items ", n)];
+          continue;
+        }
+        count(response, &st);
+      }
+    });
+  }
+  for (std::thread& w : workers) w.join();
+  LoadTotals all;
+  for (const LoadTotals& st : stats) all.Merge(st);
+  return all;
+}
+
+// PrintErrors writes one stderr line per distinct call failure.
+inline void PrintErrors(const std::string& tool, const LoadTotals& totals) {
+  for (const auto& [what, count] : totals.error_codes) {
+    std::cerr << tool << ": " << count << " calls failed with " << what << "\n";
+  }
+}
+
+}  // namespace dedupd::bench
+
+#endif  // DEDUPD_BENCH_LOAD_DRIVER_H_
