@@ -1,7 +1,12 @@
 #include "client/json.h"
 
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 
 namespace dedupd {
 namespace {
@@ -137,9 +142,293 @@ JsonObjectWriter& JsonObjectWriter::StringArray(
   return *this;
 }
 
+JsonObjectWriter& JsonObjectWriter::Int(absl::string_view key,
+                                        int64_t value) {
+  Key(key);
+  absl::StrAppend(&json_, value);
+  return *this;
+}
+
+JsonObjectWriter& JsonObjectWriter::Uint(absl::string_view key,
+                                         uint64_t value) {
+  Key(key);
+  absl::StrAppend(&json_, value);
+  return *this;
+}
+
+JsonObjectWriter& JsonObjectWriter::Null(absl::string_view key) {
+  Key(key);
+  json_.append("null");
+  return *this;
+}
+
+JsonObjectWriter& JsonObjectWriter::RawArray(
+    absl::string_view key, absl::Span<const std::string> json_values) {
+  Key(key);
+  json_.push_back('[');
+  for (size_t i = 0; i < json_values.size(); ++i) {
+    if (i > 0) json_.push_back(',');
+    json_.append(json_values[i]);
+  }
+  json_.push_back(']');
+  return *this;
+}
+
 std::string JsonObjectWriter::Finish() && {
   json_.push_back('}');
   return std::move(json_);
+}
+
+// ---------------------------------------------------------------- reader
+
+namespace {
+
+// FlatObjectParser: a hand-written recursive-descent parser for the one
+// shape ParseJsonFlatObject accepts (RFC 8259 grammar, restricted). One
+// instance per call; every error names the byte offset where it was found.
+class FlatObjectParser {
+ public:
+  explicit FlatObjectParser(absl::string_view in) : in_(in) {}
+
+  absl::StatusOr<JsonFlatObject> Parse() {
+    JsonFlatObject object;
+    SkipSpace();
+    if (!Consume('{')) return Error("expected '{'");
+    SkipSpace();
+    if (!Consume('}')) {
+      while (true) {
+        SkipSpace();
+        const size_t key_at = pos_;
+        std::string key;
+        if (Peek() != '"') return Error("expected a member name string");
+        if (absl::Status s = ParseString(&key); !s.ok()) return s;
+        SkipSpace();
+        if (!Consume(':')) return Error("expected ':'");
+        SkipSpace();
+        JsonScalar value;
+        if (absl::Status s = ParseValue(&value); !s.ok()) return s;
+        if (!object.emplace(std::move(key), std::move(value)).second) {
+          return ErrorAt(key_at, "duplicate member name");
+        }
+        SkipSpace();
+        if (Consume(',')) continue;
+        if (Consume('}')) break;
+        return Error("expected ',' or '}'");
+      }
+    }
+    SkipSpace();
+    if (pos_ != in_.size()) return Error("unexpected data after the object");
+    return object;
+  }
+
+ private:
+  // -1 at the end of the input.
+  int Peek() const {
+    return pos_ < in_.size() ? static_cast<unsigned char>(in_[pos_]) : -1;
+  }
+  bool Consume(char c) {
+    if (Peek() != static_cast<unsigned char>(c)) return false;
+    ++pos_;
+    return true;
+  }
+  void SkipSpace() {
+    while (pos_ < in_.size() && (in_[pos_] == ' ' || in_[pos_] == '\t' ||
+                                 in_[pos_] == '\n' || in_[pos_] == '\r')) {
+      ++pos_;
+    }
+  }
+  absl::Status ErrorAt(size_t at, absl::string_view what) const {
+    return absl::InvalidArgumentError(absl::StrCat("at byte ", at, ": ", what));
+  }
+  absl::Status Error(absl::string_view what) const {
+    if (pos_ < in_.size()) return ErrorAt(pos_, what);
+    return ErrorAt(pos_, absl::StrCat(what, " (end of input)"));
+  }
+
+  absl::Status ParseValue(JsonScalar* value) {
+    const int c = Peek();
+    if (c == '"') {
+      value->type = JsonScalar::Type::kString;
+      return ParseString(&value->string);
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+      value->type = JsonScalar::Type::kInteger;
+      return ParseInteger(&value->integer);
+    }
+    if (in_.substr(pos_, 4) == "null") {
+      pos_ += 4;
+      value->type = JsonScalar::Type::kNull;
+      return absl::OkStatus();
+    }
+    if (c == '{' || c == '[' || c == 't' || c == 'f') {
+      return Error("only string, integer and null values are supported");
+    }
+    return Error("expected a value");
+  }
+
+  // -?(0|[1-9][0-9]*), no fraction or exponent, within int64.
+  absl::Status ParseInteger(int64_t* out) {
+    const size_t start = pos_;
+    const bool negative = Consume('-');
+    if (Peek() < '0' || Peek() > '9') return Error("expected a digit");
+    // Accumulate the magnitude as unsigned: -2^63 fits, 2^63 does not.
+    const uint64_t limit =
+        negative ? uint64_t{1} << 63
+                 : static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+    uint64_t magnitude = 0;
+    if (Consume('0')) {
+      if (Peek() >= '0' && Peek() <= '9') {
+        return Error("leading zeros are not allowed");
+      }
+    } else {
+      while (Peek() >= '0' && Peek() <= '9') {
+        const uint64_t digit = static_cast<uint64_t>(Peek() - '0');
+        if (magnitude > (limit - digit) / 10) {
+          return ErrorAt(start, "integer out of the 64-bit range");
+        }
+        magnitude = magnitude * 10 + digit;
+        ++pos_;
+      }
+    }
+    if (Peek() == '.' || Peek() == 'e' || Peek() == 'E') {
+      return Error("only integers are supported (no fraction or exponent)");
+    }
+    *out = negative ? static_cast<int64_t>(0 - magnitude)
+                    : static_cast<int64_t>(magnitude);
+    return absl::OkStatus();
+  }
+
+  // Four hex digits after "\u"; -1 when they are not.
+  int Hex4() {
+    if (in_.size() - pos_ < 4) return -1;
+    int v = 0;
+    for (int i = 0; i < 4; ++i) {
+      const char c = in_[pos_ + i];
+      int d;
+      if (c >= '0' && c <= '9') {
+        d = c - '0';
+      } else if (c >= 'a' && c <= 'f') {
+        d = c - 'a' + 10;
+      } else if (c >= 'A' && c <= 'F') {
+        d = c - 'A' + 10;
+      } else {
+        return -1;
+      }
+      v = v * 16 + d;
+    }
+    pos_ += 4;
+    return v;
+  }
+
+  static void AppendUtf8(uint32_t cp, std::string* out) {
+    if (cp < 0x80) {
+      out->push_back(static_cast<char>(cp));
+    } else if (cp < 0x800) {
+      out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
+      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+      out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else {
+      out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
+      out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    }
+  }
+
+  // REQUIRES: Peek() == '"'.
+  absl::Status ParseString(std::string* out) {
+    const size_t open = pos_;
+    ++pos_;
+    out->clear();
+    while (true) {
+      if (pos_ >= in_.size()) return ErrorAt(open, "unterminated string");
+      const unsigned char c = static_cast<unsigned char>(in_[pos_]);
+      if (c == '"') {
+        ++pos_;
+        return absl::OkStatus();
+      }
+      if (c < 0x20) return Error("control character in a string");
+      if (c >= 0x80) {
+        const size_t n = Utf8SequenceLength(in_, pos_);
+        if (n == 0) return Error("invalid UTF-8 in a string");
+        out->append(in_.data() + pos_, n);
+        pos_ += n;
+        continue;
+      }
+      if (c != '\\') {
+        out->push_back(static_cast<char>(c));
+        ++pos_;
+        continue;
+      }
+      const size_t escape_at = pos_;
+      ++pos_;
+      const int e = Peek();
+      ++pos_;
+      switch (e) {
+        case '"':
+          out->push_back('"');
+          break;
+        case '\\':
+          out->push_back('\\');
+          break;
+        case '/':
+          out->push_back('/');
+          break;
+        case 'b':
+          out->push_back('\b');
+          break;
+        case 'f':
+          out->push_back('\f');
+          break;
+        case 'n':
+          out->push_back('\n');
+          break;
+        case 'r':
+          out->push_back('\r');
+          break;
+        case 't':
+          out->push_back('\t');
+          break;
+        case 'u': {
+          const int unit = Hex4();
+          if (unit < 0) return ErrorAt(escape_at, "bad \\u escape");
+          uint32_t cp = static_cast<uint32_t>(unit);
+          if (cp >= 0xDC00 && cp <= 0xDFFF) {
+            return ErrorAt(escape_at, "lone low surrogate escape");
+          }
+          if (cp >= 0xD800 && cp <= 0xDBFF) {
+            // RFC 8259 section 7: a pair of escapes for one code point.
+            if (in_.substr(pos_, 2) != "\\u") {
+              return ErrorAt(escape_at, "high surrogate escape without a low one");
+            }
+            pos_ += 2;
+            const int low = Hex4();
+            if (low < 0xDC00 || low > 0xDFFF) {
+              return ErrorAt(escape_at, "high surrogate escape without a low one");
+            }
+            cp = 0x10000 + ((cp - 0xD800) << 10) +
+                 (static_cast<uint32_t>(low) - 0xDC00);
+          }
+          AppendUtf8(cp, out);
+          break;
+        }
+        default:
+          return ErrorAt(escape_at, "bad escape");
+      }
+    }
+  }
+
+  const absl::string_view in_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<JsonFlatObject> ParseJsonFlatObject(absl::string_view json) {
+  return FlatObjectParser(json).Parse();
 }
 
 }  // namespace dedupd

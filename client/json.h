@@ -1,7 +1,9 @@
-// json.h: the little JSON that dedupctl writes: one flat object per line,
-// with string and string-array values. Strings are escaped so that any
-// input bytes, including invalid UTF-8 and control characters, give valid
-// JSON (RFC 8259) that still shows where the input was bad.
+// json.h: the little JSON that dedupctl writes and reads. It writes one
+// object per line (string, integer, string-array and object-array values);
+// strings are escaped so that any input bytes, including invalid UTF-8 and
+// control characters, give valid JSON (RFC 8259) that still shows where the
+// input was bad. It reads one *flat* object per line (string, integer and
+// null values only), strictly (ParseJsonFlatObject).
 //
 // Escaping (JsonString / AppendJsonString):
 // - `"` and `\` become \" and \\; \b \f \n \r \t use their short forms;
@@ -19,11 +21,18 @@
 //   w.String("url", "a\"b\xff").StringArray("rules", {"x", "y"});
 //   std::string line = std::move(w).Finish();
 //   // line == R"({"url":"a\"b\ufffd","rules":["x","y"]})"
+//
+//   absl::StatusOr<JsonFlatObject> doc =
+//       ParseJsonFlatObject(R"({"url":"https://a.example/","n":3})");
+//   // doc->at("url").string == "https://a.example/", doc->at("n").integer == 3
 #ifndef DEDUPD_CLIENT_JSON_H_
 #define DEDUPD_CLIENT_JSON_H_
 
+#include <cstdint>
+#include <map>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
@@ -59,6 +68,19 @@ class JsonObjectWriter {
   JsonObjectWriter& StringArray(absl::string_view key,
                                 absl::Span<const absl::string_view> values);
 
+  // Int / Uint add `"key":123` (decimal, exact for every value).
+  JsonObjectWriter& Int(absl::string_view key, int64_t value);
+  JsonObjectWriter& Uint(absl::string_view key, uint64_t value);
+
+  // Null adds `"key":null`.
+  JsonObjectWriter& Null(absl::string_view key);
+
+  // RawArray adds `"key":[v1,v2,...]` with each value copied as is, e.g.
+  // objects from other writers' Finish().
+  // REQUIRES: every value is one valid JSON value.
+  JsonObjectWriter& RawArray(absl::string_view key,
+                             absl::Span<const std::string> json_values);
+
   // Finish closes the object and returns it, without a trailing newline.
   std::string Finish() &&;
 
@@ -68,6 +90,48 @@ class JsonObjectWriter {
   std::string json_;
   bool empty_ = true;
 };
+
+// One value of a flat JSON object.
+struct JsonScalar {
+  enum class Type { kString, kInteger, kNull };
+  Type type = Type::kNull;
+  // kString: the decoded string, always well-formed UTF-8 (it may contain
+  // NUL from \u0000).
+  std::string string;
+  // kInteger: the value.
+  int64_t integer = 0;
+
+  bool operator==(const JsonScalar& o) const {
+    return type == o.type && string == o.string && integer == o.integer;
+  }
+};
+
+// A flat JSON object: member name (decoded, well-formed UTF-8) -> value.
+using JsonFlatObject = std::map<std::string, JsonScalar>;
+
+// ParseJsonFlatObject parses `json` as exactly one JSON object (RFC 8259)
+// whose values are strings, integers or null: the format of one line of
+// `dedupctl content` input. Strict:
+// - whitespace (space, tab, CR, LF) may surround tokens; nothing else may
+//   follow the closing brace;
+// - strings: raw bytes must be well-formed UTF-8 (same rules as the writer:
+//   no overlongs, no surrogates, <= U+10FFFF) with no control characters
+//   below U+0020; escapes are \" \\ \/ \b \f \n \r \t and \uXXXX (any
+//   hex case); a high surrogate escape must be followed by a low surrogate
+//   escape (the pair becomes one code point); a lone surrogate is an error;
+// - integers: -?(0|[1-9][0-9]*) within int64; fractions and exponents are
+//   errors (no value here is fractional);
+// - true/false, arrays and nested objects are errors, as are duplicate
+//   member names.
+// Returns InvalidArgument "at byte N: <what>" (N counts from 0) for any
+// input that breaks these rules. Total; O(json.size()), no recursion.
+//
+// Example:
+//   ParseJsonFlatObject(R"({"t":"\ud83d\ude00"})")->at("t").string
+//       == "\xf0\x9f\x98\x80"
+//   ParseJsonFlatObject(R"({"a":1.5})").status().code()
+//       == absl::StatusCode::kInvalidArgument
+absl::StatusOr<JsonFlatObject> ParseJsonFlatObject(absl::string_view json);
 
 }  // namespace dedupd
 
