@@ -858,6 +858,10 @@ absl::Status RocksDbStore::CheckContent(absl::Span<const ContentDoc> docs,
   return absl::OkStatus();
 }
 
+RocksDbStore::IndexStats RocksDbStore::index_stats() const {
+  return {impl_->index->size(), impl_->index->MemoryBytes()};
+}
+
 int RocksDbStore::max_near_distance() const {
   return impl_->options.simhash_max_distance;
 }

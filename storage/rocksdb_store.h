@@ -175,6 +175,14 @@ class RocksDbStore final : public UrlStore, public ContentStore {
   // files that are not open.
   absl::StatusOr<uint64_t> ApproximateUrlCount();
 
+  // IndexStats: the in-memory near-duplicate index's size (fingerprints
+  // held) and heap bytes. For stats and benchmarks.
+  struct IndexStats {
+    size_t fingerprints = 0;
+    size_t memory_bytes = 0;
+  };
+  IndexStats index_stats() const;
+
   // DiskBytes returns the size of the live table files plus the write-ahead
   // log files, in bytes.
   absl::StatusOr<uint64_t> DiskBytes();
