@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <functional>
 #include <utility>
 
 #include "absl/random/random.h"
@@ -18,7 +19,8 @@ namespace {
 // the client accepts more than gRPC's default 4 MiB.
 constexpr int kMaxReceiveMessageBytes = 64 << 20;
 
-// Room for an item's tag and length prefix inside the request message.
+// Room for an item's tag and length prefix inside the request message
+// (1-byte tag, varint length of at most 5 bytes for items under 4 GiB).
 constexpr size_t kItemFramingBytes = 6;
 
 // FromGrpcStatus is the one place a grpc::Status becomes an absl::Status:
@@ -96,24 +98,53 @@ DedupClient::DedupClient(ClientOptions options, std::unique_ptr<Rpc> rpc)
 
 DedupClient::~DedupClient() = default;
 
-absl::StatusOr<std::vector<dedupd::v1::UrlResult>> DedupClient::CheckUrls(
-    absl::Span<const dedupd::v1::UrlItem> items, dedupd::v1::ClaimMode mode,
-    const ProgressCallback& progress) const {
-  std::vector<dedupd::v1::UrlResult> results;
+namespace {
+
+// CallWithRetry runs `attempt` (one RPC with a fresh context whose deadline
+// is options.deadline from now) until it answers anything but UNAVAILABLE
+// or max_attempts are used up, sleeping Backoff() between attempts.
+absl::Status CallWithRetry(
+    const ClientOptions& options, absl::string_view method, absl::BitGen& gen,
+    const std::function<grpc::Status(grpc::ClientContext*)>& attempt) {
+  for (int n = 1;; ++n) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + options.deadline));
+    absl::Status status = FromGrpcStatus(attempt(&context), method);
+    if (!absl::IsUnavailable(status)) return status;
+    if (n >= options.max_attempts) {
+      return absl::UnavailableError(absl::StrCat(
+          status.message(), " (gave up after ", n, " attempts)"));
+    }
+    absl::SleepFor(Backoff(options, n, gen));
+  }
+}
+
+// CheckBatched is the body of every batch RPC (CheckUrl, CheckContent):
+// cut `items` into requests (item and byte limits), send each through
+// CallWithRetry, check the result count, and concatenate the results in
+// order. `rpc` is the stub method.
+template <typename Request, typename Response, typename Item, typename Result>
+absl::StatusOr<std::vector<Result>> CheckBatched(
+    const ClientOptions& options, absl::string_view method,
+    absl::Span<const Item> items, dedupd::v1::ClaimMode mode,
+    const std::function<grpc::Status(grpc::ClientContext*, const Request&,
+                                     Response*)>& rpc,
+    const ProgressCallback& progress) {
+  std::vector<Result> results;
   results.reserve(items.size());
   absl::BitGen gen;  // per call: the client keeps no mutable state
   size_t next = 0;
   while (next < items.size()) {
     // Cut the next request: up to max_items_per_request items, and stop
     // before max_request_bytes unless the request would be empty.
-    dedupd::v1::CheckUrlRequest request;
+    Request request;
     request.set_mode(mode);
     size_t bytes = 0;
     while (next < items.size() && static_cast<size_t>(request.items_size()) <
-                                      options_.max_items_per_request) {
+                                      options.max_items_per_request) {
       const size_t item_bytes = items[next].ByteSizeLong() + kItemFramingBytes;
       if (request.items_size() > 0 &&
-          bytes + item_bytes > options_.max_request_bytes) {
+          bytes + item_bytes > options.max_request_bytes) {
         break;
       }
       bytes += item_bytes;
@@ -121,35 +152,59 @@ absl::StatusOr<std::vector<dedupd::v1::UrlResult>> DedupClient::CheckUrls(
       ++next;
     }
 
-    dedupd::v1::CheckUrlResponse response;
-    absl::Status status;
-    for (int attempt = 1;; ++attempt) {
-      grpc::ClientContext context;
-      context.set_deadline(absl::ToChronoTime(absl::Now() + options_.deadline));
-      response.Clear();
-      status = FromGrpcStatus(
-          rpc_->stub->CheckUrl(&context, request, &response), "CheckUrl");
-      if (!absl::IsUnavailable(status)) break;
-      if (attempt >= options_.max_attempts) {
-        status = absl::UnavailableError(absl::StrCat(
-            status.message(), " (gave up after ", attempt, " attempts)"));
-        break;
-      }
-      absl::SleepFor(Backoff(options_, attempt, gen));
-    }
+    Response response;
+    absl::Status status =
+        CallWithRetry(options, method, gen, [&](grpc::ClientContext* context) {
+          response.Clear();
+          return rpc(context, request, &response);
+        });
     if (!status.ok()) return status;
 
     if (response.results_size() != request.items_size()) {
       return absl::InternalError(
-          absl::StrCat("CheckUrl: server answered ", response.results_size(),
+          absl::StrCat(method, ": server answered ", response.results_size(),
                        " results for ", request.items_size(), " items"));
     }
-    for (dedupd::v1::UrlResult& result : *response.mutable_results()) {
+    for (Result& result : *response.mutable_results()) {
       results.push_back(std::move(result));
     }
     if (progress) progress(results.size(), items.size());
   }
   return results;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<dedupd::v1::UrlResult>> DedupClient::CheckUrls(
+    absl::Span<const dedupd::v1::UrlItem> items, dedupd::v1::ClaimMode mode,
+    const ProgressCallback& progress) const {
+  dedupd::v1::Dedup::Stub* stub = rpc_->stub.get();
+  return CheckBatched<dedupd::v1::CheckUrlRequest, dedupd::v1::CheckUrlResponse,
+                      dedupd::v1::UrlItem, dedupd::v1::UrlResult>(
+      options_, "CheckUrl", items, mode,
+      [stub](grpc::ClientContext* context,
+             const dedupd::v1::CheckUrlRequest& request,
+             dedupd::v1::CheckUrlResponse* response) {
+        return stub->CheckUrl(context, request, response);
+      },
+      progress);
+}
+
+absl::StatusOr<std::vector<dedupd::v1::ContentResult>>
+DedupClient::CheckContent(absl::Span<const dedupd::v1::ContentItem> items,
+                          dedupd::v1::ClaimMode mode,
+                          const ProgressCallback& progress) const {
+  dedupd::v1::Dedup::Stub* stub = rpc_->stub.get();
+  return CheckBatched<dedupd::v1::CheckContentRequest,
+                      dedupd::v1::CheckContentResponse,
+                      dedupd::v1::ContentItem, dedupd::v1::ContentResult>(
+      options_, "CheckContent", items, mode,
+      [stub](grpc::ClientContext* context,
+             const dedupd::v1::CheckContentRequest& request,
+             dedupd::v1::CheckContentResponse* response) {
+        return stub->CheckContent(context, request, response);
+      },
+      progress);
 }
 
 }  // namespace dedupd

@@ -14,6 +14,14 @@
 //       (*client)->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM);
 //   if (!results.ok()) return results.status();
 //   // (*results)[0].verdict() is URL_VERDICT_NEW the first time, SEEN after.
+//
+//   std::vector<dedupd::v1::ContentItem> docs(1);
+//   docs[0].set_url("https://example.com/a");
+//   docs[0].set_text("The extracted text of the page.");
+//   absl::StatusOr<std::vector<dedupd::v1::ContentResult>> content =
+//       (*client)->CheckContent(docs, dedupd::v1::CLAIM_MODE_CLAIM);
+//   // (*content)[0].verdict() is CONTENT_VERDICT_NEW the first time,
+//   // EXACT_DUPLICATE for the same text from any URL after.
 #ifndef DEDUPD_CLIENT_CLIENT_H_
 #define DEDUPD_CLIENT_CLIENT_H_
 
@@ -60,15 +68,17 @@ struct ClientOptions {
   // Default: 5 seconds.  REQUIRES: >= initial_backoff.
   absl::Duration max_backoff = absl::Seconds(5);
 
-  // Most items sent in one request; longer spans are split. The server
-  // rejects requests over its own limit (10,000 items by default) with
-  // InvalidArgument.
+  // Most items sent in one request (CheckUrls and CheckContent); longer
+  // spans are split. The server rejects requests over its own limit (10,000
+  // items by default) with InvalidArgument.
   // Default: 1,000.  REQUIRES: >= 1.
   size_t max_items_per_request = 1000;
 
   // A request is also cut before its serialized size would pass this many
   // bytes (an item larger than that on its own is sent alone), so that long
-  // URLs stay under the server's 4 MiB message limit.
+  // URLs and documents stay under the server's message limit (16 MiB by
+  // default; a single document over it fails the call with the server's
+  // ResourceExhausted).
   // Default: 2 MiB.  REQUIRES: >= 1.
   size_t max_request_bytes = 2 << 20;
 
@@ -77,7 +87,7 @@ struct ClientOptions {
   std::shared_ptr<grpc::ChannelCredentials> credentials;
 };
 
-// Called by CheckUrls after each request is answered, on the calling
+// Called by CheckUrls and CheckContent after each request is answered, on the calling
 // thread, with the number of items answered so far and the span's size.
 using ProgressCallback = std::function<void(size_t done, size_t total)>;
 
@@ -132,6 +142,36 @@ class DedupClient {
   // Complexity: ceil(items / max_items_per_request) RPCs at least.
   absl::StatusOr<std::vector<dedupd::v1::UrlResult>> CheckUrls(
       absl::Span<const dedupd::v1::UrlItem> items, dedupd::v1::ClaimMode mode,
+      const ProgressCallback& progress = nullptr) const;
+
+  // CheckContent sends documents (`items`: url, optional canonical_url,
+  // text, optional max_hamming_distance) exactly as CheckUrls sends URLs:
+  // in requests of at most max_items_per_request items and
+  // max_request_bytes bytes (a document larger than that alone is sent in
+  // a request of its own), one after another, with `mode`, retrying
+  // UNAVAILABLE. Returns exactly one result per item, in the order of
+  // `items`. A document the server cannot check (bad URL, empty or invalid
+  // UTF-8 text, text over the server's --max_text_bytes, a distance over
+  // its limit) is answered CONTENT_VERDICT_INVALID with an error in its
+  // result; that is not an error of the call. An empty span returns an
+  // empty vector without contacting the server.
+  //
+  // Errors: as CheckUrls, with messages that start with "CheckContent: ";
+  // a request over the server's item limit (max_items_per_request above
+  // it) fails with its InvalidArgument, nothing is split further; a
+  // request over its message size limit fails with ResourceExhausted;
+  // Unimplemented from a server without the content layer.
+  //
+  // Caveats: as CheckUrls. A retried CLAIM whose first reply was lost
+  // answers EXACT_DUPLICATE (owner_url: the item's own identity) for the
+  // documents the first attempt recorded; on any error, the results of the
+  // requests already answered are dropped while their CLAIMs stay.
+  //
+  // `progress`, when set, is called after each request is answered.
+  // Complexity: ceil(items / max_items_per_request) RPCs at least.
+  absl::StatusOr<std::vector<dedupd::v1::ContentResult>> CheckContent(
+      absl::Span<const dedupd::v1::ContentItem> items,
+      dedupd::v1::ClaimMode mode,
       const ProgressCallback& progress = nullptr) const;
 
   const ClientOptions& options() const { return options_; }

@@ -363,6 +363,202 @@ TEST_F(ClientTest, ConcurrentCallsOnOneClient) {
   EXPECT_THAT(fake().calls(), SizeIs(kThreads * kCallsPerThread * 3));
 }
 
+// ---------------------------------------------------------- CheckContent
+
+std::vector<dedupd::v1::ContentItem> Docs(
+    std::vector<std::pair<std::string, std::string>> url_text) {
+  std::vector<dedupd::v1::ContentItem> docs;
+  for (auto& [url, text] : url_text) {
+    dedupd::v1::ContentItem& doc = docs.emplace_back();
+    doc.set_url(url);
+    doc.set_text(text);
+  }
+  return docs;
+}
+
+TEST_F(ClientTest, CheckContentRoundTrip) {
+  ClientOptions options = FastOptions();
+  options.max_items_per_request = 2;
+  std::unique_ptr<DedupClient> client = Connect(options);
+  ASSERT_NE(client, nullptr);
+  std::vector<dedupd::v1::ContentItem> docs =
+      Docs({{"https://a.example/1", "hello world"},
+            {"https://a.example/2", "hello world"},
+            {"bad:x", "text"},
+            {"https://a.example/3", "hello world!!"},
+            {"https://a.example/1", "changed text"}});
+  docs[1].set_canonical_url("https://a.example/canonical");
+  docs[3].set_max_hamming_distance(2);
+
+  std::vector<size_t> progress;
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<dedupd::v1::ContentResult> r,
+      client->CheckContent(docs, dedupd::v1::CLAIM_MODE_CLAIM,
+                           [&](size_t done, size_t) {
+                             progress.push_back(done);
+                           }));
+  ASSERT_THAT(r, SizeIs(5));
+  EXPECT_EQ(r[0].verdict(), dedupd::v1::CONTENT_VERDICT_NEW);
+  EXPECT_EQ(r[0].owner_url(), "https://a.example/1");
+  EXPECT_EQ(r[0].simhash(), FakeDedupService::FakeHash("hello world"));
+  EXPECT_EQ(r[0].recrawl(), dedupd::v1::RECRAWL_STATUS_FIRST_SEEN);
+  EXPECT_EQ(r[1].verdict(), dedupd::v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(r[1].canonical_url(), "https://a.example/canonical");
+  EXPECT_EQ(r[1].owner_url(), "https://a.example/1");
+  EXPECT_THAT(r[1].alias_urls(), ElementsAre("https://a.example/canonical"));
+  EXPECT_EQ(r[1].content_hash(), r[0].content_hash());
+  EXPECT_EQ(r[2].verdict(), dedupd::v1::CONTENT_VERDICT_INVALID);
+  EXPECT_EQ(r[2].error(), "fake: invalid url");
+  EXPECT_EQ(r[3].verdict(), dedupd::v1::CONTENT_VERDICT_NEAR_DUPLICATE);
+  ASSERT_THAT(r[3].near_matches(), SizeIs(1));
+  EXPECT_EQ(r[3].near_matches(0).url(), "https://a.example/1");
+  EXPECT_EQ(r[3].near_matches(0).distance(), 2u);
+  EXPECT_EQ(r[4].verdict(), dedupd::v1::CONTENT_VERDICT_NEW);
+  EXPECT_EQ(r[4].recrawl(), dedupd::v1::RECRAWL_STATUS_CHANGED);
+  EXPECT_THAT(progress, ElementsAre(2, 4, 5));
+
+  const std::vector<FakeDedupService::Call> calls = fake().calls();
+  ASSERT_THAT(calls, SizeIs(3));
+  std::vector<dedupd::v1::ContentItem> sent;
+  for (const FakeDedupService::Call& call : calls) {
+    EXPECT_EQ(call.method, "CheckContent");
+    EXPECT_EQ(call.mode, dedupd::v1::CLAIM_MODE_CLAIM);
+    sent.insert(sent.end(), call.content_items.begin(),
+                call.content_items.end());
+  }
+  ASSERT_THAT(sent, SizeIs(docs.size()));
+  for (size_t i = 0; i < docs.size(); ++i) {
+    EXPECT_EQ(sent[i].SerializeAsString(), docs[i].SerializeAsString())
+        << "item " << i << " sent as given, in order";
+  }
+  EXPECT_FALSE(sent[0].has_max_hamming_distance());
+  EXPECT_TRUE(sent[3].has_max_hamming_distance());
+}
+
+TEST_F(ClientTest, CheckContentPeekRecordsNothing) {
+  std::unique_ptr<DedupClient> client = Connect(FastOptions());
+  ASSERT_NE(client, nullptr);
+  const auto docs = Docs({{"https://a.example/", "same"}});
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_OK_AND_ASSIGN(auto r,
+                         client->CheckContent(docs, dedupd::v1::CLAIM_MODE_PEEK));
+    ASSERT_THAT(r, SizeIs(1));
+    EXPECT_EQ(r[0].verdict(), dedupd::v1::CONTENT_VERDICT_NEW);
+    EXPECT_FALSE(r[0].has_first_seen_time());
+  }
+  EXPECT_EQ(fake().calls()[0].mode, dedupd::v1::CLAIM_MODE_PEEK);
+}
+
+TEST_F(ClientTest, CheckContentCutsRequestsByBytes) {
+  ClientOptions options = FastOptions();
+  options.max_request_bytes = 1000;
+  std::unique_ptr<DedupClient> client = Connect(options);
+  ASSERT_NE(client, nullptr);
+  const auto docs = Docs({{"https://a.example/1", std::string(400, 'a')},
+                          {"https://a.example/2", std::string(400, 'b')},
+                          {"https://a.example/3", std::string(5000, 'c')},
+                          {"https://a.example/4", "d"}});
+  ASSERT_OK_AND_ASSIGN(auto r,
+                       client->CheckContent(docs, dedupd::v1::CLAIM_MODE_CLAIM));
+  EXPECT_THAT(r, SizeIs(4));
+  std::vector<size_t> sizes;
+  for (const FakeDedupService::Call& call : fake().calls()) {
+    sizes.push_back(call.content_items.size());
+  }
+  EXPECT_THAT(sizes, ElementsAre(2, 1, 1));
+}
+
+TEST_F(ClientTest, CheckContentRetriesUnavailable) {
+  std::unique_ptr<DedupClient> client = Connect(FastOptions());
+  ASSERT_NE(client, nullptr);
+  fake().FailNext(absl::UnavailableError("restarting"));
+  fake().FailNext(absl::UnavailableError("restarting"));
+  ASSERT_OK_AND_ASSIGN(
+      auto r, client->CheckContent(Docs({{"https://a.example/", "t"}}),
+                                   dedupd::v1::CLAIM_MODE_CLAIM));
+  EXPECT_EQ(r[0].verdict(), dedupd::v1::CONTENT_VERDICT_NEW);
+  EXPECT_THAT(fake().calls(), SizeIs(3));
+}
+
+struct ContentErrorCase {
+  const char* name;
+  void (*script)(FakeDedupService&);
+  absl::StatusCode code;
+  const char* message;
+  size_t calls;
+};
+void PrintTo(const ContentErrorCase& c, std::ostream* os) { *os << c.name; }
+
+class ClientCheckContentErrorTest
+    : public ClientTest,
+      public ::testing::WithParamInterface<ContentErrorCase> {};
+
+TEST_P(ClientCheckContentErrorTest, Surfaces) {
+  const ContentErrorCase& c = GetParam();
+  ClientOptions options = FastOptions();
+  options.max_attempts = 2;
+  options.deadline = absl::Milliseconds(500);
+  std::unique_ptr<DedupClient> client = Connect(options);
+  ASSERT_NE(client, nullptr);
+  c.script(fake());
+  EXPECT_THAT(
+      client->CheckContent(Docs({{"https://a.example/1", "x"},
+                                 {"https://a.example/2", "y"}}),
+                           dedupd::v1::CLAIM_MODE_CLAIM),
+      StatusIs(c.code, AllOf(StartsWith("CheckContent: "),
+                             HasSubstr(c.message))));
+  EXPECT_THAT(fake().calls(), SizeIs(c.calls));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, ClientCheckContentErrorTest,
+    ::testing::Values(
+        ContentErrorCase{"UnavailableGivesUp",
+                         [](FakeDedupService& f) {
+                           f.FailNext(absl::UnavailableError("down"));
+                           f.FailNext(absl::UnavailableError("down"));
+                         },
+                         absl::StatusCode::kUnavailable,
+                         "down (gave up after 2 attempts)", 2},
+        ContentErrorCase{"TooManyItemsNotRetried",
+                         [](FakeDedupService& f) {
+                           f.FailNext(absl::InvalidArgumentError(
+                               "too many items: 2 > max 1"));
+                         },
+                         absl::StatusCode::kInvalidArgument,
+                         "too many items: 2 > max 1", 1},
+        ContentErrorCase{"MessageTooLarge",
+                         [](FakeDedupService& f) {
+                           f.FailNext(absl::ResourceExhaustedError(
+                               "message larger than max"));
+                         },
+                         absl::StatusCode::kResourceExhausted,
+                         "message larger than max", 1},
+        ContentErrorCase{"NoContentLayer",
+                         [](FakeDedupService& f) {
+                           f.FailNext(absl::UnimplementedError("no content"));
+                         },
+                         absl::StatusCode::kUnimplemented, "no content", 1},
+        ContentErrorCase{"WrongCount",
+                         [](FakeDedupService& f) { f.WrongCountNext(); },
+                         absl::StatusCode::kInternal,
+                         "server answered 1 results for 2 items", 1},
+        ContentErrorCase{"Deadline",
+                         [](FakeDedupService& f) { f.HangNext(); },
+                         absl::StatusCode::kDeadlineExceeded, "", 1}),
+    [](const ::testing::TestParamInfo<ContentErrorCase>& info) {
+      return std::string(info.param.name);
+    });
+
+TEST_F(ClientTest, CheckContentEmptySpanMakesNoCall) {
+  std::unique_ptr<DedupClient> client = Connect(FastOptions());
+  ASSERT_NE(client, nullptr);
+  ASSERT_OK_AND_ASSIGN(auto r,
+                       client->CheckContent({}, dedupd::v1::CLAIM_MODE_CLAIM));
+  EXPECT_TRUE(r.empty());
+  EXPECT_TRUE(fake().calls().empty());
+}
+
 TEST(ClientConnectTest, UnreachableServerIsUnavailableAfterRetries) {
   std::string address;
   {

@@ -1,10 +1,12 @@
 #include "client/fake_dedup_service.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 
 namespace dedupd {
@@ -53,35 +55,55 @@ bool FakeDedupService::WaitForCalls(size_t n, absl::Duration timeout) const {
   return mu_.AwaitWithTimeout(absl::Condition(&arrived), timeout);
 }
 
-grpc::ServerUnaryReactor* FakeDedupService::CheckUrl(
-    grpc::CallbackServerContext* context,
-    const dedupd::v1::CheckUrlRequest* request,
-    dedupd::v1::CheckUrlResponse* response) {
-  Call call;
-  call.mode = request->mode();
-  for (const dedupd::v1::UrlItem& item : request->items()) {
-    call.urls.push_back(item.url());
-    call.base_urls.push_back(item.base_url());
+uint64_t FakeDedupService::FakeHash(absl::string_view text) {
+  uint64_t h = 0xcbf29ce484222325u;  // FNV-1a 64 offset basis and prime
+  for (char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3u;
   }
+  return h;
+}
+
+grpc::ServerUnaryReactor* FakeDedupService::Begin(
+    grpc::CallbackServerContext* context, Call call, bool* wrong_count) {
   if (context->deadline() != std::chrono::system_clock::time_point::max()) {
     call.deadline_left = absl::FromChrono(context->deadline()) - absl::Now();
   }
-
-  absl::MutexLock lock(&mu_);
-  calls_.push_back(call);
+  calls_.push_back(std::move(call));
   std::optional<Action> action;
   if (!script_.empty()) {
     action = std::move(script_.front());
     script_.pop_front();
   }
+  *wrong_count = action && action->kind == Action::kWrongCount;
   if (action && action->kind == Action::kHang) return new HangingReactor();
-
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (action && action->kind == Action::kFail) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     reactor->Finish(
         grpc::Status(static_cast<grpc::StatusCode>(action->status.code()),
                      std::string(action->status.message())));
     return reactor;
+  }
+  return nullptr;
+}
+
+grpc::ServerUnaryReactor* FakeDedupService::CheckUrl(
+    grpc::CallbackServerContext* context,
+    const dedupd::v1::CheckUrlRequest* request,
+    dedupd::v1::CheckUrlResponse* response) {
+  Call call;
+  call.method = "CheckUrl";
+  call.mode = request->mode();
+  for (const dedupd::v1::UrlItem& item : request->items()) {
+    call.urls.push_back(item.url());
+    call.base_urls.push_back(item.base_url());
+  }
+
+  absl::MutexLock lock(&mu_);
+  bool wrong_count = false;
+  if (grpc::ServerUnaryReactor* done =
+          Begin(context, std::move(call), &wrong_count)) {
+    return done;
   }
   const bool claim = request->mode() != dedupd::v1::CLAIM_MODE_PEEK;
   for (const dedupd::v1::UrlItem& item : request->items()) {
@@ -101,10 +123,127 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckUrl(
       if (claim) seen_.insert(item.url());
     }
   }
-  if (action && action->kind == Action::kWrongCount &&
-      response->results_size() > 0) {
+  if (wrong_count && response->results_size() > 0) {
     response->mutable_results()->RemoveLast();
   }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+namespace {
+
+std::string FakeContentHash(absl::string_view text) {
+  const std::string h =
+      absl::StrFormat("%016x", FakeDedupService::FakeHash(text));
+  return absl::StrCat(h, h, h, h);
+}
+
+void SetFirstSeen(dedupd::v1::ContentResult* result) {
+  result->mutable_first_seen_time()->set_seconds(
+      FakeDedupService::kFirstSeenSeconds);
+  result->mutable_first_seen_time()->set_nanos(
+      FakeDedupService::kFirstSeenNanos);
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* FakeDedupService::CheckContent(
+    grpc::CallbackServerContext* context,
+    const dedupd::v1::CheckContentRequest* request,
+    dedupd::v1::CheckContentResponse* response) {
+  Call call;
+  call.method = "CheckContent";
+  call.mode = request->mode();
+  for (const dedupd::v1::ContentItem& item : request->items()) {
+    call.urls.push_back(item.url());
+    call.content_items.push_back(item);
+  }
+
+  absl::MutexLock lock(&mu_);
+  bool wrong_count = false;
+  if (grpc::ServerUnaryReactor* done =
+          Begin(context, std::move(call), &wrong_count)) {
+    return done;
+  }
+  const bool claim = request->mode() != dedupd::v1::CLAIM_MODE_PEEK;
+  for (const dedupd::v1::ContentItem& item : request->items()) {
+    dedupd::v1::ContentResult* result = response->add_results();
+    if (item.url().empty() || absl::StartsWith(item.url(), "bad")) {
+      result->set_verdict(dedupd::v1::CONTENT_VERDICT_INVALID);
+      result->set_error("fake: invalid url");
+      continue;
+    }
+    if (item.text().empty()) {
+      result->set_verdict(dedupd::v1::CONTENT_VERDICT_INVALID);
+      result->set_error("fake: empty text");
+      continue;
+    }
+    const std::string& text = item.text();
+    const std::string identity =
+        item.canonical_url().empty() ? item.url() : item.canonical_url();
+    result->set_url(item.url());
+    result->set_canonical_url(identity);
+    result->set_content_hash(FakeContentHash(text));
+    result->set_simhash(FakeHash(text));
+
+    if (auto last = last_text_.find(item.url()); last == last_text_.end()) {
+      result->set_recrawl(dedupd::v1::RECRAWL_STATUS_FIRST_SEEN);
+    } else {
+      result->set_recrawl(last->second == text
+                              ? dedupd::v1::RECRAWL_STATUS_UNCHANGED
+                              : dedupd::v1::RECRAWL_STATUS_CHANGED);
+    }
+    if (claim) last_text_[item.url()] = text;
+
+    if (auto it = texts_.find(text); it != texts_.end()) {
+      Document& doc = it->second;
+      if (claim && identity != doc.owner &&
+          std::find(doc.aliases.begin(), doc.aliases.end(), identity) ==
+              doc.aliases.end()) {
+        doc.aliases.push_back(identity);
+      }
+      result->set_verdict(dedupd::v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+      result->set_owner_url(doc.owner);
+      for (const std::string& alias : doc.aliases) {
+        result->add_alias_urls(alias);
+      }
+      result->set_alias_count(doc.aliases.size());
+      SetFirstSeen(result);
+      continue;
+    }
+
+    const uint32_t max_distance =
+        item.has_max_hamming_distance() ? item.max_hamming_distance() : 3;
+    const size_t base_end = text.find_last_not_of('!') + 1;  // npos+1 == 0
+    const size_t bangs = text.size() - base_end;
+    auto near = bangs >= 1 && bangs <= max_distance
+                    ? texts_.find(text.substr(0, base_end))
+                    : texts_.end();
+    if (near != texts_.end()) {
+      result->set_verdict(dedupd::v1::CONTENT_VERDICT_NEAR_DUPLICATE);
+      result->set_owner_url(near->second.owner);
+      dedupd::v1::NearMatch* match = result->add_near_matches();
+      match->set_url(near->second.owner);
+      match->set_simhash(FakeHash(near->first));
+      match->set_distance(static_cast<uint32_t>(bangs));
+      match->set_content_hash(FakeContentHash(near->first));
+      result->set_near_match_count(1);
+    } else {
+      result->set_verdict(dedupd::v1::CONTENT_VERDICT_NEW);
+      result->set_owner_url(identity);
+    }
+    if (claim) {
+      texts_.emplace(text, Document{identity, {}});
+      if (result->verdict() == dedupd::v1::CONTENT_VERDICT_NEW) {
+        SetFirstSeen(result);
+      }
+    }
+  }
+  if (wrong_count && response->results_size() > 0) {
+    response->mutable_results()->RemoveLast();
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

@@ -11,6 +11,27 @@
 // url and the verdict is NEW, or SEEN (first_seen_time = kFirstSeen) when a
 // previous CLAIM recorded it. PEEK records nothing.
 //
+// CheckContent answers, per document, keyed on the text bytes exactly as
+// sent (no normalization; deterministic, not the real algorithms):
+// - url empty or starting with "bad" is INVALID "fake: invalid url"; empty
+//   text is INVALID "fake: empty text";
+// - url and canonical_url echo the item (canonical_url: the item's, else
+//   its url; that is the document's identity); content_hash is FakeHash
+//   of the text as 64 lowercase hex digits (the hash repeated four times),
+//   simhash is FakeHash(text);
+// - text recorded before: EXACT_DUPLICATE, owner_url the first recorder's
+//   identity, alias_urls / alias_count the other identities that CLAIMed
+//   it (in order of arrival), first_seen_time kFirstSeen;
+// - else, text that is a recorded text followed by k >= 1 '!' characters,
+//   with k <= the item's max_hamming_distance (default 3):
+//   NEAR_DUPLICATE with one near match (that text's owner, simhash and
+//   hash, distance k), owner_url the match's;
+// - else NEW, owner_url the identity (first_seen_time kFirstSeen on CLAIM);
+// - recrawl: FIRST_SEEN unless a CLAIM recorded a text for this url
+//   before, then UNCHANGED (same text) or CHANGED.
+// CLAIM records the text (exact and near) and the url's last text.
+// Both RPCs share the call log and the script below.
+//
 // Example:
 //   ASSERT_OK_AND_ASSIGN(auto server, FakeDedupServer::Start());
 //   server->service().FailNext(absl::UnavailableError("down"));
@@ -23,6 +44,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -30,9 +52,11 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "dedupd/v1/dedupd.grpc.pb.h"
@@ -48,8 +72,13 @@ class FakeDedupService final : public dedupd::v1::Dedup::CallbackService {
 
   // What the fake saw of one call.
   struct Call {
+    // "CheckUrl" or "CheckContent".
+    std::string method;
+    // CheckUrl: the items' url and base_url; CheckContent: the items' url
+    // (base_urls stays empty) and the items themselves.
     std::vector<std::string> urls;
     std::vector<std::string> base_urls;
+    std::vector<dedupd::v1::ContentItem> content_items;
     dedupd::v1::ClaimMode mode = dedupd::v1::CLAIM_MODE_UNSPECIFIED;
     // Time left until the call's deadline when it arrived; nullopt when the
     // call had no deadline.
@@ -75,10 +104,19 @@ class FakeDedupService final : public dedupd::v1::Dedup::CallbackService {
   // passed; returns whether they arrived.
   bool WaitForCalls(size_t n, absl::Duration timeout) const;
 
+  // FakeHash: the fake's stand-in for content hash and SimHash (64-bit
+  // FNV-1a of the bytes).
+  static uint64_t FakeHash(absl::string_view text);
+
   grpc::ServerUnaryReactor* CheckUrl(
       grpc::CallbackServerContext* context,
       const dedupd::v1::CheckUrlRequest* request,
       dedupd::v1::CheckUrlResponse* response) override;
+
+  grpc::ServerUnaryReactor* CheckContent(
+      grpc::CallbackServerContext* context,
+      const dedupd::v1::CheckContentRequest* request,
+      dedupd::v1::CheckContentResponse* response) override;
 
  private:
   struct Action {
@@ -86,10 +124,26 @@ class FakeDedupService final : public dedupd::v1::Dedup::CallbackService {
     absl::Status status;  // for kFail
   };
 
+  // A recorded text: its owner and the other identities that claimed it.
+  struct Document {
+    std::string owner;
+    std::vector<std::string> aliases;
+  };
+
+  // Logs `call` and takes the next scripted action. Returns the reactor
+  // that already answers the call (hang, fail), or nullptr: answer it,
+  // honouring *wrong_count.
+  grpc::ServerUnaryReactor* Begin(grpc::CallbackServerContext* context,
+                                  Call call, bool* wrong_count)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   mutable absl::Mutex mu_;
   std::deque<Action> script_ ABSL_GUARDED_BY(mu_);
   std::vector<Call> calls_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> seen_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Document> texts_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::string> last_text_
+      ABSL_GUARDED_BY(mu_);  // url -> text of its last CLAIM
 };
 
 // FakeDedupServer: a gRPC server on 127.0.0.1:<ephemeral> serving a
