@@ -1,0 +1,77 @@
+# server_lib.sh: the benchmark scripts' one way to run the real dedupd on
+# 127.0.0.1 with a fresh data dir. Source it after setting:
+#   tool         the calling script's name, for messages
+#   server_bin   the dedupd binary
+#   work         a scratch directory (removed on exit unless keep_data=1)
+#   server_flags an array of extra dedupd flags
+#   keep_data    0 or 1
+# It sets data_dir, port_file, server_log and status (0; 1 after a server
+# failure), installs the EXIT trap, and defines start_server (sets
+# server_pid and port), stop_server and field NAME LINE (a NAME=value
+# field of a fixed-format line).
+data_dir="$work/data"
+port_file="$work/port"
+server_log="$work/server.log"
+server_pid=""
+status=0
+
+stop_server() {
+  [[ -n "$server_pid" ]] || return 0
+  if kill -0 "$server_pid" 2>/dev/null; then
+    kill -TERM "$server_pid" 2>/dev/null
+    # dedupd drains for up to --drain_timeout (10 s) and closes the store.
+    for _ in $(seq 1 300); do
+      kill -0 "$server_pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$server_pid" 2>/dev/null; then
+      echo "$tool: server did not exit 30 s after SIGTERM; SIGKILL" >&2
+      kill -KILL "$server_pid" 2>/dev/null
+      status=1
+    fi
+  fi
+  wait "$server_pid" 2>/dev/null
+  local rc=$?
+  if ((rc != 0)); then
+    echo "$tool: server exited with status $rc; log tail:" >&2
+    tail -n 20 "$server_log" >&2
+    status=1
+  fi
+  server_pid=""
+}
+cleanup() {
+  stop_server
+  if ((keep_data)); then
+    echo "# data dir kept: $data_dir"
+  else
+    rm -rf "$work"
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# setpriv --pdeathsig: if the script is killed outright (SIGKILL, e.g. by a
+# ctest timeout), the kernel sends the server SIGTERM, so it cannot outlive
+# it. setpriv execs the server, so $! is the server's own pid.
+launcher=()
+if command -v setpriv >/dev/null; then launcher=(setpriv --pdeathsig TERM --); fi
+# start_server: starts dedupd on $data_dir and waits (up to 60 s) for its
+# port file; sets server_pid and port.
+start_server() {
+  rm -f "$port_file"
+  "${launcher[@]}" "$server_bin" --listen=127.0.0.1:0 --data_dir="$data_dir" \
+    --port_file="$port_file" "${server_flags[@]}" 2>>"$server_log" &
+  server_pid=$!
+  for _ in $(seq 1 6000); do
+    [[ -s "$port_file" ]] && break
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.01
+  done
+  if [[ ! -s "$port_file" ]]; then
+    echo "$tool: server did not write its port within 60 s; log:" >&2
+    cat "$server_log" >&2
+    exit 1
+  fi
+  port=$(<"$port_file")
+}
+field() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$2"; }
