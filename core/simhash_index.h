@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -117,6 +118,7 @@ class SimHashIndex {
 
  private:
   class Bucket;
+  class Directory;
   struct Layout;
   struct Table;
 
@@ -137,7 +139,9 @@ class SimHashIndex {
   // Fixed at construction, so read without the lock.
   const std::vector<Layout> layouts_;
   mutable absl::Mutex mu_;
-  // One per layout: 65,536 buckets of entries sorted by permuted bits.
+  // Owns every table's 65,536 buckets (one allocation, for huge pages).
+  std::unique_ptr<Directory> directory_ ABSL_GUARDED_BY(mu_);
+  // One per layout: its buckets, of entries sorted by permuted bits.
   std::vector<Table> tables_ ABSL_GUARDED_BY(mu_);
   size_t size_ ABSL_GUARDED_BY(mu_) = 0;
 };
