@@ -1,16 +1,20 @@
-// dedupctl: dedupd from a shell. One URL a line in (or as arguments), one
-// JSON object a line out. `normalize` runs the normalizer offline; `url
-// check|peek` asks a server through the client library. docs/dedupctl.md is
-// the user documentation; kUsage below is its short form.
+// dedupctl: dedupd from a shell. One URL (or one JSON document) a line in,
+// one JSON object a line out. `normalize` runs the normalizer offline; `url
+// check|peek` and `content check|peek` ask a server through the client
+// library. docs/dedupctl.md is the user documentation; kUsage below is its
+// short form.
 //
-// Exit codes: 0 every URL valid, 1 some URL invalid, 2 usage, config,
-// connection or RPC error (with a one-line message on stderr).
+// Exit codes: 0 every item valid, 1 some item invalid (or a bad input
+// line), 2 usage, config, connection or RPC error (with a one-line message
+// on stderr).
+#include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -24,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
@@ -51,6 +56,12 @@ constexpr size_t kReadChunkBytes = 64 << 10;
 // server's own per-request limit (10,000 by default) may be lower.
 constexpr size_t kMaxBatch = 100000;
 constexpr size_t kDefaultBatch = 1000;
+// `content`: documents per batch by default, the longest JSON line (or
+// --text_file) read, and the text bytes after which a batch is sent even if
+// not full (bounds memory: the server's default message limit is 16 MiB).
+constexpr size_t kDefaultContentBatch = 100;
+constexpr size_t kMaxContentLineBytes = 16 << 20;
+constexpr size_t kMaxContentBatchBytes = 16 << 20;
 // Progress appears once a run is this old, then at most this often.
 constexpr absl::Duration kProgressAfter = absl::Seconds(1);
 constexpr absl::Duration kProgressEvery = absl::Milliseconds(500);
@@ -67,6 +78,19 @@ commands:
       Claim URLs on a dedupd server: NEW the first time, SEEN after.
   url peek  --server ADDR [--base URL] [--batch N] [--deadline SECONDS] [URL...]
       Like check, but records nothing.
+  content check --server ADDR [--batch N] [--deadline SECONDS]
+                [--max_hamming_distance K] [FILE]
+      Check and record documents: NEW, EXACT_DUPLICATE or NEAR_DUPLICATE.
+      Input: JSON lines from FILE (or standard input when FILE is absent or
+      "-"), one document a line: {"url": "...", "text": "...",
+      "canonical_url": "...", "max_hamming_distance": 3} (url and text
+      required). A bad line prints its own error line and the run goes on.
+  content check --server ADDR --url URL [--canonical_url URL]
+                [--max_hamming_distance K] [--text_file FILE]
+      One document: its whole text is read from --text_file (or standard
+      input when absent or "-"), as is.
+  content peek ...
+      Like content check, but records nothing.
   help
       Print this text.
 
@@ -79,12 +103,19 @@ flags:
   --base URL          resolve relative URLs against this absolute URL
   --explain           list the rules that fired
   --server ADDR       dedupd address, host:port
-  --batch N           URLs per request, 1..100000 (default 1000)
+  --batch N           URLs (documents) per request, 1..100000 (default 1000;
+                      100 for content)
   --deadline SECONDS  deadline of each request (default 30)
+  --url URL           content: the one document's URL
+  --canonical_url URL content: its rel=canonical URL
+  --text_file FILE    content: its text ("-": standard input)
+  --max_hamming_distance K
+                      content: near-duplicate distance for documents that
+                      set none (default: the server's, 3)
   --                  end of flags: everything after is a URL
 
-exit codes: 0 all URLs valid, 1 some URL invalid, 2 usage, config,
-connection or server error.
+exit codes: 0 all items valid, 1 some item invalid or some input line bad,
+2 usage, config, connection or server error.
 )";
 
 // ---------------------------------------------------------------- output
@@ -163,52 +194,55 @@ struct InputItem {
   std::optional<std::string> error;  // set: do not process, report this
 };
 
-// UrlSource yields URLs from the command line or, streaming, from a file
-// descriptor (one per line). Reading never holds more than one line plus
-// one read chunk in memory.
-class UrlSource {
+// LineReader reads lines from a file descriptor, streaming: it never holds
+// more than one line (at most max_line_bytes of it) plus one read chunk.
+class LineReader {
  public:
-  static UrlSource FromArgs(std::vector<std::string> urls) {
-    UrlSource s;
-    s.args_ = std::move(urls);
-    return s;
-  }
-  static UrlSource FromFd(int fd) {
-    UrlSource s;
-    s.fd_ = fd;
-    return s;
-  }
+  LineReader(int fd, size_t max_line_bytes)
+      : fd_(fd), max_line_bytes_(max_line_bytes) {}
 
-  // Next stores the next URL in `*item`; returns false at the end of the
-  // input or on a read error (see status()). Lines: a trailing "\r" is
-  // stripped; blank lines (empty or only spaces and tabs) are skipped.
-  // Arguments are taken as given.
-  bool Next(InputItem* item) {
-    item->error.reset();
-    if (fd_ < 0) {
-      if (next_arg_ >= args_.size()) return false;
-      item->url = std::move(args_[next_arg_++]);
-      return true;
-    }
+  // ReadLine reads one line without its "\n" (and without a trailing "\r")
+  // into `*line`, keeping at most max_line_bytes of it (`*too_long` when
+  // more were dropped). Returns false at the end of the input or on a read
+  // error (see status()).
+  bool ReadLine(std::string* line, bool* too_long) {
+    line->clear();
+    *too_long = false;
+    bool any = false;
     while (true) {
-      bool too_long = false;
-      if (!ReadLine(&item->url, &too_long)) return false;
-      if (!item->url.empty() && item->url.back() == '\r') item->url.pop_back();
-      if (too_long) {
-        item->error =
-            absl::StrCat("input line longer than ", kMaxLineBytes, " bytes");
-        return true;
+      const size_t newline = buffer_.find('\n', pos_);
+      const size_t end =
+          newline == std::string::npos ? buffer_.size() : newline;
+      const size_t room = max_line_bytes_ - line->size();
+      const size_t take = std::min(room, end - pos_);
+      line->append(buffer_, pos_, take);
+      if (end - pos_ > take) *too_long = true;
+      any = any || end > pos_;
+      if (newline != std::string::npos) {
+        pos_ = newline + 1;
+        break;
       }
-      if (item->url.find_first_not_of(" \t") != std::string::npos) return true;
+      buffer_.clear();
+      pos_ = 0;
+      if (eof_ || !Fill()) {
+        if (!any) return false;
+        break;
+      }
     }
+    ++line_number_;
+    if (!line->empty() && line->back() == '\r') line->pop_back();
+    return true;
   }
 
-  // WouldBlock returns true when the next Next() may have to wait for
+  // The 1-based number of the line ReadLine returned last.
+  size_t line_number() const { return line_number_; }
+
+  // WouldBlock returns true when the next ReadLine() may have to wait for
   // input: no complete line is buffered and the descriptor has nothing to
   // read right now. Lets a caller send what it has instead of waiting
   // (e.g. `tail -f log | dedupctl url check`).
   bool WouldBlock() const {
-    if (fd_ < 0 || eof_) return false;
+    if (eof_) return false;
     if (buffer_.find('\n', pos_) != std::string::npos) return false;
     pollfd p = {fd_, POLLIN, 0};
     return poll(&p, 1, 0) == 0;
@@ -223,33 +257,6 @@ class UrlSource {
   const absl::Status& status() const { return status_; }
 
  private:
-  UrlSource() = default;
-
-  // Reads one line without its "\n" into `*line`, keeping at most
-  // kMaxLineBytes of it (`*too_long` when more were dropped). Returns false
-  // at the end of the input.
-  bool ReadLine(std::string* line, bool* too_long) {
-    line->clear();
-    bool any = false;
-    while (true) {
-      const size_t newline = buffer_.find('\n', pos_);
-      const size_t end =
-          newline == std::string::npos ? buffer_.size() : newline;
-      const size_t room = kMaxLineBytes - line->size();
-      const size_t take = std::min(room, end - pos_);
-      line->append(buffer_, pos_, take);
-      if (end - pos_ > take) *too_long = true;
-      any = any || end > pos_;
-      if (newline != std::string::npos) {
-        pos_ = newline + 1;
-        return true;
-      }
-      buffer_.clear();
-      pos_ = 0;
-      if (eof_ || !Fill()) return any;
-    }
-  }
-
   // Reads the next chunk into the (empty) buffer. Returns false at end of
   // input or on error.
   bool Fill() {
@@ -267,7 +274,7 @@ class UrlSource {
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
         status_ = absl::UnavailableError(
-            absl::StrCat("read standard input: ", std::strerror(errno)));
+            absl::StrCat("read input: ", std::strerror(errno)));
       }
       buffer_.clear();
       eof_ = true;
@@ -275,14 +282,75 @@ class UrlSource {
     }
   }
 
-  std::vector<std::string> args_;
-  size_t next_arg_ = 0;
-  int fd_ = -1;
+  int fd_;
+  size_t max_line_bytes_;
   std::string buffer_;
   size_t pos_ = 0;
+  size_t line_number_ = 0;
   bool eof_ = false;
   absl::Status status_;
   std::function<void()> before_block_;
+};
+
+// Blank: empty or only spaces and tabs.
+bool IsBlank(absl::string_view line) {
+  return line.find_first_not_of(" \t") == absl::string_view::npos;
+}
+
+// UrlSource yields URLs from the command line or, streaming, from a file
+// descriptor (one per line).
+class UrlSource {
+ public:
+  static UrlSource FromArgs(std::vector<std::string> urls) {
+    UrlSource s;
+    s.args_ = std::move(urls);
+    return s;
+  }
+  static UrlSource FromFd(int fd) {
+    UrlSource s;
+    s.reader_.emplace(fd, kMaxLineBytes);
+    return s;
+  }
+
+  // Next stores the next URL in `*item`; returns false at the end of the
+  // input or on a read error (see status()). Lines: a trailing "\r" is
+  // stripped; blank lines (empty or only spaces and tabs) are skipped.
+  // Arguments are taken as given.
+  bool Next(InputItem* item) {
+    item->error.reset();
+    if (!reader_) {
+      if (next_arg_ >= args_.size()) return false;
+      item->url = std::move(args_[next_arg_++]);
+      return true;
+    }
+    while (true) {
+      bool too_long = false;
+      if (!reader_->ReadLine(&item->url, &too_long)) return false;
+      if (too_long) {
+        item->error =
+            absl::StrCat("input line longer than ", kMaxLineBytes, " bytes");
+        return true;
+      }
+      if (!IsBlank(item->url)) return true;
+    }
+  }
+
+  bool WouldBlock() const { return reader_ && reader_->WouldBlock(); }
+
+  void set_before_block(std::function<void()> before_block) {
+    if (reader_) reader_->set_before_block(std::move(before_block));
+  }
+
+  absl::Status status() const {
+    return reader_ ? reader_->status() : absl::OkStatus();
+  }
+
+ private:
+  UrlSource() = default;
+
+  std::vector<std::string> args_;
+  size_t next_arg_ = 0;
+  std::optional<LineReader> reader_;
 };
 
 // ----------------------------------------------------------- arguments
@@ -290,6 +358,8 @@ class UrlSource {
 struct Args {
   std::vector<std::string> positional;
   std::optional<std::string> config, base, server, batch, deadline;
+  std::optional<std::string> url, canonical_url, text_file,
+      max_hamming_distance;
   bool explain = false;
   bool help = false;
 };
@@ -343,12 +413,20 @@ absl::StatusOr<Args> ParseFlags(const std::vector<std::string>& argv,
       }
       value = argv[++i];
     }
-    std::optional<std::string>* slot = name == "--config"   ? &args.config
-                                       : name == "--base"   ? &args.base
-                                       : name == "--server" ? &args.server
-                                       : name == "--batch"  ? &args.batch
-                                                            : &args.deadline;
-    *slot = std::move(*value);
+    const std::pair<absl::string_view, std::optional<std::string>*> slots[] = {
+        {"--config", &args.config},
+        {"--base", &args.base},
+        {"--server", &args.server},
+        {"--batch", &args.batch},
+        {"--deadline", &args.deadline},
+        {"--url", &args.url},
+        {"--canonical_url", &args.canonical_url},
+        {"--text_file", &args.text_file},
+        {"--max_hamming_distance", &args.max_hamming_distance},
+    };
+    for (const auto& [flag, slot] : slots) {
+      if (flag == name) *slot = *value;
+    }
   }
   return args;
 }
@@ -495,15 +573,22 @@ absl::Status CheckBatch(const DedupClient& client, dedupd::v1::ClaimMode mode,
   return flushed;
 }
 
-int RunUrl(dedupd::v1::ClaimMode mode, Args args) {
+// ClientOptionsFromArgs checks --server, --batch (default `default_batch`)
+// and --deadline, shared by `url` and `content`. Returns InvalidArgument
+// with the usage message.
+absl::StatusOr<ClientOptions> ClientOptionsFromArgs(const Args& args,
+                                                    absl::string_view command,
+                                                    size_t default_batch) {
   if (!args.server || args.server->empty()) {
-    return UsageError("url check/peek needs --server ADDR");
+    return absl::InvalidArgumentError(
+        absl::StrCat(command, " check/peek needs --server ADDR"));
   }
-  size_t batch_size = kDefaultBatch;
+  size_t batch_size = default_batch;
   if (args.batch && (!absl::SimpleAtoi(*args.batch, &batch_size) ||
                      batch_size < 1 || batch_size > kMaxBatch)) {
-    return UsageError(absl::StrCat("--batch must be an integer in 1..",
-                                   kMaxBatch, ", got \"", *args.batch, "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--batch must be an integer in 1..", kMaxBatch,
+                     ", got \"", *args.batch, "\""));
   }
   ClientOptions options;
   options.max_items_per_request = batch_size;
@@ -511,13 +596,24 @@ int RunUrl(dedupd::v1::ClaimMode mode, Args args) {
     double seconds = 0;
     if (!absl::SimpleAtod(*args.deadline, &seconds) ||
         !std::isfinite(seconds) || seconds <= 0) {
-      return UsageError(
+      return absl::InvalidArgumentError(
           absl::StrCat("--deadline must be a positive number of "
                        "seconds, got \"",
                        *args.deadline, "\""));
     }
     options.deadline = absl::Seconds(seconds);
   }
+  return options;
+}
+
+int RunUrl(dedupd::v1::ClaimMode mode, Args args) {
+  absl::StatusOr<ClientOptions> client_options =
+      ClientOptionsFromArgs(args, "url", kDefaultBatch);
+  if (!client_options.ok()) {
+    return UsageError(client_options.status().message());
+  }
+  const ClientOptions& options = *client_options;
+  const size_t batch_size = options.max_items_per_request;
   const std::string base = args.base.value_or("");
   if (args.base) {
     // The server applies its own policy; this only checks that the base is
@@ -570,6 +666,393 @@ int RunUrl(dedupd::v1::ClaimMode mode, Args args) {
   return any_invalid ? kExitInvalid : kExitOk;
 }
 
+// -------------------------------------------------------------- content
+
+// One document to check: the request item, or a local error instead (a bad
+// input line), with where it came from.
+struct ContentInput {
+  // The 1-based input line; 0 for the --url form.
+  size_t line = 0;
+  dedupd::v1::ContentItem item;
+  std::optional<std::string> error;  // set: not sent, report this
+};
+
+// ParseDocument turns one JSON line into a request item: "url" and "text"
+// strings are required; "canonical_url" (string) and
+// "max_hamming_distance" (integer 0..2^32-1) are optional, and null counts
+// as absent; other members are ignored. Returns InvalidArgument saying
+// what is wrong.
+absl::Status ParseDocument(absl::string_view line,
+                           dedupd::v1::ContentItem* item) {
+  absl::StatusOr<JsonFlatObject> object = ParseJsonFlatObject(line);
+  if (!object.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid JSON: ", object.status().message()));
+  }
+  const auto get = [&](const char* name) -> const JsonScalar* {
+    auto it = object->find(name);
+    if (it == object->end() || it->second.type == JsonScalar::Type::kNull) {
+      return nullptr;
+    }
+    return &it->second;
+  };
+  const auto string_member = [&](const char* name, bool required,
+                                 std::string* out) -> absl::Status {
+    const JsonScalar* v = get(name);
+    if (v == nullptr) {
+      return required ? absl::InvalidArgumentError(
+                            absl::StrCat("missing \"", name, "\""))
+                      : absl::OkStatus();
+    }
+    if (v->type != JsonScalar::Type::kString) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"", name, "\" must be a string"));
+    }
+    *out = v->string;
+    return absl::OkStatus();
+  };
+  if (absl::Status s = string_member("url", true, item->mutable_url());
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          string_member("canonical_url", false, item->mutable_canonical_url());
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = string_member("text", true, item->mutable_text());
+      !s.ok()) {
+    return s;
+  }
+  if (const JsonScalar* d = get("max_hamming_distance")) {
+    if (d->type != JsonScalar::Type::kInteger || d->integer < 0 ||
+        d->integer > int64_t{UINT32_MAX}) {
+      return absl::InvalidArgumentError(
+          "\"max_hamming_distance\" must be an integer in 0..4294967295");
+    }
+    item->set_max_hamming_distance(static_cast<uint32_t>(d->integer));
+  }
+  return absl::OkStatus();
+}
+
+// ContentSource yields documents: JSON lines from a file descriptor
+// (streaming, blank lines skipped), or the one document of the --url form.
+class ContentSource {
+ public:
+  static ContentSource FromJsonLines(int fd) {
+    ContentSource s;
+    s.reader_.emplace(fd, kMaxContentLineBytes);
+    return s;
+  }
+  static ContentSource FromDocument(ContentInput input) {
+    ContentSource s;
+    s.single_ = std::move(input);
+    return s;
+  }
+
+  // Next stores the next document in `*input`; returns false at the end of
+  // the input or on a read error (see status()).
+  bool Next(ContentInput* input) {
+    *input = ContentInput();
+    if (!reader_) {
+      if (!single_) return false;
+      *input = *std::move(single_);
+      single_.reset();
+      return true;
+    }
+    std::string line;
+    bool too_long = false;
+    do {
+      if (!reader_->ReadLine(&line, &too_long)) return false;
+    } while (!too_long && IsBlank(line));
+    input->line = reader_->line_number();
+    absl::Status s =
+        too_long ? absl::InvalidArgumentError(absl::StrCat(
+                       "longer than ", kMaxContentLineBytes, " bytes"))
+                 : ParseDocument(line, &input->item);
+    if (!s.ok()) {
+      input->error = absl::StrCat("line ", input->line, ": ", s.message());
+    }
+    return true;
+  }
+
+  bool WouldBlock() const { return reader_ && reader_->WouldBlock(); }
+
+  absl::Status status() const {
+    return reader_ ? reader_->status() : absl::OkStatus();
+  }
+
+ private:
+  ContentSource() = default;
+
+  std::optional<LineReader> reader_;
+  std::optional<ContentInput> single_;
+};
+
+absl::string_view ContentVerdictName(dedupd::v1::ContentVerdict verdict) {
+  switch (verdict) {
+    case dedupd::v1::CONTENT_VERDICT_NEW:
+      return "NEW";
+    case dedupd::v1::CONTENT_VERDICT_EXACT_DUPLICATE:
+      return "EXACT_DUPLICATE";
+    case dedupd::v1::CONTENT_VERDICT_NEAR_DUPLICATE:
+      return "NEAR_DUPLICATE";
+    case dedupd::v1::CONTENT_VERDICT_INVALID:
+      return "INVALID";
+    default:
+      return "UNSPECIFIED";
+  }
+}
+
+absl::string_view RecrawlName(dedupd::v1::RecrawlStatus recrawl) {
+  switch (recrawl) {
+    case dedupd::v1::RECRAWL_STATUS_FIRST_SEEN:
+      return "FIRST_SEEN";
+    case dedupd::v1::RECRAWL_STATUS_UNCHANGED:
+      return "UNCHANGED";
+    case dedupd::v1::RECRAWL_STATUS_CHANGED:
+      return "CHANGED";
+    default:
+      return "UNSPECIFIED";
+  }
+}
+
+// SimHashes print as 16 lowercase hex digits: a JSON number would lose
+// bits above 2^53 in most readers.
+std::string SimHashHex(uint64_t simhash) {
+  return absl::StrFormat("%016x", simhash);
+}
+
+// The output line of one document (docs/dedupctl.md, "content check|peek").
+// `result` is nullptr for a bad input line.
+std::string ContentLine(const ContentInput& input,
+                        const dedupd::v1::ContentResult* result) {
+  JsonObjectWriter json;
+  if (result == nullptr || result->verdict() ==
+                               dedupd::v1::CONTENT_VERDICT_INVALID) {
+    json.String("verdict", "INVALID");
+    if (input.line > 0) json.Int("line", static_cast<int64_t>(input.line));
+    if (!input.item.url().empty()) json.String("url", input.item.url());
+    json.String("error", result == nullptr ? *input.error : result->error());
+    return std::move(json).Finish();
+  }
+  json.String("verdict", ContentVerdictName(result->verdict()))
+      .String("url", result->url())
+      .String("canonical_url", result->canonical_url())
+      .String("content_hash", result->content_hash())
+      .String("simhash", SimHashHex(result->simhash()))
+      .String("owner_url", result->owner_url());
+  std::vector<absl::string_view> aliases(result->alias_urls().begin(),
+                                         result->alias_urls().end());
+  json.StringArray("alias_urls", aliases).Uint("alias_count",
+                                               result->alias_count());
+  std::vector<std::string> matches;
+  for (const dedupd::v1::NearMatch& m : result->near_matches()) {
+    JsonObjectWriter match;
+    match.String("url", m.url())
+        .String("simhash", SimHashHex(m.simhash()))
+        .Uint("distance", m.distance())
+        .String("content_hash", m.content_hash());
+    matches.push_back(std::move(match).Finish());
+  }
+  json.RawArray("near_matches", matches)
+      .Uint("near_match_count", result->near_match_count())
+      .String("recrawl", RecrawlName(result->recrawl()));
+  if (result->has_first_seen_time()) {
+    json.String("first_seen_time", FormatTimestamp(result->first_seen_time()));
+  }
+  return std::move(json).Finish();
+}
+
+// Sends one batch (skipping bad lines) and prints a line per document.
+// Returns an error for a failed call; sets *any_invalid.
+absl::Status CheckContentBatch(const DedupClient& client,
+                               dedupd::v1::ClaimMode mode,
+                               const std::vector<ContentInput>& batch,
+                               bool* any_invalid) {
+  std::vector<dedupd::v1::ContentItem> items;
+  items.reserve(batch.size());
+  for (const ContentInput& input : batch) {
+    if (!input.error) items.push_back(input.item);
+  }
+  std::vector<dedupd::v1::ContentResult> results;
+  if (!items.empty()) {
+    absl::StatusOr<std::vector<dedupd::v1::ContentResult>> r =
+        client.CheckContent(items, mode);
+    if (!r.ok()) return r.status();
+    results = std::move(r).value();
+  }
+  size_t next = 0;
+  bool write_ok = true;
+  for (const ContentInput& input : batch) {
+    const dedupd::v1::ContentResult* result =
+        input.error ? nullptr : &results[next++];
+    if (result == nullptr ||
+        result->verdict() == dedupd::v1::CONTENT_VERDICT_INVALID) {
+      *any_invalid = true;
+    }
+    write_ok = WriteLine(ContentLine(input, result)) && write_ok;
+  }
+  absl::Status flushed = FlushStdout();
+  if (flushed.ok() && !write_ok) {
+    return absl::UnavailableError("write to standard output failed");
+  }
+  return flushed;
+}
+
+// ReadTextFile reads all of `path` ("-": standard input) into `*text`,
+// keeping at most `max_bytes` (`*too_long` when there was more).
+absl::Status ReadTextFile(const std::string& path, size_t max_bytes,
+                          std::string* text, bool* too_long) {
+  const bool is_stdin = path == "-";
+  const int fd = is_stdin ? STDIN_FILENO : open(path.c_str(), O_RDONLY);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("open ", path, ": ", std::strerror(errno)));
+  }
+  text->clear();
+  *too_long = false;
+  std::string chunk(kReadChunkBytes, '\0');
+  absl::Status status;
+  while (true) {
+    const ssize_t n = read(fd, chunk.data(), chunk.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      status = absl::UnavailableError(absl::StrCat(
+          "read ", is_stdin ? "standard input" : path, ": ",
+          std::strerror(errno)));
+      break;
+    }
+    if (n == 0) break;
+    const size_t take =
+        std::min(static_cast<size_t>(n), max_bytes - text->size());
+    text->append(chunk, 0, take);
+    if (take < static_cast<size_t>(n)) {
+      *too_long = true;
+      break;
+    }
+  }
+  if (!is_stdin) close(fd);
+  return status;
+}
+
+int RunContent(dedupd::v1::ClaimMode mode, Args args) {
+  absl::StatusOr<ClientOptions> client_options =
+      ClientOptionsFromArgs(args, "content", kDefaultContentBatch);
+  if (!client_options.ok()) {
+    return UsageError(client_options.status().message());
+  }
+  const ClientOptions& options = *client_options;
+  const size_t batch_size = options.max_items_per_request;
+  std::optional<uint32_t> distance;
+  if (args.max_hamming_distance) {
+    uint32_t k = 0;
+    if (!absl::SimpleAtoi(*args.max_hamming_distance, &k)) {
+      return UsageError(absl::StrCat(
+          "--max_hamming_distance must be an integer in 0..4294967295, got \"",
+          *args.max_hamming_distance, "\""));
+    }
+    distance = k;
+  }
+
+  // The input rule: --url given means the whole input is one document's
+  // text; otherwise the input is JSON lines.
+  std::optional<ContentSource> source;
+  int input_fd = -1;
+  if (args.url) {
+    if (!args.positional.empty()) {
+      return UsageError(
+          "with --url the text comes from --text_file or standard input, "
+          "not a FILE argument");
+    }
+    ContentInput input;
+    input.item.set_url(*args.url);
+    if (args.canonical_url) input.item.set_canonical_url(*args.canonical_url);
+    bool too_long = false;
+    if (absl::Status s =
+            ReadTextFile(args.text_file.value_or("-"), kMaxContentLineBytes,
+                         input.item.mutable_text(), &too_long);
+        !s.ok()) {
+      PrintError(s.message());
+      return kExitError;
+    }
+    if (too_long) {
+      input.error =
+          absl::StrCat("text longer than ", kMaxContentLineBytes, " bytes");
+      input.item.clear_text();
+    }
+    source = ContentSource::FromDocument(std::move(input));
+  } else {
+    if (args.canonical_url || args.text_file) {
+      return UsageError("--canonical_url and --text_file need --url");
+    }
+    if (args.positional.size() > 1) {
+      return UsageError(
+          "content check/peek reads at most one FILE of JSON lines");
+    }
+    if (!args.positional.empty() && args.positional[0] != "-") {
+      input_fd = open(args.positional[0].c_str(), O_RDONLY);
+      if (input_fd < 0) {
+        PrintError(absl::StrCat("open ", args.positional[0], ": ",
+                                std::strerror(errno)));
+        return kExitError;
+      }
+    }
+    source = ContentSource::FromJsonLines(input_fd >= 0 ? input_fd
+                                                        : STDIN_FILENO);
+  }
+
+  absl::StatusOr<std::unique_ptr<DedupClient>> client =
+      DedupClient::Connect(*args.server, options);
+  if (!client.ok()) {
+    PrintError(client.status().message());
+    return kExitError;
+  }
+
+  Progress progress;
+  size_t done = 0;
+  bool any_invalid = false;
+  std::vector<ContentInput> batch;
+  bool more = true;
+  int exit_code = kExitOk;
+  while (more) {
+    // Fill a batch (by count and by text bytes), but send a partial one
+    // rather than wait for input.
+    batch.clear();
+    size_t batch_bytes = 0;
+    while (batch.size() < batch_size && batch_bytes < kMaxContentBatchBytes) {
+      if (!batch.empty() && source->WouldBlock()) break;
+      ContentInput input;
+      if (!source->Next(&input)) {
+        more = false;
+        break;
+      }
+      if (distance && !input.item.has_max_hamming_distance()) {
+        input.item.set_max_hamming_distance(*distance);
+      }
+      batch_bytes += input.item.text().size();
+      batch.push_back(std::move(input));
+    }
+    if (batch.empty()) break;
+    if (absl::Status s = CheckContentBatch(**client, mode, batch, &any_invalid);
+        !s.ok()) {
+      PrintError(s.message());
+      exit_code = kExitError;
+      break;
+    }
+    done += batch.size();
+    progress.Update(done);
+  }
+  progress.Finish(done);
+  if (exit_code == kExitOk && !source->status().ok()) {
+    PrintError(source->status().message());
+    exit_code = kExitError;
+  }
+  if (input_fd >= 0) close(input_fd);
+  if (exit_code != kExitOk) return exit_code;
+  return any_invalid ? kExitInvalid : kExitOk;
+}
+
 // ----------------------------------------------------------------- main
 
 int Main(int argc, char** argv) {
@@ -613,6 +1096,30 @@ int Main(int argc, char** argv) {
     return RunUrl(sub == "check" ? dedupd::v1::CLAIM_MODE_CLAIM
                                  : dedupd::v1::CLAIM_MODE_PEEK,
                   *std::move(args));
+  }
+  if (command == "content") {
+    if (words.size() < 2) return UsageError("content needs check or peek");
+    const std::string& sub = words[1];
+    if (sub == "--help" || sub == "-h") {
+      std::fputs(kUsage, stdout);
+      return kExitOk;
+    }
+    if (sub != "check" && sub != "peek") {
+      return UsageError(absl::StrCat("unknown content command \"", sub,
+                                     "\" (want check or peek)"));
+    }
+    absl::StatusOr<Args> args = ParseFlags(
+        std::vector<std::string>(words.begin() + 2, words.end()),
+        {"--server", "--batch", "--deadline", "--url", "--canonical_url",
+         "--text_file", "--max_hamming_distance"});
+    if (!args.ok()) return UsageError(args.status().message());
+    if (args->help) {
+      std::fputs(kUsage, stdout);
+      return kExitOk;
+    }
+    return RunContent(sub == "check" ? dedupd::v1::CLAIM_MODE_CLAIM
+                                     : dedupd::v1::CLAIM_MODE_PEEK,
+                      *std::move(args));
   }
   return UsageError(absl::StrCat("unknown command \"", command, "\""));
 }

@@ -1,6 +1,6 @@
 // Runs the built dedupctl binary (DEDUPCTL_PATH, injected by CMake):
-// `normalize` offline, and `url check|peek` against the in-process fake
-// Dedup service on 127.0.0.1:<ephemeral>.
+// `normalize` offline, and `url check|peek` and `content check|peek`
+// against the in-process fake Dedup service on 127.0.0.1:<ephemeral>.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
@@ -310,7 +311,27 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{
             "DeadlineNotANumber",
             {"url", "check", "--server", "127.0.0.1:1", "--deadline", "soon"},
-            "--deadline"}),
+            "--deadline"},
+        UsageCase{"ContentWithoutSubcommand", {"content"}, "check or peek"},
+        UsageCase{"ContentMissingServer", {"content", "check"}, "--server"},
+        UsageCase{"ContentTextFileWithoutUrl",
+                  {"content", "check", "--server", "127.0.0.1:1",
+                   "--text_file", "t.txt"},
+                  "need --url"},
+        UsageCase{"ContentUrlAndFile",
+                  {"content", "peek", "--server", "127.0.0.1:1", "--url",
+                   "https://a.example/", "docs.jsonl"},
+                  "FILE"},
+        UsageCase{"ContentTwoFiles",
+                  {"content", "check", "--server", "127.0.0.1:1", "a", "b"},
+                  "at most one FILE"},
+        UsageCase{"ContentBadDistance",
+                  {"content", "check", "--server", "127.0.0.1:1",
+                   "--max_hamming_distance", "-1"},
+                  "--max_hamming_distance"},
+        UsageCase{"ContentUrlFlagOnUrlCommand",
+                  {"url", "check", "--server", "127.0.0.1:1", "--url", "x"},
+                  "--url"}),
     [](const ::testing::TestParamInfo<UsageCase>& info) {
       return std::string(info.param.name);
     });
@@ -453,6 +474,158 @@ TEST_F(DedupctlUrlTest, SendsBeforeStdinEnds) {
   EXPECT_THAT(calls[0].urls,
               ElementsAre("https://a.example/1", "https://a.example/2"));
   EXPECT_THAT(calls[1].urls, ElementsAre("https://a.example/3"));
+}
+
+// -------------------------------------------------- content, fake server
+
+TEST_F(DedupctlUrlTest, ContentCheckJsonLinesWithABadLine) {
+  const std::string in =
+      R"({"url":"https://a.example/1","text":"hello world"})" "\n"
+      R"({"url":"https://a.example/2","canonical_url":"https://a.example/c","text":"hello world"})"
+      "\r\n"
+      "not json\n"
+      "\n"
+      R"({"url":"https://a.example/3"})" "\n"
+      R"({"url":"bad:x","text":"t"})" "\n"
+      R"({"url":"https://a.example/4","text":"hello world!!","max_hamming_distance":2,"extra":1})"
+      "\n";
+  CommandResult r = Dedupctl(
+      {"content", "check", "--server", server_->address(), "--batch", "2"},
+      in);
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // bad lines and an INVALID
+  EXPECT_THAT(r.err, IsEmpty());
+  const std::string hash = absl::StrFormat(
+      "%016x", FakeDedupService::FakeHash("hello world"));
+  const std::string near_hash = absl::StrFormat(
+      "%016x", FakeDedupService::FakeHash("hello world!!"));
+  const std::string content_hash = absl::StrCat(hash, hash, hash, hash);
+  EXPECT_THAT(
+      Lines(r.out),
+      ElementsAre(
+          absl::StrCat(
+              R"({"verdict":"NEW","url":"https://a.example/1","canonical_url":"https://a.example/1","content_hash":")",
+              content_hash, R"(","simhash":")", hash,
+              R"(","owner_url":"https://a.example/1","alias_urls":[],"alias_count":0,"near_matches":[],"near_match_count":0,"recrawl":"FIRST_SEEN","first_seen_time":"2024-05-06T07:08:09.5Z"})"),
+          absl::StrCat(
+              R"({"verdict":"EXACT_DUPLICATE","url":"https://a.example/2","canonical_url":"https://a.example/c","content_hash":")",
+              content_hash, R"(","simhash":")", hash,
+              R"(","owner_url":"https://a.example/1","alias_urls":["https://a.example/c"],"alias_count":1,"near_matches":[],"near_match_count":0,"recrawl":"FIRST_SEEN","first_seen_time":"2024-05-06T07:08:09.5Z"})"),
+          R"({"verdict":"INVALID","line":3,"error":"line 3: invalid JSON: at byte 0: expected '{'"})",
+          R"({"verdict":"INVALID","line":5,"url":"https://a.example/3","error":"line 5: missing \"text\""})",
+          R"({"verdict":"INVALID","line":6,"url":"bad:x","error":"fake: invalid url"})",
+          absl::StrCat(
+              R"({"verdict":"NEAR_DUPLICATE","url":"https://a.example/4","canonical_url":"https://a.example/4","content_hash":")",
+              absl::StrCat(near_hash, near_hash, near_hash, near_hash),
+              R"(","simhash":")", near_hash,
+              R"(","owner_url":"https://a.example/1","alias_urls":[],"alias_count":0,"near_matches":[{"url":"https://a.example/1","simhash":")",
+              hash, R"(","distance":2,"content_hash":")", content_hash,
+              R"("}],"near_match_count":1,"recrawl":"FIRST_SEEN"})")));
+  // Bad lines are not sent; good ones are. A batch is --batch input
+  // documents, bad lines included (lines 3 and 5 made a batch of nothing).
+  std::vector<std::vector<std::string>> sent;
+  for (const FakeDedupService::Call& call : fake().calls()) {
+    EXPECT_EQ(call.method, "CheckContent");
+    EXPECT_EQ(call.mode, dedupd::v1::CLAIM_MODE_CLAIM);
+    sent.push_back(call.urls);
+  }
+  EXPECT_THAT(sent,
+              ElementsAre(ElementsAre("https://a.example/1",
+                                      "https://a.example/2"),
+                          ElementsAre("bad:x", "https://a.example/4")));
+}
+
+TEST_F(DedupctlUrlTest, ContentUrlFormReadsTextFileOrStdin) {
+  const std::string dir = MakeTempDir("dedupctl_test_");
+  ASSERT_FALSE(dir.empty());
+  const std::string path = dir + "/page.txt";
+  std::ofstream(path) << "line one\nline two\n";
+  CommandResult file = Dedupctl(
+      {"content", "check", "--server", server_->address(), "--url",
+       "https://a.example/p", "--canonical_url", "https://a.example/canon",
+       "--max_hamming_distance", "5", "--text_file", path});
+  EXPECT_EQ(file.exit_code, 0) << file.err;
+  EXPECT_THAT(Lines(file.out),
+              ElementsAre(AllOf(
+                  StartsWith(R"({"verdict":"NEW","url":"https://a.example/p",)"
+                             R"("canonical_url":"https://a.example/canon",)"),
+                  HasSubstr(R"("recrawl":"FIRST_SEEN")"))));
+
+  // The same text from stdin, peeked: an exact duplicate, nothing recorded.
+  CommandResult in =
+      Dedupctl({"content", "peek", "--server", server_->address(), "--url",
+                "https://b.example/q"},
+               "line one\nline two\n");
+  EXPECT_EQ(in.exit_code, 0) << in.err;
+  EXPECT_THAT(Lines(in.out),
+              ElementsAre(AllOf(
+                  StartsWith(R"({"verdict":"EXACT_DUPLICATE",)"),
+                  HasSubstr(R"("owner_url":"https://a.example/canon")"),
+                  HasSubstr(R"("alias_urls":[])"))));
+
+  const std::vector<FakeDedupService::Call> calls = fake().calls();
+  ASSERT_THAT(calls, SizeIs(2));
+  ASSERT_THAT(calls[0].content_items, SizeIs(1));
+  const dedupd::v1::ContentItem& doc = calls[0].content_items[0];
+  EXPECT_EQ(doc.text(), "line one\nline two\n");  // as is
+  EXPECT_EQ(doc.canonical_url(), "https://a.example/canon");
+  EXPECT_EQ(doc.max_hamming_distance(), 5u);
+  EXPECT_EQ(calls[1].mode, dedupd::v1::CLAIM_MODE_PEEK);
+  EXPECT_FALSE(calls[1].content_items[0].has_max_hamming_distance());
+
+  CommandResult missing =
+      Dedupctl({"content", "check", "--server", server_->address(), "--url",
+                "https://a.example/p", "--text_file", dir + "/missing.txt"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(Lines(missing.err),
+              ElementsAre(AllOf(StartsWith("dedupctl: "),
+                                HasSubstr("missing.txt"))));
+  RemoveTree(dir);
+}
+
+TEST_F(DedupctlUrlTest, ContentJsonLinesFromAFileAllValidExits0) {
+  const std::string dir = MakeTempDir("dedupctl_test_");
+  ASSERT_FALSE(dir.empty());
+  const std::string path = dir + "/docs.jsonl";
+  std::ofstream(path) << R"({"url":"https://a.example/1","text":"x\u00e9"})"
+                      << "\n"
+                      << R"({"url":"https://a.example/2","text":"y","canonical_url":null})"
+                      << "\n";
+  CommandResult r = Dedupctl(
+      {"content", "peek", "--server", server_->address(), path});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(Lines(r.out), SizeIs(2));
+  const std::vector<FakeDedupService::Call> calls = fake().calls();
+  ASSERT_THAT(calls, SizeIs(1));
+  ASSERT_THAT(calls[0].content_items, SizeIs(2));
+  EXPECT_EQ(calls[0].content_items[0].text(), "x\xc3\xa9");
+  EXPECT_EQ(calls[0].content_items[1].canonical_url(), "");
+  RemoveTree(dir);
+}
+
+TEST_F(DedupctlUrlTest, ContentServerErrorExits2) {
+  fake().FailNext(absl::InvalidArgumentError("too many items: 3 > max 2"));
+  CommandResult r =
+      Dedupctl({"content", "check", "--server", server_->address()},
+               R"({"url":"https://a.example/1","text":"t"})" "\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(Lines(r.err),
+              ElementsAre("dedupctl: CheckContent: too many items: 3 > max 2"));
+  EXPECT_THAT(r.out, IsEmpty());
+}
+
+TEST(DedupctlContentConnectTest, UnreachableServerExits2) {
+  std::string address;
+  {
+    ASSERT_OK_AND_ASSIGN(auto server, FakeDedupServer::Start());
+    address = server->address();
+  }
+  CommandResult r = Dedupctl({"content", "check", "--server", address,
+                              "--deadline", "5", "--url", "https://a.example/"},
+                             "text");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(Lines(r.err),
+              ElementsAre(AllOf(StartsWith("dedupctl: CheckContent: "),
+                                HasSubstr("attempts"))));
 }
 
 }  // namespace
