@@ -1,10 +1,17 @@
 #include "server/engine.h"
 
+#include <fstream>
+#include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/simhash.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "storage/memory_content_store.h"
 #include "storage/memory_url_store.h"
 #include "tests/testing/status_matchers.h"
 
@@ -13,8 +20,10 @@ namespace {
 
 using ::dedupd::testing::IsOk;
 using ::dedupd::testing::StatusIs;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Le;
 using ::testing::Not;
 
 // A store that fails every call with a chosen status: nothing is recorded.
@@ -181,6 +190,439 @@ TEST(EngineStoreFailureTest, AllInvalidBatchDoesNotTouchTheStore) {
   v1::CheckUrlResponse response;
   EXPECT_THAT(engine.CheckUrl(r, &response), IsOk());
   EXPECT_EQ(response.results(0).verdict(), v1::URL_VERDICT_INVALID);
+}
+
+// ---- CheckContent: the engine over the in-memory URL and content fakes.
+
+// ~980 words of real prose (the "Python Packaging" chapter of the Debian
+// Python Policy, /usr/share/doc/python3/python-policy.html, tags stripped).
+std::string ReadTestdata(const std::string& name) {
+  std::ifstream in(std::string(DEDUPD_SERVER_TESTDATA_DIR) + "/" + name,
+                   std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+class ContentEngineTest : public ::testing::Test {
+ protected:
+  static constexpr size_t kMaxTextBytes = 16384;
+  static constexpr size_t kMaxBatchItems = 20;
+
+  ContentEngineTest()
+      : content_store_(&url_store_, /*max_near_distance=*/3),
+        engine_(&normalizer_, &url_store_, &hasher_, &content_store_, Options()) {}
+
+  EngineOptions Options() {
+    EngineOptions o;
+    o.max_batch_items = kMaxBatchItems;
+    o.max_text_bytes = kMaxTextBytes;
+    o.clock = [this] { return now_; };
+    return o;
+  }
+
+  static v1::ContentItem Item(const std::string& url, const std::string& text,
+                              const std::string& canonical = "") {
+    v1::ContentItem item;
+    item.set_url(url);
+    item.set_text(text);
+    item.set_canonical_url(canonical);
+    return item;
+  }
+
+  static v1::CheckContentRequest Request(std::vector<v1::ContentItem> items,
+                                         v1::ClaimMode mode = v1::CLAIM_MODE_CLAIM) {
+    v1::CheckContentRequest r;
+    r.set_mode(mode);
+    for (v1::ContentItem& item : items) *r.add_items() = std::move(item);
+    return r;
+  }
+
+  // Check sends one request that must succeed and answer every item.
+  std::vector<v1::ContentResult> Check(std::vector<v1::ContentItem> items,
+                                       v1::ClaimMode mode = v1::CLAIM_MODE_CLAIM) {
+    const size_t n = items.size();
+    v1::CheckContentResponse response;
+    absl::Status s = engine_.CheckContent(Request(std::move(items), mode), &response);
+    EXPECT_THAT(s, IsOk());
+    EXPECT_EQ(static_cast<size_t>(response.results_size()), n);
+    return {response.results().begin(), response.results().end()};
+  }
+
+  v1::ContentResult CheckOne(const std::string& url, const std::string& text,
+                             v1::ClaimMode mode = v1::CLAIM_MODE_CLAIM) {
+    std::vector<v1::ContentResult> r = Check({Item(url, text)}, mode);
+    return r.empty() ? v1::ContentResult{} : r[0];
+  }
+
+  // UrlVerdict peeks `url` through Engine::CheckUrl.
+  v1::UrlVerdict UrlVerdict(const std::string& url) {
+    v1::CheckUrlRequest r;
+    r.set_mode(v1::CLAIM_MODE_PEEK);
+    r.add_items()->set_url(url);
+    v1::CheckUrlResponse response;
+    EXPECT_THAT(engine_.CheckUrl(r, &response), IsOk());
+    return response.results_size() == 1 ? response.results(0).verdict()
+                                        : v1::URL_VERDICT_UNSPECIFIED;
+  }
+
+  absl::Time now_ = absl::FromUnixMicros(1764496800123456);  // 2025-11-30
+  UrlNormalizer normalizer_;
+  SimHasher hasher_;
+  MemoryUrlStore url_store_;
+  MemoryContentStore content_store_;
+  Engine engine_;
+};
+
+TEST_F(ContentEngineTest, BadItemsAreInvalidInOneBatchAndGoodOnesSucceed) {
+  v1::ContentItem far = Item("https://bad.example/distance", "some fine text");
+  far.set_max_hamming_distance(4);
+  v1::ContentItem huge_distance = Item("https://bad.example/huge", "more fine text");
+  huge_distance.set_max_hamming_distance(4000000000u);
+  struct Case {
+    const char* name;
+    v1::ContentItem item;
+    std::string want_error;
+  } cases[] = {
+      {"empty text", Item("https://bad.example/1", ""), "text: text is empty or only whitespace"},
+      {"whitespace only", Item("https://bad.example/2", " \t\r\n \u00a0 \n"),
+       "empty or only whitespace"},
+      {"invalid UTF-8", Item("https://bad.example/3", "caf\xc3\x28 au lait"), "invalid UTF-8 at byte 3"},
+      {"lone continuation byte", Item("https://bad.example/4", "ok \x80"), "invalid UTF-8"},
+      {"NUL byte", Item("https://bad.example/5", std::string("before\0after", 12)),
+       "NUL byte at byte 6"},
+      {"text over max_text_bytes", Item("https://bad.example/6", std::string(kMaxTextBytes + 1, 'a')),
+       "text: is 16385 bytes; the limit is 16384 (--max_text_bytes)"},
+      {"empty url", Item("", "a document without a URL"), "url: is empty"},
+      {"mailto url", Item("mailto:x@example.com", "a document from a mailbox"), "url: "},
+      {"relative url", Item("relative/path.html", "relative fetched URL"), "url: "},
+      {"invalid UTF-8 url", Item("https://bad.example/\xff", "bad bytes in URL"), "url: "},
+      {"javascript canonical", Item("https://bad.example/7", "bad canonical", "javascript:alert(1)"),
+       "canonical_url: "},
+      {"distance over index limit", far,
+       "max_hamming_distance 4 is above this server's limit of 3 (--simhash_max_distance)"},
+      {"huge distance", huge_distance, "max_hamming_distance 4000000000 is above"},
+  };
+  // Good documents first, between the bad ones, and last.
+  std::vector<v1::ContentItem> items;
+  std::vector<int> good, bad;
+  auto add_good = [&](int i) {
+    good.push_back(static_cast<int>(items.size()));
+    items.push_back(Item(absl::StrCat("https://good.example/", i),
+                         absl::StrCat("good document number ", i, " has its own words")));
+  };
+  add_good(0);
+  for (const Case& c : cases) {
+    bad.push_back(static_cast<int>(items.size()));
+    items.push_back(c.item);
+  }
+  add_good(1);
+  // Exactly the text limit is fine.
+  good.push_back(static_cast<int>(items.size()));
+  items.push_back(Item("https://good.example/limit", std::string(kMaxTextBytes, 'b')));
+  ASSERT_LE(items.size(), kMaxBatchItems);
+
+  std::vector<v1::ContentResult> r = Check(items);
+  ASSERT_EQ(r.size(), items.size());
+  for (int i : good) {
+    EXPECT_EQ(r[i].verdict(), v1::CONTENT_VERDICT_NEW) << i << ": " << r[i].error();
+    EXPECT_THAT(r[i].error(), IsEmpty());
+    EXPECT_EQ(r[i].owner_url(), r[i].url());
+    EXPECT_EQ(r[i].content_hash().size(), 64u);
+    EXPECT_EQ(r[i].recrawl(), v1::RECRAWL_STATUS_FIRST_SEEN);
+  }
+  for (size_t k = 0; k < bad.size(); ++k) {
+    const v1::ContentResult& res = r[bad[k]];
+    SCOPED_TRACE(cases[k].name);
+    EXPECT_EQ(res.verdict(), v1::CONTENT_VERDICT_INVALID);
+    EXPECT_THAT(res.error(), HasSubstr(cases[k].want_error));
+    EXPECT_THAT(res.content_hash(), IsEmpty());
+    EXPECT_THAT(res.owner_url(), IsEmpty());
+    EXPECT_FALSE(res.has_first_seen_time());
+  }
+  // Nothing of a bad item was recorded: its URL is not seen.
+  for (const char* url : {"https://bad.example/1", "https://bad.example/6",
+                          "https://bad.example/distance"}) {
+    EXPECT_EQ(UrlVerdict(url), v1::URL_VERDICT_NEW) << url;
+  }
+  EXPECT_EQ(UrlVerdict("https://good.example/0"), v1::URL_VERDICT_SEEN);
+  EXPECT_EQ(UrlVerdict("https://good.example/limit"), v1::URL_VERDICT_SEEN);
+}
+
+TEST_F(ContentEngineTest, ExplicitDistanceWithinTheLimitIsAccepted) {
+  std::vector<v1::ContentItem> items;
+  for (uint32_t d : {0u, 1u, 3u}) {
+    items.push_back(Item(absl::StrCat("https://d.example/", d), absl::StrCat("distance ", d, " text")));
+    items.back().set_max_hamming_distance(d);
+  }
+  for (const v1::ContentResult& r : Check(items)) {
+    EXPECT_EQ(r.verdict(), v1::CONTENT_VERDICT_NEW) << r.error();
+  }
+}
+
+TEST_F(ContentEngineTest, NewThenExactDuplicateWithOwnerAndAliases) {
+  const absl::Time t0 = now_;
+  v1::ContentResult first = CheckOne("https://a.example/post", "Hello, World! A short post.");
+  EXPECT_EQ(first.verdict(), v1::CONTENT_VERDICT_NEW);
+  EXPECT_EQ(first.url(), "https://a.example/post");
+  EXPECT_EQ(first.canonical_url(), "https://a.example/post");
+  EXPECT_EQ(first.owner_url(), "https://a.example/post");
+  EXPECT_THAT(first.alias_urls(), IsEmpty());
+  EXPECT_EQ(first.alias_count(), 0u);
+  EXPECT_EQ(first.recrawl(), v1::RECRAWL_STATUS_FIRST_SEEN);
+  EXPECT_EQ(first.first_seen_time().seconds(), absl::ToUnixSeconds(t0));
+  EXPECT_EQ(first.first_seen_time().nanos(), 123456000);
+
+  now_ += absl::Hours(2);
+  // The same text after normalization (case, whitespace): an exact duplicate.
+  v1::ContentResult second =
+      CheckOne("https://mirror.example/copy", "  HELLO,   world!\n\nA short POST.  ");
+  EXPECT_EQ(second.verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(second.content_hash(), first.content_hash());
+  EXPECT_EQ(second.simhash(), first.simhash());
+  EXPECT_EQ(second.owner_url(), "https://a.example/post");
+  EXPECT_THAT(second.alias_urls(), ElementsAre("https://mirror.example/copy"));
+  EXPECT_EQ(second.alias_count(), 1u);
+  EXPECT_EQ(second.recrawl(), v1::RECRAWL_STATUS_FIRST_SEEN);
+  EXPECT_EQ(second.first_seen_time().seconds(), absl::ToUnixSeconds(t0));
+
+  // Two more in one batch: the batch sees its own earlier items.
+  std::vector<v1::ContentResult> more =
+      Check({Item("https://z.example/c", "hello, world! a short post."),
+             Item("https://b.example/c", "hello, world! a short post.")});
+  ASSERT_EQ(more.size(), 2u);
+  EXPECT_EQ(more[1].verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+  EXPECT_THAT(more[1].alias_urls(),
+              ElementsAre("https://b.example/c", "https://mirror.example/copy",
+                          "https://z.example/c"));
+  EXPECT_EQ(more[1].alias_count(), 3u);
+
+  // The owner re-fetching its own text is not its own alias.
+  v1::ContentResult again = CheckOne("https://a.example/post", "hello, world! a short post.");
+  EXPECT_EQ(again.verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(again.owner_url(), "https://a.example/post");
+  EXPECT_EQ(again.alias_count(), 3u);
+  EXPECT_EQ(again.recrawl(), v1::RECRAWL_STATUS_UNCHANGED);
+}
+
+TEST_F(ContentEngineTest, AliasListIsBoundedButTheCountIsNot) {
+  EngineOptions o = Options();
+  o.content_limits.max_aliases = 2;
+  Engine engine(&normalizer_, &url_store_, &hasher_, &content_store_, o);
+  v1::CheckContentRequest r;
+  for (int i = 0; i < 6; ++i) {
+    *r.add_items() = Item(absl::StrCat("https://alias.example/", i), "one text served six times");
+  }
+  v1::CheckContentResponse response;
+  ASSERT_THAT(engine.CheckContent(r, &response), IsOk());
+  const v1::ContentResult& last = response.results(5);
+  EXPECT_EQ(last.verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(last.owner_url(), "https://alias.example/0");
+  EXPECT_EQ(last.alias_urls_size(), 2);
+  EXPECT_EQ(last.alias_count(), 5u);
+}
+
+TEST_F(ContentEngineTest, CanonicalUrlIsTheIdentityAndBothUrlsBecomeSeen) {
+  const std::string fetched = "https://site.example/amp/post.html";
+  const std::string canonical = "https://site.example/post.html";
+  EXPECT_EQ(UrlVerdict(fetched), v1::URL_VERDICT_NEW);
+  EXPECT_EQ(UrlVerdict(canonical), v1::URL_VERDICT_NEW);
+
+  // Relative rel=canonical resolves against the fetched URL.
+  std::vector<v1::ContentResult> r =
+      Check({Item("https://SITE.example:443/amp/post.html#top", "The canonical story.",
+                  "../post.html?utm_source=feed")});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].verdict(), v1::CONTENT_VERDICT_NEW);
+  EXPECT_EQ(r[0].url(), fetched);
+  EXPECT_EQ(r[0].canonical_url(), canonical);
+  EXPECT_EQ(r[0].owner_url(), canonical);
+  EXPECT_THAT(r[0].alias_urls(), ElementsAre(fetched));
+  EXPECT_EQ(r[0].alias_count(), 1u);
+
+  // Both URLs are now seen for CheckUrl; an unrelated one is not.
+  EXPECT_EQ(UrlVerdict(fetched), v1::URL_VERDICT_SEEN);
+  EXPECT_EQ(UrlVerdict(canonical), v1::URL_VERDICT_SEEN);
+  EXPECT_EQ(UrlVerdict("https://site.example/other.html"), v1::URL_VERDICT_NEW);
+
+  // The same text fetched from the canonical URL itself: owned by it.
+  v1::ContentResult direct = CheckOne(canonical, "the canonical story.");
+  EXPECT_EQ(direct.verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(direct.owner_url(), canonical);
+  EXPECT_THAT(direct.alias_urls(), ElementsAre(fetched));
+  EXPECT_EQ(direct.alias_count(), 1u);
+  // Re-crawl state is per fetched URL: the canonical URL was never fetched.
+  EXPECT_EQ(direct.recrawl(), v1::RECRAWL_STATUS_FIRST_SEEN);
+
+  // Another page naming the same canonical URL with the same text.
+  std::vector<v1::ContentResult> print =
+      Check({Item("https://site.example/print/post.html", "The canonical story.", canonical)});
+  EXPECT_EQ(print[0].verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(print[0].owner_url(), canonical);
+  EXPECT_THAT(print[0].alias_urls(),
+              ElementsAre(fetched, "https://site.example/print/post.html"));
+  EXPECT_EQ(print[0].alias_count(), 2u);
+  EXPECT_EQ(UrlVerdict("https://site.example/print/post.html"), v1::URL_VERDICT_SEEN);
+}
+
+TEST_F(ContentEngineTest, OneWordEditOfARealPageIsANearDuplicate) {
+  const std::string original = ReadTestdata("python_policy_packaging.txt");
+  ASSERT_GT(original.size(), 5000u) << "missing testdata";
+  const std::vector<std::string> words = absl::StrSplit(original, absl::ByAnyChar(" \n"), absl::SkipWhitespace());
+  ASSERT_GT(words.size(), 950u);
+  // One word replaced, about half way through the page.
+  const std::string from = "As far as is reasonable";
+  const size_t at = original.find(from);
+  ASSERT_NE(at, std::string::npos);
+  std::string edited = original;
+  edited.replace(at, from.size(), "As far as is practical");
+
+  v1::ContentResult first = CheckOne("https://docs.example/policy", original);
+  ASSERT_EQ(first.verdict(), v1::CONTENT_VERDICT_NEW) << first.error();
+  now_ += absl::Minutes(1);
+  v1::ContentResult near = CheckOne("https://mirror.example/policy", edited);
+  const int distance = HammingDistance(first.simhash(), near.simhash());
+  std::cout << "one-word edit of " << words.size() << " words: SimHash distance "
+            << distance << "\n";
+  ASSERT_THAT(distance, Le(3));
+  EXPECT_NE(near.content_hash(), first.content_hash());
+  EXPECT_EQ(near.verdict(), v1::CONTENT_VERDICT_NEAR_DUPLICATE);
+  EXPECT_EQ(near.owner_url(), "https://docs.example/policy");
+  ASSERT_EQ(near.near_matches_size(), 1);
+  EXPECT_EQ(near.near_match_count(), 1u);
+  EXPECT_EQ(near.near_matches(0).url(), "https://docs.example/policy");
+  EXPECT_EQ(near.near_matches(0).simhash(), first.simhash());
+  EXPECT_EQ(near.near_matches(0).distance(), static_cast<uint32_t>(distance));
+  EXPECT_EQ(near.near_matches(0).content_hash(), first.content_hash());
+  EXPECT_EQ(near.first_seen_time().seconds(), first.first_seen_time().seconds());
+  EXPECT_EQ(near.recrawl(), v1::RECRAWL_STATUS_FIRST_SEEN);
+
+  // With CLAIM the edited text was recorded too: an exact repeat of it is
+  // an EXACT_DUPLICATE owned by the mirror.
+  v1::ContentResult repeat = CheckOne("https://third.example/policy", edited);
+  EXPECT_EQ(repeat.verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(repeat.owner_url(), "https://mirror.example/policy");
+
+  // An unrelated page is not near either of them.
+  v1::ContentResult other = CheckOne("https://garden.example/", "An entirely different page "
+                                     "about gardening: tomatoes, soil and spring weather.");
+  EXPECT_EQ(other.verdict(), v1::CONTENT_VERDICT_NEW);
+  EXPECT_EQ(other.near_match_count(), 0u);
+}
+
+TEST_F(ContentEngineTest, NearDuplicateRespectsTheItemsDistance) {
+  const std::string original = ReadTestdata("python_policy_packaging.txt");
+  const std::string from = "As far as is reasonable";
+  const size_t at = original.find(from);
+  ASSERT_NE(at, std::string::npos);
+  std::string edited = original;
+  edited.replace(at, from.size(), "As far as is practical");
+  v1::ContentResult first = CheckOne("https://docs.example/policy", original);
+  ASSERT_EQ(first.verdict(), v1::CONTENT_VERDICT_NEW);
+  v1::ContentItem strict = Item("https://strict.example/policy", edited);
+  strict.set_max_hamming_distance(0);
+  std::vector<v1::ContentResult> r = Check({strict}, v1::CLAIM_MODE_PEEK);
+  ASSERT_EQ(r.size(), 1u);
+  if (r[0].simhash() == first.simhash()) GTEST_SKIP() << "the edit did not move the SimHash";
+  EXPECT_EQ(r[0].verdict(), v1::CONTENT_VERDICT_NEW);
+  EXPECT_EQ(r[0].near_matches_size(), 0);
+}
+
+TEST_F(ContentEngineTest, RecrawlIsFirstSeenThenUnchangedOrChanged) {
+  const std::string url = "https://news.example/front";
+  v1::ContentResult r1 = CheckOne(url, "Monday's front page: the river flooded the town.");
+  EXPECT_EQ(r1.recrawl(), v1::RECRAWL_STATUS_FIRST_SEEN);
+  now_ += absl::Hours(1);
+  v1::ContentResult r2 = CheckOne(url, "monday's front page: the river flooded the town.");
+  EXPECT_EQ(r2.verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(r2.recrawl(), v1::RECRAWL_STATUS_UNCHANGED);
+  now_ += absl::Hours(24);
+  v1::ContentResult r3 = CheckOne(url, "Tuesday: the bakery reopened and the mayor cut a ribbon.");
+  EXPECT_EQ(r3.verdict(), v1::CONTENT_VERDICT_NEW);
+  EXPECT_EQ(r3.recrawl(), v1::RECRAWL_STATUS_CHANGED);
+  v1::ContentResult r4 = CheckOne(url, "Tuesday: the bakery reopened and the mayor cut a ribbon.");
+  EXPECT_EQ(r4.recrawl(), v1::RECRAWL_STATUS_UNCHANGED);
+  // Back to Monday's text: changed again, and still the stored text's duplicate.
+  v1::ContentResult r5 = CheckOne(url, "Monday's front page: the river flooded the town.");
+  EXPECT_EQ(r5.verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(r5.recrawl(), v1::RECRAWL_STATUS_CHANGED);
+  // A peek reports the status against the last claim and does not move it.
+  v1::ContentResult p = CheckOne(url, "Wednesday: nothing happened.", v1::CLAIM_MODE_PEEK);
+  EXPECT_EQ(p.recrawl(), v1::RECRAWL_STATUS_CHANGED);
+  v1::ContentResult r6 = CheckOne(url, "Monday's front page: the river flooded the town.");
+  EXPECT_EQ(r6.recrawl(), v1::RECRAWL_STATUS_UNCHANGED);
+}
+
+TEST_F(ContentEngineTest, PeekRecordsNothing) {
+  const std::string text = "A page that is only peeked at first.";
+  v1::ContentResult p1 = CheckOne("https://p.example/a", text, v1::CLAIM_MODE_PEEK);
+  EXPECT_EQ(p1.verdict(), v1::CONTENT_VERDICT_NEW);
+  EXPECT_EQ(p1.recrawl(), v1::RECRAWL_STATUS_FIRST_SEEN);
+  EXPECT_EQ(p1.content_hash().size(), 64u);
+  EXPECT_FALSE(p1.has_first_seen_time());
+  EXPECT_EQ(UrlVerdict("https://p.example/a"), v1::URL_VERDICT_NEW);
+
+  // A repeat within one peek gets the same answer.
+  std::vector<v1::ContentResult> twice =
+      Check({Item("https://p.example/b", text), Item("https://p.example/c", text)},
+            v1::CLAIM_MODE_PEEK);
+  ASSERT_EQ(twice.size(), 2u);
+  EXPECT_EQ(twice[0].verdict(), v1::CONTENT_VERDICT_NEW);
+  EXPECT_EQ(twice[1].verdict(), v1::CONTENT_VERDICT_NEW);
+
+  // Had a peek recorded, this claim would be a duplicate.
+  v1::ContentResult claim = CheckOne("https://p.example/a", text);
+  EXPECT_EQ(claim.verdict(), v1::CONTENT_VERDICT_NEW);
+  EXPECT_EQ(claim.recrawl(), v1::RECRAWL_STATUS_FIRST_SEEN);
+
+  // Peeks of the stored text from another URL: a duplicate, but no alias is
+  // added and the URL does not become seen.
+  for (int i = 0; i < 2; ++i) {
+    v1::ContentResult p = CheckOne("https://p.example/other", text, v1::CLAIM_MODE_PEEK);
+    EXPECT_EQ(p.verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+    EXPECT_EQ(p.owner_url(), "https://p.example/a");
+    EXPECT_EQ(p.alias_count(), 0u);
+    EXPECT_EQ(p.recrawl(), v1::RECRAWL_STATUS_FIRST_SEEN);
+    EXPECT_EQ(p.first_seen_time().seconds(), claim.first_seen_time().seconds());
+  }
+  EXPECT_EQ(UrlVerdict("https://p.example/other"), v1::URL_VERDICT_NEW);
+  v1::ContentResult p3 = CheckOne("https://p.example/a", text, v1::CLAIM_MODE_PEEK);
+  EXPECT_EQ(p3.recrawl(), v1::RECRAWL_STATUS_UNCHANGED);
+}
+
+TEST_F(ContentEngineTest, UnspecifiedModeClaims) {
+  v1::ContentResult r1 = CheckOne("https://u.example/1", "unspecified mode", v1::CLAIM_MODE_UNSPECIFIED);
+  v1::ContentResult r2 = CheckOne("https://u.example/2", "unspecified mode", v1::CLAIM_MODE_UNSPECIFIED);
+  EXPECT_EQ(r1.verdict(), v1::CONTENT_VERDICT_NEW);
+  EXPECT_EQ(r2.verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+}
+
+TEST_F(ContentEngineTest, WholeRequestErrorsAreInvalidArgument) {
+  v1::CheckContentResponse response;
+  EXPECT_THAT(engine_.CheckContent(Request({}), &response),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no items")));
+  std::vector<v1::ContentItem> items;
+  for (size_t i = 0; i <= kMaxBatchItems; ++i) {
+    items.push_back(Item(absl::StrCat("https://over.example/", i), "text"));
+  }
+  EXPECT_THAT(engine_.CheckContent(Request(items), &response),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("21 items; the limit is 20 per request (--max_batch_items)")));
+  // Nothing of the rejected batch was recorded.
+  EXPECT_EQ(UrlVerdict("https://over.example/0"), v1::URL_VERDICT_NEW);
+  EXPECT_EQ(CheckOne("https://over.example/0", "text").verdict(), v1::CONTENT_VERDICT_NEW);
+}
+
+TEST(ContentEngineNoStoreTest, WithoutAContentStoreIsUnimplemented) {
+  UrlNormalizer normalizer;
+  MemoryUrlStore store;
+  Engine engine(&normalizer, &store, EngineOptions{});
+  v1::CheckContentRequest r;
+  *r.add_items() = v1::ContentItem();
+  r.mutable_items(0)->set_url("https://a.example/");
+  r.mutable_items(0)->set_text("text");
+  v1::CheckContentResponse response;
+  EXPECT_THAT(engine.CheckContent(r, &response), StatusIs(absl::StatusCode::kUnimplemented));
 }
 
 }  // namespace
