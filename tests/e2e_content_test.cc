@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "dedupd/v1/dedupd.grpc.pb.h"
 #include "gmock/gmock.h"
@@ -452,6 +453,54 @@ TEST_F(E2eContentTest, StoreOfAnotherShingleSizeFailsToStartClearly) {
   EXPECT_EQ(CheckOne("https://s2.example/", "recorded with three-word shingles").verdict(),
             v1::CONTENT_VERDICT_EXACT_DUPLICATE);
 }
+
+
+#ifdef DEDUPCTL_BINARY
+TEST_F(E2eContentTest, DedupctlContentCheckReadsJsonLines) {
+  const std::string input =
+      "{\"url\":\"https://j.example/a\",\"text\":\"Piped through dedupctl.\",\"extra\":1}\n"
+      "{\"url\":\"https://j.example/b\",\"canonical_url\":\"/c\","
+      "\"text\":\"PIPED   through dedupctl.\"}\n"
+      "{\"url\":\"https://j.example/d\"}\n"
+      "{\"url\":\"https://j.example/e\",\"text\":\" \\t \"}\n"
+      "not json\n";
+  auto r = RunCommand({DEDUPCTL_BINARY, "content", "check", "--server", server_->address(),
+                       "--deadline", "30"},
+                      input);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->exit_code, 1) << r->err;  // some documents are INVALID
+  std::vector<std::string> lines = absl::StrSplit(r->out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 5u) << r->out;
+  EXPECT_THAT(lines[0], HasSubstr("\"verdict\":\"NEW\""));
+  EXPECT_THAT(lines[0], HasSubstr("\"owner_url\":\"https://j.example/a\""));
+  EXPECT_THAT(lines[1], HasSubstr("\"verdict\":\"EXACT_DUPLICATE\""));
+  EXPECT_THAT(lines[1], HasSubstr("\"canonical_url\":\"https://j.example/c\""));
+  EXPECT_THAT(lines[1], HasSubstr("\"owner_url\":\"https://j.example/a\""));
+  EXPECT_THAT(lines[2], HasSubstr("\"verdict\":\"INVALID\""));
+  EXPECT_THAT(lines[2], HasSubstr("\"line\":3"));
+  EXPECT_THAT(lines[3], HasSubstr("\"verdict\":\"INVALID\""));
+  EXPECT_THAT(lines[3], HasSubstr("empty or only whitespace"));
+  EXPECT_THAT(lines[4], HasSubstr("\"verdict\":\"INVALID\""));
+  EXPECT_THAT(lines[4], HasSubstr("\"line\":5"));
+  // What dedupctl claimed is in the server: the text, its aliases, the URLs.
+  v1::ContentResult peek =
+      CheckOne("https://j.example/z", "piped through dedupctl.", v1::CLAIM_MODE_PEEK);
+  EXPECT_EQ(peek.verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(peek.owner_url(), "https://j.example/a");
+  EXPECT_THAT(peek.alias_urls(), ElementsAre("https://j.example/b", "https://j.example/c"));
+  EXPECT_EQ(PeekUrl("https://j.example/c"), v1::URL_VERDICT_SEEN);
+  EXPECT_EQ(PeekUrl("https://j.example/d"), v1::URL_VERDICT_NEW);
+
+  // One document from standard input with --url: a peek records nothing.
+  auto one = RunCommand({DEDUPCTL_BINARY, "content", "peek", "--server", server_->address(),
+                         "--url", "https://j.example/y"},
+                        "Piped through dedupctl.");
+  ASSERT_THAT(one, IsOk());
+  EXPECT_EQ(one->exit_code, 0) << one->err;
+  EXPECT_THAT(one->out, HasSubstr("\"verdict\":\"EXACT_DUPLICATE\""));
+  EXPECT_EQ(PeekUrl("https://j.example/y"), v1::URL_VERDICT_NEW);
+}
+#endif  // DEDUPCTL_BINARY
 
 }  // namespace
 }  // namespace dedupd
