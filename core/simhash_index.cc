@@ -13,10 +13,9 @@
 //
 // Layout: each table has 2^16 buckets keyed by the top 16 rotated bits, which
 // are therefore not stored; an entry in a bucket is the remaining 48 bits
-// (a uint32 high part and a uint16 low part) and the 32-bit id, structure of
-// arrays in one allocation: 10 bytes per entry and table. A scan reads the
-// high parts only (4 bytes per candidate; the low part and the id only for
-// matches). A block wider than 16 bits (k <= 2) is found inside the bucket by
+// (two packed 24-bit parts) and the 32-bit id, structure of arrays in one
+// allocation: 10 bytes per entry and table. A scan reads the high parts only
+// (3 bytes per candidate; the low part and the id only for matches). A block wider than 16 bits (k <= 2) is found inside the bucket by
 // binary search; a narrower one (k >= 4) covers 2^(16 - width) adjacent
 // buckets. Inserts memmove within one bucket per table (about size / 65536
 // entries), so there is no delta to merge and no O(size) step ever.
@@ -32,6 +31,7 @@
 #include <new>
 #include <utility>
 
+#include "absl/base/internal/endian.h"
 #include "absl/base/internal/raw_logging.h"
 #include "absl/numeric/bits.h"
 
@@ -55,45 +55,64 @@ constexpr size_t kCacheLineBytes = 64;
 // evict.
 constexpr size_t kMaxTouchBytes = 4096;
 
-// First index i in [begin, end) whose key (hi[i] << 16 | lo[i], the 48
-// stored bits) is within `budget` bits of `q48`, or `end`. This is the loop
-// every query spends its time in, and its time is memory latency (a random
-// DRAM access costs 370-560 ns on the KVM guest we measured on), so it reads
-// the 32-bit high parts as a filter: a random key passes with probability
-// P(Binomial(32, 1/2) <= 3) ~ 1.3e-6, so the scan streams 4 bytes per
-// candidate, all prefetched at once, and touches the 16-bit low parts (a
-// second, dependent miss) almost only for true matches. (A 16-bit filter
-// reads half the bytes but passes ~1% of keys: a dependent miss in most
-// tables of most queries, measured slower.) It is compiled twice, with and
-// without the POPCNT instruction, because the Debian baseline (x86-64 v1)
-// lacks it and the library call is several times slower.
+// A stored key is 48 bits, kept as two packed 24-bit little-endian parts:
+// `hi` (bits 47..24) and `lo` (bits 23..0), 3 bytes each. A part is read as
+// 4 bytes and masked, so the allocation ends in one byte of padding.
+constexpr size_t kPartBytes = 3;
+constexpr uint32_t kPartMask = 0xFFFFFF;
+constexpr int kPartBits = 24;
+
+inline uint32_t LoadPart(const unsigned char* parts, uint32_t i) {
+  return absl::little_endian::Load32(parts + kPartBytes * size_t{i}) &
+         kPartMask;
+}
+
+inline void StorePart(unsigned char* parts, uint32_t i, uint32_t v) {
+  unsigned char* p = parts + kPartBytes * size_t{i};
+  p[0] = static_cast<unsigned char>(v);
+  p[1] = static_cast<unsigned char>(v >> 8);
+  p[2] = static_cast<unsigned char>(v >> 16);
+}
+
+// First index i in [begin, end) whose key (hi << 24 | lo) is within `budget`
+// bits of `q48`, or `end`. This is the loop every query spends its time in,
+// and its time is memory latency (a random DRAM access costs 370-560 ns on
+// the KVM guest we measured on, ~40 ns when 8 overlap), so it reads the
+// 24-bit high parts as a filter: a random key passes with probability
+// P(Binomial(24, 1/2) <= 3) ~ 1.4e-4, so the scan streams 3 bytes per
+// candidate, all loaded at once beforehand, and touches the low parts (a
+// second, dependent miss) almost only for true matches. It is compiled
+// twice, with and without the POPCNT instruction, because the Debian
+// baseline (x86-64 v1) lacks it and the library call is several times
+// slower.
 inline __attribute__((always_inline)) uint32_t NextWithinImpl(
-    const uint32_t* hi, const uint16_t* lo, uint32_t begin, uint32_t end,
-    uint64_t q48, int budget) {
-  const uint32_t qhi = static_cast<uint32_t>(q48 >> 16);
-  const uint32_t qlo = static_cast<uint32_t>(q48 & 0xFFFF);
+    const unsigned char* hi, const unsigned char* lo, uint32_t begin,
+    uint32_t end, uint64_t q48, int budget) {
+  const uint32_t qhi = static_cast<uint32_t>(q48 >> kPartBits);
+  const uint32_t qlo = static_cast<uint32_t>(q48) & kPartMask;
   for (uint32_t i = begin; i < end; ++i) {
-    const int high = __builtin_popcount(hi[i] ^ qhi);
-    if (high <= budget && high + __builtin_popcount(lo[i] ^ qlo) <= budget) {
+    const int high = __builtin_popcount(LoadPart(hi, i) ^ qhi);
+    if (high <= budget &&
+        high + __builtin_popcount(LoadPart(lo, i) ^ qlo) <= budget) {
       return i;
     }
   }
   return end;
 }
 
-uint32_t NextWithinGeneric(const uint32_t* hi, const uint16_t* lo,
+uint32_t NextWithinGeneric(const unsigned char* hi, const unsigned char* lo,
                            uint32_t begin, uint32_t end, uint64_t q48,
                            int budget) {
   return NextWithinImpl(hi, lo, begin, end, q48, budget);
 }
 
-using NextWithinFn = uint32_t (*)(const uint32_t*, const uint16_t*, uint32_t,
-                                  uint32_t, uint64_t, int);
+using NextWithinFn = uint32_t (*)(const unsigned char*, const unsigned char*,
+                                  uint32_t, uint32_t, uint64_t, int);
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 __attribute__((target("popcnt"))) uint32_t NextWithinPopcnt(
-    const uint32_t* hi, const uint16_t* lo, uint32_t begin, uint32_t end,
-    uint64_t q48, int budget) {
+    const unsigned char* hi, const unsigned char* lo, uint32_t begin,
+    uint32_t end, uint64_t q48, int budget) {
   return NextWithinImpl(hi, lo, begin, end, q48, budget);
 }
 
@@ -139,11 +158,10 @@ struct SimHashIndex::Layout {
   std::vector<uint64_t> earlier_blocks;
 };
 
-// A sorted run of entries sharing the top 16 rotated bits: structure of
-// arrays in one allocation, [id: uint32 x cap][hi: uint32 x cap][lo: uint16
-// x cap], where hi and lo are the upper 32 and lower 16 of the 48 stored
-// bits; sorted by (hi, lo, id). Not thread-safe; the index's mutex guards
-// it.
+// A sorted run of entries sharing the top 16 rotated bits, in one
+// allocation: [id: uint32 x cap][hi: 3 bytes x cap][lo: 3 bytes x cap][1
+// byte of padding], sorted by (hi, lo, id). Not thread-safe; the index's
+// mutex guards it.
 class SimHashIndex::Bucket {
  public:
   Bucket() = default;
@@ -152,10 +170,10 @@ class SimHashIndex::Bucket {
 
   uint32_t size() const { return size_; }
   const uint32_t* ids() const { return Ids(data_.get()); }
-  const uint32_t* hi() const { return Hi(data_.get(), capacity_); }
-  const uint16_t* lo() const { return Lo(data_.get(), capacity_); }
+  const unsigned char* hi() const { return Hi(data_.get(), capacity_); }
+  const unsigned char* lo() const { return Lo(data_.get(), capacity_); }
   uint64_t Rem(uint32_t i) const {
-    return (uint64_t{hi()[i]} << 16) | lo()[i];
+    return (uint64_t{LoadPart(hi(), i)} << kPartBits) | LoadPart(lo(), i);
   }
 
   // First position whose stored bits are >= rem.  O(log size).
@@ -191,15 +209,17 @@ class SimHashIndex::Bucket {
     if (size_ == capacity_) Reallocate(size_ + size_ / 16 + 4);
     unsigned char* d = data_.get();
     uint32_t* ids = Ids(d);
-    uint32_t* hi = Hi(d, capacity_);
-    uint16_t* lo = Lo(d, capacity_);
+    unsigned char* hi = Hi(d, capacity_);
+    unsigned char* lo = Lo(d, capacity_);
     const uint32_t tail = size_ - pos;
     std::memmove(ids + pos + 1, ids + pos, tail * sizeof(uint32_t));
-    std::memmove(hi + pos + 1, hi + pos, tail * sizeof(uint32_t));
-    std::memmove(lo + pos + 1, lo + pos, tail * sizeof(uint16_t));
+    std::memmove(hi + kPartBytes * (pos + 1), hi + kPartBytes * pos,
+                 tail * kPartBytes);
+    std::memmove(lo + kPartBytes * (pos + 1), lo + kPartBytes * pos,
+                 tail * kPartBytes);
     ids[pos] = id;
-    hi[pos] = static_cast<uint32_t>(rem >> 16);
-    lo[pos] = static_cast<uint16_t>(rem);
+    StorePart(hi, pos, static_cast<uint32_t>(rem >> kPartBits));
+    StorePart(lo, pos, static_cast<uint32_t>(rem) & kPartMask);
     ++size_;
   }
 
@@ -207,12 +227,14 @@ class SimHashIndex::Bucket {
   void EraseAt(uint32_t pos) {
     unsigned char* d = data_.get();
     uint32_t* ids = Ids(d);
-    uint32_t* hi = Hi(d, capacity_);
-    uint16_t* lo = Lo(d, capacity_);
+    unsigned char* hi = Hi(d, capacity_);
+    unsigned char* lo = Lo(d, capacity_);
     const uint32_t tail = size_ - pos - 1;
     std::memmove(ids + pos, ids + pos + 1, tail * sizeof(uint32_t));
-    std::memmove(hi + pos, hi + pos + 1, tail * sizeof(uint32_t));
-    std::memmove(lo + pos, lo + pos + 1, tail * sizeof(uint16_t));
+    std::memmove(hi + kPartBytes * pos, hi + kPartBytes * (pos + 1),
+                 tail * kPartBytes);
+    std::memmove(lo + kPartBytes * pos, lo + kPartBytes * (pos + 1),
+                 tail * kPartBytes);
     --size_;
     if (size_ < capacity_ / 2) Reallocate(size_ == 0 ? 0 : size_ + size_ / 16);
   }
@@ -225,12 +247,12 @@ class SimHashIndex::Bucket {
     Reallocate(n);
     unsigned char* d = data_.get();
     uint32_t* ids = Ids(d);
-    uint32_t* hi = Hi(d, capacity_);
-    uint16_t* lo = Lo(d, capacity_);
+    unsigned char* hi = Hi(d, capacity_);
+    unsigned char* lo = Lo(d, capacity_);
     for (uint32_t i = 0; i < n; ++i) {
       ids[i] = items[i].id;
-      hi[i] = static_cast<uint32_t>(items[i].rem >> 16);
-      lo[i] = static_cast<uint16_t>(items[i].rem);
+      StorePart(hi, i, static_cast<uint32_t>(items[i].rem >> kPartBits));
+      StorePart(lo, i, static_cast<uint32_t>(items[i].rem) & kPartMask);
     }
     size_ = n;
   }
@@ -248,11 +270,9 @@ class SimHashIndex::Bucket {
   // at 10^7 entries took 4.0-5.0 us with them, 2.3-2.6 us with loads).
   void Touch(uint32_t begin, uint32_t end) const {
     if (begin >= end) return;
-    const unsigned char* first =
-        reinterpret_cast<const unsigned char*>(hi() + begin);
-    TouchBytes(first,
-               std::min(reinterpret_cast<const unsigned char*>(hi() + end),
-                        first + kMaxTouchBytes));
+    const unsigned char* first = hi() + kPartBytes * size_t{begin};
+    TouchBytes(first, std::min(hi() + kPartBytes * size_t{end},
+                               first + kMaxTouchBytes));
   }
 
   // Loads every cache line of the bucket's allocation (for Insert and
@@ -280,26 +300,25 @@ class SimHashIndex::Bucket {
   }
 
   static size_t Bytes(uint32_t cap) {
-    return size_t{cap} * (2 * sizeof(uint32_t) + sizeof(uint16_t));
+    return size_t{cap} * (sizeof(uint32_t) + 2 * kPartBytes) + 1;
   }
   static uint32_t* Ids(unsigned char* d) {
     return reinterpret_cast<uint32_t*>(d);
   }
-  static uint32_t* Hi(unsigned char* d, uint32_t cap) {
-    return reinterpret_cast<uint32_t*>(d) + cap;
-  }
-  static uint16_t* Lo(unsigned char* d, uint32_t cap) {
-    return reinterpret_cast<uint16_t*>(reinterpret_cast<uint32_t*>(d) +
-                                       2 * size_t{cap});
-  }
   static const uint32_t* Ids(const unsigned char* d) {
-    return Ids(const_cast<unsigned char*>(d));
+    return reinterpret_cast<const uint32_t*>(d);
   }
-  static const uint32_t* Hi(const unsigned char* d, uint32_t cap) {
-    return Hi(const_cast<unsigned char*>(d), cap);
+  static unsigned char* Hi(unsigned char* d, uint32_t cap) {
+    return d + size_t{cap} * sizeof(uint32_t);
   }
-  static const uint16_t* Lo(const unsigned char* d, uint32_t cap) {
-    return Lo(const_cast<unsigned char*>(d), cap);
+  static const unsigned char* Hi(const unsigned char* d, uint32_t cap) {
+    return d + size_t{cap} * sizeof(uint32_t);
+  }
+  static unsigned char* Lo(unsigned char* d, uint32_t cap) {
+    return Hi(d, cap) + size_t{cap} * kPartBytes;
+  }
+  static const unsigned char* Lo(const unsigned char* d, uint32_t cap) {
+    return Hi(d, cap) + size_t{cap} * kPartBytes;
   }
 
   // REQUIRES: new_capacity >= size_.
@@ -309,15 +328,16 @@ class SimHashIndex::Bucket {
       capacity_ = 0;
       return;
     }
-    std::unique_ptr<unsigned char[]> fresh(
-        new unsigned char[Bytes(new_capacity)]);
+    const size_t bytes = Bytes(new_capacity);
+    std::unique_ptr<unsigned char[]> fresh(new unsigned char[bytes]);
+    fresh[bytes - 1] = 0;  // the padding LoadPart reads (and masks off)
     if (size_ > 0) {
       const unsigned char* old = data_.get();
       std::memcpy(Ids(fresh.get()), Ids(old), size_ * sizeof(uint32_t));
       std::memcpy(Hi(fresh.get(), new_capacity), Hi(old, capacity_),
-                  size_ * sizeof(uint32_t));
+                  size_ * kPartBytes);
       std::memcpy(Lo(fresh.get(), new_capacity), Lo(old, capacity_),
-                  size_ * sizeof(uint16_t));
+                  size_ * kPartBytes);
     }
     data_ = std::move(fresh);
     capacity_ = new_capacity;
@@ -450,10 +470,7 @@ void SimHashIndex::Insert(uint64_t fingerprint, uint32_t id) {
 
 bool SimHashIndex::Remove(uint64_t fingerprint, uint32_t id) {
   {
-    // Bring the buckets into cache under the shared lock first, so the
-    // exclusive section (which blocks every query) does not wait on memory:
-    // a dozen dependent misses per table otherwise (binary search, memmove).
-    absl::ReaderMutexLock lock(&mu_);
+    absl::ReaderMutexLock lock(&mu_);  // as in Insert
     TouchBucketsLocked(fingerprint);
   }
   absl::MutexLock lock(&mu_);
@@ -571,8 +588,8 @@ std::vector<SimHashIndex::Match> SimHashIndex::Query(uint64_t fingerprint,
           begin = bucket.LowerBound(key);
           end = bucket.LowerBound(key + layout.rem_key_step);
         }
-        const uint32_t* hi = bucket.hi();
-        const uint16_t* lo = bucket.lo();
+        const unsigned char* hi = bucket.hi();
+        const unsigned char* lo = bucket.lo();
         const int budget = max_distance - prefix_distance;
         for (uint32_t i = next_within(hi, lo, begin, end, q48, budget);
              i < end; i = next_within(hi, lo, i + 1, end, q48, budget)) {
