@@ -42,7 +42,7 @@ namespace dedupd {
 // Memory: 10 * (max_distance + 1) bytes per stored entry, up to 1/16 more as
 // growth slack after online inserts, 16 bytes of allocator overhead per
 // non-empty bucket, and a fixed 1 MiB per table (max_distance + 1 tables of
-// 65,536 buckets): 40.8 bytes per entry at k = 3 and 10^7 entries after a
+// 65,536 buckets): 40.9 bytes per entry at k = 3 and 10^7 entries after a
 // bulk load, at most ~44 after online inserts (see MemoryBytes).
 class SimHashIndex {
  public:
