@@ -74,7 +74,7 @@ step content_fingerprint_bench \
 step simhash_index_bench \
   '^simhash_index n=20000 k=3 queries=2000 query_us=[0-9.]+ .* exact=yes$' \
   "$build_dir/bench/dedupd_simhash_index_bench" --sizes=20000 --queries=2000 \
-  --brute_queries=50 --inserts=1000
+  --brute_queries=50 --inserts=1000 --mixed_insert_rate=20000
 
 step run_content_bench '^restart  docs=[0-9]+ secs_to_serving=' \
   "$here/run_content_bench.sh" --build_dir="$build_dir" --tiny \

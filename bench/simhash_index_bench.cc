@@ -20,14 +20,24 @@
 // queries the index's full answer is compared with the scan's: exact=yes
 // when all agree.
 //
+// With --mixed_insert_rate=R a second line follows per size:
+//
+//   simhash_index_mixed n=<n> k=<k> insert_rate=<R> inserts_per_sec=<r>
+//     query_us=<x> query_wall_us=<xw>
+//
+// the same queries timed again while a second thread inserts R new
+// fingerprints per second (inserts_per_sec is what it achieved).
+//
 // Example:
 //   build/bench/dedupd_simhash_index_bench --sizes=100000,1000000,10000000
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <cstdint>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -47,6 +57,10 @@ ABSL_FLAG(int, brute_queries, 100,
 ABSL_FLAG(int, inserts, 100000, "online Inserts timed after the bulk load");
 ABSL_FLAG(int, limit, 10, "Query limit");
 ABSL_FLAG(uint64_t, seed, 20070508, "seed of the fingerprint generator");
+ABSL_FLAG(int, mixed_insert_rate, 0,
+          "when > 0, also time the queries again while a second thread "
+          "inserts new fingerprints at this many per second, and print a "
+          "simhash_index_mixed line");
 
 namespace {
 
@@ -103,8 +117,51 @@ void BruteForce(const std::vector<uint64_t>& fps, uint64_t q, int k,
   }
 }
 
+// Times `qs` on this thread while another inserts new fingerprints at
+// `rate` per second (paced in 1 ms batches); prints one
+// simhash_index_mixed line.
+void RunMixed(SimHashIndex& index, const std::vector<uint64_t>& qs, size_t n,
+              int k, size_t limit, int rate, uint32_t first_id,
+              SplitMix64& rng) {
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> inserted{0};
+  const uint64_t writer_seed = rng.Next();
+  const auto start = Clock::now();
+  std::thread writer([&] {
+    SplitMix64 wrng(writer_seed);
+    int64_t i = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      const auto due =
+          start + std::chrono::microseconds(i * 1000000 / rate);
+      if (Clock::now() < due) {
+        std::this_thread::sleep_until(due);
+        continue;
+      }
+      for (int b = 0; b < std::max(1, rate / 1000); ++b, ++i) {
+        index.Insert(wrng.Next(), static_cast<uint32_t>(first_id + i));
+      }
+      inserted.store(i, std::memory_order_relaxed);
+    }
+  });
+  const double cpu_start = ThreadCpuSeconds();
+  for (uint64_t q : qs) {
+    size_t total = 0;
+    index.Query(q, k, limit, &total);
+  }
+  const double cpu = ThreadCpuSeconds() - cpu_start;
+  const double wall = Seconds(start);
+  stop.store(true);
+  writer.join();
+  std::cout << absl::StrFormat(
+                   "simhash_index_mixed n=%d k=%d insert_rate=%d "
+                   "inserts_per_sec=%.0f query_us=%.3f query_wall_us=%.3f",
+                   n, k, rate, inserted.load() / wall,
+                   cpu * 1e6 / qs.size(), wall * 1e6 / qs.size())
+            << std::endl;
+}
+
 bool Run(size_t n, int k, int queries, int brute_queries, int inserts,
-         size_t limit, uint64_t seed) {
+         size_t limit, uint64_t seed, int mixed_insert_rate) {
   SplitMix64 rng(seed ^ n);
   std::vector<SimHashIndex::Entry> entries(n);
   std::vector<uint64_t> fps(n);
@@ -188,6 +245,10 @@ bool Run(size_t n, int k, int queries, int brute_queries, int inserts,
                    bytes_after, brute > 0 ? brute_sec * 1e6 / brute : 0.0,
                    exact ? "yes" : "no")
             << std::endl;
+  if (mixed_insert_rate > 0) {
+    RunMixed(index, qs, n, k, limit, mixed_insert_rate,
+             static_cast<uint32_t>(n + inserts), rng);
+  }
   return exact;
 }
 
@@ -205,14 +266,17 @@ int main(int argc, char** argv) {
   const int brute_queries = absl::GetFlag(FLAGS_brute_queries);
   const int inserts = absl::GetFlag(FLAGS_inserts);
   const int limit = absl::GetFlag(FLAGS_limit);
+  const int mixed_insert_rate = absl::GetFlag(FLAGS_mixed_insert_rate);
   if (k < 0 || k > SimHashIndex::kMaxSupportedDistance) {
     std::cerr << "simhash_index_bench: --k must be in [0, "
               << SimHashIndex::kMaxSupportedDistance << "]\n";
     return 2;
   }
-  if (queries < 1 || brute_queries < 0 || inserts < 0 || limit < 0) {
+  if (queries < 1 || brute_queries < 0 || inserts < 0 || limit < 0 ||
+      mixed_insert_rate < 0) {
     std::cerr << "simhash_index_bench: --queries must be >= 1; "
-                 "--brute_queries, --inserts, --limit >= 0\n";
+                 "--brute_queries, --inserts, --limit, --mixed_insert_rate "
+                 ">= 0\n";
     return 2;
   }
   std::vector<size_t> sizes;
@@ -232,7 +296,8 @@ int main(int argc, char** argv) {
   bool exact = true;
   for (size_t n : sizes) {
     exact = Run(n, k, queries, brute_queries, inserts,
-                static_cast<size_t>(limit), absl::GetFlag(FLAGS_seed)) &&
+                static_cast<size_t>(limit), absl::GetFlag(FLAGS_seed),
+                mixed_insert_rate) &&
             exact;
   }
   return exact ? 0 : 1;
