@@ -1,27 +1,35 @@
-// simhash.cc: SimHash over weighted word shingles; see simhash.h and
+// simhash.cc: SimHash over distinct word shingles; see simhash.h and
 // docs/content_fingerprint.md (which this file implements to the letter).
 //
 // Design notes (the textbook version is bench/content_fingerprint_bench.cc's
-// TextbookSimHash: hash every shingle string, loop over its 64 bits):
-// - Each word is hashed once (StableHash64); a shingle's hash combines its
-//   words' hashes with a rotate-xor-multiply step and a MurmurHash3 fmix64
-//   finalizer, so a k-word shingle costs k multiplies, not a pass over its
-//   bytes.
-// - Distinct shingles are counted in a flat open-addressing table (linear
-//   probing, keyed by the already well-mixed shingle hash), reused across
-//   calls on the same thread.
-// - Accumulation is table-driven: kSpread[byte] has bit i of the byte in
-//   byte lane i of a uint64, so one multiply-add by the weight adds the
-//   weight to 8 bit counters at once; 8 such adds cover the 64 bits. Lanes
-//   are 8 bits wide, so they are flushed into 64-bit totals before the sum
-//   of weights added since the last flush can exceed 255.
+// TextbookSimHash: hash every shingle string, loop over its 64 bits), each
+// measured on real pages (docs/content_fingerprint.md, "Throughput"):
+// - Words are found through 64-byte masks of the ' ' bytes (SSE2), one
+//   iteration per word boundary, not a branch per byte.
+// - Each word is hashed once, short words (< 16 bytes, 97% of them) with
+//   the branch-free StableHash64Short: word lengths are unpredictable.
+// - A shingle's hash combines its words' hashes with a rotate-xor-multiply
+//   step and a MurmurHash3 fmix64 finalizer, so a k-word shingle costs k
+//   multiplies, not a pass over its bytes; shingle j's hash overwrites
+//   word j's in place.
+// - Distinct shingles are found with a flat open-addressing table of 4-byte
+//   indices into the shingle hashes (linear probing on the already mixed
+//   hash), small enough to stay in the L1 cache with them.
+// - The bit sums are a positional population count: carry-save adders over
+//   bit slices (BitCounter), ~7 bitwise operations per shingle instead of
+//   64 additions.
 #include "core/simhash.h"
 
 #include <array>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "core/stable_hash.h"
 
@@ -50,20 +58,23 @@ inline uint64_t ShingleHash(const uint64_t* w, int k) {
   return Fmix64(h);
 }
 
-// Weight of a distinct shingle that occurs `count` (>= 1) times: 1, i.e.
-// every distinct shingle counts once (Broder's resemblance works on the
-// set of shingles too). Measured against 1 + floor(log2(count)) and
-// min(count, 2) on real pages (docs/content_fingerprint.md, "Weighting"):
-// with log2 weights a license pasted 50 times into two unrelated 300-word
-// pages still pulls them to distance 6 and makes each page 6 bits from the
-// bare license; with weight 1 they stay 25 bits apart, and a one-word edit
-// in a 980-word page is within distance 3 at 97% of positions (88% with
-// log2 weights). Integer weights keep fingerprints free of floating-point
-// rounding; the accumulator below takes any weight 1..255.
-inline uint32_t Weight(uint32_t count) {
-  static_cast<void>(count);
-  return 1;
+// ShingleHash for a k known at compile time (the default k = 3), so that
+// the loop is unrolled.
+template <int kWords>
+inline uint64_t ShingleHashK(const uint64_t* w) {
+  return ShingleHash(w, kWords);
 }
+
+// Every distinct shingle has weight 1, however often it occurs (Broder's
+// resemblance works on the set of shingles too). Measured against
+// 1 + floor(log2(count)) and min(count, 2) on real pages
+// (docs/content_fingerprint.md, "Weighting"): with log2 weights a license
+// pasted 50 times into two unrelated 300-word pages still pulls them to
+// distance 6 and makes each page 6 bits from the bare license; with weight 1
+// they stay 25 bits apart, and a one-word edit in a 980-word page is within
+// distance 3 at 97% of positions (88% with log2 weights). So only set
+// membership is tracked, not counts: a count-dependent weighting would need
+// a count per table slot (and a new kVersion).
 
 constexpr std::array<uint64_t, 256> MakeSpread() {
   std::array<uint64_t, 256> t{};
@@ -78,20 +89,199 @@ constexpr std::array<uint64_t, 256> MakeSpread() {
 }
 constexpr std::array<uint64_t, 256> kSpread = MakeSpread();
 
+// SpaceMask64 returns a mask with bit i set iff p[i] == ' ', for i < 64.
+// REQUIRES: 64 bytes readable at p.
+inline uint64_t SpaceMask64(const char* p) {
+#if defined(__SSE2__)
+  // x86-64 always has SSE2: 16 bytes per compare, one bit per byte.
+  const __m128i space = _mm_set1_epi8(' ');
+  uint64_t mask = 0;
+  for (int i = 0; i < 4; ++i) {
+    const __m128i v =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i));
+    const uint64_t m =
+        static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, space)));
+    mask |= m << (16 * i);
+  }
+  return mask;
+#else
+  uint64_t mask = 0;
+  for (int i = 0; i < 64; ++i) mask |= uint64_t{p[i] == ' '} << i;
+  return mask;
+#endif
+}
+
+// HashWord returns StableHash64 of the `len` bytes at `w`; `end` is the end
+// of the text. The short-word form reads up to 16 bytes from `w`.
+inline uint64_t HashWord(const char* w, size_t len, const char* end) {
+  if (len < 16 && end - w >= 16) {
+    return StableHash64Short(w, len, SimHasher::kSeed);
+  }
+  return StableHash64(absl::string_view(w, len), SimHasher::kSeed);
+}
+
+// AppendWordHashes appends StableHash64(word, kSeed) of every word of
+// `text` (maximal runs of bytes other than ' ') to `out`, in order.
+// Word boundaries come from 64-byte space masks, so finding them costs a
+// few instructions per 64 bytes and no branch per byte.
+void AppendWordHashes(absl::string_view text, std::vector<uint64_t>* out) {
+  const char* const base = text.data();
+  const char* const end = base + text.size();
+  size_t start = 0;        // start of the open word, if any
+  bool open = false;       // a word started and has not ended yet
+  uint64_t prev_word = 0;  // 1 iff the byte before this block is a word byte
+  for (size_t block = 0; block < text.size(); block += 64) {
+    uint64_t space;
+    if (text.size() - block >= 64) {
+      space = SpaceMask64(base + block);
+    } else {
+      char tail[64];
+      std::memset(tail, ' ', sizeof(tail));
+      std::memcpy(tail, base + block, text.size() - block);
+      space = SpaceMask64(tail);
+    }
+    const uint64_t word = ~space;
+    const uint64_t shifted = (word << 1) | prev_word;  // "previous is word"
+    // Word starts and word ends (the first space after a word) alternate.
+    uint64_t events = (word & ~shifted) | (space & shifted);
+    prev_word = word >> 63;
+    while (events != 0) {
+      const size_t pos = block + static_cast<size_t>(__builtin_ctzll(events));
+      events &= events - 1;
+      if (open) {
+        out->push_back(HashWord(base + start, pos - start, end));
+      } else {
+        start = pos;
+      }
+      open = !open;
+    }
+  }
+  if (open) out->push_back(HashWord(base + start, text.size() - start, end));
+}
+
+// BitCounter counts, for each of the 64 bit positions, how many of the
+// values added have that bit set (a "positional population count").
+// Values go into bit-sliced 4-bit counters through a chain of carry-save
+// adders (Harley-Seal; Mula, Kurz and Lemire 2018, "Faster population
+// counts using AVX2 instructions"): 7 bitwise operations per value instead
+// of 64 per-bit additions. Every 15 values, before a 4-bit counter can
+// overflow, the slices are spread into 8-bit lanes (kSpread[byte] has bit i
+// of the byte in byte lane i, so 8 lookups per slice cover 64 bits), and
+// before a lane can overflow the lanes go into 64-bit totals.
+class BitCounter {
+ public:
+  void Add(uint64_t x) {
+    const uint64_t carry1 = ones_ & x;
+    ones_ ^= x;
+    const uint64_t carry2 = twos_ & carry1;
+    twos_ ^= carry1;
+    const uint64_t carry4 = fours_ & carry2;
+    fours_ ^= carry2;
+    eights_ ^= carry4;  // no carry out: at most 15 values per slice round
+    if (++in_slices_ == kSliceValues) FlushSlices();
+  }
+
+  // Returns the 64 counts (index b: values with bit b set).
+  const std::array<uint64_t, 64>& Totals() {
+    FlushSlices();
+    FlushLanes();
+    return totals_;
+  }
+
+ private:
+  static constexpr uint32_t kSliceValues = 15;  // 4-bit slice counters
+  static constexpr uint32_t kLaneValues = 255;  // 8-bit lanes
+
+  void FlushSlices() {
+    for (int j = 0; j < 8; ++j) {
+      const int s = 8 * j;
+      lanes_[j] += kSpread[(ones_ >> s) & 0xFF] +
+                   2 * kSpread[(twos_ >> s) & 0xFF] +
+                   4 * kSpread[(fours_ >> s) & 0xFF] +
+                   8 * kSpread[(eights_ >> s) & 0xFF];
+    }
+    ones_ = twos_ = fours_ = eights_ = 0;
+    in_lanes_ += in_slices_;
+    in_slices_ = 0;
+    if (in_lanes_ > kLaneValues - kSliceValues) FlushLanes();
+  }
+
+  void FlushLanes() {
+    for (int j = 0; j < 8; ++j) {
+      for (int i = 0; i < 8; ++i) {
+        totals_[8 * j + i] += (lanes_[j] >> (8 * i)) & 0xFF;
+      }
+      lanes_[j] = 0;
+    }
+    in_lanes_ = 0;
+  }
+
+  uint64_t ones_ = 0, twos_ = 0, fours_ = 0, eights_ = 0;  // bit slices
+  uint32_t in_slices_ = 0;           // values added since FlushSlices
+  std::array<uint64_t, 8> lanes_{};  // byte lane i of lanes_[j]: bit 8j+i
+  uint32_t in_lanes_ = 0;            // values in lanes_ since FlushLanes
+  std::array<uint64_t, 64> totals_{};
+};
+
 // Per-thread scratch space, kept between calls to avoid allocation.
 struct Scratch {
-  std::vector<uint64_t> words;     // word hashes
-  std::vector<uint64_t> keys;      // table: shingle hashes
-  std::vector<uint32_t> counts;    // table: 0 = empty slot
-  std::vector<size_t> occupied;    // table slots in use, in insertion order
+  std::vector<uint64_t> hashes;  // word hashes, then shingle hashes
+  std::vector<uint32_t> slots;   // ShingleSet's table
+};
+
+// ShingleSet finds the distinct values among hashes[0..n-1] (shingle
+// hashes, already mixed by fmix64): an open-addressing table (linear
+// probing from the top bits of the hash, at most half full) whose slots
+// hold 1 + the index of a hash, or 0 when empty. Storing 4-byte indices
+// rather than the 8-byte hashes halves the table, so that for a 10 KB page
+// it and the hashes fit in the L1 cache together. Not thread-safe: it uses
+// the thread's scratch space, and leaves it empty on destruction.
+class ShingleSet {
+ public:
+  // REQUIRES: 1 <= n < 2^31; `hashes` outlives the set.
+  ShingleSet(const uint64_t* hashes, size_t n, std::vector<uint32_t>* slots)
+      : hashes_(hashes), slots_(*slots) {
+    size_t capacity = 16;
+    shift_ = 60;  // slot = hash >> shift_; capacity = 2^(64 - shift_)
+    while (capacity < 2 * n) {
+      capacity *= 2;
+      --shift_;
+    }
+    mask_ = capacity - 1;
+    if (slots_.size() < capacity) slots_.assign(capacity, 0);
+  }
+  ~ShingleSet() {
+    std::memset(slots_.data(), 0, (mask_ + 1) * sizeof(uint32_t));
+  }
+  ShingleSet(const ShingleSet&) = delete;
+  ShingleSet& operator=(const ShingleSet&) = delete;
+
+  // Inserts hashes[j]; returns true iff no equal hash was inserted before.
+  bool Insert(size_t j) {
+    const uint64_t h = hashes_[j];
+    size_t slot = static_cast<size_t>(h >> shift_);
+    for (;;) {
+      const uint32_t entry = slots_[slot];
+      if (entry == 0) break;
+      if (hashes_[entry - 1] == h) return false;
+      slot = (slot + 1) & mask_;
+    }
+    slots_[slot] = static_cast<uint32_t>(j + 1);
+    return true;
+  }
+
+ private:
+  const uint64_t* hashes_;
+  std::vector<uint32_t>& slots_;
+  size_t mask_;
+  int shift_;
 };
 
 }  // namespace
 
 SimHasher::SimHasher(SimHashOptions options) : options_(options) {
   if (options_.shingle_words < 1 || options_.shingle_words > 16) {
-    std::fprintf(stderr,
-                 "SimHasher: shingle_words must be in 1..16, got %d\n",
+    std::fprintf(stderr, "SimHasher: shingle_words must be in 1..16, got %d\n",
                  options_.shingle_words);
     std::abort();
   }
@@ -99,79 +289,42 @@ SimHasher::SimHasher(SimHashOptions options) : options_(options) {
 
 uint64_t SimHasher::Fingerprint(absl::string_view normalized_text) const {
   thread_local Scratch scratch;
-  std::vector<uint64_t>& words = scratch.words;
-  words.clear();
+  std::vector<uint64_t>& hashes = scratch.hashes;
+  hashes.clear();
 
   // 1. Word hashes.
-  const char* p = normalized_text.data();
-  const char* const end = p + normalized_text.size();
-  while (p < end) {
-    while (p < end && *p == ' ') ++p;
-    const char* w = p;
-    while (p < end && *p != ' ') ++p;
-    if (p > w) {
-      words.push_back(StableHash64(absl::string_view(w, p - w), kSeed));
-    }
-  }
-  if (words.empty()) return 0;
+  AppendWordHashes(normalized_text, &hashes);
+  if (hashes.empty()) return 0;
 
-  // 2. Shingles, counted per distinct hash.
-  const int k = words.size() < static_cast<size_t>(options_.shingle_words)
-                    ? static_cast<int>(words.size())
+  // 2. Shingles. Shingle j's hash replaces the hash of word j, which no
+  // later shingle needs.
+  const int k = hashes.size() < static_cast<size_t>(options_.shingle_words)
+                    ? static_cast<int>(hashes.size())
                     : options_.shingle_words;
-  const size_t shingles = words.size() - k + 1;
-  size_t capacity = 16;
-  int shift = 60;  // slot = hash >> shift; capacity = 2^(64 - shift)
-  while (capacity < 2 * shingles) {
-    capacity *= 2;
-    --shift;
-  }
-  std::vector<uint64_t>& keys = scratch.keys;
-  std::vector<uint32_t>& counts = scratch.counts;
-  std::vector<size_t>& occupied = scratch.occupied;
-  if (keys.size() < capacity) {
-    keys.resize(capacity);
-    counts.resize(capacity);
-  }
-  occupied.clear();
-  const size_t mask = capacity - 1;
-  for (size_t j = 0; j < shingles; ++j) {
-    const uint64_t h = ShingleHash(&words[j], k);
-    size_t slot = static_cast<size_t>(h >> shift);
-    while (counts[slot] != 0 && keys[slot] != h) slot = (slot + 1) & mask;
-    if (counts[slot] == 0) {
-      keys[slot] = h;
-      occupied.push_back(slot);
-    }
-    ++counts[slot];
+  const size_t shingles = hashes.size() - k + 1;
+  if (k == 3) {  // the default: an unrolled loop
+    for (size_t j = 0; j < shingles; ++j)
+      hashes[j] = ShingleHashK<3>(&hashes[j]);
+  } else {
+    for (size_t j = 0; j < shingles; ++j)
+      hashes[j] = ShingleHash(&hashes[j], k);
   }
 
-  // 3. Weighted bit sums (Charikar): bit b of the fingerprint is 1 iff the
-  // weights of shingles with bit b set outweigh those with it clear.
-  std::array<uint64_t, 64> ones{};  // sum of weights with bit b set
-  std::array<uint64_t, 8> lanes{};  // byte lane i of lanes[j]: bit 8j+i
-  uint64_t total = 0;               // sum of all weights
-  uint32_t in_lanes = 0;            // sum of weights since the last flush
-  auto flush = [&] {
-    for (int j = 0; j < 8; ++j) {
-      for (int i = 0; i < 8; ++i) ones[8 * j + i] += (lanes[j] >> (8 * i)) & 0xFF;
-      lanes[j] = 0;
+  // 3. Bit sums (Charikar) over the distinct shingles, each with weight 1:
+  // bit b of the fingerprint is 1 iff more than half of them have bit b set.
+  ShingleSet seen(hashes.data(), shingles, &scratch.slots);
+  BitCounter ones;     // per bit: distinct shingles with bit b set
+  uint64_t total = 0;  // distinct shingles
+  for (size_t j = 0; j < shingles; ++j) {
+    if (seen.Insert(j)) {
+      ones.Add(hashes[j]);
+      ++total;
     }
-    in_lanes = 0;
-  };
-  for (const size_t slot : occupied) {
-    const uint32_t w = Weight(counts[slot]);
-    counts[slot] = 0;  // leave the table empty for the next call
-    if (in_lanes + w > 255) flush();
-    const uint64_t h = keys[slot];
-    for (int j = 0; j < 8; ++j) lanes[j] += kSpread[(h >> (8 * j)) & 0xFF] * w;
-    in_lanes += w;
-    total += w;
   }
-  flush();
+  const std::array<uint64_t, 64>& set = ones.Totals();
   uint64_t fingerprint = 0;
   for (int b = 0; b < 64; ++b) {
-    if (2 * ones[b] > total) fingerprint |= uint64_t{1} << b;
+    if (2 * set[b] > total) fingerprint |= uint64_t{1} << b;
   }
   return fingerprint;
 }

@@ -10,37 +10,16 @@ namespace dedupd {
 
 namespace {
 
-constexpr uint64_t kPrime1 = 0x9E3779B185EBCA87ULL;
-constexpr uint64_t kPrime2 = 0xC2B2AE3D27D4EB4FULL;
-constexpr uint64_t kPrime3 = 0x165667B19E3779F9ULL;
-constexpr uint64_t kPrime4 = 0x85EBCA77C2B2AE63ULL;
-constexpr uint64_t kPrime5 = 0x27D4EB2F165667C5ULL;
-
-inline uint64_t Rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-
-// Little-endian loads: the hash value must not depend on the host.
-inline uint64_t Load64(const unsigned char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, sizeof(v));
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap64(v);
-#endif
-  return v;
-}
-inline uint32_t Load32(const unsigned char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap32(v);
-#endif
-  return v;
-}
-
-inline uint64_t Round(uint64_t acc, uint64_t input) {
-  acc += input * kPrime2;
-  acc = Rotl(acc, 31);
-  return acc * kPrime1;
-}
+using stable_hash_internal::Avalanche;
+using stable_hash_internal::kPrime1;
+using stable_hash_internal::kPrime2;
+using stable_hash_internal::kPrime3;
+using stable_hash_internal::kPrime4;
+using stable_hash_internal::kPrime5;
+using stable_hash_internal::Load32;
+using stable_hash_internal::Load64;
+using stable_hash_internal::Rotl;
+using stable_hash_internal::Round;
 
 inline uint64_t MergeRound(uint64_t acc, uint64_t val) {
   acc ^= Round(0, val);
@@ -93,12 +72,7 @@ uint64_t StableHash64(absl::string_view data, uint64_t seed) {
     ++p;
     --len;
   }
-  h ^= h >> 33;
-  h *= kPrime2;
-  h ^= h >> 29;
-  h *= kPrime3;
-  h ^= h >> 32;
-  return h;
+  return Avalanche(h);
 }
 
 }  // namespace dedupd
