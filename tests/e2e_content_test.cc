@@ -26,10 +26,8 @@ namespace dedupd {
 namespace {
 
 using ::dedupd::testing::IsOk;
-using ::dedupd::testing::MakeTempDir;
-using ::dedupd::testing::RemoveTree;
 using ::dedupd::testing::RunCommand;
-using ::dedupd::testing::ServerProcess;
+using ::dedupd::testing::ServerTest;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -89,29 +87,14 @@ class RoundBarrier {
   int round_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-class E2eContentTest : public ::testing::Test {
+class E2eContentTest : public ServerTest {
  protected:
-  void SetUp() override {
-    dir_ = MakeTempDir("e2e_content_");
-    ASSERT_FALSE(dir_.empty());
-    StartServer();
-  }
-  void TearDown() override {
-    server_.reset();
-    RemoveTree(dir_);
-  }
+  E2eContentTest() : ServerTest(DEDUPD_BINARY, "e2e_content_") {}
 
-  void StartServer(std::vector<std::string> flags = {}) {
-    server_.reset();
-    absl::StatusOr<std::unique_ptr<ServerProcess>> s =
-        ServerProcess::Start(DEDUPD_BINARY, DataDir(), flags);
-    ASSERT_THAT(s, IsOk());
-    server_ = *std::move(s);
+  void OnStarted() override {
     channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
     stub_ = v1::Dedup::NewStub(channel_);
   }
-
-  std::string DataDir() const { return dir_ + "/data"; }
 
   // Call sends one CheckContent request with a deadline.
   grpc::Status Call(const v1::CheckContentRequest& request, v1::CheckContentResponse* response,
@@ -153,8 +136,6 @@ class E2eContentTest : public ::testing::Test {
                                         : v1::URL_VERDICT_UNSPECIFIED;
   }
 
-  std::string dir_;
-  std::unique_ptr<ServerProcess> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Dedup::Stub> stub_;
 };

@@ -28,6 +28,7 @@ using ::dedupd::testing::MakeTempDir;
 using ::dedupd::testing::RemoveTree;
 using ::dedupd::testing::RunCommand;
 using ::dedupd::testing::ServerProcess;
+using ::dedupd::testing::ServerTest;
 using ::dedupd::testing::StatusIs;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -35,24 +36,11 @@ using ::testing::IsEmpty;
 
 constexpr absl::Duration kRpcDeadline = absl::Seconds(30);
 
-class E2eTest : public ::testing::Test {
+class E2eTest : public ServerTest {
  protected:
-  void SetUp() override {
-    dir_ = MakeTempDir("e2e_url_");
-    ASSERT_FALSE(dir_.empty());
-    StartServer();
-  }
-  void TearDown() override {
-    server_.reset();
-    RemoveTree(dir_);
-  }
+  E2eTest() : ServerTest(DEDUPD_BINARY, "e2e_url_") {}
 
-  void StartServer(std::vector<std::string> flags = {}) {
-    server_.reset();
-    absl::StatusOr<std::unique_ptr<ServerProcess>> s =
-        ServerProcess::Start(DEDUPD_BINARY, dir_ + "/data", flags);
-    ASSERT_THAT(s, IsOk());
-    server_ = *std::move(s);
+  void OnStarted() override {
     ClientOptions options;
     options.deadline = kRpcDeadline;
     absl::StatusOr<std::unique_ptr<DedupClient>> c =
@@ -83,8 +71,6 @@ class E2eTest : public ::testing::Test {
     return r.ok() ? *r : std::vector<v1::UrlResult>{};
   }
 
-  std::string dir_;
-  std::unique_ptr<ServerProcess> server_;
   std::unique_ptr<DedupClient> client_;
 };
 
@@ -346,7 +332,7 @@ TEST_F(E2eTest, DedupctlConnectionErrorExits2) {
 
 TEST_F(E2eTest, SecondServerOnTheSameDataDirFailsClearly) {
   auto second = RunCommand({DEDUPD_BINARY, "--listen=127.0.0.1:0",
-                            "--data_dir=" + dir_ + "/data"}, "");
+                            "--data_dir=" + DataDir()}, "");
   ASSERT_THAT(second, IsOk());
   EXPECT_NE(second->exit_code, 0);
   EXPECT_THAT(second->err, HasSubstr("in use by another process"));

@@ -248,4 +248,27 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& args,
   return result;
 }
 
+ServerTest::ServerTest(std::string binary, std::string temp_prefix)
+    : binary_(std::move(binary)), temp_prefix_(std::move(temp_prefix)) {}
+
+void ServerTest::SetUp() {
+  dir_ = MakeTempDir(temp_prefix_);
+  ASSERT_FALSE(dir_.empty());
+  StartServer();
+}
+
+void ServerTest::TearDown() {
+  server_.reset();
+  RemoveTree(dir_);
+}
+
+void ServerTest::StartServer(std::vector<std::string> flags) {
+  server_.reset();
+  absl::StatusOr<std::unique_ptr<ServerProcess>> s =
+      ServerProcess::Start(binary_, DataDir(), flags);
+  ASSERT_TRUE(s.ok()) << s.status();
+  server_ = *std::move(s);
+  OnStarted();
+}
+
 }  // namespace dedupd::testing

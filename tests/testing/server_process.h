@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "gtest/gtest.h"
 
 namespace dedupd::testing {
 
@@ -82,6 +83,37 @@ struct CommandResult {
 absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                          const std::string& stdin_data,
                                          absl::Duration timeout = absl::Seconds(60));
+
+// ServerTest: a fixture that runs the real dedupd binary on 127.0.0.1:0
+// with a fresh data directory per test (removed afterwards). Subclasses
+// connect their clients in OnStarted, which runs after every start.
+//
+// Example:
+//   class E2eTest : public ServerTest {
+//    protected:
+//     E2eTest() : ServerTest(DEDUPD_BINARY, "e2e_") {}
+//     void OnStarted() override { channel_ = ...(server_->address()); }
+//   };
+//   TEST_F(E2eTest, RestartKeepsData) { ...; StartServer(); ... }
+class ServerTest : public ::testing::Test {
+ protected:
+  ServerTest(std::string binary, std::string temp_prefix);
+  void SetUp() override;
+  void TearDown() override;
+
+  // StartServer stops the running server (SIGKILL if it was not stopped),
+  // starts a new one on DataDir() with `flags`, then calls OnStarted.
+  // Fails the test when it does not start.
+  void StartServer(std::vector<std::string> flags = {});
+  virtual void OnStarted() {}
+
+  std::string DataDir() const { return dir_ + "/data"; }
+
+  const std::string binary_;
+  const std::string temp_prefix_;
+  std::string dir_;
+  std::unique_ptr<ServerProcess> server_;
+};
 
 }  // namespace dedupd::testing
 
