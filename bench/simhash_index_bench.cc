@@ -1,8 +1,8 @@
 // simhash_index_bench: SimHashIndex query latency, memory and load time on
 // random 64-bit fingerprints, beside a brute-force scan. Prints one
-// fixed-format line per size:
+// fixed-format line per size and number of blocks (--blocks):
 //
-//   simhash_index n=<n> k=<k> queries=<q> query_us=<x> queries_per_sec=<y>
+//   simhash_index n=<n> k=<k> blocks=<B> tables=<T> queries=<q> query_us=<x> queries_per_sec=<y>
 //     query_wall_us=<xw>
 //     hits_per_query=<h> bytes_per_fp=<z> bulk_load_sec=<w> insert_us=<i>
 //     bytes_per_fp_after_inserts=<z2> brute_us=<b> exact=<yes|no>
@@ -22,14 +22,18 @@
 //
 // With --mixed_insert_rate=R a second line follows per size:
 //
-//   simhash_index_mixed n=<n> k=<k> insert_rate=<R> inserts_per_sec=<r>
+//   simhash_index_mixed n=<n> k=<k> blocks=<B> insert_rate=<R> inserts_per_sec=<r>
 //     query_us=<x> query_wall_us=<xw>
 //
 // the same queries timed again while a second thread inserts R new
 // fingerprints per second (inserts_per_sec is what it achieved).
 //
+// Sizes run in order, and for each size every --blocks value, one index in
+// memory at a time.
+//
 // Example:
 //   build/bench/dedupd_simhash_index_bench --sizes=100000,1000000,10000000
+//   build/bench/dedupd_simhash_index_bench --sizes=10000000 --blocks=4,5,6
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -51,6 +55,9 @@
 ABSL_FLAG(std::string, sizes, "100000,1000000,10000000",
           "comma-separated numbers of stored fingerprints, one line each");
 ABSL_FLAG(int, k, 3, "max_distance of the index and of every query");
+ABSL_FLAG(std::string, blocks, "0",
+          "comma-separated numbers of blocks of the index (SimHashIndex's "
+          "`blocks`; 0 = its default), one line each per size");
 ABSL_FLAG(int, queries, 200000, "timed queries per size");
 ABSL_FLAG(int, brute_queries, 100,
           "queries also answered by a brute-force scan (timed and compared)");
@@ -121,7 +128,7 @@ void BruteForce(const std::vector<uint64_t>& fps, uint64_t q, int k,
 // `rate` per second (paced in 1 ms batches); prints one
 // simhash_index_mixed line.
 void RunMixed(SimHashIndex& index, const std::vector<uint64_t>& qs, size_t n,
-              int k, size_t limit, int rate, uint32_t first_id,
+              int k, int blocks, size_t limit, int rate, uint32_t first_id,
               SplitMix64& rng) {
   std::atomic<bool> stop{false};
   std::atomic<int64_t> inserted{0};
@@ -153,14 +160,14 @@ void RunMixed(SimHashIndex& index, const std::vector<uint64_t>& qs, size_t n,
   stop.store(true);
   writer.join();
   std::cout << absl::StrFormat(
-                   "simhash_index_mixed n=%d k=%d insert_rate=%d "
+                   "simhash_index_mixed n=%d k=%d blocks=%d insert_rate=%d "
                    "inserts_per_sec=%.0f query_us=%.3f query_wall_us=%.3f",
-                   n, k, rate, inserted.load() / wall,
+                   n, k, blocks, rate, inserted.load() / wall,
                    cpu * 1e6 / qs.size(), wall * 1e6 / qs.size())
             << std::endl;
 }
 
-bool Run(size_t n, int k, int queries, int brute_queries, int inserts,
+bool Run(size_t n, int k, int blocks, int queries, int brute_queries, int inserts,
          size_t limit, uint64_t seed, int mixed_insert_rate) {
   SplitMix64 rng(seed ^ n);
   std::vector<SimHashIndex::Entry> entries(n);
@@ -176,7 +183,7 @@ bool Run(size_t n, int k, int queries, int brute_queries, int inserts,
                 : rng.Next();
   }
 
-  SimHashIndex index(k);
+  SimHashIndex index(k, blocks);
   const double load_start = ThreadCpuSeconds();
   index.BulkInsert(entries);
   const double load_sec = ThreadCpuSeconds() - load_start;
@@ -232,12 +239,14 @@ bool Run(size_t n, int k, int queries, int brute_queries, int inserts,
       static_cast<double>(index.MemoryBytes()) / index.size();
 
   std::cout << absl::StrFormat(
-                   "simhash_index n=%d k=%d queries=%d query_us=%.3f "
+                   "simhash_index n=%d k=%d blocks=%d tables=%d queries=%d "
+                   "query_us=%.3f "
                    "queries_per_sec=%.0f query_wall_us=%.3f "
                    "hits_per_query=%.2f "
                    "bytes_per_fp=%.2f bulk_load_sec=%.3f insert_us=%.3f "
                    "bytes_per_fp_after_inserts=%.2f brute_us=%.1f exact=%s",
-                   n, k, queries, query_sec * 1e6 / queries,
+                   n, k, index.blocks(), index.tables(), queries,
+                   query_sec * 1e6 / queries,
                    queries / query_sec, query_wall_sec * 1e6 / queries,
                    static_cast<double>(hits) / queries,
                    bytes_per_fp, load_sec,
@@ -246,7 +255,7 @@ bool Run(size_t n, int k, int queries, int brute_queries, int inserts,
                    exact ? "yes" : "no")
             << std::endl;
   if (mixed_insert_rate > 0) {
-    RunMixed(index, qs, n, k, limit, mixed_insert_rate,
+    RunMixed(index, qs, n, k, index.blocks(), limit, mixed_insert_rate,
              static_cast<uint32_t>(n + inserts), rng);
   }
   return exact;
@@ -259,6 +268,7 @@ int main(int argc, char** argv) {
       "simhash_index_bench: SimHashIndex query latency, memory and load time "
       "beside a brute-force scan.\n"
       "Usage: dedupd_simhash_index_bench [--sizes=N,N,...] [--k=3] "
+      "[--blocks=B,B,...] "
       "[--queries=Q] [--brute_queries=B] [--inserts=I]");
   absl::ParseCommandLine(argc, argv);
   const int k = absl::GetFlag(FLAGS_k);
@@ -293,12 +303,31 @@ int main(int argc, char** argv) {
     std::cerr << "simhash_index_bench: --sizes is empty\n";
     return 2;
   }
+  std::vector<int> blocks_list;
+  for (absl::string_view s :
+       absl::StrSplit(absl::GetFlag(FLAGS_blocks), ',', absl::SkipEmpty())) {
+    int b = 0;
+    if (!absl::SimpleAtoi(s, &b) || !SimHashIndex::IsValidLayout(k, b)) {
+      std::cerr << "simhash_index_bench: bad value in --blocks for --k=" << k
+                << ": " << s << " (0, or k+1 .. k+1+"
+                << SimHashIndex::kMaxExtraBlocks << " with at most "
+                << SimHashIndex::kMaxTables << " tables)\n";
+      return 2;
+    }
+    blocks_list.push_back(b);
+  }
+  if (blocks_list.empty()) {
+    std::cerr << "simhash_index_bench: --blocks is empty\n";
+    return 2;
+  }
   bool exact = true;
   for (size_t n : sizes) {
-    exact = Run(n, k, queries, brute_queries, inserts,
+    for (int blocks : blocks_list) {
+    exact = Run(n, k, blocks, queries, brute_queries, inserts,
                 static_cast<size_t>(limit), absl::GetFlag(FLAGS_seed),
                 mixed_insert_rate) &&
             exact;
+    }
   }
   return exact ? 0 : 1;
 }

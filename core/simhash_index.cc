@@ -1,22 +1,29 @@
 // simhash_index.cc: Manku, Jain, Das Sarma 2007 permutation tables, laid out
 // for memory (docs/simhash_index.md has the whole design).
 //
-// Why it is exact: the 64 bits are cut into k+1 contiguous blocks. Two
+// Why it is exact: the 64 bits are cut into B >= k+1 contiguous blocks. Two
 // fingerprints that differ in at most d <= k bits differ in at most d blocks,
-// so they agree exactly on at least one of ANY d+1 blocks (pigeonhole). Table
-// t holds every entry with its bits rotated so that block t comes first,
-// sorted; a query with distance d looks, in tables 0..d, at exactly the
-// entries whose block t equals the query's, and checks the real Hamming
-// distance of each. Every entry within d therefore shows up in at least one
-// probed table; it is reported only from the first probed table whose block
-// it agrees on, so it is reported once.
+// so they agree exactly on at least B-d of them (pigeonhole). There is one
+// table per combination of r = B-k blocks; its entries have their bits
+// permuted so that those r blocks come first, and are sorted. Tables are in
+// colexicographic order of their block sets, so the first C(m, r) tables are
+// exactly those whose blocks all lie among the first m blocks. A query at
+// distance d probes the first C(d+r, r) tables (all of them for d = k; the
+// first d+1 for B = k+1): a fingerprint within d differs from the query in at
+// most d of the first d+r blocks, so it agrees on at least r of them, i.e.
+// on all blocks of one probed table. In each probed table the query looks at
+// exactly the entries whose prefix (the table's blocks) equals its own and
+// checks the real Hamming distance of each. Every entry within d therefore
+// shows up in at least one probed table; it is reported only from the first
+// probed table whose blocks it agrees on, so it is reported once.
 //
-// Layout: each table has 2^16 buckets keyed by the top 16 rotated bits, which
-// are therefore not stored; an entry in a bucket is the remaining 48 bits
-// (two packed 24-bit parts) and the 32-bit id, structure of arrays in one
-// allocation: 10 bytes per entry and table. A scan reads the high parts only
-// (3 bytes per candidate; the low part and the id only for matches). A block wider than 16 bits (k <= 2) is found inside the bucket by
-// binary search; a narrower one (k >= 4) covers 2^(16 - width) adjacent
+// Layout: each table has 2^16 buckets keyed by the top 16 permuted bits,
+// which are therefore not stored; an entry in a bucket is the remaining 48
+// bits (two packed 24-bit parts) and the 32-bit id, structure of arrays in
+// one allocation: 10 bytes per entry and table. A scan reads the high parts
+// only (3 bytes per candidate; the low part and the id only for matches). A
+// prefix longer than 16 bits (k <= 2, or B > k+1) is found inside the bucket
+// by binary search; a shorter one (k >= 4) covers 2^(16 - bits) adjacent
 // buckets. Inserts memmove within one bucket per table (about size / 65536
 // entries), so there is no delta to merge and no O(size) step ever.
 #include "core/simhash_index.h"
@@ -142,20 +149,54 @@ struct Item {
 
 }  // namespace
 
-// Which block a table keys on, and how it rotates fingerprints.
+constexpr int kMaxBlocks = SimHashIndex::kMaxSupportedDistance + 1 +
+                          SimHashIndex::kMaxExtraBlocks;
+
+// Which blocks a table keys on, and how it permutes fingerprints.
 struct SimHashIndex::Layout {
-  int width = 0;     // block bits, 8..64
-  int rotation = 0;  // rotl by this brings the block to the top bits
-  // width > 16: the block's bits below the bucket prefix, within the 48
-  // stored bits, and the step that passes every value of them.
+  int prefix_bits = 0;  // bits of the table's blocks, leading its keys
+  // >= 0 when the permutation is a rotation (always so for B = k+1):
+  // rotl by this brings the table's block to the top bits.
+  int rotation = -1;
+  // Otherwise the permutation as runs of bits: the run starting `from` bits
+  // below the top bit goes to `to` bits below it; `top_mask` has the run's
+  // width in ones at the top.
+  struct Run {
+    int from;
+    int to;
+    int width;
+    uint64_t top_mask;
+  };
+  int runs = 0;
+  std::array<Run, kMaxBlocks> run{};
+  // prefix_bits > 16: the prefix's bits below the bucket prefix, within the
+  // 48 stored bits, and the step that passes every value of them.
   uint64_t rem_key_mask = 0;
   uint64_t rem_key_step = 0;
-  // width < 16: how many adjacent buckets share the block (a power of 2).
+  // prefix_bits < 16: how many adjacent buckets share the prefix (a power of
+  // 2).
   uint32_t bucket_span = 1;
-  // For each earlier table u < this one: table u's block, in this table's
-  // rotated coordinates. An entry whose XOR with the query is zero under one
-  // of them was already reported from table u.
+  // For each earlier table u < this one: table u's blocks, in this table's
+  // permuted coordinates. An entry whose XOR with the query is zero under
+  // one of them was already reported from table u.
   std::vector<uint64_t> earlier_blocks;
+
+  uint64_t Permute(uint64_t x) const {
+    if (rotation >= 0) return RotL(x, rotation);
+    uint64_t out = 0;
+    for (int i = 0; i < runs; ++i) {
+      out |= ((x << run[i].from) & run[i].top_mask) >> run[i].to;
+    }
+    return out;
+  }
+  uint64_t Unpermute(uint64_t x) const {
+    if (rotation >= 0) return RotR(x, rotation);
+    uint64_t out = 0;
+    for (int i = 0; i < runs; ++i) {
+      out |= ((x << run[i].to) & run[i].top_mask) >> run[i].from;
+    }
+    return out;
+  }
 };
 
 // A sorted run of entries sharing the top 16 rotated bits, in one
@@ -182,6 +223,24 @@ class SimHashIndex::Bucket {
     while (count > 0) {
       const uint32_t half = count / 2;
       if (Rem(first + half) < rem) {
+        first += half + 1;
+        count -= half + 1;
+      } else {
+        count = half;
+      }
+    }
+    return first;
+  }
+
+  // First position whose high part (the top 24 of the 48 stored bits) is
+  // >= hi_key; hi_key may be 2^24 (then: size()). Reads only the high parts,
+  // which the query has already loaded.  O(log size).
+  uint32_t LowerBoundHi(uint32_t hi_key) const {
+    const unsigned char* h = hi();
+    uint32_t first = 0, count = size_;
+    while (count > 0) {
+      const uint32_t half = count / 2;
+      if (LoadPart(h, first + half) < hi_key) {
         first += half + 1;
         count -= half + 1;
       } else {
@@ -390,42 +449,140 @@ struct SimHashIndex::Table {
   Bucket* buckets;  // kBucketCount of them, owned by directory_
 };
 
-// The k+1 contiguous blocks of 64 bits, widest first, each with its table's
-// rotation. Block t starts `rotation` bits below the top bit.
-std::vector<SimHashIndex::Layout> SimHashIndex::MakeLayouts(int max_distance) {
+bool SimHashIndex::IsValidLayout(int max_distance, int blocks) {
+  if (max_distance < 0 || max_distance > kMaxSupportedDistance) return false;
+  if (blocks == 0) return true;
+  if (blocks < max_distance + 1 ||
+      blocks > max_distance + 1 + kMaxExtraBlocks) {
+    return false;
+  }
+  // C(blocks, max_distance), small: blocks <= kMaxBlocks.
+  uint64_t tables = 1;
+  for (int i = 1; i <= max_distance; ++i) {
+    tables = tables * static_cast<uint64_t>(blocks - max_distance + i) / i;
+  }
+  return tables <= static_cast<uint64_t>(kMaxTables);
+}
+
+namespace {
+
+int ResolveBlocks(int max_distance, int blocks) {
   ABSL_RAW_CHECK(
       max_distance >= 0 &&
           max_distance <= SimHashIndex::kMaxSupportedDistance,
       "SimHashIndex: max_distance out of [0, kMaxSupportedDistance]");
-  const int blocks = max_distance + 1;
-  std::vector<SimHashIndex::Layout> layouts(blocks);
-  std::vector<uint64_t> block_masks(blocks);  // unrotated
-  int start = 0;
-  for (int t = 0; t < blocks; ++t) {
-    SimHashIndex::Layout& l = layouts[t];
-    l.width = 64 / blocks + (t < 64 % blocks ? 1 : 0);
-    l.rotation = start;
+  ABSL_RAW_CHECK(SimHashIndex::IsValidLayout(max_distance, blocks),
+                 "SimHashIndex: blocks must be 0 or in [max_distance + 1, "
+                 "max_distance + 1 + kMaxExtraBlocks] with at most "
+                 "kMaxTables tables");
+  return blocks == 0 ? SimHashIndex::DefaultBlocks(max_distance) : blocks;
+}
+
+// probes[d] = C(min(d + r, blocks), r): the tables whose blocks all lie in
+// the first d + r blocks, which in colexicographic order come first.
+std::vector<int> MakeProbes(int max_distance, int blocks) {
+  const int r = blocks - max_distance;
+  std::vector<int> probes;
+  for (int d = 0; d <= max_distance; ++d) {
+    const int m = std::min(d + r, blocks);
+    uint64_t c = 1;  // C(m, r) = C(m, m - r)
+    for (int i = 1; i <= m - r; ++i) c = c * static_cast<uint64_t>(r + i) / i;
+    probes.push_back(static_cast<int>(c));
+  }
+  return probes;
+}
+
+}  // namespace
+
+// B contiguous blocks of 64 bits, widest first (widths 64 / B, the first
+// 64 % B one bit wider), and one table per set of r = B - k blocks, in
+// colexicographic order (the order of the sets' bitmasks). A table's key is
+// its blocks in ascending order, then the other blocks cyclically from the
+// one after its last: for B = k+1 that is a rotation bringing block t first
+// (the layout before blocks were configurable).
+std::vector<SimHashIndex::Layout> SimHashIndex::MakeLayouts(int max_distance,
+                                                            int blocks) {
+  const int r = blocks - max_distance;
+  std::array<int, kMaxBlocks> width{}, start{};
+  std::array<uint64_t, kMaxBlocks> block_mask{};  // unpermuted
+  for (int i = 0, bit = 0; i < blocks; ++i) {
+    width[i] = 64 / blocks + (i < 64 % blocks ? 1 : 0);
+    start[i] = bit;
     // Block bits sit at [64 - start - width, 64 - start).
     const uint64_t ones =
-        l.width == 64 ? ~uint64_t{0} : (uint64_t{1} << l.width) - 1;
-    block_masks[t] = ones << (64 - start - l.width);
-    if (l.width > kBucketBits) {
-      const int key_bits = l.width - kBucketBits;  // 1..48
+        width[i] == 64 ? ~uint64_t{0} : (uint64_t{1} << width[i]) - 1;
+    block_mask[i] = ones << (64 - start[i] - width[i]);
+    bit += width[i];
+  }
+  std::vector<SimHashIndex::Layout> layouts;
+  std::vector<uint64_t> table_masks;  // unpermuted, per table so far
+  for (uint32_t set = 0; set < (uint32_t{1} << blocks); ++set) {
+    if (absl::popcount(set) != r) continue;
+    SimHashIndex::Layout l;
+    std::vector<int> order;
+    int last = 0;
+    uint64_t table_mask = 0;
+    for (int i = 0; i < blocks; ++i) {
+      if (set & (uint32_t{1} << i)) {
+        order.push_back(i);
+        last = i;
+        l.prefix_bits += width[i];
+        table_mask |= block_mask[i];
+      }
+    }
+    for (int j = 1; j < blocks; ++j) {
+      const int i = (last + j) % blocks;
+      if (!(set & (uint32_t{1} << i))) order.push_back(i);
+    }
+    bool rotation = true;
+    for (size_t j = 1; j < order.size(); ++j) {
+      rotation = rotation && order[j] == (order[j - 1] + 1) % blocks;
+    }
+    if (rotation) {
+      l.rotation = start[order[0]];
+    } else {
+      int to = 0;
+      for (int i : order) {
+        if (l.runs > 0 && l.run[l.runs - 1].from + l.run[l.runs - 1].width ==
+                              start[i]) {
+          l.run[l.runs - 1].width += width[i];  // contiguous: one run
+        } else {
+          l.run[l.runs++] = {start[i], to, width[i], 0};
+        }
+        to += width[i];
+      }
+      for (int i = 0; i < l.runs; ++i) {
+        const int w = l.run[i].width;
+        l.run[i].top_mask = w == 64 ? ~uint64_t{0} : ~(~uint64_t{0} >> w);
+      }
+    }
+    if (l.prefix_bits > kBucketBits) {
+      const int key_bits = l.prefix_bits - kBucketBits;  // 1..48
       l.rem_key_step = uint64_t{1} << (kRemBits - key_bits);
       l.rem_key_mask = kRemMask & ~(l.rem_key_step - 1);
     } else {
-      l.bucket_span = uint32_t{1} << (kBucketBits - l.width);
+      l.bucket_span = uint32_t{1} << (kBucketBits - l.prefix_bits);
     }
-    for (int u = 0; u < t; ++u) {
-      l.earlier_blocks.push_back(RotL(block_masks[u], l.rotation));
+    for (uint64_t earlier : table_masks) {
+      l.earlier_blocks.push_back(l.Permute(earlier));
     }
-    start += l.width;
+    // The permuted prefix must be exactly the table's blocks.
+    ABSL_RAW_CHECK(l.prefix_bits == 64 || l.Permute(table_mask) ==
+                                               ~(~uint64_t{0} >> l.prefix_bits),
+                   "SimHashIndex: bad permutation");
+    table_masks.push_back(table_mask);
+    layouts.push_back(std::move(l));
   }
   return layouts;
 }
 
-SimHashIndex::SimHashIndex(int max_distance)
-    : max_distance_(max_distance), layouts_(MakeLayouts(max_distance)) {
+SimHashIndex::SimHashIndex(int max_distance, int blocks)
+    : max_distance_(max_distance),
+      blocks_(ResolveBlocks(max_distance, blocks)),
+      layouts_(MakeLayouts(max_distance, blocks_)),
+      probes_(MakeProbes(max_distance, blocks_)) {
+  ABSL_RAW_CHECK(probes_.back() == static_cast<int>(layouts_.size()),
+                 "SimHashIndex: a query at max_distance must probe all tables");
   absl::MutexLock lock(&mu_);
   directory_ = std::make_unique<Directory>(layouts_.size() * kBucketCount);
   for (size_t t = 0; t < layouts_.size(); ++t) {
@@ -435,8 +592,10 @@ SimHashIndex::SimHashIndex(int max_distance)
 
 SimHashIndex::~SimHashIndex() = default;
 
+int SimHashIndex::tables() const { return static_cast<int>(layouts_.size()); }
+
 bool SimHashIndex::ContainsLocked(uint64_t fingerprint, uint32_t id) const {
-  const uint64_t p = RotL(fingerprint, layouts_[0].rotation);
+  const uint64_t p = layouts_[0].Permute(fingerprint);
   const Bucket& bucket = tables_[0].buckets[p >> kRemBits];
   const uint64_t rem = p & kRemMask;
   return bucket.Has(bucket.LowerBound(rem, id), rem, id);
@@ -444,7 +603,7 @@ bool SimHashIndex::ContainsLocked(uint64_t fingerprint, uint32_t id) const {
 
 void SimHashIndex::TouchBucketsLocked(uint64_t fingerprint) const {
   for (size_t t = 0; t < tables_.size(); ++t) {
-    const uint64_t p = RotL(fingerprint, layouts_[t].rotation);
+    const uint64_t p = layouts_[t].Permute(fingerprint);
     tables_[t].buckets[p >> kRemBits].TouchAll();
   }
 }
@@ -460,7 +619,7 @@ void SimHashIndex::Insert(uint64_t fingerprint, uint32_t id) {
   absl::MutexLock lock(&mu_);
   if (ContainsLocked(fingerprint, id)) return;
   for (size_t t = 0; t < tables_.size(); ++t) {
-    const uint64_t p = RotL(fingerprint, layouts_[t].rotation);
+    const uint64_t p = layouts_[t].Permute(fingerprint);
     Bucket& bucket = tables_[t].buckets[p >> kRemBits];
     const uint64_t rem = p & kRemMask;
     bucket.InsertAt(bucket.LowerBound(rem, id), rem, id);
@@ -476,7 +635,7 @@ bool SimHashIndex::Remove(uint64_t fingerprint, uint32_t id) {
   absl::MutexLock lock(&mu_);
   if (!ContainsLocked(fingerprint, id)) return false;
   for (size_t t = 0; t < tables_.size(); ++t) {
-    const uint64_t p = RotL(fingerprint, layouts_[t].rotation);
+    const uint64_t p = layouts_[t].Permute(fingerprint);
     Bucket& bucket = tables_[t].buckets[p >> kRemBits];
     const uint64_t rem = p & kRemMask;
     const uint32_t pos = bucket.LowerBound(rem, id);
@@ -498,16 +657,16 @@ void SimHashIndex::BulkInsert(absl::Span<const Entry> entries) {
   absl::MutexLock lock(&mu_);
   size_t added = 0;
   for (size_t t = 0; t < tables_.size(); ++t) {
-    const int rotation = layouts_[t].rotation;
+    const Layout& layout = layouts_[t];
     std::fill(starts.begin(), starts.end(), 0);
     for (const Entry& e : entries) {
-      ++starts[(RotL(e.fingerprint, rotation) >> kRemBits) + 1];
+      ++starts[(layout.Permute(e.fingerprint) >> kRemBits) + 1];
     }
     for (uint32_t b = 0; b < kBucketCount; ++b) starts[b + 1] += starts[b];
     {
       std::vector<size_t> next(starts.begin(), starts.end() - 1);
       for (const Entry& e : entries) {
-        const uint64_t p = RotL(e.fingerprint, rotation);
+        const uint64_t p = layout.Permute(e.fingerprint);
         scratch[next[p >> kRemBits]++] = Item{p & kRemMask, e.id};
       }
     }
@@ -552,11 +711,12 @@ std::vector<SimHashIndex::Match> SimHashIndex::Query(uint64_t fingerprint,
   std::vector<Match> out;
   if (max_distance >= 0) {
     const NextWithinFn next_within = NextWithin();
-    // Entries within d differ in at most d blocks: any d+1 tables suffice.
-    const int probes = max_distance + 1;
-    std::array<uint64_t, kMaxSupportedDistance + 1> rotated;
+    // Entries within d agree with the query on all blocks of at least one
+    // of the first probes_[d] tables (see the top of this file).
+    const int probes = probes_[max_distance];
+    std::array<uint64_t, kMaxTables> rotated;
     for (int t = 0; t < probes; ++t) {
-      rotated[t] = RotL(fingerprint, layouts_[t].rotation);
+      rotated[t] = layouts_[t].Permute(fingerprint);
     }
     absl::ReaderMutexLock lock(&mu_);
     // Every probed table costs a cache miss for the bucket header and a few
@@ -583,7 +743,14 @@ std::vector<SimHashIndex::Match> SimHashIndex::Query(uint64_t fingerprint,
         const Bucket& bucket = tables_[t].buckets[b];
         uint32_t begin = 0;
         uint32_t end = bucket.size();
-        if (layout.rem_key_step != 0) {  // block wider than the prefix
+        if (layout.rem_key_step >= (uint64_t{1} << kPartBits)) {
+          // The prefix ends within the high parts (e.g. 25-26 bits for
+          // k = 3, B = 5): search them only, already loaded.
+          const uint64_t key = q48 & layout.rem_key_mask;
+          begin = bucket.LowerBoundHi(static_cast<uint32_t>(key >> kPartBits));
+          end = bucket.LowerBoundHi(static_cast<uint32_t>(
+              (key + layout.rem_key_step) >> kPartBits));
+        } else if (layout.rem_key_step != 0) {  // a prefix of 41..64 bits
           const uint64_t key = q48 & layout.rem_key_mask;
           begin = bucket.LowerBound(key);
           end = bucket.LowerBound(key + layout.rem_key_step);
@@ -603,7 +770,7 @@ std::vector<SimHashIndex::Match> SimHashIndex::Query(uint64_t fingerprint,
             }
           }
           if (seen) continue;
-          out.push_back(Match{RotR(stored, layout.rotation), bucket.ids()[i],
+          out.push_back(Match{layout.Unpermute(stored), bucket.ids()[i],
                               absl::popcount(x)});
         }
       }
