@@ -1,6 +1,6 @@
 // simhash_index_test.cc: SimHashIndex answers exactly what a brute-force scan
-// answers, for every supported max_distance, under Insert / Remove /
-// BulkInsert mixes and concurrent readers and writers.
+// answers, for every supported (max_distance, blocks) layout, under Insert /
+// Remove / BulkInsert mixes and concurrent readers and writers.
 #include "core/simhash_index.h"
 
 #include <algorithm>
@@ -33,6 +33,14 @@ using ::testing::IsEmpty;
 
 constexpr size_t kNoLimit = ~size_t{0};
 
+// KPlusOneBlocksMatchesThePreviousResults' figures, computed by the same
+// loop against core/simhash_index.cc of commit 163cf3a (before blocks were
+// configurable), indexed by k (1, 3, 5 used).
+constexpr uint64_t kPreviousMatches[] = {0, 1495, 0, 1915, 0, 2221};
+constexpr uint64_t kPreviousChecksums[] = {0, 15184163404554941884ULL, 0,
+                                           4083457107938537857ULL, 0,
+                                           1302277503077800500ULL};
+
 // The reference: every stored pair within d, ordered by (distance, id, fp).
 class BruteForce {
  public:
@@ -64,6 +72,17 @@ uint64_t FlipBits(uint64_t fp, int bits, std::mt19937_64& rng) {
   return fp ^ mask;
 }
 
+// Every (k, blocks) an index can be built for, blocks explicit (not 0).
+std::vector<std::pair<int, int>> AllLayouts() {
+  std::vector<std::pair<int, int>> out;
+  for (int k = 0; k <= SimHashIndex::kMaxSupportedDistance; ++k) {
+    for (int b = k + 1; b <= k + 1 + SimHashIndex::kMaxExtraBlocks; ++b) {
+      if (SimHashIndex::IsValidLayout(k, b)) out.push_back({k, b});
+    }
+  }
+  return out;
+}
+
 // Compares Query(q, d) with the reference for every d in 0..index k.
 void ExpectSameAsBruteForce(const SimHashIndex& index, const BruteForce& ref,
                             uint64_t q) {
@@ -73,7 +92,7 @@ void ExpectSameAsBruteForce(const SimHashIndex& index, const BruteForce& ref,
     const std::vector<Match> want = ref.Query(q, d);
     EXPECT_EQ(index.Query(q, d, kNoLimit, &total), want)
         << "query 0x" << std::hex << q << std::dec << " d=" << d
-        << " k=" << index.max_distance();
+        << " k=" << index.max_distance() << " blocks=" << index.blocks();
     EXPECT_EQ(total, want.size());
   }
 }
@@ -178,12 +197,13 @@ TEST(SimHashIndexTest, BulkInsertEqualsInserts) {
 }
 
 // Random and clustered data, planted neighbours at distance 0..k+1 of the
-// queries, every k the index supports.
-TEST(SimHashIndexTest, RandomizedExactAgainstBruteForceForEveryK) {
-  for (int k = 0; k <= SimHashIndex::kMaxSupportedDistance; ++k) {
-    SCOPED_TRACE(testing::Message() << "k=" << k);
-    std::mt19937_64 rng(20070508 + k);
-    SimHashIndex index(k);
+// queries, every (k, blocks) layout the index supports.
+TEST(SimHashIndexTest, RandomizedExactAgainstBruteForceForEveryLayout) {
+  for (const auto& [k, blocks] : AllLayouts()) {
+    SCOPED_TRACE(testing::Message() << "k=" << k << " blocks=" << blocks);
+    std::mt19937_64 rng(20070508 + k * 16 + blocks);
+    SimHashIndex index(k, blocks);
+    ASSERT_EQ(index.blocks(), blocks);
     BruteForce ref;
     std::vector<Entry> bulk;
     // Far random points, loaded in bulk.
@@ -227,6 +247,124 @@ TEST(SimHashIndexTest, RandomizedExactAgainstBruteForceForEveryK) {
   }
 }
 
+// Planted neighbours at distance exactly 0..k and k+1 from a query, with
+// the differing bits placed on block boundaries and spread over as many
+// blocks as possible (the cases the pigeonhole argument is tight on), plus
+// random placements: found exactly when within the distance asked, once.
+TEST(SimHashIndexTest, PlantedNeighboursAtEveryDistanceForEveryLayout) {
+  for (const auto& [k, blocks] : AllLayouts()) {
+    SCOPED_TRACE(testing::Message() << "k=" << k << " blocks=" << blocks);
+    std::mt19937_64 rng(4242 + k * 16 + blocks);
+    // Bit positions (from the top) that start or end a block.
+    std::vector<int> edges;
+    for (int i = 0, start = 0; i < blocks; ++i) {
+      const int width = 64 / blocks + (i < 64 % blocks ? 1 : 0);
+      edges.push_back(start);
+      edges.push_back(start + width - 1);
+      start += width;
+    }
+    for (int trial = 0; trial < 30; ++trial) {
+      SimHashIndex index(k, blocks);
+      BruteForce ref;
+      const uint64_t q = rng();
+      // Background noise.
+      for (uint32_t i = 0; i < 200; ++i) {
+        const uint64_t fp = rng();
+        index.Insert(fp, i);
+        ref.Insert(fp, i);
+      }
+      for (int d = 0; d <= k + 1; ++d) {
+        // One on block edges (different blocks first), one at random.
+        uint64_t mask = 0;
+        for (size_t j = 0; __builtin_popcountll(mask) < d; ++j) {
+          const size_t pick = (trial % 2 == 0 ? 2 * j : rng()) % edges.size();
+          mask |= uint64_t{1} << (63 - edges[(pick + trial) % edges.size()]);
+        }
+        index.Insert(q ^ mask, 1000 + d);
+        ref.Insert(q ^ mask, 1000 + d);
+        const uint64_t random_fp = FlipBits(q, d, rng);
+        index.Insert(random_fp, 2000 + d);
+        ref.Insert(random_fp, 2000 + d);
+      }
+      ExpectSameAsBruteForce(index, ref, q);
+      // Directly: at d = k both planted k-neighbours are there, no k+1 one.
+      std::set<uint32_t> ids;
+      for (const Match& m : index.Query(q, k, kNoLimit)) {
+        EXPECT_TRUE(ids.insert(m.id).second) << "reported twice: " << m.id;
+      }
+      for (int d = 0; d <= k; ++d) {
+        EXPECT_EQ(ids.count(1000 + d), 1u) << "d=" << d;
+        EXPECT_EQ(ids.count(2000 + d), 1u) << "d=" << d;
+      }
+      EXPECT_EQ(ids.count(1000 + k + 1), 0u);
+      EXPECT_EQ(ids.count(2000 + k + 1), 0u);
+    }
+  }
+}
+
+// blocks = k+1 (and 0, the default) is the layout from before blocks were
+// configurable: k+1 tables; and every layout gives the same answers.
+TEST(SimHashIndexTest, DefaultLayoutIsOneTablePerBlockAndAllLayoutsAgree) {
+  for (int k = 0; k <= SimHashIndex::kMaxSupportedDistance; ++k) {
+    SimHashIndex by_default(k), explicit_layout(k, k + 1);
+    EXPECT_EQ(by_default.blocks(), k + 1);
+    EXPECT_EQ(by_default.tables(), k + 1);
+    EXPECT_EQ(explicit_layout.tables(), k + 1);
+    EXPECT_EQ(SimHashIndex::DefaultBlocks(k), k + 1);
+  }
+  EXPECT_EQ(SimHashIndex(3, 5).tables(), 10);
+  EXPECT_EQ(SimHashIndex(3, 6).tables(), 20);
+  EXPECT_EQ(SimHashIndex(2, 5).tables(), 10);
+  EXPECT_EQ(SimHashIndex(0, 3).tables(), 1);
+
+  std::mt19937_64 rng(5);
+  std::vector<Entry> entries;
+  for (uint32_t i = 0; i < 4000; ++i) entries.push_back({rng(), i});
+  for (uint32_t i = 0; i < 4000; i += 2) {
+    entries.push_back({FlipBits(entries[i].fingerprint, i % 6, rng), 10000 + i});
+  }
+  SimHashIndex base(3, 4), b5(3, 5), b6(3, 6);
+  base.BulkInsert(entries);
+  b5.BulkInsert(entries);
+  b6.BulkInsert(entries);
+  for (uint32_t i = 0; i < 4000; i += 3) {
+    const uint64_t q = FlipBits(entries[i].fingerprint, i % 4, rng);
+    for (int d = 0; d <= 3; ++d) {
+      const std::vector<Match> want = base.Query(q, d, kNoLimit);
+      EXPECT_EQ(b5.Query(q, d, kNoLimit), want);
+      EXPECT_EQ(b6.Query(q, d, kNoLimit), want);
+    }
+  }
+}
+
+// Golden answers recorded with the layout before blocks were configurable
+// (k+1 tables, commit 163cf3a): a fixed-seed index and fixed queries give
+// the same match counts and the same checksum of ids and distances.
+TEST(SimHashIndexTest, KPlusOneBlocksMatchesThePreviousResults) {
+  std::mt19937_64 rng(163);
+  std::vector<Entry> entries;
+  for (uint32_t i = 0; i < 20000; ++i) entries.push_back({rng(), i});
+  for (uint32_t i = 0; i < 20000; i += 4) {
+    entries.push_back({FlipBits(entries[i].fingerprint, i % 5, rng), 50000 + i});
+  }
+  for (int k : {1, 3, 5}) {
+    SimHashIndex index(k, k + 1);
+    index.BulkInsert(entries);
+    uint64_t matches = 0, checksum = 0;
+    std::mt19937_64 qrng(k);
+    for (int i = 0; i < 2000; ++i) {
+      const uint64_t q =
+          FlipBits(entries[qrng() % entries.size()].fingerprint, i % (k + 2), qrng);
+      for (const Match& m : index.Query(q, k, kNoLimit)) {
+        ++matches;
+        checksum = checksum * 1000003 + m.id * 64 + m.distance;
+      }
+    }
+    EXPECT_EQ(matches, kPreviousMatches[k]) << "k=" << k;
+    EXPECT_EQ(checksum, kPreviousChecksums[k]) << "k=" << k;
+  }
+}
+
 TEST(SimHashIndexTest, InsertOfAStoredPairIsANoOp) {
   SimHashIndex index(3);
   index.Insert(5, 1);
@@ -257,10 +395,12 @@ TEST(SimHashIndexTest, RemoveReportsPresenceAndForgets) {
 // BulkInsert into a loaded index, Inserts between bulk loads, Removes of
 // bulk-loaded and inserted pairs, reinserts: always the same as the model.
 TEST(SimHashIndexTest, BulkInsertInsertRemoveMix) {
-  for (int k : {1, 3, 5}) {
-    SCOPED_TRACE(testing::Message() << "k=" << k);
+  const std::pair<int, int> layouts[] = {{1, 2}, {1, 4}, {2, 5}, {3, 4},
+                                         {3, 5}, {3, 6}, {4, 6}, {5, 6}};
+  for (const auto& [k, blocks] : layouts) {
+    SCOPED_TRACE(testing::Message() << "k=" << k << " blocks=" << blocks);
     std::mt19937_64 rng(77 + k);
-    SimHashIndex index(k);
+    SimHashIndex index(k, blocks);
     BruteForce ref;
     std::vector<Entry> all;
     const auto neighbour = [&](int d) {
@@ -338,6 +478,14 @@ TEST(SimHashIndexDeathTest, RequiresAreChecked) {
   EXPECT_DEATH(SimHashIndex index(-1), "max_distance");
   EXPECT_DEATH(SimHashIndex index(SimHashIndex::kMaxSupportedDistance + 1),
                "max_distance");
+  EXPECT_DEATH(SimHashIndex index(3, 3), "blocks");  // fewer than k+1
+  EXPECT_DEATH(SimHashIndex index(3, 7), "blocks");  // more than k+3
+  EXPECT_DEATH(SimHashIndex index(3, -1), "blocks");
+  EXPECT_DEATH(SimHashIndex index(5, 7), "blocks");  // C(7, 5) = 21 tables
+  EXPECT_FALSE(SimHashIndex::IsValidLayout(4, 7));   // C(7, 4) = 35
+  EXPECT_TRUE(SimHashIndex::IsValidLayout(4, 6));    // C(6, 4) = 15
+  EXPECT_TRUE(SimHashIndex::IsValidLayout(3, 0));
+  EXPECT_FALSE(SimHashIndex::IsValidLayout(8, 0));
   SimHashIndex index(2);
   EXPECT_DEATH(index.Query(0, 3, 1), "max_distance");
 }
