@@ -54,7 +54,7 @@ class SimHasher {
   // repeated or edge spaces are skipped; nothing else is normalized here).
   // A text with fewer words than a shingle is one shingle of all its
   // words; a text with no words has fingerprint 0.
-  // Cost: O(bytes + words * shingle_words); ~25 ns per word.
+  // Cost: O(bytes + words * shingle_words); ~27 ns per word (docs).
   uint64_t Fingerprint(absl::string_view normalized_text) const;
 
   const SimHashOptions& options() const { return options_; }

@@ -53,7 +53,7 @@ inline constexpr uint32_t kTextNormalizerVersion = 1;
 // has several problems, the one at the lowest offset is reported.
 //
 // Thread-safe. Cost: plain ASCII is lowercased and space-collapsed 16
-// bytes at a time (~1 GB/s, docs/content_fingerprint.md); only runs
+// bytes at a time (~1.7 GB/s, docs/content_fingerprint.md); only runs
 // containing non-ASCII bytes (plus the ASCII character before each, which a
 // combining mark may compose with) go through ICU.
 absl::StatusOr<std::string> NormalizeText(absl::string_view utf8);
