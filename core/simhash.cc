@@ -235,11 +235,14 @@ struct Scratch {
 // hold 1 + the index of a hash, or 0 when empty. Storing 4-byte indices
 // rather than the 8-byte hashes halves the table, so that for a 10 KB page
 // it and the hashes fit in the L1 cache together. Not thread-safe: it uses
-// the thread's scratch space, and leaves it empty on destruction.
+// the thread's scratch space, and leaves it empty on destruction. `Index`
+// is uint32_t except for texts of 2^31 shingles or more.
+template <typename Index>
 class ShingleSet {
  public:
-  // REQUIRES: 1 <= n < 2^31; `hashes` outlives the set.
-  ShingleSet(const uint64_t* hashes, size_t n, std::vector<uint32_t>* slots)
+  // REQUIRES: 1 <= n < 2^(8 * sizeof(Index) - 1); `hashes` outlives the
+  // set.
+  ShingleSet(const uint64_t* hashes, size_t n, std::vector<Index>* slots)
       : hashes_(hashes), slots_(*slots) {
     size_t capacity = 16;
     shift_ = 60;  // slot = hash >> shift_; capacity = 2^(64 - shift_)
@@ -250,9 +253,7 @@ class ShingleSet {
     mask_ = capacity - 1;
     if (slots_.size() < capacity) slots_.assign(capacity, 0);
   }
-  ~ShingleSet() {
-    std::memset(slots_.data(), 0, (mask_ + 1) * sizeof(uint32_t));
-  }
+  ~ShingleSet() { std::memset(slots_.data(), 0, (mask_ + 1) * sizeof(Index)); }
   ShingleSet(const ShingleSet&) = delete;
   ShingleSet& operator=(const ShingleSet&) = delete;
 
@@ -261,21 +262,37 @@ class ShingleSet {
     const uint64_t h = hashes_[j];
     size_t slot = static_cast<size_t>(h >> shift_);
     for (;;) {
-      const uint32_t entry = slots_[slot];
+      const Index entry = slots_[slot];
       if (entry == 0) break;
       if (hashes_[entry - 1] == h) return false;
       slot = (slot + 1) & mask_;
     }
-    slots_[slot] = static_cast<uint32_t>(j + 1);
+    slots_[slot] = static_cast<Index>(j + 1);
     return true;
   }
 
  private:
   const uint64_t* hashes_;
-  std::vector<uint32_t>& slots_;
+  std::vector<Index>& slots_;
   size_t mask_;
   int shift_;
 };
+
+// AddDistinct adds each distinct value of hashes[0..n-1] to `ones` once and
+// returns how many there are. REQUIRES: n >= 1.
+template <typename Index>
+uint64_t AddDistinct(const uint64_t* hashes, size_t n,
+                     std::vector<Index>* slots, BitCounter* ones) {
+  ShingleSet<Index> seen(hashes, n, slots);
+  uint64_t distinct = 0;
+  for (size_t j = 0; j < n; ++j) {
+    if (seen.Insert(j)) {
+      ones->Add(hashes[j]);
+      ++distinct;
+    }
+  }
+  return distinct;
+}
 
 }  // namespace
 
@@ -312,14 +329,13 @@ uint64_t SimHasher::Fingerprint(absl::string_view normalized_text) const {
 
   // 3. Bit sums (Charikar) over the distinct shingles, each with weight 1:
   // bit b of the fingerprint is 1 iff more than half of them have bit b set.
-  ShingleSet seen(hashes.data(), shingles, &scratch.slots);
-  BitCounter ones;     // per bit: distinct shingles with bit b set
-  uint64_t total = 0;  // distinct shingles
-  for (size_t j = 0; j < shingles; ++j) {
-    if (seen.Insert(j)) {
-      ones.Add(hashes[j]);
-      ++total;
-    }
+  BitCounter ones;  // per bit: distinct shingles with bit b set
+  uint64_t total;   // distinct shingles
+  if (shingles < (size_t{1} << 31)) {
+    total = AddDistinct(hashes.data(), shingles, &scratch.slots, &ones);
+  } else {  // a text of 16 GB or more: 8-byte indices
+    std::vector<uint64_t> slots;
+    total = AddDistinct(hashes.data(), shingles, &slots, &ones);
   }
   const std::array<uint64_t, 64>& set = ones.Totals();
   uint64_t fingerprint = 0;
