@@ -85,6 +85,7 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Start(
   store_options.simhash_shingle_words =
       static_cast<uint32_t>(options.simhash_shingle_words);
   store_options.simhash_max_distance = options.simhash_max_distance;
+  store_options.simhash_index_blocks = options.simhash_index_blocks;
   DEDUPD_ASSIGN_OR_RETURN(impl->store, RocksDbStore::Open(store_options));
   SimHashOptions simhash_options;
   simhash_options.shingle_words = options.simhash_shingle_words;

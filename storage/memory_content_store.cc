@@ -82,8 +82,9 @@ class MemoryContentStore::Reader final : public ContentStateReader {
 };
 
 MemoryContentStore::MemoryContentStore(MemoryUrlStore* urls,
-                                       int max_near_distance)
-    : urls_(urls), index_(max_near_distance) {}
+                                       int max_near_distance,
+                                       int index_blocks)
+    : urls_(urls), index_(max_near_distance, index_blocks) {}
 
 int MemoryContentStore::max_near_distance() const { return index_.max_distance(); }
 

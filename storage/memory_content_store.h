@@ -35,8 +35,11 @@ class MemoryContentStore final : public ContentStore {
  public:
   // `urls`, when not null, is the URL seen-set claims add identity and
   // fetched URLs to; it must outlive this store.
-  // REQUIRES: 0 <= max_near_distance <= SimHashIndex::kMaxSupportedDistance.
-  explicit MemoryContentStore(MemoryUrlStore* urls, int max_near_distance = 3);
+  // `index_blocks` is the near-duplicate index's number of blocks
+  // (SimHashIndex's `blocks`; 0: its default).
+  // REQUIRES: SimHashIndex::IsValidLayout(max_near_distance, index_blocks).
+  explicit MemoryContentStore(MemoryUrlStore* urls, int max_near_distance = 3,
+                              int index_blocks = 0);
   MemoryContentStore(const MemoryContentStore&) = delete;
   MemoryContentStore& operator=(const MemoryContentStore&) = delete;
 

@@ -129,6 +129,17 @@ absl::Status CheckOptions(const RocksDbStoreOptions& o) {
         o.simhash_max_distance, " is outside [0, ",
         SimHashIndex::kMaxSupportedDistance, "]"));
   }
+  if (!SimHashIndex::IsValidLayout(o.simhash_max_distance,
+                                   o.simhash_index_blocks)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "open store at ", o.path, ": RocksDbStoreOptions.simhash_index_blocks ",
+        o.simhash_index_blocks, " is not 0 or in [simhash_max_distance + 1, ",
+        "simhash_max_distance + ", SimHashIndex::kMaxExtraBlocks + 1,
+        "] = [", o.simhash_max_distance + 1, ", ",
+        o.simhash_max_distance + 1 + SimHashIndex::kMaxExtraBlocks,
+        "] with at most ", SimHashIndex::kMaxTables,
+        " tables (C(blocks, simhash_max_distance))"));
+  }
   if (o.simhash_shingle_words < 1 || o.simhash_shingle_words > 16) {
     return absl::InvalidArgumentError(absl::StrCat(
         "open store at ", o.path, ": RocksDbStoreOptions.simhash_shingle_words ",
@@ -500,7 +511,8 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
       return fail(c);
     }
   }
-  impl->index = std::make_unique<SimHashIndex>(options.simhash_max_distance);
+  impl->index = std::make_unique<SimHashIndex>(options.simhash_max_distance,
+                                               options.simhash_index_blocks);
   if (absl::Status l = impl->LoadFingerprints(db.get()); !l.ok()) {
     return fail(l);
   }

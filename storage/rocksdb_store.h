@@ -111,6 +111,16 @@ struct RocksDbStoreOptions {
   // memory and query time; not persisted.
   // Default: 3. Range: 0..SimHashIndex::kMaxSupportedDistance.
   int simhash_max_distance = 3;
+
+  // The number of blocks the near-duplicate index cuts the 64 bits into
+  // (SimHashIndex's `blocks`): C(blocks, simhash_max_distance) tables, 10
+  // bytes per fingerprint each. 0 means the default, simhash_max_distance +
+  // 1 (the smallest; docs/simhash_index.md has the measurements and when to
+  // raise it). Not persisted: the index is rebuilt at Open.
+  // Default: 0. Range: 0, or simhash_max_distance + 1 ..
+  // simhash_max_distance + 3 with at most 20 tables
+  // (SimHashIndex::IsValidLayout).
+  int simhash_index_blocks = 0;
 };
 
 class RocksDbStore final : public UrlStore, public ContentStore {
