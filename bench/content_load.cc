@@ -14,10 +14,10 @@
 // 1 when any call failed.
 //
 // Documents: document number i (i = --offset, --offset + 1, ...) is a pure
-// function of (--seed, i): about --doc_bytes of real words, drawn at random
-// positions of the page corpus (--pages_dir, the output of
-// bench/make_text_corpus.py), so its word frequencies are those of real
-// documentation while no two documents are near each other; its URL is
+// function of (--seed, i): about --doc_bytes of real prose, 8 runs of
+// consecutive words from seeded random places of the page corpus
+// (--pages_dir, the output of bench/make_text_corpus.py), so no two
+// documents are near each other; its URL is
 // https://site<i mod 5000>.example/docs/<i>. With --repeat_every=R every
 // R-th document repeats the text of document i - 1 under its own URL (an
 // exact duplicate with an alias), to measure a mixed workload.
@@ -72,43 +72,49 @@ using ::dedupd::bench::LoadTotals;
 using ::dedupd::bench::Mix;
 using ::dedupd::bench::Rng;
 
-// Every word of every .txt file under `dir`, in file-name order.
-std::vector<std::string> ReadWords(const std::string& dir) {
+// The text of every .txt file under `dir`, in file-name order, with every
+// whitespace run made one space (so that any offset after a space starts a
+// word).
+std::string ReadCorpus(const std::string& dir) {
   std::vector<std::filesystem::path> files;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     if (entry.path().extension() == ".txt") files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
-  std::vector<std::string> words;
+  std::string corpus;
   for (const auto& f : files) {
     std::ifstream in(f, std::ios::binary);
     std::stringstream text;
     text << in.rdbuf();
     for (absl::string_view w :
          absl::StrSplit(text.str(), absl::ByAnyChar(" \t\r\n"), absl::SkipEmpty())) {
-      words.emplace_back(w);
+      corpus.append(w.data(), w.size());
+      corpus.push_back(' ');
     }
   }
-  return words;
+  return corpus;
 }
 
-// Document `index`'s text: words at seeded random positions of `words`.
-std::string DocumentText(const std::vector<std::string>& words, uint64_t seed,
+// Document `index`'s text: kPieces runs of consecutive words, each from a
+// seeded random place of `corpus`, joined by paragraph breaks. Real prose,
+// cheap to make (a few memcpy per document, so the load generator does not
+// compete with the server for the CPU), and with 8 independent places no
+// two documents share more than a sliver of their shingles.
+std::string DocumentText(const std::string& corpus, uint64_t seed,
                          uint64_t index, size_t bytes) {
+  constexpr size_t kPieces = 8;
   Rng rng(Mix(seed) ^ Mix(index * 0x2545F4914F6CDD1DULL + 7));
+  const size_t piece = std::max<size_t>(1, bytes / kPieces);
   std::string text;
-  text.reserve(bytes + 32);
-  int in_line = 0;
-  while (text.size() < bytes) {
-    text += words[rng.Below(words.size())];
-    // Lines of ~12 words, paragraphs now and then, as extracted text has.
-    if (++in_line == 12) {
-      text += rng.Below(6) == 0 ? "\n\n" : "\n";
-      in_line = 0;
-    } else {
-      text += ' ';
-    }
+  text.reserve(bytes + 64);
+  for (size_t p = 0; p < kPieces && text.size() < bytes; ++p) {
+    size_t start = rng.Below(corpus.size() - piece - 64);
+    while (start > 0 && corpus[start - 1] != ' ') ++start;  // a word start
+    size_t end = std::min(corpus.size(), start + piece);
+    while (end < corpus.size() && corpus[end] != ' ') ++end;  // a word end
+    if (!text.empty()) text += "\n\n";
+    text.append(corpus, start, end - start);
   }
   return text;
 }
@@ -144,9 +150,9 @@ int main(int argc, char** argv) {
   }
   const dedupd::v1::ClaimMode mode =
       mode_name == "peek" ? dedupd::v1::CLAIM_MODE_PEEK : dedupd::v1::CLAIM_MODE_CLAIM;
-  const std::vector<std::string> words = ReadWords(absl::GetFlag(FLAGS_pages_dir));
-  if (words.size() < 1000) {
-    std::cerr << "content_load: fewer than 1000 words in --pages_dir="
+  const std::string corpus = ReadCorpus(absl::GetFlag(FLAGS_pages_dir));
+  if (corpus.size() < static_cast<size_t>(doc_bytes) + 4096) {
+    std::cerr << "content_load: less than a document's worth of text in --pages_dir="
               << absl::GetFlag(FLAGS_pages_dir)
               << " (build it with bench/make_text_corpus.py)\n";
     return 1;
@@ -181,7 +187,7 @@ int main(int argc, char** argv) {
           const bool repeat = repeat_every > 0 && i % repeat_every == repeat_every - 1;
           dedupd::v1::ContentItem* item = request->add_items();
           item->set_url(absl::StrCat("https://site", i % 5000, ".example/docs/", i));
-          item->set_text(DocumentText(words, seed, static_cast<uint64_t>(repeat ? i - 1 : i),
+          item->set_text(DocumentText(corpus, seed, static_cast<uint64_t>(repeat ? i - 1 : i),
                                       static_cast<size_t>(doc_bytes)));
           bytes += static_cast<int64_t>(item->text().size());
         }
