@@ -155,13 +155,25 @@ constexpr int kMaxBlocks = SimHashIndex::kMaxSupportedDistance + 1 +
 
 // Which blocks a table keys on, and how it permutes fingerprints.
 struct SimHashIndex::Layout {
-  int prefix_bits = 0;  // bits of the table's blocks, leading its keys
+  // The fields a query reads come first (one cache line with the vector).
   // >= 0 when the permutation is a rotation (always so for B = k+1):
-  // rotl by this brings the table's block to the top bits.
+  // rotl by this brings the table's first block to the top bits.
   int rotation = -1;
-  // Otherwise the permutation as runs of bits: the run starting `from` bits
-  // below the top bit goes to `to` bits below it; `top_mask` has the run's
-  // width in ones at the top.
+  int prefix_bits = 0;  // bits of the table's blocks, leading its keys
+  // prefix_bits < 16: how many adjacent buckets share the prefix (a power of
+  // 2).
+  uint32_t bucket_span = 1;
+  // prefix_bits > 16: the prefix's bits below the bucket prefix, within the
+  // 48 stored bits, and the step that passes every value of them.
+  uint64_t rem_key_mask = 0;
+  uint64_t rem_key_step = 0;
+  // For each earlier table u < this one: table u's blocks, in this table's
+  // permuted coordinates. An entry whose XOR with the query is zero under
+  // one of them was already reported from table u.
+  std::vector<uint64_t> earlier_blocks;
+  // When not a rotation, the permutation as runs of bits: the run starting
+  // `from` bits below the top bit goes to `to` bits below it; `top_mask`
+  // has the run's width in ones at the top.
   struct Run {
     int from;
     int to;
@@ -170,17 +182,6 @@ struct SimHashIndex::Layout {
   };
   int runs = 0;
   std::array<Run, kMaxBlocks> run{};
-  // prefix_bits > 16: the prefix's bits below the bucket prefix, within the
-  // 48 stored bits, and the step that passes every value of them.
-  uint64_t rem_key_mask = 0;
-  uint64_t rem_key_step = 0;
-  // prefix_bits < 16: how many adjacent buckets share the prefix (a power of
-  // 2).
-  uint32_t bucket_span = 1;
-  // For each earlier table u < this one: table u's blocks, in this table's
-  // permuted coordinates. An entry whose XOR with the query is zero under
-  // one of them was already reported from table u.
-  std::vector<uint64_t> earlier_blocks;
 
   uint64_t Permute(uint64_t x) const {
     if (rotation >= 0) return RotL(x, rotation);

@@ -2,11 +2,13 @@
 // SimHash fingerprints (Manku, Jain, Das Sarma 2007, "Detecting
 // near-duplicates for web crawling"). Query returns every stored entry within
 // a Hamming distance, exactly as a brute-force scan would, in roughly
-// (k+1) * N / 2^16 fingerprint comparisons instead of N. Design, memory
-// layout and measured figures: docs/simhash_index.md.
+// (k+1) * N / 2^16 fingerprint comparisons instead of N with the default
+// layout (k+1 blocks); more blocks (C(B, k) tables with longer keys) trade
+// memory for fewer comparisons. Design, memory layout and measured figures:
+// docs/simhash_index.md.
 //
 // Example:
-//   SimHashIndex index(/*max_distance=*/3);
+//   SimHashIndex index(/*max_distance=*/3);  // blocks: default (4 tables)
 //   index.BulkInsert(entries_from_the_store);        // startup load
 //   index.Insert(0x0123456789abcdefULL, /*id=*/42);   // online
 //   size_t total = 0;
