@@ -57,13 +57,13 @@ class Overlay {
     contents_[key] = std::move(record);
   }
 
-  // `stored_before`: whether the text had a record before the batch (only
-  // then can the reader hold aliases of it).
-  absl::StatusOr<bool> HasAlias(const Sha256Digest& sha, bool stored_before,
+  // `stored_aliases`: whether the store held alias records of the text
+  // before the batch (only then is the reader asked).
+  absl::StatusOr<bool> HasAlias(const Sha256Digest& sha, bool stored_aliases,
                                 absl::string_view url) {
     auto it = aliases_.find(ShaKey(sha));
     if (it != aliases_.end() && it->second.contains(url)) return true;
-    if (!stored_before) return false;
+    if (!stored_aliases) return false;
     return reader_->HasAlias(sha, url);
   }
   void AddAlias(const Sha256Digest& sha, const std::string& url, absl::Time t,
@@ -72,10 +72,10 @@ class Overlay {
     out->aliases.push_back({sha, url, t});
   }
   absl::StatusOr<std::vector<std::string>> ListAliases(const Sha256Digest& sha,
-                                                       bool stored_before,
+                                                       bool stored_aliases,
                                                        size_t limit) {
     std::vector<std::string> stored;
-    if (stored_before && limit > 0) {
+    if (stored_aliases && limit > 0) {
       DEDUPD_ASSIGN_OR_RETURN(stored, reader_->ListAliases(sha, limit));
     }
     auto it = aliases_.find(ShaKey(sha));
@@ -202,7 +202,9 @@ absl::Status PlanContentBatch(absl::Span<const ContentDoc> docs, bool claim,
 
     DEDUPD_ASSIGN_OR_RETURN(std::optional<ContentRecord> record,
                             reader->GetContent(doc.sha256));
-    const bool stored_before = record.has_value();
+    // Alias records of the text exist in the store only when its stored
+    // record counts some: then (and only then) the reader is asked.
+    const bool stored_aliases = record.has_value() && record->alias_count > 0;
     if (const ContentRecord* own = overlay.FindOwn(doc.sha256)) record = *own;
     if (record.has_value()) {
       out.verdict = ContentVerdict::kExactDuplicate;
@@ -213,7 +215,7 @@ absl::Status PlanContentBatch(absl::Span<const ContentDoc> docs, bool claim,
         for (const std::string* url : {&doc.identity_url, &doc.fetched_url}) {
           if (*url == record->owner_url) continue;
           DEDUPD_ASSIGN_OR_RETURN(bool known,
-                                  overlay.HasAlias(doc.sha256, stored_before, *url));
+                                  overlay.HasAlias(doc.sha256, stored_aliases, *url));
           if (known) continue;
           overlay.AddAlias(doc.sha256, *url, t, &mut);
           ++record->alias_count;
@@ -254,7 +256,7 @@ absl::Status PlanContentBatch(absl::Span<const ContentDoc> docs, bool claim,
     if (out.verdict != ContentVerdict::kNearDuplicate) {
       DEDUPD_ASSIGN_OR_RETURN(
           out.aliases,
-          overlay.ListAliases(doc.sha256, stored_before, limits.max_aliases));
+          overlay.ListAliases(doc.sha256, stored_aliases, limits.max_aliases));
     }
 
     if (claim) {
