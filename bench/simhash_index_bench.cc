@@ -2,8 +2,8 @@
 // random 64-bit fingerprints, beside a brute-force scan. Prints one
 // fixed-format line per size and number of blocks (--blocks):
 //
-//   simhash_index n=<n> k=<k> blocks=<B> tables=<T> queries=<q> query_us=<x> queries_per_sec=<y>
-//     query_wall_us=<xw>
+//   simhash_index n=<n> k=<k> blocks=<B> tables=<T> queries=<q>
+//     query_us=<x> queries_per_sec=<y> query_wall_us=<xw>
 //     hits_per_query=<h> bytes_per_fp=<z> bulk_load_sec=<w> insert_us=<i>
 //     bytes_per_fp_after_inserts=<z2> brute_us=<b> exact=<yes|no>
 //
@@ -22,8 +22,8 @@
 //
 // With --mixed_insert_rate=R a second line follows per size:
 //
-//   simhash_index_mixed n=<n> k=<k> blocks=<B> insert_rate=<R> inserts_per_sec=<r>
-//     query_us=<x> query_wall_us=<xw>
+//   simhash_index_mixed n=<n> k=<k> blocks=<B> insert_rate=<R>
+//     inserts_per_sec=<r> query_us=<x> query_wall_us=<xw>
 //
 // the same queries timed again while a second thread inserts R new
 // fingerprints per second (inserts_per_sec is what it achieved).
@@ -167,8 +167,8 @@ void RunMixed(SimHashIndex& index, const std::vector<uint64_t>& qs, size_t n,
             << std::endl;
 }
 
-bool Run(size_t n, int k, int blocks, int queries, int brute_queries, int inserts,
-         size_t limit, uint64_t seed, int mixed_insert_rate) {
+bool Run(size_t n, int k, int blocks, int queries, int brute_queries,
+         int inserts, size_t limit, uint64_t seed, int mixed_insert_rate) {
   SplitMix64 rng(seed ^ n);
   std::vector<SimHashIndex::Entry> entries(n);
   std::vector<uint64_t> fps(n);
@@ -246,12 +246,11 @@ bool Run(size_t n, int k, int blocks, int queries, int brute_queries, int insert
                    "bytes_per_fp=%.2f bulk_load_sec=%.3f insert_us=%.3f "
                    "bytes_per_fp_after_inserts=%.2f brute_us=%.1f exact=%s",
                    n, k, index.blocks(), index.tables(), queries,
-                   query_sec * 1e6 / queries,
-                   queries / query_sec, query_wall_sec * 1e6 / queries,
-                   static_cast<double>(hits) / queries,
-                   bytes_per_fp, load_sec,
-                   inserts > 0 ? insert_sec * 1e6 / inserts : 0.0,
-                   bytes_after, brute > 0 ? brute_sec * 1e6 / brute : 0.0,
+                   query_sec * 1e6 / queries, queries / query_sec,
+                   query_wall_sec * 1e6 / queries,
+                   static_cast<double>(hits) / queries, bytes_per_fp, load_sec,
+                   inserts > 0 ? insert_sec * 1e6 / inserts : 0.0, bytes_after,
+                   brute > 0 ? brute_sec * 1e6 / brute : 0.0,
                    exact ? "yes" : "no")
             << std::endl;
   if (mixed_insert_rate > 0) {
@@ -323,10 +322,10 @@ int main(int argc, char** argv) {
   bool exact = true;
   for (size_t n : sizes) {
     for (int blocks : blocks_list) {
-    exact = Run(n, k, blocks, queries, brute_queries, inserts,
-                static_cast<size_t>(limit), absl::GetFlag(FLAGS_seed),
-                mixed_insert_rate) &&
-            exact;
+      exact = Run(n, k, blocks, queries, brute_queries, inserts,
+                  static_cast<size_t>(limit), absl::GetFlag(FLAGS_seed),
+                  mixed_insert_rate) &&
+              exact;
     }
   }
   return exact ? 0 : 1;

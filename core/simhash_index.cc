@@ -150,8 +150,8 @@ struct Item {
 
 }  // namespace
 
-constexpr int kMaxBlocks = SimHashIndex::kMaxSupportedDistance + 1 +
-                          SimHashIndex::kMaxExtraBlocks;
+constexpr int kMaxBlocks =
+    SimHashIndex::kMaxSupportedDistance + 1 + SimHashIndex::kMaxExtraBlocks;
 
 // Which blocks a table keys on, and how it permutes fingerprints.
 struct SimHashIndex::Layout {
@@ -557,8 +557,8 @@ std::vector<SimHashIndex::Layout> SimHashIndex::MakeLayouts(int max_distance,
     } else {
       int to = 0;
       for (int i : order) {
-        if (l.runs > 0 && l.run[l.runs - 1].from + l.run[l.runs - 1].width ==
-                              start[i]) {
+        if (l.runs > 0 &&
+            l.run[l.runs - 1].from + l.run[l.runs - 1].width == start[i]) {
           l.run[l.runs - 1].width += width[i];  // contiguous: one run
         } else {
           l.run[l.runs++] = {start[i], to, width[i], 0};
@@ -582,7 +582,7 @@ std::vector<SimHashIndex::Layout> SimHashIndex::MakeLayouts(int max_distance,
     }
     // The permuted prefix must be exactly the table's blocks.
     ABSL_RAW_CHECK(l.prefix_bits == 64 || l.Permute(table_mask) ==
-                                               ~(~uint64_t{0} >> l.prefix_bits),
+                                              ~(~uint64_t{0} >> l.prefix_bits),
                    "SimHashIndex: bad permutation");
     table_masks.push_back(table_mask);
     layouts.push_back(std::move(l));
@@ -799,8 +799,8 @@ std::vector<SimHashIndex::Match> SimHashIndex::Query(uint64_t fingerprint,
           // k = 3, B = 5): search them only, already loaded.
           const uint64_t key = q48 & layout.rem_key_mask;
           const uint32_t lo_key = static_cast<uint32_t>(key >> kPartBits);
-          const uint32_t hi_key = static_cast<uint32_t>(
-              (key + layout.rem_key_step) >> kPartBits);
+          const uint32_t hi_key =
+              static_cast<uint32_t>((key + layout.rem_key_step) >> kPartBits);
           const Window w = GuessWindow(bucket.size(), lo_key, hi_key);
           begin = bucket.LowerBoundHiNear(lo_key, w.first_lo, w.first_hi);
           end = bucket.LowerBoundHiNear(hi_key, w.end_lo, w.end_hi);

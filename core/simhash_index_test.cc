@@ -37,9 +37,9 @@ constexpr size_t kNoLimit = ~size_t{0};
 // loop against core/simhash_index.cc of commit 163cf3a (before blocks were
 // configurable), indexed by k (1, 3, 5 used).
 constexpr uint64_t kPreviousMatches[] = {0, 1495, 0, 1915, 0, 2221};
-constexpr uint64_t kPreviousChecksums[] = {0, 15184163404554941884ULL, 0,
-                                           4083457107938537857ULL, 0,
-                                           1302277503077800500ULL};
+constexpr uint64_t kPreviousChecksums[] = {0, 15184163404554941884ULL,
+                                           0, 4083457107938537857ULL,
+                                           0, 1302277503077800500ULL};
 
 // The reference: every stored pair within d, ordered by (distance, id, fp).
 class BruteForce {
@@ -321,7 +321,8 @@ TEST(SimHashIndexTest, DefaultLayoutIsOneTablePerBlockAndAllLayoutsAgree) {
   std::vector<Entry> entries;
   for (uint32_t i = 0; i < 4000; ++i) entries.push_back({rng(), i});
   for (uint32_t i = 0; i < 4000; i += 2) {
-    entries.push_back({FlipBits(entries[i].fingerprint, i % 6, rng), 10000 + i});
+    entries.push_back(
+        {FlipBits(entries[i].fingerprint, i % 6, rng), 10000 + i});
   }
   SimHashIndex base(3, 4), b5(3, 5), b6(3, 6);
   base.BulkInsert(entries);
@@ -345,7 +346,8 @@ TEST(SimHashIndexTest, KPlusOneBlocksMatchesThePreviousResults) {
   std::vector<Entry> entries;
   for (uint32_t i = 0; i < 20000; ++i) entries.push_back({rng(), i});
   for (uint32_t i = 0; i < 20000; i += 4) {
-    entries.push_back({FlipBits(entries[i].fingerprint, i % 5, rng), 50000 + i});
+    entries.push_back(
+        {FlipBits(entries[i].fingerprint, i % 5, rng), 50000 + i});
   }
   for (int k : {1, 3, 5}) {
     SimHashIndex index(k, k + 1);
@@ -353,8 +355,8 @@ TEST(SimHashIndexTest, KPlusOneBlocksMatchesThePreviousResults) {
     uint64_t matches = 0, checksum = 0;
     std::mt19937_64 qrng(k);
     for (int i = 0; i < 2000; ++i) {
-      const uint64_t q =
-          FlipBits(entries[qrng() % entries.size()].fingerprint, i % (k + 2), qrng);
+      const uint64_t q = FlipBits(entries[qrng() % entries.size()].fingerprint,
+                                  i % (k + 2), qrng);
       for (const Match& m : index.Query(q, k, kNoLimit)) {
         ++matches;
         checksum = checksum * 1000003 + m.id * 64 + m.distance;
