@@ -2,12 +2,14 @@
 // random 64-bit fingerprints, beside a brute-force scan. Prints one
 // fixed-format line per size and number of blocks (--blocks):
 //
-//   simhash_index n=<n> k=<k> blocks=<B> tables=<T> queries=<q>
-//     query_us=<x> queries_per_sec=<y> query_wall_us=<xw>
+//   simhash_index n=<n> k=<k> queries=<q> query_us=<x> queries_per_sec=<y>
+//     query_wall_us=<xw>
 //     hits_per_query=<h> bytes_per_fp=<z> bulk_load_sec=<w> insert_us=<i>
-//     bytes_per_fp_after_inserts=<z2> brute_us=<b> exact=<yes|no>
+//     bytes_per_fp_after_inserts=<z2> brute_us=<b> blocks=<B> tables=<T>
+//     exact=<yes|no>
 //
-// (on one line). n fingerprints (ids 0..n-1) are loaded with one BulkInsert
+// (on one line; blocks and tables come late so that the line still starts
+// as it did before they existed, which bench/ci_smoke.sh matches). n fingerprints (ids 0..n-1) are loaded with one BulkInsert
 // (bulk_load_sec, CPU time; bytes_per_fp = MemoryBytes() / size()). Half
 // the queries are stored fingerprints with 0..k+1 random bits flipped
 // (planted near matches), half are random; query_us is the mean
@@ -22,8 +24,8 @@
 //
 // With --mixed_insert_rate=R a second line follows per size:
 //
-//   simhash_index_mixed n=<n> k=<k> blocks=<B> insert_rate=<R>
-//     inserts_per_sec=<r> query_us=<x> query_wall_us=<xw>
+//   simhash_index_mixed n=<n> k=<k> insert_rate=<R> inserts_per_sec=<r>
+//     query_us=<x> query_wall_us=<xw> blocks=<B>
 //
 // the same queries timed again while a second thread inserts R new
 // fingerprints per second (inserts_per_sec is what it achieved).
@@ -160,10 +162,11 @@ void RunMixed(SimHashIndex& index, const std::vector<uint64_t>& qs, size_t n,
   stop.store(true);
   writer.join();
   std::cout << absl::StrFormat(
-                   "simhash_index_mixed n=%d k=%d blocks=%d insert_rate=%d "
-                   "inserts_per_sec=%.0f query_us=%.3f query_wall_us=%.3f",
-                   n, k, blocks, rate, inserted.load() / wall,
-                   cpu * 1e6 / qs.size(), wall * 1e6 / qs.size())
+                   "simhash_index_mixed n=%d k=%d insert_rate=%d "
+                   "inserts_per_sec=%.0f query_us=%.3f query_wall_us=%.3f "
+                   "blocks=%d",
+                   n, k, rate, inserted.load() / wall,
+                   cpu * 1e6 / qs.size(), wall * 1e6 / qs.size(), blocks)
             << std::endl;
 }
 
@@ -239,18 +242,18 @@ bool Run(size_t n, int k, int blocks, int queries, int brute_queries,
       static_cast<double>(index.MemoryBytes()) / index.size();
 
   std::cout << absl::StrFormat(
-                   "simhash_index n=%d k=%d blocks=%d tables=%d queries=%d "
-                   "query_us=%.3f "
+                   "simhash_index n=%d k=%d queries=%d query_us=%.3f "
                    "queries_per_sec=%.0f query_wall_us=%.3f "
                    "hits_per_query=%.2f "
                    "bytes_per_fp=%.2f bulk_load_sec=%.3f insert_us=%.3f "
-                   "bytes_per_fp_after_inserts=%.2f brute_us=%.1f exact=%s",
-                   n, k, index.blocks(), index.tables(), queries,
-                   query_sec * 1e6 / queries, queries / query_sec,
-                   query_wall_sec * 1e6 / queries,
+                   "bytes_per_fp_after_inserts=%.2f brute_us=%.1f blocks=%d "
+                   "tables=%d exact=%s",
+                   n, k, queries, query_sec * 1e6 / queries,
+                   queries / query_sec, query_wall_sec * 1e6 / queries,
                    static_cast<double>(hits) / queries, bytes_per_fp, load_sec,
                    inserts > 0 ? insert_sec * 1e6 / inserts : 0.0, bytes_after,
-                   brute > 0 ? brute_sec * 1e6 / brute : 0.0,
+                   brute > 0 ? brute_sec * 1e6 / brute : 0.0, index.blocks(),
+                   index.tables(),
                    exact ? "yes" : "no")
             << std::endl;
   if (mixed_insert_rate > 0) {
