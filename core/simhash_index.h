@@ -110,8 +110,8 @@ class SimHashIndex {
   };
 
   // Insert stores (fingerprint, id). Inserting a pair that is already stored
-  // is a no-op. O(tables() * B) where B, the entries in one bucket, is
-  // about size() / 65536 (a memmove of B * 10 bytes per table); no O(size())
+  // is a no-op. O(tables() * m) where m, the entries in one bucket, is
+  // about size() / 65536 (a memmove of m * 10 bytes per table); no O(size())
   // work. Loads the buckets into cache under the shared lock first, so the
   // exclusive section, which blocks queries, does not wait on memory.
   void Insert(uint64_t fingerprint, uint32_t id);
