@@ -17,7 +17,7 @@ if [[ "${SKIP_SANITIZERS:-0}" != 1 ]]; then
   echo "== fuzzers (clang, libFuzzer + ASan/UBSan), bounded runs"
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja \
     -DDEDUPD_FUZZ=ON -DDEDUPD_BENCH=OFF >/dev/null
-  cmake --build build-fuzz --parallel "$jobs" --target url_normalizer_fuzzer
+  cmake --build build-fuzz --parallel "$jobs" --target dedupd_fuzzers
   ctest --test-dir build-fuzz -L fuzz --output-on-failure --timeout 300
 
   echo "== test suite under AddressSanitizer + UndefinedBehaviorSanitizer"
