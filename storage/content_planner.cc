@@ -136,8 +136,8 @@ absl::Status FindNear(const ContentDoc& doc, const ContentLimits& limits,
                       ContentOutcome* outcome) {
   size_t total = 0;
   std::vector<SimHashIndex::Match> indexed =
-      reader->QueryNear(doc.simhash, doc.max_distance, limits.max_near_matches,
-                        &total);
+      reader->QueryNear(doc.simhash, doc.max_distance,
+                        std::max<size_t>(limits.max_near_matches, 1), &total);
   std::vector<Candidate> candidates;
   candidates.reserve(indexed.size() + batch_texts.size());
   for (const SimHashIndex::Match& m : indexed) {
@@ -151,11 +151,13 @@ absl::Status FindNear(const ContentDoc& doc, const ContentLimits& limits,
     candidates.push_back({d, t.doc_id, t.simhash, t.sha256});
   }
   std::sort(candidates.begin(), candidates.end());
-  if (candidates.size() > limits.max_near_matches) {
-    candidates.resize(limits.max_near_matches);
-  }
   outcome->near_match_count = total;
-  for (const Candidate& c : candidates) {
+  // The nearest match names the owner even when none may be listed
+  // (max_near_matches = 0).
+  const size_t resolve = std::min(candidates.size(),
+                                  std::max<size_t>(limits.max_near_matches, 1));
+  for (size_t i = 0; i < resolve; ++i) {
+    const Candidate& c = candidates[i];
     DEDUPD_ASSIGN_OR_RETURN(std::optional<ContentRecord> record,
                             overlay->GetContent(c.sha256));
     if (!record.has_value()) {
@@ -163,12 +165,14 @@ absl::Status FindNear(const ContentDoc& doc, const ContentLimits& limits,
           "fingerprint ", c.doc_id, " names text ", Sha256Hex(c.sha256),
           " which has no content record"));
     }
-    if (outcome->near_matches.empty()) {
+    if (i == 0) {
       outcome->owner_url = record->owner_url;
       outcome->first_seen = record->first_seen;
     }
-    outcome->near_matches.push_back(
-        {record->owner_url, c.simhash, c.distance, c.sha256});
+    if (i < limits.max_near_matches) {
+      outcome->near_matches.push_back(
+          {record->owner_url, c.simhash, c.distance, c.sha256});
+    }
   }
   return absl::OkStatus();
 }

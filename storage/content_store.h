@@ -93,9 +93,11 @@ class ContentStore {
  public:
   virtual ~ContentStore() = default;
 
-  // CheckContent answers (*outcomes)[i] for docs[i], processing the batch in
-  // order so that a document sees the batch's earlier ones (a repeat within
-  // the batch is a duplicate of its first occurrence).
+  // CheckContent answers (*outcomes)[i] for docs[i]. With `claim` the batch
+  // is processed in order and a document sees the batch's earlier ones (a
+  // repeat within the batch is a duplicate of its first occurrence); without
+  // it every document is answered against the stored state alone (a repeat
+  // gets the same answer, as CheckUrl's peek).
   //
   // With `claim`, it also records, atomically against every concurrent call:
   //   - a new text (kNew or kNearDuplicate) with its fingerprint, owned by

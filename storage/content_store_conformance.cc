@@ -208,6 +208,18 @@ TEST_P(ContentStoreConformanceTest, NearMatchesNearestFirstBoundedWithTotal) {
   EXPECT_EQ(o.owner_url, "https://d1a/");
 }
 
+TEST_P(ContentStoreConformanceTest, NearOwnerIsNamedEvenWhenNoMatchIsListed) {
+  Checker c(&content());
+  c.Claim({Doc("https://orig/", "orig", kFp)}, T(100));
+  c.limits.max_near_matches = 0;
+  ContentOutcome o = c.Peek({Doc("https://p/", "p", kFp ^ 1)})[0];
+  EXPECT_EQ(o.verdict, ContentVerdict::kNearDuplicate);
+  EXPECT_THAT(o.near_matches, IsEmpty());
+  EXPECT_EQ(o.near_match_count, 1u);
+  EXPECT_EQ(o.owner_url, "https://orig/");
+  EXPECT_EQ(o.first_seen, T(100));
+}
+
 TEST_P(ContentStoreConformanceTest, ANearDuplicateIsRecordedToo) {
   Checker c(&content());
   c.Claim({Doc("https://a/", "a", kFp)}, T(100));

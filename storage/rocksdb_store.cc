@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <cstdio>
+#include <filesystem>
 #include <numeric>
 #include <utility>
 
@@ -410,6 +411,12 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
   const rocksdb::Options db_options = MakeDbOptions(options);
   std::vector<std::string> families;
   rocksdb::Status s = rocksdb::DB::ListColumnFamilies(db_options, path, &families);
+  // No database there yet is the one expected failure (DB::Open then creates
+  // it or reports it missing); any other is the store's problem to report.
+  std::error_code ec;
+  if (!s.ok() && std::filesystem::exists(path + "/CURRENT", ec)) {
+    return FromRocksDbStatus(s, kOpen, path);
+  }
   const bool has_content_family =
       s.ok() && std::find(families.begin(), families.end(),
                           kContentColumnFamily) != families.end();
