@@ -14,10 +14,6 @@
 namespace dedupd {
 namespace {
 
-std::string ShaKey(const Sha256Digest& sha) {
-  return std::string(reinterpret_cast<const char*>(sha.data()), sha.size());
-}
-
 // A near match before its owner is resolved: ordered by (distance, doc_id),
 // i.e. nearest first, then oldest first.
 struct Candidate {
@@ -48,11 +44,11 @@ class Overlay {
   }
   // The record this batch wrote for `sha`, or null.
   const ContentRecord* FindOwn(const Sha256Digest& sha) const {
-    auto it = contents_.find(ShaKey(sha));
+    auto it = contents_.find(DigestKey(sha));
     return it == contents_.end() ? nullptr : &it->second;
   }
   void PutContent(const Sha256Digest& sha, ContentRecord record) {
-    std::string key = ShaKey(sha);
+    std::string key = DigestKey(sha);
     if (!contents_.contains(key)) content_order_.push_back(sha);
     contents_[key] = std::move(record);
   }
@@ -61,14 +57,14 @@ class Overlay {
   // before the batch (only then is the reader asked).
   absl::StatusOr<bool> HasAlias(const Sha256Digest& sha, bool stored_aliases,
                                 absl::string_view url) {
-    auto it = aliases_.find(ShaKey(sha));
+    auto it = aliases_.find(DigestKey(sha));
     if (it != aliases_.end() && it->second.contains(url)) return true;
     if (!stored_aliases) return false;
     return reader_->HasAlias(sha, url);
   }
   void AddAlias(const Sha256Digest& sha, const std::string& url, absl::Time t,
                 ContentMutations* out) {
-    aliases_[ShaKey(sha)].insert(url);
+    aliases_[DigestKey(sha)].insert(url);
     out->aliases.push_back({sha, url, t});
   }
   absl::StatusOr<std::vector<std::string>> ListAliases(const Sha256Digest& sha,
@@ -78,7 +74,7 @@ class Overlay {
     if (stored_aliases && limit > 0) {
       DEDUPD_ASSIGN_OR_RETURN(stored, reader_->ListAliases(sha, limit));
     }
-    auto it = aliases_.find(ShaKey(sha));
+    auto it = aliases_.find(DigestKey(sha));
     if (it == aliases_.end()) return stored;
     // The reader's list is the first `limit` stored aliases in byte order;
     // the first `limit` of its union with the batch's are the answer.
@@ -111,7 +107,7 @@ class Overlay {
   // Moves the final content and fetch records into `out`.
   void Finish(ContentMutations* out) {
     for (const Sha256Digest& sha : content_order_) {
-      out->contents.emplace_back(sha, std::move(contents_[ShaKey(sha)]));
+      out->contents.emplace_back(sha, std::move(contents_[DigestKey(sha)]));
     }
     for (const std::string& url : fetch_order_) {
       out->fetches.emplace_back(url, fetches_[url]);

@@ -35,6 +35,12 @@
 
 namespace dedupd {
 
+// DigestKey returns the 32 bytes of `sha256` as a string: the key of
+// per-text maps (overlays, the memory store).
+inline std::string DigestKey(const Sha256Digest& sha256) {
+  return std::string(reinterpret_cast<const char*>(sha256.data()), sha256.size());
+}
+
 // What is stored per distinct text (keyed by its SHA-256).
 struct ContentRecord {
   // Sequence number of the text, also its id in the near-duplicate index;

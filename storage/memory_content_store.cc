@@ -6,13 +6,6 @@
 #include "absl/strings/str_cat.h"
 
 namespace dedupd {
-namespace {
-
-std::string ShaKey(const Sha256Digest& sha) {
-  return std::string(reinterpret_cast<const char*>(sha.data()), sha.size());
-}
-
-}  // namespace
 
 // Reads the maps; the caller holds mu_ (shared for peeks, exclusive for
 // claims), which the analysis cannot see through the interface.
@@ -22,19 +15,19 @@ class MemoryContentStore::Reader final : public ContentStateReader {
 
   absl::StatusOr<std::optional<ContentRecord>> GetContent(
       const Sha256Digest& sha) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    auto it = s_->contents_.find(ShaKey(sha));
+    auto it = s_->contents_.find(DigestKey(sha));
     if (it == s_->contents_.end()) return std::nullopt;
     return it->second;
   }
   absl::StatusOr<bool> HasAlias(const Sha256Digest& sha, absl::string_view url)
       override ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    auto it = s_->aliases_.find(ShaKey(sha));
+    auto it = s_->aliases_.find(DigestKey(sha));
     return it != s_->aliases_.end() && it->second.contains(url);
   }
   absl::StatusOr<std::vector<std::string>> ListAliases(
       const Sha256Digest& sha, size_t limit) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
     std::vector<std::string> out;
-    auto it = s_->aliases_.find(ShaKey(sha));
+    auto it = s_->aliases_.find(DigestKey(sha));
     if (it == s_->aliases_.end()) return out;
     for (const std::string& url : it->second) {
       if (out.size() == limit) break;
@@ -108,9 +101,9 @@ absl::Status MemoryContentStore::CheckContent(
   absl::Status s = PlanContentBatch(docs, true, limits, now, &reader, &plan);
   if (!s.ok()) return s;
   const ContentMutations& m = plan.mutations;
-  for (const auto& [sha, record] : m.contents) contents_[ShaKey(sha)] = record;
+  for (const auto& [sha, record] : m.contents) contents_[DigestKey(sha)] = record;
   for (const ContentMutations::Alias& a : m.aliases) {
-    aliases_[ShaKey(a.sha256)].insert(a.url);
+    aliases_[DigestKey(a.sha256)].insert(a.url);
   }
   for (const auto& [url, record] : m.fetches) fetches_[url] = record;
   for (const auto& [id, fp] : m.fingerprints) {

@@ -298,6 +298,25 @@ struct RocksDbStore::Impl {
   // Unregisters `keys`. REQUIRES: LockKeys(keys) was called.
   void UnlockKeys(absl::Span<const absl::string_view> keys);
 
+  // KeyLocks holds the claim locks of `keys` (none when empty) from its
+  // construction to its destruction. The views must outlive it.
+  class KeyLocks {
+   public:
+    KeyLocks(Impl* impl, std::vector<absl::string_view> keys)
+        : impl_(impl), keys_(std::move(keys)) {
+      if (!keys_.empty()) impl_->LockKeys(keys_);
+    }
+    ~KeyLocks() {
+      if (!keys_.empty()) impl_->UnlockKeys(keys_);
+    }
+    KeyLocks(const KeyLocks&) = delete;
+    KeyLocks& operator=(const KeyLocks&) = delete;
+
+   private:
+    Impl* const impl_;
+    const std::vector<absl::string_view> keys_;
+  };
+
   // MultiGet of the unique keys of `batch` named by `which` (ascending
   // indices into batch.unique_keys): sets (*first_seen)[u] for each u in
   // `which` to the stored time, leaving it nullopt when the key is absent.
@@ -591,12 +610,7 @@ absl::Status RocksDbStore::ClaimUrls(absl::Span<const std::string> keys,
     std::vector<absl::string_view> locked;
     locked.reserve(absent.size());
     for (size_t u : absent) locked.push_back(batch.unique_keys[u]);
-    impl_->LockKeys(locked);
-    struct Unlock {
-      Impl* impl;
-      const std::vector<absl::string_view>& keys;
-      ~Unlock() { impl->UnlockKeys(keys); }
-    } unlock{impl_.get(), locked};
+    const Impl::KeyLocks locks(impl_.get(), std::move(locked));
     DEDUPD_RETURN_IF_ERROR(impl_->MultiGet(db, batch, absent, kAction, &stored));
     rocksdb::WriteBatch write_batch;
     for (size_t u : absent) {
@@ -836,14 +850,7 @@ absl::Status RocksDbStore::CheckContent(absl::Span<const ContentDoc> docs,
 
   absl::ReaderMutexLock lifecycle(&impl_->mu);
   DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
-  if (claim) impl_->LockKeys(locked);
-  struct Unlock {
-    Impl* impl;
-    const std::vector<absl::string_view>& keys;
-    ~Unlock() {
-      if (!keys.empty()) impl->UnlockKeys(keys);
-    }
-  } unlock{impl_.get(), locked};
+  const Impl::KeyLocks locks(impl_.get(), std::move(locked));
 
   ContentReader reader(impl_.get(), db);
   ContentPlan plan;
