@@ -260,11 +260,15 @@ absl::Status PlanContentBatch(absl::Span<const ContentDoc> docs, bool claim,
     }
 
     if (claim) {
-      FetchRecord next;
-      next.sha256 = doc.sha256;
-      next.first_fetch = fetch.has_value() ? fetch->first_fetch : t;
-      next.last_fetch = t;
-      overlay.PutFetch(doc.fetched_url, next);
+      // Only a first fetch or a changed hash is written: a batch of
+      // unchanged re-crawls of known texts then writes nothing at all.
+      if (!fetch.has_value() || fetch->sha256 != doc.sha256) {
+        FetchRecord next;
+        next.sha256 = doc.sha256;
+        next.first_fetch = fetch.has_value() ? fetch->first_fetch : t;
+        next.hash_since = t;
+        overlay.PutFetch(doc.fetched_url, next);
+      }
       DEDUPD_RETURN_IF_ERROR(overlay.SeeUrl(doc.identity_url, t, &mut));
       DEDUPD_RETURN_IF_ERROR(overlay.SeeUrl(doc.fetched_url, t, &mut));
     }

@@ -60,15 +60,17 @@ struct ContentRecord {
   }
 };
 
-// What is stored per fetched URL: its last fetch, for re-crawl status.
+// What is stored per fetched URL, for re-crawl status: the hash of its
+// last fetch, when it was first fetched, and since when it has had that
+// hash (the first fetch that saw it; unchanged re-fetches write nothing).
 struct FetchRecord {
   Sha256Digest sha256{};
   absl::Time first_fetch;
-  absl::Time last_fetch;
+  absl::Time hash_since;
 
   bool operator==(const FetchRecord& o) const {
     return sha256 == o.sha256 && first_fetch == o.first_fetch &&
-           last_fetch == o.last_fetch;
+           hash_since == o.hash_since;
   }
 };
 

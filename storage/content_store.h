@@ -105,7 +105,8 @@ class ContentStore {
   //     one gets kNew (or kNearDuplicate) and the others kExactDuplicate;
   //   - identity and fetched URLs other than the owner as aliases of the
   //     text (each URL once);
-  //   - the fetched URL's last fetch (hash and time) for re-crawl status;
+  //   - the fetched URL's fetch record (hash, first fetch, since when it has
+  //     that hash) for re-crawl status, when it is new or the hash changed;
   //   - identity and fetched URL as seen URLs (as UrlStore::ClaimUrls would,
   //     so CheckUrl answers SEEN for them from then on), when the backend is
   //     also the UrlStore.

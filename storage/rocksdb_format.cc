@@ -322,7 +322,7 @@ std::string EncodeFetchValue(const FetchValue& v) {
   value.push_back(static_cast<char>(kFetchValueVersion));
   PutSha(&value, v.sha256);
   PutFixed64BE(&value, TimeToStoredMicros(v.first_fetch));
-  PutFixed64BE(&value, TimeToStoredMicros(v.last_fetch));
+  PutFixed64BE(&value, TimeToStoredMicros(v.hash_since));
   return value;
 }
 
@@ -333,7 +333,7 @@ absl::StatusOr<FetchValue> DecodeFetchValue(absl::string_view value) {
   FetchValue v;
   v.sha256 = GetSha(value.data() + 1);
   v.first_fetch = StoredMicrosToTime(GetFixed64BE(value.data() + 33));
-  v.last_fetch = StoredMicrosToTime(GetFixed64BE(value.data() + 41));
+  v.hash_since = StoredMicrosToTime(GetFixed64BE(value.data() + 41));
   return v;
 }
 

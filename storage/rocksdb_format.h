@@ -186,15 +186,15 @@ struct FingerprintValue {
 absl::StatusOr<FingerprintValue> DecodeFingerprintValue(absl::string_view value);
 
 // Fetch record: key 06 | fetched URL bytes; value version byte (1) |
-// SHA-256 of the last fetch (32) | first fetch (i64 micros) | last fetch
-// (i64 micros).
+// SHA-256 of the last fetch (32) | first fetch (i64 micros) | hash since
+// (i64 micros: the first fetch that saw this hash).
 inline constexpr uint8_t kFetchValueVersion = 1;
 inline constexpr size_t kFetchValueBytes = 1 + 32 + 8 + 8;
 std::string EncodeFetchKey(absl::string_view fetched_url);
 struct FetchValue {
   Sha256Digest sha256{};
   absl::Time first_fetch;
-  absl::Time last_fetch;
+  absl::Time hash_since;
 };
 std::string EncodeFetchValue(const FetchValue& v);
 absl::StatusOr<FetchValue> DecodeFetchValue(absl::string_view value);

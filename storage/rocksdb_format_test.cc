@@ -150,7 +150,7 @@ TEST(RocksDbFormatGoldenTest, AliasFingerprintAndFetchRecords) {
   ASSERT_OK_AND_ASSIGN(FetchValue fetch, DecodeFetchValue(EncodeFetchValue(f)));
   EXPECT_EQ(fetch.sha256, GoldenSha());
   EXPECT_EQ(fetch.first_fetch, f.first_fetch);
-  EXPECT_EQ(fetch.last_fetch, f.last_fetch);
+  EXPECT_EQ(fetch.hash_since, f.hash_since);
 }
 
 TEST(RocksDbFormatTest, BadContentValuesAreDataLossWithReasons) {

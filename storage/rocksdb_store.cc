@@ -763,7 +763,7 @@ class RocksDbStore::ContentReader final : public ContentStateReader {
       return Damaged(absl::StrCat("fetch record of \"", PrintableKey(url), "\""),
                      v.status());
     }
-    return FetchRecord{v->sha256, v->first_fetch, v->last_fetch};
+    return FetchRecord{v->sha256, v->first_fetch, v->hash_since};
   }
   absl::StatusOr<bool> HasUrl(absl::string_view url) override {
     std::string value;
@@ -872,7 +872,7 @@ absl::Status RocksDbStore::CheckContent(absl::Span<const ContentDoc> docs,
     }
     for (const auto& [url, f] : m.fetches) {
       put(fmt::EncodeFetchKey(url),
-          fmt::EncodeFetchValue({f.sha256, f.first_fetch, f.last_fetch}));
+          fmt::EncodeFetchValue({f.sha256, f.first_fetch, f.hash_since}));
     }
     for (const auto& [url, t] : m.urls) {
       if (s.ok()) s = batch.Put(fmt::EncodeUrlKey(url), fmt::EncodeUrlValue(t));
