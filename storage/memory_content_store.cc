@@ -101,6 +101,14 @@ absl::Status MemoryContentStore::CheckContent(
   absl::Status s = PlanContentBatch(docs, true, limits, now, &reader, &plan);
   if (!s.ok()) return s;
   const ContentMutations& m = plan.mutations;
+  // The one step that can fail goes first, so a failure records nothing.
+  if (urls_ != nullptr && !m.urls.empty()) {
+    std::vector<std::string> keys;
+    for (const auto& [url, t] : m.urls) keys.push_back(url);
+    std::vector<UrlClaim> ignored;
+    s = urls_->ClaimUrls(keys, m.urls.front().second, &ignored);
+    if (!s.ok()) return s;
+  }
   for (const auto& [sha, record] : m.contents) contents_[DigestKey(sha)] = record;
   for (const ContentMutations::Alias& a : m.aliases) {
     aliases_[DigestKey(a.sha256)].insert(a.url);
@@ -110,13 +118,6 @@ absl::Status MemoryContentStore::CheckContent(
     // Ids are allocated densely from fingerprints_.size().
     fingerprints_.push_back(fp);
     index_.Insert(fp.simhash, id);
-  }
-  if (urls_ != nullptr && !m.urls.empty()) {
-    std::vector<std::string> keys;
-    for (const auto& [url, t] : m.urls) keys.push_back(url);
-    std::vector<UrlClaim> ignored;
-    s = urls_->ClaimUrls(keys, m.urls.front().second, &ignored);
-    if (!s.ok()) return s;
   }
   *outcomes = std::move(plan.outcomes);
   return absl::OkStatus();
