@@ -53,6 +53,7 @@ class MemoryContentStore final : public ContentStore {
   class Reader;
 
   MemoryUrlStore* const urls_;
+  // Synchronized by itself; written only with mu_ held exclusively.
   SimHashIndex index_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, ContentRecord> contents_ ABSL_GUARDED_BY(mu_);

@@ -331,7 +331,9 @@ struct RocksDbStore::Impl {
 
   // The content layer's column family (kContentColumnFamily): content,
   // alias, fingerprint and fetch records and the content meta record.
-  // Owned; destroyed by CloseDb.
+  // Owned. Set in Open before `db` is published; destroyed by CloseDb,
+  // which runs only after Close took `db` away under `mu` exclusively, so
+  // no call can be using it.
   rocksdb::ColumnFamilyHandle* content_cf = nullptr;
 
   // The near-duplicate index over every fingerprint record, rebuilt from
