@@ -41,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "bench/read_pages.h"
 #include "core/content_fingerprint.h"
 #include "core/sha256.h"
 #include "core/simhash.h"
@@ -128,34 +129,27 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  std::vector<std::filesystem::path> paths;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (entry.path().extension() == ".txt") paths.push_back(entry.path());
-  }
-  if (ec || paths.empty()) {
+  std::vector<std::string> paths;
+  if (!dedupd::bench::ListPages(dir, &paths) || paths.empty()) {
     std::fprintf(stderr, "content_fingerprint_bench: no *.txt pages in %s\n",
                  dir.c_str());
     return 1;
   }
-  std::sort(paths.begin(), paths.end());
   if (tiny && paths.size() > 5) paths.resize(5);
 
   std::vector<std::string> pages;
   size_t bytes = 0;
-  for (const auto& path : paths) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    if (!in) {
+  for (const std::string& path : paths) {
+    std::string text;
+    if (!dedupd::bench::ReadFile(path, &text)) {
       std::fprintf(stderr, "content_fingerprint_bench: cannot read %s\n",
                    path.c_str());
       return 1;
     }
     // Pages NormalizeText rejects (empty, invalid UTF-8) are not timed.
-    if (!dedupd::NormalizeText(s.str()).ok()) continue;
-    bytes += s.str().size();
-    pages.push_back(s.str());
+    if (!dedupd::NormalizeText(text).ok()) continue;
+    bytes += text.size();
+    pages.push_back(std::move(text));
   }
   if (pages.empty()) {
     std::fprintf(stderr, "content_fingerprint_bench: no usable pages\n");

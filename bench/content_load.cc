@@ -44,6 +44,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "bench/load_driver.h"
+#include "bench/read_pages.h"
 #include "dedupd/v1/dedupd.pb.h"
 
 ABSL_FLAG(std::string, target, "",
@@ -76,19 +77,14 @@ using ::dedupd::bench::Rng;
 // whitespace run made one space (so that any offset after a space starts a
 // word).
 std::string ReadCorpus(const std::string& dir) {
-  std::vector<std::filesystem::path> files;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (entry.path().extension() == ".txt") files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
+  std::vector<std::string> paths;
   std::string corpus;
-  for (const auto& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
+  if (!dedupd::bench::ListPages(dir, &paths)) return corpus;
+  std::string text;
+  for (const std::string& path : paths) {
+    if (!dedupd::bench::ReadFile(path, &text)) continue;
     for (absl::string_view w :
-         absl::StrSplit(text.str(), absl::ByAnyChar(" \t\r\n"), absl::SkipEmpty())) {
+         absl::StrSplit(text, absl::ByAnyChar(" \t\r\n"), absl::SkipEmpty())) {
       corpus.append(w.data(), w.size());
       corpus.push_back(' ');
     }

@@ -59,6 +59,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "bench/read_pages.h"
 #include "core/simhash.h"
 #include "core/text_normalizer.h"
 
@@ -161,40 +162,29 @@ std::string FamilyOf(const Paragraphs& ps) {
 
 bool LoadPages(const std::string& dir, int max_pages, std::vector<Page>* pages,
                int* unreadable) {
-  std::error_code ec;
-  std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    if (e.is_regular_file() && e.path().extension() == ".txt") {
-      names.push_back(e.path().filename().string());
-    }
-  }
-  if (ec) {
-    std::cerr << "simhash_quality: cannot list " << dir << ": " << ec.message()
-              << "\n";
+  std::vector<std::string> paths;
+  if (!dedupd::bench::ListPages(dir, &paths)) {
+    std::cerr << "simhash_quality: cannot list " << dir << "\n";
     return false;
   }
-  std::sort(names.begin(), names.end());
-  if (max_pages > 0 && names.size() > static_cast<size_t>(max_pages)) {
-    names.resize(max_pages);
+  if (max_pages > 0 && paths.size() > static_cast<size_t>(max_pages)) {
+    paths.resize(max_pages);
   }
   const int shingle = absl::GetFlag(FLAGS_shingle_words);
-  for (const std::string& name : names) {
-    std::ifstream in(dir + "/" + name, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    if (!in) {
+  for (const std::string& path : paths) {
+    std::string text;
+    if (!dedupd::bench::ReadFile(path, &text)) {
       ++*unreadable;
       continue;
     }
     // The normalizer must accept the page, or every pair built from it fails.
-    if (!dedupd::NormalizeText(ss.str()).ok()) {
+    if (!dedupd::NormalizeText(text).ok()) {
       ++*unreadable;
       continue;
     }
     Page p;
-    p.name = name;
+    p.name = std::filesystem::path(path).filename().string();
     // Paragraphs are separated by blank lines; lines within one are joined.
-    std::string text = ss.str();
     absl::StrReplaceAll({{"\r", ""}}, &text);
     for (absl::string_view para : absl::StrSplit(text, "\n\n", absl::SkipWhitespace())) {
       std::vector<std::string> w = Words(para);
