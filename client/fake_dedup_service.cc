@@ -20,6 +20,12 @@ class HangingReactor final : public grpc::ServerUnaryReactor {
   void OnDone() override { delete this; }
 };
 
+// The fake's one rule for a bad URL, the same for every RPC: empty, or
+// starting with "bad".
+bool IsFakeInvalidUrl(const std::string& url) {
+  return url.empty() || absl::StartsWith(url, "bad");
+}
+
 }  // namespace
 
 void FakeDedupService::AnswerNext() {
@@ -108,7 +114,7 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckUrl(
   const bool claim = request->mode() != dedupd::v1::CLAIM_MODE_PEEK;
   for (const dedupd::v1::UrlItem& item : request->items()) {
     dedupd::v1::UrlResult* result = response->add_results();
-    if (item.url().empty() || absl::StartsWith(item.url(), "bad")) {
+    if (IsFakeInvalidUrl(item.url())) {
       result->set_verdict(dedupd::v1::URL_VERDICT_INVALID);
       result->set_error("fake: invalid url");
       continue;
@@ -169,7 +175,7 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckContent(
   const bool claim = request->mode() != dedupd::v1::CLAIM_MODE_PEEK;
   for (const dedupd::v1::ContentItem& item : request->items()) {
     dedupd::v1::ContentResult* result = response->add_results();
-    if (item.url().empty() || absl::StartsWith(item.url(), "bad")) {
+    if (IsFakeInvalidUrl(item.url())) {
       result->set_verdict(dedupd::v1::CONTENT_VERDICT_INVALID);
       result->set_error("fake: invalid url");
       continue;
