@@ -1,0 +1,360 @@
+#include "storage/chunk_planner.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "core/simhash.h"
+#include "core/status_macros.h"
+
+namespace dedupd {
+
+absl::Status CheckChunkDocument(const ChunkDocument& doc, int max_near_distance) {
+  if (doc.document_url.empty()) {
+    return absl::InvalidArgumentError("document_url is empty");
+  }
+  absl::flat_hash_map<absl::string_view, size_t> seen;
+  for (size_t i = 0; i < doc.chunks.size(); ++i) {
+    const ChunkInput& c = doc.chunks[i];
+    if (c.chunk_id.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("chunk ", i, ": chunk id is empty"));
+    }
+    if (c.max_distance < -1 || c.max_distance > max_near_distance) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("chunk ", i, ": max_distance ", c.max_distance,
+                       " is outside [-1, ", max_near_distance, "]"));
+    }
+    auto [it, inserted] = seen.emplace(c.chunk_id, i);
+    if (!inserted) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "chunk ", i, ": chunk id \"", c.chunk_id, "\" repeats chunk ", it->second, "'s"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::vector<Sha256Digest> ChunkLockShas(const ChunkDocument& doc,
+                                        const std::optional<ChunkManifest>& stored) {
+  std::vector<Sha256Digest> shas;
+  for (const ChunkInput& c : doc.chunks) shas.push_back(c.sha256);
+  if (stored.has_value()) {
+    for (const StoredChunk& c : stored->chunks) shas.push_back(c.sha256);
+  }
+  std::sort(shas.begin(), shas.end());
+  shas.erase(std::unique(shas.begin(), shas.end()), shas.end());
+  return shas;
+}
+
+namespace {
+
+// A chunk that may be duplicated: a stored holder of another document, or an
+// earlier chunk of this call (`position` its index, else -1).
+struct Candidate {
+  int distance = 0;
+  absl::Time added;  // reported as first_seen
+  // Compared instead of `added`: a chunk of this call that takes no age
+  // from the stored document is younger than every stored one, whatever
+  // the clock says.
+  absl::Time rank;
+  int position = -1;  // -1: stored; stored ones win ties (they were first)
+  std::string document_url;
+  std::string chunk_id;
+  uint64_t simhash = 0;
+
+  // Nearest first, then oldest, then stored before this call's.
+  bool Before(const Candidate& o) const {
+    if (distance != o.distance) return distance < o.distance;
+    if (rank != o.rank) return rank < o.rank;
+    return position < o.position;
+  }
+};
+
+// Per-text facts the plan needs, read once per text.
+struct TextState {
+  std::optional<ChunkTextRecord> record;  // as stored before the call
+  uint64_t own_old = 0;                   // this document's stored chunks holding it
+  // The oldest holder in another document, once looked up.
+  bool other_looked_up = false;
+  std::optional<ChunkHolder> oldest_other;
+};
+
+class Planner {
+ public:
+  Planner(const ChunkDocument& doc, ChunkStateReader* reader)
+      : doc_(doc), reader_(reader) {}
+
+  absl::StatusOr<TextState*> Text(const Sha256Digest& sha) {
+    auto it = texts_.find(DigestKey(sha));
+    if (it != texts_.end()) return &it->second;
+    TextState state;
+    DEDUPD_ASSIGN_OR_RETURN(state.record, reader_->GetText(sha));
+    auto own = own_old_.find(DigestKey(sha));
+    state.own_old = own == own_old_.end() ? 0 : own->second;
+    return &texts_.emplace(DigestKey(sha), std::move(state)).first->second;
+  }
+
+  // The oldest holder of `sha` outside this document, if any.
+  absl::StatusOr<std::optional<ChunkHolder>> OldestOther(const Sha256Digest& sha) {
+    DEDUPD_ASSIGN_OR_RETURN(TextState * t, Text(sha));
+    if (t->other_looked_up) return t->oldest_other;
+    t->other_looked_up = true;
+    if (!t->record.has_value() || t->record->holders <= t->own_old) {
+      return t->oldest_other;
+    }
+    // This document's holders are the only ones to skip: at most own_old
+    // of them come before the first other one.
+    DEDUPD_ASSIGN_OR_RETURN(std::vector<ChunkHolder> holders,
+                            reader_->ListHolders(sha, t->own_old + 1));
+    for (ChunkHolder& h : holders) {
+      if (h.document_url != doc_.document_url) {
+        t->oldest_other = std::move(h);
+        break;
+      }
+    }
+    if (!t->oldest_other.has_value()) {
+      return absl::DataLossError(absl::StrCat(
+          "chunk text ", Sha256Hex(sha), " counts ", t->record->holders,
+          " holders but none outside ", doc_.document_url, " is stored"));
+    }
+    return t->oldest_other;
+  }
+
+  void CountOwnOld(const ChunkManifest& old) {
+    for (const StoredChunk& c : old.chunks) ++own_old_[DigestKey(c.sha256)];
+  }
+
+ private:
+  const ChunkDocument& doc_;
+  ChunkStateReader* reader_;
+  absl::flat_hash_map<std::string, uint64_t> own_old_;
+  absl::flat_hash_map<std::string, TextState> texts_;
+};
+
+// How many index matches a near search resolves at first; when none of them
+// has a holder outside the document, the search is repeated for all.
+constexpr size_t kNearProbe = 16;
+
+}  // namespace
+
+absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim,
+                               absl::Time now, ChunkStateReader* reader,
+                               ChunkPlan* plan) {
+  const absl::Time t = absl::FromUnixMicros(absl::ToUnixMicros(now));
+  plan->answer = ChunkAnswer{};
+  plan->mutations = ChunkMutations{};
+  ChunkAnswer& answer = plan->answer;
+  answer.outcomes.assign(doc.chunks.size(), ChunkOutcome{});
+
+  DEDUPD_ASSIGN_OR_RETURN(std::optional<ChunkManifest> old,
+                          reader->GetManifest(doc.document_url));
+  Planner planner(doc, reader);
+  if (old.has_value()) {
+    planner.CountOwnOld(*old);
+    answer.replaced_chunks = old->chunks.size();
+  }
+
+  // Each new chunk keeps the age of a stored chunk of this document with
+  // the same text (oldest first), so re-sending a document does not make
+  // it younger than the documents that copied it.
+  absl::flat_hash_map<std::string, std::vector<absl::Time>> old_ages;
+  if (old.has_value()) {
+    for (const StoredChunk& c : old->chunks) {
+      old_ages[DigestKey(c.sha256)].push_back(c.added);
+    }
+    for (auto& [key, ages] : old_ages) {
+      std::sort(ages.begin(), ages.end(), std::greater<absl::Time>());
+    }
+  }
+  std::vector<absl::Time> added(doc.chunks.size(), t);
+  std::vector<absl::Time> rank(doc.chunks.size(), absl::InfiniteFuture());
+  std::vector<bool> carried(doc.chunks.size(), false);
+  for (size_t i = 0; i < doc.chunks.size(); ++i) {
+    auto it = old_ages.find(DigestKey(doc.chunks[i].sha256));
+    if (it == old_ages.end() || it->second.empty()) continue;
+    added[i] = rank[i] = it->second.back();
+    it->second.pop_back();
+    carried[i] = true;
+  }
+
+  // The first chunk of this call with each text.
+  absl::flat_hash_map<std::string, size_t> first_with_text;
+  for (size_t i = 0; i < doc.chunks.size(); ++i) {
+    const ChunkInput& chunk = doc.chunks[i];
+    ChunkOutcome& out = answer.outcomes[i];
+    DEDUPD_ASSIGN_OR_RETURN(TextState * text, planner.Text(chunk.sha256));
+    out.other_holders = text->record.has_value() && text->record->holders > text->own_old
+                            ? text->record->holders - text->own_old
+                            : 0;
+
+    // Exact: the oldest holder elsewhere or an earlier chunk of this call,
+    // when it is older than this chunk's text.
+    std::optional<Candidate> exact;
+    DEDUPD_ASSIGN_OR_RETURN(std::optional<ChunkHolder> other,
+                            planner.OldestOther(chunk.sha256));
+    if (other.has_value() && !carried[i] && added[i] <= other->added) {
+      // The clocks of concurrent calls can disagree: a call that took `now`
+      // earlier may record after another. A new holder is recorded as
+      // younger than the text's oldest holder, so the chunk that was
+      // answered kNew stays the owner.
+      added[i] = other->added + absl::Microseconds(1);
+    }
+    if (other.has_value()) {
+      exact = Candidate{0, other->added, other->added, -1, other->document_url,
+                        other->chunk_id, chunk.simhash};
+    }
+    auto earlier = first_with_text.find(DigestKey(chunk.sha256));
+    if (earlier != first_with_text.end()) {
+      const size_t j = earlier->second;
+      Candidate own{0, added[j], rank[j], static_cast<int>(j), doc.document_url,
+                    doc.chunks[j].chunk_id, chunk.simhash};
+      if (!exact.has_value() || own.Before(*exact)) exact = std::move(own);
+    } else {
+      first_with_text.emplace(DigestKey(chunk.sha256), i);
+    }
+    if (exact.has_value() && exact->rank <= rank[i]) {
+      out.verdict = ChunkVerdict::kExactDuplicate;
+      out.duplicate_document_url = exact->document_url;
+      out.duplicate_chunk_id = exact->chunk_id;
+      out.duplicate_simhash = exact->simhash;
+      out.distance = 0;
+      out.first_seen = exact->added;
+      continue;
+    }
+    // A text stored elsewhere but younger than this document's copy: this
+    // document owns it, whatever is near it.
+    const bool owns_stored_text = exact.has_value();
+
+    std::optional<Candidate> near;
+    if (!owns_stored_text && chunk.max_distance >= 0) {
+      size_t total = 0;
+      size_t limit = kNearProbe;
+      for (int pass = 0; pass < 2 && !near.has_value(); ++pass) {
+        std::vector<SimHashIndex::Match> matches =
+            reader->QueryNear(chunk.simhash, chunk.max_distance, limit, &total);
+        for (const SimHashIndex::Match& m : matches) {
+          if (near.has_value() && m.distance > near->distance) break;
+          DEDUPD_ASSIGN_OR_RETURN(FingerprintRecord fp,
+                                  reader->GetTextFingerprint(m.id));
+          if (fp.sha256 == chunk.sha256) continue;  // only this document's
+          DEDUPD_ASSIGN_OR_RETURN(std::optional<ChunkHolder> holder,
+                                  planner.OldestOther(fp.sha256));
+          if (!holder.has_value()) continue;
+          Candidate c{m.distance, holder->added, holder->added, -1, holder->document_url,
+                      holder->chunk_id, m.fingerprint};
+          if (!near.has_value() || c.Before(*near)) near = std::move(c);
+        }
+        if (total <= limit) break;
+        limit = total;
+      }
+      for (const auto& [key, j] : first_with_text) {
+        if (j >= i) continue;
+        const int d = HammingDistance(chunk.simhash, doc.chunks[j].simhash);
+        if (d > chunk.max_distance || doc.chunks[j].sha256 == chunk.sha256) continue;
+        Candidate c{d, added[j], rank[j], static_cast<int>(j), doc.document_url,
+                    doc.chunks[j].chunk_id, doc.chunks[j].simhash};
+        if (!near.has_value() || c.Before(*near)) near = std::move(c);
+      }
+    }
+    if (near.has_value()) {
+      out.verdict = ChunkVerdict::kNearDuplicate;
+      out.duplicate_document_url = near->document_url;
+      out.duplicate_chunk_id = near->chunk_id;
+      out.duplicate_simhash = near->simhash;
+      out.distance = near->distance;
+      out.first_seen = near->added;
+    } else {
+      out.verdict = ChunkVerdict::kNew;
+      if (claim || carried[i]) out.first_seen = added[i];
+    }
+  }
+  if (!claim) return absl::OkStatus();
+
+  // The records that replace the document's chunks.
+  ChunkMutations& mut = plan->mutations;
+  ChunkManifest next;
+  for (size_t i = 0; i < doc.chunks.size(); ++i) {
+    const ChunkInput& c = doc.chunks[i];
+    next.chunks.push_back({c.chunk_id, c.sha256, c.simhash, added[i]});
+  }
+  const ChunkManifest before = old.value_or(ChunkManifest{});
+  if (next.chunks.empty()) {
+    mut.delete_manifest = old.has_value();
+  } else if (!(next == before)) {
+    mut.manifest = next;
+  }
+  // Holder records: the difference between the old and the new set.
+  auto holders_of = [&](const ChunkManifest& m) {
+    std::vector<std::pair<std::string, ChunkHolder>> out;
+    for (const StoredChunk& c : m.chunks) {
+      out.push_back({DigestKey(c.sha256), {c.added, doc.document_url, c.chunk_id}});
+    }
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.first, a.second) < std::tie(b.first, b.second);
+    });
+    return out;
+  };
+  const auto old_holders = holders_of(before);
+  const auto new_holders = holders_of(next);
+  auto to_digest = [](const std::string& key) {
+    Sha256Digest d{};
+    std::copy(key.begin(), key.end(), d.begin());
+    return d;
+  };
+  auto less = [](const auto& a, const auto& b) {
+    return std::tie(a.first, a.second) < std::tie(b.first, b.second);
+  };
+  std::vector<std::pair<std::string, ChunkHolder>> removed, inserted;
+  std::set_difference(old_holders.begin(), old_holders.end(), new_holders.begin(),
+                      new_holders.end(), std::back_inserter(removed), less);
+  std::set_difference(new_holders.begin(), new_holders.end(), old_holders.begin(),
+                      old_holders.end(), std::back_inserter(inserted), less);
+  absl::flat_hash_map<std::string, int64_t> delta;
+  for (auto& [key, h] : removed) {
+    --delta[key];
+    mut.holders_removed.emplace_back(to_digest(key), std::move(h));
+  }
+  for (auto& [key, h] : inserted) {
+    ++delta[key];
+    mut.holders_added.emplace_back(to_digest(key), std::move(h));
+  }
+  // Text records, in SHA-256 order (deterministic ids and writes).
+  std::vector<std::pair<std::string, int64_t>> deltas(delta.begin(), delta.end());
+  std::sort(deltas.begin(), deltas.end());
+  absl::flat_hash_map<std::string, uint64_t> simhash_of;
+  for (const ChunkInput& c : doc.chunks) simhash_of[DigestKey(c.sha256)] = c.simhash;
+  for (const auto& [key, d] : deltas) {
+    if (d == 0) continue;
+    const Sha256Digest sha = to_digest(key);
+    DEDUPD_ASSIGN_OR_RETURN(TextState * text, planner.Text(sha));
+    if (!text->record.has_value()) {
+      if (d < 0) {
+        return absl::DataLossError(absl::StrCat(
+            "document ", doc.document_url, " holds chunk text ", Sha256Hex(sha),
+            " which has no text record"));
+      }
+      DEDUPD_ASSIGN_OR_RETURN(uint32_t id, reader->AllocateTextId());
+      ChunkTextRecord r{id, simhash_of[key], static_cast<uint64_t>(d)};
+      mut.texts_put.emplace_back(sha, r);
+      mut.fingerprints_added.emplace_back(id, FingerprintRecord{r.simhash, sha});
+      continue;
+    }
+    ChunkTextRecord r = *text->record;
+    if (d < 0 && r.holders < static_cast<uint64_t>(-d)) {
+      return absl::DataLossError(absl::StrCat(
+          "chunk text ", Sha256Hex(sha), " counts ", r.holders,
+          " holders but document ", doc.document_url, " alone held ", -d));
+    }
+    r.holders = static_cast<uint64_t>(static_cast<int64_t>(r.holders) + d);
+    if (r.holders == 0) {
+      mut.texts_deleted.emplace_back(sha, *text->record);
+      mut.fingerprints_removed.push_back({r.simhash, r.text_id});
+    } else {
+      mut.texts_put.emplace_back(sha, r);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace dedupd

@@ -1,0 +1,167 @@
+// chunk_planner.h: the chunk layer's decision logic, shared by every
+// ChunkStore backend (as content_planner.h is for the content layer). A
+// backend reads the state a document needs through a ChunkStateReader (the
+// records as they were before the call, with the document's and its texts'
+// claim locks held), the planner decides each chunk's outcome and the
+// records to write, and the backend writes them atomically.
+//
+// Records (what a backend stores; docs/storage_format.md for RocksDB):
+//   manifest  document URL -> its chunks (id, SHA-256, SimHash, added)
+//   text      SHA-256 -> (text id, SimHash, number of chunks holding it)
+//   holder    (SHA-256, added, document URL, chunk id): one per stored chunk,
+//             so the oldest holder of a text is the first in that order
+//   fingerprint  text id -> (SimHash, SHA-256), the chunk index's entries
+//
+// Example (inside a backend's CheckChunks, with its locks held):
+//   ChunkPlan plan;
+//   DEDUPD_RETURN_IF_ERROR(PlanChunkDocument(doc, claim, now, &reader, &plan));
+//   // write plan.mutations in one atomic batch, then update the index.
+//
+// Thread safety: PlanChunkDocument is thread-compatible; the reader's calls
+// happen on the calling thread.
+#ifndef DEDUPD_STORAGE_CHUNK_PLANNER_H_
+#define DEDUPD_STORAGE_CHUNK_PLANNER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "core/sha256.h"
+#include "core/simhash_index.h"
+#include "storage/chunk_store.h"
+#include "storage/content_planner.h"
+
+namespace dedupd {
+
+// One chunk of a stored document (a manifest entry).
+struct StoredChunk {
+  std::string chunk_id;
+  Sha256Digest sha256{};
+  uint64_t simhash = 0;
+  // When the document first held this text (microseconds).
+  absl::Time added;
+
+  bool operator==(const StoredChunk& o) const {
+    return chunk_id == o.chunk_id && sha256 == o.sha256 &&
+           simhash == o.simhash && added == o.added;
+  }
+};
+
+// A document's stored chunks, in the order it was sent.
+struct ChunkManifest {
+  std::vector<StoredChunk> chunks;
+  bool operator==(const ChunkManifest& o) const { return chunks == o.chunks; }
+};
+
+// What is stored per distinct chunk text.
+struct ChunkTextRecord {
+  // The text's id in the chunk index; allocated in increasing order.
+  uint32_t text_id = 0;
+  uint64_t simhash = 0;
+  // How many stored chunks (of all documents) hold the text; >= 1.
+  uint64_t holders = 0;
+
+  bool operator==(const ChunkTextRecord& o) const {
+    return text_id == o.text_id && simhash == o.simhash && holders == o.holders;
+  }
+};
+
+// One stored chunk holding a text. Holders of a text are ordered by
+// (added, document_url, chunk_id): oldest first.
+struct ChunkHolder {
+  absl::Time added;
+  std::string document_url;
+  std::string chunk_id;
+
+  bool operator==(const ChunkHolder& o) const {
+    return added == o.added && document_url == o.document_url &&
+           chunk_id == o.chunk_id;
+  }
+  bool operator<(const ChunkHolder& o) const {
+    return std::tie(added, document_url, chunk_id) <
+           std::tie(o.added, o.document_url, o.chunk_id);
+  }
+};
+
+// ChunkStateReader: the store's state before the call. Errors are the
+// backend's (Unavailable, DataLoss, ...), with context.
+class ChunkStateReader {
+ public:
+  virtual ~ChunkStateReader() = default;
+  virtual absl::StatusOr<std::optional<ChunkManifest>> GetManifest(
+      absl::string_view document_url) = 0;
+  virtual absl::StatusOr<std::optional<ChunkTextRecord>> GetText(
+      const Sha256Digest& sha256) = 0;
+  // The first `limit` holders of the text, oldest first.
+  virtual absl::StatusOr<std::vector<ChunkHolder>> ListHolders(
+      const Sha256Digest& sha256, size_t limit) = 0;
+  // The chunk index's answer (see SimHashIndex::Query).
+  virtual std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash,
+                                                     int max_distance,
+                                                     size_t limit,
+                                                     size_t* total) = 0;
+  // The fingerprint record of a text id the index returned. NotFound is a
+  // broken invariant the backend reports as DataLoss.
+  virtual absl::StatusOr<FingerprintRecord> GetTextFingerprint(uint32_t text_id) = 0;
+  // A fresh text id, larger than every id in use.
+  // Errors: ResourceExhausted when ids run out.
+  virtual absl::StatusOr<uint32_t> AllocateTextId() = 0;
+};
+
+// The records a claim writes. A backend applies them in one atomic write:
+// deletions, then puts.
+struct ChunkMutations {
+  // The document's new manifest; nullopt with delete_manifest when the
+  // document now has no chunks; nullopt without it when unchanged.
+  std::optional<ChunkManifest> manifest;
+  bool delete_manifest = false;
+  std::vector<std::pair<Sha256Digest, ChunkHolder>> holders_removed;
+  std::vector<std::pair<Sha256Digest, ChunkHolder>> holders_added;
+  std::vector<std::pair<Sha256Digest, ChunkTextRecord>> texts_put;
+  // Texts no chunk holds any more, with their records as they were.
+  std::vector<std::pair<Sha256Digest, ChunkTextRecord>> texts_deleted;
+  // Index entries: the ones to insert (new texts) and the ones to remove
+  // (the texts_deleted, by id and SimHash).
+  std::vector<std::pair<uint32_t, FingerprintRecord>> fingerprints_added;
+  std::vector<SimHashIndex::Entry> fingerprints_removed;
+
+  bool empty() const {
+    return !manifest.has_value() && !delete_manifest &&
+           holders_removed.empty() && holders_added.empty() &&
+           texts_put.empty() && texts_deleted.empty();
+  }
+};
+
+struct ChunkPlan {
+  ChunkAnswer answer;
+  ChunkMutations mutations;  // empty unless claiming
+};
+
+// ChunkLockShas returns the distinct SHA-256s a claim of `doc` must hold
+// locks on, given the document's stored manifest: its new chunks' texts and
+// its stored chunks' texts, sorted.
+std::vector<Sha256Digest> ChunkLockShas(const ChunkDocument& doc,
+                                        const std::optional<ChunkManifest>& stored);
+
+// PlanChunkDocument decides every chunk's outcome (see
+// ChunkStore::CheckChunks) against `reader`'s state and, with `claim`,
+// collects the records that replace the document's chunks. `now` is
+// truncated to microseconds.
+// REQUIRES: CheckChunkDocument(doc, ...) is OK.
+// Errors: the reader's, unchanged; DataLoss for records that contradict
+// each other (an index entry without its text record).
+absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim,
+                               absl::Time now, ChunkStateReader* reader,
+                               ChunkPlan* plan);
+
+}  // namespace dedupd
+
+#endif  // DEDUPD_STORAGE_CHUNK_PLANNER_H_

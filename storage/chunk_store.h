@@ -1,0 +1,125 @@
+// chunk_store.h: the chunk layer's side of the storage seam (CheckChunks).
+// A document (by its normalized URL) is a list of chunks; the store keeps,
+// per document, the chunks it was last sent with, and answers for each chunk
+// of a new version whether another chunk already holds the same text
+// (SHA-256) or a text near it (SimHash). Chunk records are their own
+// namespace: a chunk never matches a whole page (ContentStore) and a page
+// never matches a chunk.
+//
+// Example:
+//   ChunkDocument doc;
+//   doc.document_url = "https://docs.example/install";  // normalized
+//   doc.chunks.push_back({"0", fp0.sha256, fp0.simhash, /*max_distance=*/3});
+//   doc.chunks.push_back({"1", fp1.sha256, fp1.simhash, /*max_distance=*/-1});
+//   ChunkAnswer answer;
+//   DEDUPD_RETURN_IF_ERROR(store->CheckChunks(doc, /*claim=*/true,
+//                                             absl::Now(), &answer));
+//   // answer.outcomes[0].verdict == ChunkVerdict::kNew the first time.
+#ifndef DEDUPD_STORAGE_CHUNK_STORE_H_
+#define DEDUPD_STORAGE_CHUNK_STORE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "core/sha256.h"
+
+namespace dedupd {
+
+// One chunk of a document: its id and its text's fingerprints.
+struct ChunkInput {
+  // The caller's id of the chunk, unique within the document. Non-empty.
+  std::string chunk_id;
+  // SHA-256 and 64-bit SimHash of the chunk's normalized text.
+  Sha256Digest sha256{};
+  uint64_t simhash = 0;
+  // Largest Hamming distance that counts as near for this chunk; -1: exact
+  // matches only (short chunks, core/chunk_near_rule.h).
+  // REQUIRES: -1 <= max_distance <= the store's max_near_distance().
+  int max_distance = 3;
+};
+
+// A document and its chunks, in order.
+struct ChunkDocument {
+  // The document's normalized URL: its identity. Non-empty.
+  std::string document_url;
+  // REQUIRES: chunk ids pairwise distinct.
+  std::vector<ChunkInput> chunks;
+};
+
+enum class ChunkVerdict { kNew, kExactDuplicate, kNearDuplicate };
+
+// The answer for one chunk.
+struct ChunkOutcome {
+  ChunkVerdict verdict = ChunkVerdict::kNew;
+  // kExactDuplicate / kNearDuplicate: the chunk it duplicates (another
+  // document's, or an earlier chunk of this one), and the Hamming distance
+  // between the two SimHashes (0 for kExactDuplicate).
+  std::string duplicate_document_url;
+  std::string duplicate_chunk_id;
+  int distance = 0;
+  uint64_t duplicate_simhash = 0;
+  // When the duplicated chunk's text was recorded, or for kNew in claim mode
+  // when this chunk's text was (`now`, or its first recording when an older
+  // version of this document held the same text).
+  absl::Time first_seen = absl::InfinitePast();
+  // How many stored chunks other than this document's hold this exact text
+  // (before this call).
+  uint64_t other_holders = 0;
+};
+
+struct ChunkAnswer {
+  std::vector<ChunkOutcome> outcomes;  // one per chunk, in order
+  // How many chunk records of an earlier version of the document the call
+  // replaced (claim) or would replace (peek).
+  size_t replaced_chunks = 0;
+};
+
+// ChunkStore: implementations are thread-safe.
+class ChunkStore {
+ public:
+  virtual ~ChunkStore() = default;
+
+  // CheckChunks answers (*answer).outcomes[i] for doc.chunks[i], against
+  // every stored chunk of other documents and the chunks of `doc` before i;
+  // the document's own stored chunks (an earlier version) never match: the
+  // call replaces them. For chunk i:
+  //   - kExactDuplicate of the oldest chunk holding the same text (stored
+  //     in another document, or an earlier chunk of this call), when it is
+  //     older than this chunk's own text (a re-sent document keeps the age of
+  //     each text it still holds, so the document that first held a text
+  //     stays its owner across re-crawls);
+  //   - else kNearDuplicate of the nearest chunk within max_distance (ties:
+  //     the oldest), among other documents' texts and earlier chunks of
+  //     this call;
+  //   - else kNew.
+  // The answer is the same with and without `claim`; with `claim` the call
+  // also replaces the document's stored chunks by doc.chunks, atomically
+  // against every concurrent call: of many calls recording the same text at
+  // once, exactly one is answered kNew. It returns OK only after the records
+  // are in the write-ahead log. An empty doc.chunks with `claim` deletes the
+  // document's chunks. Near-duplicate detection between different texts
+  // recorded at the same moment by different calls is not guaranteed.
+  //
+  // Errors: InvalidArgument for a doc that breaks a REQUIRES (nothing
+  // recorded); Unavailable (transient: retry), ResourceExhausted, DataLoss,
+  // Internal. On error no outcome is an answer.
+  virtual absl::Status CheckChunks(const ChunkDocument& doc, bool claim,
+                                   absl::Time now, ChunkAnswer* answer) = 0;
+
+  // max_near_distance returns the largest max_distance the store's chunk
+  // index answers exactly.
+  virtual int max_near_distance() const = 0;
+};
+
+// CheckChunkDocument returns InvalidArgument naming what breaks a REQUIRES
+// of ChunkDocument / ChunkInput ("chunk 3: chunk id \"a\" repeats chunk 1's"),
+// OK otherwise. Every backend checks its input with it.
+absl::Status CheckChunkDocument(const ChunkDocument& doc, int max_near_distance);
+
+}  // namespace dedupd
+
+#endif  // DEDUPD_STORAGE_CHUNK_STORE_H_
