@@ -30,6 +30,10 @@
 
 #include <sys/mman.h>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -90,9 +94,10 @@ inline void StorePart(unsigned char* parts, uint32_t i, uint32_t v) {
 // P(Binomial(24, 1/2) <= 3) ~ 1.4e-4, so the scan streams 3 bytes per
 // candidate, all loaded at once beforehand, and touches the low parts (a
 // second, dependent miss) almost only for true matches. It is compiled
-// twice, with and without the POPCNT instruction, because the Debian
+// three times: without and with the POPCNT instruction, because the Debian
 // baseline (x86-64 v1) lacks it and the library call is several times
-// slower.
+// slower, and as NextWithinAvx2 (below), 8 candidates at a time; the best
+// one the CPU supports is picked at run time.
 inline __attribute__((always_inline)) uint32_t NextWithinImpl(
     const unsigned char* hi, const unsigned char* lo, uint32_t begin,
     uint32_t end, uint64_t q48, int budget) {
@@ -124,8 +129,73 @@ __attribute__((target("popcnt"))) uint32_t NextWithinPopcnt(
   return NextWithinImpl(hi, lo, begin, end, q48, budget);
 }
 
+// The same filter, 8 candidates at a time with AVX2: each 128-bit half
+// widens 4 packed 3-byte high parts to 32-bit lanes (PSHUFB), XORs them with
+// the query's, and counts each lane's bits with the nibble-table method
+// (Mula, Kurz, Lemire 2018, "Faster population counts using AVX2
+// instructions"), summing a lane's byte counts with two multiply-adds. Only
+// the lanes whose high part is within the budget (~1.4e-4 of random keys)
+// go on to the scalar check of the low part, in order, so it returns what
+// the scalar loop returns; the tail (< 8 candidates) is the scalar loop.
+// About 2 instructions per candidate instead of 8: queries at 10^7 entries
+// measured ~20 % faster (docs/simhash_index.md). Reads up to 4 bytes past
+// the last high part scanned, within the allocation (the low parts follow).
+__attribute__((target("avx2,popcnt"))) uint32_t NextWithinAvx2(
+    const unsigned char* hi, const unsigned char* lo, uint32_t begin,
+    uint32_t end, uint64_t q48, int budget) {
+  const uint32_t qhi = static_cast<uint32_t>(q48 >> kPartBits);
+  const uint32_t qlo = static_cast<uint32_t>(q48) & kPartMask;
+  // Byte j of a 32-bit lane takes byte 3 * lane + j of its half (j < 3),
+  // and 0 for j = 3 (index -1: PSHUFB writes zero).
+  const __m256i widen =
+      _mm256_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1,  //
+                       0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1);
+  const __m256i nibble_bits =
+      _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4,  //
+                       0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
+  const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
+  const __m256i ones8 = _mm256_set1_epi8(1);
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  const __m256i q = _mm256_set1_epi32(static_cast<int>(qhi));
+  const __m256i limit = _mm256_set1_epi32(budget);
+  uint32_t i = begin;
+  for (; i + 8 <= end; i += 8) {
+    const unsigned char* p = hi + kPartBytes * size_t{i};
+    const __m256i raw = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4 * kPartBytes)),
+        1);
+    const __m256i x = _mm256_xor_si256(_mm256_shuffle_epi8(raw, widen), q);
+    const __m256i byte_counts = _mm256_add_epi8(
+        _mm256_shuffle_epi8(nibble_bits, _mm256_and_si256(x, low_nibbles)),
+        _mm256_shuffle_epi8(
+            nibble_bits,
+            _mm256_and_si256(_mm256_srli_epi16(x, 4), low_nibbles)));
+    const __m256i lane_counts =
+        _mm256_madd_epi16(_mm256_maddubs_epi16(byte_counts, ones8), ones16);
+    const __m256i over = _mm256_cmpgt_epi32(lane_counts, limit);
+    uint32_t pass =
+        static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(over))) ^
+        0xFF;
+    while (pass != 0) {
+      const uint32_t j = i + static_cast<uint32_t>(__builtin_ctz(pass));
+      pass &= pass - 1;
+      if (__builtin_popcount(LoadPart(hi, j) ^ qhi) +
+              __builtin_popcount(LoadPart(lo, j) ^ qlo) <=
+          budget) {
+        return j;
+      }
+    }
+  }
+  return NextWithinImpl(hi, lo, i, end, q48, budget);
+}
+
 NextWithinFn ChooseNextWithin() {
   __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt")) {
+    return NextWithinAvx2;
+  }
   return __builtin_cpu_supports("popcnt") ? NextWithinPopcnt
                                           : NextWithinGeneric;
 }

@@ -367,6 +367,37 @@ TEST(SimHashIndexTest, KPlusOneBlocksMatchesThePreviousResults) {
   }
 }
 
+// Clusters of n fingerprints a few bits from one center fill a bucket of
+// each table with up to n entries whose stored bits differ from the query's
+// in both 24-bit parts, at every position modulo 8: the AVX2 scan
+// (NextWithinAvx2, 8 candidates a step, on CPUs that have it), its
+// high-part filter passing lanes whose low part then fails, and the scalar
+// tail must together give the brute-force answer.
+TEST(SimHashIndexTest, DenseBucketsOfEverySizeAgreeWithBruteForce) {
+  std::mt19937_64 rng(8);
+  for (uint32_t n :
+       {1u, 2u, 7u, 8u, 9u, 15u, 16u, 17u, 23u, 24u, 25u, 63u, 64u, 65u, 300u}) {
+    const uint64_t center = rng();
+    std::vector<Entry> entries;
+    BruteForce ref;
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint64_t fp = FlipBits(center, static_cast<int>(rng() % 7), rng);
+      entries.push_back({fp, i});
+      ref.Insert(fp, i);
+    }
+    SimHashIndex index(3);
+    index.BulkInsert(entries);
+    ExpectSameAsBruteForce(index, ref, center);
+    for (int q = 0; q < 40; ++q) {
+      ExpectSameAsBruteForce(index, ref,
+                             FlipBits(center, static_cast<int>(rng() % 6), rng));
+    }
+    for (uint32_t i = 0; i < n; i += 1 + n / 10) {
+      ExpectSameAsBruteForce(index, ref, entries[i].fingerprint);
+    }
+  }
+}
+
 TEST(SimHashIndexTest, InsertOfAStoredPairIsANoOp) {
   SimHashIndex index(3);
   index.Insert(5, 1);
