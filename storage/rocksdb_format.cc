@@ -2,6 +2,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -335,6 +337,201 @@ absl::StatusOr<FetchValue> DecodeFetchValue(absl::string_view value) {
   v.first_fetch = StoredMicrosToTime(GetFixed64BE(value.data() + 33));
   v.hash_since = StoredMicrosToTime(GetFixed64BE(value.data() + 41));
   return v;
+}
+
+// ---- Chunk layer ----
+
+namespace {
+
+std::string ChunkKeyPrefix(char kind) {
+  std::string key;
+  key.push_back(kTagChunk);
+  key.push_back(kind);
+  return key;
+}
+
+// Times in keys: the i64 with its sign bit flipped, so that unsigned byte
+// order (RocksDB's comparator) is numeric order across the epoch too.
+constexpr uint64_t kSignBit = uint64_t{1} << 63;
+
+// Size of a manifest entry without its chunk id's bytes.
+constexpr size_t kManifestEntryFixedBytes = 4 + 32 + 8 + 8;
+constexpr size_t kHolderKeyFixedBytes = 2 + 32 + 8;  // before the URL
+
+bool HasChunkPrefix(absl::string_view key, char kind) {
+  return key.size() >= 2 && key[0] == kTagChunk && key[1] == kind;
+}
+
+}  // namespace
+
+std::string EncodeChunkManifestKey(absl::string_view document_url) {
+  std::string key = ChunkKeyPrefix(kChunkManifest);
+  key.append(document_url.data(), document_url.size());
+  return key;
+}
+
+std::string EncodeChunkManifestValue(const std::vector<ChunkManifestEntry>& entries) {
+  size_t bytes = 1 + 4;
+  for (const ChunkManifestEntry& e : entries) {
+    bytes += kManifestEntryFixedBytes + e.chunk_id.size();
+  }
+  std::string out;
+  out.reserve(bytes);
+  out.push_back(static_cast<char>(kChunkManifestValueVersion));
+  PutFixed32BE(&out, static_cast<uint32_t>(entries.size()));
+  for (const ChunkManifestEntry& e : entries) {
+    PutFixed32BE(&out, static_cast<uint32_t>(e.chunk_id.size()));
+    out.append(e.chunk_id);
+    PutSha(&out, e.sha256);
+    PutFixed64BE(&out, e.simhash);
+    PutFixed64BE(&out, TimeToStoredMicros(e.added));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<ChunkManifestEntry>> DecodeChunkManifestValue(
+    absl::string_view value) {
+  absl::Status s = CheckValue(value, "chunk manifest", kChunkManifestValueVersion,
+                              1 + 4, /*exact=*/false);
+  if (!s.ok()) return s;
+  const uint32_t n = GetFixed32BE(value.data() + 1);
+  absl::string_view rest = value.substr(1 + 4);
+  if (n == 0) {
+    return absl::DataLossError("chunk manifest value lists 0 chunks (at least 1 is stored)");
+  }
+  // Bound the count by the bytes before allocating: damage must not turn
+  // into a huge reservation.
+  if (n > rest.size() / (kManifestEntryFixedBytes + 1)) {
+    return absl::DataLossError(absl::StrCat("chunk manifest value lists ", n,
+                                            " chunks in ", rest.size(),
+                                            " bytes of entries"));
+  }
+  std::vector<ChunkManifestEntry> entries;
+  entries.reserve(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (rest.size() < 4) {
+      return absl::DataLossError(absl::StrCat("chunk manifest value ends inside entry ", i));
+    }
+    const uint32_t id_bytes = GetFixed32BE(rest.data());
+    if (id_bytes == 0) {
+      return absl::DataLossError(absl::StrCat("chunk manifest entry ", i, " has an empty chunk id"));
+    }
+    if (rest.size() - 4 < size_t{id_bytes} + 32 + 8 + 8) {
+      return absl::DataLossError(absl::StrCat("chunk manifest value ends inside entry ", i));
+    }
+    ChunkManifestEntry e;
+    e.chunk_id = std::string(rest.substr(4, id_bytes));
+    const char* p = rest.data() + 4 + id_bytes;
+    e.sha256 = GetSha(p);
+    e.simhash = GetFixed64BE(p + 32);
+    e.added = StoredMicrosToTime(GetFixed64BE(p + 40));
+    entries.push_back(std::move(e));
+    rest.remove_prefix(kManifestEntryFixedBytes + id_bytes);
+  }
+  if (!rest.empty()) {
+    return absl::DataLossError(absl::StrCat("chunk manifest value has ", rest.size(),
+                                            " bytes after its ", n, " entries"));
+  }
+  return entries;
+}
+
+std::string EncodeChunkTextKey(const Sha256Digest& sha256) {
+  std::string key = ChunkKeyPrefix(kChunkText);
+  PutSha(&key, sha256);
+  return key;
+}
+
+std::string EncodeChunkTextValue(const ChunkTextValue& v) {
+  std::string out;
+  out.reserve(kChunkTextValueBytes);
+  out.push_back(static_cast<char>(kChunkTextValueVersion));
+  PutFixed32BE(&out, v.text_id);
+  PutFixed64BE(&out, v.simhash);
+  PutFixed64BE(&out, v.holders);
+  return out;
+}
+
+absl::StatusOr<ChunkTextValue> DecodeChunkTextValue(absl::string_view value) {
+  absl::Status s = CheckValue(value, "chunk text", kChunkTextValueVersion,
+                              kChunkTextValueBytes, /*exact=*/true);
+  if (!s.ok()) return s;
+  ChunkTextValue v;
+  v.text_id = GetFixed32BE(value.data() + 1);
+  v.simhash = GetFixed64BE(value.data() + 5);
+  v.holders = GetFixed64BE(value.data() + 13);
+  if (v.holders == 0) {
+    return absl::DataLossError(
+        "chunk text value counts 0 holders (a text no chunk holds is deleted)");
+  }
+  return v;
+}
+
+std::string EncodeChunkHolderPrefix(const Sha256Digest& sha256) {
+  std::string key = ChunkKeyPrefix(kChunkHolder);
+  PutSha(&key, sha256);
+  return key;
+}
+
+std::string EncodeChunkHolderKey(const ChunkHolderKey& k) {
+  std::string key = EncodeChunkHolderPrefix(k.sha256);
+  key.reserve(kHolderKeyFixedBytes + k.document_url.size() + 1 + k.chunk_id.size());
+  PutFixed64BE(&key, TimeToStoredMicros(k.added) ^ kSignBit);
+  key.append(k.document_url);
+  key.push_back('\0');
+  key.append(k.chunk_id);
+  return key;
+}
+
+absl::StatusOr<ChunkHolderKey> DecodeChunkHolderKey(absl::string_view key) {
+  if (!HasChunkPrefix(key, kChunkHolder) || key.size() < kHolderKeyFixedBytes + 3) {
+    return absl::DataLossError(absl::StrCat(
+        "chunk holder key of ", key.size(),
+        " bytes is not 05 03, a SHA-256, a time, a URL, a NUL and a chunk id"));
+  }
+  ChunkHolderKey k;
+  k.sha256 = GetSha(key.data() + 2);
+  k.added = StoredMicrosToTime(GetFixed64BE(key.data() + 34) ^ kSignBit);
+  const absl::string_view tail = key.substr(kHolderKeyFixedBytes);
+  const size_t nul = tail.find('\0');
+  if (nul == absl::string_view::npos || nul == 0 || nul + 1 == tail.size()) {
+    return absl::DataLossError(
+        nul == absl::string_view::npos
+            ? std::string("chunk holder key has no NUL after its document URL")
+            : std::string(nul == 0 ? "chunk holder key has an empty document URL"
+                                   : "chunk holder key has an empty chunk id"));
+  }
+  k.document_url = std::string(tail.substr(0, nul));
+  k.chunk_id = std::string(tail.substr(nul + 1));
+  return k;
+}
+
+std::string EncodeChunkHolderValue() {
+  return std::string(1, static_cast<char>(kChunkHolderValueVersion));
+}
+
+absl::Status CheckChunkHolderValue(absl::string_view value) {
+  return CheckValue(value, "chunk holder", kChunkHolderValueVersion, 1,
+                    /*exact=*/true);
+}
+
+std::string EncodeChunkFingerprintKey(uint32_t text_id) {
+  std::string key = ChunkKeyPrefix(kChunkFingerprint);
+  PutFixed32BE(&key, text_id);
+  return key;
+}
+
+absl::StatusOr<uint32_t> DecodeChunkFingerprintKey(absl::string_view key) {
+  if (key.size() != 6 || !HasChunkPrefix(key, kChunkFingerprint)) {
+    return absl::DataLossError(absl::StrCat("chunk fingerprint key of ", key.size(),
+                                            " bytes is not 05 04 and a u32"));
+  }
+  return GetFixed32BE(key.data() + 2);
+}
+
+std::string ChunkFingerprintKeysBegin() { return ChunkKeyPrefix(kChunkFingerprint); }
+
+std::string ChunkFingerprintKeysEnd() {
+  return ChunkKeyPrefix(static_cast<char>(kChunkFingerprint + 1));
 }
 
 }  // namespace dedupd::rocksdb_format

@@ -5,7 +5,8 @@
 // golden-tested and fuzzed on its own.
 //
 // Every key starts with a one-byte tag naming the record kind (kTagMeta,
-// kTagUrl; the other tags are reserved, see docs/storage_format.md).
+// kTagUrl, ..., kTagChunk with a second byte naming the chunk record kind;
+// the unassigned tags are listed in docs/storage_format.md).
 // Integers are big-endian and fixed width.
 //
 // Changing any byte these functions produce or accept changes the on-disk
@@ -25,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -43,7 +45,7 @@ inline constexpr char kTagUrl = '\x01';
 inline constexpr char kTagContent = '\x02';
 inline constexpr char kTagAlias = '\x03';
 inline constexpr char kTagFingerprint = '\x04';
-// 0x05 is reserved for chunks.
+inline constexpr char kTagChunk = '\x05';
 inline constexpr char kTagFetch = '\x06';
 // 0x07..0xFF are unassigned. See docs/storage_format.md.
 
@@ -198,6 +200,90 @@ struct FetchValue {
 };
 std::string EncodeFetchValue(const FetchValue& v);
 absl::StatusOr<FetchValue> DecodeFetchValue(absl::string_view value);
+
+// ---- Chunk layer (tag 0x05, column family "content"; format version 2) ----
+//
+// A second byte after kTagChunk names the chunk record kind. The records
+// are those of storage/chunk_planner.h: manifest, text, holder and
+// fingerprint. They were added to format 2 without a bump: builds that
+// predate them never read or write keys starting with 05 (see
+// docs/storage_format.md, "Versions").
+inline constexpr char kChunkManifest = '\x01';
+inline constexpr char kChunkText = '\x02';
+inline constexpr char kChunkHolder = '\x03';
+inline constexpr char kChunkFingerprint = '\x04';
+
+// Chunk manifest: key 05 01 | document URL bytes (the rest of the key).
+// Value: version byte (1) | chunk count n (u32, >= 1) | n entries of
+// id length (u32, >= 1) | chunk id bytes | SHA-256 (32) | SimHash (u64) |
+// added (i64 micros).
+inline constexpr uint8_t kChunkManifestValueVersion = 1;
+// REQUIRES: document_url non-empty.
+std::string EncodeChunkManifestKey(absl::string_view document_url);
+struct ChunkManifestEntry {
+  std::string chunk_id;
+  Sha256Digest sha256{};
+  uint64_t simhash = 0;
+  absl::Time added;
+};
+// REQUIRES: entries non-empty, every chunk_id non-empty and shorter than
+// 2^32 bytes.
+std::string EncodeChunkManifestValue(const std::vector<ChunkManifestEntry>& entries);
+// Errors: DataLoss naming the defect (version, count, truncated entry,
+// trailing bytes). Never crashes, whatever the bytes.
+absl::StatusOr<std::vector<ChunkManifestEntry>> DecodeChunkManifestValue(
+    absl::string_view value);
+
+// Chunk text record: key 05 02 | SHA-256 (32). Value (21 bytes): version
+// byte (1) | text id (u32) | SimHash (u64) | holders (u64, >= 1).
+inline constexpr uint8_t kChunkTextValueVersion = 1;
+inline constexpr size_t kChunkTextValueBytes = 1 + 4 + 8 + 8;
+std::string EncodeChunkTextKey(const Sha256Digest& sha256);
+struct ChunkTextValue {
+  uint32_t text_id = 0;
+  uint64_t simhash = 0;
+  uint64_t holders = 0;
+};
+// REQUIRES: v.holders >= 1.
+std::string EncodeChunkTextValue(const ChunkTextValue& v);
+// Errors: DataLoss naming the defect (also for a holder count of 0).
+absl::StatusOr<ChunkTextValue> DecodeChunkTextValue(absl::string_view value);
+
+// Chunk holder record: key 05 03 | SHA-256 (32) | added (8 bytes: i64
+// micros with the sign bit flipped, big-endian, so that byte order is
+// numeric order before the epoch too) | document URL | 00 | chunk id.
+// Value: the version byte (1) alone. The holders of one text are the key
+// range EncodeChunkHolderPrefix(sha256), ordered oldest first, then by
+// document URL, then by chunk id (ChunkHolder::operator<): the URL's NUL
+// terminator sorts a URL before every longer URL it is a prefix of, as
+// std::string does, and the chunk id is last, so it may hold any bytes.
+inline constexpr uint8_t kChunkHolderValueVersion = 1;
+std::string EncodeChunkHolderPrefix(const Sha256Digest& sha256);
+struct ChunkHolderKey {
+  Sha256Digest sha256{};
+  absl::Time added;
+  std::string document_url;
+  std::string chunk_id;
+};
+// REQUIRES: document_url non-empty without a NUL byte; chunk_id non-empty.
+std::string EncodeChunkHolderKey(const ChunkHolderKey& k);
+// Errors: DataLoss when `key` is not a holder key (tag, length, no NUL
+// after a non-empty URL, empty chunk id).
+absl::StatusOr<ChunkHolderKey> DecodeChunkHolderKey(absl::string_view key);
+std::string EncodeChunkHolderValue();
+// Errors: DataLoss unless `value` is exactly the version-1 value.
+absl::Status CheckChunkHolderValue(absl::string_view value);
+
+// Chunk fingerprint record: key 05 04 | text id (u32). Value: the 41 bytes
+// of a fingerprint record (EncodeFingerprintValue: version, SimHash,
+// SHA-256). Scanned at open into the chunk index; the largest key gives the
+// next text id.
+std::string EncodeChunkFingerprintKey(uint32_t text_id);
+// Errors: DataLoss when `key` is not 05 04 and a u32.
+absl::StatusOr<uint32_t> DecodeChunkFingerprintKey(absl::string_view key);
+// The key range of every chunk fingerprint record: [first, end).
+std::string ChunkFingerprintKeysBegin();
+std::string ChunkFingerprintKeysEnd();
 
 }  // namespace dedupd::rocksdb_format
 

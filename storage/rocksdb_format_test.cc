@@ -1,8 +1,11 @@
 #include "storage/rocksdb_format.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -153,6 +156,191 @@ TEST(RocksDbFormatGoldenTest, AliasFingerprintAndFetchRecords) {
   EXPECT_EQ(fetch.hash_since, f.hash_since);
 }
 
+// ---- Chunk layer (tag 0x05) ----
+
+// SHA-256(""), the second digest of the chunk goldens.
+constexpr char kEmptyShaHex[] =
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+std::vector<ChunkManifestEntry> GoldenManifest() {
+  return {{"0", GoldenSha(), 0x0123456789abcdefULL, kGoldenTime},
+          {std::string("\x00\xff", 2), Sha256(""), 5, absl::FromUnixMicros(-1)}};
+}
+
+TEST(RocksDbFormatGoldenTest, ChunkManifestRecord) {
+  EXPECT_EQ(absl::BytesToHexString(EncodeChunkManifestKey("http://a/")),
+            "0501"                 // tag 05, manifest
+            "687474703a2f2f612f")  // document URL
+      << kBumpMessage;
+  EXPECT_EQ(absl::BytesToHexString(EncodeChunkManifestValue(GoldenManifest())),
+            std::string("01") +    // value version
+                "00000002" +       // chunk count
+                "00000001" "30" +  // id length, chunk id "0"
+                kGoldenShaHex +    // SHA-256
+                "0123456789abcdef" // SimHash
+                "00060a2418202240" // added, i64 big-endian microseconds
+                "00000002" "00ff" + kEmptyShaHex +
+                "0000000000000005"
+                "ffffffffffffffff")
+      << kBumpMessage;
+}
+
+TEST(RocksDbFormatGoldenTest, ChunkTextRecord) {
+  EXPECT_EQ(absl::BytesToHexString(EncodeChunkTextKey(GoldenSha())),
+            std::string("0502") + kGoldenShaHex)
+      << kBumpMessage;
+  EXPECT_EQ(absl::BytesToHexString(EncodeChunkTextValue({7, 0x0123456789abcdefULL, 3})),
+            "01"                  // value version
+            "00000007"            // text id
+            "0123456789abcdef"    // SimHash
+            "0000000000000003")   // holders
+      << kBumpMessage;
+}
+
+TEST(RocksDbFormatGoldenTest, ChunkHolderRecord) {
+  EXPECT_EQ(absl::BytesToHexString(EncodeChunkHolderPrefix(GoldenSha())),
+            std::string("0503") + kGoldenShaHex)
+      << kBumpMessage;
+  EXPECT_EQ(absl::BytesToHexString(EncodeChunkHolderKey(
+                {GoldenSha(), kGoldenTime, "http://a/", std::string("c\x00", 2)})),
+            std::string("0503") + kGoldenShaHex +
+                "80060a2418202240"    // added, sign bit flipped
+                "687474703a2f2f612f"  // document URL
+                "00"                  // its terminator
+                "6300")               // chunk id: the rest, any bytes
+      << kBumpMessage;
+  EXPECT_EQ(absl::BytesToHexString(EncodeChunkHolderKey(
+                {GoldenSha(), absl::FromUnixMicros(-1), "u", "i"}))
+                .substr(4 + 64),
+            "7fffffffffffffff" "75" "00" "69")
+      << kBumpMessage;
+  EXPECT_EQ(absl::BytesToHexString(EncodeChunkHolderValue()), "01") << kBumpMessage;
+}
+
+TEST(RocksDbFormatGoldenTest, ChunkFingerprintRecord) {
+  EXPECT_EQ(absl::BytesToHexString(EncodeChunkFingerprintKey(0x01020304)),
+            "050401020304")
+      << kBumpMessage;
+  EXPECT_EQ(absl::BytesToHexString(ChunkFingerprintKeysBegin()), "0504");
+  EXPECT_EQ(absl::BytesToHexString(ChunkFingerprintKeysEnd()), "0505");
+}
+
+TEST(RocksDbFormatTest, ChunkRecordsRoundTrip) {
+  ASSERT_OK_AND_ASSIGN(std::vector<ChunkManifestEntry> m,
+                       DecodeChunkManifestValue(EncodeChunkManifestValue(GoldenManifest())));
+  ASSERT_EQ(m.size(), 2u);
+  for (size_t i = 0; i < m.size(); ++i) {
+    EXPECT_EQ(m[i].chunk_id, GoldenManifest()[i].chunk_id);
+    EXPECT_EQ(m[i].sha256, GoldenManifest()[i].sha256);
+    EXPECT_EQ(m[i].simhash, GoldenManifest()[i].simhash);
+    EXPECT_EQ(m[i].added, GoldenManifest()[i].added);
+  }
+  ASSERT_OK_AND_ASSIGN(ChunkTextValue t,
+                       DecodeChunkTextValue(EncodeChunkTextValue({9, 8, 7})));
+  EXPECT_EQ(t.text_id, 9u);
+  EXPECT_EQ(t.simhash, 8u);
+  EXPECT_EQ(t.holders, 7u);
+  for (absl::Time added : {kGoldenTime, absl::FromUnixMicros(-5), absl::UnixEpoch(),
+                           absl::FromUnixMicros(INT64_MIN), absl::FromUnixMicros(INT64_MAX)}) {
+    const ChunkHolderKey in{Sha256("x"), added, "https://d/", std::string("\x00id\xff", 4)};
+    ASSERT_OK_AND_ASSIGN(ChunkHolderKey h, DecodeChunkHolderKey(EncodeChunkHolderKey(in)));
+    EXPECT_EQ(h.sha256, in.sha256);
+    EXPECT_EQ(h.added, in.added);
+    EXPECT_EQ(h.document_url, in.document_url);
+    EXPECT_EQ(h.chunk_id, in.chunk_id);
+  }
+  EXPECT_THAT(CheckChunkHolderValue(EncodeChunkHolderValue()), IsOk());
+  ASSERT_OK_AND_ASSIGN(uint32_t id, DecodeChunkFingerprintKey(EncodeChunkFingerprintKey(77)));
+  EXPECT_EQ(id, 77u);
+}
+
+// The holder keys of one text iterate in ChunkHolder order: oldest first,
+// then document URL, then chunk id (bytes compared unsigned, as
+// std::string and RocksDB's BytewiseComparator both do).
+TEST(RocksDbFormatTest, ChunkHolderKeysSortLikeHolders) {
+  using Holder = std::tuple<absl::Time, std::string, std::string>;
+  std::vector<Holder> holders;
+  for (absl::Time t : {absl::FromUnixMicros(-2), absl::FromUnixMicros(-1),
+                       absl::UnixEpoch(), absl::FromUnixMicros(1), kGoldenTime,
+                       absl::FromUnixMicros(INT64_MIN), absl::FromUnixMicros(INT64_MAX)}) {
+    for (std::string url : {"http://a/", "http://a/b", "http://a", "http://\xff/", "h"}) {
+      for (std::string id : {std::string("0"), std::string("0\x00", 2), std::string("\xff"),
+                             std::string("\x01"), std::string("00")}) {
+        holders.emplace_back(t, url, id);
+      }
+    }
+  }
+  std::vector<std::pair<std::string, size_t>> keys;
+  for (size_t i = 0; i < holders.size(); ++i) {
+    const auto& [t, url, id] = holders[i];
+    keys.emplace_back(EncodeChunkHolderKey({GoldenSha(), t, url, id}), i);
+  }
+  std::sort(keys.begin(), keys.end());  // bytewise
+  std::vector<Holder> by_key;
+  for (const auto& [key, i] : keys) by_key.push_back(holders[i]);
+  std::vector<Holder> by_value = holders;
+  std::sort(by_value.begin(), by_value.end());
+  EXPECT_EQ(by_key, by_value);
+}
+
+TEST(RocksDbFormatTest, DamagedChunkRecordsAreDataLossWithReasons) {
+  constexpr absl::StatusCode kDataLoss = absl::StatusCode::kDataLoss;
+  const std::string manifest = EncodeChunkManifestValue(GoldenManifest());
+  EXPECT_THAT(DecodeChunkManifestValue(""), StatusIs(kDataLoss, HasSubstr("empty")));
+  std::string other = manifest;
+  other[0] = 2;
+  EXPECT_THAT(DecodeChunkManifestValue(other),
+              StatusIs(kDataLoss, HasSubstr("chunk manifest value has unknown value version 2")));
+  EXPECT_THAT(DecodeChunkManifestValue(manifest.substr(0, manifest.size() - 1)),
+              StatusIs(kDataLoss, HasSubstr("ends inside entry 1")));
+  EXPECT_THAT(DecodeChunkManifestValue(manifest + "x"),
+              StatusIs(kDataLoss, HasSubstr("1 bytes after its 2 entries")));
+  EXPECT_THAT(DecodeChunkManifestValue(absl::HexStringToBytes("0100000000")),
+              StatusIs(kDataLoss, HasSubstr("0 chunks")));
+  EXPECT_THAT(DecodeChunkManifestValue(absl::HexStringToBytes("01ffffffff") + manifest),
+              StatusIs(kDataLoss, HasSubstr("4294967295 chunks")));
+  std::string empty_id = manifest;
+  empty_id[8] = 0;  // the first id's length (00000001 -> 00000000)
+  EXPECT_THAT(DecodeChunkManifestValue(empty_id),
+              StatusIs(kDataLoss, HasSubstr("entry 0 has an empty chunk id")));
+  std::string long_id = manifest;
+  long_id[5] = 1;  // the first id's length: 2^24 + 1, past the value's end
+  EXPECT_THAT(DecodeChunkManifestValue(long_id),
+              StatusIs(kDataLoss, HasSubstr("ends inside entry 0")));
+
+  const std::string text = EncodeChunkTextValue({1, 2, 3});
+  EXPECT_THAT(DecodeChunkTextValue(text.substr(0, 20)),
+              StatusIs(kDataLoss, HasSubstr("chunk text value has 20 bytes")));
+  EXPECT_THAT(DecodeChunkTextValue(text + "x"), StatusIs(kDataLoss, HasSubstr("22 bytes")));
+  EXPECT_THAT(DecodeChunkTextValue(absl::HexStringToBytes(
+                  "01" "00000001" "0000000000000002" "0000000000000000")),
+              StatusIs(kDataLoss, HasSubstr("0 holders")));
+
+  const std::string holder = EncodeChunkHolderKey({GoldenSha(), kGoldenTime, "u", "i"});
+  EXPECT_THAT(DecodeChunkHolderKey(holder.substr(0, holder.size() - 1)),
+              StatusIs(kDataLoss, HasSubstr("44 bytes")));
+  EXPECT_THAT(DecodeChunkHolderKey(holder.substr(0, 42) + std::string("uu\0", 3)),
+              StatusIs(kDataLoss, HasSubstr("empty chunk id")));
+  EXPECT_THAT(DecodeChunkHolderKey(holder.substr(0, 42) + std::string("\0i", 2)),
+              StatusIs(kDataLoss));
+  EXPECT_THAT(DecodeChunkHolderKey(holder.substr(0, 42) + "uu" + "i"),
+              StatusIs(kDataLoss, HasSubstr("no NUL")));
+  EXPECT_THAT(DecodeChunkHolderKey(holder.substr(0, 42) + std::string("\0ii", 3)),
+              StatusIs(kDataLoss, HasSubstr("empty document URL")));
+  std::string other_kind = holder;
+  other_kind[1] = kChunkText;
+  EXPECT_THAT(DecodeChunkHolderKey(other_kind), StatusIs(kDataLoss, HasSubstr("not 05 03")));
+  EXPECT_THAT(CheckChunkHolderValue(""), StatusIs(kDataLoss, HasSubstr("empty")));
+  EXPECT_THAT(CheckChunkHolderValue("\x01x"), StatusIs(kDataLoss, HasSubstr("2 bytes")));
+  EXPECT_THAT(CheckChunkHolderValue("\x07"),
+              StatusIs(kDataLoss, HasSubstr("chunk holder value has unknown value version 7")));
+
+  EXPECT_THAT(DecodeChunkFingerprintKey(EncodeFingerprintKey(1)),
+              StatusIs(kDataLoss, HasSubstr("not 05 04")));
+  EXPECT_THAT(DecodeChunkFingerprintKey(EncodeChunkFingerprintKey(1) + "x"),
+              StatusIs(kDataLoss));
+}
+
 TEST(RocksDbFormatTest, BadContentValuesAreDataLossWithReasons) {
   EXPECT_THAT(DecodeContentValue(""), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("empty")));
   ContentValue v{1, 2, kGoldenTime, 0, "u"};
@@ -267,7 +455,10 @@ TEST(RocksDbFormatTest, DecodingArbitraryBytesNeverCrashes) {
       EncodeContentValue({3, 4, kGoldenTime, 5, "http://o/"}),
       EncodeFingerprintValue(6, Sha256("x")), EncodeFingerprintKey(8),
       EncodeFetchValue({Sha256("y"), kGoldenTime, kGoldenTime}),
-      EncodeAliasKey(Sha256("z"), "http://q/"), EncodeContentMeta({1, 2, 3, 4})};
+      EncodeAliasKey(Sha256("z"), "http://q/"), EncodeContentMeta({1, 2, 3, 4}),
+      EncodeChunkManifestValue(GoldenManifest()), EncodeChunkTextValue({1, 2, 3}),
+      EncodeChunkHolderKey({Sha256("h"), kGoldenTime, "http://h/", "c"}),
+      EncodeChunkHolderValue(), EncodeChunkFingerprintKey(4)};
   std::uniform_int_distribution<int> byte(0, 255);
   for (int iter = 0; iter < 200'000; ++iter) {
     std::string input;
@@ -339,6 +530,28 @@ TEST(RocksDbFormatTest, DecodingArbitraryBytesNeverCrashes) {
     }
     if (auto a = DecodeAliasKeyUrl(input); a.ok()) {
       ASSERT_EQ(input.substr(0, 1), "\x03");
+    }
+    // The chunk layer's decoders: canonical when they accept.
+    if (auto cm = DecodeChunkManifestValue(input); cm.ok()) {
+      ASSERT_EQ(EncodeChunkManifestValue(*cm), input);
+    } else {
+      ASSERT_EQ(cm.status().code(), absl::StatusCode::kDataLoss);
+    }
+    if (auto ct = DecodeChunkTextValue(input); ct.ok()) {
+      ASSERT_EQ(EncodeChunkTextValue(*ct), input);
+    } else {
+      ASSERT_EQ(ct.status().code(), absl::StatusCode::kDataLoss);
+    }
+    if (auto ch = DecodeChunkHolderKey(input); ch.ok()) {
+      ASSERT_EQ(EncodeChunkHolderKey(*ch), input);
+    } else {
+      ASSERT_EQ(ch.status().code(), absl::StatusCode::kDataLoss);
+    }
+    if (CheckChunkHolderValue(input).ok()) {
+      ASSERT_EQ(input, EncodeChunkHolderValue());
+    }
+    if (auto cf = DecodeChunkFingerprintKey(input); cf.ok()) {
+      ASSERT_EQ(EncodeChunkFingerprintKey(*cf), input);
     }
   }
 }
