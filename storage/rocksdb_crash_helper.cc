@@ -5,7 +5,13 @@
 // ClaimUrls has answered, and then waits for the parent to SIGKILL it,
 // without closing the store (or exits without closing it at stdin EOF).
 //
-// Usage: rocksdb_crash_helper <store path> <normalizer version>
+// With a third argument "chunks" it claims chunk documents instead: each
+// line before "go" is "<document url>\t<text>\t<simhash, hex>", claimed
+// (CheckChunks with claim, one call per line, in order) as a document of
+// one chunk "0" whose text digest is SHA-256(<text>); it prints
+// "claimed <n>" with n the number of chunks answered kNew.
+//
+// Usage: rocksdb_crash_helper <store path> <normalizer version> [chunks]
 
 #include <cstdio>
 #include <cstdlib>
@@ -16,12 +22,16 @@
 
 #include <unistd.h>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "core/sha256.h"
 #include "storage/rocksdb_store.h"
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: %s <store path> <normalizer version>\n",
+  const bool chunks = argc == 4 && std::string(argv[3]) == "chunks";
+  if (argc != 3 && !chunks) {
+    std::fprintf(stderr, "usage: %s <store path> <normalizer version> [chunks]\n",
                  argv[0]);
     return 2;
   }
@@ -40,14 +50,37 @@ int main(int argc, char** argv) {
   std::string line;
   while (std::getline(std::cin, line) && line != "go") keys.push_back(line);
 
-  std::vector<dedupd::UrlClaim> out;
-  absl::Status s = (*store)->ClaimUrls(keys, absl::Now(), &out);
-  if (!s.ok()) {
-    std::fprintf(stderr, "%s\n", s.ToString().c_str());
-    return 1;
-  }
   size_t fresh = 0;
-  for (const dedupd::UrlClaim& c : out) fresh += c.is_new ? 1 : 0;
+  if (chunks) {
+    for (const std::string& k : keys) {
+      std::vector<std::string> fields = absl::StrSplit(k, '\t');
+      uint64_t simhash = 0;
+      if (fields.size() != 3 || !absl::SimpleHexAtoi(fields[2], &simhash)) {
+        std::fprintf(stderr, "bad chunk line: %s\n", k.c_str());
+        return 2;
+      }
+      dedupd::ChunkDocument doc;
+      doc.document_url = fields[0];
+      doc.chunks.push_back({"0", dedupd::Sha256(fields[1]), simhash, 3});
+      dedupd::ChunkAnswer answer;
+      absl::Status s = (*store)->CheckChunks(doc, /*claim=*/true, absl::Now(), &answer);
+      if (!s.ok()) {
+        std::fprintf(stderr, "%s\n", s.ToString().c_str());
+        return 1;
+      }
+      for (const dedupd::ChunkOutcome& o : answer.outcomes) {
+        fresh += o.verdict == dedupd::ChunkVerdict::kNew ? 1 : 0;
+      }
+    }
+  } else {
+    std::vector<dedupd::UrlClaim> out;
+    absl::Status s = (*store)->ClaimUrls(keys, absl::Now(), &out);
+    if (!s.ok()) {
+      std::fprintf(stderr, "%s\n", s.ToString().c_str());
+      return 1;
+    }
+    for (const dedupd::UrlClaim& c : out) fresh += c.is_new ? 1 : 0;
+  }
   std::printf("claimed %zu\n", fresh);
   std::fflush(stdout);
   // Wait to be killed. Should the parent die first, stdin reaches EOF and

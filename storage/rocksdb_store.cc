@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
@@ -28,11 +29,13 @@
 #include "rocksdb/iterator.h"
 #include "rocksdb/options.h"
 #include "rocksdb/slice.h"
+#include "rocksdb/snapshot.h"
 #include "rocksdb/status.h"
 #include "rocksdb/table.h"
 #include "rocksdb/table_properties.h"
 #include "rocksdb/transaction_log.h"
 #include "rocksdb/write_batch.h"
+#include "storage/chunk_planner.h"
 #include "storage/content_planner.h"
 #include "storage/rocksdb_format.h"
 #include "storage/rocksdb_status.h"
@@ -356,6 +359,28 @@ struct RocksDbStore::Impl {
   absl::Status CheckContentMeta(rocksdb::DB* db);
   // Scans every fingerprint record into `index` and sets next_doc_id.
   absl::Status LoadFingerprints(rocksdb::DB* db);
+
+  // The chunk layer's index over every chunk fingerprint record (05 04),
+  // rebuilt at Open like `index`, with the same layout options. Entries
+  // are inserted after the WAL write that adds their records and removed
+  // after the one that deletes them, so it may briefly name a text that
+  // is not (or no longer) in a reader's snapshot: ChunkReader skips those.
+  std::unique_ptr<SimHashIndex> chunk_index;
+  // The next chunk text id: one more than the largest chunk fingerprint
+  // key at Open, then incremented per new text (a failed write leaves a
+  // gap).
+  std::atomic<uint64_t> next_text_id{0};
+  // Scans every chunk fingerprint record into `chunk_index` and sets
+  // next_text_id.
+  absl::Status LoadChunkFingerprints(rocksdb::DB* db);
+
+  // Scans the fingerprint records of [first, end) (keys decoded by
+  // `decode_key`, values by DecodeFingerprintValue) into `into` and returns
+  // one more than the largest id (0 when there is none).
+  absl::StatusOr<uint64_t> LoadIndex(
+      rocksdb::DB* db, absl::string_view action, const std::string& first,
+      const std::string& end,
+      absl::StatusOr<uint32_t> (*decode_key)(absl::string_view), SimHashIndex* into);
 };
 
 absl::Status RocksDbStore::Impl::MultiGet(
@@ -550,6 +575,11 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
   if (absl::Status l = impl->LoadFingerprints(db.get()); !l.ok()) {
     return fail(l);
   }
+  impl->chunk_index = std::make_unique<SimHashIndex>(options.simhash_max_distance,
+                                                     options.simhash_index_blocks);
+  if (absl::Status l = impl->LoadChunkFingerprints(db.get()); !l.ok()) {
+    return fail(l);
+  }
 
   {
     absl::MutexLock lock(&impl->mu);
@@ -677,13 +707,13 @@ absl::Status RocksDbStore::Impl::CheckContentMeta(rocksdb::DB* db) {
       "--simhash_shingle_words to the store's value, or rebuild the store)"));
 }
 
-absl::Status RocksDbStore::Impl::LoadFingerprints(rocksdb::DB* db) {
-  constexpr absl::string_view kAction = "load fingerprints of store";
+absl::StatusOr<uint64_t> RocksDbStore::Impl::LoadIndex(
+    rocksdb::DB* db, absl::string_view action, const std::string& first,
+    const std::string& end,
+    absl::StatusOr<uint32_t> (*decode_key)(absl::string_view), SimHashIndex* into) {
   rocksdb::ReadOptions read;
   read.fill_cache = false;  // one sequential pass; keep the cache for claims
   read.readahead_size = 4 << 20;
-  const std::string first(1, fmt::kTagFingerprint);
-  const std::string end(1, static_cast<char>(fmt::kTagFingerprint + 1));
   rocksdb::Slice upper(end);
   read.iterate_upper_bound = &upper;
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read, content_cf));
@@ -691,22 +721,41 @@ absl::Status RocksDbStore::Impl::LoadFingerprints(rocksdb::DB* db) {
   uint64_t next = 0;
   for (it->Seek(first); it->Valid(); it->Next()) {
     const absl::string_view key(it->key().data(), it->key().size());
-    absl::StatusOr<uint32_t> id = fmt::DecodeFingerprintKey(key);
+    absl::StatusOr<uint32_t> id = decode_key(key);
     absl::StatusOr<fmt::FingerprintValue> v = fmt::DecodeFingerprintValue(
         absl::string_view(it->value().data(), it->value().size()));
     if (!id.ok() || !v.ok()) {
       return absl::DataLossError(absl::StrCat(
-          kAction, " at ", options.path, ": ",
+          action, " at ", options.path, ": ",
           (!id.ok() ? id.status() : v.status()).message()));
     }
     entries.push_back({v->simhash, *id});
     next = uint64_t{*id} + 1;  // keys ascend
   }
   if (!it->status().ok()) {
-    return FromRocksDbStatus(it->status(), kAction, options.path);
+    return FromRocksDbStatus(it->status(), action, options.path);
   }
-  index->BulkInsert(entries);
+  into->BulkInsert(entries);
+  return next;
+}
+
+absl::Status RocksDbStore::Impl::LoadFingerprints(rocksdb::DB* db) {
+  DEDUPD_ASSIGN_OR_RETURN(
+      uint64_t next,
+      LoadIndex(db, "load fingerprints of store", std::string(1, fmt::kTagFingerprint),
+                std::string(1, static_cast<char>(fmt::kTagFingerprint + 1)),
+                &fmt::DecodeFingerprintKey, index.get()));
   next_doc_id.store(next);
+  return absl::OkStatus();
+}
+
+absl::Status RocksDbStore::Impl::LoadChunkFingerprints(rocksdb::DB* db) {
+  DEDUPD_ASSIGN_OR_RETURN(
+      uint64_t next,
+      LoadIndex(db, "load chunk fingerprints of store", fmt::ChunkFingerprintKeysBegin(),
+                fmt::ChunkFingerprintKeysEnd(), &fmt::DecodeChunkFingerprintKey,
+                chunk_index.get()));
+  next_text_id.store(next);
   return absl::OkStatus();
 }
 
@@ -890,6 +939,280 @@ absl::Status RocksDbStore::CheckContent(absl::Span<const ContentDoc> docs,
   }
   *outcomes = std::move(plan.outcomes);
   return absl::OkStatus();
+}
+
+// ---- Chunk layer ----
+
+namespace {
+
+// The smallest key greater than every key that starts with `prefix`.
+// REQUIRES: some byte of `prefix` is not 0xff (every key starts with a tag
+// below 0xff).
+std::string PrefixEnd(std::string prefix) {
+  while (!prefix.empty() && static_cast<uint8_t>(prefix.back()) == 0xff) {
+    prefix.pop_back();
+  }
+  prefix.back() = static_cast<char>(static_cast<uint8_t>(prefix.back()) + 1);
+  return prefix;
+}
+
+}  // namespace
+
+// The chunk planner's view of the store: reads of one snapshot (or of the
+// latest state when `snapshot` is null), so that a text record, its holder
+// keys and its fingerprint record are seen as one claim left them even
+// while other claims write. The chunk index is not part of the snapshot:
+// QueryNear drops the matches whose fingerprint record the snapshot lacks
+// (texts written after it, or deleted before it by a claim that has not
+// updated the index yet), so a near match always resolves.
+class RocksDbStore::ChunkReader final : public ChunkStateReader {
+ public:
+  ChunkReader(Impl* impl, rocksdb::DB* db, const rocksdb::Snapshot* snapshot)
+      : impl_(impl), db_(db) {
+    read_.snapshot = snapshot;
+  }
+
+  absl::StatusOr<std::optional<ChunkManifest>> GetManifest(
+      absl::string_view url) override {
+    std::string value;
+    DEDUPD_ASSIGN_OR_RETURN(bool found, Get(fmt::EncodeChunkManifestKey(url), &value));
+    if (!found) return std::nullopt;
+    absl::StatusOr<std::vector<fmt::ChunkManifestEntry>> v =
+        fmt::DecodeChunkManifestValue(value);
+    if (!v.ok()) {
+      return Damaged(absl::StrCat("chunk manifest of \"", PrintableKey(url), "\""),
+                     v.status());
+    }
+    ChunkManifest m;
+    m.chunks.reserve(v->size());
+    for (fmt::ChunkManifestEntry& e : *v) {
+      m.chunks.push_back({std::move(e.chunk_id), e.sha256, e.simhash, e.added});
+    }
+    return m;
+  }
+  absl::StatusOr<std::optional<ChunkTextRecord>> GetText(const Sha256Digest& sha) override {
+    std::string value;
+    DEDUPD_ASSIGN_OR_RETURN(bool found, Get(fmt::EncodeChunkTextKey(sha), &value));
+    if (!found) return std::nullopt;
+    absl::StatusOr<fmt::ChunkTextValue> v = fmt::DecodeChunkTextValue(value);
+    if (!v.ok()) return Damaged("chunk text record of " + Sha256Hex(sha), v.status());
+    return ChunkTextRecord{v->text_id, v->simhash, v->holders};
+  }
+  absl::StatusOr<std::vector<ChunkHolder>> ListHolders(const Sha256Digest& sha,
+                                                       size_t limit) override {
+    std::vector<ChunkHolder> out;
+    const std::string prefix = fmt::EncodeChunkHolderPrefix(sha);
+    // Bounded above, so that a text without holders does not scan on
+    // through the (deleted) holders of the texts after it.
+    const std::string end = PrefixEnd(prefix);
+    const rocksdb::Slice upper(end);
+    rocksdb::ReadOptions read = read_;
+    read.iterate_upper_bound = &upper;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(read, impl_->content_cf));
+    for (it->Seek(prefix); it->Valid() && out.size() < limit; it->Next()) {
+      const absl::string_view key(it->key().data(), it->key().size());
+      absl::StatusOr<fmt::ChunkHolderKey> h = fmt::DecodeChunkHolderKey(key);
+      absl::Status value = fmt::CheckChunkHolderValue(
+          absl::string_view(it->value().data(), it->value().size()));
+      if (!h.ok() || !value.ok() || h->sha256 != sha) {
+        return Damaged(absl::StrCat("chunk holder ", out.size(), " of ", Sha256Hex(sha)),
+                       !h.ok() ? h.status()
+                       : !value.ok()
+                           ? value
+                           : absl::DataLossError("its key names another text"));
+      }
+      out.push_back({h->added, std::move(h->document_url), std::move(h->chunk_id)});
+    }
+    if (!it->status().ok()) {
+      return FromRocksDbStatus(it->status(), kAction, impl_->options.path);
+    }
+    return out;
+  }
+  std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance,
+                                             size_t limit, size_t* total) override {
+    std::vector<SimHashIndex::Match> matches =
+        impl_->chunk_index->Query(simhash, max_distance, limit, total);
+    std::vector<SimHashIndex::Match> kept;
+    kept.reserve(matches.size());
+    for (const SimHashIndex::Match& m : matches) {
+      if (fingerprints_.contains(m.id) || failed_.contains(m.id)) {
+        kept.push_back(m);
+        continue;
+      }
+      absl::StatusOr<std::optional<FingerprintRecord>> fp = ReadFingerprint(m.id);
+      if (!fp.ok()) {
+        // Kept, so that GetTextFingerprint reports the error when the
+        // planner needs this match.
+        failed_.emplace(m.id, fp.status());
+        kept.push_back(m);
+      } else if (fp->has_value()) {
+        fingerprints_.emplace(m.id, **fp);
+        kept.push_back(m);
+      }
+      // Else not in the snapshot: not part of the state this call reads.
+    }
+    return kept;
+  }
+  absl::StatusOr<FingerprintRecord> GetTextFingerprint(uint32_t text_id) override {
+    if (auto it = fingerprints_.find(text_id); it != fingerprints_.end()) {
+      return it->second;
+    }
+    if (auto it = failed_.find(text_id); it != failed_.end()) return it->second;
+    DEDUPD_ASSIGN_OR_RETURN(std::optional<FingerprintRecord> fp, ReadFingerprint(text_id));
+    if (!fp.has_value()) {
+      return absl::DataLossError(absl::StrCat(kAction, " at ", impl_->options.path,
+                                              ": chunk index entry ", text_id,
+                                              " has no fingerprint record"));
+    }
+    return *fp;
+  }
+  absl::StatusOr<uint32_t> AllocateTextId() override {
+    const uint64_t id = impl_->next_text_id.fetch_add(1);
+    if (id > std::numeric_limits<uint32_t>::max()) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          kAction, " at ", impl_->options.path,
+          ": the store handed out 2^32 chunk text ids, the most one run can"));
+    }
+    return static_cast<uint32_t>(id);
+  }
+
+ private:
+  static constexpr absl::string_view kAction = "check chunks in store";
+
+  absl::StatusOr<std::optional<FingerprintRecord>> ReadFingerprint(uint32_t text_id) {
+    std::string value;
+    DEDUPD_ASSIGN_OR_RETURN(bool found, Get(fmt::EncodeChunkFingerprintKey(text_id), &value));
+    if (!found) return std::nullopt;
+    absl::StatusOr<fmt::FingerprintValue> v = fmt::DecodeFingerprintValue(value);
+    if (!v.ok()) return Damaged(absl::StrCat("chunk fingerprint ", text_id), v.status());
+    return FingerprintRecord{v->simhash, v->sha256};
+  }
+  absl::StatusOr<bool> Get(const std::string& key, std::string* value) {
+    rocksdb::Status s = db_->Get(read_, impl_->content_cf, key, value);
+    if (s.IsNotFound()) return false;
+    if (!s.ok()) return FromRocksDbStatus(s, kAction, impl_->options.path);
+    return true;
+  }
+  absl::Status Damaged(absl::string_view what, const absl::Status& why) {
+    return absl::DataLossError(absl::StrCat(kAction, " at ", impl_->options.path,
+                                            ": ", what, ": ", why.message()));
+  }
+
+  Impl* impl_;
+  rocksdb::DB* db_;
+  rocksdb::ReadOptions read_;
+  // Fingerprint records QueryNear resolved, and the ones it failed to read.
+  absl::flat_hash_map<uint32_t, FingerprintRecord> fingerprints_;
+  absl::flat_hash_map<uint32_t, absl::Status> failed_;
+};
+
+absl::Status RocksDbStore::CheckChunks(const ChunkDocument& doc, bool claim,
+                                       absl::Time now, ChunkAnswer* answer) {
+  constexpr absl::string_view kAction = "check chunks in store";
+  *answer = ChunkAnswer{};
+  DEDUPD_RETURN_IF_ERROR(CheckChunkDocument(doc, max_near_distance()));
+  if (doc.document_url.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError(
+        "document_url contains a NUL byte (chunk holder keys end the URL with one)");
+  }
+
+  absl::ReaderMutexLock lifecycle(&impl_->mu);
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
+  ChunkPlan plan;
+  if (!claim) {
+    rocksdb::ManagedSnapshot snapshot(db);
+    ChunkReader reader(impl_.get(), db, snapshot.snapshot());
+    DEDUPD_RETURN_IF_ERROR(PlanChunkDocument(doc, false, now, &reader, &plan));
+    *answer = std::move(plan.answer);
+    return absl::OkStatus();
+  }
+
+  // Two lock steps: the document's key, then (once its stored manifest
+  // says which texts it held) the keys of every text it held or will hold.
+  // This cannot deadlock although the second step waits while the first
+  // lock is held: a call waits for text locks only while it holds no text
+  // lock (it registers all of them at once), and nothing that holds a text
+  // lock ever waits for a document lock (the document lock is always taken
+  // first). So a call holding text locks never waits, and finishes. The
+  // manifest read between the steps is stable: only a claim holding the
+  // document's lock writes it.
+  const std::string doc_key = fmt::EncodeChunkManifestKey(doc.document_url);
+  const Impl::KeyLocks doc_lock(impl_.get(), {absl::string_view(doc_key)});
+  std::optional<ChunkManifest> stored;
+  {
+    ChunkReader latest(impl_.get(), db, /*snapshot=*/nullptr);
+    DEDUPD_ASSIGN_OR_RETURN(stored, latest.GetManifest(doc.document_url));
+  }
+  std::vector<std::string> text_keys;
+  for (const Sha256Digest& sha : ChunkLockShas(doc, stored)) {
+    text_keys.push_back(fmt::EncodeChunkTextKey(sha));
+  }
+  const Impl::KeyLocks text_locks(
+      impl_.get(), std::vector<absl::string_view>(text_keys.begin(), text_keys.end()));
+  // Taken after the locks: it holds every write of the claims that held
+  // them before (they wrote before unlocking), and nothing writes the
+  // locked texts' records, holders or this manifest until we unlock.
+  rocksdb::ManagedSnapshot snapshot(db);
+  ChunkReader reader(impl_.get(), db, snapshot.snapshot());
+  DEDUPD_RETURN_IF_ERROR(PlanChunkDocument(doc, true, now, &reader, &plan));
+  const ChunkMutations& m = plan.mutations;
+  if (!m.empty()) {
+    rocksdb::WriteBatch batch;
+    rocksdb::Status s;
+    rocksdb::ColumnFamilyHandle* cf = impl_->content_cf;
+    auto del = [&](const std::string& k) {
+      if (s.ok()) s = batch.Delete(cf, k);
+    };
+    auto put = [&](const std::string& k, const std::string& v) {
+      if (s.ok()) s = batch.Put(cf, k, v);
+    };
+    auto holder_key = [](const Sha256Digest& sha, const ChunkHolder& h) {
+      return fmt::EncodeChunkHolderKey({sha, h.added, h.document_url, h.chunk_id});
+    };
+    // Deletions first, then puts (ChunkMutations' contract; the planner
+    // never deletes and puts one key).
+    for (const auto& [sha, h] : m.holders_removed) del(holder_key(sha, h));
+    for (const auto& [sha, r] : m.texts_deleted) del(fmt::EncodeChunkTextKey(sha));
+    for (const SimHashIndex::Entry& e : m.fingerprints_removed) {
+      del(fmt::EncodeChunkFingerprintKey(e.id));
+    }
+    if (m.delete_manifest) del(doc_key);
+    if (m.manifest.has_value()) {
+      std::vector<fmt::ChunkManifestEntry> entries;
+      entries.reserve(m.manifest->chunks.size());
+      for (const StoredChunk& c : m.manifest->chunks) {
+        entries.push_back({c.chunk_id, c.sha256, c.simhash, c.added});
+      }
+      put(doc_key, fmt::EncodeChunkManifestValue(entries));
+    }
+    for (const auto& [sha, h] : m.holders_added) {
+      put(holder_key(sha, h), fmt::EncodeChunkHolderValue());
+    }
+    for (const auto& [sha, r] : m.texts_put) {
+      put(fmt::EncodeChunkTextKey(sha),
+          fmt::EncodeChunkTextValue({r.text_id, r.simhash, r.holders}));
+    }
+    for (const auto& [id, fp] : m.fingerprints_added) {
+      put(fmt::EncodeChunkFingerprintKey(id),
+          fmt::EncodeFingerprintValue(fp.simhash, fp.sha256));
+    }
+    if (s.ok()) s = db->Write(impl_->write_options, &batch);
+    if (!s.ok()) return FromRocksDbStatus(s, kAction, impl_->options.path);
+    // Only after the write: the index never names a text before its
+    // records exist (readers skip the ones it still names after deletion).
+    for (const SimHashIndex::Entry& e : m.fingerprints_removed) {
+      impl_->chunk_index->Remove(e.fingerprint, e.id);
+    }
+    for (const auto& [id, fp] : m.fingerprints_added) {
+      impl_->chunk_index->Insert(fp.simhash, id);
+    }
+  }
+  *answer = std::move(plan.answer);
+  return absl::OkStatus();
+}
+
+RocksDbStore::IndexStats RocksDbStore::chunk_index_stats() const {
+  return {impl_->chunk_index->size(), impl_->chunk_index->MemoryBytes()};
 }
 
 RocksDbStore::IndexStats RocksDbStore::index_stats() const {

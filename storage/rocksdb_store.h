@@ -1,4 +1,5 @@
-// rocksdb_store.h: the default, embedded, durable UrlStore, on RocksDB.
+// rocksdb_store.h: the default, embedded, durable UrlStore, ContentStore and
+// ChunkStore, on RocksDB.
 // The key/value layout is private to this backend and defined in
 // rocksdb_format.h and docs/storage_format.md. This header does not include
 // RocksDB: dependents neither see nor link its headers.
@@ -41,6 +42,7 @@
 #include "absl/types/span.h"
 #include "core/simhash.h"
 #include "core/text_normalizer.h"
+#include "storage/chunk_store.h"
 #include "storage/content_store.h"
 #include "storage/url_store.h"
 
@@ -123,13 +125,13 @@ struct RocksDbStoreOptions {
   int simhash_index_blocks = 0;
 };
 
-class RocksDbStore final : public UrlStore, public ContentStore {
+class RocksDbStore final : public UrlStore, public ContentStore, public ChunkStore {
  public:
   // Open opens the store at options.path, creating it (with its meta record)
   // when it is missing and options.create_if_missing is set. Its one cost
-  // proportional to the store's size is the near-duplicate index: every
-  // fingerprint record is scanned into memory (about 0.7 s per 1,000,000
-  // texts); WAL replay is bounded (Close flushes; after a crash at most
+  // proportional to the store's size is the near-duplicate indexes: every
+  // fingerprint record (content and chunk) is scanned into memory (about
+  // 0.7 s per 1,000,000 texts); WAL replay is bounded (Close flushes; after a crash at most
   // 4 memtables' worth).
   // Errors:
   //   InvalidArgument: bad options, or no store at path and
@@ -178,7 +180,23 @@ class RocksDbStore final : public UrlStore, public ContentStore {
   absl::Status CheckContent(absl::Span<const ContentDoc> docs, bool claim,
                             const ContentLimits& limits, absl::Time now,
                             std::vector<ContentOutcome>* outcomes) override;
+  // max_near_distance: options.simhash_max_distance, for the content and
+  // the chunk index alike.
   int max_near_distance() const override;
+
+  // See ChunkStore. A claim locks the document's manifest key (waiting while
+  // another claim holds it), reads its stored manifest, then locks the text
+  // keys of every chunk text the document held or will hold; with both held
+  // it reads from one snapshot, writes every changed record in one
+  // WriteBatch (fsynced with sync_writes) and only then updates the
+  // in-memory chunk index. Claims of different documents with disjoint
+  // texts run in parallel. Peeks take no lock and read one snapshot.
+  // Errors: as ChunkStore, plus InvalidArgument for a document URL with a
+  // NUL byte (holder keys end the URL with one; nothing recorded),
+  // FailedPrecondition after Close, ResourceExhausted when 2^32 chunk text
+  // ids have been handed out, and DataLoss naming a damaged record.
+  absl::Status CheckChunks(const ChunkDocument& doc, bool claim, absl::Time now,
+                           ChunkAnswer* answer) override;
 
   // ApproximateUrlCount returns the number of stored URLs, from the entry
   // counts of the table files' properties and the memtables: exact when
@@ -194,6 +212,8 @@ class RocksDbStore final : public UrlStore, public ContentStore {
     size_t memory_bytes = 0;
   };
   IndexStats index_stats() const;
+  // chunk_index_stats: the same figures for the chunk layer's index.
+  IndexStats chunk_index_stats() const;
 
   // DiskBytes returns the size of the live table files plus the write-ahead
   // log files, in bytes.
@@ -218,6 +238,7 @@ class RocksDbStore final : public UrlStore, public ContentStore {
  private:
   struct Impl;
   class ContentReader;
+  class ChunkReader;
   explicit RocksDbStore(std::unique_ptr<Impl> impl);
 
   std::unique_ptr<Impl> impl_;

@@ -16,11 +16,13 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/sha256.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
@@ -31,7 +33,9 @@
 #include "storage/rocksdb_format.h"
 #include "storage/rocksdb_status.h"
 #include "storage/test_temp_dir.h"
+#include "storage/chunk_store_conformance.h"
 #include "storage/content_store_conformance.h"
+#include "storage/memory_chunk_store.h"
 #include "storage/url_store_conformance.h"
 #include "tests/testing/status_matchers.h"
 
@@ -113,6 +117,53 @@ INSTANTIATE_TEST_SUITE_P(
           return RocksDbHarness::Make();
         }}),
     ContentStoreBackendName);
+
+// A chunk store on a fresh directory; Reopen closes it and opens the same
+// directory again (the index is rebuilt from the records).
+class RocksDbChunkHarness : public ChunkStoreHarness {
+ public:
+  static absl::StatusOr<std::unique_ptr<RocksDbChunkHarness>> Make() {
+    absl::StatusOr<TestTempDir> dir = TestTempDir::Make();
+    if (!dir.ok()) return dir.status();
+    auto harness = std::unique_ptr<RocksDbChunkHarness>(
+        new RocksDbChunkHarness(*std::move(dir)));
+    absl::Status s = harness->Open();
+    if (!s.ok()) return s;
+    return harness;
+  }
+
+  ChunkStore& chunks() override { return *store_; }
+  absl::StatusOr<bool> Reopen() override {
+    absl::Status s = store_->Close();
+    if (!s.ok()) return s;
+    store_.reset();
+    s = Open();
+    if (!s.ok()) return s;
+    return true;
+  }
+
+ private:
+  explicit RocksDbChunkHarness(TestTempDir dir) : dir_(std::move(dir)) {}
+  absl::Status Open() {
+    absl::StatusOr<std::unique_ptr<RocksDbStore>> store =
+        RocksDbStore::Open(SmallOptions(dir_.path() + "/db"));
+    if (!store.ok()) return store.status();
+    store_ = *std::move(store);
+    return absl::OkStatus();
+  }
+
+  TestTempDir dir_;                      // destroyed after store_
+  std::unique_ptr<RocksDbStore> store_;  // destroyed first
+};
+
+INSTANTIATE_TEST_SUITE_P(
+    RocksDb, ChunkStoreConformanceTest,
+    ::testing::Values(ChunkStoreBackend{
+        "RocksDb",
+        []() -> absl::StatusOr<std::unique_ptr<ChunkStoreHarness>> {
+          return RocksDbChunkHarness::Make();
+        }}),
+    ChunkStoreBackendName);
 
 // --- RocksDB-specific -----------------------------------------------------
 
@@ -369,6 +420,171 @@ TEST_F(RocksDbStoreTest, CountAndDiskBytes) {
   EXPECT_GT(bytes, 0u);
 }
 
+// --- Chunk layer ------------------------------------------------------------
+
+ChunkInput TestChunk(const std::string& id, const std::string& text, uint64_t simhash,
+                     int max_distance = 3) {
+  return ChunkInput{id, Sha256(text), simhash, max_distance};
+}
+
+void ExpectSameChunkAnswer(const ChunkAnswer& got, const ChunkAnswer& want) {
+  EXPECT_EQ(got.replaced_chunks, want.replaced_chunks);
+  ASSERT_EQ(got.outcomes.size(), want.outcomes.size());
+  for (size_t i = 0; i < got.outcomes.size(); ++i) {
+    SCOPED_TRACE(absl::StrCat("chunk ", i));
+    const ChunkOutcome& g = got.outcomes[i];
+    const ChunkOutcome& w = want.outcomes[i];
+    EXPECT_EQ(g.verdict, w.verdict);
+    EXPECT_EQ(g.duplicate_document_url, w.duplicate_document_url);
+    EXPECT_EQ(g.duplicate_chunk_id, w.duplicate_chunk_id);
+    EXPECT_EQ(g.distance, w.distance);
+    EXPECT_EQ(g.duplicate_simhash, w.duplicate_simhash);
+    EXPECT_EQ(g.first_seen, w.first_seen);
+    EXPECT_EQ(g.other_holders, w.other_holders);
+  }
+}
+
+// Many claims, replacements and deletions with near and exact duplicates,
+// answered like the reference (in-memory) store, before and after reopens.
+TEST_F(RocksDbStoreTest, ChunkAnswersMatchTheMemoryStoreAcrossReopens) {
+  constexpr int kDocs = 30;
+  constexpr int kTexts = 40;
+  constexpr int kSteps = 800;
+  std::mt19937_64 rng(20240901);
+  std::vector<uint64_t> simhash(kTexts);
+  for (int t = 0; t < kTexts; ++t) {
+    // Every other text is 1 to 3 bits from the one before: near duplicates.
+    simhash[t] = t % 2 == 0 ? rng()
+                            : simhash[t - 1] ^ (uint64_t{1} << (rng() % 64)) ^
+                                  (uint64_t{1} << (rng() % 64)) ^ (uint64_t{1} << (rng() % 64));
+  }
+  MemoryChunkStore memory(3);
+  ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+  for (int step = 0; step < kSteps; ++step) {
+    if (step > 0 && step % 200 == 0) {
+      ASSERT_THAT(store->Close(), IsOk());
+      store.reset();
+      ASSERT_OK_AND_ASSIGN(store, RocksDbStore::Open(SmallOptions(path_)));
+    }
+    ChunkDocument doc;
+    doc.document_url = absl::StrCat("https://d", rng() % kDocs, "/");
+    const int chunks = static_cast<int>(rng() % 5);  // 0: deletes when claimed
+    for (int c = 0; c < chunks; ++c) {
+      const int t = static_cast<int>(rng() % kTexts);
+      doc.chunks.push_back(TestChunk(absl::StrCat("c", c), absl::StrCat("text", t), simhash[t],
+                                     static_cast<int>(rng() % 5) - 1));
+    }
+    const bool claim = rng() % 4 != 0;
+    const absl::Time now = T(1000 + step / 2);  // pairs of steps share a time
+    SCOPED_TRACE(absl::StrCat("step ", step, " ", doc.document_url, claim ? " claim" : " peek"));
+    ChunkAnswer want, got;
+    ASSERT_THAT(memory.CheckChunks(doc, claim, now, &want), IsOk());
+    ASSERT_THAT(store->CheckChunks(doc, claim, now, &got), IsOk());
+    ExpectSameChunkAnswer(got, want);
+    if (::testing::Test::HasFailure()) return;
+  }
+  ASSERT_THAT(store->Close(), IsOk());
+  store.reset();
+  ASSERT_OK_AND_ASSIGN(store, RocksDbStore::Open(SmallOptions(path_)));
+  // Every text, exact and near, from a document that holds nothing.
+  ChunkDocument probe;
+  probe.document_url = "https://probe/";
+  for (int t = 0; t < kTexts; ++t) {
+    probe.chunks.push_back(TestChunk(absl::StrCat("e", t), absl::StrCat("text", t), simhash[t]));
+    probe.chunks.push_back(
+        TestChunk(absl::StrCat("n", t), absl::StrCat("other", t), simhash[t] ^ 0b101));
+  }
+  ChunkAnswer want, got;
+  ASSERT_THAT(memory.CheckChunks(probe, false, T(5000), &want), IsOk());
+  ASSERT_THAT(store->CheckChunks(probe, false, T(5000), &got), IsOk());
+  ExpectSameChunkAnswer(got, want);
+  EXPECT_GT(store->chunk_index_stats().fingerprints, 0u);
+  EXPECT_GT(store->chunk_index_stats().memory_bytes, 0u);
+}
+
+TEST_F(RocksDbStoreTest, ChunkIndexStatsCountTextsAcrossReopen) {
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+    EXPECT_EQ(store->chunk_index_stats().fingerprints, 0u);
+    ChunkAnswer answer;
+    ASSERT_THAT(store->CheckChunks({"https://a/", {TestChunk("0", "t1", 1), TestChunk("1", "t2", 2),
+                                                   TestChunk("2", "t1", 1)}},
+                                   true, T(1), &answer),
+                IsOk());
+    EXPECT_EQ(store->chunk_index_stats().fingerprints, 2u);
+    EXPECT_EQ(store->index_stats().fingerprints, 0u) << "chunks are not pages";
+    ASSERT_THAT(store->CheckChunks({"https://a/", {TestChunk("0", "t3", 3)}}, true, T(2),
+                                   &answer),
+                IsOk());
+    EXPECT_EQ(store->chunk_index_stats().fingerprints, 1u);
+  }
+  ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+  EXPECT_EQ(store->chunk_index_stats().fingerprints, 1u);
+  // A new text after the reopen gets an id of its own: both stay findable.
+  ChunkAnswer answer;
+  ASSERT_THAT(store->CheckChunks({"https://b/", {TestChunk("0", "t4", 4)}}, true, T(3), &answer),
+              IsOk());
+  ASSERT_THAT(store->CheckChunks({"https://q/", {TestChunk("0", "t3", 3), TestChunk("1", "t4", 4)}},
+                                 false, T(4), &answer),
+              IsOk());
+  EXPECT_EQ(answer.outcomes[0].duplicate_document_url, "https://a/");
+  EXPECT_EQ(answer.outcomes[1].duplicate_document_url, "https://b/");
+}
+
+TEST_F(RocksDbStoreTest, ChunkDocumentUrlWithNulIsInvalidArgument) {
+  ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+  ChunkAnswer answer;
+  EXPECT_THAT(store->CheckChunks({std::string("https://a/\0b", 11), {TestChunk("0", "t", 1)}},
+                                 true, T(1), &answer),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("NUL")));
+  EXPECT_EQ(store->chunk_index_stats().fingerprints, 0u);
+}
+
+TEST_F(RocksDbStoreTest, DamagedChunkRecordsAreDataLossNamingThem) {
+  const std::string content = "content";
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+    ChunkAnswer answer;
+    ASSERT_THAT(store->CheckChunks({"https://a/", {TestChunk("0", "t1", 1),
+                                                   TestChunk("1", "t2", 1ULL << 40)}},
+                                   true, T(10), &answer),
+                IsOk());
+    ASSERT_THAT(store->Close(), IsOk());
+  }
+  auto check = [&](const std::string& url, const std::string& text, bool claim) {
+    absl::StatusOr<std::unique_ptr<RocksDbStore>> store = RocksDbStore::Open(SmallOptions(path_));
+    EXPECT_THAT(store, IsOk());
+    if (!store.ok()) return absl::Status(store.status());
+    ChunkAnswer answer;
+    return (*store)->CheckChunks({url, {TestChunk("0", text, 1ULL << 20)}}, claim, T(20), &answer);
+  };
+  // A manifest.
+  PutRaw(fmt::EncodeChunkManifestKey("https://a/"), "\x07junk", false, content);
+  EXPECT_THAT(check("https://a/", "t9", true),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr(path_), HasSubstr("chunk manifest of \"https://a/\""),
+                             HasSubstr("unknown value version 7"))));
+  // A text record.
+  PutRaw(fmt::EncodeChunkTextKey(Sha256("t1")), "\x01short", false, content);
+  EXPECT_THAT(check("https://b/", "t1", false),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr("chunk text record of " + Sha256Hex(Sha256("t1"))),
+                             HasSubstr("6 bytes"))));
+  // A holder (older than the real one, so it is listed first).
+  PutRaw(fmt::EncodeChunkHolderKey({Sha256("t2"), T(1), "https://z/", "0"}), "\x09", false,
+         content);
+  EXPECT_THAT(check("https://b/", "t2", false),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr("chunk holder 0 of " + Sha256Hex(Sha256("t2"))),
+                             HasSubstr("unknown value version 9"))));
+  // A fingerprint record: found when the index is loaded.
+  PutRaw(fmt::EncodeChunkFingerprintKey(999), "x", false, content);
+  EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_)),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr("load chunk fingerprints of store at " + path_),
+                             HasSubstr("fingerprint value"))));
+}
+
 TEST(FromRocksDbStatusTest, MapsByCallerActionWithContext) {
   using rocksdb::Status;
   using ::dedupd::rocksdb_internal::FromRocksDbStatus;
@@ -424,8 +640,9 @@ TEST(FromRocksDbStatusTest, MapsByCallerActionWithContext) {
 // (SIGKILL) and reaped on destruction at the latest.
 class HelperProcess {
  public:
+  // `mode`: empty (claim URLs) or "chunks" (see rocksdb_crash_helper.cc).
   static absl::StatusOr<std::unique_ptr<HelperProcess>> Start(
-      const std::string& store_path) {
+      const std::string& store_path, const std::string& mode = "") {
     int in[2], out[2];
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
       return absl::InternalError(absl::StrCat("pipe2: ", std::strerror(errno)));
@@ -436,8 +653,9 @@ class HelperProcess {
     posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
     std::string helper = DEDUPD_ROCKSDB_CRASH_HELPER;
     std::string version = std::to_string(kNormalizerVersion);
-    char* argv[] = {helper.data(), const_cast<char*>(store_path.c_str()),
-                    version.data(), nullptr};
+    std::string mode_arg = mode;
+    char* argv[] = {helper.data(), const_cast<char*>(store_path.c_str()), version.data(),
+                    mode.empty() ? nullptr : mode_arg.data(), nullptr};
     pid_t pid = 0;
     const int rc = posix_spawn(&pid, helper.c_str(), &actions, nullptr, argv,
                                environ);
@@ -548,6 +766,46 @@ TEST_F(RocksDbStoreProcessTest, AnsweredClaimsSurviveKillDashNine) {
   for (size_t i = 0; i < kKeys; ++i) {
     ASSERT_FALSE(out[i].is_new) << "lost acknowledged claim " << i;
     ASSERT_GE(out[i].first_seen, before - absl::Microseconds(1)) << i;
+  }
+}
+
+// The same for chunk claims: every chunk answered kNew by the killed
+// process is still there, with its text, holder and index entry.
+TEST_F(RocksDbStoreProcessTest, AnsweredChunkClaimsSurviveKillDashNine) {
+  constexpr size_t kDocs = 300;
+  auto simhash = [](size_t i) { return (i + 1) * 0x9e3779b97f4a7c15ULL; };
+  std::string input;
+  for (size_t i = 0; i < kDocs; ++i) {
+    absl::StrAppend(&input, "https://d", i, "/\ttext", i, "\t", absl::Hex(simhash(i)), "\n");
+  }
+  const absl::Time before = absl::Now();
+  {
+    ASSERT_OK_AND_ASSIGN(auto child, HelperProcess::Start(path_, "chunks"));
+    ASSERT_TRUE(child->Write(input + "go\n"));
+    ASSERT_EQ(child->ReadLine(), absl::StrCat("claimed ", kDocs));
+    child->Kill();
+  }
+  ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+  EXPECT_EQ(store->chunk_index_stats().fingerprints, kDocs);
+  ChunkDocument exact{"https://q/", {}};
+  ChunkDocument near{"https://r/", {}};
+  for (size_t i = 0; i < kDocs; ++i) {
+    exact.chunks.push_back(TestChunk(absl::StrCat(i), absl::StrCat("text", i), simhash(i)));
+    near.chunks.push_back(TestChunk(absl::StrCat(i), absl::StrCat("other", i), simhash(i) ^ 0b11));
+  }
+  ChunkAnswer answer;
+  ASSERT_THAT(store->CheckChunks(exact, true, absl::Now(), &answer), IsOk());
+  for (size_t i = 0; i < kDocs; ++i) {
+    const ChunkOutcome& o = answer.outcomes[i];
+    ASSERT_EQ(o.verdict, ChunkVerdict::kExactDuplicate) << "lost acknowledged chunk " << i;
+    ASSERT_EQ(o.duplicate_document_url, absl::StrCat("https://d", i, "/"));
+    ASSERT_GE(o.first_seen, before - absl::Microseconds(1)) << i;
+    ASSERT_EQ(o.other_holders, 1u) << i;
+  }
+  ASSERT_THAT(store->CheckChunks(near, false, absl::Now(), &answer), IsOk());
+  for (size_t i = 0; i < kDocs; ++i) {
+    ASSERT_EQ(answer.outcomes[i].verdict, ChunkVerdict::kNearDuplicate) << i;
+    ASSERT_EQ(answer.outcomes[i].distance, 2) << i;
   }
 }
 
