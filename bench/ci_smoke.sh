@@ -90,6 +90,15 @@ step results_dedup_bench \
   "$build_dir/bench/dedupd_results_dedup_bench" --tiny \
   --pages_dir="$here/sample_pages,$here/quality_sample_pages"
 
+step chunk_quality \
+  '^quality words=all k=3 pairs=[0-9]+ near=[0-9]+ between=[0-9]+ far=[0-9]+ precision=([0-9.]+|nan) unrelated=[0-9]+ unrelated_per_pair=[0-9.e+-]+ edits=[0-9]+ edits_near=[0-9]+ recall=([0-9.]+|nan) edits_found=([0-9.]+|nan)$' \
+  "$build_dir/bench/dedupd_chunk_quality" --tiny --pages_dir="$here/sample_pages"
+
+step chunk_quality_preamble \
+  '^preamble pages=30 k=3 rule=on chunks=[0-9]+ .* content_near_wrong=[0-9]+ ' \
+  "$build_dir/bench/dedupd_chunk_quality" \
+  --preamble_dir="$here/../tests/testdata/preamble"
+
 if ((${#failed[@]})); then
   echo "ci_smoke: FAILED: ${failed[*]}"
   exit 1

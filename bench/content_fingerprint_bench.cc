@@ -6,12 +6,14 @@
 //   fingerprint docs=N bytes=N rounds=R mb_per_sec=X textbook_mb_per_sec=Y
 //   ratio=Z normalize_mb_per_sec=A sha256_mb_per_sec=B simhash_mb_per_sec=C
 //   textbook_simhash_mb_per_sec=D simhash_ratio=E cpu_mb_per_sec=F
-//   us_per_10kb=G
+//   us_per_10kb=G words=W simhash_ns_per_word=H
 //
 // (one line). Every figure is the best of --rounds rounds on the wall
 // clock, except cpu_mb_per_sec: FingerprintText on this thread's CPU time,
 // which a loaded machine inflates less (it still shares caches and cores).
-// us_per_10kb is FingerprintText's wall time per 10^4 bytes of input.
+// us_per_10kb is FingerprintText's wall time per 10^4 bytes of input;
+// words is the total of ContentFingerprint::words over the pages, and
+// simhash_ns_per_word SimHash's best wall time divided by it.
 // "textbook" is the same pipeline with SimHash computed the way the papers
 // describe it: every shingle built as a string, counted in a
 // std::unordered_map, hashed with StableHash64, then a loop over its 64
@@ -160,6 +162,10 @@ int main(int argc, char** argv) {
 
   const dedupd::SimHasher hasher;
   const int k = hasher.options().shingle_words;
+  size_t words = 0;
+  for (const std::string& p : pages) {
+    words += dedupd::FingerprintText(p, hasher)->words;
+  }
   uint64_t sink = 0;
   double full_cpu = 0;
   const double full = Best(rounds, [&] {
@@ -206,11 +212,12 @@ int main(int argc, char** argv) {
       "textbook_mb_per_sec=%.1f ratio=%.2f normalize_mb_per_sec=%.1f "
       "sha256_mb_per_sec=%.1f simhash_mb_per_sec=%.1f "
       "textbook_simhash_mb_per_sec=%.1f simhash_ratio=%.2f "
-      "cpu_mb_per_sec=%.1f us_per_10kb=%.1f\n",
+      "cpu_mb_per_sec=%.1f us_per_10kb=%.1f words=%zu "
+      "simhash_ns_per_word=%.1f\n",
       pages.size(), bytes, rounds, mbps(full), mbps(textbook),
       textbook / full, mbps(normalize), mbps(sha), mbps(simhash),
       mbps(textbook_simhash), textbook_simhash / simhash, mbps(full_cpu),
-      full / (bytes / 1e4) * 1e6);
+      full / (bytes / 1e4) * 1e6, words, simhash / words * 1e9);
   std::fprintf(stderr, "(checksum %llu)\n",
                static_cast<unsigned long long>(sink));
   return 0;

@@ -16,7 +16,7 @@ absl::StatusOr<ContentFingerprint> FingerprintText(absl::string_view utf8,
   DEDUPD_RETURN_IF_ERROR(NormalizeTextInto(utf8, &normalized));
   ContentFingerprint fp;
   fp.sha256 = Sha256(normalized);
-  fp.simhash = hasher.Fingerprint(normalized);
+  fp.simhash = hasher.Fingerprint(normalized, &fp.words);
   fp.normalized_bytes = normalized.size();
   return fp;
 }

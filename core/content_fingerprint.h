@@ -7,7 +7,7 @@
 //   absl::StatusOr<ContentFingerprint> fp =
 //       FingerprintText("Hello,\u00a0World!", hasher);
 //   // Sha256Hex(fp->sha256) == Sha256Hex(Sha256("hello, world!"))
-//   // fp->normalized_bytes == 13
+//   // fp->normalized_bytes == 13, fp->words == 2
 #ifndef DEDUPD_CORE_CONTENT_FINGERPRINT_H_
 #define DEDUPD_CORE_CONTENT_FINGERPRINT_H_
 
@@ -25,12 +25,15 @@ struct ContentFingerprint {
   Sha256Digest sha256;      // SHA-256 of NormalizeText(text)
   uint64_t simhash;         // SimHasher::Fingerprint(NormalizeText(text))
   size_t normalized_bytes;  // size of NormalizeText(text), in bytes
+  // Words of NormalizeText(text): its number of ' ' plus 1, so >= 1 (the
+  // words SimHash shingles).
+  size_t words;
 };
 
 // FingerprintText normalizes `utf8` (NormalizeText), then hashes the
-// normalized bytes with SHA-256 and `hasher`. Errors: those of
-// NormalizeText (InvalidArgument for invalid UTF-8, a NUL byte, or empty
-// text). Thread-safe.
+// normalized bytes with SHA-256 and `hasher`, and counts their words.
+// Errors: those of NormalizeText (InvalidArgument for invalid UTF-8, a NUL
+// byte, or empty text). Thread-safe.
 absl::StatusOr<ContentFingerprint> FingerprintText(absl::string_view utf8,
                                                    const SimHasher& hasher);
 

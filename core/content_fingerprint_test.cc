@@ -26,6 +26,27 @@ TEST(FingerprintTextTest, HashesTheNormalizedText) {
   EXPECT_EQ(fp.sha256, Sha256(normalized));
   EXPECT_EQ(fp.simhash, hasher.Fingerprint(normalized));
   EXPECT_EQ(fp.normalized_bytes, normalized.size());
+  EXPECT_EQ(fp.words, 3u);
+}
+
+TEST(FingerprintTextTest, CountsTheWordsOfTheNormalizedText) {
+  const SimHasher hasher;
+  struct Case {
+    std::string input;
+    size_t words;
+  };
+  const Case cases[] = {
+      {"x", 1},
+      {"  one\n", 1},
+      {"Hello,\xC2\xA0World!", 2},
+      {"a\tb\n\nc \xE3\x80\x80 d", 4},
+      {"Stra\xC3\x9F" "e  Nummer 1", 3},
+  };
+  for (const Case& c : cases) {
+    ASSERT_OK_AND_ASSIGN(const ContentFingerprint fp,
+                         FingerprintText(c.input, hasher));
+    EXPECT_EQ(fp.words, c.words) << c.input;
+  }
 }
 
 TEST(FingerprintTextTest, EquivalentTextsGetEqualFingerprints) {

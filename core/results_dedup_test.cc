@@ -160,13 +160,17 @@ TEST(DedupResultsTest, ExactDuplicateAfterNormalization) {
 TEST(DedupResultsTest, NearDuplicateBySimHash) {
   // One word changed in a 188-word paragraph. Whether a one-word edit
   // lands within distance 3 depends on the position (SimHash is a random
-  // projection; here 67 of the 188 positions do): this one is at 2.
-  const std::string edited = ReplaceWord(kVenv, 159, "alter");
-  ASSERT_NE(edited, kVenv);
-  const int distance = Distance(kVenv, edited);
-  ASSERT_LE(distance, 3) << "precondition: a one-word edit of this "
-                            "paragraph is within the default distance";
-  ASSERT_GT(distance, 0);
+  // projection; with SimHasher kVersion 1, 67 of the 188 positions do): take
+  // the first position from word 100 on that does, so the test does not
+  // depend on the exact fingerprint algorithm.
+  std::string edited;
+  int distance = -1;
+  for (size_t pos = 100; pos < 188 && distance < 1; ++pos) {
+    edited = ReplaceWord(kVenv, pos, "alter");
+    distance = Distance(kVenv, edited);
+    if (distance > 3) distance = -1;
+  }
+  ASSERT_GE(distance, 1) << "precondition: some one-word edit is near";
   const std::vector<ResultHit> hits = {
       Hit("orig", kVenv, 0.9), Hit("other", kAsyncio, 0.7),
       Hit("edit", edited, 0.8)};

@@ -19,9 +19,12 @@
 //   uint64_t a = hasher.Fingerprint("the quick brown fox jumps over the dog");
 //   uint64_t b = hasher.Fingerprint("the quick brown fox leaps over the dog");
 //   int d = HammingDistance(a, b);  // small: 3 of 6 shingles are shared
+//   size_t words;
+//   hasher.Fingerprint("to be or not to be", &words);  // words == 6
 #ifndef DEDUPD_CORE_SIMHASH_H_
 #define DEDUPD_CORE_SIMHASH_H_
 
+#include <cstddef>
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
@@ -40,8 +43,10 @@ class SimHasher {
  public:
   // Version of the fingerprint algorithm. Persisted in the store's meta
   // record next to kTextNormalizerVersion.
-  static constexpr uint32_t kVersion = 1;
-  // Seed of the word hashes (StableHash64) and of the shingle combiner.
+  // 1: words hashed with XXH64 (StableHash64). 2: words hashed with
+  // StableWordHash64 (XXH64 only beyond 16 bytes).
+  static constexpr uint32_t kVersion = 2;
+  // Seed of the word hashes (StableWordHash64) and of the shingle combiner.
   // ASCII "dedupdSH". Part of the format: changing it bumps kVersion.
   static constexpr uint64_t kSeed = 0x6465647570645348ULL;
 
@@ -54,8 +59,14 @@ class SimHasher {
   // repeated or edge spaces are skipped; nothing else is normalized here).
   // A text with fewer words than a shingle is one shingle of all its
   // words; a text with no words has fingerprint 0.
-  // Cost: O(bytes + words * shingle_words); ~27 ns per word (docs).
+  // Cost: O(bytes + words * shingle_words); ~16 ns per word (docs).
   uint64_t Fingerprint(absl::string_view normalized_text) const;
+
+  // Fingerprint(normalized_text), also setting `*words` to the number of
+  // words of the text (maximal runs of bytes other than ' '): for
+  // NormalizeText's output, the number of ' ' plus 1. REQUIRES: `words`
+  // is not null.
+  uint64_t Fingerprint(absl::string_view normalized_text, size_t* words) const;
 
   const SimHashOptions& options() const { return options_; }
 

@@ -67,7 +67,7 @@ std::string FirstWords(absl::string_view text, size_t n) {
 uint64_t SpecFingerprint(absl::string_view text, int shingle_words) {
   std::vector<uint64_t> word_hashes;
   for (const std::string& w : Words(text)) {
-    word_hashes.push_back(StableHash64(w, SimHasher::kSeed));
+    word_hashes.push_back(StableWordHash64(w, SimHasher::kSeed));
   }
   if (word_hashes.empty()) return 0;
   const size_t k = std::min<size_t>(shingle_words, word_hashes.size());
@@ -107,10 +107,13 @@ TEST(SimHasherTest, MatchesTheSpecOnRealText) {
 
 TEST(SimHasherTest, MatchesTheSpecOnRandomWordsWithRepeats) {
   // Few distinct words: many repeated shingles; long texts: the byte lanes
-  // of the accumulator are flushed many times.
+  // of the accumulator are flushed many times. Words of 1..17 bytes and
+  // more: both word-hash paths.
   std::mt19937 rng(7);
-  const std::vector<std::string> vocab = {"a", "b", "the", "license", "x",
-                                          "\xC3\xA9t\xC3\xA9", "1"};
+  const std::vector<std::string> vocab = {
+      "a", "b", "the", "license", "x", "\xC3\xA9t\xC3\xA9", "1",
+      "exactly8", "sixteen-bytes-xx", "seventeen-bytes-x",
+      "internationalization-and-localization"};
   for (int iter = 0; iter < 300; ++iter) {
     std::string text;
     const int n = std::uniform_int_distribution<int>(0, 2000)(rng);
@@ -123,6 +126,16 @@ TEST(SimHasherTest, MatchesTheSpecOnRandomWordsWithRepeats) {
   }
 }
 
+// More than 2^16 shingles: the distinct-shingle table's wider indices.
+TEST(SimHasherTest, MatchesTheSpecOnALongText) {
+  std::mt19937 rng(11);
+  std::string text;
+  for (int i = 0; i < 70000; ++i) {
+    absl::StrAppend(&text, i ? " " : "", "w", rng() % 300);
+  }
+  EXPECT_EQ(SimHasher().Fingerprint(text), SpecFingerprint(text, 3));
+}
+
 TEST(SimHasherTest, EdgeCases) {
   const SimHasher h;
   EXPECT_EQ(h.Fingerprint(""), 0u);
@@ -133,6 +146,37 @@ TEST(SimHasherTest, EdgeCases) {
   // Empty words are skipped.
   EXPECT_EQ(h.Fingerprint(" a  b c "), h.Fingerprint("a b c"));
   EXPECT_EQ(h.options().shingle_words, 3);
+}
+
+TEST(SimHasherTest, CountsWords) {
+  const SimHasher h;
+  size_t words = 99;
+  EXPECT_EQ(h.Fingerprint("", &words), 0u);
+  EXPECT_EQ(words, 0u);
+  EXPECT_EQ(h.Fingerprint("   ", &words), 0u);
+  EXPECT_EQ(words, 0u);
+  EXPECT_EQ(h.Fingerprint("to be or not to be", &words),
+            h.Fingerprint("to be or not to be"));
+  EXPECT_EQ(words, 6u);
+  h.Fingerprint(" a  b c ", &words);
+  EXPECT_EQ(words, 3u);
+  // Words that cross the 64-byte blocks of the space masks, and the last
+  // bytes of a text (read from a padded copy).
+  for (size_t len : {1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 200}) {
+    std::string text;
+    size_t want = 0;
+    for (size_t i = 0; text.size() < len; ++i) {
+      if (!text.empty()) text += ' ';
+      text += std::string(1 + i % 19, static_cast<char>('a' + i % 26));
+      ++want;
+    }
+    h.Fingerprint(text, &words);
+    EXPECT_EQ(words, want) << text;
+    EXPECT_EQ(h.Fingerprint(text), SpecFingerprint(text, 3)) << text;
+  }
+  const std::string page = Normalized("python_tutorial_venv.txt");
+  h.Fingerprint(page, &words);
+  EXPECT_EQ(words, Words(page).size());
 }
 
 TEST(SimHasherDeathTest, ShingleWordsOutOfRange) {

@@ -1,6 +1,7 @@
 // stable_hash.cc: XXH64 per the xxHash specification (doc/xxhash_spec.md,
-// "XXH64 Algorithm Description"); see stable_hash.h. Only the scalar
-// algorithm is needed: SimHash hashes words, which are short.
+// "XXH64 Algorithm Description"), and StableWordHash64; see stable_hash.h.
+// Only the scalar XXH64 is needed: it hashes the rare words of more than 16
+// bytes.
 #include "core/stable_hash.h"
 
 #include <cstddef>
@@ -10,16 +11,41 @@ namespace dedupd {
 
 namespace {
 
-using stable_hash_internal::Avalanche;
-using stable_hash_internal::kPrime1;
-using stable_hash_internal::kPrime2;
-using stable_hash_internal::kPrime3;
-using stable_hash_internal::kPrime4;
-using stable_hash_internal::kPrime5;
-using stable_hash_internal::Load32;
 using stable_hash_internal::Load64;
-using stable_hash_internal::Rotl;
-using stable_hash_internal::Round;
+
+constexpr uint64_t kPrime1 = 0x9E3779B185EBCA87ULL;
+constexpr uint64_t kPrime2 = 0xC2B2AE3D27D4EB4FULL;
+constexpr uint64_t kPrime3 = 0x165667B19E3779F9ULL;
+constexpr uint64_t kPrime4 = 0x85EBCA77C2B2AE63ULL;
+constexpr uint64_t kPrime5 = 0x27D4EB2F165667C5ULL;
+
+inline uint64_t Rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+// Little-endian load of 4 bytes.
+inline uint32_t Load32(const unsigned char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  v = __builtin_bswap32(v);
+#endif
+  return v;
+}
+
+inline uint64_t Round(uint64_t acc, uint64_t input) {
+  acc += input * kPrime2;
+  acc = Rotl(acc, 31);
+  return acc * kPrime1;
+}
+
+// XXH64's final mix ("avalanche").
+inline uint64_t Avalanche(uint64_t h) {
+  h ^= h >> 33;
+  h *= kPrime2;
+  h ^= h >> 29;
+  h *= kPrime3;
+  h ^= h >> 32;
+  return h;
+}
 
 inline uint64_t MergeRound(uint64_t acc, uint64_t val) {
   acc ^= Round(0, val);
@@ -73,6 +99,14 @@ uint64_t StableHash64(absl::string_view data, uint64_t seed) {
     --len;
   }
   return Avalanche(h);
+}
+
+uint64_t StableWordHash64(absl::string_view word, uint64_t seed) {
+  if (word.empty() || word.size() > 16) return StableHash64(word, seed);
+  unsigned char lanes[16] = {};  // zero beyond the word
+  std::memcpy(lanes, word.data(), word.size());
+  return StableWordHash64Lanes(Load64(lanes), Load64(lanes + 8), word.size(),
+                               seed);
 }
 
 }  // namespace dedupd

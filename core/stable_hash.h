@@ -1,15 +1,21 @@
-// stable_hash.h: a fixed, seeded 64-bit hash whose values never change
+// stable_hash.h: fixed, seeded 64-bit hashes whose values never change
 // across processes, builds, compilers or machines, for anything persisted
 // or compared between processes (SimHash word hashes). std::hash and
 // absl::Hash are per-build or per-process and must not be used for that.
 //
-// The function is XXH64 (Yann Collet, xxHash 0.8 specification,
+// StableHash64 is XXH64 (Yann Collet, xxHash 0.8 specification,
 // doc/xxhash_spec.md), implemented here and pinned by golden vectors from
 // the reference implementation (stable_hash_test.cc), so no library
-// upgrade can change it.
+// upgrade can change it. StableWordHash64 is our own hash for words: two
+// 64x64->128-bit multiplies for up to 16 bytes (the structure of wyhash's
+// short-input path, Wang Yi 2019, with our constants), XXH64 beyond;
+// specified in docs/content_fingerprint.md ("Stable hash") and pinned by
+// golden vectors from an independent implementation of that text
+// (core/testdata/simhash_golden.py).
 //
 // Example:
 //   uint64_t h = StableHash64("abc", 0);  // == 0x44bc2cf5ad770999
+//   uint64_t w = StableWordHash64("abc", SimHasher::kSeed);
 #ifndef DEDUPD_CORE_STABLE_HASH_H_
 #define DEDUPD_CORE_STABLE_HASH_H_
 
@@ -26,27 +32,42 @@ namespace dedupd {
 // Cost: about 1 ns per 8 bytes plus ~3 ns per call.
 uint64_t StableHash64(absl::string_view data, uint64_t seed);
 
-// StableHash64Short returns StableHash64(absl::string_view(data, len), seed)
-// for a short input, without branches on `len` (a word's length is
-// unpredictable, and a mispredicted branch costs more than the few extra
-// multiplies), inlined for SimHash's per-word loop.
-// REQUIRES: len < 16, and 16 bytes readable at `data` (bytes past `len`
-// are read and ignored).
-inline uint64_t StableHash64Short(const char* data, size_t len, uint64_t seed);
+// StableWordHash64 returns the hash of a word (SimHash, kVersion >= 2):
+// for 1..16 bytes StableWordHash64Lanes of its bytes, for 0 or more than
+// 16 bytes StableHash64(word, seed). Total, thread-safe, the same on every
+// platform. Cost: ~2 ns for a word of up to 16 bytes.
+uint64_t StableWordHash64(absl::string_view word, uint64_t seed);
+
+// StableWordHash64Lanes is StableWordHash64 of a word of `len` bytes given
+// as two little-endian 64-bit lanes: `lo` holds bytes 0..7 and `hi` bytes
+// 8..15, each zero beyond `len` (byte i of the word is bits 8i..8i+7 of
+// lo, or of hi for i >= 8). Inlined for SimHash's per-word loop, which
+// loads and masks the lanes itself. REQUIRES: 1 <= len <= 16; lanes zero
+// beyond `len`. Computes, with both products taken as 128-bit:
+//   p = (lo XOR kWordA) * (hi XOR kWordB)
+//   q = (low64(p) XOR kWordC XOR len) * (high64(p) XOR seed)
+//   return low64(q) XOR high64(q)
+// kWordA and kWordB have a zero low byte, so that neither factor of p is 0
+// for a word without NUL bytes: its byte 0 (in lo), and byte 8 (in hi,
+// when len > 8) are not zero, and hi XOR kWordB = kWordB when len <= 8.
+inline uint64_t StableWordHash64Lanes(uint64_t lo, uint64_t hi, size_t len,
+                                      uint64_t seed);
 
 // Implementation details below.
 
 namespace stable_hash_internal {
 
-inline constexpr uint64_t kPrime1 = 0x9E3779B185EBCA87ULL;
-inline constexpr uint64_t kPrime2 = 0xC2B2AE3D27D4EB4FULL;
-inline constexpr uint64_t kPrime3 = 0x165667B19E3779F9ULL;
-inline constexpr uint64_t kPrime4 = 0x85EBCA77C2B2AE63ULL;
-inline constexpr uint64_t kPrime5 = 0x27D4EB2F165667C5ULL;
+// StableWordHash64's constants: 2^64 / phi (golden ratio) and XXH64's
+// PRIME64_2, each with its low byte cleared, and SplitMix64's first
+// multiplier (Steele, Lea, Flood 2014).
+inline constexpr uint64_t kWordA = 0x9E3779B97F4A7C00ULL;
+inline constexpr uint64_t kWordB = 0xC2B2AE3D27D4EB00ULL;
+inline constexpr uint64_t kWordC = 0xBF58476D1CE4E5B9ULL;
 
-inline uint64_t Rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+// 128-bit unsigned integer (GCC and Clang on 64-bit targets).
+__extension__ typedef unsigned __int128 Uint128;
 
-// Little-endian loads: the hash value must not depend on the host.
+// Little-endian load of 8 bytes: hash values must not depend on the host.
 inline uint64_t Load64(const unsigned char* p) {
   uint64_t v;
   std::memcpy(&v, p, sizeof(v));
@@ -55,61 +76,17 @@ inline uint64_t Load64(const unsigned char* p) {
 #endif
   return v;
 }
-inline uint32_t Load32(const unsigned char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap32(v);
-#endif
-  return v;
-}
-
-inline uint64_t Round(uint64_t acc, uint64_t input) {
-  acc += input * kPrime2;
-  acc = Rotl(acc, 31);
-  return acc * kPrime1;
-}
-
-// XXH64's final mix ("avalanche").
-inline uint64_t Avalanche(uint64_t h) {
-  h ^= h >> 33;
-  h *= kPrime2;
-  h ^= h >> 29;
-  h *= kPrime3;
-  h ^= h >> 32;
-  return h;
-}
-
-// Returns `take ? then : otherwise`; compilers emit a conditional move.
-inline uint64_t Select(bool take, uint64_t then, uint64_t otherwise) {
-  return take ? then : otherwise;
-}
 
 }  // namespace stable_hash_internal
 
-inline uint64_t StableHash64Short(const char* data, size_t len, uint64_t seed) {
+inline uint64_t StableWordHash64Lanes(uint64_t lo, uint64_t hi, size_t len,
+                                      uint64_t seed) {
   using namespace stable_hash_internal;  // NOLINT(build/namespaces)
-  // XXH64 for len < 32 consumes one 8-byte lane per 8 bytes, then one
-  // 4-byte lane if 4 or more bytes remain, then single bytes. With
-  // len < 16 each lane runs at most once (a byte lane at most 3 times):
-  // every step is computed and kept only when the length calls for it.
-  const auto* p = reinterpret_cast<const unsigned char*>(data);
-  uint64_t h = seed + kPrime5 + static_cast<uint64_t>(len);
-  const uint64_t t8 = Rotl(h ^ Round(0, Load64(p)), 27) * kPrime1 + kPrime4;
-  h = Select(len >= 8, t8, h);
-  p += len & 8;
-  const uint64_t t4 =
-      Rotl(h ^ static_cast<uint64_t>(Load32(p)) * kPrime1, 23) * kPrime2 +
-      kPrime3;
-  h = Select((len & 4) != 0, t4, h);
-  p += len & 4;
-  const size_t bytes = len & 3;
-  for (size_t i = 0; i < 3; ++i) {
-    const uint64_t t1 =
-        Rotl(h ^ static_cast<uint64_t>(p[i]) * kPrime5, 11) * kPrime1;
-    h = Select(i < bytes, t1, h);
-  }
-  return Avalanche(h);
+  const Uint128 p = static_cast<Uint128>(lo ^ kWordA) * (hi ^ kWordB);
+  const Uint128 q = static_cast<Uint128>(static_cast<uint64_t>(p) ^ kWordC ^
+                                         static_cast<uint64_t>(len)) *
+                    (static_cast<uint64_t>(p >> 64) ^ seed);
+  return static_cast<uint64_t>(q) ^ static_cast<uint64_t>(q >> 64);
 }
 
 }  // namespace dedupd

@@ -1,7 +1,10 @@
 // stable_hash_test.cc: StableHash64 == XXH64, pinned by golden values that
 // were produced by the reference implementation (libxxhash 0.8.1,
-// XXH64()). These values are part of the SimHash format: if this test
-// fails, stored fingerprints are wrong, whatever the code change was.
+// XXH64()); StableWordHash64 pinned by golden values from an independent
+// implementation of its specification in docs/content_fingerprint.md
+// (`python3 core/testdata/simhash_golden.py --word_vectors`). These values
+// are part of the SimHash format: if this test fails, stored fingerprints
+// are wrong, whatever the code change was.
 #include "core/stable_hash.h"
 
 #include <cstdint>
@@ -40,6 +43,65 @@ TEST(StableHash64Test, GoldenXxh64Values) {
   for (const Golden& g : golden) {
     SCOPED_TRACE(g.data);
     EXPECT_EQ(StableHash64(g.data, g.seed), g.want);
+  }
+}
+
+TEST(StableWordHash64Test, GoldenValues) {
+  constexpr uint64_t kS = 0x6465647570645348ULL;  // SimHasher::kSeed
+  const Golden golden[] = {
+      {"a", kS, 0x5c0917e16ce29c66ULL},
+      {"abc", kS, 0x9503ca133ee0c417ULL},
+      {"dedupd", kS, 0x8329f238f9b0ad79ULL},
+      {"12345678", kS, 0xff1a9c4fd9b5d4f4ULL},
+      {"123456789", kS, 0x4ea261c429728861ULL},
+      {"0123456789abcdef", kS, 0xe34e9c5531b4bcdeULL},
+      {"stra\xC3\x9F" "e", kS, 0x107b98dced415afbULL},
+      // Not 1..16 bytes: XXH64.
+      {"0123456789abcdefg", kS, 0x947e2d16821b41e1ULL},
+      {"", kS, 0x1007c9cbe615fcdbULL},
+  };
+  for (const Golden& g : golden) {
+    SCOPED_TRACE(g.data);
+    EXPECT_EQ(StableWordHash64(g.data, g.seed), g.want);
+  }
+  EXPECT_EQ(StableWordHash64("0123456789abcdefg", kS),
+            StableHash64("0123456789abcdefg", kS));
+}
+
+// The lanes form is the same function when given the masked lanes.
+TEST(StableWordHash64Test, LanesMatchTheWord) {
+  const std::string text = "0123456789abcdefXXXXXXXX";
+  for (size_t len = 1; len <= 16; ++len) {
+    uint64_t lo = 0;
+    uint64_t hi = 0;
+    for (size_t i = 0; i < len; ++i) {
+      const uint64_t byte = static_cast<unsigned char>(text[i]);
+      if (i < 8) {
+        lo |= byte << (8 * i);
+      } else {
+        hi |= byte << (8 * (i - 8));
+      }
+    }
+    EXPECT_EQ(StableWordHash64Lanes(lo, hi, len, 7),
+              StableWordHash64(text.substr(0, len), 7))
+        << len;
+  }
+}
+
+// Every byte, the length and the seed change the hash; a trailing NUL
+// (a zero byte, the same lanes) is told apart by the length.
+TEST(StableWordHash64Test, EveryByteLengthAndSeedMatter) {
+  const std::string word = "abcdefghijklmnop";
+  for (size_t len = 1; len <= word.size(); ++len) {
+    const std::string w = word.substr(0, len);
+    const uint64_t h = StableWordHash64(w, 1);
+    EXPECT_NE(h, StableWordHash64(w, 2)) << len;
+    EXPECT_NE(h, StableWordHash64(w + std::string(1, '\0'), 1)) << len;
+    for (size_t i = 0; i < len; ++i) {
+      std::string changed = w;
+      changed[i] ^= 1;
+      EXPECT_NE(h, StableWordHash64(changed, 1)) << len << " " << i;
+    }
   }
 }
 
