@@ -7,14 +7,16 @@
 //   checkchunks phase=<p> mode=<m> threads=<t> chunks_per_doc=<c>
 //       chunk_bytes=<b> docs=<n> chunks=<k> secs=<s> chunks_per_sec=<x>
 //       docs_per_sec=<y> p50_ms=<a> p99_ms=<z> new=<k> exact=<e> near=<r>
-//       invalid=<i> replaced=<d> errors=<c>
+//       invalid=<i> replaced=<d> errors=<c> client_cpu_secs=<u>
 //
 // (one line). docs/chunks: sent; chunk_bytes: their mean text size; secs:
 // wall time from the first call to the last answer; chunks_per_sec and
 // docs_per_sec: answered chunks and documents (calls) per second;
 // p50_ms/p99_ms: latency of one call (one document); new/exact/near/invalid:
 // chunk verdicts; replaced: stored chunks the calls replaced (re-sent
-// documents); errors: failed calls. Exits 1 when any call failed.
+// documents); errors: failed calls; client_cpu_secs: this tool's own user +
+// system CPU from the first call to the last answer (it shares the machine
+// with the server). Exits 1 when any call failed.
 //
 // Phases (which documents are sent):
 //   fill     documents [0, F), F = --store_chunks / --chunks_per_doc: after
@@ -54,6 +56,8 @@
 #include <iostream>
 #include <string>
 #include <vector>
+
+#include <sys/resource.h>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/flags/flag.h"
@@ -224,6 +228,14 @@ std::string SiteHeader(int64_t site) {
                       "your way; report errors in these pages on the issue tracker.");
 }
 
+// This process's user + system CPU time so far, in seconds.
+double CpuSecs() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -323,6 +335,7 @@ int main(int argc, char** argv) {
   spec.threads = threads;
   spec.batches = total;
   spec.deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
+  const double cpu_at_start = CpuSecs();
   const Clock::time_point start = Clock::now();
   spec.stop_sending = start + std::chrono::duration_cast<Clock::duration>(
                                   std::chrono::duration<double>(seconds));
@@ -365,11 +378,12 @@ int main(int argc, char** argv) {
   const int64_t docs_answered = docs_sent - all.errors;
   const double p50 = dedupd::bench::Percentile(&all.latency_ms, 0.50);
   const double p99 = dedupd::bench::Percentile(&all.latency_ms, 0.99);
+  const double client_cpu = CpuSecs() - cpu_at_start;
   std::cout << absl::StrFormat(
                    "checkchunks phase=%s mode=%s threads=%d chunks_per_doc=%d chunk_bytes=%.0f "
                    "docs=%d chunks=%d secs=%.2f chunks_per_sec=%.0f docs_per_sec=%.0f "
                    "p50_ms=%.2f p99_ms=%.2f new=%d exact=%d near=%d invalid=%d replaced=%d "
-                   "errors=%d",
+                   "errors=%d client_cpu_secs=%.2f",
                    phase, mode_name, threads, chunks_per_doc,
                    all.sent > 0 ? static_cast<double>(text_bytes.load()) /
                                       static_cast<double>(all.sent)
@@ -380,7 +394,8 @@ int main(int argc, char** argv) {
                    all.verdicts["CHUNK_VERDICT_NEW"],
                    all.verdicts["CHUNK_VERDICT_EXACT_DUPLICATE"],
                    all.verdicts["CHUNK_VERDICT_NEAR_DUPLICATE"],
-                   all.verdicts["CHUNK_VERDICT_INVALID"], replaced.load(), all.errors)
+                   all.verdicts["CHUNK_VERDICT_INVALID"], replaced.load(), all.errors,
+                   client_cpu)
             << std::endl;
   dedupd::bench::PrintErrors("chunk_load", all);
   return all.errors == 0 ? 0 : 1;

@@ -80,6 +80,10 @@ step run_content_bench '^restart  docs=[0-9]+ secs_to_serving=' \
   "$here/run_content_bench.sh" --build_dir="$build_dir" --tiny \
   --pages_dir="$here/sample_pages"
 
+step run_chunk_bench '^restart  chunks=[0-9]+ secs_to_serving=' \
+  "$here/run_chunk_bench.sh" --build_dir="$build_dir" --tiny \
+  --pages_dir="$here/sample_pages"
+
 step content_store_bench \
   '^content_store docs=3000 .* index_fps=3000 .*near_probe_us=[0-9.]+$' \
   "$build_dir/bench/dedupd_content_store_bench" --dir="$tmp/content_store" \

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# run_chunk_bench.sh: CheckChunks throughput against the real server binary
+# on 127.0.0.1 with a fresh data dir, on a store that already holds
+# --store_chunks chunks (issue 4: >= 50,000 chunks/s, ~500-byte chunks, 20
+# per request, on a store of 1,000,000 chunks).
+#
+# Phases (documents of dedupd_chunk_load, seed 1; F = store_chunks / 20):
+#   fill     claim documents [0, F): the store then holds --store_chunks
+#   measure  claim --measure new documents [F, F+M) on the filled store,
+#            bounded by --measure_secs
+#   resend   claim --resend documents [0, R) again: each replaces its own
+#            20 stored chunks (0: skipped)
+# Prints each phase's checkchunks line (docs/benchmarks.md) followed by
+#   server  phase=<p> cpu_secs=<c> cpu_us_per_chunk=<u> rss_mb=<r>
+# (the server process's user+system CPU during the phase, per answered
+# chunk), then
+#   store  chunks=<n> bytes=<b> bytes_per_chunk=<y> peak_rss_mb=<z>
+#   restart  chunks=<n> secs_to_serving=<s>
+# (bytes: du of the data dir after the fill; the restart reopens the store).
+# Exits non-zero when a tool fails, a call fails, or a count is wrong.
+#
+# Usage: bench/run_chunk_bench.sh [--build_dir=DIR] [--pages_dir=DIR]
+#          [--store_chunks=N] [--measure=N] [--measure_secs=S] [--resend=N]
+#          [--threads=N] [--tiny] [--keep_data] [-- extra dedupd flags]
+#   --build_dir     where dedupd was built (default: build)
+#   --pages_dir     page corpus (default bench/corpus/pages, from
+#                   make_text_corpus.py; falls back to bench/sample_pages)
+#   --store_chunks  chunks stored by the fill (default 1000000)
+#   --measure       new documents in the measure phase (default 20000)
+#   --measure_secs  its time bound (default 120); every phase is also
+#                   bounded by --phase_secs (default 3600)
+#   --resend        documents re-sent (default 5000; 0: no resend phase)
+#   --threads       client threads, one call in flight each (default 4)
+#   --tiny          CI size: --store_chunks=2000 --measure=100 --resend=50
+#                   --phase_secs=60
+# Example:
+#   bench/run_chunk_bench.sh --build_dir=build --store_chunks=1000000
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+build_dir="$here/../build"
+pages_dir="$here/corpus/pages"
+store_chunks=1000000
+measure=20000
+measure_secs=120
+resend=5000
+threads=4
+phase_secs=3600
+keep_data=0
+server_flags=()
+while (($#)); do
+  case "$1" in
+    --build_dir=*) build_dir=${1#*=} ;;
+    --pages_dir=*) pages_dir=${1#*=} ;;
+    --store_chunks=*) store_chunks=${1#*=} ;;
+    --measure=*) measure=${1#*=} ;;
+    --measure_secs=*) measure_secs=${1#*=} ;;
+    --resend=*) resend=${1#*=} ;;
+    --threads=*) threads=${1#*=} ;;
+    --phase_secs=*) phase_secs=${1#*=} ;;
+    --tiny) store_chunks=2000; measure=100; resend=50; phase_secs=60 ;;
+    --keep_data) keep_data=1 ;;
+    --) shift; server_flags=("$@"); break ;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
+    *) echo "run_chunk_bench: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+for n in "$store_chunks" "$measure" "$measure_secs" "$resend" "$threads" "$phase_secs"; do
+  [[ "$n" =~ ^[0-9]+$ ]] || { echo "run_chunk_bench: not a count: $n" >&2; exit 2; }
+done
+((store_chunks >= 20 && measure > 0 && measure_secs > 0 && threads > 0 && phase_secs > 0)) ||
+  { echo "run_chunk_bench: --store_chunks >= 20, other counts > 0" >&2; exit 2; }
+fill_docs=$(((store_chunks + 19) / 20))
+((resend <= fill_docs)) || resend=$fill_docs
+if ! compgen -G "$pages_dir/*.txt" >/dev/null; then pages_dir="$here/sample_pages"; fi
+
+server_bin="$build_dir/server/dedupd"
+load_bin="$build_dir/bench/dedupd_chunk_load"
+for b in "$server_bin" "$load_bin"; do
+  [[ -x "$b" ]] || { echo "run_chunk_bench: $b not built" >&2; exit 1; }
+done
+work=$(mktemp -d "${TMPDIR:-/tmp}/dedupd-chunk-bench.XXXXXX")
+tool=run_chunk_bench
+# shellcheck source=bench/server_lib.sh
+source "$here/server_lib.sh"
+start_server
+
+echo "# dedupd chunk bench: threads=$threads store_chunks=$store_chunks measure=$measure" \
+  "measure_secs=$measure_secs resend=$resend pages_dir=$pages_dir nproc=$(nproc)" \
+  "loadavg=$(cut -d' ' -f1-3 /proc/loadavg) server_flags=${server_flags[*]:-none}"
+
+last_line=""
+# server_cpu_ticks: the server's user + system CPU time, in clock ticks.
+server_cpu_ticks() {
+  awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$server_pid/stat" 2>/dev/null || echo 0
+}
+ticks_per_sec=$(getconf CLK_TCK)
+
+# run_phase NAME CHECK ARGS...: one dedupd_chunk_load phase and the
+# server's CPU during it. CHECK is a list of "FIELD=EXPECTED" (may be
+# empty) that the phase's line must contain.
+run_phase() {
+  local name=$1 check=$2 line rc c0 c1 chunks
+  shift 2
+  c0=$(server_cpu_ticks)
+  line=$(timeout --signal=TERM --kill-after=10 $((phase_secs + 120)) "$load_bin" \
+    --target="127.0.0.1:$port" --pages_dir="$pages_dir" --seed=1 --phase="$name" \
+    --store_chunks="$store_chunks" --threads="$threads" --seconds="$phase_secs" "$@")
+  rc=$?
+  c1=$(server_cpu_ticks)
+  echo "$line"
+  last_line=$line
+  if ((rc != 0)) || [[ -z "$line" ]]; then
+    echo "run_chunk_bench: $name: dedupd_chunk_load failed (status $rc)" >&2
+    status=1
+    return 1
+  fi
+  chunks=$(field chunks "$line")
+  awk -v c="$((c1 - c0))" -v t="$ticks_per_sec" -v n="${chunks:-0}" -v p="$name" \
+    -v r="$(awk '/^VmRSS:/ {print $2}' "/proc/$server_pid/status" 2>/dev/null)" 'BEGIN {
+    printf "server  phase=%s cpu_secs=%.2f cpu_us_per_chunk=%.1f rss_mb=%.1f\n",
+      p, c / t, (n > 0 ? c / t * 1e6 / n : 0), r / 1024 }'
+  local want
+  for want in $check invalid=0 errors=0; do
+    if [[ " $line " != *" $want "* ]]; then
+      echo "run_chunk_bench: $name: expected $want" >&2
+      status=1
+    fi
+  done
+}
+
+# The fill's chunks: whole documents of 20, so store_chunks rounded up.
+stored=$((fill_docs * 20))
+run_phase fill "chunks=$stored"
+disk_bytes=$(du -sb "$data_dir" | cut -f1)
+run_phase measure "" --docs="$measure" --seconds="$measure_secs"
+measured=$(field chunks "$last_line")
+if ((resend > 0)); then
+  run_phase resend "chunks=$((resend * 20)) replaced=$((resend * 20))" --docs="$resend"
+fi
+
+peak_rss_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$server_pid/status" 2>/dev/null)
+awk -v n="$stored" -v b="$disk_bytes" -v r="${peak_rss_kb:-0}" 'BEGIN {
+  printf "store  chunks=%d bytes=%d bytes_per_chunk=%.1f peak_rss_mb=%.1f\n",
+    n, b, (n > 0 ? b / n : 0), r / 1024 }'
+stop_server
+restart_start=$(date +%s.%N)
+start_server
+restart_end=$(date +%s.%N)
+awk -v n="$((stored + ${measured:-0}))" -v a="$restart_start" -v b="$restart_end" 'BEGIN {
+  printf "restart  chunks=%d secs_to_serving=%.3f\n", n, b - a }'
+echo "# end loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
+stop_server
+exit "$status"
