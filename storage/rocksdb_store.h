@@ -23,7 +23,8 @@
 // Thread safety: thread-safe. The check-and-write of a claim batch's
 // absent keys holds per-key claim locks, so claims of the same key are
 // serialized while claims of disjoint keys, reads of present keys and
-// lookups run concurrently. Close may be called concurrently with other
+// lookups run concurrently. Chunk claims lock their document's key and then
+// their texts' keys (CheckChunks). Close may be called concurrently with other
 // calls: it waits for calls in flight, and later calls fail with
 // FailedPrecondition.
 #ifndef DEDUPD_STORAGE_ROCKSDB_STORE_H_

@@ -13,10 +13,12 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <random>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -500,6 +502,77 @@ TEST_F(RocksDbStoreTest, ChunkAnswersMatchTheMemoryStoreAcrossReopens) {
   ExpectSameChunkAnswer(got, want);
   EXPECT_GT(store->chunk_index_stats().fingerprints, 0u);
   EXPECT_GT(store->chunk_index_stats().memory_bytes, 0u);
+}
+
+// Claims of shared texts from many threads, with peeks running alongside:
+// no call fails (a peek reading while claims replace texts must not see
+// half of a claim), and afterwards, reopened, every text counts exactly
+// the chunks the documents' last versions hold.
+TEST_F(RocksDbStoreTest, ConcurrentChunkClaimsAndPeeksKeepTheRecordsConsistent) {
+  constexpr int kThreads = 4;
+  constexpr int kDocsPerThread = 4;
+  constexpr int kTexts = 12;
+  constexpr int kSteps = 150;
+  auto simhash = [](int t) { return (uint64_t(t) + 1) * 0x9e3779b97f4a7c15ULL; };
+  auto doc_of = [](int thread, int d) { return absl::StrCat("https://t", thread, "/d", d); };
+  ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+  // last[thread][d]: the texts of the document's last claimed version.
+  std::vector<std::vector<std::vector<int>>> last(
+      kThreads, std::vector<std::vector<int>>(kDocsPerThread));
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  for (int th = 0; th < kThreads; ++th) {
+    threads.emplace_back([&, th] {
+      std::mt19937_64 rng(100 + th);
+      for (int step = 0; step < kSteps; ++step) {
+        const int d = static_cast<int>(rng() % kDocsPerThread);
+        const bool claim = rng() % 3 != 0;
+        ChunkDocument doc{claim ? doc_of(th, d) : absl::StrCat("https://peek", th, "/"), {}};
+        std::vector<int> texts;
+        const int n = static_cast<int>(rng() % 4);
+        for (int c = 0; c < n; ++c) {
+          const int t = static_cast<int>(rng() % kTexts);
+          texts.push_back(t);
+          doc.chunks.push_back(
+              TestChunk(absl::StrCat(c), absl::StrCat("text", t), simhash(t) ^ (rng() % 4)));
+        }
+        ChunkAnswer answer;
+        absl::Status s = store->CheckChunks(doc, claim, absl::Now(), &answer);
+        if (!s.ok()) {
+          ADD_FAILURE() << s;
+          ++errors;
+          continue;
+        }
+        if (claim) last[th][d] = texts;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  ASSERT_EQ(errors.load(), 0);
+  ASSERT_THAT(store->Close(), IsOk());
+  store.reset();
+  ASSERT_OK_AND_ASSIGN(store, RocksDbStore::Open(SmallOptions(path_)));
+  std::vector<uint64_t> holders(kTexts, 0);
+  for (const auto& docs : last) {
+    for (const auto& texts : docs) {
+      for (int t : texts) ++holders[t];
+    }
+  }
+  ChunkDocument probe{"https://probe/", {}};
+  size_t held = 0;
+  for (int t = 0; t < kTexts; ++t) {
+    probe.chunks.push_back(TestChunk(absl::StrCat(t), absl::StrCat("text", t), simhash(t), -1));
+    held += holders[t] > 0 ? 1 : 0;
+  }
+  ChunkAnswer answer;
+  ASSERT_THAT(store->CheckChunks(probe, false, absl::Now(), &answer), IsOk());
+  for (int t = 0; t < kTexts; ++t) {
+    EXPECT_EQ(answer.outcomes[t].other_holders, holders[t]) << "text " << t;
+    EXPECT_EQ(answer.outcomes[t].verdict, holders[t] > 0 ? ChunkVerdict::kExactDuplicate
+                                                         : ChunkVerdict::kNew)
+        << "text " << t;
+  }
+  EXPECT_EQ(store->chunk_index_stats().fingerprints, held);
 }
 
 TEST_F(RocksDbStoreTest, ChunkIndexStatsCountTextsAcrossReopen) {
