@@ -1,8 +1,9 @@
 // dedupctl: dedupd from a shell. One URL (or one JSON document) a line in,
 // one JSON object a line out. `normalize` runs the normalizer offline; `url
-// check|peek` and `content check|peek` ask a server through the client
-// library. docs/dedupctl.md is the user documentation; kUsage below is its
-// short form.
+// check|peek`, `content check|peek` and `chunks check|peek` ask a server
+// through the client library, and `results dedup` turns one JSON hit list
+// into one JSON decision. docs/dedupctl.md is the user documentation;
+// kUsage below is its short form.
 //
 // Exit codes: 0 every item valid, 1 some item invalid (or a bad input
 // line), 2 usage, config, connection or RPC error (with a one-line message
@@ -18,6 +19,8 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <iterator>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,14 +33,18 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/client.h"
 #include "client/json.h"
+#include "core/status_macros.h"
 #include "core/url_normalizer.h"
 #include "dedupd/v1/dedupd.pb.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "server/config.h"
 
 namespace dedupd {
@@ -62,6 +69,11 @@ constexpr size_t kDefaultBatch = 1000;
 constexpr size_t kDefaultContentBatch = 100;
 constexpr size_t kMaxContentLineBytes = 16 << 20;
 constexpr size_t kMaxContentBatchBytes = 16 << 20;
+// `chunks`: the longest JSON line (one document with all its chunks; the
+// server's default message limit is 16 MiB too).
+constexpr size_t kMaxChunksLineBytes = 16 << 20;
+// `results dedup`: the most input read (one JSON value, held whole).
+constexpr size_t kMaxResultsInputBytes = 64 << 20;
 // Progress appears once a run is this old, then at most this often.
 constexpr absl::Duration kProgressAfter = absl::Seconds(1);
 constexpr absl::Duration kProgressEvery = absl::Milliseconds(500);
@@ -91,6 +103,25 @@ commands:
       input when absent or "-"), as is.
   content peek ...
       Like content check, but records nothing.
+  chunks check --server ADDR [--deadline SECONDS] [--max_hamming_distance K]
+               [FILE]
+      Check and record each document's chunks (one request per document;
+      its chunks replace those stored for it): NEW, EXACT_DUPLICATE or
+      NEAR_DUPLICATE of another chunk. Input: JSON lines, one document a
+      line: {"document_url": "...", "chunks": ["text", ...] or
+      [{"text": "...", "chunk_id": "..."}, ...], "max_hamming_distance": 3}.
+      Output: {"document_url", "replaced_chunks", "chunks": [...]} per line,
+      or {"line", "error"} for a bad line or a document the server rejects.
+  chunks peek ...
+      Like chunks check, but records nothing.
+  results dedup --server ADDR [--deadline SECONDS] [--top_k N]
+                [--per_source_cap N] [--max_hamming_distance K | --min_jaccard J]
+                [--min_cosine C] [FILE]
+      Deduplicate one query's hits. Input: ONE JSON value, the whole of FILE
+      or standard input (at most 64 MiB): a list of hits {"id", "text",
+      "score", "source_url", "embedding"}, or {"hits": [...], "top_k": N,
+      ...the settings below}. Output: one line {"kept", "dropped",
+      "not_examined", "per_source_cap"}, or {"error"} for a bad input.
   help
       Print this text.
 
@@ -103,19 +134,28 @@ flags:
   --base URL          resolve relative URLs against this absolute URL
   --explain           list the rules that fired
   --server ADDR       dedupd address, host:port
-  --batch N           URLs (documents) per request, 1..100000 (default 1000;
-                      100 for content)
+  --batch N           url, content: URLs (documents) per request, 1..100000
+                      (default 1000; 100 for content)
   --deadline SECONDS  deadline of each request (default 30)
   --url URL           content: the one document's URL
   --canonical_url URL content: its rel=canonical URL
   --text_file FILE    content: its text ("-": standard input)
   --max_hamming_distance K
-                      content: near-duplicate distance for documents that
-                      set none (default: the server's, 3)
+                      content, chunks: near-duplicate distance for documents
+                      that set none (default: the server's, 3); results: the
+                      SimHash distance (default 3)
+  --top_k N           results: hits to keep, >= 1 (default: all of them)
+  --per_source_cap N  results: most hits kept per source_url, 0: no cap
+                      (default: 2 when top_k <= 5, else 3)
+  --min_jaccard J     results: compare texts by shingle Jaccard >= J instead
+                      of SimHash (default 0.8 when chosen)
+  --min_cosine C      results: embedding cosine that counts as a duplicate
+                      (default 0.95)
   --                  end of flags: everything after is a URL
 
-exit codes: 0 all items valid, 1 some item invalid or some input line bad,
-2 usage, config, connection or server error.
+exit codes: 0 all items valid, 1 some item invalid or some input bad
+(including a chunks document or a results input the server rejects as
+invalid), 2 usage, config, connection or server error.
 )";
 
 // ---------------------------------------------------------------- output
@@ -360,6 +400,7 @@ struct Args {
   std::optional<std::string> config, base, server, batch, deadline;
   std::optional<std::string> url, canonical_url, text_file,
       max_hamming_distance;
+  std::optional<std::string> top_k, per_source_cap, min_jaccard, min_cosine;
   bool explain = false;
   bool help = false;
 };
@@ -423,6 +464,10 @@ absl::StatusOr<Args> ParseFlags(const std::vector<std::string>& argv,
         {"--canonical_url", &args.canonical_url},
         {"--text_file", &args.text_file},
         {"--max_hamming_distance", &args.max_hamming_distance},
+        {"--top_k", &args.top_k},
+        {"--per_source_cap", &args.per_source_cap},
+        {"--min_jaccard", &args.min_jaccard},
+        {"--min_cosine", &args.min_cosine},
     };
     for (const auto& [flag, slot] : slots) {
       if (flag == name) *slot = *value;
@@ -573,15 +618,42 @@ absl::Status CheckBatch(const DedupClient& client, dedupd::v1::ClaimMode mode,
   return flushed;
 }
 
+// ParseUint32Flag reads `--flag VALUE` as an integer in min..4294967295.
+// Returns InvalidArgument with the usage message.
+absl::StatusOr<uint32_t> ParseUint32Flag(absl::string_view flag,
+                                         const std::string& value,
+                                         uint32_t min) {
+  uint32_t n = 0;
+  if (!absl::SimpleAtoi(value, &n) || n < min) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " must be an integer in ", min,
+                     "..4294967295, got \"", value, "\""));
+  }
+  return n;
+}
+
+// ParseNumberFlag reads `--flag VALUE` as a finite number. Returns
+// InvalidArgument with the usage message.
+absl::StatusOr<double> ParseNumberFlag(absl::string_view flag,
+                                       const std::string& value) {
+  double d = 0;
+  if (!absl::SimpleAtod(value, &d) || !std::isfinite(d)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " must be a number, got \"", value, "\""));
+  }
+  return d;
+}
+
 // ClientOptionsFromArgs checks --server, --batch (default `default_batch`)
-// and --deadline, shared by `url` and `content`. Returns InvalidArgument
-// with the usage message.
+// and --deadline, shared by the commands that talk to a server (`command`
+// names one in the messages, e.g. "url check/peek"). Returns
+// InvalidArgument with the usage message.
 absl::StatusOr<ClientOptions> ClientOptionsFromArgs(const Args& args,
                                                     absl::string_view command,
                                                     size_t default_batch) {
   if (!args.server || args.server->empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(command, " check/peek needs --server ADDR"));
+        absl::StrCat(command, " needs --server ADDR"));
   }
   size_t batch_size = default_batch;
   if (args.batch && (!absl::SimpleAtoi(*args.batch, &batch_size) ||
@@ -608,7 +680,7 @@ absl::StatusOr<ClientOptions> ClientOptionsFromArgs(const Args& args,
 
 int RunUrl(dedupd::v1::ClaimMode mode, Args args) {
   absl::StatusOr<ClientOptions> client_options =
-      ClientOptionsFromArgs(args, "url", kDefaultBatch);
+      ClientOptionsFromArgs(args, "url check/peek", kDefaultBatch);
   if (!client_options.ok()) {
     return UsageError(client_options.status().message());
   }
@@ -938,7 +1010,7 @@ absl::Status ReadTextFile(const std::string& path, size_t max_bytes,
 
 int RunContent(dedupd::v1::ClaimMode mode, Args args) {
   absl::StatusOr<ClientOptions> client_options =
-      ClientOptionsFromArgs(args, "content", kDefaultContentBatch);
+      ClientOptionsFromArgs(args, "content check/peek", kDefaultContentBatch);
   if (!client_options.ok()) {
     return UsageError(client_options.status().message());
   }
@@ -946,13 +1018,10 @@ int RunContent(dedupd::v1::ClaimMode mode, Args args) {
   const size_t batch_size = options.max_items_per_request;
   std::optional<uint32_t> distance;
   if (args.max_hamming_distance) {
-    uint32_t k = 0;
-    if (!absl::SimpleAtoi(*args.max_hamming_distance, &k)) {
-      return UsageError(absl::StrCat(
-          "--max_hamming_distance must be an integer in 0..4294967295, got \"",
-          *args.max_hamming_distance, "\""));
-    }
-    distance = k;
+    absl::StatusOr<uint32_t> k = ParseUint32Flag("--max_hamming_distance",
+                                                 *args.max_hamming_distance, 0);
+    if (!k.ok()) return UsageError(k.status().message());
+    distance = *k;
   }
 
   // The input rule: --url given means the whole input is one document's
@@ -1053,6 +1122,729 @@ int RunContent(dedupd::v1::ClaimMode mode, Args args) {
   return any_invalid ? kExitInvalid : kExitOk;
 }
 
+// ----------------------------------------------------------- JSON trees
+
+// `chunks` and `results` read nested JSON (arrays of chunks, of hits, of
+// embedding elements), which ParseJsonFlatObject does not: they parse with
+// protobuf's JSON parser into a google::protobuf::Value tree and map the
+// tree onto the request with the checks below. Numbers in the tree are
+// doubles, so integers are checked to be whole and in range, and ids must
+// be strings (a double would silently round ids above 2^53).
+
+// ParseJsonValue parses `json` as exactly one JSON value (protobuf's
+// parser: RFC 8259, also accepting single quotes and a trailing comma;
+// duplicate member names are an error). Returns InvalidArgument
+// "invalid JSON: <protobuf's reason> (near: <input around the error>)".
+absl::StatusOr<google::protobuf::Value> ParseJsonValue(absl::string_view json) {
+  google::protobuf::Value value;
+  const auto status = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(json.data(), json.size()), &value);
+  if (status.ok()) return value;
+  // protobuf's message is "<reason>\n<input around the error, about 20
+  // bytes either side>\n<spaces>^": keep the reason and the excerpt (its
+  // line breaks as spaces), on one line.
+  const std::string reason(status.message().data(), status.message().size());
+  const size_t first = reason.find('\n');
+  const size_t last = reason.rfind('\n');
+  std::string message = "invalid JSON";
+  if (!IsBlank(reason.substr(0, first))) {
+    absl::StrAppend(&message, ": ", reason.substr(0, first));
+  }
+  if (first != std::string::npos && last > first) {
+    const std::string excerpt = absl::StrReplaceAll(
+        reason.substr(first + 1, last - first - 1), {{"\n", " "}, {"\r", " "}});
+    if (!IsBlank(excerpt)) {
+      absl::StrAppend(&message, " (near: ", absl::StripAsciiWhitespace(excerpt),
+                      ")");
+    }
+  }
+  return absl::InvalidArgumentError(message);
+}
+
+absl::string_view JsonKindName(const google::protobuf::Value& value) {
+  switch (value.kind_case()) {
+    case google::protobuf::Value::kNullValue:
+      return "null";
+    case google::protobuf::Value::kNumberValue:
+      return "a number";
+    case google::protobuf::Value::kStringValue:
+      return "a string";
+    case google::protobuf::Value::kBoolValue:
+      return "a boolean";
+    case google::protobuf::Value::kStructValue:
+      return "an object";
+    case google::protobuf::Value::kListValue:
+      return "an array";
+    default:
+      return "nothing";
+  }
+}
+
+absl::Status WrongType(absl::string_view path, absl::string_view want,
+                       const google::protobuf::Value& got) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "\"", path, "\" must be ", want, ", not ", JsonKindName(got)));
+}
+
+// JsonNumber formats `value` as the shortest JSON number that reads back
+// as the same double ("0.5", "3", "1e+20"); null when not finite.
+std::string JsonNumber(double value) {
+  if (!std::isfinite(value)) return "null";
+  char buffer[32];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
+    double back = 0;
+    if (absl::SimpleAtod(buffer, &back) && back == value) break;
+  }
+  return buffer;
+}
+
+// Member returns `object`'s member `name`, or nullptr when it is absent or
+// null (null counts as absent everywhere).
+const google::protobuf::Value* Member(const google::protobuf::Struct& object,
+                                      const std::string& name) {
+  auto it = object.fields().find(name);
+  if (it == object.fields().end() ||
+      it->second.kind_case() == google::protobuf::Value::kNullValue) {
+    return nullptr;
+  }
+  return &it->second;
+}
+
+// StringMember stores `object`'s string member `name` in `*out`. Returns
+// InvalidArgument naming `path` when it is not a string, or when it is
+// absent and `required`.
+absl::Status StringMember(const google::protobuf::Struct& object,
+                          const std::string& name, absl::string_view path,
+                          bool required, std::string* out) {
+  const google::protobuf::Value* v = Member(object, name);
+  if (v == nullptr) {
+    return required ? absl::InvalidArgumentError(
+                          absl::StrCat("missing \"", path, "\""))
+                    : absl::OkStatus();
+  }
+  if (v->kind_case() != google::protobuf::Value::kStringValue) {
+    return WrongType(path, "a string", *v);
+  }
+  *out = v->string_value();
+  return absl::OkStatus();
+}
+
+// WholeNumber returns `value` as an integer in min..max. Returns
+// InvalidArgument naming `path` for anything else (a fraction, out of
+// range, not a number).
+absl::StatusOr<uint32_t> WholeNumber(const google::protobuf::Value& value,
+                                     absl::string_view path, uint32_t min) {
+  constexpr uint32_t kMax = UINT32_MAX;
+  const std::string want = absl::StrCat("a whole number in ", min, "..", kMax);
+  if (value.kind_case() != google::protobuf::Value::kNumberValue) {
+    return WrongType(path, want, value);
+  }
+  const double d = value.number_value();
+  if (!(d >= min && d <= kMax && d == std::floor(d))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", path, "\" must be ", want, ", not ", JsonNumber(d)));
+  }
+  return static_cast<uint32_t>(d);
+}
+
+// Number returns `value` as a double. Returns InvalidArgument naming
+// `path` when it is not a number. (JSON has no NaN or infinity; protobuf's
+// parser rejects numbers beyond the double range.)
+absl::StatusOr<double> Number(const google::protobuf::Value& value,
+                              absl::string_view path) {
+  if (value.kind_case() != google::protobuf::Value::kNumberValue) {
+    return WrongType(path, "a number", value);
+  }
+  return value.number_value();
+}
+
+// WithRawMember returns `object` (one JSON object, e.g. from
+// JsonObjectWriter::Finish) with `"key":raw_value` added at its end: how
+// nested objects and numbers that are not integers get into a line.
+// REQUIRES: raw_value is one valid JSON value.
+std::string WithRawMember(std::string object, absl::string_view key,
+                          absl::string_view raw_value) {
+  object.pop_back();  // the closing '}'
+  if (object.size() > 1) object.push_back(',');
+  AppendJsonString(key, &object);
+  object.push_back(':');
+  object.append(raw_value.data(), raw_value.size());
+  object.push_back('}');
+  return object;
+}
+
+// --------------------------------------------------------------- chunks
+
+// ParseChunkDocument turns one JSON line into a request (docs/dedupctl.md,
+// "chunks check|peek"): an object with "document_url" (string) and
+// "chunks" (a non-empty array; each chunk a string, its text, or an object
+// with "text" (string) and optional "chunk_id" (string)), and optional
+// "max_hamming_distance" (whole number 0..4294967295). Null counts as
+// absent; other members, of the line and of chunk objects, are ignored.
+// Sets request->document_url() as soon as it is known, even on error.
+// Returns InvalidArgument saying what is wrong.
+absl::Status ParseChunkDocument(absl::string_view line,
+                                dedupd::v1::CheckChunksRequest* request) {
+  DEDUPD_ASSIGN_OR_RETURN(const google::protobuf::Value value,
+                          ParseJsonValue(line));
+  if (value.kind_case() != google::protobuf::Value::kStructValue) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a line must be a JSON object, not ", JsonKindName(value)));
+  }
+  const google::protobuf::Struct& doc = value.struct_value();
+  std::string url;
+  DEDUPD_RETURN_IF_ERROR(
+      StringMember(doc, "document_url", "document_url", true, &url));
+  request->set_document_url(url);
+  const google::protobuf::Value* chunks = Member(doc, "chunks");
+  if (chunks == nullptr) {
+    return absl::InvalidArgumentError("missing \"chunks\"");
+  }
+  if (chunks->kind_case() != google::protobuf::Value::kListValue) {
+    return WrongType("chunks", "an array", *chunks);
+  }
+  if (chunks->list_value().values().empty()) {
+    return absl::InvalidArgumentError(
+        "\"chunks\" is empty (a document has at least one chunk)");
+  }
+  for (int i = 0; i < chunks->list_value().values_size(); ++i) {
+    const google::protobuf::Value& chunk = chunks->list_value().values(i);
+    const std::string path = absl::StrCat("chunks[", i, "]");
+    dedupd::v1::ChunkItem* item = request->add_chunks();
+    if (chunk.kind_case() == google::protobuf::Value::kStringValue) {
+      item->set_text(chunk.string_value());
+      continue;
+    }
+    if (chunk.kind_case() != google::protobuf::Value::kStructValue) {
+      return WrongType(path, "a string or an object", chunk);
+    }
+    std::string text;
+    DEDUPD_RETURN_IF_ERROR(StringMember(chunk.struct_value(), "text",
+                                        absl::StrCat(path, ".text"), true,
+                                        &text));
+    item->set_text(std::move(text));
+    if (Member(chunk.struct_value(), "chunk_id") != nullptr) {
+      DEDUPD_RETURN_IF_ERROR(StringMember(chunk.struct_value(), "chunk_id",
+                                          absl::StrCat(path, ".chunk_id"), true,
+                                          item->mutable_chunk_id()));
+    }
+  }
+  if (const google::protobuf::Value* d = Member(doc, "max_hamming_distance")) {
+    DEDUPD_ASSIGN_OR_RETURN(const uint32_t k,
+                            WholeNumber(*d, "max_hamming_distance", 0));
+    request->set_max_hamming_distance(k);
+  }
+  return absl::OkStatus();
+}
+
+absl::string_view ChunkVerdictName(dedupd::v1::ChunkVerdict verdict) {
+  switch (verdict) {
+    case dedupd::v1::CHUNK_VERDICT_NEW:
+      return "NEW";
+    case dedupd::v1::CHUNK_VERDICT_EXACT_DUPLICATE:
+      return "EXACT_DUPLICATE";
+    case dedupd::v1::CHUNK_VERDICT_NEAR_DUPLICATE:
+      return "NEAR_DUPLICATE";
+    case dedupd::v1::CHUNK_VERDICT_INVALID:
+      return "INVALID";
+    default:
+      return "UNSPECIFIED";
+  }
+}
+
+// The output object of one chunk (docs/dedupctl.md, "chunks check|peek").
+std::string ChunkJson(const dedupd::v1::ChunkResult& result) {
+  JsonObjectWriter json;
+  json.String("chunk_id", result.chunk_id())
+      .String("verdict", ChunkVerdictName(result.verdict()));
+  if (result.verdict() == dedupd::v1::CHUNK_VERDICT_INVALID) {
+    return std::move(json.String("error", result.error())).Finish();
+  }
+  json.String("content_hash", result.content_hash())
+      .String("simhash", SimHashHex(result.simhash()));
+  std::string out = std::move(json).Finish();
+  if (result.verdict() == dedupd::v1::CHUNK_VERDICT_EXACT_DUPLICATE ||
+      result.verdict() == dedupd::v1::CHUNK_VERDICT_NEAR_DUPLICATE) {
+    JsonObjectWriter of;
+    of.String("document_url", result.duplicate_of_document_url())
+        .String("chunk_id", result.duplicate_of_chunk_id())
+        .Uint("distance", result.distance());
+    out = WithRawMember(std::move(out), "duplicate_of", std::move(of).Finish());
+  }
+  if (result.has_first_seen_time()) {
+    out = WithRawMember(std::move(out), "first_seen",
+                        JsonString(FormatTimestamp(result.first_seen_time())));
+  }
+  return out;
+}
+
+// The output line of one answered document.
+std::string ChunksLine(const dedupd::v1::CheckChunksResponse& response) {
+  std::vector<std::string> chunks;
+  chunks.reserve(response.results_size());
+  for (const dedupd::v1::ChunkResult& r : response.results()) {
+    chunks.push_back(ChunkJson(r));
+  }
+  JsonObjectWriter json;
+  json.String("document_url", response.document_url())
+      .Uint("replaced_chunks", response.replaced_chunks())
+      .RawArray("chunks", chunks);
+  return std::move(json).Finish();
+}
+
+// The output line of a document that was not answered: a bad input line,
+// or a request the server rejected as a whole.
+std::string ChunksErrorLine(size_t line, absl::string_view document_url,
+                            absl::string_view error) {
+  JsonObjectWriter json;
+  json.Int("line", static_cast<int64_t>(line));
+  if (!document_url.empty()) json.String("document_url", document_url);
+  json.String("error", error);
+  return std::move(json).Finish();
+}
+
+int RunChunks(dedupd::v1::ClaimMode mode, Args args) {
+  absl::StatusOr<ClientOptions> client_options =
+      ClientOptionsFromArgs(args, "chunks check/peek", 1);
+  if (!client_options.ok()) {
+    return UsageError(client_options.status().message());
+  }
+  std::optional<uint32_t> distance;
+  if (args.max_hamming_distance) {
+    absl::StatusOr<uint32_t> k = ParseUint32Flag("--max_hamming_distance",
+                                                 *args.max_hamming_distance, 0);
+    if (!k.ok()) return UsageError(k.status().message());
+    distance = *k;
+  }
+  if (args.positional.size() > 1) {
+    return UsageError("chunks check/peek reads at most one FILE of JSON lines");
+  }
+  int input_fd = -1;
+  if (!args.positional.empty() && args.positional[0] != "-") {
+    input_fd = open(args.positional[0].c_str(), O_RDONLY);
+    if (input_fd < 0) {
+      PrintError(absl::StrCat("open ", args.positional[0], ": ",
+                              std::strerror(errno)));
+      return kExitError;
+    }
+  }
+  absl::StatusOr<std::unique_ptr<DedupClient>> client =
+      DedupClient::Connect(*args.server, *client_options);
+  if (!client.ok()) {
+    PrintError(client.status().message());
+    if (input_fd >= 0) close(input_fd);
+    return kExitError;
+  }
+
+  LineReader reader(input_fd >= 0 ? input_fd : STDIN_FILENO,
+                    kMaxChunksLineBytes);
+  // One request per document, so answers are written as they come; they
+  // reach the pipe at the latest when dedupctl would wait for input.
+  reader.set_before_block([] { std::fflush(stdout); });
+  Progress progress;
+  size_t done = 0;
+  bool any_invalid = false;
+  bool write_ok = true;
+  absl::Status status;
+  std::string line;
+  bool too_long = false;
+  while (reader.ReadLine(&line, &too_long)) {
+    if (!too_long && IsBlank(line)) continue;
+    const size_t line_number = reader.line_number();
+    dedupd::v1::CheckChunksRequest request;
+    absl::Status parsed =
+        too_long ? absl::InvalidArgumentError(absl::StrCat(
+                       "longer than ", kMaxChunksLineBytes, " bytes"))
+                 : ParseChunkDocument(line, &request);
+    std::string out;
+    if (!parsed.ok()) {
+      any_invalid = true;
+      out = ChunksErrorLine(
+          line_number, request.document_url(),
+          absl::StrCat("line ", line_number, ": ", parsed.message()));
+    } else {
+      if (distance && !request.has_max_hamming_distance()) {
+        request.set_max_hamming_distance(*distance);
+      }
+      request.set_mode(mode);
+      absl::StatusOr<dedupd::v1::CheckChunksResponse> response =
+          (*client)->CheckChunks(request);
+      if (response.ok()) {
+        out = ChunksLine(*response);
+        for (const dedupd::v1::ChunkResult& r : response->results()) {
+          if (r.verdict() == dedupd::v1::CHUNK_VERDICT_INVALID) {
+            any_invalid = true;
+          }
+        }
+      } else if (response.status().code() ==
+                 absl::StatusCode::kInvalidArgument) {
+        // The server rejects this document as a whole (a bad document_url,
+        // too many chunks, a distance over its limit): its problem, not
+        // the run's.
+        any_invalid = true;
+        out = ChunksErrorLine(line_number, request.document_url(),
+                              response.status().message());
+      } else {
+        status = response.status();
+        break;
+      }
+    }
+    write_ok = WriteLine(out) && write_ok;
+    progress.Update(++done);
+  }
+  progress.Finish(done);
+  if (status.ok()) status = reader.status();
+  if (absl::Status flushed = FlushStdout(); status.ok()) status = flushed;
+  if (status.ok() && !write_ok) {
+    status = absl::UnavailableError("write to standard output failed");
+  }
+  if (input_fd >= 0) close(input_fd);
+  if (!status.ok()) {
+    PrintError(status.message());
+    return kExitError;
+  }
+  return any_invalid ? kExitInvalid : kExitOk;
+}
+
+// -------------------------------------------------------------- results
+
+// The settings `results dedup` takes from flags; each overrides the
+// input's.
+struct ResultsFlags {
+  std::optional<uint32_t> top_k, per_source_cap, max_hamming_distance;
+  std::optional<double> min_jaccard, min_cosine;
+};
+
+// ParseHit maps one hit object onto `*hit`: "id", "text" (strings) and
+// "score" (number) required; "source_url" (string) and "embedding" (array
+// of numbers within the float range) optional; null counts as absent,
+// other members are ignored.
+absl::Status ParseHit(const google::protobuf::Value& value,
+                      absl::string_view path, dedupd::v1::ResultHit* hit) {
+  if (value.kind_case() != google::protobuf::Value::kStructValue) {
+    return WrongType(path, "an object", value);
+  }
+  const google::protobuf::Struct& object = value.struct_value();
+  DEDUPD_RETURN_IF_ERROR(StringMember(object, "id", absl::StrCat(path, ".id"),
+                                      true, hit->mutable_id()));
+  std::string text;
+  DEDUPD_RETURN_IF_ERROR(
+      StringMember(object, "text", absl::StrCat(path, ".text"), true, &text));
+  hit->set_text(std::move(text));
+  const google::protobuf::Value* score = Member(object, "score");
+  if (score == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("missing \"", path, ".score\""));
+  }
+  DEDUPD_ASSIGN_OR_RETURN(const double s,
+                          Number(*score, absl::StrCat(path, ".score")));
+  hit->set_score(s);
+  DEDUPD_RETURN_IF_ERROR(StringMember(object, "source_url",
+                                      absl::StrCat(path, ".source_url"), false,
+                                      hit->mutable_source_url()));
+  if (const google::protobuf::Value* e = Member(object, "embedding")) {
+    const std::string epath = absl::StrCat(path, ".embedding");
+    if (e->kind_case() != google::protobuf::Value::kListValue) {
+      return WrongType(epath, "an array of numbers", *e);
+    }
+    hit->mutable_embedding()->Reserve(e->list_value().values_size());
+    for (int j = 0; j < e->list_value().values_size(); ++j) {
+      const std::string xpath = absl::StrCat(epath, "[", j, "]");
+      DEDUPD_ASSIGN_OR_RETURN(const double x,
+                              Number(e->list_value().values(j), xpath));
+      if (std::fabs(x) > std::numeric_limits<float>::max()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "\"", xpath, "\" is outside the float range: ", JsonNumber(x)));
+      }
+      hit->add_embedding(static_cast<float>(x));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ParseResultsInput maps the whole input of `results dedup` onto
+// `*request` (docs/dedupctl.md, "results dedup"): a JSON array of hits, or
+// an object with "hits" and optional settings "top_k" (1..4294967295),
+// "per_source_cap", "max_hamming_distance" (whole numbers
+// 0..4294967295), "min_jaccard", "min_cosine" (numbers); at most one of
+// max_hamming_distance and min_jaccard. Null counts as absent; other
+// members of the object are an error (a misspelt setting must not pass
+// unnoticed). Leaves top_k 0 when the input sets none. Returns
+// InvalidArgument saying what is wrong.
+absl::Status ParseResultsInput(absl::string_view json,
+                               dedupd::v1::DedupResultsRequest* request) {
+  DEDUPD_ASSIGN_OR_RETURN(const google::protobuf::Value value,
+                          ParseJsonValue(json));
+  const google::protobuf::ListValue* hits = nullptr;
+  if (value.kind_case() == google::protobuf::Value::kListValue) {
+    hits = &value.list_value();
+  } else if (value.kind_case() == google::protobuf::Value::kStructValue) {
+    const google::protobuf::Struct& object = value.struct_value();
+    static const char* const kMembers[] = {
+        "hits",        "top_k",     "per_source_cap", "max_hamming_distance",
+        "min_jaccard", "min_cosine"};
+    std::vector<std::string> unknown;
+    for (const auto& [name, v] : object.fields()) {
+      if (std::find_if(std::begin(kMembers), std::end(kMembers),
+                       [&](const char* m) { return name == m; }) ==
+          std::end(kMembers)) {
+        unknown.push_back(name);
+      }
+    }
+    if (!unknown.empty()) {
+      std::sort(unknown.begin(), unknown.end());
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown member \"", unknown[0], "\" (the object takes hits, ",
+          "top_k, per_source_cap, max_hamming_distance, min_jaccard, ",
+          "min_cosine)"));
+    }
+    const google::protobuf::Value* h = Member(object, "hits");
+    if (h == nullptr) return absl::InvalidArgumentError("missing \"hits\"");
+    if (h->kind_case() != google::protobuf::Value::kListValue) {
+      return WrongType("hits", "an array", *h);
+    }
+    hits = &h->list_value();
+    if (const google::protobuf::Value* v = Member(object, "top_k")) {
+      DEDUPD_ASSIGN_OR_RETURN(const uint32_t n, WholeNumber(*v, "top_k", 1));
+      request->set_top_k(n);
+    }
+    if (const google::protobuf::Value* v = Member(object, "per_source_cap")) {
+      DEDUPD_ASSIGN_OR_RETURN(const uint32_t n,
+                              WholeNumber(*v, "per_source_cap", 0));
+      request->set_per_source_cap(n);
+    }
+    const google::protobuf::Value* distance =
+        Member(object, "max_hamming_distance");
+    const google::protobuf::Value* jaccard = Member(object, "min_jaccard");
+    if (distance != nullptr && jaccard != nullptr) {
+      return absl::InvalidArgumentError(
+          "set \"max_hamming_distance\" or \"min_jaccard\", not both");
+    }
+    if (distance != nullptr) {
+      DEDUPD_ASSIGN_OR_RETURN(
+          const uint32_t k, WholeNumber(*distance, "max_hamming_distance", 0));
+      request->set_near_text_measure(dedupd::v1::NEAR_TEXT_MEASURE_SIMHASH);
+      request->set_max_hamming_distance(k);
+    }
+    if (jaccard != nullptr) {
+      DEDUPD_ASSIGN_OR_RETURN(const double j, Number(*jaccard, "min_jaccard"));
+      request->set_near_text_measure(dedupd::v1::NEAR_TEXT_MEASURE_JACCARD);
+      request->set_min_jaccard(j);
+    }
+    if (const google::protobuf::Value* v = Member(object, "min_cosine")) {
+      DEDUPD_ASSIGN_OR_RETURN(const double c, Number(*v, "min_cosine"));
+      request->set_min_cosine(c);
+    }
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the input must be a JSON array of hits or an object with \"hits\", "
+        "not ",
+        JsonKindName(value)));
+  }
+  if (hits->values().empty()) {
+    return absl::InvalidArgumentError("no hits (\"hits\" is empty)");
+  }
+  request->mutable_hits()->Reserve(hits->values_size());
+  for (int i = 0; i < hits->values_size(); ++i) {
+    DEDUPD_RETURN_IF_ERROR(ParseHit(
+        hits->values(i), absl::StrCat("hits[", i, "]"), request->add_hits()));
+  }
+  return absl::OkStatus();
+}
+
+// ApplyResultsFlags overrides the input's settings with the flags'. A
+// measure flag replaces the input's measure with its own setting.
+void ApplyResultsFlags(const ResultsFlags& flags,
+                       dedupd::v1::DedupResultsRequest* request) {
+  if (flags.top_k) request->set_top_k(*flags.top_k);
+  if (flags.per_source_cap) request->set_per_source_cap(*flags.per_source_cap);
+  if (flags.max_hamming_distance) {
+    request->clear_min_jaccard();
+    request->set_near_text_measure(dedupd::v1::NEAR_TEXT_MEASURE_SIMHASH);
+    request->set_max_hamming_distance(*flags.max_hamming_distance);
+  }
+  if (flags.min_jaccard) {
+    request->clear_max_hamming_distance();
+    request->set_near_text_measure(dedupd::v1::NEAR_TEXT_MEASURE_JACCARD);
+    request->set_min_jaccard(*flags.min_jaccard);
+  }
+  if (flags.min_cosine) request->set_min_cosine(*flags.min_cosine);
+}
+
+absl::string_view DropReasonName(dedupd::v1::DropReason reason) {
+  switch (reason) {
+    case dedupd::v1::DROP_REASON_DUPLICATE:
+      return "DUPLICATE";
+    case dedupd::v1::DROP_REASON_SOURCE_CAP:
+      return "SOURCE_CAP";
+    default:
+      return "UNSPECIFIED";
+  }
+}
+
+absl::string_view DuplicateMeasureName(dedupd::v1::DuplicateMeasure measure) {
+  switch (measure) {
+    case dedupd::v1::DUPLICATE_MEASURE_EXACT_TEXT:
+      return "EXACT_TEXT";
+    case dedupd::v1::DUPLICATE_MEASURE_SIMHASH:
+      return "SIMHASH";
+    case dedupd::v1::DUPLICATE_MEASURE_JACCARD:
+      return "JACCARD";
+    case dedupd::v1::DUPLICATE_MEASURE_COSINE:
+      return "COSINE";
+    default:
+      return "UNSPECIFIED";
+  }
+}
+
+// The one output line of `results dedup` (docs/dedupctl.md).
+std::string ResultsLine(const dedupd::v1::DedupResultsResponse& response) {
+  std::vector<std::string> kept;
+  kept.reserve(response.kept_size());
+  for (const dedupd::v1::KeptHit& k : response.kept()) {
+    JsonObjectWriter json;
+    json.Uint("index", k.index()).String("id", k.id());
+    kept.push_back(WithRawMember(std::move(json).Finish(), "score",
+                                 JsonNumber(k.score())));
+  }
+  std::vector<std::string> dropped;
+  dropped.reserve(response.dropped_size());
+  for (const dedupd::v1::DroppedHit& d : response.dropped()) {
+    JsonObjectWriter json;
+    json.Uint("index", d.index())
+        .String("id", d.id())
+        .String("reason", DropReasonName(d.reason()));
+    std::string out = std::move(json).Finish();
+    if (d.reason() == dedupd::v1::DROP_REASON_DUPLICATE) {
+      JsonObjectWriter of;
+      of.Uint("index", d.duplicate_of_index()).String("id", d.duplicate_of());
+      out =
+          WithRawMember(std::move(out), "duplicate_of", std::move(of).Finish());
+      out = WithRawMember(std::move(out), "measure",
+                          JsonString(DuplicateMeasureName(d.measure())));
+      out = WithRawMember(std::move(out), "value", JsonNumber(d.value()));
+    }
+    dropped.push_back(std::move(out));
+  }
+  std::vector<std::string> not_examined;
+  not_examined.reserve(response.not_examined_size());
+  for (uint32_t i : response.not_examined()) {
+    not_examined.push_back(absl::StrCat(i));
+  }
+  JsonObjectWriter json;
+  json.RawArray("kept", kept)
+      .RawArray("dropped", dropped)
+      .RawArray("not_examined", not_examined)
+      .Uint("per_source_cap", response.per_source_cap());
+  return std::move(json).Finish();
+}
+
+int RunResults(Args args) {
+  absl::StatusOr<ClientOptions> client_options =
+      ClientOptionsFromArgs(args, "results dedup", 1);
+  if (!client_options.ok()) {
+    return UsageError(client_options.status().message());
+  }
+  ResultsFlags flags;
+  const std::pair<absl::string_view, const std::optional<std::string>*>
+      uint_flags[] = {{"--top_k", &args.top_k},
+                      {"--per_source_cap", &args.per_source_cap},
+                      {"--max_hamming_distance", &args.max_hamming_distance}};
+  std::optional<uint32_t>* const uint_slots[] = {
+      &flags.top_k, &flags.per_source_cap, &flags.max_hamming_distance};
+  for (size_t i = 0; i < std::size(uint_flags); ++i) {
+    const auto& [name, value] = uint_flags[i];
+    if (!*value) continue;
+    absl::StatusOr<uint32_t> n =
+        ParseUint32Flag(name, **value, name == "--top_k" ? 1 : 0);
+    if (!n.ok()) return UsageError(n.status().message());
+    *uint_slots[i] = *n;
+  }
+  if (args.min_jaccard) {
+    absl::StatusOr<double> j =
+        ParseNumberFlag("--min_jaccard", *args.min_jaccard);
+    if (!j.ok()) return UsageError(j.status().message());
+    flags.min_jaccard = *j;
+  }
+  if (args.min_cosine) {
+    absl::StatusOr<double> c =
+        ParseNumberFlag("--min_cosine", *args.min_cosine);
+    if (!c.ok()) return UsageError(c.status().message());
+    flags.min_cosine = *c;
+  }
+  if (flags.max_hamming_distance && flags.min_jaccard) {
+    return UsageError(
+        "--max_hamming_distance and --min_jaccard exclude each other");
+  }
+  if (args.positional.size() > 1) {
+    return UsageError("results dedup reads at most one FILE");
+  }
+  const std::string path = args.positional.empty() ? "-" : args.positional[0];
+
+  std::string input;
+  bool too_long = false;
+  if (absl::Status s =
+          ReadTextFile(path, kMaxResultsInputBytes, &input, &too_long);
+      !s.ok()) {
+    PrintError(s.message());
+    return kExitError;
+  }
+  // A bad input, or a request the server rejects as bad, is the one output
+  // line {"error": ...} and exit code 1, as a bad line of the other
+  // commands.
+  const auto input_error = [](absl::string_view message) {
+    JsonObjectWriter json;
+    json.String("error", message);
+    const bool written = WriteLine(std::move(json).Finish());
+    absl::Status flushed = FlushStdout();
+    if (!flushed.ok() || !written) {
+      PrintError(flushed.ok() ? "write to standard output failed"
+                              : flushed.message());
+      return kExitError;
+    }
+    return kExitInvalid;
+  };
+  dedupd::v1::DedupResultsRequest request;
+  if (too_long) {
+    return input_error(absl::StrCat("the input is longer than ",
+                                    kMaxResultsInputBytes, " bytes"));
+  }
+  if (absl::Status s = ParseResultsInput(input, &request); !s.ok()) {
+    return input_error(s.message());
+  }
+  input.clear();
+  input.shrink_to_fit();
+  ApplyResultsFlags(flags, &request);
+  if (request.top_k() == 0) {
+    request.set_top_k(static_cast<uint32_t>(request.hits_size()));
+  }
+
+  absl::StatusOr<std::unique_ptr<DedupClient>> client =
+      DedupClient::Connect(*args.server, *client_options);
+  if (!client.ok()) {
+    PrintError(client.status().message());
+    return kExitError;
+  }
+  absl::StatusOr<dedupd::v1::DedupResultsResponse> response =
+      (*client)->DedupResults(request);
+  if (!response.ok()) {
+    if (response.status().code() == absl::StatusCode::kInvalidArgument) {
+      return input_error(response.status().message());
+    }
+    PrintError(response.status().message());
+    return kExitError;
+  }
+  const bool written = WriteLine(ResultsLine(*response));
+  absl::Status flushed = FlushStdout();
+  if (!flushed.ok() || !written) {
+    PrintError(flushed.ok() ? "write to standard output failed"
+                            : flushed.message());
+    return kExitError;
+  }
+  return kExitOk;
+}
+
 // ----------------------------------------------------------------- main
 
 int Main(int argc, char** argv) {
@@ -1120,6 +1912,51 @@ int Main(int argc, char** argv) {
     return RunContent(sub == "check" ? dedupd::v1::CLAIM_MODE_CLAIM
                                      : dedupd::v1::CLAIM_MODE_PEEK,
                       *std::move(args));
+  }
+  if (command == "chunks") {
+    if (words.size() < 2) return UsageError("chunks needs check or peek");
+    const std::string& sub = words[1];
+    if (sub == "--help" || sub == "-h") {
+      std::fputs(kUsage, stdout);
+      return kExitOk;
+    }
+    if (sub != "check" && sub != "peek") {
+      return UsageError(absl::StrCat("unknown chunks command \"", sub,
+                                     "\" (want check or peek)"));
+    }
+    absl::StatusOr<Args> args =
+        ParseFlags(std::vector<std::string>(words.begin() + 2, words.end()),
+                   {"--server", "--deadline", "--max_hamming_distance"});
+    if (!args.ok()) return UsageError(args.status().message());
+    if (args->help) {
+      std::fputs(kUsage, stdout);
+      return kExitOk;
+    }
+    return RunChunks(sub == "check" ? dedupd::v1::CLAIM_MODE_CLAIM
+                                    : dedupd::v1::CLAIM_MODE_PEEK,
+                     *std::move(args));
+  }
+  if (command == "results") {
+    if (words.size() < 2) return UsageError("results needs dedup");
+    const std::string& sub = words[1];
+    if (sub == "--help" || sub == "-h") {
+      std::fputs(kUsage, stdout);
+      return kExitOk;
+    }
+    if (sub != "dedup") {
+      return UsageError(
+          absl::StrCat("unknown results command \"", sub, "\" (want dedup)"));
+    }
+    absl::StatusOr<Args> args =
+        ParseFlags(std::vector<std::string>(words.begin() + 2, words.end()),
+                   {"--server", "--deadline", "--top_k", "--per_source_cap",
+                    "--max_hamming_distance", "--min_jaccard", "--min_cosine"});
+    if (!args.ok()) return UsageError(args.status().message());
+    if (args->help) {
+      std::fputs(kUsage, stdout);
+      return kExitOk;
+    }
+    return RunResults(*std::move(args));
   }
   return UsageError(absl::StrCat("unknown command \"", command, "\""));
 }

@@ -30,7 +30,38 @@
 // - recrawl: FIRST_SEEN unless a CLAIM recorded a text for this url
 //   before, then UNCHANGED (same text) or CHANGED.
 // CLAIM records the text (exact and near) and the url's last text.
-// Both RPCs share the call log and the script below.
+//
+// CheckChunks, per document, keyed on chunk text bytes exactly as sent
+// (exact-text and '!'-suffix matching only; deterministic, not the real
+// algorithms):
+// - the whole request fails with InvalidArgument "fake: invalid
+//   document_url" for a document_url IsFakeInvalidUrl rejects (as above),
+//   and "fake: no chunks" for none; document_url is echoed as normalized;
+// - chunk_id is the item's, else its index in decimal; empty text is
+//   INVALID "fake: empty text"; content_hash and simhash as CheckContent;
+// - a text held by a chunk of another document, or by an earlier chunk of
+//   this request: EXACT_DUPLICATE of that chunk (distance 0,
+//   first_seen_time kFirstSeen); else the '!' rule of CheckContent (a held
+//   text followed by k '!', k <= max_hamming_distance, default 3):
+//   NEAR_DUPLICATE at distance k; else NEW (first_seen_time kFirstSeen on
+//   CLAIM). The document's own stored chunks never match it;
+// - replaced_chunks: how many chunks the document has stored; CLAIM
+//   replaces them with the valid chunks of the request (a text is held by
+//   its first holder only).
+//
+// DedupResults, statelessly, exact text only (no SimHash, Jaccard or
+// embeddings: the settings are only recorded):
+// - InvalidArgument "fake: no hits", "fake: top_k is 0", or
+//   "fake: hit I: empty text";
+// - hits in score order (highest first, ties in request order); a hit
+//   whose text equals a kept hit's is dropped as DUPLICATE of the first
+//   such (measure EXACT_TEXT, value 1); else, with a non-empty source_url
+//   that already has per_source_cap kept hits, dropped as SOURCE_CAP; else
+//   kept; once top_k are kept the rest are not_examined;
+// - per_source_cap: the request's, else 2 when top_k <= 5, else 3 (the
+//   server's default rule); 0: no cap.
+//
+// Every RPC shares the call log and the script below.
 //
 // Example:
 //   ASSERT_OK_AND_ASSIGN(auto server, FakeDedupServer::Start());
@@ -72,13 +103,17 @@ class FakeDedupService final : public dedupd::v1::Dedup::CallbackService {
 
   // What the fake saw of one call.
   struct Call {
-    // "CheckUrl" or "CheckContent".
+    // "CheckUrl", "CheckContent", "CheckChunks" or "DedupResults".
     std::string method;
     // CheckUrl: the items' url and base_url; CheckContent: the items' url
-    // (base_urls stays empty) and the items themselves.
+    // (base_urls stays empty) and the items themselves; CheckChunks: the
+    // document_url.
     std::vector<std::string> urls;
     std::vector<std::string> base_urls;
     std::vector<dedupd::v1::ContentItem> content_items;
+    // CheckChunks and DedupResults: the request as received.
+    dedupd::v1::CheckChunksRequest chunks_request;
+    dedupd::v1::DedupResultsRequest results_request;
     dedupd::v1::ClaimMode mode = dedupd::v1::CLAIM_MODE_UNSPECIFIED;
     // Time left until the call's deadline when it arrived; nullopt when the
     // call had no deadline.
@@ -118,6 +153,16 @@ class FakeDedupService final : public dedupd::v1::Dedup::CallbackService {
       const dedupd::v1::CheckContentRequest* request,
       dedupd::v1::CheckContentResponse* response) override;
 
+  grpc::ServerUnaryReactor* CheckChunks(
+      grpc::CallbackServerContext* context,
+      const dedupd::v1::CheckChunksRequest* request,
+      dedupd::v1::CheckChunksResponse* response) override;
+
+  grpc::ServerUnaryReactor* DedupResults(
+      grpc::CallbackServerContext* context,
+      const dedupd::v1::DedupResultsRequest* request,
+      dedupd::v1::DedupResultsResponse* response) override;
+
  private:
   struct Action {
     enum Kind { kAnswer, kFail, kHang, kWrongCount } kind;
@@ -144,6 +189,16 @@ class FakeDedupService final : public dedupd::v1::Dedup::CallbackService {
   absl::flat_hash_map<std::string, Document> texts_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::string> last_text_
       ABSL_GUARDED_BY(mu_);  // url -> text of its last CLAIM
+  // CheckChunks: chunk text -> its holder (document_url, chunk_id), and
+  // document_url -> the texts of its stored chunks.
+  struct ChunkHolder {
+    std::string document_url;
+    std::string chunk_id;
+  };
+  absl::flat_hash_map<std::string, ChunkHolder> chunk_texts_
+      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::vector<std::string>> document_chunks_
+      ABSL_GUARDED_BY(mu_);
 };
 
 // FakeDedupServer: a gRPC server on 127.0.0.1:<ephemeral> serving a
