@@ -130,7 +130,8 @@ class FakeDedupService final : public dedupd::v1::Dedup::CallbackService {
   // HangNext makes the next call wait until it is cancelled (its deadline
   // passes, the client goes away, or the server shuts down).
   void HangNext();
-  // WrongCountNext makes the next call answer one result too few.
+  // WrongCountNext makes the next call answer one result too few
+  // (DedupResults, which has no count to get wrong: answered normally).
   void WrongCountNext();
 
   // Every call so far, in arrival order.
