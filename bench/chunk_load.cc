@@ -36,7 +36,7 @@
 //                r = i / D, D = B / (--chunks_per_doc - 1) documents a round.
 // Round 0's stream is the real text. Round r >= 1 starts at another page
 // (page rotation, so documents cut the pages elsewhere) and, since the
-// corpus holds only ~40,000 distinct chunks, substitutes words
+// corpus holds only ~43,000 distinct chunks, substitutes words
 // deterministically: each word at a position of the chunk picked by
 // (--seed, r, position) — about half — is replaced by another word of
 // similar corpus frequency picked by (--seed, r, word). Word counts and
@@ -121,8 +121,8 @@ struct BaseChunk {
 // after Build: thread-safe to read.
 class ChunkCorpus {
  public:
-  // Build chunks every page under `dir`. Returns false when no page has a
-  // chunk.
+  // Build cuts every page under `dir` into chunks. Returns false when no
+  // page has a chunk.
   bool Build(const std::string& dir, size_t chunk_bytes) {
     std::vector<std::string> paths;
     if (!dedupd::bench::ListPages(dir, &paths)) return false;

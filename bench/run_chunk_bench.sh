@@ -31,6 +31,8 @@
 #                   bounded by --phase_secs (default 3600)
 #   --resend        documents re-sent (default 5000; 0: no resend phase)
 #   --threads       client threads, one call in flight each (default 4)
+#   --chunk_bytes   ChunkText's max_bytes (default 500: chunks average ~390
+#                   bytes on the page corpus; 640 gives ~500)
 #   --tiny          CI size: --store_chunks=2000 --measure=100 --resend=50
 #                   --phase_secs=60
 # Example:
@@ -45,6 +47,7 @@ measure=20000
 measure_secs=120
 resend=5000
 threads=4
+chunk_bytes=500
 phase_secs=3600
 keep_data=0
 server_flags=()
@@ -57,16 +60,17 @@ while (($#)); do
     --measure_secs=*) measure_secs=${1#*=} ;;
     --resend=*) resend=${1#*=} ;;
     --threads=*) threads=${1#*=} ;;
+    --chunk_bytes=*) chunk_bytes=${1#*=} ;;
     --phase_secs=*) phase_secs=${1#*=} ;;
     --tiny) store_chunks=2000; measure=100; resend=50; phase_secs=60 ;;
     --keep_data) keep_data=1 ;;
     --) shift; server_flags=("$@"); break ;;
-    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
     *) echo "run_chunk_bench: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
-for n in "$store_chunks" "$measure" "$measure_secs" "$resend" "$threads" "$phase_secs"; do
+for n in "$store_chunks" "$measure" "$measure_secs" "$resend" "$threads" "$chunk_bytes" "$phase_secs"; do
   [[ "$n" =~ ^[0-9]+$ ]] || { echo "run_chunk_bench: not a count: $n" >&2; exit 2; }
 done
 ((store_chunks >= 20 && measure > 0 && measure_secs > 0 && threads > 0 && phase_secs > 0)) ||
@@ -86,7 +90,7 @@ tool=run_chunk_bench
 source "$here/server_lib.sh"
 start_server
 
-echo "# dedupd chunk bench: threads=$threads store_chunks=$store_chunks measure=$measure" \
+echo "# dedupd chunk bench: threads=$threads chunk_bytes=$chunk_bytes store_chunks=$store_chunks measure=$measure" \
   "measure_secs=$measure_secs resend=$resend pages_dir=$pages_dir nproc=$(nproc)" \
   "loadavg=$(cut -d' ' -f1-3 /proc/loadavg) server_flags=${server_flags[*]:-none}"
 
@@ -106,7 +110,8 @@ run_phase() {
   c0=$(server_cpu_ticks)
   line=$(timeout --signal=TERM --kill-after=10 $((phase_secs + 120)) "$load_bin" \
     --target="127.0.0.1:$port" --pages_dir="$pages_dir" --seed=1 --phase="$name" \
-    --store_chunks="$store_chunks" --threads="$threads" --seconds="$phase_secs" "$@")
+    --store_chunks="$store_chunks" --threads="$threads" --chunk_bytes="$chunk_bytes" \
+    --seconds="$phase_secs" "$@")
   rc=$?
   c1=$(server_cpu_ticks)
   echo "$line"
