@@ -475,7 +475,7 @@ TEST_F(ContentEngineTest, OneWordEditOfARealPageIsANearDuplicate) {
   const size_t at = original.find(from);
   ASSERT_NE(at, std::string::npos);
   std::string edited = original;
-  edited.replace(at, from.size(), "As far as is practical");
+  edited.replace(at, from.size(), "As far as is appropriate");
 
   v1::ContentResult first = CheckOne("https://docs.example/policy", original);
   ASSERT_EQ(first.verdict(), v1::CONTENT_VERDICT_NEW) << first.error();
@@ -516,7 +516,7 @@ TEST_F(ContentEngineTest, NearDuplicateRespectsTheItemsDistance) {
   const size_t at = original.find(from);
   ASSERT_NE(at, std::string::npos);
   std::string edited = original;
-  edited.replace(at, from.size(), "As far as is practical");
+  edited.replace(at, from.size(), "As far as is appropriate");
   v1::ContentResult first = CheckOne("https://docs.example/policy", original);
   ASSERT_EQ(first.verdict(), v1::CONTENT_VERDICT_NEW);
   v1::ContentItem strict = Item("https://strict.example/policy", edited);

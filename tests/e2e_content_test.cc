@@ -49,7 +49,7 @@ std::string PolicyTextOneWordEdited() {
   std::string text = PolicyText();
   const std::string from = "As far as is reasonable";
   const size_t at = text.find(from);
-  if (at != std::string::npos) text.replace(at, from.size(), "As far as is practical");
+  if (at != std::string::npos) text.replace(at, from.size(), "As far as is appropriate");
   return text;
 }
 
