@@ -207,4 +207,36 @@ DedupClient::CheckContent(absl::Span<const dedupd::v1::ContentItem> items,
       progress);
 }
 
+absl::StatusOr<dedupd::v1::CheckChunksResponse> DedupClient::CheckChunks(
+    const dedupd::v1::CheckChunksRequest& request) const {
+  constexpr absl::string_view kMethod = "CheckChunks";
+  dedupd::v1::CheckChunksResponse response;
+  absl::BitGen gen;
+  absl::Status status =
+      CallWithRetry(options_, kMethod, gen, [&](grpc::ClientContext* context) {
+        response.Clear();
+        return rpc_->stub->CheckChunks(context, request, &response);
+      });
+  if (!status.ok()) return status;
+  if (response.results_size() != request.chunks_size()) {
+    return absl::InternalError(absl::StrCat(kMethod, ": server answered ",
+                                            response.results_size(), " results for ",
+                                            request.chunks_size(), " chunks"));
+  }
+  return response;
+}
+
+absl::StatusOr<dedupd::v1::DedupResultsResponse> DedupClient::DedupResults(
+    const dedupd::v1::DedupResultsRequest& request) const {
+  dedupd::v1::DedupResultsResponse response;
+  absl::BitGen gen;
+  absl::Status status =
+      CallWithRetry(options_, "DedupResults", gen, [&](grpc::ClientContext* context) {
+        response.Clear();
+        return rpc_->stub->DedupResults(context, request, &response);
+      });
+  if (!status.ok()) return status;
+  return response;
+}
+
 }  // namespace dedupd

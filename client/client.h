@@ -174,6 +174,32 @@ class DedupClient {
       dedupd::v1::ClaimMode mode,
       const ProgressCallback& progress = nullptr) const;
 
+  // CheckChunks sends one document's chunks (`request`: document_url,
+  // chunks, optional max_hamming_distance, mode) in one request, retrying
+  // UNAVAILABLE, and returns the response: one result per chunk, in order.
+  // A document is never split: with CLAIM its chunks replace the
+  // document's stored chunks, so they must arrive together. A chunk the
+  // server cannot check is answered CHUNK_VERDICT_INVALID with an error in
+  // its result; that is not an error of the call.
+  //
+  // Errors: as CheckUrls, with messages that start with "CheckChunks: ";
+  // InvalidArgument for a request the server rejects as a whole (no chunks,
+  // more than its --max_batch_items, a bad document_url, a distance over its
+  // limit); ResourceExhausted over its message size limit; Unimplemented
+  // from a server without the chunk layer.
+  //
+  // Caveats: a retried CLAIM whose first reply was lost answers as a re-send
+  // of the same document (NEW for the chunks it owns, replaced_chunks: all).
+  absl::StatusOr<dedupd::v1::CheckChunksResponse> CheckChunks(
+      const dedupd::v1::CheckChunksRequest& request) const;
+
+  // DedupResults sends one query's hits in one request, retrying
+  // UNAVAILABLE, and returns the server's decision (kept, dropped with
+  // reasons, not examined). Errors: as CheckUrls, with messages that start
+  // with "DedupResults: "; InvalidArgument naming the bad hit or setting.
+  absl::StatusOr<dedupd::v1::DedupResultsResponse> DedupResults(
+      const dedupd::v1::DedupResultsRequest& request) const;
+
   const ClientOptions& options() const { return options_; }
 
  private:

@@ -7,7 +7,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/container/flat_hash_map.h"
+#include "core/chunk_near_rule.h"
 #include "core/content_fingerprint.h"
+#include "core/results_dedup.h"
 #include "core/sha256.h"
 #include "google/protobuf/timestamp.pb.h"
 
@@ -44,6 +47,16 @@ Engine::Engine(const UrlNormalizer* normalizer, UrlStore* store,
       store_(store),
       hasher_(hasher),
       content_store_(content_store),
+      options_(std::move(options)) {}
+
+Engine::Engine(const UrlNormalizer* normalizer, UrlStore* store,
+               const SimHasher* hasher, ContentStore* content_store,
+               ChunkStore* chunk_store, EngineOptions options)
+    : normalizer_(normalizer),
+      store_(store),
+      hasher_(hasher),
+      content_store_(content_store),
+      chunk_store_(chunk_store),
       options_(std::move(options)) {}
 
 absl::Status Engine::CheckBatchSize(int n) const {
@@ -250,6 +263,206 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
       SetTimestamp(o.first_seen, result->mutable_first_seen_time());
     }
   }
+  return absl::OkStatus();
+}
+
+namespace {
+
+v1::ChunkVerdict ToProto(ChunkVerdict v) {
+  switch (v) {
+    case ChunkVerdict::kNew:
+      return v1::CHUNK_VERDICT_NEW;
+    case ChunkVerdict::kExactDuplicate:
+      return v1::CHUNK_VERDICT_EXACT_DUPLICATE;
+    case ChunkVerdict::kNearDuplicate:
+      return v1::CHUNK_VERDICT_NEAR_DUPLICATE;
+  }
+  return v1::CHUNK_VERDICT_UNSPECIFIED;
+}
+
+}  // namespace
+
+absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
+                                 v1::CheckChunksResponse* response) const {
+  if (chunk_store_ == nullptr || hasher_ == nullptr) {
+    return absl::UnimplementedError("this server has no chunk store");
+  }
+  const int n = request.chunks_size();
+  if (n == 0) return absl::InvalidArgumentError("the request has no chunks");
+  if (static_cast<size_t>(n) > options_.max_batch_items) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the request has ", n, " chunks; the limit is ", options_.max_batch_items,
+        " per request (--max_batch_items)"));
+  }
+  if (request.document_url().empty()) {
+    return absl::InvalidArgumentError("document_url: is empty (the document's URL is required)");
+  }
+  absl::StatusOr<std::string> url = normalizer_->Normalize(request.document_url(), "");
+  if (!url.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("document_url: ", url.status().message()));
+  }
+  const int index_limit = chunk_store_->max_near_distance();
+  const int distance = request.has_max_hamming_distance()
+                           ? static_cast<int>(std::min<uint32_t>(
+                                 request.max_hamming_distance(), 1000))
+                           : options_.default_max_hamming_distance;
+  if (distance > index_limit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_hamming_distance ", request.max_hamming_distance(),
+        " is above this server's limit of ", index_limit, " (--simhash_max_distance)"));
+  }
+  response->Clear();
+  response->set_document_url(*url);
+  response->mutable_results()->Reserve(n);
+
+  ChunkDocument doc;
+  doc.document_url = *std::move(url);
+  std::vector<int> chunk_item;  // doc.chunks[j] belongs to chunks[chunk_item[j]]
+  absl::flat_hash_map<std::string, int> id_item;
+  for (int i = 0; i < n; ++i) {
+    const v1::ChunkItem& item = request.chunks(i);
+    v1::ChunkResult* result = response->add_results();
+    auto invalid = [result](absl::string_view why) {
+      result->set_verdict(v1::CHUNK_VERDICT_INVALID);
+      result->set_error(std::string(why));
+    };
+    std::string id = item.has_chunk_id() ? item.chunk_id() : absl::StrCat(i);
+    if (id.size() > kMaxChunkIdBytes) {
+      invalid(absl::StrCat("chunk_id: is ", id.size(), " bytes; the limit is ",
+                           kMaxChunkIdBytes));
+      continue;
+    }
+    result->set_chunk_id(id);
+    if (id.empty()) {
+      invalid("chunk_id: is empty (omit it to use the chunk's index)");
+      continue;
+    }
+    auto [it, inserted] = id_item.emplace(id, i);
+    if (!inserted) {
+      invalid(absl::StrCat("chunk_id: \"", id, "\" repeats chunk ", it->second, "'s"));
+      continue;
+    }
+    if (item.text().size() > options_.max_text_bytes) {
+      invalid(absl::StrCat("text: is ", item.text().size(), " bytes; the limit is ",
+                           options_.max_text_bytes, " (--max_text_bytes)"));
+      continue;
+    }
+    absl::StatusOr<ContentFingerprint> fp = FingerprintText(item.text(), *hasher_);
+    if (!fp.ok()) {
+      invalid(absl::StrCat("text: ", fp.status().message()));
+      continue;
+    }
+    result->set_content_hash(Sha256Hex(fp->sha256));
+    result->set_simhash(fp->simhash);
+    const int applied = ChunkNearDistance(fp->words, distance);
+    result->set_applied_max_hamming_distance(applied);
+    doc.chunks.push_back({std::move(id), fp->sha256, fp->simhash, applied});
+    chunk_item.push_back(i);
+  }
+  if (doc.chunks.empty()) return absl::OkStatus();
+
+  const bool claim = request.mode() != v1::CLAIM_MODE_PEEK;
+  ChunkAnswer answer;
+  absl::Status s = chunk_store_->CheckChunks(doc, claim, options_.clock(), &answer);
+  if (!s.ok()) return WithContext(s, claim ? "claim chunks" : "look up chunks");
+  response->set_replaced_chunks(answer.replaced_chunks);
+  for (size_t j = 0; j < doc.chunks.size(); ++j) {
+    const ChunkOutcome& o = answer.outcomes[j];
+    v1::ChunkResult* result = response->mutable_results(chunk_item[j]);
+    result->set_verdict(ToProto(o.verdict));
+    result->set_other_holders(o.other_holders);
+    if (o.verdict != ChunkVerdict::kNew) {
+      result->set_duplicate_of_document_url(o.duplicate_document_url);
+      result->set_duplicate_of_chunk_id(o.duplicate_chunk_id);
+      result->set_duplicate_of_simhash(o.duplicate_simhash);
+      result->set_distance(static_cast<uint32_t>(o.distance));
+    }
+    if (o.first_seen != absl::InfinitePast()) {
+      SetTimestamp(o.first_seen, result->mutable_first_seen_time());
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+v1::DuplicateMeasure ToProto(DuplicateMeasure m) {
+  switch (m) {
+    case DuplicateMeasure::kExactText:
+      return v1::DUPLICATE_MEASURE_EXACT_TEXT;
+    case DuplicateMeasure::kSimHash:
+      return v1::DUPLICATE_MEASURE_SIMHASH;
+    case DuplicateMeasure::kJaccard:
+      return v1::DUPLICATE_MEASURE_JACCARD;
+    case DuplicateMeasure::kCosine:
+      return v1::DUPLICATE_MEASURE_COSINE;
+  }
+  return v1::DUPLICATE_MEASURE_UNSPECIFIED;
+}
+
+}  // namespace
+
+absl::Status Engine::DedupResults(const v1::DedupResultsRequest& request,
+                                  v1::DedupResultsResponse* response) const {
+  const int n = request.hits_size();
+  if (n == 0) return absl::InvalidArgumentError("the request has no hits");
+  std::vector<ResultHit> hits(n);
+  for (int i = 0; i < n; ++i) {
+    const v1::ResultHit& in = request.hits(i);
+    ResultHit& out = hits[i];
+    out.id = in.id();
+    out.text = in.text();
+    out.score = in.score();
+    out.source_url = in.source_url();
+    out.embedding.assign(in.embedding().begin(), in.embedding().end());
+  }
+  ResultsDedupOptions options;
+  options.top_k = request.top_k();
+  if (request.near_text_measure() == v1::NEAR_TEXT_MEASURE_JACCARD) {
+    options.near_text_measure = NearTextMeasure::kJaccard;
+  } else if (request.near_text_measure() != v1::NEAR_TEXT_MEASURE_SIMHASH &&
+             request.near_text_measure() != v1::NEAR_TEXT_MEASURE_UNSPECIFIED) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "near_text_measure: unknown value ", request.near_text_measure()));
+  }
+  if (request.has_max_hamming_distance()) {
+    options.max_hamming_distance =
+        static_cast<int>(std::min<uint32_t>(request.max_hamming_distance(), 1000));
+  }
+  if (request.has_min_jaccard()) options.min_jaccard = request.min_jaccard();
+  if (request.has_min_cosine()) options.min_cosine = request.min_cosine();
+  if (request.has_per_source_cap()) {
+    options.per_source_cap =
+        static_cast<int>(std::min<uint32_t>(request.per_source_cap(), 1 << 30));
+  }
+  absl::StatusOr<ResultsDedupResult> result = dedupd::DedupResults(hits, options);
+  if (!result.ok()) return result.status();
+  response->Clear();
+  for (size_t i : result->kept) {
+    v1::KeptHit* kept = response->add_kept();
+    kept->set_index(static_cast<uint32_t>(i));
+    kept->set_id(hits[i].id);
+    kept->set_score(hits[i].score);
+  }
+  for (const DroppedHit& d : result->dropped) {
+    v1::DroppedHit* dropped = response->add_dropped();
+    dropped->set_index(static_cast<uint32_t>(d.index));
+    dropped->set_id(hits[d.index].id);
+    if (d.reason == DropReason::kSourceCap) {
+      dropped->set_reason(v1::DROP_REASON_SOURCE_CAP);
+      continue;
+    }
+    dropped->set_reason(v1::DROP_REASON_DUPLICATE);
+    dropped->set_duplicate_of_index(static_cast<uint32_t>(d.duplicate_of));
+    dropped->set_duplicate_of(hits[d.duplicate_of].id);
+    dropped->set_measure(ToProto(d.measure));
+    dropped->set_value(d.value);
+  }
+  for (size_t i : result->not_examined) {
+    response->add_not_examined(static_cast<uint32_t>(i));
+  }
+  response->set_per_source_cap(static_cast<uint32_t>(result->per_source_cap));
   return absl::OkStatus();
 }
 

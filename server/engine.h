@@ -18,6 +18,7 @@
 #include "core/simhash.h"
 #include "core/url_normalizer.h"
 #include "dedupd/v1/dedupd.pb.h"
+#include "storage/chunk_store.h"
 #include "storage/content_store.h"
 #include "storage/url_store.h"
 
@@ -27,8 +28,8 @@ struct EngineOptions {
   // Most items one CheckUrl request may carry; more is INVALID_ARGUMENT.
   // Default: 10,000.
   size_t max_batch_items = 10000;
-  // Largest text of one CheckContent item, in bytes; a larger one is that
-  // item's INVALID result. Default: 8 MiB.
+  // Largest text of one CheckContent item or CheckChunks chunk, in bytes; a
+  // larger one is that item's INVALID result. Default: 8 MiB.
   size_t max_text_bytes = size_t{8} << 20;
   // Hamming distance used when an item sets none. Default: 3.
   int default_max_hamming_distance = 3;
@@ -48,6 +49,11 @@ class Engine {
   Engine(const UrlNormalizer* normalizer, UrlStore* store,
          const SimHasher* hasher, ContentStore* content_store,
          EngineOptions options);
+  // With the content and chunk layers. REQUIRES: every pointer outlives the
+  // engine.
+  Engine(const UrlNormalizer* normalizer, UrlStore* store,
+         const SimHasher* hasher, ContentStore* content_store,
+         ChunkStore* chunk_store, EngineOptions options);
 
   // CheckUrl answers one result per request item, in order (see
   // proto/dedupd/v1/dedupd.proto). A bad item gets URL_VERDICT_INVALID with
@@ -70,6 +76,33 @@ class Engine {
   absl::Status CheckContent(const v1::CheckContentRequest& request,
                             v1::CheckContentResponse* response) const;
 
+  // CheckChunks answers one result per chunk of the request's document, in
+  // order (see proto/dedupd/v1/dedupd.proto). A bad chunk (invalid UTF-8,
+  // NUL, empty or whitespace-only text, text over max_text_bytes, a chunk id
+  // that is empty, longer than kMaxChunkIdBytes or repeats an earlier one)
+  // gets CHUNK_VERDICT_INVALID with the reason and is not recorded; the
+  // valid chunks replace the document's stored chunks (when none is valid,
+  // nothing is recorded). Near matching uses ChunkNearDistance
+  // (core/chunk_near_rule.h): short chunks match at a stricter distance.
+  // Errors: InvalidArgument for no chunks, more than max_batch_items
+  // chunks, a missing or bad document_url, or a max_hamming_distance above
+  // the store's index limit (the messages name the limit); Unimplemented
+  // when the engine has no chunk store; the store's code, with context, when
+  // the store fails.
+  absl::Status CheckChunks(const v1::CheckChunksRequest& request,
+                           v1::CheckChunksResponse* response) const;
+
+  // DedupResults deduplicates one query's hits (core/results_dedup.h;
+  // stateless: needs no store). Errors: InvalidArgument naming the first
+  // bad hit or setting (empty text, invalid UTF-8, a NaN score or embedding
+  // element, embeddings of different sizes, top_k 0, more than
+  // kMaxResultHits hits).
+  absl::Status DedupResults(const v1::DedupResultsRequest& request,
+                            v1::DedupResultsResponse* response) const;
+
+  // The longest chunk id CheckChunks accepts, in bytes.
+  static constexpr size_t kMaxChunkIdBytes = 1024;
+
  private:
   absl::Status CheckBatchSize(int n) const;
 
@@ -77,6 +110,7 @@ class Engine {
   UrlStore* store_;
   const SimHasher* hasher_ = nullptr;
   ContentStore* content_store_ = nullptr;
+  ChunkStore* chunk_store_ = nullptr;
   EngineOptions options_;
 };
 

@@ -100,7 +100,7 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Start(
   engine_options.content_limits.max_near_matches = options.max_near_matches;
   impl->engine = std::make_unique<Engine>(
       impl->normalizer.get(), impl->store.get(), impl->hasher.get(),
-      impl->store.get(), engine_options);
+      impl->store.get(), impl->store.get(), engine_options);
   impl->workers = std::make_unique<WorkerPool>(options.worker_threads);
   impl->service = std::make_unique<DedupService>(
       impl->engine.get(), options.max_concurrent_rpcs, impl->workers.get());

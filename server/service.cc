@@ -26,6 +26,20 @@ grpc::ServerUnaryReactor* DedupService::CheckContent(
   return Run(context, request, response, &Engine::CheckContent);
 }
 
+grpc::ServerUnaryReactor* DedupService::CheckChunks(
+    grpc::CallbackServerContext* context,
+    const v1::CheckChunksRequest* request,
+    v1::CheckChunksResponse* response) {
+  return Run(context, request, response, &Engine::CheckChunks);
+}
+
+grpc::ServerUnaryReactor* DedupService::DedupResults(
+    grpc::CallbackServerContext* context,
+    const v1::DedupResultsRequest* request,
+    v1::DedupResultsResponse* response) {
+  return Run(context, request, response, &Engine::DedupResults);
+}
+
 template <typename Request, typename Response>
 grpc::ServerUnaryReactor* DedupService::Run(
     grpc::CallbackServerContext* context, const Request* request,

@@ -33,6 +33,14 @@ class DedupService final : public v1::Dedup::CallbackService {
       grpc::CallbackServerContext* context,
       const v1::CheckContentRequest* request,
       v1::CheckContentResponse* response) override;
+  grpc::ServerUnaryReactor* CheckChunks(
+      grpc::CallbackServerContext* context,
+      const v1::CheckChunksRequest* request,
+      v1::CheckChunksResponse* response) override;
+  grpc::ServerUnaryReactor* DedupResults(
+      grpc::CallbackServerContext* context,
+      const v1::DedupResultsRequest* request,
+      v1::DedupResultsResponse* response) override;
 
  private:
   // Admits the call (or answers RESOURCE_EXHAUSTED) and runs

@@ -1,0 +1,266 @@
+// Engine::CheckChunks against the in-memory chunk store: validation, the
+// short-chunk rule, duplicates within a request and across documents,
+// re-sent documents, peek.
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "core/chunk_near_rule.h"
+#include "core/content_fingerprint.h"
+#include "core/simhash.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/engine.h"
+#include "storage/memory_chunk_store.h"
+#include "storage/memory_content_store.h"
+#include "storage/memory_url_store.h"
+#include "tests/testing/status_matchers.h"
+
+namespace dedupd {
+namespace {
+
+using ::dedupd::testing::IsOk;
+using ::dedupd::testing::StatusIs;
+using ::testing::HasSubstr;
+
+std::string ReadTestdata(const std::string& name) {
+  std::ifstream in(std::string(DEDUPD_SERVER_TESTDATA_DIR) + "/" + name, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+// The page's words, and runs of them as chunk texts.
+std::vector<std::string> SplitWords(const std::string& text) {
+  return absl::StrSplit(text, absl::ByAnyChar(" \n\t"), absl::SkipWhitespace());
+}
+std::string Words(const std::vector<std::string>& words, size_t from, size_t n) {
+  return absl::StrJoin(words.begin() + from, words.begin() + from + n, " ");
+}
+
+class ChunkEngineTest : public ::testing::Test {
+ protected:
+  static constexpr size_t kMaxTextBytes = 4096;
+  static constexpr size_t kMaxBatchItems = 50;
+
+  ChunkEngineTest()
+      : content_store_(&url_store_, 3),
+        chunk_store_(3),
+        engine_(&normalizer_, &url_store_, &hasher_, &content_store_, &chunk_store_,
+                Options()) {}
+
+  EngineOptions Options() {
+    EngineOptions o;
+    o.max_batch_items = kMaxBatchItems;
+    o.max_text_bytes = kMaxTextBytes;
+    o.clock = [this] { return now_; };
+    return o;
+  }
+
+  static v1::CheckChunksRequest Request(const std::string& url,
+                                        const std::vector<std::string>& texts,
+                                        v1::ClaimMode mode = v1::CLAIM_MODE_CLAIM) {
+    v1::CheckChunksRequest r;
+    r.set_document_url(url);
+    r.set_mode(mode);
+    for (const std::string& t : texts) r.add_chunks()->set_text(t);
+    return r;
+  }
+
+  // Sends a request that must succeed and answer every chunk.
+  v1::CheckChunksResponse Check(const v1::CheckChunksRequest& request) {
+    v1::CheckChunksResponse response;
+    EXPECT_THAT(engine_.CheckChunks(request, &response), IsOk());
+    EXPECT_EQ(response.results_size(), request.chunks_size());
+    return response;
+  }
+  v1::CheckChunksResponse Check(const std::string& url, const std::vector<std::string>& texts,
+                                v1::ClaimMode mode = v1::CLAIM_MODE_CLAIM) {
+    return Check(Request(url, texts, mode));
+  }
+
+  absl::Time now_ = absl::FromUnixMicros(1764496800123456);
+  UrlNormalizer normalizer_;
+  SimHasher hasher_;
+  MemoryUrlStore url_store_;
+  MemoryContentStore content_store_;
+  MemoryChunkStore chunk_store_;
+  Engine engine_;
+};
+
+TEST_F(ChunkEngineTest, BadChunksAreInvalidAndTheRestAreRecorded) {
+  const std::string good = "a perfectly ordinary chunk of text about installing the package";
+  v1::CheckChunksRequest r = Request("https://docs.example/a", {});
+  struct Case {
+    std::string text;
+    std::optional<std::string> id;
+    std::string error;  // empty: valid
+  };
+  const std::vector<Case> cases = {
+      {good, std::nullopt, ""},
+      {"", std::nullopt, "text: "},
+      {" \t\n\u00a0 ", std::nullopt, "text: "},
+      {"bad \xff utf-8", std::nullopt, "text: "},
+      {std::string("nul \0 byte", 10), std::nullopt, "text: "},
+      {std::string(kMaxTextBytes + 1, 'x'), std::nullopt, "limit is 4096 (--max_text_bytes)"},
+      {"second good chunk with words enough to be matched nearly if need be", "intro", ""},
+      {"a chunk whose id repeats another one", "intro", "chunk_id: \"intro\" repeats chunk 6's"},
+      {"a chunk with an explicitly empty id", "", "chunk_id: is empty"},
+      {"a chunk with a huge id", std::string(Engine::kMaxChunkIdBytes + 1, 'i'),
+       "chunk_id: is 1025 bytes"},
+  };
+  for (const Case& c : cases) {
+    v1::ChunkItem* item = r.add_chunks();
+    item->set_text(c.text);
+    if (c.id.has_value()) item->set_chunk_id(*c.id);
+  }
+  v1::CheckChunksResponse response = Check(r);
+  EXPECT_EQ(response.document_url(), "https://docs.example/a");
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(absl::StrCat("chunk ", i));
+    const v1::ChunkResult& result = response.results(static_cast<int>(i));
+    if (cases[i].error.empty()) {
+      EXPECT_EQ(result.verdict(), v1::CHUNK_VERDICT_NEW) << result.error();
+      EXPECT_EQ(result.content_hash().size(), 64u);
+      EXPECT_TRUE(result.has_first_seen_time());
+    } else {
+      EXPECT_EQ(result.verdict(), v1::CHUNK_VERDICT_INVALID);
+      EXPECT_THAT(result.error(), HasSubstr(cases[i].error));
+    }
+  }
+  EXPECT_EQ(response.results(0).chunk_id(), "0") << "default id: the index";
+  EXPECT_EQ(response.results(6).chunk_id(), "intro");
+  // Only the two valid chunks were recorded: a re-send replaces two.
+  v1::CheckChunksResponse again = Check("https://docs.example/a", {good}, v1::CLAIM_MODE_PEEK);
+  EXPECT_EQ(again.replaced_chunks(), 2u);
+}
+
+TEST_F(ChunkEngineTest, AllChunksInvalidRecordsNothing) {
+  Check("https://docs.example/a", {"one chunk of text that is long enough to count"});
+  v1::CheckChunksResponse bad = Check("https://docs.example/a", {"", "\xc3"});
+  EXPECT_EQ(bad.results(0).verdict(), v1::CHUNK_VERDICT_INVALID);
+  EXPECT_EQ(bad.replaced_chunks(), 0u);
+  EXPECT_EQ(Check("https://docs.example/a", {"x y z"}, v1::CLAIM_MODE_PEEK).replaced_chunks(), 1u);
+}
+
+TEST_F(ChunkEngineTest, WholeRequestErrorsAreInvalidArgument) {
+  v1::CheckChunksResponse response;
+  EXPECT_THAT(engine_.CheckChunks(Request("https://a.example/", {}), &response),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no chunks")));
+  EXPECT_THAT(engine_.CheckChunks(
+                  Request("https://a.example/", std::vector<std::string>(kMaxBatchItems + 1, "t")),
+                  &response),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("51 chunks; the limit is 50 per request (--max_batch_items)")));
+  EXPECT_THAT(engine_.CheckChunks(Request("", {"text"}), &response),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("document_url: is empty")));
+  EXPECT_THAT(engine_.CheckChunks(Request("not a url", {"text"}), &response),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("document_url: ")));
+  v1::CheckChunksRequest far = Request("https://a.example/", {"text"});
+  far.set_max_hamming_distance(4);
+  EXPECT_THAT(engine_.CheckChunks(far, &response),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("above this server's limit of 3 (--simhash_max_distance)")));
+}
+
+TEST_F(ChunkEngineTest, SharedParagraphsAcrossPagesAndWithinOne) {
+  const std::vector<std::string> words = SplitWords(ReadTestdata("python_policy_packaging.txt"));
+  ASSERT_GT(words.size(), 900u) << "missing testdata";
+  const std::string preamble = Words(words, 0, 80);
+  const std::string a1 = Words(words, 100, 80), a2 = Words(words, 200, 80);
+  const std::string b1 = Words(words, 300, 80), b2 = Words(words, 400, 80);
+  // A one-word edit of a2 whose SimHash stays within 3 bits of a2's (a
+  // one-word edit moves an 80-word chunk's SimHash ~6 bits on average,
+  // docs/chunk_dedup.md, so the test picks an edit position that is near;
+  // what it checks is the engine's answer, not SimHash's recall).
+  std::string a2_edit;
+  for (size_t at = 200; at < 280 && a2_edit.empty(); ++at) {
+    std::vector<std::string> edited_words = words;
+    edited_words[at] = "zebra";
+    std::string candidate = Words(edited_words, 200, 80);
+    absl::StatusOr<ContentFingerprint> x = FingerprintText(candidate, hasher_);
+    absl::StatusOr<ContentFingerprint> y = FingerprintText(a2, hasher_);
+    ASSERT_TRUE(x.ok() && y.ok());
+    if (HammingDistance(x->simhash, y->simhash) <= 3 && x->sha256 != y->sha256) {
+      a2_edit = std::move(candidate);
+    }
+  }
+  ASSERT_FALSE(a2_edit.empty()) << "no one-word edit of the chunk stays within 3 bits";
+
+  v1::CheckChunksResponse a = Check("https://docs.example/a", {preamble, a1, a2, preamble});
+  EXPECT_EQ(a.results(0).verdict(), v1::CHUNK_VERDICT_NEW);
+  EXPECT_EQ(a.results(1).verdict(), v1::CHUNK_VERDICT_NEW);
+  EXPECT_EQ(a.results(2).verdict(), v1::CHUNK_VERDICT_NEW);
+  EXPECT_EQ(a.results(3).verdict(), v1::CHUNK_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(a.results(3).duplicate_of_document_url(), "https://docs.example/a");
+  EXPECT_EQ(a.results(3).duplicate_of_chunk_id(), "0");
+  EXPECT_EQ(a.results(0).applied_max_hamming_distance(), 3);
+
+  now_ += absl::Minutes(1);
+  v1::CheckChunksResponse b = Check("https://docs.example/b", {preamble, b1, a2_edit, b2});
+  EXPECT_EQ(b.results(0).verdict(), v1::CHUNK_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(b.results(0).duplicate_of_document_url(), "https://docs.example/a");
+  EXPECT_EQ(b.results(0).duplicate_of_chunk_id(), "0");
+  EXPECT_EQ(b.results(0).other_holders(), 2u);
+  EXPECT_EQ(b.results(0).distance(), 0u);
+  EXPECT_EQ(b.results(1).verdict(), v1::CHUNK_VERDICT_NEW);
+  const int d = HammingDistance(b.results(2).simhash(), a.results(2).simhash());
+  if (d <= 3) {
+    EXPECT_EQ(b.results(2).verdict(), v1::CHUNK_VERDICT_NEAR_DUPLICATE);
+    EXPECT_EQ(b.results(2).duplicate_of_chunk_id(), "2");
+    EXPECT_EQ(b.results(2).distance(), static_cast<uint32_t>(d));
+    EXPECT_EQ(b.results(2).duplicate_of_simhash(), a.results(2).simhash());
+  } else {
+    ADD_FAILURE() << "a one-word edit of an 80-word chunk moved the SimHash by " << d;
+  }
+  EXPECT_EQ(b.results(3).verdict(), v1::CHUNK_VERDICT_NEW);
+
+  // A chunk never matches a whole page, nor a page a chunk.
+  v1::CheckContentRequest page;
+  v1::ContentItem* item = page.add_items();
+  item->set_url("https://docs.example/page");
+  item->set_text(b2);
+  v1::CheckContentResponse page_response;
+  ASSERT_THAT(engine_.CheckContent(page, &page_response), IsOk());
+  EXPECT_EQ(page_response.results(0).verdict(), v1::CONTENT_VERDICT_NEW);
+}
+
+TEST_F(ChunkEngineTest, ResendingADocumentReplacesItsChunks) {
+  const std::vector<std::string> words = SplitWords(ReadTestdata("python_policy_packaging.txt"));
+  const std::vector<std::string> chunks = {Words(words, 0, 60), Words(words, 60, 60),
+                                           Words(words, 120, 60)};
+  Check("https://docs.example/a", chunks);
+  now_ += absl::Hours(1);
+  v1::CheckChunksResponse again = Check("https://docs.example/a", chunks);
+  EXPECT_EQ(again.replaced_chunks(), 3u);
+  for (const v1::ChunkResult& r : again.results()) {
+    EXPECT_EQ(r.verdict(), v1::CHUNK_VERDICT_NEW);
+  }
+  // Peek answers what a claim would, and records nothing.
+  v1::CheckChunksResponse peek = Check("https://docs.example/b", chunks, v1::CLAIM_MODE_PEEK);
+  EXPECT_EQ(peek.results(1).verdict(), v1::CHUNK_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(peek.results(1).duplicate_of_chunk_id(), "1");
+  EXPECT_EQ(Check("https://docs.example/b", chunks, v1::CLAIM_MODE_PEEK).replaced_chunks(), 0u);
+}
+
+TEST_F(ChunkEngineTest, ShortChunksUseTheStricterRule) {
+  // A heading-sized chunk: near matching by the rule for its word count.
+  const std::string heading = "Installation";
+  v1::CheckChunksResponse r = Check("https://docs.example/a", {heading});
+  EXPECT_EQ(r.results(0).applied_max_hamming_distance(), ChunkNearDistance(1, 3));
+  // Exact repeats of short chunks are still found.
+  v1::CheckChunksResponse b = Check("https://docs.example/b", {heading});
+  EXPECT_EQ(b.results(0).verdict(), v1::CHUNK_VERDICT_EXACT_DUPLICATE);
+  // An explicit distance is capped by the rule too.
+  v1::CheckChunksRequest req = Request("https://docs.example/c", {"Installing it"});
+  req.set_max_hamming_distance(1);
+  v1::CheckChunksResponse c = Check(req);
+  EXPECT_EQ(c.results(0).applied_max_hamming_distance(), ChunkNearDistance(2, 1));
+}
+
+}  // namespace
+}  // namespace dedupd
