@@ -15,6 +15,10 @@ absl::Status CheckChunkDocument(const ChunkDocument& doc, int max_near_distance)
   if (doc.document_url.empty()) {
     return absl::InvalidArgumentError("document_url is empty");
   }
+  if (doc.document_url.find('\0') != std::string::npos) {
+    // Normalized URLs never hold one; stores may use it as a separator.
+    return absl::InvalidArgumentError("document_url holds a NUL byte");
+  }
   absl::flat_hash_map<absl::string_view, size_t> seen;
   for (size_t i = 0; i < doc.chunks.size(); ++i) {
     const ChunkInput& c = doc.chunks[i];

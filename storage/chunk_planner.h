@@ -108,8 +108,11 @@ class ChunkStateReader {
                                                      int max_distance,
                                                      size_t limit,
                                                      size_t* total) = 0;
-  // The fingerprint record of a text id the index returned. NotFound is a
-  // broken invariant the backend reports as DataLoss.
+  // The fingerprint record of a text id the index returned. A backend whose
+  // index is updated outside its read view (after the write, by other
+  // calls) must not return such ids from QueryNear unless their records
+  // are in the view; an id without a record is then a broken invariant,
+  // reported as DataLoss.
   virtual absl::StatusOr<FingerprintRecord> GetTextFingerprint(uint32_t text_id) = 0;
   // A fresh text id, larger than every id in use.
   // Errors: ResourceExhausted when ids run out.

@@ -44,7 +44,7 @@ struct ChunkInput {
 
 // A document and its chunks, in order.
 struct ChunkDocument {
-  // The document's normalized URL: its identity. Non-empty.
+  // The document's normalized URL: its identity. Non-empty, no NUL byte.
   std::string document_url;
   // REQUIRES: chunk ids pairwise distinct.
   std::vector<ChunkInput> chunks;
