@@ -1,0 +1,369 @@
+// End-to-end tests of the chunk and query-time layers (CheckChunks,
+// DedupResults): the real dedupd binary on 127.0.0.1 port 0 with a temp data
+// dir, driven through the client library (client/client.h). Every call has a
+// deadline (the client's); waits are on conditions.
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "bench/chunker.h"
+#include "client/client.h"
+#include "dedupd/v1/dedupd.pb.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/server_process.h"
+#include "tests/testing/status_matchers.h"
+
+namespace dedupd {
+namespace {
+
+using ::dedupd::testing::IsOk;
+using ::dedupd::testing::ServerTest;
+using ::dedupd::testing::StatusIs;
+using ::testing::HasSubstr;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+std::vector<std::string> Chunks(const std::string& text) {
+  std::vector<std::string> out;
+  for (absl::string_view c : bench::ChunkText(text, bench::kDefaultChunkBytes)) {
+    out.emplace_back(c);
+  }
+  return out;
+}
+
+v1::CheckChunksRequest Request(const std::string& url, const std::vector<std::string>& texts,
+                               v1::ClaimMode mode = v1::CLAIM_MODE_CLAIM) {
+  v1::CheckChunksRequest r;
+  r.set_document_url(url);
+  r.set_mode(mode);
+  for (const std::string& t : texts) r.add_chunks()->set_text(t);
+  return r;
+}
+
+class E2eChunksTest : public ServerTest {
+ protected:
+  E2eChunksTest() : ServerTest(DEDUPD_BINARY, "e2e_chunks_") {}
+
+  void OnStarted() override {
+    ClientOptions options;
+    options.deadline = absl::Seconds(30);
+    absl::StatusOr<std::unique_ptr<DedupClient>> c =
+        DedupClient::Connect(server_->address(), options);
+    ASSERT_THAT(c, IsOk());
+    client_ = *std::move(c);
+  }
+
+  // Sends one document; the call must succeed.
+  v1::CheckChunksResponse Check(const v1::CheckChunksRequest& request) {
+    absl::StatusOr<v1::CheckChunksResponse> r = client_->CheckChunks(request);
+    EXPECT_THAT(r, IsOk());
+    return r.ok() ? *r : v1::CheckChunksResponse{};
+  }
+
+  std::unique_ptr<DedupClient> client_;
+};
+
+TEST_F(E2eChunksTest, SharedPreambleOfRealPagesIsFoundAndNothingElseIsMerged) {
+  const std::string dir = DEDUPD_PREAMBLE_TESTDATA_DIR;
+  const std::string preamble = ReadFile(dir + "/preamble.txt");
+  ASSERT_GT(preamble.size(), 2000u) << "missing testdata " << dir;
+  std::vector<std::string> pages;
+  for (int i = 0; i < 100; ++i) {
+    const std::string path = absl::StrCat(dir, "/page_", i < 10 ? "0" : "", i, ".txt");
+    if (!std::filesystem::exists(path)) break;
+    pages.push_back(ReadFile(path));
+  }
+  ASSERT_GE(pages.size(), 20u);
+  // The pipeline chunks the preamble section and the page body separately
+  // (section-aware chunking), so the preamble's chunks are identical on
+  // every page.
+  const std::vector<std::string> preamble_chunks = Chunks(preamble);
+  ASSERT_GE(preamble_chunks.size(), 3u);
+
+  size_t preamble_duplicates = 0, preamble_misses = 0;
+  size_t content_chunks = 0, false_merges = 0;
+  std::vector<std::string> first_ids;
+  for (size_t p = 0; p < pages.size(); ++p) {
+    std::vector<std::string> chunks = preamble_chunks;
+    for (std::string& c : Chunks(pages[p])) chunks.push_back(std::move(c));
+    const std::string url = absl::StrCat("https://docs.example/page/", p);
+    v1::CheckChunksResponse r = Check(Request(url, chunks));
+    ASSERT_EQ(r.results_size(), static_cast<int>(chunks.size()));
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      const v1::ChunkResult& c = r.results(static_cast<int>(i));
+      ASSERT_NE(c.verdict(), v1::CHUNK_VERDICT_INVALID) << c.error();
+      if (i < preamble_chunks.size()) {
+        if (p == 0) {
+          EXPECT_EQ(c.verdict(), v1::CHUNK_VERDICT_NEW);
+        } else if (c.verdict() == v1::CHUNK_VERDICT_EXACT_DUPLICATE &&
+                   c.duplicate_of_document_url() == "https://docs.example/page/0" &&
+                   c.duplicate_of_chunk_id() == absl::StrCat(i)) {
+          ++preamble_duplicates;
+        } else {
+          ++preamble_misses;
+        }
+        continue;
+      }
+      ++content_chunks;
+      if (c.verdict() != v1::CHUNK_VERDICT_NEW) {
+        ++false_merges;
+        ADD_FAILURE() << url << " chunk " << i << " (" << chunks[i].substr(0, 80)
+                      << "...) reported as a duplicate of " << c.duplicate_of_document_url()
+                      << " chunk " << c.duplicate_of_chunk_id() << " at distance "
+                      << c.distance();
+      }
+    }
+  }
+  std::cout << pages.size() << " pages: " << preamble_chunks.size()
+            << " preamble chunks each, " << preamble_duplicates
+            << " preamble duplicates found, " << preamble_misses << " missed; "
+            << content_chunks << " content chunks, " << false_merges << " false merges\n";
+  EXPECT_EQ(preamble_duplicates, (pages.size() - 1) * preamble_chunks.size());
+  EXPECT_EQ(preamble_misses, 0u);
+  EXPECT_EQ(false_merges, 0u);
+}
+
+TEST_F(E2eChunksTest, WithinRequestDuplicatesResendsAndPeek) {
+  const std::vector<std::string> texts = {
+      "Install the package with pip install example and check the version.",
+      "Configure the service by editing the file in the etc directory first.",
+      "Install the package with pip install example and check the version.",
+  };
+  v1::CheckChunksResponse a = Check(Request("https://docs.example/a", texts));
+  EXPECT_EQ(a.document_url(), "https://docs.example/a");
+  EXPECT_EQ(a.results(0).verdict(), v1::CHUNK_VERDICT_NEW);
+  EXPECT_EQ(a.results(1).verdict(), v1::CHUNK_VERDICT_NEW);
+  EXPECT_EQ(a.results(2).verdict(), v1::CHUNK_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(a.results(2).duplicate_of_document_url(), "https://docs.example/a");
+  EXPECT_EQ(a.results(2).duplicate_of_chunk_id(), "0");
+  // Re-sent: replaced, not a duplicate of itself.
+  v1::CheckChunksResponse again = Check(Request("https://docs.example/a", texts));
+  EXPECT_EQ(again.replaced_chunks(), 3u);
+  EXPECT_EQ(again.results(0).verdict(), v1::CHUNK_VERDICT_NEW);
+  EXPECT_EQ(again.results(1).verdict(), v1::CHUNK_VERDICT_NEW);
+  // Another document, peeked: duplicates of the first, nothing recorded.
+  v1::CheckChunksRequest peek = Request("https://docs.example/b", {texts[1]}, v1::CLAIM_MODE_PEEK);
+  peek.mutable_chunks(0)->set_chunk_id("setup");
+  v1::CheckChunksResponse b = Check(peek);
+  EXPECT_EQ(b.results(0).chunk_id(), "setup");
+  EXPECT_EQ(b.results(0).verdict(), v1::CHUNK_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(b.results(0).duplicate_of_chunk_id(), "1");
+  EXPECT_EQ(Check(peek).replaced_chunks(), 0u);
+}
+
+TEST_F(E2eChunksTest, BadInputGetsClearErrorsAndTheServerKeepsServing) {
+  EXPECT_THAT(client_->CheckChunks(Request("https://docs.example/a", {})),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no chunks")));
+  EXPECT_THAT(client_->CheckChunks(Request("ftp://docs.example/a", {"text"})),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("document_url: ")));
+  v1::CheckChunksRequest far = Request("https://docs.example/a", {"text"});
+  far.set_max_hamming_distance(9);
+  EXPECT_THAT(client_->CheckChunks(far),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--simhash_max_distance")));
+  v1::CheckChunksResponse mixed = Check(Request(
+      "https://docs.example/a", {"fine text here", "", std::string("nul\0", 4), "\xfe", "fine"}));
+  EXPECT_EQ(mixed.results(0).verdict(), v1::CHUNK_VERDICT_NEW);
+  for (int i = 1; i <= 3; ++i) {
+    EXPECT_EQ(mixed.results(i).verdict(), v1::CHUNK_VERDICT_INVALID);
+    EXPECT_THAT(mixed.results(i).error(), HasSubstr("text: "));
+  }
+  EXPECT_EQ(mixed.results(4).verdict(), v1::CHUNK_VERDICT_NEW);
+  // A chunk over the server's message limit fails only its own call.
+  v1::CheckChunksRequest huge = Request("https://docs.example/huge", {std::string(64 << 20, 'a')});
+  EXPECT_THAT(client_->CheckChunks(huge), StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_EQ(Check(Request("https://docs.example/a", {"fine text here"}, v1::CLAIM_MODE_PEEK))
+                .results(0)
+                .verdict(),
+            v1::CHUNK_VERDICT_NEW);
+}
+
+TEST_F(E2eChunksTest, ConcurrentDocumentsSharingAChunkGetOneOwner) {
+  constexpr int kThreads = 8, kRounds = 5;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string shared =
+        absl::StrCat("Round ", round, ": the shared boilerplate paragraph every page carries.");
+    std::vector<v1::CheckChunksResponse> out(kThreads);
+    std::atomic<int> ready{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        ++ready;
+        while (ready.load() < kThreads) std::this_thread::yield();
+        out[t] = Check(Request(absl::StrCat("https://c.example/", round, "/", t),
+                               {absl::StrCat("Page ", t, " of round ", round, " has its own text."),
+                                shared}));
+      });
+    }
+    for (std::thread& th : threads) th.join();
+    int owners = 0;
+    std::string owner;
+    for (int t = 0; t < kThreads; ++t) {
+      ASSERT_EQ(out[t].results_size(), 2);
+      if (out[t].results(1).verdict() == v1::CHUNK_VERDICT_NEW) {
+        ++owners;
+        owner = out[t].document_url();
+      }
+    }
+    ASSERT_EQ(owners, 1) << "round " << round;
+    for (int t = 0; t < kThreads; ++t) {
+      const v1::ChunkResult& r = out[t].results(1);
+      if (r.verdict() == v1::CHUNK_VERDICT_NEW) continue;
+      EXPECT_EQ(r.verdict(), v1::CHUNK_VERDICT_EXACT_DUPLICATE);
+      EXPECT_EQ(r.duplicate_of_document_url(), owner);
+    }
+  }
+}
+
+TEST_F(E2eChunksTest, RestartAndKillMinus9KeepAcknowledgedChunks) {
+  ASSERT_EQ(Check(Request("https://r.example/a", {"A chunk that must survive a clean restart."}))
+                .results(0)
+                .verdict(),
+            v1::CHUNK_VERDICT_NEW);
+  absl::StatusOr<int> code = server_->Terminate();
+  ASSERT_THAT(code, IsOk());
+  EXPECT_EQ(*code, 0) << server_->Logs();
+  StartServer();
+  v1::CheckChunksResponse after = Check(Request(
+      "https://r.example/b", {"a chunk that must survive a clean restart."}, v1::CLAIM_MODE_PEEK));
+  EXPECT_EQ(after.results(0).verdict(), v1::CHUNK_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(after.results(0).duplicate_of_document_url(), "https://r.example/a");
+
+  // Writers claim documents until the server is SIGKILLed; every chunk
+  // acknowledged before the kill is found after the restart.
+  constexpr int kThreads = 4, kMaxDocs = 2000;
+  std::vector<std::vector<std::pair<std::string, std::string>>> acked(kThreads);
+  std::atomic<int> docs_done{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      ClientOptions options;
+      options.max_attempts = 1;
+      options.deadline = absl::Seconds(10);
+      auto client = DedupClient::Connect(server_->address(), options);
+      if (!client.ok()) return;
+      for (int d = 0; d < kMaxDocs; ++d) {
+        const std::string url = absl::StrCat("https://k.example/", t, "/", d);
+        const std::string text =
+            absl::StrCat("Chunk of document ", t, "-", d, " written during the crash test.");
+        absl::StatusOr<v1::CheckChunksResponse> r = (*client)->CheckChunks(Request(url, {text}));
+        if (!r.ok()) return;  // server gone
+        acked[t].emplace_back(url, text);
+        ++docs_done;
+      }
+    });
+  }
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  while (docs_done.load() < 200 && absl::Now() < give_up) std::this_thread::yield();
+  server_->Kill();
+  for (std::thread& th : threads) th.join();
+  StartServer();
+  size_t total = 0, lost = 0;
+  for (const auto& list : acked) {
+    for (const auto& [url, text] : list) {
+      ++total;
+      v1::CheckChunksResponse r =
+          Check(Request("https://after.example/", {text}, v1::CLAIM_MODE_PEEK));
+      if (r.results_size() != 1 || r.results(0).verdict() != v1::CHUNK_VERDICT_EXACT_DUPLICATE ||
+          r.results(0).duplicate_of_document_url() != url) {
+        ++lost;
+      }
+    }
+  }
+  ASSERT_GE(total, 200u);
+  EXPECT_EQ(lost, 0u) << "of " << total << " acknowledged chunks";
+}
+
+v1::ResultHit Hit(const std::string& id, const std::string& text, double score,
+                  const std::string& source) {
+  v1::ResultHit h;
+  h.set_id(id);
+  h.set_text(text);
+  h.set_score(score);
+  h.set_source_url(source);
+  return h;
+}
+
+TEST_F(E2eChunksTest, DedupResultsKeepsOneOfEachClusterAndCapsSources) {
+  const std::string para =
+      "To install the package run pip install example in a virtual environment, then "
+      "import it and check the version it reports matches the release notes.";
+  v1::DedupResultsRequest request;
+  request.set_top_k(3);
+  *request.add_hits() = Hit("a", para, 0.9, "https://one.example/");
+  *request.add_hits() = Hit("b", "  " + para + " ", 0.95, "https://two.example/");
+  *request.add_hits() = Hit("c", "Gardening in spring: tomatoes need sun.", 0.5,
+                            "https://three.example/");
+  *request.add_hits() = Hit("d", "Another page about soil and compost.", 0.4,
+                            "https://three.example/");
+  *request.add_hits() = Hit("e", "Watering schedules for dry summers.", 0.3,
+                            "https://three.example/");
+  absl::StatusOr<v1::DedupResultsResponse> r = client_->DedupResults(request);
+  ASSERT_THAT(r, IsOk());
+  // top_k 3: the per-source cap is 2.
+  EXPECT_EQ(r->per_source_cap(), 2u);
+  ASSERT_EQ(r->kept_size(), 3);
+  EXPECT_EQ(r->kept(0).id(), "b") << "the best score of the cluster";
+  EXPECT_EQ(r->kept(1).id(), "c");
+  EXPECT_EQ(r->kept(2).id(), "d");
+  ASSERT_GE(r->dropped_size(), 1);
+  EXPECT_EQ(r->dropped(0).id(), "a");
+  EXPECT_EQ(r->dropped(0).reason(), v1::DROP_REASON_DUPLICATE);
+  EXPECT_EQ(r->dropped(0).duplicate_of(), "b");
+  EXPECT_EQ(r->dropped(0).measure(), v1::DUPLICATE_MEASURE_EXACT_TEXT);
+
+  // With embeddings: cosine finds paraphrases the text measures do not.
+  v1::DedupResultsRequest emb;
+  emb.set_top_k(10);
+  emb.set_per_source_cap(0);
+  *emb.add_hits() = Hit("x", "How do I install it?", 0.9, "https://a.example/");
+  *emb.add_hits() = Hit("y", "Installation steps, briefly.", 0.8, "https://b.example/");
+  *emb.add_hits() = Hit("z", "Unrelated text about the weather.", 0.7, "https://c.example/");
+  const std::vector<std::vector<float>> vectors = {
+      {1, 0, 0, 0}, {0.99f, 0.1f, 0, 0}, {0, 0, 1, 0}};
+  for (int i = 0; i < 3; ++i) {
+    for (float v : vectors[i]) emb.mutable_hits(i)->add_embedding(v);
+  }
+  r = client_->DedupResults(emb);
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->kept_size(), 2);
+  EXPECT_EQ(r->kept(0).id(), "x");
+  EXPECT_EQ(r->kept(1).id(), "z");
+  ASSERT_EQ(r->dropped_size(), 1);
+  EXPECT_EQ(r->dropped(0).measure(), v1::DUPLICATE_MEASURE_COSINE);
+  EXPECT_GT(r->dropped(0).value(), 0.95);
+
+  // Bad input: a clear per-request error.
+  v1::DedupResultsRequest bad = emb;
+  bad.mutable_hits(1)->mutable_embedding()->RemoveLast();
+  EXPECT_THAT(client_->DedupResults(bad),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("hit 1")));
+  bad = emb;
+  bad.mutable_hits(2)->set_embedding(0, std::numeric_limits<float>::quiet_NaN());
+  EXPECT_THAT(client_->DedupResults(bad),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("hit 2")));
+  bad = emb;
+  bad.mutable_hits(0)->set_text("");
+  EXPECT_THAT(client_->DedupResults(bad),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("hit 0")));
+  bad = emb;
+  bad.clear_hits();
+  EXPECT_THAT(client_->DedupResults(bad), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+}  // namespace
+}  // namespace dedupd
