@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "bench/chunker.h"
 #include "client/client.h"
@@ -27,6 +28,7 @@ namespace dedupd {
 namespace {
 
 using ::dedupd::testing::IsOk;
+using ::dedupd::testing::RunCommand;
 using ::dedupd::testing::ServerTest;
 using ::dedupd::testing::StatusIs;
 using ::testing::HasSubstr;
@@ -364,6 +366,56 @@ TEST_F(E2eChunksTest, DedupResultsKeepsOneOfEachClusterAndCapsSources) {
   bad.clear_hits();
   EXPECT_THAT(client_->DedupResults(bad), StatusIs(absl::StatusCode::kInvalidArgument));
 }
+
+#ifdef DEDUPCTL_BINARY
+TEST_F(E2eChunksTest, DedupctlChunksCheckAndResultsDedupInAPipeline) {
+  const std::string input =
+      "{\"document_url\":\"https://p.example/a\",\"chunks\":[\"Shared intro paragraph of "
+      "the docs.\",\"Page A's own text.\"]}\n"
+      "{\"document_url\":\"https://p.example/b\",\"chunks\":[{\"text\":\"shared intro "
+      "paragraph of the docs.\",\"chunk_id\":\"intro\"},{\"text\":\" \"}]}\n"
+      "{\"document_url\":\"https://p.example/c\",\"chunks\":\"not a list\"}\n";
+  auto r = RunCommand({DEDUPCTL_BINARY, "chunks", "check", "--server", server_->address(),
+                       "--deadline", "30"},
+                      input);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->exit_code, 1) << r->err;  // a bad line and an INVALID chunk
+  std::vector<std::string> lines = absl::StrSplit(r->out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 3u) << r->out;
+  EXPECT_THAT(lines[0], HasSubstr("\"document_url\":\"https://p.example/a\""));
+  EXPECT_THAT(lines[0], HasSubstr("\"verdict\":\"NEW\""));
+  EXPECT_THAT(lines[1], HasSubstr("\"chunk_id\":\"intro\",\"verdict\":\"EXACT_DUPLICATE\""));
+  EXPECT_THAT(lines[1], HasSubstr("\"duplicate_of\":{\"document_url\":\"https://p.example/a\","
+                                  "\"chunk_id\":\"0\""));
+  EXPECT_THAT(lines[1], HasSubstr("\"verdict\":\"INVALID\""));
+  EXPECT_THAT(lines[2], HasSubstr("\"line\":3"));
+  // What dedupctl claimed is in the server.
+  v1::CheckChunksResponse peek = Check(Request(
+      "https://p.example/z", {"Shared intro paragraph of the docs."}, v1::CLAIM_MODE_PEEK));
+  EXPECT_EQ(peek.results(0).verdict(), v1::CHUNK_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(peek.results(0).duplicate_of_document_url(), "https://p.example/a");
+
+  const std::string hits =
+      "[{\"id\":\"h1\",\"text\":\"Install with pip.\",\"score\":0.9,"
+      "\"source_url\":\"https://s.example/1\"},"
+      "{\"id\":\"h2\",\"text\":\"install WITH pip.\",\"score\":0.8,"
+      "\"source_url\":\"https://s.example/2\"},"
+      "{\"id\":\"h3\",\"text\":\"Something else.\",\"score\":0.7}]";
+  auto d = RunCommand({DEDUPCTL_BINARY, "results", "dedup", "--server", server_->address(),
+                       "--top_k", "5"},
+                      hits);
+  ASSERT_THAT(d, IsOk());
+  EXPECT_EQ(d->exit_code, 0) << d->err;
+  EXPECT_THAT(d->out, HasSubstr("\"kept\":[{\"index\":0,\"id\":\"h1\""));
+  EXPECT_THAT(d->out, HasSubstr("\"id\":\"h2\",\"reason\":\"DUPLICATE\""));
+  EXPECT_THAT(d->out, HasSubstr("\"measure\":\"EXACT_TEXT\""));
+  auto bad = RunCommand({DEDUPCTL_BINARY, "results", "dedup", "--server", server_->address()},
+                        "[{\"id\":\"x\",\"text\":\"\",\"score\":1}]");
+  ASSERT_THAT(bad, IsOk());
+  EXPECT_EQ(bad->exit_code, 1) << bad->err;
+  EXPECT_THAT(bad->out, HasSubstr("hit 0"));
+}
+#endif  // DEDUPCTL_BINARY
 
 }  // namespace
 }  // namespace dedupd
