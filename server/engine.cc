@@ -72,6 +72,31 @@ absl::Status Engine::CheckBatchSize(int n) const {
   return absl::OkStatus();
 }
 
+absl::StatusOr<int> Engine::ResolveDistance(bool has, uint32_t requested,
+                                            int index_limit) const {
+  if (!has) return options_.default_max_hamming_distance;
+  if (requested > static_cast<uint32_t>(index_limit)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_hamming_distance ", requested, " is above this server's limit of ",
+        index_limit, " (--simhash_max_distance)"));
+  }
+  return static_cast<int>(requested);
+}
+
+absl::StatusOr<ContentFingerprint> Engine::FingerprintItemText(
+    absl::string_view text) const {
+  if (text.size() > options_.max_text_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "text: is ", text.size(), " bytes; the limit is ", options_.max_text_bytes,
+        " (--max_text_bytes)"));
+  }
+  absl::StatusOr<ContentFingerprint> fp = FingerprintText(text, *hasher_);
+  if (!fp.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("text: ", fp.status().message()));
+  }
+  return fp;
+}
+
 absl::Status Engine::CheckUrl(const v1::CheckUrlRequest& request,
                               v1::CheckUrlResponse* response) const {
   const int n = request.items_size();
@@ -204,25 +229,15 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
     }
     result->set_url(*fetched);
     result->set_canonical_url(identity);
-    const int distance = item.has_max_hamming_distance()
-                             ? static_cast<int>(std::min<uint32_t>(
-                                   item.max_hamming_distance(), 1000))
-                             : options_.default_max_hamming_distance;
-    if (distance > index_limit) {
-      invalid(absl::StrCat("max_hamming_distance ", item.max_hamming_distance(),
-                           " is above this server's limit of ", index_limit,
-                           " (--simhash_max_distance)"));
+    absl::StatusOr<int> distance = ResolveDistance(
+        item.has_max_hamming_distance(), item.max_hamming_distance(), index_limit);
+    if (!distance.ok()) {
+      invalid(distance.status().message());
       continue;
     }
-    if (item.text().size() > options_.max_text_bytes) {
-      invalid(absl::StrCat("text: is ", item.text().size(),
-                           " bytes; the limit is ", options_.max_text_bytes,
-                           " (--max_text_bytes)"));
-      continue;
-    }
-    absl::StatusOr<ContentFingerprint> fp = FingerprintText(item.text(), *hasher_);
+    absl::StatusOr<ContentFingerprint> fp = FingerprintItemText(item.text());
     if (!fp.ok()) {
-      invalid(absl::StrCat("text: ", fp.status().message()));
+      invalid(fp.status().message());
       continue;
     }
     result->set_content_hash(Sha256Hex(fp->sha256));
@@ -232,7 +247,7 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
     doc.fetched_url = *std::move(fetched);
     doc.sha256 = fp->sha256;
     doc.simhash = fp->simhash;
-    doc.max_distance = distance;
+    doc.max_distance = *distance;
     docs.push_back(std::move(doc));
     doc_item.push_back(i);
   }
@@ -303,15 +318,9 @@ absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
         absl::StrCat("document_url: ", url.status().message()));
   }
   const int index_limit = chunk_store_->max_near_distance();
-  const int distance = request.has_max_hamming_distance()
-                           ? static_cast<int>(std::min<uint32_t>(
-                                 request.max_hamming_distance(), 1000))
-                           : options_.default_max_hamming_distance;
-  if (distance > index_limit) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_hamming_distance ", request.max_hamming_distance(),
-        " is above this server's limit of ", index_limit, " (--simhash_max_distance)"));
-  }
+  absl::StatusOr<int> distance = ResolveDistance(
+      request.has_max_hamming_distance(), request.max_hamming_distance(), index_limit);
+  if (!distance.ok()) return distance.status();
   response->Clear();
   response->set_document_url(*url);
   response->mutable_results()->Reserve(n);
@@ -343,19 +352,14 @@ absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
       invalid(absl::StrCat("chunk_id: \"", id, "\" repeats chunk ", it->second, "'s"));
       continue;
     }
-    if (item.text().size() > options_.max_text_bytes) {
-      invalid(absl::StrCat("text: is ", item.text().size(), " bytes; the limit is ",
-                           options_.max_text_bytes, " (--max_text_bytes)"));
-      continue;
-    }
-    absl::StatusOr<ContentFingerprint> fp = FingerprintText(item.text(), *hasher_);
+    absl::StatusOr<ContentFingerprint> fp = FingerprintItemText(item.text());
     if (!fp.ok()) {
-      invalid(absl::StrCat("text: ", fp.status().message()));
+      invalid(fp.status().message());
       continue;
     }
     result->set_content_hash(Sha256Hex(fp->sha256));
     result->set_simhash(fp->simhash);
-    const int applied = ChunkNearDistance(fp->words, distance);
+    const int applied = ChunkNearDistance(fp->words, *distance);
     result->set_applied_max_hamming_distance(applied);
     doc.chunks.push_back({std::move(id), fp->sha256, fp->simhash, applied});
     chunk_item.push_back(i);

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "core/content_fingerprint.h"
 #include "core/simhash.h"
 #include "core/url_normalizer.h"
 #include "dedupd/v1/dedupd.pb.h"
@@ -105,6 +106,14 @@ class Engine {
 
  private:
   absl::Status CheckBatchSize(int n) const;
+  // The Hamming distance an item or request asks for (`has`: whether it set
+  // one), or the default; InvalidArgument naming the limit when above
+  // `index_limit`.
+  absl::StatusOr<int> ResolveDistance(bool has, uint32_t requested,
+                                      int index_limit) const;
+  // FingerprintText of an item's text, after the max_text_bytes check;
+  // InvalidArgument with a "text: " message for the item's INVALID result.
+  absl::StatusOr<ContentFingerprint> FingerprintItemText(absl::string_view text) const;
 
   const UrlNormalizer* normalizer_;
   UrlStore* store_;
