@@ -545,17 +545,18 @@ int RunNormalize(Args args) {
 
 // ------------------------------------------------------------------ url
 
-absl::string_view VerdictName(dedupd::v1::UrlVerdict verdict) {
-  switch (verdict) {
-    case dedupd::v1::URL_VERDICT_NEW:
-      return "NEW";
-    case dedupd::v1::URL_VERDICT_SEEN:
-      return "SEEN";
-    case dedupd::v1::URL_VERDICT_INVALID:
-      return "INVALID";
-    default:
-      return "UNSPECIFIED";
-  }
+// EnumName returns a dedupd.v1 enum value's name without its type's prefix
+// (URL_VERDICT_NEW -> "NEW"), "UNSPECIFIED" for a number this build does not
+// know. The prefix is what the type's zero value, X_UNSPECIFIED, has before
+// "UNSPECIFIED" (the proto style guide's rule every dedupd enum follows).
+template <typename Enum>
+std::string EnumName(Enum value) {
+  const google::protobuf::EnumDescriptor* type = google::protobuf::GetEnumDescriptor<Enum>();
+  const google::protobuf::EnumValueDescriptor* v = type->FindValueByNumber(value);
+  if (v == nullptr) return "UNSPECIFIED";
+  absl::string_view prefix = type->FindValueByNumber(0)->name();
+  absl::ConsumeSuffix(&prefix, "UNSPECIFIED");
+  return std::string(absl::StripPrefix(v->name(), prefix));
 }
 
 // RFC 3339 in UTC with a "Z", fractional seconds only when non-zero.
@@ -599,7 +600,7 @@ absl::Status CheckBatch(const DedupClient& client, dedupd::v1::ClaimMode mode,
       if (result.verdict() != dedupd::v1::URL_VERDICT_INVALID) {
         json.String("normalized", result.normalized_url());
       }
-      json.String("verdict", VerdictName(result.verdict()));
+      json.String("verdict", EnumName(result.verdict()));
       if (result.verdict() == dedupd::v1::URL_VERDICT_SEEN &&
           result.has_first_seen_time()) {
         json.String("first_seen", FormatTimestamp(result.first_seen_time()));
@@ -861,34 +862,6 @@ class ContentSource {
   std::optional<ContentInput> single_;
 };
 
-absl::string_view ContentVerdictName(dedupd::v1::ContentVerdict verdict) {
-  switch (verdict) {
-    case dedupd::v1::CONTENT_VERDICT_NEW:
-      return "NEW";
-    case dedupd::v1::CONTENT_VERDICT_EXACT_DUPLICATE:
-      return "EXACT_DUPLICATE";
-    case dedupd::v1::CONTENT_VERDICT_NEAR_DUPLICATE:
-      return "NEAR_DUPLICATE";
-    case dedupd::v1::CONTENT_VERDICT_INVALID:
-      return "INVALID";
-    default:
-      return "UNSPECIFIED";
-  }
-}
-
-absl::string_view RecrawlName(dedupd::v1::RecrawlStatus recrawl) {
-  switch (recrawl) {
-    case dedupd::v1::RECRAWL_STATUS_FIRST_SEEN:
-      return "FIRST_SEEN";
-    case dedupd::v1::RECRAWL_STATUS_UNCHANGED:
-      return "UNCHANGED";
-    case dedupd::v1::RECRAWL_STATUS_CHANGED:
-      return "CHANGED";
-    default:
-      return "UNSPECIFIED";
-  }
-}
-
 // SimHashes print as 16 lowercase hex digits: a JSON number would lose
 // bits above 2^53 in most readers.
 std::string SimHashHex(uint64_t simhash) {
@@ -908,7 +881,7 @@ std::string ContentLine(const ContentInput& input,
     json.String("error", result == nullptr ? *input.error : result->error());
     return std::move(json).Finish();
   }
-  json.String("verdict", ContentVerdictName(result->verdict()))
+  json.String("verdict", EnumName(result->verdict()))
       .String("url", result->url())
       .String("canonical_url", result->canonical_url())
       .String("content_hash", result->content_hash())
@@ -929,7 +902,7 @@ std::string ContentLine(const ContentInput& input,
   }
   json.RawArray("near_matches", matches)
       .Uint("near_match_count", result->near_match_count())
-      .String("recrawl", RecrawlName(result->recrawl()));
+      .String("recrawl", EnumName(result->recrawl()));
   if (result->has_first_seen_time()) {
     json.String("first_seen_time", FormatTimestamp(result->first_seen_time()));
   }
@@ -1338,26 +1311,11 @@ absl::Status ParseChunkDocument(absl::string_view line,
   return absl::OkStatus();
 }
 
-absl::string_view ChunkVerdictName(dedupd::v1::ChunkVerdict verdict) {
-  switch (verdict) {
-    case dedupd::v1::CHUNK_VERDICT_NEW:
-      return "NEW";
-    case dedupd::v1::CHUNK_VERDICT_EXACT_DUPLICATE:
-      return "EXACT_DUPLICATE";
-    case dedupd::v1::CHUNK_VERDICT_NEAR_DUPLICATE:
-      return "NEAR_DUPLICATE";
-    case dedupd::v1::CHUNK_VERDICT_INVALID:
-      return "INVALID";
-    default:
-      return "UNSPECIFIED";
-  }
-}
-
 // The output object of one chunk (docs/dedupctl.md, "chunks check|peek").
 std::string ChunkJson(const dedupd::v1::ChunkResult& result) {
   JsonObjectWriter json;
   json.String("chunk_id", result.chunk_id())
-      .String("verdict", ChunkVerdictName(result.verdict()));
+      .String("verdict", EnumName(result.verdict()));
   if (result.verdict() == dedupd::v1::CHUNK_VERDICT_INVALID) {
     return std::move(json.String("error", result.error())).Finish();
   }
@@ -1672,32 +1630,6 @@ void ApplyResultsFlags(const ResultsFlags& flags,
   if (flags.min_cosine) request->set_min_cosine(*flags.min_cosine);
 }
 
-absl::string_view DropReasonName(dedupd::v1::DropReason reason) {
-  switch (reason) {
-    case dedupd::v1::DROP_REASON_DUPLICATE:
-      return "DUPLICATE";
-    case dedupd::v1::DROP_REASON_SOURCE_CAP:
-      return "SOURCE_CAP";
-    default:
-      return "UNSPECIFIED";
-  }
-}
-
-absl::string_view DuplicateMeasureName(dedupd::v1::DuplicateMeasure measure) {
-  switch (measure) {
-    case dedupd::v1::DUPLICATE_MEASURE_EXACT_TEXT:
-      return "EXACT_TEXT";
-    case dedupd::v1::DUPLICATE_MEASURE_SIMHASH:
-      return "SIMHASH";
-    case dedupd::v1::DUPLICATE_MEASURE_JACCARD:
-      return "JACCARD";
-    case dedupd::v1::DUPLICATE_MEASURE_COSINE:
-      return "COSINE";
-    default:
-      return "UNSPECIFIED";
-  }
-}
-
 // The one output line of `results dedup` (docs/dedupctl.md).
 std::string ResultsLine(const dedupd::v1::DedupResultsResponse& response) {
   std::vector<std::string> kept;
@@ -1714,7 +1646,7 @@ std::string ResultsLine(const dedupd::v1::DedupResultsResponse& response) {
     JsonObjectWriter json;
     json.Uint("index", d.index())
         .String("id", d.id())
-        .String("reason", DropReasonName(d.reason()));
+        .String("reason", EnumName(d.reason()));
     std::string out = std::move(json).Finish();
     if (d.reason() == dedupd::v1::DROP_REASON_DUPLICATE) {
       JsonObjectWriter of;
@@ -1722,7 +1654,7 @@ std::string ResultsLine(const dedupd::v1::DedupResultsResponse& response) {
       out =
           WithRawMember(std::move(out), "duplicate_of", std::move(of).Finish());
       out = WithRawMember(std::move(out), "measure",
-                          JsonString(DuplicateMeasureName(d.measure())));
+                          JsonString(EnumName(d.measure())));
       out = WithRawMember(std::move(out), "value", JsonNumber(d.value()));
     }
     dropped.push_back(std::move(out));
