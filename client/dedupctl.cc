@@ -32,6 +32,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
@@ -1798,97 +1799,53 @@ int Main(int argc, char** argv) {
     }
     return RunNormalize(*std::move(args));
   }
-  if (command == "url") {
-    if (words.size() < 2) return UsageError("url needs check or peek");
+  // The commands that talk to a server: each has subcommands and flags.
+  struct ServerCommand {
+    const char* name;
+    std::vector<std::string> subcommands;
+    std::vector<absl::string_view> flags;
+    std::function<int(const std::string& sub, Args args)> run;
+  };
+  auto mode = [](const std::string& sub) {
+    return sub == "check" ? dedupd::v1::CLAIM_MODE_CLAIM : dedupd::v1::CLAIM_MODE_PEEK;
+  };
+  const ServerCommand commands[] = {
+      {"url", {"check", "peek"}, {"--server", "--base", "--batch", "--deadline"},
+       [&](const std::string& sub, Args args) { return RunUrl(mode(sub), std::move(args)); }},
+      {"content",
+       {"check", "peek"},
+       {"--server", "--batch", "--deadline", "--url", "--canonical_url", "--text_file",
+        "--max_hamming_distance"},
+       [&](const std::string& sub, Args args) { return RunContent(mode(sub), std::move(args)); }},
+      {"chunks", {"check", "peek"}, {"--server", "--deadline", "--max_hamming_distance"},
+       [&](const std::string& sub, Args args) { return RunChunks(mode(sub), std::move(args)); }},
+      {"results",
+       {"dedup"},
+       {"--server", "--deadline", "--top_k", "--per_source_cap", "--max_hamming_distance",
+        "--min_jaccard", "--min_cosine"},
+       [](const std::string&, Args args) { return RunResults(std::move(args)); }},
+  };
+  for (const ServerCommand& c : commands) {
+    if (command != c.name) continue;
+    const std::string want = absl::StrJoin(c.subcommands, " or ");
+    if (words.size() < 2) return UsageError(absl::StrCat(c.name, " needs ", want));
     const std::string& sub = words[1];
     if (sub == "--help" || sub == "-h") {
       std::fputs(kUsage, stdout);
       return kExitOk;
     }
-    if (sub != "check" && sub != "peek") {
-      return UsageError(absl::StrCat("unknown url command \"", sub,
-                                     "\" (want check or peek)"));
+    if (std::find(c.subcommands.begin(), c.subcommands.end(), sub) == c.subcommands.end()) {
+      return UsageError(absl::StrCat("unknown ", c.name, " command \"", sub, "\" (want ",
+                                     want, ")"));
     }
     absl::StatusOr<Args> args =
-        ParseFlags(std::vector<std::string>(words.begin() + 2, words.end()),
-                   {"--server", "--base", "--batch", "--deadline"});
+        ParseFlags(std::vector<std::string>(words.begin() + 2, words.end()), c.flags);
     if (!args.ok()) return UsageError(args.status().message());
     if (args->help) {
       std::fputs(kUsage, stdout);
       return kExitOk;
     }
-    return RunUrl(sub == "check" ? dedupd::v1::CLAIM_MODE_CLAIM
-                                 : dedupd::v1::CLAIM_MODE_PEEK,
-                  *std::move(args));
-  }
-  if (command == "content") {
-    if (words.size() < 2) return UsageError("content needs check or peek");
-    const std::string& sub = words[1];
-    if (sub == "--help" || sub == "-h") {
-      std::fputs(kUsage, stdout);
-      return kExitOk;
-    }
-    if (sub != "check" && sub != "peek") {
-      return UsageError(absl::StrCat("unknown content command \"", sub,
-                                     "\" (want check or peek)"));
-    }
-    absl::StatusOr<Args> args = ParseFlags(
-        std::vector<std::string>(words.begin() + 2, words.end()),
-        {"--server", "--batch", "--deadline", "--url", "--canonical_url",
-         "--text_file", "--max_hamming_distance"});
-    if (!args.ok()) return UsageError(args.status().message());
-    if (args->help) {
-      std::fputs(kUsage, stdout);
-      return kExitOk;
-    }
-    return RunContent(sub == "check" ? dedupd::v1::CLAIM_MODE_CLAIM
-                                     : dedupd::v1::CLAIM_MODE_PEEK,
-                      *std::move(args));
-  }
-  if (command == "chunks") {
-    if (words.size() < 2) return UsageError("chunks needs check or peek");
-    const std::string& sub = words[1];
-    if (sub == "--help" || sub == "-h") {
-      std::fputs(kUsage, stdout);
-      return kExitOk;
-    }
-    if (sub != "check" && sub != "peek") {
-      return UsageError(absl::StrCat("unknown chunks command \"", sub,
-                                     "\" (want check or peek)"));
-    }
-    absl::StatusOr<Args> args =
-        ParseFlags(std::vector<std::string>(words.begin() + 2, words.end()),
-                   {"--server", "--deadline", "--max_hamming_distance"});
-    if (!args.ok()) return UsageError(args.status().message());
-    if (args->help) {
-      std::fputs(kUsage, stdout);
-      return kExitOk;
-    }
-    return RunChunks(sub == "check" ? dedupd::v1::CLAIM_MODE_CLAIM
-                                    : dedupd::v1::CLAIM_MODE_PEEK,
-                     *std::move(args));
-  }
-  if (command == "results") {
-    if (words.size() < 2) return UsageError("results needs dedup");
-    const std::string& sub = words[1];
-    if (sub == "--help" || sub == "-h") {
-      std::fputs(kUsage, stdout);
-      return kExitOk;
-    }
-    if (sub != "dedup") {
-      return UsageError(
-          absl::StrCat("unknown results command \"", sub, "\" (want dedup)"));
-    }
-    absl::StatusOr<Args> args =
-        ParseFlags(std::vector<std::string>(words.begin() + 2, words.end()),
-                   {"--server", "--deadline", "--top_k", "--per_source_cap",
-                    "--max_hamming_distance", "--min_jaccard", "--min_cosine"});
-    if (!args.ok()) return UsageError(args.status().message());
-    if (args->help) {
-      std::fputs(kUsage, stdout);
-      return kExitOk;
-    }
-    return RunResults(*std::move(args));
+    return c.run(sub, *std::move(args));
   }
   return UsageError(absl::StrCat("unknown command \"", command, "\""));
 }
