@@ -695,6 +695,11 @@ absl::Status RocksDbStore::Impl::CheckContentMeta(rocksdb::DB* db) {
   }
   const fmt::ContentMeta want = WantedContentMeta();
   if (*have == want) return absl::OkStatus();
+  // Only the shingle size is a setting of this build; the versions and the
+  // seed are fixed by the code that wrote the store.
+  fmt::ContentMeta same_shingles = *have;
+  same_shingles.shingle_words = want.shingle_words;
+  const bool only_shingles_differ = same_shingles == want;
   return absl::FailedPreconditionError(absl::StrCat(
       "store at ", path, " was written with text normalizer version ",
       have->text_normalizer_version, ", SimHash version ",
@@ -702,9 +707,12 @@ absl::Status RocksDbStore::Impl::CheckContentMeta(rocksdb::DB* db) {
       "-word shingles and SimHash seed ", have->simhash_seed,
       "; this server uses ", want.text_normalizer_version, ", ",
       want.simhash_version, ", ", want.shingle_words, " and ",
-      want.simhash_seed,
-      ": content hashes and fingerprints would not match (set "
-      "--simhash_shingle_words to the store's value, or rebuild the store)"));
+      want.simhash_seed, ": content hashes and fingerprints would not match (",
+      only_shingles_differ
+          ? "set --simhash_shingle_words to the store's value, or rebuild the store"
+          : "serve it with the dedupd release that wrote it, or rebuild the store "
+            "from the source documents",
+      ")"));
 }
 
 absl::StatusOr<uint64_t> RocksDbStore::Impl::LoadIndex(

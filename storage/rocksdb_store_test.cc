@@ -49,6 +49,7 @@ namespace {
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::Optional;
 using ::testing::StartsWith;
 
@@ -285,6 +286,27 @@ TEST_F(RocksDbStoreTest, NormalizerVersionMismatchIsFailedPrecondition) {
                             "store or run the matching dedupd version")));
   // The failed Open released the directory.
   EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_, 1)), IsOk());
+}
+
+TEST_F(RocksDbStoreTest, ContentAlgorithmMismatchSaysWhatToDo) {
+  {
+    RocksDbStoreOptions old = SmallOptions(path_);
+    old.simhash_version = 1;  // a store written before SimHash version 2
+    ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(old));
+    ASSERT_THAT(store->Close(), IsOk());
+  }
+  EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("SimHash version 1"),
+                             HasSubstr("serve it with the dedupd release that wrote it"),
+                             Not(HasSubstr("--simhash_shingle_words")))));
+  // Only the shingle size differs: the flag is the fix.
+  RocksDbStoreOptions other_shingles = SmallOptions(path_);
+  other_shingles.simhash_version = 1;
+  other_shingles.simhash_shingle_words = 4;
+  EXPECT_THAT(RocksDbStore::Open(other_shingles),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("set --simhash_shingle_words to the store's value")));
 }
 
 TEST_F(RocksDbStoreTest, FormatVersionMismatchIsFailedPrecondition) {
