@@ -374,6 +374,21 @@ struct RocksDbStore::Impl {
   // next_text_id.
   absl::Status LoadChunkFingerprints(rocksdb::DB* db);
 
+  // Hands out the next id of `next` (next_doc_id or next_text_id): ids are
+  // uint32 index ids, so ResourceExhausted, naming `what` and `action`,
+  // once 2^32 are used up.
+  absl::StatusOr<uint32_t> AllocateIndexId(std::atomic<uint64_t>* next,
+                                           absl::string_view action,
+                                           absl::string_view what) const {
+    const uint64_t id = next->fetch_add(1);
+    if (id > std::numeric_limits<uint32_t>::max()) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          action, " at ", options.path, ": the store handed out 2^32 ", what,
+          " ids, the most one store can"));
+    }
+    return static_cast<uint32_t>(id);
+  }
+
   // Scans the fingerprint records of [first, end) (keys decoded by
   // `decode_key`, values by DecodeFingerprintValue) into `into` and returns
   // one more than the largest id (0 when there is none).
@@ -846,13 +861,7 @@ class RocksDbStore::ContentReader final : public ContentStateReader {
     return FingerprintRecord{v->simhash, v->sha256};
   }
   absl::StatusOr<uint32_t> AllocateDocId() override {
-    const uint64_t id = impl_->next_doc_id.fetch_add(1);
-    if (id > std::numeric_limits<uint32_t>::max()) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          kAction, " at ", impl_->options.path,
-          ": the store holds 2^32 texts, the most one store can hold"));
-    }
-    return static_cast<uint32_t>(id);
+    return impl_->AllocateIndexId(&impl_->next_doc_id, kAction, "text");
   }
 
  private:
@@ -1075,13 +1084,7 @@ class RocksDbStore::ChunkReader final : public ChunkStateReader {
     return *fp;
   }
   absl::StatusOr<uint32_t> AllocateTextId() override {
-    const uint64_t id = impl_->next_text_id.fetch_add(1);
-    if (id > std::numeric_limits<uint32_t>::max()) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          kAction, " at ", impl_->options.path,
-          ": the store handed out 2^32 chunk text ids, the most one run can"));
-    }
-    return static_cast<uint32_t>(id);
+    return impl_->AllocateIndexId(&impl_->next_text_id, kAction, "chunk text");
   }
 
  private:
