@@ -83,6 +83,7 @@
 #include "absl/strings/string_view.h"
 #include "bench/chunker.h"
 #include "bench/read_pages.h"
+#include "bench/sorted_sets.h"
 #include "core/chunk_near_rule.h"
 #include "core/sha256.h"
 #include "core/simhash.h"
@@ -150,24 +151,6 @@ std::vector<absl::string_view> FeatureSet(absl::string_view text) {
   return out;
 }
 
-double Jaccard(const std::vector<absl::string_view>& a, const std::vector<absl::string_view>& b) {
-  size_t inter = 0;
-  auto i = a.begin();
-  auto j = b.begin();
-  while (i != a.end() && j != b.end()) {
-    if (*i < *j) {
-      ++i;
-    } else if (*j < *i) {
-      ++j;
-    } else {
-      ++inter;
-      ++i;
-      ++j;
-    }
-  }
-  const size_t uni = a.size() + b.size() - inter;
-  return uni == 0 ? 1.0 : static_cast<double>(inter) / uni;
-}
 
 std::string Ratio(int64_t num, int64_t den) {
   if (den == 0) return "nan";
@@ -314,7 +297,7 @@ int RunQuality() {
       if (m.id <= i) continue;
       const Chunk& a = chunks[i];
       const Chunk& b = chunks[m.id];
-      pairs.push_back({std::min(a.words, b.words), std::max(a.words, b.words), m.distance, Jaccard(a.features, b.features),
+      pairs.push_back({std::min(a.words, b.words), std::max(a.words, b.words), m.distance, dedupd::bench::SortedJaccard(a.features, b.features),
                        static_cast<uint32_t>(i), m.id});
     }
   }
@@ -349,7 +332,7 @@ int RunQuality() {
           const std::string edited = EditedText(words, kind, pos, other);
           edits.push_back({c.words,
                            dedupd::HammingDistance(c.simhash, hasher.Fingerprint(edited)),
-                           Jaccard(c.features, FeatureSet(edited))});
+                           dedupd::bench::SortedJaccard(c.features, FeatureSet(edited))});
         }
       }
     }
@@ -569,7 +552,7 @@ int RunPreamble() {
           }
         }
         ++n.chunks;
-        const double j = owner == nullptr ? 0 : Jaccard(in.features, owner->features);
+        const double j = owner == nullptr ? 0 : dedupd::bench::SortedJaccard(in.features, owner->features);
         switch (part) {
           case Part::kPreamble:
             if (pi == 0) break;

@@ -60,6 +60,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "bench/read_pages.h"
+#include "bench/sorted_sets.h"
 #include "core/simhash.h"
 #include "core/text_normalizer.h"
 
@@ -507,24 +508,6 @@ std::vector<absl::string_view> ShingleSet(absl::string_view text, int n) {
   return out;
 }
 
-size_t IntersectionSize(const std::vector<absl::string_view>& a,
-                        const std::vector<absl::string_view>& b) {
-  size_t n = 0;
-  auto i = a.begin();
-  auto j = b.begin();
-  while (i != a.end() && j != b.end()) {
-    if (*i < *j) {
-      ++i;
-    } else if (*j < *i) {
-      ++j;
-    } else {
-      ++n;
-      ++i;
-      ++j;
-    }
-  }
-  return n;
-}
 
 struct Result {
   size_t kind;
@@ -639,7 +622,7 @@ int main(int argc, char** argv) {
       }
       std::vector<absl::string_view> sa = ShingleSet(*a, shingle);
       std::vector<absl::string_view> sb = ShingleSet(*b, shingle);
-      size_t inter = IntersectionSize(sa, sb);
+      size_t inter = dedupd::bench::SortedIntersectionSize(sa, sb);
       Result r;
       r.kind = ki;
       r.jaccard = static_cast<double>(inter) / (sa.size() + sb.size() - inter);
