@@ -57,6 +57,13 @@ class UrlStore {
   virtual absl::Status LookupUrls(
       absl::Span<const std::string> keys,
       std::vector<std::optional<absl::Time>>* results) = 0;
+
+  // approximate returns true for a backend whose seen-set is approximate
+  // (BloomUrlStore): a key it reports as seen was *probably* recorded (a
+  // false positive is possible; the server answers SEEN_PROBABLY) and its
+  // first-seen time is unknown (absl::InfinitePast()). Exact backends
+  // return false. Default: false.
+  virtual bool approximate() const { return false; }
 };
 
 // CheckUrlKeys returns InvalidArgument naming the first empty key of `keys`
