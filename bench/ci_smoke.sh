@@ -89,6 +89,11 @@ step content_store_bench \
   "$build_dir/bench/dedupd_content_store_bench" --dir="$tmp/content_store" \
   --docs=3000
 
+step url_store_bench \
+  '^url_store filter=on workload=mostly_seen stored=20000 claims=5000 claims_per_sec=[0-9]+ ' \
+  "$build_dir/bench/dedupd_url_store_bench" --dir="$tmp/url_store" \
+  --preload=20000 --measure=5000 --threads=2
+
 step results_dedup_bench \
   '^results_dedup hits=1000 dims=1024 base_cosine=[0-9.]+ top_k=100 measure=simhash calls=20 mean_us=[0-9.]+ p50_us=[0-9.]+ p99_us=[0-9.]+ cpu_mean_us=[0-9.]+ kept=[0-9]+ ' \
   "$build_dir/bench/dedupd_results_dedup_bench" --tiny \

@@ -125,6 +125,17 @@ absl::Status Engine::CheckUrl(const v1::CheckUrlRequest& request,
   }
   if (keys.empty()) return absl::OkStatus();
 
+  // An approximate seen-set (a Bloom filter) says "probably seen" and keeps
+  // no time; an exact one says when.
+  const bool approximate = store_->approximate();
+  auto set_seen = [approximate](absl::Time first_seen, v1::UrlResult* result) {
+    if (approximate) {
+      result->set_verdict(v1::URL_VERDICT_SEEN_PROBABLY);
+    } else {
+      result->set_verdict(v1::URL_VERDICT_SEEN);
+      SetTimestamp(first_seen, result->mutable_first_seen_time());
+    }
+  };
   const bool peek = request.mode() == v1::CLAIM_MODE_PEEK;
   if (peek) {
     std::vector<std::optional<absl::Time>> found;
@@ -133,8 +144,7 @@ absl::Status Engine::CheckUrl(const v1::CheckUrlRequest& request,
     for (size_t j = 0; j < keys.size(); ++j) {
       v1::UrlResult* result = response->mutable_results(key_item[j]);
       if (found[j].has_value()) {
-        result->set_verdict(v1::URL_VERDICT_SEEN);
-        SetTimestamp(*found[j], result->mutable_first_seen_time());
+        set_seen(*found[j], result);
       } else {
         result->set_verdict(v1::URL_VERDICT_NEW);
       }
@@ -150,8 +160,7 @@ absl::Status Engine::CheckUrl(const v1::CheckUrlRequest& request,
     if (claims[j].is_new) {
       result->set_verdict(v1::URL_VERDICT_NEW);
     } else {
-      result->set_verdict(v1::URL_VERDICT_SEEN);
-      SetTimestamp(claims[j].first_seen, result->mutable_first_seen_time());
+      set_seen(claims[j].first_seen, result);
     }
   }
   return absl::OkStatus();
@@ -258,6 +267,20 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
   absl::Status s = content_store_->CheckContent(
       docs, claim, options_.content_limits, options_.clock(), &outcomes);
   if (!s.ok()) return WithContext(s, claim ? "claim content" : "look up content");
+  if (claim && store_->approximate()) {
+    // The content store recorded both URLs of every document as seen; in
+    // the approximate URL mode CheckUrl asks the Bloom seen-set instead, so
+    // they go there too.
+    std::vector<std::string> urls;
+    urls.reserve(2 * docs.size());
+    for (const ContentDoc& d : docs) {
+      urls.push_back(d.identity_url);
+      if (d.fetched_url != d.identity_url) urls.push_back(d.fetched_url);
+    }
+    std::vector<UrlClaim> ignored;
+    s = store_->ClaimUrls(urls, options_.clock(), &ignored);
+    if (!s.ok()) return WithContext(s, "record content URLs in the URL seen-set");
+  }
   for (size_t j = 0; j < docs.size(); ++j) {
     const ContentOutcome& o = outcomes[j];
     v1::ContentResult* result = response->mutable_results(doc_item[j]);

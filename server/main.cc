@@ -57,6 +57,28 @@ ABSL_FLAG(int64_t, max_aliases_returned, 10,
           "alias URLs listed per CheckContent result (the count is always total)");
 ABSL_FLAG(int64_t, max_near_matches, 10,
           "near matches listed per CheckContent result");
+ABSL_FLAG(std::string, url_seen_mode, "exact",
+          "exact: a RocksDB record per URL, behind an in-memory Bloom front; "
+          "approximate: the seen-set is a Bloom filter in DATA_DIR/url-bloom "
+          "(fixed memory, no record per URL; a false positive skips a new URL, "
+          "answered SEEN_PROBABLY)");
+ABSL_FLAG(bool, url_filter, true,
+          "exact mode: answer 'never seen' from an in-memory Bloom filter "
+          "without a store read (answers stay exact)");
+ABSL_FLAG(int64_t, url_filter_expected_urls, 10000000,
+          "URLs the Bloom filter is sized for (exact mode: it grows past this; "
+          "approximate mode: the capacity, fixed at creation)");
+ABSL_FLAG(double, url_filter_false_positive_rate, 0.01,
+          "the Bloom filter's false positive rate at its design size");
+ABSL_FLAG(int64_t, url_filter_memory_mb, 0,
+          "if non-zero, the Bloom filter's size in MiB instead of the size the "
+          "two flags above give");
+ABSL_FLAG(int64_t, url_snapshot_every_urls, 10000000,
+          "approximate mode: snapshot the filter after this many new URLs "
+          "(bounds the claim log replayed at restart)");
+ABSL_FLAG(absl::Duration, url_snapshot_interval, absl::Minutes(10),
+          "approximate mode: snapshot the filter at least this often while "
+          "URLs are added");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(10),
           "on SIGTERM/SIGINT, how long calls in flight may finish");
 
@@ -106,7 +128,25 @@ int main(int argc, char** argv) {
                   absl::GetFlag(FLAGS_simhash_max_distance) + 1 +
                       dedupd::SimHashIndex::kMaxExtraBlocks) ||
       !CheckRange("max_aliases_returned", absl::GetFlag(FLAGS_max_aliases_returned), 0, 10000) ||
-      !CheckRange("max_near_matches", absl::GetFlag(FLAGS_max_near_matches), 0, 10000)) {
+      !CheckRange("max_near_matches", absl::GetFlag(FLAGS_max_near_matches), 0, 10000) ||
+      !CheckRange("url_filter_expected_urls", absl::GetFlag(FLAGS_url_filter_expected_urls),
+                  1, int64_t{1} << 40) ||
+      !CheckRange("url_filter_memory_mb", absl::GetFlag(FLAGS_url_filter_memory_mb), 0,
+                  int64_t{1} << 20) ||
+      !CheckRange("url_snapshot_every_urls", absl::GetFlag(FLAGS_url_snapshot_every_urls), 0,
+                  int64_t{1} << 40)) {
+    return 2;
+  }
+  const std::string url_seen_mode = absl::GetFlag(FLAGS_url_seen_mode);
+  if (url_seen_mode != "exact" && url_seen_mode != "approximate") {
+    std::cerr << "dedupd: --url_seen_mode=" << url_seen_mode
+              << " must be exact or approximate\n";
+    return 2;
+  }
+  const double fp_rate = absl::GetFlag(FLAGS_url_filter_false_positive_rate);
+  if (!(fp_rate > 0 && fp_rate <= 0.5)) {
+    std::cerr << "dedupd: --url_filter_false_positive_rate=" << fp_rate
+              << " is out of range (0, 0.5]\n";
     return 2;
   }
   if (!dedupd::SimHashIndex::IsValidLayout(
@@ -146,6 +186,18 @@ int main(int argc, char** argv) {
   options.max_aliases_returned =
       static_cast<size_t>(absl::GetFlag(FLAGS_max_aliases_returned));
   options.max_near_matches = static_cast<size_t>(absl::GetFlag(FLAGS_max_near_matches));
+  options.url_seen_mode = url_seen_mode == "approximate"
+                              ? dedupd::ServerOptions::UrlSeenMode::kApproximate
+                              : dedupd::ServerOptions::UrlSeenMode::kExact;
+  options.url_filter = absl::GetFlag(FLAGS_url_filter);
+  options.url_filter_expected_urls =
+      static_cast<uint64_t>(absl::GetFlag(FLAGS_url_filter_expected_urls));
+  options.url_filter_false_positive_rate = fp_rate;
+  options.url_filter_memory_bytes =
+      static_cast<size_t>(absl::GetFlag(FLAGS_url_filter_memory_mb)) << 20;
+  options.url_snapshot_every_urls =
+      static_cast<uint64_t>(absl::GetFlag(FLAGS_url_snapshot_every_urls));
+  options.url_snapshot_interval = absl::GetFlag(FLAGS_url_snapshot_interval);
 
   // Block the shutdown signals before any thread starts, so that every
   // thread inherits the mask and only sigwait below receives them.

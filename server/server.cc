@@ -19,6 +19,7 @@
 #include "server/log.h"
 #include "server/service.h"
 #include "server/worker_pool.h"
+#include "storage/bloom_url_store.h"
 #include "storage/rocksdb_store.h"
 
 namespace dedupd {
@@ -29,6 +30,8 @@ struct DedupServer::Impl {
   std::unique_ptr<UrlNormalizer> normalizer;
   std::unique_ptr<SimHasher> hasher;
   std::unique_ptr<RocksDbStore> store;
+  // The approximate mode's seen-set; null in exact mode.
+  std::unique_ptr<BloomUrlStore> url_bloom;
   std::unique_ptr<Engine> engine;
   std::unique_ptr<WorkerPool> workers;
   std::unique_ptr<DedupService> service;
@@ -86,7 +89,42 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Start(
       static_cast<uint32_t>(options.simhash_shingle_words);
   store_options.simhash_max_distance = options.simhash_max_distance;
   store_options.simhash_index_blocks = options.simhash_index_blocks;
+  const bool approximate = options.url_seen_mode == ServerOptions::UrlSeenMode::kApproximate;
+  // In approximate mode no URL record is read for CheckUrl: no front.
+  store_options.url_filter.enabled = options.url_filter && !approximate;
+  store_options.url_filter.expected_urls = options.url_filter_expected_urls;
+  store_options.url_filter.false_positive_rate = options.url_filter_false_positive_rate;
+  store_options.url_filter.memory_budget_bytes = options.url_filter_memory_bytes;
   DEDUPD_ASSIGN_OR_RETURN(impl->store, RocksDbStore::Open(store_options));
+  UrlStore* url_store = impl->store.get();
+  if (approximate) {
+    BloomUrlStoreOptions bloom;
+    bloom.path = (std::filesystem::path(options.data_dir) / "url-bloom").string();
+    bloom.expected_urls = options.url_filter_expected_urls;
+    bloom.false_positive_rate = options.url_filter_false_positive_rate;
+    bloom.memory_budget_bytes = options.url_filter_memory_bytes;
+    bloom.sync_writes = options.sync_writes;
+    bloom.snapshot_every_keys = options.url_snapshot_every_urls;
+    bloom.snapshot_interval = options.url_snapshot_interval;
+    absl::StatusOr<std::unique_ptr<BloomUrlStore>> opened = BloomUrlStore::Open(bloom);
+    if (!opened.ok()) {
+      absl::Status closed = impl->store->Close();
+      closed.IgnoreError();  // why: the open error is the one to report
+      return opened.status();
+    }
+    impl->url_bloom = *std::move(opened);
+    url_store = impl->url_bloom.get();
+    const BloomUrlStore::Stats st = impl->url_bloom->stats();
+    Log(LogLevel::kInfo,
+        absl::StrCat("approximate URL seen-set at ", bloom.path, ": ",
+                     st.inserted_urls, " URLs of a design capacity of ",
+                     st.capacity_urls, ", ", st.memory_bytes, " bytes, estimated "
+                     "false positive rate ", st.estimated_false_positive_rate,
+                     ", loaded in ", absl::FormatDuration(st.last_open_time)));
+  } else {
+    Log(LogLevel::kInfo, absl::StrCat("URL filter: ",
+                                      impl->store->url_filter_stats().load_result));
+  }
   SimHashOptions simhash_options;
   simhash_options.shingle_words = options.simhash_shingle_words;
   impl->hasher = std::make_unique<SimHasher>(simhash_options);
@@ -99,7 +137,7 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Start(
   engine_options.content_limits.max_aliases = options.max_aliases_returned;
   engine_options.content_limits.max_near_matches = options.max_near_matches;
   impl->engine = std::make_unique<Engine>(
-      impl->normalizer.get(), impl->store.get(), impl->hasher.get(),
+      impl->normalizer.get(), url_store, impl->hasher.get(),
       impl->store.get(), impl->store.get(), engine_options);
   impl->workers = std::make_unique<WorkerPool>(options.worker_threads);
   impl->service = std::make_unique<DedupService>(
@@ -141,7 +179,15 @@ void DedupServer::Shutdown(absl::Duration drain) {
   impl_->workers->Stop();
   impl_->service.reset();
   impl_->engine.reset();
-  // Closing the store last: no call can touch it any more.
+  // Closing the stores last: no call can touch them any more.
+  if (impl_->url_bloom != nullptr) {
+    absl::Status bloom_closed = impl_->url_bloom->Close();
+    if (!bloom_closed.ok()) {
+      Log(LogLevel::kError,
+          absl::StrCat("close approximate URL seen-set: ", bloom_closed.message()));
+    }
+    impl_->url_bloom.reset();
+  }
   absl::Status closed = impl_->store->Close();
   if (!closed.ok()) {
     Log(LogLevel::kError, absl::StrCat("close store: ", closed.message()));

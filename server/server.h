@@ -62,6 +62,34 @@ struct ServerOptions {
   // Alias URLs and near matches listed per CheckContent result. Default: 10.
   size_t max_aliases_returned = 10;
   size_t max_near_matches = 10;
+
+  // How CheckUrl keeps the URL seen-set (issue 5):
+  //   kExact: a record per URL in RocksDB, with an in-memory Bloom front
+  //     (url_filter) that skips the store read for URLs never seen;
+  //   kApproximate: no record; a Bloom filter in <data_dir>/url-bloom IS the
+  //     seen-set (fixed memory; a false positive answers a new URL
+  //     SEEN_PROBABLY and it is skipped). CheckContent's URLs go there too.
+  // Default: kExact.
+  enum class UrlSeenMode { kExact, kApproximate };
+  UrlSeenMode url_seen_mode = UrlSeenMode::kExact;
+  // Exact mode: put the Bloom front in front of the URL records.
+  // Default: true.
+  bool url_filter = true;
+  // The filter's design size in URLs: in exact mode the first front's size
+  // (it grows past it); in approximate mode the capacity, fixed when the
+  // filter is created (past it the false positive rate climbs and the
+  // server warns). Default: 10,000,000.
+  uint64_t url_filter_expected_urls = 10'000'000;
+  // False positive rate at the design size. Default: 0.01.
+  double url_filter_false_positive_rate = 0.01;
+  // When non-zero, the filter's size in bytes instead (rounded down to
+  // 64-byte blocks). Default: 0.
+  size_t url_filter_memory_bytes = 0;
+  // Approximate mode: snapshot the filter after this many new URLs, or
+  // after this long with some new URL (bounds the claim log replayed at
+  // restart). Defaults: 10,000,000 and 10 minutes.
+  uint64_t url_snapshot_every_urls = 10'000'000;
+  absl::Duration url_snapshot_interval = absl::Minutes(10);
 };
 
 // DedupServer: Start, then Shutdown once, from one thread (the destructor

@@ -9,6 +9,7 @@
 #include <limits>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <numeric>
 #include <utility>
 
@@ -30,6 +31,7 @@
 #include "rocksdb/options.h"
 #include "rocksdb/slice.h"
 #include "rocksdb/snapshot.h"
+#include "rocksdb/statistics.h"
 #include "rocksdb/status.h"
 #include "rocksdb/table.h"
 #include "rocksdb/table_properties.h"
@@ -144,6 +146,19 @@ absl::Status CheckOptions(const RocksDbStoreOptions& o) {
         "] with at most ", SimHashIndex::kMaxTables,
         " tables (C(blocks, simhash_max_distance))"));
   }
+  if (!(o.url_filter.false_positive_rate > 0 &&
+        o.url_filter.false_positive_rate <= 0.5)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "open store at ", o.path, ": RocksDbStoreOptions.url_filter."
+        "false_positive_rate ", o.url_filter.false_positive_rate,
+        " is outside (0, 0.5]"));
+  }
+  if (o.url_filter.expected_urls == 0 ||
+      o.url_filter.expected_urls > (uint64_t{1} << 40)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "open store at ", o.path, ": RocksDbStoreOptions.url_filter."
+        "expected_urls ", o.url_filter.expected_urls, " is outside [1, 2^40]"));
+  }
   if (o.simhash_shingle_words < 1 || o.simhash_shingle_words > 16) {
     return absl::InvalidArgumentError(absl::StrCat(
         "open store at ", o.path, ": RocksDbStoreOptions.simhash_shingle_words ",
@@ -197,6 +212,7 @@ rocksdb::Options MakeDbOptions(const RocksDbStoreOptions& o) {
   // still survive a process crash.
   db.manual_wal_flush = false;
   db.keep_log_file_num = 10;  // RocksDB's own info logs in the directory
+  if (o.collect_statistics) db.statistics = rocksdb::CreateDBStatistics();
   // Most claims are misses, so filters must exist on every level.
   db.optimize_filters_for_hits = false;
   // A Bloom filter over the memtable's whole keys: a claim of a new URL then
@@ -328,6 +344,44 @@ struct RocksDbStore::Impl {
                         absl::Span<const size_t> which,
                         absl::string_view action,
                         std::vector<std::optional<absl::Time>>* first_seen);
+
+  // The Bloom front of the URL records; created in Open after `db` is
+  // published (its rebuild scans through `db`).
+  std::unique_ptr<UrlFilterFront> url_front;
+  // Emits every URL record key (encoded) from one snapshot, for the
+  // front's rebuild. Holds `mu` shared; Cancelled once `cancel` is set.
+  absl::Status ScanUrlKeys(const std::function<void(absl::string_view)>& emit,
+                           const std::atomic<bool>& cancel);
+  // Hashes of the unique keys of `batch` named by `which`, into `hashes`
+  // (computed once per key: `hashed` marks which are).
+  void HashKeys(const SortedBatch& batch, absl::Span<const size_t> which,
+                std::vector<uint64_t>* hashes, std::vector<bool>* hashed) const {
+    for (size_t u : which) {
+      if ((*hashed)[u]) continue;
+      (*hashes)[u] = UrlFilterFront::KeyHash(batch.unique_keys[u]);
+      (*hashed)[u] = true;
+    }
+  }
+  // The keys of `candidates` that must be read from the store: all of them
+  // when the front has no filter, else those it may contain. Counts both.
+  std::vector<size_t> KeysToRead(const SortedBatch& batch,
+                                 const std::vector<size_t>& candidates,
+                                 std::vector<uint64_t>* hashes,
+                                 std::vector<bool>* hashed) {
+    const UrlFilterFront::View view = url_front->Acquire();
+    if (!view.ready()) {
+      url_front->CountProbes(0, candidates.size());
+      return candidates;
+    }
+    HashKeys(batch, candidates, hashes, hashed);
+    std::vector<size_t> read;
+    read.reserve(candidates.size());
+    for (size_t u : candidates) {
+      if (view.MayContain((*hashes)[u])) read.push_back(u);
+    }
+    url_front->CountProbes(candidates.size() - read.size(), read.size());
+    return read;
+  }
 
   // Closes `db` (which must not be used afterwards). Returns the first error.
   absl::Status CloseDb(rocksdb::DB* db, bool sync_wal);
@@ -596,10 +650,20 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
     return fail(l);
   }
 
+  uint64_t store_tag = 0;
   {
     absl::MutexLock lock(&impl->mu);
+    store_tag = db->GetLatestSequenceNumber();
     impl->db = std::move(db);
   }
+  // After `db` is published: a rebuild scans through it.
+  Impl* const raw = impl.get();
+  impl->url_front = std::make_unique<UrlFilterFront>(
+      options.url_filter,
+      [raw](const std::function<void(absl::string_view)>& emit,
+            const std::atomic<bool>& cancel) { return raw->ScanUrlKeys(emit, cancel); },
+      (std::filesystem::path(path) / kUrlFilterFileName).string());
+  impl->url_front->Start(store_tag);
   return std::unique_ptr<RocksDbStore>(new RocksDbStore(std::move(impl)));
 }
 
@@ -638,28 +702,41 @@ absl::Status RocksDbStore::ClaimUrls(absl::Span<const std::string> keys,
   std::vector<std::optional<absl::Time>> stored(n);
   std::vector<bool> recorded(n, false);
 
+  std::vector<uint64_t> hashes(n);
+  std::vector<bool> hashed(n, false);
+
   absl::ReaderMutexLock lifecycle(&impl_->mu);
   DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
-  // 1. Read every key without any claim lock. Records are never
+  // 1. Read every key the URL filter may contain, without any claim lock
+  //    (the others were never stored: no read). Records are never
   //    overwritten or deleted, so a key found here is SEEN for good, with
   //    its final first-seen time; hits (re-crawled outlinks) then cost no
   //    serialized time, and their block reads run in parallel.
-  DEDUPD_RETURN_IF_ERROR(impl_->MultiGet(db, batch, batch.all, kAction, &stored));
+  {
+    const std::vector<size_t> read =
+        impl_->KeysToRead(batch, batch.all, &hashes, &hashed);
+    DEDUPD_RETURN_IF_ERROR(impl_->MultiGet(db, batch, read, kAction, &stored));
+  }
   std::vector<size_t> absent;
   for (size_t u = 0; u < n; ++u) {
     if (!stored[u].has_value()) absent.push_back(u);
   }
   if (!absent.empty()) {
-    // 2. With the absent keys locked, read them again (a claim that
-    //    finished since step 1 may have recorded some; Bloom filters make
-    //    this cheap for the truly new ones), record the rest in one
-    //    WriteBatch, and answer only after the WAL write.
+    // 2. With the absent keys locked, look again (a claim that finished
+    //    since step 1 may have recorded some): through a fresh view of the
+    //    filter, which holds every key recorded by a claim that released
+    //    its locks, and the store for the keys it may contain. Record the
+    //    rest in one WriteBatch, answer only after the WAL write, and hand
+    //    the new keys to the filter before the locks are released.
     std::vector<absl::string_view> locked;
     locked.reserve(absent.size());
     for (size_t u : absent) locked.push_back(batch.unique_keys[u]);
     const Impl::KeyLocks locks(impl_.get(), std::move(locked));
-    DEDUPD_RETURN_IF_ERROR(impl_->MultiGet(db, batch, absent, kAction, &stored));
+    const std::vector<size_t> read =
+        impl_->KeysToRead(batch, absent, &hashes, &hashed);
+    DEDUPD_RETURN_IF_ERROR(impl_->MultiGet(db, batch, read, kAction, &stored));
     rocksdb::WriteBatch write_batch;
+    std::vector<uint64_t> new_hashes;
     for (size_t u : absent) {
       if (stored[u].has_value()) continue;
       rocksdb::Status s = write_batch.Put(batch.unique_keys[u], new_value);
@@ -671,6 +748,13 @@ absl::Status RocksDbStore::ClaimUrls(absl::Span<const std::string> keys,
       // may any key be answered new.
       rocksdb::Status s = db->Write(impl_->write_options, &write_batch);
       if (!s.ok()) return FromRocksDbStatus(s, kAction, impl_->options.path);
+      new_hashes.reserve(write_batch.Count());
+      for (size_t u : absent) {
+        if (!recorded[u]) continue;
+        if (!hashed[u]) hashes[u] = UrlFilterFront::KeyHash(batch.unique_keys[u]);
+        new_hashes.push_back(hashes[u]);
+      }
+      impl_->url_front->Inserted(new_hashes);
     }
   }
 
@@ -953,6 +1037,16 @@ absl::Status RocksDbStore::CheckContent(absl::Span<const ContentDoc> docs,
     if (!s.ok()) return FromRocksDbStatus(s, kAction, impl_->options.path);
     // Only after the write: the index never names a text the store lacks.
     for (const auto& [id, fp] : m.fingerprints) impl_->index->Insert(fp.simhash, id);
+    // The URL records, to the URL filter while their claim locks are held
+    // (as ClaimUrls does).
+    if (!m.urls.empty()) {
+      std::vector<uint64_t> url_hashes;
+      url_hashes.reserve(m.urls.size());
+      for (const auto& [url, t] : m.urls) {
+        url_hashes.push_back(UrlFilterFront::KeyHash(fmt::EncodeUrlKey(url)));
+      }
+      impl_->url_front->Inserted(url_hashes);
+    }
   }
   *outcomes = std::move(plan.outcomes);
   return absl::OkStatus();
@@ -1244,11 +1338,68 @@ absl::Status RocksDbStore::LookupUrls(
   const SortedBatch batch = SortBatch(keys);
   std::vector<std::optional<absl::Time>> stored(batch.unique_keys.size());
 
+  std::vector<uint64_t> hashes(batch.unique_keys.size());
+  std::vector<bool> hashed(batch.unique_keys.size(), false);
+
   absl::ReaderMutexLock lifecycle(&impl_->mu);
   DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
-  DEDUPD_RETURN_IF_ERROR(impl_->MultiGet(db, batch, batch.all, kAction, &stored));
+  // Keys the URL filter rules out were never stored: no read.
+  const std::vector<size_t> read =
+      impl_->KeysToRead(batch, batch.all, &hashes, &hashed);
+  DEDUPD_RETURN_IF_ERROR(impl_->MultiGet(db, batch, read, kAction, &stored));
   for (size_t i = 0; i < keys.size(); ++i) {
     (*results)[i] = stored[batch.slot[i]];
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> RocksDbStore::DataBlockReads() const {
+  absl::ReaderMutexLock lifecycle(&impl_->mu);
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb("count block reads"));
+  const std::shared_ptr<rocksdb::Statistics> stats = db->GetDBOptions().statistics;
+  if (stats == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "count block reads of store at ", impl_->options.path,
+        ": opened without collect_statistics"));
+  }
+  return stats->getTickerCount(rocksdb::BLOCK_CACHE_DATA_MISS);
+}
+
+UrlFilterFront::Stats RocksDbStore::url_filter_stats() const {
+  return impl_->url_front->stats();
+}
+
+bool RocksDbStore::WaitForUrlFilter(absl::Duration timeout) const {
+  return impl_->url_front->WaitForRebuild(timeout);
+}
+
+absl::Status RocksDbStore::Impl::ScanUrlKeys(
+    const std::function<void(absl::string_view)>& emit,
+    const std::atomic<bool>& cancel) {
+  constexpr absl::string_view kAction = "rebuild the URL filter of store";
+  absl::ReaderMutexLock lifecycle(&mu);
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, LiveDb(kAction));
+  const std::string first(1, fmt::kTagUrl);
+  const std::string end(1, static_cast<char>(fmt::kTagUrl + 1));
+  rocksdb::Slice upper(end);
+  rocksdb::ReadOptions read;
+  read.iterate_upper_bound = &upper;
+  read.fill_cache = false;  // a one-off pass must not evict the working set
+  read.readahead_size = size_t{2} << 20;
+  // The iterator's implicit snapshot is taken here, after the front
+  // registered the filter being built (UrlFilterFront's rule).
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read));
+  uint64_t n = 0;
+  for (it->Seek(first); it->Valid(); it->Next()) {
+    const rocksdb::Slice key = it->key();
+    emit(absl::string_view(key.data(), key.size()));
+    if ((++n & 4095) == 0 && cancel.load(std::memory_order_relaxed)) {
+      return absl::CancelledError(absl::StrCat(kAction, " at ", options.path,
+                                               ": cancelled by Close"));
+    }
+  }
+  if (!it->status().ok()) {
+    return FromRocksDbStatus(it->status(), kAction, options.path);
   }
   return absl::OkStatus();
 }
@@ -1308,6 +1459,8 @@ absl::StatusOr<uint64_t> RocksDbStore::DiskBytes() {
 }
 
 absl::Status RocksDbStore::Close() {
+  // A rebuild scan holds `mu` shared: cancel it before waiting for `mu`.
+  if (impl_->url_front != nullptr) impl_->url_front->StopRebuilds();
   std::unique_ptr<rocksdb::DB> db;
   {
     // Exclusive: waits for every call in flight to finish.
@@ -1327,6 +1480,16 @@ absl::Status RocksDbStore::Close() {
     if (impl_->content_cf != nullptr) families.push_back(impl_->content_cf);
     flushed = FromRocksDbStatus(db->Flush(flush, families), "flush store",
                                 impl_->options.path);
+  }
+  // The URL filter, tagged with the store's last sequence number: the next
+  // Open uses it only if no write happened since. Its loss costs a rebuild,
+  // never a wrong answer, so a failure is logged, not returned.
+  if (impl_->url_front != nullptr && flushed.ok()) {
+    absl::Status persisted = impl_->url_front->Persist(db->GetLatestSequenceNumber());
+    if (!persisted.ok()) {
+      std::fprintf(stderr, "dedupd: warning: URL filter not saved (the next start rebuilds it): %s\n",
+                   persisted.ToString().c_str());
+    }
   }
   // SyncWAL is one fsync; skip it when every write was synced already.
   absl::Status closed =

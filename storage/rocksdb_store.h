@@ -45,6 +45,7 @@
 #include "core/text_normalizer.h"
 #include "storage/chunk_store.h"
 #include "storage/content_store.h"
+#include "storage/url_filter_front.h"
 #include "storage/url_store.h"
 
 namespace dedupd {
@@ -124,7 +125,24 @@ struct RocksDbStoreOptions {
   // simhash_max_distance + 3 with at most 20 tables
   // (SimHashIndex::IsValidLayout).
   int simhash_index_blocks = 0;
+
+  // The in-memory Bloom front of the URL records (issue 5): a claim or
+  // lookup of a URL the filter says was never stored skips the store read.
+  // Answers stay exact. Persisted at Close in the file kUrlFilterFileName
+  // of the directory, reloaded at Open when no write happened since,
+  // rebuilt in the background otherwise (and when the URL count passes its
+  // design size). See UrlFilterOptions for each setting and its default.
+  UrlFilterOptions url_filter;
+
+  // Keep RocksDB's statistics (tickers), for DataBlockReads. Costs a few
+  // percent of CPU; for benchmarks.
+  // Default: false.
+  bool collect_statistics = false;
 };
+
+// The URL filter's file in the store directory (RocksDB ignores files whose
+// names it does not know).
+inline constexpr char kUrlFilterFileName[] = "dedupd-url-filter.bloom";
 
 class RocksDbStore final : public UrlStore, public ContentStore, public ChunkStore {
  public:
@@ -215,6 +233,20 @@ class RocksDbStore final : public UrlStore, public ContentStore, public ChunkSto
   IndexStats index_stats() const;
   // chunk_index_stats: the same figures for the chunk layer's index.
   IndexStats chunk_index_stats() const;
+
+  // url_filter_stats: the URL Bloom front's state and counters (store reads
+  // skipped and made by ClaimUrls and LookupUrls).
+  UrlFilterFront::Stats url_filter_stats() const;
+  // WaitForUrlFilter blocks until no URL filter rebuild runs (the first
+  // after Open, or a growth rebuild) or `timeout` passes; returns whether a
+  // filter is ready. For tests and benchmarks: claims are exact (and merely
+  // slower) before.
+  bool WaitForUrlFilter(absl::Duration timeout) const;
+
+  // DataBlockReads returns the number of data blocks RocksDB read from its
+  // files (block cache misses) since Open. FailedPrecondition unless
+  // options.collect_statistics.
+  absl::StatusOr<uint64_t> DataBlockReads() const;
 
   // DiskBytes returns the size of the live table files plus the write-ahead
   // log files, in bytes.

@@ -1,0 +1,244 @@
+// Tests of UrlFilterFront with a fake store scan: load / stale / damaged /
+// missing file, background rebuild fed by inserts that race it, growth, and
+// the memory budget.
+#include "storage/url_filter_front.h"
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "storage/test_temp_dir.h"
+#include "tests/testing/status_matchers.h"
+
+namespace dedupd::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+constexpr absl::Duration kWait = absl::Seconds(30);
+
+std::string Key(int i) { return absl::StrCat("\x01http://a.example/", i); }
+
+// A fake store: its keys, and a scan that emits them and counts its calls.
+struct FakeStore {
+  std::vector<std::string> keys;
+  std::atomic<int> scans{0};
+  // When set, the scan emits half its keys, notifies `halfway` and waits
+  // for `resume` before the rest.
+  absl::Notification* halfway = nullptr;
+  absl::Notification* resume = nullptr;
+
+  UrlFilterFront::ScanFn Scan() {
+    return [this](const std::function<void(absl::string_view)>& emit,
+                  const std::atomic<bool>& cancel) -> absl::Status {
+      ++scans;
+      for (size_t i = 0; i < keys.size(); ++i) {
+        if (halfway != nullptr && i == keys.size() / 2) {
+          halfway->Notify();
+          resume->WaitForNotification();
+        }
+        if (cancel) return absl::CancelledError("cancelled");
+        emit(keys[i]);
+      }
+      return absl::OkStatus();
+    };
+  }
+};
+
+UrlFilterOptions SmallOptions() {
+  UrlFilterOptions o;
+  o.expected_urls = 10'000;
+  o.false_positive_rate = 0.01;
+  return o;
+}
+
+class UrlFilterFrontTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<TestTempDir> dir = TestTempDir::Make();
+    ASSERT_THAT(dir.status(), IsOk());
+    dir_.emplace(*std::move(dir));
+    file_ = dir_->path() + "/filter.bloom";
+    for (int i = 0; i < 1000; ++i) store_.keys.push_back(Key(i));
+  }
+  std::optional<TestTempDir> dir_;
+  std::string file_;
+  FakeStore store_;
+};
+
+TEST_F(UrlFilterFrontTest, DisabledNeverAnswers) {
+  UrlFilterOptions o = SmallOptions();
+  o.enabled = false;
+  UrlFilterFront front(o, store_.Scan(), file_);
+  front.Start(1);
+  EXPECT_FALSE(front.WaitForRebuild(kWait));
+  EXPECT_FALSE(front.Acquire().ready());
+  EXPECT_EQ(store_.scans, 0);
+  EXPECT_EQ(front.stats().load_result, "disabled");
+  EXPECT_THAT(front.Persist(1), IsOk());
+  EXPECT_FALSE(std::filesystem::exists(file_));
+}
+
+TEST_F(UrlFilterFrontTest, NoFileRebuildsFromTheScan) {
+  UrlFilterFront front(SmallOptions(), store_.Scan(), file_);
+  front.Start(7);
+  ASSERT_TRUE(front.WaitForRebuild(kWait));
+  EXPECT_EQ(store_.scans, 1);
+  const UrlFilterFront::View view = front.Acquire();
+  for (const std::string& k : store_.keys) {
+    ASSERT_TRUE(view.MayContain(UrlFilterFront::KeyHash(k))) << k;
+  }
+  const UrlFilterFront::Stats st = front.stats();
+  EXPECT_THAT(st.load_result, StartsWith("rebuilding: no filter file"));
+  EXPECT_EQ(st.keys, 1000u);
+  EXPECT_EQ(st.rebuilds, 1u);
+  EXPECT_GE(st.design_keys, 10'000u);
+  EXPECT_LT(st.estimated_false_positive_rate, 0.01);
+  // Most never-stored keys are ruled out (1% false positives at design size,
+  // far fewer at a tenth of it).
+  int maybe = 0;
+  for (int i = 1000; i < 11000; ++i) {
+    maybe += view.MayContain(UrlFilterFront::KeyHash(Key(i)));
+  }
+  EXPECT_LT(maybe, 100);
+}
+
+TEST_F(UrlFilterFrontTest, PersistedFilterLoadsWhenTheTagMatches) {
+  {
+    UrlFilterFront front(SmallOptions(), store_.Scan(), file_);
+    front.Start(42);
+    ASSERT_TRUE(front.WaitForRebuild(kWait));
+    front.Inserted({UrlFilterFront::KeyHash("\x01http://late.example/")});
+    ASSERT_THAT(front.Persist(42), IsOk());
+  }
+  ASSERT_TRUE(std::filesystem::exists(file_));
+  EXPECT_FALSE(std::filesystem::exists(file_ + ".tmp"));
+  UrlFilterFront again(SmallOptions(), store_.Scan(), file_);
+  again.Start(42);
+  // Ready at once, without a scan.
+  EXPECT_TRUE(again.Acquire().ready());
+  EXPECT_EQ(store_.scans, 1);
+  EXPECT_EQ(again.stats().load_result, "loaded");
+  EXPECT_EQ(again.stats().keys, 1001u);
+  const UrlFilterFront::View view = again.Acquire();
+  EXPECT_TRUE(view.MayContain(UrlFilterFront::KeyHash("\x01http://late.example/")));
+  for (const std::string& k : store_.keys) {
+    ASSERT_TRUE(view.MayContain(UrlFilterFront::KeyHash(k)));
+  }
+}
+
+TEST_F(UrlFilterFrontTest, StaleOrDamagedFileIsRebuilt) {
+  {
+    UrlFilterFront front(SmallOptions(), store_.Scan(), file_);
+    front.Start(42);
+    ASSERT_TRUE(front.WaitForRebuild(kWait));
+    ASSERT_THAT(front.Persist(42), IsOk());
+  }
+  {
+    // Another tag: writes happened after the file (e.g. a crash).
+    UrlFilterFront front(SmallOptions(), store_.Scan(), file_);
+    front.Start(43);
+    EXPECT_THAT(front.stats().load_result, HasSubstr("stale filter file"));
+    EXPECT_TRUE(front.WaitForRebuild(kWait));
+    EXPECT_EQ(store_.scans, 2);
+  }
+  // One flipped byte in the words: the checksum catches it.
+  {
+    std::fstream f(file_, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(BloomFilter::kHeaderBytes + 5);
+    f.put('\x7f');
+  }
+  UrlFilterFront front(SmallOptions(), store_.Scan(), file_);
+  front.Start(42);
+  EXPECT_THAT(front.stats().load_result, StartsWith("rebuilding: "));
+  EXPECT_THAT(front.stats().load_result, Not(HasSubstr("stale")));
+  ASSERT_TRUE(front.WaitForRebuild(kWait));
+  EXPECT_EQ(store_.scans, 3);
+  for (const std::string& k : store_.keys) {
+    ASSERT_TRUE(front.Acquire().MayContain(UrlFilterFront::KeyHash(k)));
+  }
+}
+
+TEST_F(UrlFilterFrontTest, InsertsDuringTheRebuildAreKept) {
+  absl::Notification halfway, resume;
+  store_.halfway = &halfway;
+  store_.resume = &resume;
+  UrlFilterFront front(SmallOptions(), store_.Scan(), file_);
+  front.Start(1);
+  halfway.WaitForNotification();
+  // Not ready yet: every key must be read from the store.
+  EXPECT_FALSE(front.Acquire().ready());
+  EXPECT_TRUE(front.stats().rebuilding);
+  std::vector<uint64_t> late;
+  for (int i = 5000; i < 5100; ++i) late.push_back(UrlFilterFront::KeyHash(Key(i)));
+  front.Inserted(late);
+  resume.Notify();
+  ASSERT_TRUE(front.WaitForRebuild(kWait));
+  const UrlFilterFront::View view = front.Acquire();
+  for (uint64_t h : late) ASSERT_TRUE(view.MayContain(h));
+  for (const std::string& k : store_.keys) {
+    ASSERT_TRUE(view.MayContain(UrlFilterFront::KeyHash(k)));
+  }
+  EXPECT_EQ(front.stats().keys, 1100u);
+}
+
+TEST_F(UrlFilterFrontTest, GrowsPastItsDesignSize) {
+  UrlFilterOptions o = SmallOptions();
+  o.expected_urls = 500;  // the store already holds 1,000
+  UrlFilterFront front(o, store_.Scan(), file_);
+  front.Start(1);
+  ASSERT_TRUE(front.WaitForRebuild(kWait));
+  const uint64_t first_design = front.stats().design_keys;
+  const uint64_t first_bytes = front.stats().memory_bytes;
+  // The first filter is for max(500, 0) keys and holds 1,000: the next
+  // insert starts a growth rebuild (for twice the count).
+  std::vector<uint64_t> more;
+  for (int i = 1000; i < 1010; ++i) {
+    store_.keys.push_back(Key(i));
+    more.push_back(UrlFilterFront::KeyHash(Key(i)));
+  }
+  front.Inserted(more);
+  ASSERT_TRUE(front.WaitForRebuild(kWait));
+  const UrlFilterFront::Stats st = front.stats();
+  EXPECT_EQ(st.rebuilds, 2u);
+  EXPECT_GE(st.design_keys, 2 * first_design);
+  EXPECT_GT(st.memory_bytes, first_bytes);
+  EXPECT_EQ(st.keys, 1010u);
+  for (const std::string& k : store_.keys) {
+    ASSERT_TRUE(front.Acquire().MayContain(UrlFilterFront::KeyHash(k)));
+  }
+}
+
+TEST_F(UrlFilterFrontTest, MemoryBudgetSetsTheFirstFilter) {
+  UrlFilterOptions o = SmallOptions();
+  o.memory_budget_bytes = 64 * 1000 + 10;  // rounded down to 1,000 blocks
+  UrlFilterFront front(o, store_.Scan(), file_);
+  front.Start(1);
+  ASSERT_TRUE(front.WaitForRebuild(kWait));
+  EXPECT_EQ(front.stats().memory_bytes, 64u * 1000);
+}
+
+TEST_F(UrlFilterFrontTest, CountsProbes) {
+  UrlFilterFront front(SmallOptions(), store_.Scan(), file_);
+  front.CountProbes(3, 4);
+  front.CountProbes(1, 0);
+  EXPECT_EQ(front.stats().keys_skipped, 4u);
+  EXPECT_EQ(front.stats().keys_read, 4u);
+}
+
+}  // namespace
+}  // namespace dedupd::testing
