@@ -291,12 +291,13 @@ int main(int argc, char** argv) {
   std::cout << absl::StrFormat(
                    "checkurl  batch=%d threads=%d urls=%d secs=%.2f "
                    "urls_per_sec=%.0f p50_ms=%.2f p99_ms=%.2f new=%d seen=%d "
-                   "invalid=%d errors=%d",
+                   "invalid=%d errors=%d seen_probably=%d",
                    batch, threads, all.sent, secs,
                    secs > 0 ? static_cast<double>(all.answered()) / secs : 0.0,
                    p50, p99, all.verdicts["URL_VERDICT_NEW"],
                    all.verdicts["URL_VERDICT_SEEN"],
-                   all.verdicts["URL_VERDICT_INVALID"], all.errors)
+                   all.verdicts["URL_VERDICT_INVALID"], all.errors,
+                   all.verdicts["URL_VERDICT_SEEN_PROBABLY"])
             << std::endl;
   dedupd::bench::PrintErrors("url_load", all);
   return all.errors == 0 ? 0 : 1;

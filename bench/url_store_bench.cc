@@ -34,6 +34,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "bench/load_driver.h"
 #include "core/url_normalizer.h"
@@ -47,6 +48,9 @@ ABSL_FLAG(int, threads, 4, "claiming threads");
 ABSL_FLAG(int64_t, block_cache_mb, 8, "RocksDB block cache while measuring, in MiB");
 ABSL_FLAG(double, new_share, 0.9, "share of new URLs in mostly_new (and of stored ones in mostly_seen)");
 ABSL_FLAG(bool, keep, false, "keep the store directory");
+ABSL_FLAG(bool, concurrent_memtable_writes, true,
+          "RocksDbStoreOptions::concurrent_memtable_writes while measuring");
+ABSL_FLAG(std::string, filters, "off,on", "front settings to measure, in order");
 
 namespace {
 
@@ -72,6 +76,7 @@ dedupd::RocksDbStoreOptions Options(const std::string& path, bool filter,
   o.url_filter.enabled = filter;
   o.url_filter.expected_urls = expected;
   o.collect_statistics = true;
+  o.concurrent_memtable_writes = absl::GetFlag(FLAGS_concurrent_memtable_writes);
   return o;
 }
 
@@ -156,7 +161,15 @@ int main(int argc, char** argv) {
   }
 
   uint64_t next_new = static_cast<uint64_t>(preload);
-  for (bool filter : {false, true}) {
+  std::vector<bool> settings;
+  for (absl::string_view f : absl::StrSplit(absl::GetFlag(FLAGS_filters), ',')) {
+    if (f != "on" && f != "off") {
+      std::cerr << "url_store_bench: --filters takes on and off, comma-separated\n";
+      return 2;
+    }
+    settings.push_back(f == "on");
+  }
+  for (bool filter : settings) {
     const auto t_open = Clock::now();
     auto store = dedupd::RocksDbStore::Open(Options(path, filter, cache, expected));
     if (!store.ok()) {

@@ -213,6 +213,7 @@ rocksdb::Options MakeDbOptions(const RocksDbStoreOptions& o) {
   db.manual_wal_flush = false;
   db.keep_log_file_num = 10;  // RocksDB's own info logs in the directory
   if (o.collect_statistics) db.statistics = rocksdb::CreateDBStatistics();
+  db.allow_concurrent_memtable_write = o.concurrent_memtable_writes;
   // Most claims are misses, so filters must exist on every level.
   db.optimize_filters_for_hits = false;
   // A Bloom filter over the memtable's whole keys: a claim of a new URL then

@@ -134,6 +134,14 @@ struct RocksDbStoreOptions {
   // design size). See UrlFilterOptions for each setting and its default.
   UrlFilterOptions url_filter;
 
+  // Let the writers of one RocksDB write group insert into the memtable in
+  // parallel (RocksDB's allow_concurrent_memtable_write). When false the
+  // group's leader inserts every batch itself, reusing its skip-list
+  // position from key to key ("splice"), which makes a batch of sorted
+  // keys (every claim batch is sorted) cheaper per key.
+  // Default: true.
+  bool concurrent_memtable_writes = true;
+
   // Keep RocksDB's statistics (tickers), for DataBlockReads. Costs a few
   // percent of CPU; for benchmarks.
   // Default: false.
