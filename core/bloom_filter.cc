@@ -49,6 +49,8 @@ constexpr size_t kBlockBytes = BloomFilter::kBlockBits / 8;
 // out zero pages lazily, so a 1.2 GB filter costs nothing until touched and
 // needs no memset pass.
 constexpr size_t kMmapMinBytes = size_t{1} << 20;
+// Transparent huge page size on x86-64 Linux.
+constexpr size_t kHugePageBytes = size_t{2} << 20;
 // The words checksum hashes the words in pieces of this many bytes.
 constexpr size_t kChecksumPieceBytes = size_t{1} << 20;
 
@@ -96,15 +98,26 @@ struct ProbeMultipliers {
 };
 constexpr ProbeMultipliers kProbeMultipliers;
 
+inline uint64_t BlockIndex(uint64_t h, uint64_t num_blocks) {
+  return static_cast<uint64_t>((static_cast<Uint128>(h) * num_blocks) >> 64);
+}
+
+// SplitMix64's output for state h. Adding C first keeps h = 0 (a fixed
+// point of Mix64) from mapping to r = 0, whose positions would all be 0.
+inline uint64_t PositionSeed(uint64_t h) { return Mix64(h + kProbeMultiplier); }
+
+// Bit i of the key's block: the top 9 bits of r * C^i.
+inline uint32_t Position(uint64_t r, int i) {
+  return static_cast<uint32_t>((r * kProbeMultipliers.v[i]) >> 55);
+}
+
 inline Probe MakeProbe(uint64_t h, uint64_t num_blocks, int num_probes) {
   Probe p;
-  p.block = static_cast<uint64_t>((static_cast<Uint128>(h) * num_blocks) >> 64);
+  p.block = BlockIndex(h, num_blocks);
   for (uint64_t& m : p.masks) m = 0;
-  // SplitMix64's output for state h. Adding C first keeps h = 0 (a fixed
-  // point of Mix64) from mapping to r = 0, whose positions would all be 0.
-  const uint64_t r = Mix64(h + kProbeMultiplier);
+  const uint64_t r = PositionSeed(h);
   for (int i = 0; i < num_probes; ++i) {
-    const uint32_t pos = static_cast<uint32_t>((r * kProbeMultipliers.v[i]) >> 55);
+    const uint32_t pos = Position(r, i);
     p.masks[pos >> 6] |= uint64_t{1} << (pos & 63);
   }
   return p;
@@ -133,7 +146,17 @@ std::atomic<uint64_t>* AllocateWords(uint64_t num_blocks) {
   if (bytes >= kMmapMinBytes) {
     p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) p = nullptr;
+    if (p == MAP_FAILED) {
+      p = nullptr;
+    } else if (bytes >= kHugePageBytes) {
+      // Every probe touches a random cache line of the array: with 4 KiB
+      // pages a large filter misses the TLB on nearly every probe. Ask for
+      // transparent huge pages (Linux "madvise" mode); failure only costs
+      // speed, so the result is ignored.
+#ifdef MADV_HUGEPAGE
+      (void)madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    }
   } else {
     p = std::aligned_alloc(kBlockBytes, bytes);  // bytes % 64 == 0
     if (p != nullptr) std::memset(p, 0, bytes);
@@ -262,42 +285,55 @@ BloomFilter::~BloomFilter() { FreeWords(words_, num_blocks_); }
 void BloomFilter::Insert(uint64_t key_hash) {
   const Probe p = MakeProbe(key_hash, num_blocks_, num_probes_);
   std::atomic<uint64_t>* block = words_ + p.block * kWordsPerBlock;
+  // A locked fetch_or costs ~20 cycles even when it changes nothing, and a
+  // branch per word mispredicts often; so first find, without branches,
+  // the words that miss some of the key's bits (one cache line of relaxed
+  // loads), then fetch_or only those.
+  unsigned todo = 0;
   for (size_t w = 0; w < kWordsPerBlock; ++w) {
-    // A locked fetch_or costs ~20 cycles even when it changes nothing, so
-    // skip the words this key does not touch (and those already set).
-    if (p.masks[w] != 0 &&
-        (block[w].load(std::memory_order_relaxed) & p.masks[w]) != p.masks[w]) {
-      block[w].fetch_or(p.masks[w], std::memory_order_release);
-    }
+    const uint64_t clear = p.masks[w] & ~block[w].load(std::memory_order_relaxed);
+    todo |= static_cast<unsigned>(clear != 0) << w;
+  }
+  while (todo != 0) {
+    const int w = __builtin_ctz(todo);
+    todo &= todo - 1;
+    block[w].fetch_or(p.masks[w], std::memory_order_release);
   }
 }
 
 bool BloomFilter::MayContain(uint64_t key_hash) const {
-  const Probe p = MakeProbe(key_hash, num_blocks_, num_probes_);
-  const std::atomic<uint64_t>* block = words_ + p.block * kWordsPerBlock;
-  // All eight words are in one cache line: loading them all and testing
-  // once costs less than a branch per word.
-  uint64_t missing = 0;
-  for (size_t w = 0; w < kWordsPerBlock; ++w) {
-    missing |= p.masks[w] & ~block[w].load(std::memory_order_acquire);
+  const std::atomic<uint64_t>* block =
+      words_ + BlockIndex(key_hash, num_blocks_) * kWordsPerBlock;
+  // One load per probe, all from one cache line, tested without branches:
+  // cheaper than building the per-word masks first.
+  const uint64_t r = PositionSeed(key_hash);
+  const int k = num_probes_;
+  uint64_t all = 1;
+  for (int i = 0; i < k; ++i) {
+    const uint32_t pos = Position(r, i);
+    all &= block[pos >> 6].load(std::memory_order_relaxed) >> (pos & 63);
   }
-  return missing == 0;
+  // Orders later reads after these loads, as acquire loads would (and
+  // lets the compiler keep k in a register).
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return (all & 1) != 0;
 }
 
 bool BloomFilter::TestAndInsert(uint64_t key_hash) {
   const Probe p = MakeProbe(key_hash, num_blocks_, num_probes_);
   std::atomic<uint64_t>* block = words_ + p.block * kWordsPerBlock;
-  uint64_t missing = 0;
+  unsigned todo = 0;
   for (size_t w = 0; w < kWordsPerBlock; ++w) {
-    if (p.masks[w] == 0) continue;
-    const uint64_t clear =
-        p.masks[w] & ~block[w].load(std::memory_order_acquire);
-    if (clear != 0) {
-      missing |= clear;
-      block[w].fetch_or(p.masks[w], std::memory_order_release);
-    }
+    const uint64_t clear = p.masks[w] & ~block[w].load(std::memory_order_acquire);
+    todo |= static_cast<unsigned>(clear != 0) << w;
   }
-  return missing != 0;
+  const bool was_absent = todo != 0;
+  while (todo != 0) {
+    const int w = __builtin_ctz(todo);
+    todo &= todo - 1;
+    block[w].fetch_or(p.masks[w], std::memory_order_release);
+  }
+  return was_absent;
 }
 
 uint64_t BloomFilter::CountSetBits() const {
