@@ -13,14 +13,16 @@
 // hashes are synthetic: SplitMix64 outputs of a counter (distinct, since
 // SplitMix64 is a bijection of its state), standing in for KeyHash of real
 // keys, so that the figures time the filter and not the key hash (KeyHash
-// of a ~50-byte URL adds ~10 ns). Absent hashes come from a second
-// range of SplitMix64 states, so none equals an inserted hash. Present probes are a random sample of the
-// inserted hashes. The three rates are per second of thread CPU time,
-// which is robust against other processes sharing the cores (on an idle
-// machine it matches wall time within a few percent); the probe loops issue
-// independent lookups back to back, so the CPU overlaps their cache
-// misses, as a batch of lookups would. The fp theories use the filter's
-// real size: blocked = BlockedFalsePositiveRate(n, blocks, k), standard =
+// of a ~50-byte URL adds ~10 ns). Absent hashes come from a second range
+// of SplitMix64 states, so none equals an inserted hash. Present probes
+// revisit inserted counters drawn at random. The three rates are per
+// second of thread CPU time, which is robust against other processes
+// taking turns on the cores (not against them sharing the caches and
+// memory bus). The probe loops issue independent lookups back to back, so
+// the CPU overlaps some of their cache misses, as a batch of lookups
+// would; one lookup alone costs about one memory latency on a large
+// filter. The fp theories use the filter's real size: blocked =
+// BlockedFalsePositiveRate(n, blocks, k), standard =
 // StandardFalsePositiveRate(blocks * 512 / n, k).
 //
 // Exit status 1 when a present probe answers "absent" (false_negatives > 0).
@@ -98,16 +100,18 @@ int RunSize(uint64_t n, double bits_per_key, int64_t probes, uint64_t seed) {
   }
   const double absent_sec = ThreadCpuSeconds() - t0;
 
-  // Present probes: inserted counters in a scattered order (a multiplicative
-  // walk modulo n), so that consecutive probes hit unrelated blocks.
+  // Present probes: inserted counters drawn at random (SplitMix64 of the
+  // probe number, mapped onto [0, n) by multiply-shift). Branch-free on
+  // purpose: a mispredicted branch per probe would flush the pipeline and
+  // hide how many lookups' misses the CPU overlaps.
   uint64_t false_negatives = 0;
-  const uint64_t stride = (n > 1) ? (0x9e3779b97f4a7c15ULL % n) | 1 : 0;
-  uint64_t idx = 0;
   t0 = ThreadCpuSeconds();
   for (int64_t i = 0; i < probes; ++i) {
+    const uint64_t idx = static_cast<uint64_t>(
+        (static_cast<unsigned __int128>(SplitMix64(~static_cast<uint64_t>(i))) *
+         n) >>
+        64);
     false_negatives += filter.MayContain(PresentHash(seed, idx)) ? 0 : 1;
-    idx += stride;
-    if (idx >= n) idx -= n;
   }
   const double present_sec = ThreadCpuSeconds() - t0;
 
