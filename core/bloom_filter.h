@@ -7,12 +7,12 @@
 // Bloom filters"): the bits are cut into 512-bit blocks (one cache line); a
 // key sets and tests `num_probes` bits of one block, so a probe costs one
 // cache miss. Inside the block, position i is the top 9 bits of
-// SplitMix64(hash) * C^i (multiplicative hashing as in RocksDB's FastLocalBloom,
-// Dillinger 2019; double hashing, Kirsch-Mitzenmacher 2006, has too few
-// distinct patterns in 512 bits, see docs/bloom_filter.md). Which block
-// and which bits a key hash maps to is specified in docs/bloom_filter.md
-// and pinned by golden vectors; keys are hashed with BloomFilter::KeyHash
-// (XXH64 with the fixed seed kSeed), never std::hash.
+// SplitMix64(hash) * C^i (multiplicative hashing as in RocksDB's
+// FastLocalBloom, Dillinger 2019; double hashing, Kirsch-Mitzenmacher 2006,
+// has too few distinct patterns in 512 bits: docs/bloom_filter.md). Which
+// block and which bits a key hash maps to is specified in
+// docs/bloom_filter.md and pinned by golden vectors; keys are hashed with
+// BloomFilter::KeyHash (XXH64 with the fixed seed kSeed), never std::hash.
 //
 // Example:
 //   BloomFilter filter(BloomFilter::BlocksFor(/*expected_keys=*/10'000'000,
