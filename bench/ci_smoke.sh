@@ -103,6 +103,11 @@ step chunk_quality_preamble \
   "$build_dir/bench/dedupd_chunk_quality" \
   --preamble_dir="$here/../tests/testdata/preamble"
 
+step bloom_filter_bench \
+  '^bloom keys=100000 bits_per_key=10.0 probes_k=7 memory_bytes=[0-9]+ insert_per_s=[0-9]+ probe_absent_per_s=[0-9]+ probe_present_per_s=[0-9]+ fp_rate_measured=[0-9.]+ fp_rate_blocked_theory=[0-9.]+ fp_rate_standard_theory=[0-9.]+ false_negatives=0$' \
+  "$build_dir/bench/dedupd_bloom_filter_bench" --keys=100000 --bits_per_key=10 \
+  --probes=100000
+
 if ((${#failed[@]})); then
   echo "ci_smoke: FAILED: ${failed[*]}"
   exit 1
