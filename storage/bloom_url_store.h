@@ -9,8 +9,9 @@
 // never loses an acknowledged NEW. The filter is snapshotted periodically
 // (a new log is started, the words are copied and written to a new snapshot
 // file, then older logs are deleted), so restart reads one snapshot and
-// replays at most the log written since it. Files and formats:
-// docs/bloom_filter.md.
+// replays at most the log written since it. Files, the claim-log format,
+// recovery rules and the snapshot procedure: docs/bloom_url_store.md (the
+// filter's own serialized form: docs/bloom_filter.md).
 //
 // Example:
 //   BloomUrlStoreOptions options;
@@ -72,8 +73,8 @@ struct BloomUrlStoreOptions {
   bool sync_writes = false;
 
   // A snapshot is written once this many keys were logged since the last
-  // one, which bounds the log replayed at restart (16 bytes per key... see
-  // docs/bloom_filter.md for the record size). 0 disables count-triggered
+  // one, which bounds the log replayed at restart (8 bytes per key plus 12
+  // per batch record; docs/bloom_url_store.md). 0 disables count-triggered
   // snapshots.
   // Default: 10,000,000.
   uint64_t snapshot_every_keys = 10'000'000;
@@ -110,9 +111,9 @@ class BloomUrlStore final : public UrlStore {
   ~BloomUrlStore() override;
 
   // See UrlStore. is_new: the key's bits were not all set, and it is now
-  // logged and set. Otherwise the key was probably claimed before: a false
-  // positive is possible, and first_seen is absl::InfinitePast() (no time
-  // is kept). Repeated keys in one batch: new at most at their first
+  // logged and set; first_seen is `now` truncated to microseconds.
+  // Otherwise the key was probably claimed before: a false positive is
+  // possible, and first_seen is absl::InfinitePast() (no time is kept). Repeated keys in one batch: new at most at their first
   // position. Errors: InvalidArgument for an empty key, FailedPrecondition
   // after Close, Unavailable / ResourceExhausted when the log write fails
   // (then no key of the batch is set or answered new).
@@ -120,6 +121,8 @@ class BloomUrlStore final : public UrlStore {
                          std::vector<UrlClaim>* results) override;
 
   // See UrlStore. A probably-seen key's time is absl::InfinitePast().
+  // Takes no lock. Errors: InvalidArgument for an empty key,
+  // FailedPrecondition after Close.
   absl::Status LookupUrls(
       absl::Span<const std::string> keys,
       std::vector<std::optional<absl::Time>>* results) override;
@@ -141,7 +144,11 @@ class BloomUrlStore final : public UrlStore {
   };
   Stats stats() const;
 
-  // Snapshot writes a snapshot now and deletes the logs it covers.
+  // Snapshot writes a snapshot now and deletes the logs it covers. Blocks
+  // claims only while the next log is created; holds two extra copies of
+  // the filter's words for a moment (the copy and a filter built from it). Errors: FailedPrecondition
+  // after Close; Unavailable / ResourceExhausted for I/O errors (the
+  // claims stay safe in the logs).
   absl::Status Snapshot();
 
   // Close stops the snapshot thread, writes a final snapshot (so the next

@@ -58,7 +58,7 @@ TEST_P(UrlStoreConformanceTest, NewThenSeen) {
               IsOk());
   ASSERT_THAT(out, SizeIs(2));
   EXPECT_FALSE(out[0].is_new);
-  EXPECT_EQ(out[0].first_seen, T(100)) << "SEEN must return the first time";
+  EXPECT_EQ(out[0].first_seen, Seen(T(100))) << "SEEN must return the first time";
   EXPECT_TRUE(out[1].is_new);
   EXPECT_EQ(out[1].first_seen, T(200));
 }
@@ -74,11 +74,11 @@ TEST_P(UrlStoreConformanceTest, FirstSeenIsPreservedAndTruncatedToMicros) {
   ASSERT_THAT(store().ClaimUrls({"http://a/"}, now + absl::Hours(24), &out),
               IsOk());
   EXPECT_FALSE(out[0].is_new);
-  EXPECT_EQ(out[0].first_seen, want);
+  EXPECT_EQ(out[0].first_seen, Seen(want));
 
   std::vector<std::optional<absl::Time>> found;
   ASSERT_THAT(store().LookupUrls({"http://a/"}, &found), IsOk());
-  EXPECT_THAT(found, ElementsAre(Optional(want)));
+  EXPECT_THAT(found, ElementsAre(Optional(Seen(want))));
 }
 
 TEST_P(UrlStoreConformanceTest, TimesBeforeTheEpochAndFarFutureRoundTrip) {
@@ -90,7 +90,7 @@ TEST_P(UrlStoreConformanceTest, TimesBeforeTheEpochAndFarFutureRoundTrip) {
   std::vector<std::optional<absl::Time>> found;
   ASSERT_THAT(store().LookupUrls({"http://past/", "http://future/"}, &found),
               IsOk());
-  EXPECT_THAT(found, ElementsAre(Optional(past), Optional(future)));
+  EXPECT_THAT(found, ElementsAre(Optional(Seen(past)), Optional(Seen(future))));
 }
 
 TEST_P(UrlStoreConformanceTest, DuplicatesWithinABatchAreNewOnlyAtFirstPosition) {
@@ -105,7 +105,7 @@ TEST_P(UrlStoreConformanceTest, DuplicatesWithinABatchAreNewOnlyAtFirstPosition)
   EXPECT_FALSE(out[2].is_new);
   EXPECT_FALSE(out[3].is_new);
   EXPECT_FALSE(out[4].is_new);
-  for (const UrlClaim& c : out) EXPECT_EQ(c.first_seen, T(5));
+  for (const UrlClaim& c : out) EXPECT_EQ(c.first_seen, c.is_new ? T(5) : Seen(T(5)));
 }
 
 TEST_P(UrlStoreConformanceTest, RepeatedStoredKeyInABatchIsNeverNew) {
@@ -116,8 +116,8 @@ TEST_P(UrlStoreConformanceTest, RepeatedStoredKeyInABatchIsNeverNew) {
   ASSERT_THAT(out, SizeIs(2));
   EXPECT_FALSE(out[0].is_new);
   EXPECT_FALSE(out[1].is_new);
-  EXPECT_EQ(out[0].first_seen, T(1));
-  EXPECT_EQ(out[1].first_seen, T(1));
+  EXPECT_EQ(out[0].first_seen, Seen(T(1)));
+  EXPECT_EQ(out[1].first_seen, Seen(T(1)));
 }
 
 TEST_P(UrlStoreConformanceTest, LookupAnswersAbsentAndPresentAndRecordsNothing) {
@@ -128,7 +128,7 @@ TEST_P(UrlStoreConformanceTest, LookupAnswersAbsentAndPresentAndRecordsNothing) 
   ASSERT_THAT(
       store().LookupUrls({"http://x/", "http://a/", "http://x/"}, &found),
       IsOk());
-  EXPECT_THAT(found, ElementsAre(std::nullopt, Optional(T(7)), std::nullopt));
+  EXPECT_THAT(found, ElementsAre(std::nullopt, Optional(Seen(T(7))), std::nullopt));
 
   // The lookup did not record http://x/.
   ASSERT_THAT(store().ClaimUrls({"http://x/"}, T(8), &out), IsOk());
@@ -169,13 +169,13 @@ TEST_P(UrlStoreConformanceTest, LargeBatch) {
   ASSERT_THAT(out, SizeIs(kKeys));
   for (size_t i = 0; i < kKeys; ++i) {
     ASSERT_FALSE(out[i].is_new) << i;
-    ASSERT_EQ(out[i].first_seen, T(1)) << i;
+    ASSERT_EQ(out[i].first_seen, Seen(T(1))) << i;
   }
 
   std::vector<std::optional<absl::Time>> found;
   ASSERT_THAT(store().LookupUrls(keys, &found), IsOk());
   ASSERT_THAT(found, SizeIs(kKeys));
-  for (size_t i = 0; i < kKeys; ++i) ASSERT_EQ(found[i], T(1)) << i;
+  for (size_t i = 0; i < kKeys; ++i) ASSERT_EQ(found[i], Seen(T(1))) << i;
 }
 
 TEST_P(UrlStoreConformanceTest, BinaryAndLongKeysAreDistinctAndExact) {
@@ -198,7 +198,7 @@ TEST_P(UrlStoreConformanceTest, BinaryAndLongKeysAreDistinctAndExact) {
 
   std::vector<std::optional<absl::Time>> found;
   ASSERT_THAT(store().LookupUrls(keys, &found), IsOk());
-  for (size_t i = 0; i < keys.size(); ++i) EXPECT_EQ(found[i], T(3)) << i;
+  for (size_t i = 0; i < keys.size(); ++i) EXPECT_EQ(found[i], Seen(T(3))) << i;
 
   // Prefixes and near misses of stored keys are absent.
   ASSERT_THAT(store().LookupUrls({std::string("a\0", 2), std::string(65'535, 'x'),
@@ -305,7 +305,7 @@ TEST_P(UrlStoreConformanceTest, ConcurrentClaimsHaveExactlyOneWinnerPerKey) {
       auto it = winner_time.find(o.key);
       ASSERT_NE(it, winner_time.end())
           << "key " << o.key << " was claimed but nobody got is_new";
-      EXPECT_EQ(o.first_seen, it->second) << "key " << o.key;
+      EXPECT_EQ(o.first_seen, o.is_new ? it->second : Seen(it->second)) << "key " << o.key;
     }
   }
   for (const auto& [key, n] : wins) {
@@ -316,7 +316,7 @@ TEST_P(UrlStoreConformanceTest, ConcurrentClaimsHaveExactlyOneWinnerPerKey) {
   for (const auto& [key, t] : peeked) {
     auto it = winner_time.find(key);
     ASSERT_NE(it, winner_time.end()) << "lookup saw unclaimed key " << key;
-    EXPECT_EQ(t, it->second) << "key " << key;
+    EXPECT_EQ(t, Seen(it->second)) << "key " << key;
   }
 
   // Afterwards every claimed key is present with its winner's time, and no
@@ -328,7 +328,7 @@ TEST_P(UrlStoreConformanceTest, ConcurrentClaimsHaveExactlyOneWinnerPerKey) {
     if (it == winner_time.end()) {
       EXPECT_EQ(found[i], std::nullopt) << i;
     } else {
-      EXPECT_EQ(found[i], it->second) << i;
+      EXPECT_EQ(found[i], Seen(it->second)) << i;
     }
   }
 }
