@@ -190,7 +190,7 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free,
 // model of Putze et al. 2007: each key sets k distinct uniform bits, and
 // the bits are independent. The real mapping draws positions with
 // replacement and its bits are negatively correlated; measured rates sit
-// 0-6% below this figure (docs/bloom_filter.md, "Sizing").
+// within -6%..+2% of this figure (docs/bloom_filter.md, "Sizing").
 double BlockHitRate(double j, int k) {
   const double clear = std::pow(1.0 - k / 512.0, j);
   return std::pow(1.0 - clear, k);

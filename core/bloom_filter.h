@@ -100,7 +100,7 @@ class BloomFilter {
   // block loads are Poisson with mean keys / blocks, and a block holding j
   // keys answers a foreign probe "maybe" with the probability that all k
   // probed positions are set, (1 - (1 - k/512)^j)^k (Putze et al. 2007,
-  // section 3). Measured rates sit within a few percent below it.
+  // section 3). Measured rates sit within a few percent of it.
   // Returns 0 when keys == 0. REQUIRES: blocks >= 1, 1 <= k <= kMaxProbes.
   static double BlockedFalsePositiveRate(uint64_t keys, uint64_t blocks, int k);
 

@@ -326,10 +326,10 @@ TEST(BloomFilterMillionTest, FalsePositiveRateMatchesBlockedTheory) {
     // (1.03 at 6 bits/key to 2.0 at 16, docs/bloom_filter.md): the price of
     // one cache miss per probe. Only its direction is a contract.
     EXPECT_GE(measured, standard / 1.3);
-    // f^k ignores the uneven block loads, so it sits between the standard
-    // and the blocked figures, near the standard one.
+    // f^k ignores the uneven block loads: it tracks the standard figure
+    // (0.93..1.0 of it measured), below the blocked one.
     EXPECT_GT(estimated, standard / 1.3);
-    EXPECT_LT(estimated, blocked * 1.3);
+    EXPECT_LT(estimated, blocked);
   }
 }
 
