@@ -13,17 +13,30 @@
 // hashes are synthetic: SplitMix64 outputs of a counter (distinct, since
 // SplitMix64 is a bijection of its state), standing in for KeyHash of real
 // keys, so that the figures time the filter and not the key hash (KeyHash
-// of a ~50-byte URL adds ~10 ns). Absent hashes come from a second
-// range of SplitMix64 states, so none equals an inserted hash. Present probes are a random sample of the
-// inserted hashes. The three rates are per second of thread CPU time,
-// which is robust against other processes sharing the cores (on an idle
-// machine it matches wall time within a few percent); the probe loops issue
-// independent lookups back to back, so the CPU overlaps their cache
-// misses, as a batch of lookups would. The fp theories use the filter's
-// real size: blocked = BlockedFalsePositiveRate(n, blocks, k), standard =
+// of a ~50-byte URL adds ~10 ns). Absent hashes come from a second range
+// of SplitMix64 states, so none equals an inserted hash. Present probes
+// revisit inserted counters drawn at random. The three rates are per
+// second of thread CPU time, which is robust against other processes
+// taking turns on the cores (not against them sharing the caches and
+// memory bus). The probe loops issue independent lookups back to back, so
+// the CPU overlaps some of their cache misses, as a batch of lookups
+// would; one lookup alone costs about one memory latency on a large
+// filter. The fp theories use the filter's real size: blocked =
+// BlockedFalsePositiveRate(n, blocks, k), standard =
 // StandardFalsePositiveRate(blocks * 512 / n, k).
 //
-// Exit status 1 when a present probe answers "absent" (false_negatives > 0).
+// With --serialize a second line follows per size:
+//
+//   bloom_serialize keys=<n> bytes=<s> serialize_sec=<a> checksum_sec=<c>
+//     deserialize_sec=<d> round_trip=<yes|no>
+//
+// Serialize (copy + checksum), ChecksumWords alone, and Deserialize
+// (parse, checksum, copy into a new filter), in seconds of thread CPU time
+// (which includes the kernel's time for the page faults of the new
+// memory); round_trip=yes when the copy's words equal the original's.
+//
+// Exit status 1 when a present probe answers "absent" (false_negatives > 0)
+// or a round trip fails.
 //
 // Example:
 //   build-rel/bench/dedupd_bloom_filter_bench --bits_per_key=10
@@ -39,6 +52,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -51,6 +65,9 @@ ABSL_FLAG(double, bits_per_key, 10.0, "bits of filter per expected key");
 ABSL_FLAG(int64_t, probes, 10000000,
           "absent lookups, and present lookups, timed per size");
 ABSL_FLAG(uint64_t, seed, 20070101, "seed of the synthetic key hashes");
+ABSL_FLAG(bool, serialize, false,
+          "also time Serialize / ChecksumWords / Deserialize of each filter "
+          "and print a bloom_serialize line (needs ~3x the filter's memory)");
 
 namespace {
 
@@ -98,16 +115,18 @@ int RunSize(uint64_t n, double bits_per_key, int64_t probes, uint64_t seed) {
   }
   const double absent_sec = ThreadCpuSeconds() - t0;
 
-  // Present probes: inserted counters in a scattered order (a multiplicative
-  // walk modulo n), so that consecutive probes hit unrelated blocks.
+  // Present probes: inserted counters drawn at random (SplitMix64 of the
+  // probe number, mapped onto [0, n) by multiply-shift). Branch-free on
+  // purpose: a mispredicted branch per probe would flush the pipeline and
+  // hide how many lookups' misses the CPU overlaps.
   uint64_t false_negatives = 0;
-  const uint64_t stride = (n > 1) ? (0x9e3779b97f4a7c15ULL % n) | 1 : 0;
-  uint64_t idx = 0;
   t0 = ThreadCpuSeconds();
   for (int64_t i = 0; i < probes; ++i) {
+    const uint64_t idx = static_cast<uint64_t>(
+        (static_cast<unsigned __int128>(SplitMix64(~static_cast<uint64_t>(i))) *
+         n) >>
+        64);
     false_negatives += filter.MayContain(PresentHash(seed, idx)) ? 0 : 1;
-    idx += stride;
-    if (idx >= n) idx -= n;
   }
   const double present_sec = ThreadCpuSeconds() - t0;
 
@@ -127,7 +146,32 @@ int RunSize(uint64_t n, double bits_per_key, int64_t probes, uint64_t seed) {
       BloomFilter::StandardFalsePositiveRate(real_bits_per_key, k),
       static_cast<unsigned long long>(false_negatives));
   std::fflush(stdout);
-  return false_negatives == 0 ? 0 : 1;
+  int status = false_negatives == 0 ? 0 : 1;
+
+  if (absl::GetFlag(FLAGS_serialize)) {
+    double start = ThreadCpuSeconds();
+    std::string bytes = filter.Serialize(n);
+    const double serialize_sec = ThreadCpuSeconds() - start;
+    start = ThreadCpuSeconds();
+    const uint64_t checksum = BloomFilter::ChecksumWords(
+        absl::string_view(bytes).substr(BloomFilter::kHeaderBytes));
+    const double checksum_sec = ThreadCpuSeconds() - start;
+    start = ThreadCpuSeconds();
+    absl::StatusOr<BloomFilter::Loaded> loaded =
+        BloomFilter::Deserialize(bytes);
+    const double deserialize_sec = ThreadCpuSeconds() - start;
+    const bool round_trip = loaded.ok() &&
+                            loaded->header.words_checksum == checksum &&
+                            loaded->filter.WordBytes() == filter.WordBytes();
+    if (!round_trip) status = 1;
+    std::printf(
+        "bloom_serialize keys=%llu bytes=%zu serialize_sec=%.3f "
+        "checksum_sec=%.3f deserialize_sec=%.3f round_trip=%s\n",
+        static_cast<unsigned long long>(n), bytes.size(), serialize_sec,
+        checksum_sec, deserialize_sec, round_trip ? "yes" : "no");
+    std::fflush(stdout);
+  }
+  return status;
 }
 
 }  // namespace
@@ -137,7 +181,7 @@ int main(int argc, char** argv) {
       "bloom_filter_bench: BloomFilter insert/probe throughput on one core "
       "and its false positive rate.\n"
       "Usage: dedupd_bloom_filter_bench [--keys=N,N,...] [--bits_per_key=B] "
-      "[--probes=P] [--seed=S]");
+      "[--probes=P] [--seed=S] [--serialize]");
   absl::ParseCommandLine(argc, argv);
   const double bits_per_key = absl::GetFlag(FLAGS_bits_per_key);
   const int64_t probes = absl::GetFlag(FLAGS_probes);

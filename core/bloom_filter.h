@@ -7,12 +7,12 @@
 // Bloom filters"): the bits are cut into 512-bit blocks (one cache line); a
 // key sets and tests `num_probes` bits of one block, so a probe costs one
 // cache miss. Inside the block, position i is the top 9 bits of
-// SplitMix64(hash) * C^i (multiplicative hashing as in RocksDB's FastLocalBloom,
-// Dillinger 2019; double hashing, Kirsch-Mitzenmacher 2006, has too few
-// distinct patterns in 512 bits, see docs/bloom_filter.md). Which block
-// and which bits a key hash maps to is specified in docs/bloom_filter.md
-// and pinned by golden vectors; keys are hashed with BloomFilter::KeyHash
-// (XXH64 with the fixed seed kSeed), never std::hash.
+// SplitMix64(hash) * C^i (multiplicative hashing as in RocksDB's
+// FastLocalBloom, Dillinger 2019; double hashing, Kirsch-Mitzenmacher 2006,
+// has too few distinct patterns in 512 bits: docs/bloom_filter.md). Which
+// block and which bits a key hash maps to is specified in
+// docs/bloom_filter.md and pinned by golden vectors; keys are hashed with
+// BloomFilter::KeyHash (XXH64 with the fixed seed kSeed), never std::hash.
 //
 // Example:
 //   BloomFilter filter(BloomFilter::BlocksFor(/*expected_keys=*/10'000'000,
@@ -100,7 +100,7 @@ class BloomFilter {
   // block loads are Poisson with mean keys / blocks, and a block holding j
   // keys answers a foreign probe "maybe" with the probability that all k
   // probed positions are set, (1 - (1 - k/512)^j)^k (Putze et al. 2007,
-  // section 3). Measured rates sit within a few percent below it.
+  // section 3). Measured rates sit within a few percent of it.
   // Returns 0 when keys == 0. REQUIRES: blocks >= 1, 1 <= k <= kMaxProbes.
   static double BlockedFalsePositiveRate(uint64_t keys, uint64_t blocks, int k);
 

@@ -326,10 +326,10 @@ TEST(BloomFilterMillionTest, FalsePositiveRateMatchesBlockedTheory) {
     // (1.03 at 6 bits/key to 2.0 at 16, docs/bloom_filter.md): the price of
     // one cache miss per probe. Only its direction is a contract.
     EXPECT_GE(measured, standard / 1.3);
-    // f^k ignores the uneven block loads, so it sits between the standard
-    // and the blocked figures, near the standard one.
+    // f^k ignores the uneven block loads: it tracks the standard figure
+    // (0.93..1.0 of it measured), below the blocked one.
     EXPECT_GT(estimated, standard / 1.3);
-    EXPECT_LT(estimated, blocked * 1.3);
+    EXPECT_LT(estimated, blocked);
   }
 }
 
@@ -427,9 +427,8 @@ TEST(BloomFilterTest, ConcurrentInsertsAreAllVisible) {
   int missing = 0;
   for (int t = 0; t < kThreads; ++t) {
     for (int i = 0; i < kPerThread; ++i) {
-      missing += filter.MayContain(BloomFilter::KeyHash(absl::StrCat(t, "/", i)))
-                     ? 0
-                     : 1;
+      const uint64_t h = BloomFilter::KeyHash(absl::StrCat(t, "/", i));
+      missing += filter.MayContain(h) ? 0 : 1;
     }
   }
   EXPECT_EQ(missing, 0);
@@ -457,7 +456,8 @@ TEST(BloomFilterSerializeTest, RoundTrip) {
   EXPECT_EQ(loaded.filter.num_probes(), 9);
   EXPECT_EQ(loaded.filter.WordBytes(), filter.WordBytes());
   for (int i = 0; i < 2000; ++i) {
-    EXPECT_TRUE(loaded.filter.MayContain(BloomFilter::KeyHash(absl::StrCat(i))));
+    EXPECT_TRUE(
+        loaded.filter.MayContain(BloomFilter::KeyHash(absl::StrCat(i))));
   }
   EXPECT_EQ(loaded.filter.Serialize(2000, 0xabcdef), bytes);
 }
