@@ -270,7 +270,7 @@ struct BloomUrlStore::Impl {
   }
 
   // Releases the log and the directory lock. Idempotent.
-  void ReleaseFiles() ABSL_LOCKS_EXCLUDED(mu);
+  void ReleaseFiles() ABSL_LOCKS_EXCLUDED(mu, snapshot_mu);
 
   const BloomUrlStoreOptions options;
   // Fixed size; Insert/MayContain are thread-safe on their own. Bits are
@@ -335,6 +335,26 @@ absl::Status BloomUrlStore::Impl::WriteSnapshot(bool closing) {
   absl::MutexLock snapshot_lock(&snapshot_mu);
   uint64_t generation = 0;
   uint64_t inserted_at_rotation = 0;
+  // The log being replaced must be durable before the next one exists: a
+  // torn tail is accepted only in the last log, so after a power loss an
+  // earlier log must be whole. Sync most of it before taking the claim
+  // mutex (log_fd changes only under snapshot_mu, which we hold), and the
+  // few records appended meanwhile under the mutex.
+  int old_fd = -1;
+  uint64_t old_generation = 0;
+  {
+    absl::MutexLock lock(&mu);
+    if (closed) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(options.path, ": Bloom URL store is closed"));
+    }
+    old_fd = log_fd;
+    old_generation = log_generation;
+  }
+  if (::fdatasync(old_fd) != 0) {
+    return ErrnoStatus(errno, Path(LogName(old_generation)),
+                       "fsync claim log before rotation");
+  }
   {
     // The cheap part, under the claim mutex: start log g+1.
     absl::MutexLock lock(&mu);
@@ -342,11 +362,14 @@ absl::Status BloomUrlStore::Impl::WriteSnapshot(bool closing) {
       return absl::FailedPreconditionError(
           absl::StrCat(options.path, ": Bloom URL store is closed"));
     }
+    if (::fdatasync(log_fd) != 0) {
+      return ErrnoStatus(errno, Path(LogName(log_generation)),
+                         "fsync claim log before rotation");
+    }
     generation = log_generation + 1;
     absl::StatusOr<int> fd = CreateLog(generation);
     if (!fd.ok()) return fd.status();
-    // The old log's records were written (and synced when asked) before
-    // they were acknowledged; closing it loses nothing.
+    // The old log is synced; closing it loses nothing.
     ::close(log_fd);
     log_fd = *fd;
     log_generation = generation;
@@ -452,6 +475,8 @@ void BloomUrlStore::Impl::SnapshotLoop() {
 }
 
 void BloomUrlStore::Impl::ReleaseFiles() {
+  // Under snapshot_mu: WriteSnapshot syncs log_fd outside the claim mutex.
+  absl::MutexLock snapshot_lock(&snapshot_mu);
   {
     absl::MutexLock lock(&mu);
     if (log_fd >= 0) ::close(log_fd);
@@ -597,16 +622,24 @@ absl::StatusOr<std::unique_ptr<BloomUrlStore>> BloomUrlStore::Open(
       }
       // Cut the torn record off, so that this log is whole once a newer
       // one follows it.
-      if (::truncate(log_path.c_str(), static_cast<off_t>(valid_end)) != 0) {
-        return fail(ErrnoStatus(errno, log_path, "truncate torn tail"));
+      // Synced: should the cut be lost, the log would be torn but no
+      // longer the last one.
+      const int fd = ::open(log_path.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0) return fail(ErrnoStatus(errno, log_path, "open torn log"));
+      int err = 0;
+      if (::ftruncate(fd, static_cast<off_t>(valid_end)) != 0 ||
+          ::fdatasync(fd) != 0) {
+        err = errno;
       }
+      ::close(fd);
+      if (err != 0) return fail(ErrnoStatus(err, log_path, "truncate torn tail"));
     }
-    for (uint64_t h : parsed->records.key_hashes) {
-      // Keys logged while a snapshot copied the words may be in both; count
-      // each once.
-      if (!filter->MayContain(h)) ++inserted;
-      filter->Insert(h);
-    }
+    // Each key answered new is in exactly one log, and the snapshot's
+    // inserted_keys counts exactly the keys logged before its log: so
+    // every replayed hash counts, also one whose bits the snapshot already
+    // has (logged while the words were copied).
+    for (uint64_t h : parsed->records.key_hashes) filter->Insert(h);
+    inserted += parsed->records.key_hashes.size();
     pending_log_bytes += valid_end;
     replayed_keys += parsed->records.key_hashes.size();
   }
