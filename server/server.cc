@@ -181,6 +181,12 @@ void DedupServer::Shutdown(absl::Duration drain) {
   impl_->engine.reset();
   // Closing the stores last: no call can touch them any more.
   if (impl_->url_bloom != nullptr) {
+    const BloomUrlStore::Stats st = impl_->url_bloom->stats();
+    Log(LogLevel::kInfo,
+        absl::StrCat("approximate URL seen-set: ", st.inserted_urls,
+                     " URLs of a design capacity of ", st.capacity_urls,
+                     ", estimated false positive rate ",
+                     st.estimated_false_positive_rate, "; writing its final snapshot"));
     absl::Status bloom_closed = impl_->url_bloom->Close();
     if (!bloom_closed.ok()) {
       Log(LogLevel::kError,

@@ -786,6 +786,15 @@ absl::Status BloomUrlStore::LookupUrls(
   return absl::OkStatus();
 }
 
+bool BloomUrlStore::WaitForSnapshots(uint64_t n, absl::Duration timeout) const {
+  Impl& m = *impl_;
+  absl::MutexLock lock(&m.mu);
+  auto done = [&m, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(m.mu) {
+    return m.snapshots_written >= n;
+  };
+  return m.mu.AwaitWithTimeout(absl::Condition(&done), timeout);
+}
+
 BloomUrlStore::Stats BloomUrlStore::stats() const {
   const Impl& m = *impl_;
   Stats s;

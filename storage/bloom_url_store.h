@@ -144,6 +144,10 @@ class BloomUrlStore final : public UrlStore {
   };
   Stats stats() const;
 
+  // WaitForSnapshots blocks until this process has written at least `n`
+  // snapshots or `timeout` passes; returns whether it has. For tests.
+  bool WaitForSnapshots(uint64_t n, absl::Duration timeout) const;
+
   // Snapshot writes a snapshot now and deletes the logs it covers. Blocks
   // claims only while the next log is created; holds two extra copies of
   // the filter's words for a moment (the copy and a filter built from it). Errors: FailedPrecondition
