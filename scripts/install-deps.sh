@@ -14,6 +14,8 @@ packages=(
   libabsl-dev
   # storage
   librocksdb-dev
+  # Prometheus /metrics endpoint (prometheus-cpp 1.0: core + pull)
+  prometheus-cpp-dev
   # hashing (SHA-256 via EVP) and TLS
   libssl-dev
   # URL parsing (RFC 3986) and IDNA2008/UTS #46

@@ -79,6 +79,9 @@ ABSL_FLAG(int64_t, url_snapshot_every_urls, 10000000,
 ABSL_FLAG(absl::Duration, url_snapshot_interval, absl::Minutes(10),
           "approximate mode: snapshot the filter at least this often while "
           "URLs are added");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "host:port of the Prometheus /metrics endpoint (HTTP); port 0 picks a "
+          "free port; empty: off");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(10),
           "on SIGTERM/SIGINT, how long calls in flight may finish");
 
@@ -198,6 +201,7 @@ int main(int argc, char** argv) {
   options.url_snapshot_every_urls =
       static_cast<uint64_t>(absl::GetFlag(FLAGS_url_snapshot_every_urls));
   options.url_snapshot_interval = absl::GetFlag(FLAGS_url_snapshot_interval);
+  options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
 
   // Block the shutdown signals before any thread starts, so that every
   // thread inherits the mask and only sigwait below receives them.

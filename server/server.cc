@@ -19,6 +19,7 @@
 #include "server/log.h"
 #include "server/service.h"
 #include "server/worker_pool.h"
+#include "server/metrics.h"
 #include "storage/bloom_url_store.h"
 #include "storage/rocksdb_store.h"
 
@@ -36,6 +37,9 @@ struct DedupServer::Impl {
   std::unique_ptr<WorkerPool> workers;
   std::unique_ptr<DedupService> service;
   std::unique_ptr<grpc::Server> server;
+  // The /metrics endpoint; null when --metrics_listen is empty. Destroyed
+  // before the stores it reads.
+  std::unique_ptr<MetricsExporter> metrics;
   bool shut_down = false;
 };
 
@@ -57,6 +61,61 @@ absl::Status SplitHostPort(const std::string& listen, std::string* host,
   *host = listen.substr(0, colon);
   *port = p;
   return absl::OkStatus();
+}
+
+// The URL tier's figures, read from the stores at each scrape.
+std::vector<MetricSample> UrlTierSamples(const DedupServer::Impl& impl) {
+  std::vector<MetricSample> out;
+  auto gauge = [&out](const char* name, const char* help, double v) {
+    out.push_back({name, help, MetricKind::kGauge, v});
+  };
+  auto counter = [&out](const char* name, const char* help, double v) {
+    out.push_back({name, help, MetricKind::kCounter, v});
+  };
+  if (impl.url_bloom != nullptr) {
+    const BloomUrlStore::Stats st = impl.url_bloom->stats();
+    gauge("dedupd_url_bloom_capacity_urls",
+          "Design capacity of the approximate URL seen-set, in URLs.",
+          static_cast<double>(st.capacity_urls));
+    gauge("dedupd_url_bloom_urls", "URLs recorded in the approximate URL seen-set.",
+          static_cast<double>(st.inserted_urls));
+    gauge("dedupd_url_bloom_over_capacity",
+          "1 when the approximate URL seen-set holds more URLs than its capacity.",
+          st.over_capacity ? 1 : 0);
+    gauge("dedupd_url_bloom_estimated_false_positive_ratio",
+          "Estimated share of new URLs answered SEEN_PROBABLY at the current fill.",
+          st.estimated_false_positive_rate);
+    gauge("dedupd_url_bloom_memory_bytes", "Bytes of the approximate seen-set's filter.",
+          static_cast<double>(st.memory_bytes));
+    gauge("dedupd_url_bloom_log_bytes", "Claim-log bytes written since the last snapshot.",
+          static_cast<double>(st.log_bytes));
+    counter("dedupd_url_bloom_snapshots_total", "Snapshots written by this process.",
+            static_cast<double>(st.snapshots_written));
+  } else {
+    const UrlFilterFront::Stats st = impl.store->url_filter_stats();
+    gauge("dedupd_url_filter_ready", "1 when the exact mode's URL Bloom front answers.",
+          st.ready ? 1 : 0);
+    gauge("dedupd_url_filter_rebuilding", "1 while the URL Bloom front is rebuilt.",
+          st.rebuilding ? 1 : 0);
+    gauge("dedupd_url_filter_urls", "URLs in the URL Bloom front.",
+          static_cast<double>(st.keys));
+    gauge("dedupd_url_filter_design_urls", "Design size of the URL Bloom front, in URLs.",
+          static_cast<double>(st.design_keys));
+    gauge("dedupd_url_filter_memory_bytes", "Bytes of the URL Bloom front's filters.",
+          static_cast<double>(st.memory_bytes));
+    gauge("dedupd_url_filter_estimated_false_positive_ratio",
+          "Estimated share of new URLs the front cannot rule out.",
+          st.estimated_false_positive_rate);
+    counter("dedupd_url_filter_store_reads_skipped_total",
+            "URL lookups answered 'never stored' by the front without a store read.",
+            static_cast<double>(st.keys_skipped));
+    counter("dedupd_url_filter_store_reads_total",
+            "URL lookups that read the store.", static_cast<double>(st.keys_read));
+    counter("dedupd_url_filter_rebuilds_total",
+            "URL Bloom front rebuilds finished by this process.",
+            static_cast<double>(st.rebuilds));
+  }
+  return out;
 }
 
 }  // namespace
@@ -157,6 +216,16 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Start(
         "listen on ", options.listen,
         ": could not bind (address in use, or not an address of this host)"));
   }
+  if (!options.metrics_listen.empty()) {
+    const DedupServer::Impl* raw = impl.get();
+    absl::StatusOr<std::unique_ptr<MetricsExporter>> metrics = MetricsExporter::Start(
+        options.metrics_listen, [raw] { return UrlTierSamples(*raw); });
+    if (!metrics.ok()) return metrics.status();
+    impl->metrics = *std::move(metrics);
+    const size_t colon = options.metrics_listen.rfind(':');
+    Log(LogLevel::kInfo, absl::StrCat("metrics on ", options.metrics_listen.substr(0, colon),
+                                      ":", impl->metrics->port()));
+  }
   impl->server->GetHealthCheckService()->SetServingStatus(true);
   return std::unique_ptr<DedupServer>(new DedupServer(std::move(impl)));
 }
@@ -177,6 +246,7 @@ void DedupServer::Shutdown(absl::Duration drain) {
   impl_->server->Wait();
   impl_->server.reset();
   impl_->workers->Stop();
+  impl_->metrics.reset();  // no scrape may read a closing store
   impl_->service.reset();
   impl_->engine.reset();
   // Closing the stores last: no call can touch them any more.

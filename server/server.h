@@ -90,6 +90,9 @@ struct ServerOptions {
   // restart). Defaults: 10,000,000 and 10 minutes.
   uint64_t url_snapshot_every_urls = 10'000'000;
   absl::Duration url_snapshot_interval = absl::Minutes(10);
+  // host:port of the Prometheus /metrics endpoint (HTTP); port 0 picks a
+  // free one (logged as "metrics on HOST:PORT"). Empty: off. Default: empty.
+  std::string metrics_listen;
 };
 
 // DedupServer: Start, then Shutdown once, from one thread (the destructor

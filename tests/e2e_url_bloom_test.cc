@@ -3,6 +3,12 @@
 // clean stop, reloaded at start), and the approximate mode
 // (--url_seen_mode=approximate: SEEN_PROBABLY, one NEW per URL, restart
 // and kill -9 keep every acknowledged NEW, CheckContent's URLs count).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <memory>
 #include <set>
@@ -10,7 +16,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "client/client.h"
 #include "dedupd/v1/dedupd.grpc.pb.h"
 #include "gmock/gmock.h"
@@ -30,6 +38,52 @@ using ::testing::HasSubstr;
 const std::vector<std::string> kApproximate = {
     "--url_seen_mode=approximate", "--url_filter_expected_urls=200000",
     "--url_snapshot_every_urls=5000"};
+
+// Fetches http://127.0.0.1:<port>/metrics (HTTP/1.0: the server closes the
+// connection after the body); empty on any failure. Bounded by 10 s.
+std::string ScrapeMetrics(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string body;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string request = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if (::send(fd, request.data(), request.size(), 0) ==
+        static_cast<ssize_t>(request.size())) {
+      char buf[4096];
+      ssize_t n;
+      while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) body.append(buf, n);
+    }
+  }
+  ::close(fd);
+  return body;
+}
+
+// The value of the unlabeled sample `name` in a scrape, or -1.
+double MetricValue(const std::string& scrape, const std::string& name) {
+  for (absl::string_view line : absl::StrSplit(scrape, '\n')) {
+    if (!absl::ConsumePrefix(&line, name) || !absl::ConsumePrefix(&line, " ")) continue;
+    double v = 0;
+    if (absl::SimpleAtod(line, &v)) return v;
+  }
+  return -1;
+}
+
+// The port of the "metrics on HOST:PORT" log line, or 0.
+int MetricsPort(const std::string& logs) {
+  const size_t at = logs.find("metrics on 127.0.0.1:");
+  if (at == std::string::npos) return 0;
+  int port = 0;
+  const size_t begin = at + std::string("metrics on 127.0.0.1:").size();
+  const size_t end = logs.find_first_not_of("0123456789", begin);
+  return absl::SimpleAtoi(logs.substr(begin, end - begin), &port) ? port : 0;
+}
 
 class E2eUrlBloomTest : public ServerTest {
  protected:
@@ -204,6 +258,45 @@ TEST_F(E2eUrlBloomTest, ApproximateModeCountsContentUrlsAsSeen) {
   EXPECT_EQ(r[0].verdict(), v1::URL_VERDICT_SEEN_PROBABLY);
   EXPECT_EQ(r[1].verdict(), v1::URL_VERDICT_SEEN_PROBABLY);
   EXPECT_EQ(r[2].verdict(), v1::URL_VERDICT_NEW);
+}
+
+TEST_F(E2eUrlBloomTest, MetricsShowTheExactModesFront) {
+  StartServer({"--metrics_listen=127.0.0.1:0"});
+  const int port = MetricsPort(server_->Logs());
+  ASSERT_GT(port, 0) << server_->Logs();
+  // The front of an empty store is built right after the store opens;
+  // wait (bounded) until it answers.
+  std::string scrape;
+  for (int i = 0; i < 200 && MetricValue(scrape, "dedupd_url_filter_ready") != 1; ++i) {
+    scrape = ScrapeMetrics(port);
+  }
+  ASSERT_EQ(MetricValue(scrape, "dedupd_url_filter_ready"), 1) << scrape;
+  EXPECT_THAT(scrape, HasSubstr("# TYPE dedupd_url_filter_store_reads_skipped_total counter"));
+  EXPECT_EQ(MetricValue(scrape, "dedupd_url_filter_urls"), 0);
+  EXPECT_EQ(Count(Check(Urls("https://m.example/", 300)), v1::URL_VERDICT_NEW), 300u);
+  scrape = ScrapeMetrics(port);
+  EXPECT_EQ(MetricValue(scrape, "dedupd_url_filter_urls"), 300) << scrape;
+  // Two looks per new URL, nearly all ruled out without a store read.
+  EXPECT_GE(MetricValue(scrape, "dedupd_url_filter_store_reads_skipped_total"), 590);
+  EXPECT_GT(MetricValue(scrape, "dedupd_url_filter_memory_bytes"), 0);
+  EXPECT_GT(MetricValue(scrape, "dedupd_url_filter_design_urls"), 1e6);
+}
+
+TEST_F(E2eUrlBloomTest, MetricsShowTheApproximateSeenSet) {
+  std::vector<std::string> flags = kApproximate;
+  flags.push_back("--metrics_listen=127.0.0.1:0");
+  StartServer(flags);
+  const int port = MetricsPort(server_->Logs());
+  ASSERT_GT(port, 0) << server_->Logs();
+  EXPECT_EQ(Count(Check(Urls("https://m.example/", 250)), v1::URL_VERDICT_NEW), 250u);
+  const std::string scrape = ScrapeMetrics(port);
+  EXPECT_EQ(MetricValue(scrape, "dedupd_url_bloom_urls"), 250) << scrape;
+  EXPECT_EQ(MetricValue(scrape, "dedupd_url_bloom_capacity_urls"), 200000);
+  EXPECT_EQ(MetricValue(scrape, "dedupd_url_bloom_over_capacity"), 0);
+  const double fp = MetricValue(scrape, "dedupd_url_bloom_estimated_false_positive_ratio");
+  EXPECT_GE(fp, 0);
+  EXPECT_LT(fp, 0.001);
+  EXPECT_GT(MetricValue(scrape, "dedupd_url_bloom_memory_bytes"), 200000);
 }
 
 TEST(E2eUrlBloomStartupTest, BadFlagsGiveOneLineErrors) {
