@@ -21,6 +21,7 @@
 #include "dedupd/v1/dedupd.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/client_server_test.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/status_matchers.h"
 
@@ -29,6 +30,7 @@ namespace {
 
 using ::dedupd::testing::IsOk;
 using ::dedupd::testing::RunCommand;
+using ::dedupd::testing::ClientServerTest;
 using ::dedupd::testing::ServerTest;
 using ::dedupd::testing::StatusIs;
 using ::testing::HasSubstr;
@@ -57,18 +59,9 @@ v1::CheckChunksRequest Request(const std::string& url, const std::vector<std::st
   return r;
 }
 
-class E2eChunksTest : public ServerTest {
+class E2eChunksTest : public ClientServerTest {
  protected:
-  E2eChunksTest() : ServerTest(DEDUPD_BINARY, "e2e_chunks_") {}
-
-  void OnStarted() override {
-    ClientOptions options;
-    options.deadline = absl::Seconds(30);
-    absl::StatusOr<std::unique_ptr<DedupClient>> c =
-        DedupClient::Connect(server_->address(), options);
-    ASSERT_THAT(c, IsOk());
-    client_ = *std::move(c);
-  }
+  E2eChunksTest() : ClientServerTest(DEDUPD_BINARY, "e2e_chunks_") {}
 
   // Sends one document; the call must succeed.
   v1::CheckChunksResponse Check(const v1::CheckChunksRequest& request) {
@@ -77,7 +70,6 @@ class E2eChunksTest : public ServerTest {
     return r.ok() ? *r : v1::CheckChunksResponse{};
   }
 
-  std::unique_ptr<DedupClient> client_;
 };
 
 TEST_F(E2eChunksTest, SharedPreambleOfRealPagesIsFoundAndNothingElseIsMerged) {

@@ -24,6 +24,7 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/testing/client_server_test.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/status_matchers.h"
 
@@ -32,6 +33,7 @@ namespace {
 
 using ::dedupd::testing::IsOk;
 using ::dedupd::testing::RunCommand;
+using ::dedupd::testing::ClientServerTest;
 using ::dedupd::testing::ServerTest;
 using ::testing::HasSubstr;
 
@@ -85,18 +87,9 @@ int MetricsPort(const std::string& logs) {
   return absl::SimpleAtoi(logs.substr(begin, end - begin), &port) ? port : 0;
 }
 
-class E2eUrlBloomTest : public ServerTest {
+class E2eUrlBloomTest : public ClientServerTest {
  protected:
-  E2eUrlBloomTest() : ServerTest(DEDUPD_BINARY, "e2e_url_bloom_") {}
-
-  void OnStarted() override {
-    ClientOptions options;
-    options.deadline = absl::Seconds(30);
-    absl::StatusOr<std::unique_ptr<DedupClient>> c =
-        DedupClient::Connect(server_->address(), options);
-    ASSERT_THAT(c, IsOk());
-    client_ = *std::move(c);
-  }
+  E2eUrlBloomTest() : ClientServerTest(DEDUPD_BINARY, "e2e_url_bloom_") {}
 
   std::vector<v1::UrlResult> Check(const std::vector<std::string>& urls,
                                    v1::ClaimMode mode = v1::CLAIM_MODE_CLAIM,
@@ -129,7 +122,6 @@ class E2eUrlBloomTest : public ServerTest {
     StartServer(flags);
   }
 
-  std::unique_ptr<DedupClient> client_;
 };
 
 TEST_F(E2eUrlBloomTest, ExactModeSavesTheFilterAndReloadsIt) {

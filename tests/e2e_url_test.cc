@@ -17,6 +17,7 @@
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/testing/client_server_test.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/status_matchers.h"
 
@@ -28,26 +29,17 @@ using ::dedupd::testing::MakeTempDir;
 using ::dedupd::testing::RemoveTree;
 using ::dedupd::testing::RunCommand;
 using ::dedupd::testing::ServerProcess;
+using ::dedupd::testing::ClientServerTest;
 using ::dedupd::testing::ServerTest;
 using ::dedupd::testing::StatusIs;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::IsEmpty;
 
-constexpr absl::Duration kRpcDeadline = absl::Seconds(30);
 
-class E2eTest : public ServerTest {
+class E2eTest : public ClientServerTest {
  protected:
-  E2eTest() : ServerTest(DEDUPD_BINARY, "e2e_url_") {}
-
-  void OnStarted() override {
-    ClientOptions options;
-    options.deadline = kRpcDeadline;
-    absl::StatusOr<std::unique_ptr<DedupClient>> c =
-        DedupClient::Connect(server_->address(), options);
-    ASSERT_THAT(c, IsOk());
-    client_ = *std::move(c);
-  }
+  E2eTest() : ClientServerTest(DEDUPD_BINARY, "e2e_url_") {}
 
   std::unique_ptr<v1::Dedup::Stub> RawStub() {
     return v1::Dedup::NewStub(grpc::CreateChannel(
@@ -71,7 +63,6 @@ class E2eTest : public ServerTest {
     return r.ok() ? *r : std::vector<v1::UrlResult>{};
   }
 
-  std::unique_ptr<DedupClient> client_;
 };
 
 TEST_F(E2eTest, ClaimThenSeenWithNormalization) {
