@@ -428,19 +428,25 @@ absl::Status BloomUrlStore::Impl::WriteSnapshot(bool closing) {
     return ErrnoStatus(err, temp_path, "write snapshot");
   }
   DEDUPD_RETURN_IF_ERROR(SyncDir(options.path));
+
+  // The snapshot is durable: older logs and snapshots are redundant.
+  absl::Status cleanup;
+  absl::StatusOr<DirListing> listing = ListDir(options.path);
+  if (!listing.ok()) {
+    cleanup = listing.status();
+  } else {
+    for (uint64_t g : listing->logs) {
+      if (g < generation) cleanup.Update(RemoveFile(Path(LogName(g))));
+    }
+    for (uint64_t g : listing->snapshots) {
+      if (g < generation) cleanup.Update(RemoveFile(Path(SnapshotName(g))));
+    }
+  }
+  // Counted once the whole procedure is done, so that a waiter
+  // (WaitForSnapshots) sees the covered files gone.
   {
     absl::MutexLock lock(&mu);
     ++snapshots_written;
-  }
-
-  // The snapshot is durable: older logs and snapshots are redundant.
-  DEDUPD_ASSIGN_OR_RETURN(DirListing listing, ListDir(options.path));
-  absl::Status cleanup;
-  for (uint64_t g : listing.logs) {
-    if (g < generation) cleanup.Update(RemoveFile(Path(LogName(g))));
-  }
-  for (uint64_t g : listing.snapshots) {
-    if (g < generation) cleanup.Update(RemoveFile(Path(SnapshotName(g))));
   }
   return cleanup;
 }

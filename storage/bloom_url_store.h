@@ -145,7 +145,8 @@ class BloomUrlStore final : public UrlStore {
   Stats stats() const;
 
   // WaitForSnapshots blocks until this process has written at least `n`
-  // snapshots or `timeout` passes; returns whether it has. For tests.
+  // snapshots (each counted after the files it covers were deleted) or
+  // `timeout` passes; returns whether it has. For tests.
   bool WaitForSnapshots(uint64_t n, absl::Duration timeout) const;
 
   // Snapshot writes a snapshot now and deletes the logs it covers. Blocks
