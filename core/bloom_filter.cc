@@ -286,25 +286,7 @@ BloomFilter& BloomFilter::operator=(BloomFilter&& other) noexcept {
 
 BloomFilter::~BloomFilter() { FreeWords(words_, num_blocks_); }
 
-void BloomFilter::Insert(uint64_t key_hash) {
-  const Probe p = MakeProbe(words_, key_hash, num_blocks_, num_probes_);
-  std::atomic<uint64_t>* block = words_ + p.block * kWordsPerBlock;
-  // A locked fetch_or costs ~20 cycles even when it changes nothing, and a
-  // branch per word mispredicts often; so first find, without branches,
-  // the words that miss some of the key's bits (one cache line of relaxed
-  // loads), then fetch_or only those.
-  unsigned todo = 0;
-  for (size_t w = 0; w < kWordsPerBlock; ++w) {
-    const uint64_t clear =
-        p.masks[w] & ~block[w].load(std::memory_order_relaxed);
-    todo |= static_cast<unsigned>(clear != 0) << w;
-  }
-  while (todo != 0) {
-    const int w = __builtin_ctz(todo);
-    todo &= todo - 1;
-    block[w].fetch_or(p.masks[w], std::memory_order_release);
-  }
-}
+void BloomFilter::Insert(uint64_t key_hash) { (void)TestAndInsert(key_hash); }
 
 bool BloomFilter::MayContain(uint64_t key_hash) const {
   const std::atomic<uint64_t>* block =
@@ -331,6 +313,10 @@ bool BloomFilter::MayContain(uint64_t key_hash) const {
 bool BloomFilter::TestAndInsert(uint64_t key_hash) {
   const Probe p = MakeProbe(words_, key_hash, num_blocks_, num_probes_);
   std::atomic<uint64_t>* block = words_ + p.block * kWordsPerBlock;
+  // A locked fetch_or costs ~20 cycles even when it changes nothing, and a
+  // branch per word mispredicts often; so first find, without branches,
+  // the words that miss some of the key's bits (one cache line of loads;
+  // acquire costs nothing extra on x86), then fetch_or only those.
   unsigned todo = 0;
   for (size_t w = 0; w < kWordsPerBlock; ++w) {
     const uint64_t clear =

@@ -41,6 +41,7 @@
 #include "core/bloom_filter.h"
 #include "core/status_macros.h"
 #include "storage/bloom_claim_log.h"
+#include "storage/file_io.h"
 
 namespace dedupd {
 namespace {
@@ -77,79 +78,16 @@ bool ParseGenerationName(absl::string_view name, absl::string_view prefix,
   return absl::SimpleAtoi(name, generation);
 }
 
-// The one errno → absl::Status conversion of this backend: a full disk is
-// ResourceExhausted (free space, then retry); anything else is Unavailable
-// (transient from the caller's side: nothing was recorded).
-absl::Status ErrnoStatus(int err, absl::string_view path,
-                         absl::string_view action) {
-  const std::string message =
-      absl::StrCat(path, ": ", action, ": ", std::strerror(err));
-  if (err == ENOSPC || err == EDQUOT) {
-    return absl::ResourceExhaustedError(message);
-  }
-  return absl::UnavailableError(message);
-}
+using file_io::ErrnoStatus;
+using file_io::ReadFile;
+using file_io::RemoveFile;
+using file_io::SyncDir;
+using file_io::WriteAll;
 
 // Prefixes a status's message, keeping its code.
 absl::Status Annotate(const absl::Status& s, absl::string_view prefix) {
   if (s.ok()) return s;
   return absl::Status(s.code(), absl::StrCat(prefix, ": ", s.message()));
-}
-
-// Writes all of `data` to fd, retrying on EINTR and short writes. Returns
-// 0 or the errno of the failed write.
-int WriteAll(int fd, absl::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    if (n == 0) return EIO;  // a regular file never does this; do not spin
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return 0;
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, path, "open");
-  std::string out;
-  struct stat st;
-  if (::fstat(fd, &st) == 0 && st.st_size > 0) {
-    out.reserve(static_cast<size_t>(st.st_size));
-  }
-  char buf[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      return ErrnoStatus(err, path, "read");
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return out;
-}
-
-absl::Status SyncDir(const std::string& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, dir, "open directory for fsync");
-  const int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  if (rc != 0) return ErrnoStatus(err, dir, "fsync directory");
-  return absl::OkStatus();
-}
-
-absl::Status RemoveFile(const std::string& path) {
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return ErrnoStatus(errno, path, "delete");
-  }
-  return absl::OkStatus();
 }
 
 // The generations of the snapshot and log files in `dir`, ascending, and

@@ -1,18 +1,17 @@
 #include "storage/url_filter_front.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "storage/file_io.h"
 
 namespace dedupd {
 namespace {
@@ -23,56 +22,28 @@ uint64_t DesignKeys(const BloomFilter& filter, double rate) {
                                BloomFilter::BitsPerKeyFor(rate));
 }
 
-absl::Status ErrnoError(absl::string_view what, const std::string& path, int err) {
-  const std::string message =
-      absl::StrCat(what, " ", path, ": ", std::strerror(err));
-  if (err == ENOSPC || err == EDQUOT) return absl::ResourceExhaustedError(message);
-  return absl::UnavailableError(message);
-}
-
-absl::Status WriteAll(int fd, absl::string_view bytes, const std::string& path) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoError("write", path, errno);
-    }
-    bytes.remove_prefix(static_cast<size_t>(n));
+// LoadFilterFile returns the filter saved in `file` when it is usable for a
+// store at `store_tag`, else an error whose message says why not (missing,
+// unreadable, damaged, other version, stale). `hint` is set to the file's
+// key count whenever its header parses.
+absl::StatusOr<BloomFilter::Loaded> LoadFilterFile(const std::string& file,
+                                                   uint64_t store_tag, uint64_t* hint) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return absl::NotFoundError("no filter file");
+  absl::StatusOr<std::string> bytes = file_io::ReadFile(file);
+  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<BloomFilter::Header> header = BloomFilter::ParseHeader(*bytes);
+  if (!header.ok()) return header.status();
+  *hint = header->inserted_keys;
+  if (header->user_tag != store_tag) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "stale filter file (written at store state ", header->user_tag,
+        ", the store is at ", store_tag, ": the process did not stop cleanly)"));
   }
-  return absl::OkStatus();
-}
-
-// Reads the whole file at `path` into `out`; false when it does not exist
-// or cannot be read (with the reason in `why`).
-bool ReadFile(const std::string& path, std::string* out, std::string* why) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *why = errno == ENOENT ? "no filter file"
-                           : absl::StrCat("cannot open ", path, ": ",
-                                          std::strerror(errno));
-    return false;
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    *why = absl::StrCat("cannot stat ", path, ": ", std::strerror(errno));
-    ::close(fd);
-    return false;
-  }
-  out->resize(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < out->size()) {
-    const ssize_t n = ::read(fd, out->data() + done, out->size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      *why = absl::StrCat("cannot read ", path, ": ",
-                          n < 0 ? std::strerror(errno) : "short file");
-      ::close(fd);
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  return true;
+  absl::StatusOr<BloomFilter> filter = BloomFilter::FromHeaderAndWords(
+      *header, absl::string_view(*bytes).substr(BloomFilter::kHeaderBytes));
+  if (!filter.ok()) return filter.status();
+  return BloomFilter::Loaded{*std::move(filter), *header};
 }
 
 }  // namespace
@@ -81,29 +52,17 @@ UrlFilterFront::UrlFilterFront(const UrlFilterOptions& options, ScanFn scan,
                                std::string file)
     : options_(options), scan_(std::move(scan)), file_(std::move(file)) {}
 
-UrlFilterFront::~UrlFilterFront() {
-  {
-    absl::MutexLock lock(&mu_);
-    stopped_ = true;
-    cancel_ = true;
-  }
-  JoinRebuild();
-}
+UrlFilterFront::~UrlFilterFront() { StopRebuilds(); }
 
 std::shared_ptr<BloomFilter> UrlFilterFront::NewFilter(uint64_t design_keys,
                                                        bool first) const {
-  if (first && options_.memory_budget_bytes > 0) {
-    const uint64_t blocks = std::clamp<uint64_t>(
-        options_.memory_budget_bytes / (BloomFilter::kBlockBits / 8), 1,
-        BloomFilter::kMaxBlocks);
-    const double bits_per_key = BloomFilter::BitsPerKeyFor(options_.false_positive_rate);
-    return std::make_shared<BloomFilter>(blocks,
-                                         BloomFilter::OptimalProbes(bits_per_key));
-  }
   const double bits_per_key = BloomFilter::BitsPerKeyFor(options_.false_positive_rate);
-  return std::make_shared<BloomFilter>(
-      BloomFilter::BlocksFor(std::max<uint64_t>(design_keys, 1), bits_per_key),
-      BloomFilter::OptimalProbes(bits_per_key));
+  const uint64_t blocks =
+      first && options_.memory_budget_bytes > 0
+          ? std::clamp<uint64_t>(options_.memory_budget_bytes / (BloomFilter::kBlockBits / 8),
+                                 1, BloomFilter::kMaxBlocks)
+          : BloomFilter::BlocksFor(std::max<uint64_t>(design_keys, 1), bits_per_key);
+  return std::make_shared<BloomFilter>(blocks, BloomFilter::OptimalProbes(bits_per_key));
 }
 
 void UrlFilterFront::Start(uint64_t store_tag) {
@@ -112,37 +71,16 @@ void UrlFilterFront::Start(uint64_t store_tag) {
     load_result_ = "disabled";
     return;
   }
-  std::string bytes;
-  std::string why;
   uint64_t hint = 0;
-  if (ReadFile(file_, &bytes, &why)) {
-    absl::StatusOr<BloomFilter::Header> header = BloomFilter::ParseHeader(bytes);
-    if (!header.ok()) {
-      why = std::string(header.status().message());
-    } else {
-      hint = header->inserted_keys;
-      if (header->user_tag != store_tag) {
-        why = absl::StrCat("stale filter file (written at store state ",
-                           header->user_tag, ", the store is at ", store_tag,
-                           ": the process did not stop cleanly)");
-      } else {
-        absl::StatusOr<BloomFilter> filter = BloomFilter::FromHeaderAndWords(
-            *header, absl::string_view(bytes).substr(BloomFilter::kHeaderBytes));
-        if (!filter.ok()) {
-          why = std::string(filter.status().message());
-        } else {
-          auto loaded = std::make_shared<BloomFilter>(std::move(*filter));
-          active_design_keys_ = DesignKeys(*loaded, options_.false_positive_rate);
-          active_ = std::move(loaded);
-          active_keys_ = header->inserted_keys;
-          load_result_ = "loaded";
-          return;
-        }
-      }
-    }
+  absl::StatusOr<BloomFilter::Loaded> loaded = LoadFilterFile(file_, store_tag, &hint);
+  if (loaded.ok()) {
+    active_ = std::make_shared<BloomFilter>(std::move(loaded->filter));
+    active_design_keys_ = DesignKeys(*active_, options_.false_positive_rate);
+    active_keys_ = loaded->header.inserted_keys;
+    load_result_ = "loaded";
+    return;
   }
-  bytes.clear();
-  bytes.shrink_to_fit();
+  const absl::string_view why = loaded.status().message();
   load_result_ = absl::StrCat("rebuilding: ", why);
   // Room for twice the URLs the last filter held, like a growth rebuild.
   StartRebuildLocked(std::max(options_.expected_urls, 2 * hint));
@@ -155,9 +93,7 @@ void UrlFilterFront::StartRebuildLocked(uint64_t design_keys) {
     rebuild_thread_.join();
   }
   building_ = NewFilter(design_keys, /*first=*/active_ == nullptr);
-  building_design_keys_ = building_->num_bits() == 0
-                              ? 0
-                              : DesignKeys(*building_, options_.false_positive_rate);
+  building_design_keys_ = DesignKeys(*building_, options_.false_positive_rate);
   building_keys_ = 0;
   rebuilding_ = true;
   rebuild_thread_ = std::thread([this] { RunRebuild(); });
@@ -268,13 +204,16 @@ absl::Status UrlFilterFront::Persist(uint64_t store_tag) {
 
   const std::string tmp = file_ + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError("create URL filter file", tmp, errno);
-  absl::Status s = WriteAll(fd, filter->EncodeHeader(keys, store_tag), tmp);
-  if (s.ok()) s = WriteAll(fd, filter->WordBytes(), tmp);
-  if (s.ok() && ::fsync(fd) != 0) s = ErrnoError("fsync", tmp, errno);
+  if (fd < 0) return file_io::ErrnoStatus(errno, tmp, "create URL filter file");
+  int err = file_io::WriteAll(fd, filter->EncodeHeader(keys, store_tag));
+  if (err == 0) err = file_io::WriteAll(fd, filter->WordBytes());
+  if (err == 0 && ::fsync(fd) != 0) err = errno;
   ::close(fd);
-  if (s.ok() && std::rename(tmp.c_str(), file_.c_str()) != 0) {
-    s = ErrnoError("rename URL filter file to", file_, errno);
+  absl::Status s;
+  if (err != 0) {
+    s = file_io::ErrnoStatus(err, tmp, "write URL filter file");
+  } else if (std::rename(tmp.c_str(), file_.c_str()) != 0) {
+    s = file_io::ErrnoStatus(errno, file_, "rename URL filter file");
   }
   if (!s.ok()) {
     std::error_code ec;
@@ -283,12 +222,7 @@ absl::Status UrlFilterFront::Persist(uint64_t store_tag) {
   }
   // The rename is durable once the directory is synced.
   const std::string dir = std::filesystem::path(file_).parent_path().string();
-  const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    if (::fsync(dfd) != 0) s = ErrnoError("fsync directory", dir, errno);
-    ::close(dfd);
-  }
-  return s;
+  return file_io::SyncDir(dir.empty() ? "." : dir);
 }
 
 bool UrlFilterFront::WaitForRebuild(absl::Duration timeout) const {
