@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package dedupd needs to build, test and benchmark.
-# Safe to run again: apt-get skips what is already installed.
-# Why each package is here: README.md, section "Dependencies".
+# Installs the Debian 12 packages dedupd needs. Safe to run again: apt-get
+# skips what is already installed. Why each package is here: README.md,
+# section "Dependencies".
+#
+#   scripts/install-deps.sh                  everything to build, test, benchmark
+#   scripts/install-deps.sh --runtime        only the shared libraries the dedupd
+#                                            and dedupctl binaries load (the
+#                                            container image's runtime stage)
+#   scripts/install-deps.sh --print-runtime  print that runtime list, one a line
+#                                            (tests/deploy checks it against ldd)
 set -euo pipefail
 
 packages=(
@@ -28,7 +35,36 @@ packages=(
   libicu-dev
   # tests use these to drive the real binary
   procps
+  # tests/deploy: parse the rendered Kubernetes manifests; unshare/mount/chroot
+  # for the container runtime layout test
+  python3-yaml util-linux
 )
+
+# The shared libraries dedupd and dedupctl load (ldd closure of the Release
+# binaries, minus the base packages every Debian image has: libc6, libstdc++6,
+# libgcc-s1). RocksDB links statically; its compression libraries do not.
+# tests/deploy/runtime_layout_test.py fails when a binary loads a library of a
+# package missing here.
+runtime_packages=(
+  libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623 libc-ares2 libre2-9
+  libssl3 zlib1g libzstd1 liblz4-1 libsnappy1v5 libbz2-1.0
+  libboost-url1.81.0 libidn2-0 libunistring2 libicu72
+  libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libcivetweb1
+)
+
+case "${1:-}" in
+  "") ;;
+  --runtime) packages=("${runtime_packages[@]}") ;;
+  --print-runtime) printf '%s\n' "${runtime_packages[@]}"; exit 0 ;;
+  *) echo "install-deps: unknown argument '$1' (want --runtime, --print-runtime or nothing)" >&2; exit 2 ;;
+esac
+
+# kubectl renders deploy/ (kubectl kustomize). Debian 12's is kubernetes-client;
+# another kubectl on PATH (e.g. Google Cloud SDK's) owns the same file name, so
+# install Debian's only when there is none.
+if [[ -z "${1:-}" ]] && ! command -v kubectl >/dev/null; then
+  packages+=(kubernetes-client)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
