@@ -125,9 +125,9 @@ def check_render(name, docs, df, helpfull, dedupd):
         by_kind.setdefault(d["kind"], []).append(d)
     counts = {k: len(v) for k, v in by_kind.items()}
     want = {"StatefulSet": 1, "Service": 2, "PodDisruptionBudget": 1, "ConfigMap": 1, "ServiceMonitor": 1}
-    for kind, n in want.items():
-        check(counts.get(kind, 0) == n, f"{name}: {n} {kind} (rendered: {counts.get(kind, 0)})")
-    if failures:
+    kinds_ok = [check(counts.get(kind, 0) == n, f"{name}: {n} {kind} (rendered: {counts.get(kind, 0)})")
+                for kind, n in want.items()]
+    if not all(kinds_ok):
         return
     sts = by_kind["StatefulSet"][0]
     spec = sts["spec"]

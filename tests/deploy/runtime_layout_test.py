@@ -106,6 +106,11 @@ def copy_package_files(package, root):
             shutil.copy2(path, dest, follow_symlinks=False)
 
 
+def is_elf(path):
+    with open(path, "rb") as f:
+        return f.read(4) == b"\x7fELF"
+
+
 def tree_snapshot(root, skip):
     snap = {}
     for dirpath, dirnames, filenames in os.walk(root):
@@ -246,7 +251,9 @@ def main():
             target = os.path.join(dest, os.path.basename(src)) if dest.endswith("/") else dest
             check(os.path.isfile(host), f"COPY source {src} is here as {host}")
             copies.append((host, target))
-    binaries = [(h, t) for h, t in copies if open(h, "rb").read(4) == b"\x7fELF"]
+    if failures:
+        return 1
+    binaries = [(h, t) for h, t in copies if is_elf(h)]
     check(any(t == entrypoint[0] for _, t in binaries), f"ENTRYPOINT {entrypoint[0]} is a COPYed binary")
 
     # (a) Every shared library the binaries load belongs to a runtime or base
