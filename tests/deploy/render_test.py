@@ -154,7 +154,7 @@ def check_render(name, docs, df, helpfull, dedupd):
             check(False, f"{name}: --{flag} is a dedupd flag (not in dedupd --helpfull)")
 
     # Data dir: the VOLUME, on the PVC.
-    volume = rt.volumes()[0]
+    volume = (rt.volumes() or [None])[0]
     data_dir = flags.get("data_dir")
     check(data_dir == volume, f"{name}: --data_dir={data_dir} is the image's VOLUME {volume}")
     claims = {t["metadata"]["name"]: t for t in spec.get("volumeClaimTemplates", [])}

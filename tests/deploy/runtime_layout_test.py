@@ -216,7 +216,8 @@ def main():
     uid, gid = rt.user()
     check(uid != 0 and gid != 0, f"USER {uid}:{gid} is not root")
     volumes = rt.volumes()
-    check(len(volumes) == 1, f"one VOLUME (the data dir): {volumes}")
+    if not check(len(volumes) == 1, f"one VOLUME (the data dir): {volumes}"):
+        return 1
     volume = volumes[0]
     entrypoint, cmd = rt.entrypoint(), rt.cmd()
     flags = parse_flags(entrypoint[1:] + cmd)
@@ -252,6 +253,7 @@ def main():
             check(os.path.isfile(host), f"COPY source {src} is here as {host}")
             copies.append((host, target))
     if failures:
+        print(f"{len(failures)} check(s) failed; the layout is not built")
         return 1
     binaries = [(h, t) for h, t in copies if is_elf(h)]
     check(any(t == entrypoint[0] for _, t in binaries), f"ENTRYPOINT {entrypoint[0]} is a COPYed binary")
