@@ -233,7 +233,8 @@ std::vector<MetricSample> ProcessSamples() {
     // /proc/stat, in seconds since the epoch.
     std::ifstream proc_stat("/proc/stat");
     std::string line;
-    while (field(22, &start) && std::getline(proc_stat, line)) {
+    const bool have_start = field(22, &start);
+    while (have_start && std::getline(proc_stat, line)) {
       absl::string_view rest = line;
       uint64_t btime = 0;
       if (absl::ConsumePrefix(&rest, "btime ") && absl::SimpleAtoi(rest, &btime)) {

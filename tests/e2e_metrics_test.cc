@@ -248,6 +248,8 @@ TEST_F(E2eMetricsTest, AnUnknownMethodIsCountedAsOther) {
   }
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
   const Exposition e = Scrape();
+  EXPECT_EQ(e.Value("dedupd_rpc_requests_total", {{"method", "other"}, {"code", "UNIMPLEMENTED"}}),
+            1);
   for (const Exposition::Sample& s : e.samples) {
     auto it = s.labels.find("method");
     if (it != s.labels.end()) {
