@@ -20,6 +20,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
 #include "prometheus/family.h"
+#include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/metric_family.h"
 #include "prometheus/registry.h"
@@ -63,6 +64,7 @@ struct ServerMetrics::Impl {
   prometheus::Family<prometheus::Counter>* requests = nullptr;
   prometheus::Family<prometheus::Histogram>* duration = nullptr;
   prometheus::Family<prometheus::Histogram>* batch = nullptr;
+  prometheus::Gauge* in_flight = nullptr;
   // Immutable after construction: lookups take no lock.
   absl::flat_hash_map<std::string, std::unique_ptr<Method>> methods;
   Method* other = nullptr;
@@ -120,6 +122,12 @@ ServerMetrics::ServerMetrics(std::vector<std::string> methods)
                  .Name("dedupd_rpc_batch_items")
                  .Help("Items per request (URLs, documents, chunks or hits).")
                  .Register(*m.registry);
+  m.in_flight = &prometheus::BuildGauge()
+                     .Name("dedupd_rpc_in_flight")
+                     .Help("Calls being served (health Watch and reflection "
+                           "streams excepted); compare with --max_concurrent_rpcs.")
+                     .Register(*m.registry)
+                     .Add({});
   methods.push_back(kOtherMethod);
   for (std::string& name : methods) {
     if (m.methods.contains(name)) continue;
@@ -169,6 +177,10 @@ void ServerMetrics::RecordRpc(absl::string_view method, int grpc_code, double se
   c->Increment();
   m->duration->Observe(seconds);
 }
+
+void ServerMetrics::CallStarted() { impl_->in_flight->Increment(); }
+
+void ServerMetrics::CallEnded() { impl_->in_flight->Decrement(); }
 
 void ServerMetrics::RecordBatchItems(absl::string_view method, size_t items) {
   Impl::Method* m = impl_->Find(method);

@@ -90,6 +90,11 @@ class ServerMetrics {
   // `grpc_code` outside 0..16 is recorded as UNKNOWN.
   void RecordRpc(absl::string_view method, int grpc_code, double seconds);
 
+  // CallStarted/CallEnded move the gauge dedupd_rpc_in_flight (calls
+  // being served, open-ended streams such as health Watch excepted).
+  void CallStarted();
+  void CallEnded();
+
   // RecordBatchItems observes a request's item count in
   // dedupd_rpc_batch_items{method}.
   void RecordBatchItems(absl::string_view method, size_t items);

@@ -106,12 +106,14 @@ bool RpcObserver::IsOpenEndedStream(absl::string_view label) {
 
 void RpcObserver::CallStarted(absl::string_view label) {
   if (IsOpenEndedStream(label)) return;
+  if (metrics_ != nullptr) metrics_->CallStarted();
   absl::MutexLock lock(&mu_);
   ++in_flight_;
 }
 
 void RpcObserver::CallEnded(absl::string_view label) {
   if (IsOpenEndedStream(label)) return;
+  if (metrics_ != nullptr) metrics_->CallEnded();
   absl::MutexLock lock(&mu_);
   --in_flight_;
 }

@@ -76,9 +76,9 @@ absl::Status SplitHostPort(const std::string& listen, std::string* host,
 }
 
 // The URL tier's figures, read from the stores at each scrape.
+// REQUIRES: impl.store_open.
 std::vector<MetricSample> UrlTierSamples(const DedupServer::Impl& impl) {
   std::vector<MetricSample> out;
-  if (!impl.store_open.load(std::memory_order_acquire)) return out;
   auto gauge = [&out](const char* name, const char* help, double v) {
     out.push_back({name, help, MetricKind::kGauge, v});
   };
@@ -128,6 +128,17 @@ std::vector<MetricSample> UrlTierSamples(const DedupServer::Impl& impl) {
             "URL Bloom front rebuilds finished by this process.",
             static_cast<double>(st.rebuilds));
   }
+  return out;
+}
+
+// Everything /metrics reads from the stores at each scrape; nothing until
+// the stores are open (the endpoint answers during startup too).
+// Hook: the store's figures (records per kind, bytes on disk, RocksDB
+// stalls and compactions) are appended here, e.g.
+//   Append(&out, StoreSamples(impl.store->stats()));
+std::vector<MetricSample> StoreSamples(const DedupServer::Impl& impl) {
+  if (!impl.store_open.load(std::memory_order_acquire)) return {};
+  std::vector<MetricSample> out = UrlTierSamples(impl);
   return out;
 }
 
@@ -186,11 +197,8 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(
   if (!options.metrics_listen.empty()) {
     const DedupServer::Impl* raw = impl.get();
     absl::StatusOr<std::unique_ptr<MetricsExporter>> metrics = MetricsExporter::Start(
-        options.metrics_listen, impl->server_metrics.get(), [raw] {
-          // Hook for more figures read at each scrape (the store's record
-          // counts, bytes, RocksDB stalls): append their samples here.
-          return UrlTierSamples(*raw);
-        });
+        options.metrics_listen, impl->server_metrics.get(),
+        [raw] { return StoreSamples(*raw); });
     if (!metrics.ok()) {
       DedupServer failed(std::move(impl));
       failed.Shutdown(absl::ZeroDuration());

@@ -216,6 +216,14 @@ TEST_F(E2eMetricsTest, CountersAndHistogramsMoveByTheRightAmounts) {
   EXPECT_EQ(e.Value("dedupd_results_hits_total", {{"outcome", "kept"}}), 2);
   EXPECT_EQ(e.Value("dedupd_results_hits_total", {{"outcome", "dropped_duplicate"}}), 1);
   EXPECT_EQ(e.Value("dedupd_results_hits_total", {{"outcome", "dropped_source_cap"}}), 0);
+  // No call is left in flight (the server's side ends just after the
+  // client has its answer: wait, bounded).
+  double in_flight = -1;
+  for (int i = 0; i < 200 && in_flight != 0; ++i) {
+    in_flight = Scrape().Value("dedupd_rpc_in_flight");
+    if (in_flight != 0) absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(in_flight, 0);
   // The URL tier's gauges are still there.
   EXPECT_GE(e.Value("dedupd_url_filter_urls"), 0);
 
@@ -519,6 +527,62 @@ TEST_F(E2eHealthTest, AnOpenWatchDoesNotHoldTheDrain) {
   while (watch->Read(&update)) {
     EXPECT_EQ(update.status(), HealthCheckResponse::NOT_SERVING);
   }
+}
+
+TEST_F(E2eHealthTest, ACallInFlightFinishesDuringTheDrain) {
+  absl::StatusOr<std::unique_ptr<ServerProcess>> s = ServerProcess::Start(
+      DEDUPD_BINARY, dir_ + "/data", {"--metrics_listen=127.0.0.1:0", "--drain_timeout=50s"});
+  ASSERT_THAT(s, IsOk());
+  server_ = *std::move(s);
+  Connect();
+  const int metrics_port = MetricsPort(server_->Logs());
+  ASSERT_GT(metrics_port, 0);
+  // A heavy CheckContent batch (2,000 distinct ~4 KB texts): long enough
+  // to be seen in flight through /metrics, then SIGTERM.
+  v1::CheckContentRequest request;
+  request.set_mode(v1::CLAIM_MODE_CLAIM);
+  constexpr int kItems = 2000;
+  for (int i = 0; i < kItems; ++i) {
+    auto* item = request.add_items();
+    item->set_url(absl::StrCat("https://heavy.example/", i));
+    std::string text;
+    for (int w = 0; text.size() < 4000; ++w) absl::StrAppend(&text, "w", i, "x", w * 7919 % 1013, " ");
+    item->set_text(text);
+  }
+  v1::CheckContentResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+  absl::Mutex mu;
+  bool done = false;
+  grpc::Status status;
+  dedup_->async()->CheckContent(&context, &request, &response, [&](grpc::Status st) {
+    absl::MutexLock lock(&mu);
+    status = st;
+    done = true;
+  });
+  bool seen_in_flight = false;
+  for (int i = 0; i < 2000 && !seen_in_flight; ++i) {
+    {
+      absl::MutexLock lock(&mu);
+      if (done) break;
+    }
+    const Exposition e = ParseExposition(ScrapeMetrics(metrics_port));
+    seen_in_flight = e.Value("dedupd_rpc_in_flight") >= 1;
+  }
+  ASSERT_TRUE(seen_in_flight) << "the call finished before it was seen in flight";
+  ASSERT_EQ(::kill(server_->pid(), SIGTERM), 0);
+  {
+    absl::MutexLock lock(&mu);
+    ASSERT_TRUE(mu.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(120)));
+  }
+  EXPECT_TRUE(status.ok()) << status.error_code() << ": " << status.error_message();
+  EXPECT_EQ(response.results_size(), kItems);
+  const absl::Time begin = absl::Now();
+  absl::StatusOr<int> code = server_->Terminate(absl::Seconds(45));
+  ASSERT_THAT(code, IsOk());
+  EXPECT_EQ(*code, 0);
+  // The drain ended with the work, not at --drain_timeout.
+  EXPECT_LT(absl::Now() - begin, absl::Seconds(40));
 }
 
 }  // namespace
