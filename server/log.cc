@@ -20,9 +20,7 @@ void SetMinLogLevel(LogLevel level) {
   min_level.store(static_cast<int>(level), std::memory_order_relaxed);
 }
 
-LogLevel MinLogLevel() {
-  return static_cast<LogLevel>(min_level.load(std::memory_order_relaxed));
-}
+LogLevel MinLogLevel() { return static_cast<LogLevel>(min_level.load(std::memory_order_relaxed)); }
 
 bool ParseLogLevel(absl::string_view text, LogLevel* level) {
   const std::string lower = absl::AsciiStrToLower(text);
@@ -40,12 +38,10 @@ bool ParseLogLevel(absl::string_view text, LogLevel* level) {
 
 void Log(LogLevel level, absl::string_view message) {
   if (static_cast<int>(level) < min_level.load(std::memory_order_relaxed)) return;
-  const char* tag = level == LogLevel::kInfo      ? " I "
-                    : level == LogLevel::kWarning ? " W "
-                                                  : " E ";
-  std::string line = absl::StrCat(
-      absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone()),
-      tag, message, "\n");
+  const char* tag = level == LogLevel::kInfo ? " I " : level == LogLevel::kWarning ? " W " : " E ";
+  std::string line =
+      absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone()), tag,
+                   message, "\n");
   // One write keeps concurrent lines whole; a failed log write has nowhere
   // to be reported.
   ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
@@ -55,8 +51,7 @@ void Log(LogLevel level, absl::string_view message) {
 LogRateLimiter::LogRateLimiter(int lines_per_second)
     : lines_per_second_(lines_per_second < 1 ? 1 : lines_per_second) {}
 
-bool LogRateLimiter::Allow(absl::string_view key, absl::Time now,
-                           uint64_t* suppressed) {
+bool LogRateLimiter::Allow(absl::string_view key, absl::Time now, uint64_t* suppressed) {
   absl::MutexLock lock(&mu_);
   Window& w = windows_[key];
   // A fixed window per key: simple, and a burst at a window's edge can at

@@ -35,7 +35,7 @@ constexpr int kNumCodes = 17;  // grpc::StatusCode OK (0) .. UNAUTHENTICATED (16
 const prometheus::Histogram::BucketBoundaries& DurationBuckets() {
   static const auto* b = new prometheus::Histogram::BucketBoundaries{
       0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-      0.05,   0.1,     0.25,   0.5,   1,     2.5,   5,     10};
+      0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
   return *b;
 }
 
@@ -59,8 +59,7 @@ struct ServerMetrics::Impl {
     std::atomic<prometheus::Histogram*> batch{nullptr};
   };
 
-  std::shared_ptr<prometheus::Registry> registry =
-      std::make_shared<prometheus::Registry>();
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
   prometheus::Family<prometheus::Counter>* requests = nullptr;
   prometheus::Family<prometheus::Histogram>* duration = nullptr;
   prometheus::Family<prometheus::Histogram>* batch = nullptr;
@@ -77,12 +76,11 @@ struct ServerMetrics::Impl {
 };
 
 const std::vector<std::string>& ServerMetrics::VerdictLabels(Layer layer) {
-  static const auto* url =
-      new std::vector<std::string>{"new", "seen", "seen_probably", "invalid"};
-  static const auto* content = new std::vector<std::string>{
-      "new", "exact_duplicate", "near_duplicate", "invalid"};
-  static const auto* results = new std::vector<std::string>{
-      "kept", "dropped_duplicate", "dropped_source_cap"};
+  static const auto* url = new std::vector<std::string>{"new", "seen", "seen_probably", "invalid"};
+  static const auto* content =
+      new std::vector<std::string>{"new", "exact_duplicate", "near_duplicate", "invalid"};
+  static const auto* results =
+      new std::vector<std::string>{"kept", "dropped_duplicate", "dropped_source_cap"};
   switch (layer) {
     case Layer::kUrl:
       return *url;
@@ -96,18 +94,18 @@ const std::vector<std::string>& ServerMetrics::VerdictLabels(Layer layer) {
 }
 
 absl::string_view ServerMetrics::CodeName(int grpc_code) {
+  // clang-format off
   static constexpr std::array<const char*, kNumCodes> kNames = {
-      "OK",           "CANCELLED",          "UNKNOWN",         "INVALID_ARGUMENT",
-      "DEADLINE_EXCEEDED", "NOT_FOUND",     "ALREADY_EXISTS",  "PERMISSION_DENIED",
-      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",  "OUT_OF_RANGE",
-      "UNIMPLEMENTED", "INTERNAL",          "UNAVAILABLE",     "DATA_LOSS",
-      "UNAUTHENTICATED"};
+      "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
+      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+      "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
+      "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+  // clang-format on
   if (grpc_code < 0 || grpc_code >= kNumCodes) return kNames[2];
   return kNames[static_cast<size_t>(grpc_code)];
 }
 
-ServerMetrics::ServerMetrics(std::vector<std::string> methods)
-    : impl_(std::make_unique<Impl>()) {
+ServerMetrics::ServerMetrics(std::vector<std::string> methods) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.requests = &prometheus::BuildCounter()
                     .Name("dedupd_rpc_requests_total")
@@ -115,8 +113,9 @@ ServerMetrics::ServerMetrics(std::vector<std::string> methods)
                     .Register(*m.registry);
   m.duration = &prometheus::BuildHistogram()
                     .Name("dedupd_rpc_duration_seconds")
-                    .Help("RPC latency at the server, from the call's arrival "
-                          "to its status being sent, in seconds.")
+                    .Help(
+                        "RPC latency at the server, from the call's arrival "
+                        "to its status being sent, in seconds.")
                     .Register(*m.registry);
   m.batch = &prometheus::BuildHistogram()
                  .Name("dedupd_rpc_batch_items")
@@ -124,8 +123,9 @@ ServerMetrics::ServerMetrics(std::vector<std::string> methods)
                  .Register(*m.registry);
   m.in_flight = &prometheus::BuildGauge()
                      .Name("dedupd_rpc_in_flight")
-                     .Help("Calls being served (health Watch and reflection "
-                           "streams excepted); compare with --max_concurrent_rpcs.")
+                     .Help(
+                         "Calls being served (health Watch and reflection "
+                         "streams excepted); compare with --max_concurrent_rpcs.")
                      .Register(*m.registry)
                      .Add({});
   methods.push_back(kOtherMethod);
@@ -147,17 +147,14 @@ ServerMetrics::ServerMetrics(std::vector<std::string> methods)
       {Layer::kUrl, "dedupd_url_verdicts_total", "verdict", "CheckUrl answers by verdict."},
       {Layer::kContent, "dedupd_content_verdicts_total", "verdict",
        "CheckContent answers by verdict."},
-      {Layer::kChunk, "dedupd_chunk_verdicts_total", "verdict",
-       "CheckChunks answers by verdict."},
+      {Layer::kChunk, "dedupd_chunk_verdicts_total", "verdict", "CheckChunks answers by verdict."},
       {Layer::kResults, "dedupd_results_hits_total", "outcome",
        "DedupResults hits by outcome (hits not examined are not counted)."},
   };
   for (const auto& l : kLayers) {
-    auto& family =
-        prometheus::BuildCounter().Name(l.name).Help(l.help).Register(*m.registry);
+    auto& family = prometheus::BuildCounter().Name(l.name).Help(l.help).Register(*m.registry);
     for (const std::string& value : VerdictLabels(l.layer)) {
-      m.verdicts[static_cast<size_t>(l.layer)].push_back(
-          &family.Add({{l.label, value}}));
+      m.verdicts[static_cast<size_t>(l.layer)].push_back(&family.Add({{l.label, value}}));
     }
   }
 }
@@ -170,8 +167,7 @@ void ServerMetrics::RecordRpc(absl::string_view method, int grpc_code, double se
   std::atomic<prometheus::Counter*>& slot = m->requests[static_cast<size_t>(grpc_code)];
   prometheus::Counter* c = slot.load(std::memory_order_acquire);
   if (c == nullptr) {
-    c = &impl_->requests->Add(
-        {{"method", m->label}, {"code", std::string(CodeName(grpc_code))}});
+    c = &impl_->requests->Add({{"method", m->label}, {"code", std::string(CodeName(grpc_code))}});
     slot.store(c, std::memory_order_release);
   }
   c->Increment();
@@ -193,8 +189,7 @@ void ServerMetrics::RecordBatchItems(absl::string_view method, size_t items) {
 }
 
 void ServerMetrics::AddVerdicts(Layer layer, absl::Span<const uint64_t> counts) {
-  const std::vector<prometheus::Counter*>& counters =
-      impl_->verdicts[static_cast<size_t>(layer)];
+  const std::vector<prometheus::Counter*>& counters = impl_->verdicts[static_cast<size_t>(layer)];
   for (size_t i = 0; i < counts.size() && i < counters.size(); ++i) {
     if (counts[i] > 0) counters[i]->Increment(static_cast<double>(counts[i]));
   }
@@ -230,8 +225,8 @@ std::vector<MetricSample> ProcessSamples() {
     double utime, stime, start, vsize, rss;
     if (field(14, &utime) && field(15, &stime)) {
       out.push_back({"process_cpu_seconds_total",
-                     "Total user and system CPU time spent in seconds.",
-                     MetricKind::kCounter, (utime + stime) / static_cast<double>(ticks)});
+                     "Total user and system CPU time spent in seconds.", MetricKind::kCounter,
+                     (utime + stime) / static_cast<double>(ticks)});
     }
     if (field(23, &vsize)) {
       out.push_back({"process_virtual_memory_bytes", "Virtual memory size in bytes.",
@@ -251,8 +246,7 @@ std::vector<MetricSample> ProcessSamples() {
       uint64_t btime = 0;
       if (absl::ConsumePrefix(&rest, "btime ") && absl::SimpleAtoi(rest, &btime)) {
         out.push_back({"process_start_time_seconds",
-                       "Start time of the process since unix epoch in seconds.",
-                       MetricKind::kGauge,
+                       "Start time of the process since unix epoch in seconds.", MetricKind::kGauge,
                        static_cast<double>(btime) + start / static_cast<double>(ticks)});
         break;
       }
@@ -265,8 +259,8 @@ std::vector<MetricSample> ProcessSamples() {
     }
     closedir(dir);
     // Less the descriptor of the directory being read.
-    out.push_back({"process_open_fds", "Number of open file descriptors.",
-                   MetricKind::kGauge, fds - 1});
+    out.push_back(
+        {"process_open_fds", "Number of open file descriptors.", MetricKind::kGauge, fds - 1});
   }
   rlimit limit{};
   if (getrlimit(RLIMIT_NOFILE, &limit) == 0) {
@@ -283,8 +277,7 @@ namespace {
 // then what `sample` returns; samples of one name share a family.
 class SampleCollectable final : public prometheus::Collectable {
  public:
-  explicit SampleCollectable(MetricsExporter::SampleFn sample)
-      : sample_(std::move(sample)) {}
+  explicit SampleCollectable(MetricsExporter::SampleFn sample) : sample_(std::move(sample)) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override {
     std::vector<MetricSample> samples = ProcessSamples();
@@ -330,21 +323,20 @@ struct MetricsExporter::Impl {
   int port = 0;
 };
 
-absl::StatusOr<std::unique_ptr<MetricsExporter>> MetricsExporter::Start(
-    const std::string& listen, ServerMetrics* metrics, SampleFn sample) {
+absl::StatusOr<std::unique_ptr<MetricsExporter>> MetricsExporter::Start(const std::string& listen,
+                                                                        ServerMetrics* metrics,
+                                                                        SampleFn sample) {
   auto impl = std::make_unique<Impl>();
   // civetweb reports a failed bind by throwing (CivetException); it is
   // caught here, at the library boundary, and never crosses into our code.
   try {
     impl->exposer = std::make_unique<prometheus::Exposer>(listen, /*num_threads=*/1);
   } catch (const std::exception& e) {
-    return absl::UnavailableError(
-        absl::StrCat("metrics: listen on ", listen, ": ", e.what()));
+    return absl::UnavailableError(absl::StrCat("metrics: listen on ", listen, ": ", e.what()));
   }
   const std::vector<int> ports = impl->exposer->GetListeningPorts();
   if (ports.empty()) {
-    return absl::UnavailableError(
-        absl::StrCat("metrics: listen on ", listen, ": no port bound"));
+    return absl::UnavailableError(absl::StrCat("metrics: listen on ", listen, ": no port bound"));
   }
   impl->port = ports.front();
   impl->collectable = std::make_shared<SampleCollectable>(std::move(sample));

@@ -127,8 +127,9 @@ class MetricsExporter {
   // `sample` (may be empty) returns at each scrape. Unavailable when the
   // address cannot be bound.
   // REQUIRES: `metrics` outlives the exporter.
-  static absl::StatusOr<std::unique_ptr<MetricsExporter>> Start(
-      const std::string& listen, ServerMetrics* metrics, SampleFn sample);
+  static absl::StatusOr<std::unique_ptr<MetricsExporter>> Start(const std::string& listen,
+                                                                ServerMetrics* metrics,
+                                                                SampleFn sample);
 
   // Stops serving; no scrape runs after it returns.
   ~MetricsExporter();

@@ -32,13 +32,12 @@ class ObservingInterceptor final : public grpc::experimental::Interceptor {
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
-      const std::chrono::duration<double> elapsed =
-          std::chrono::steady_clock::now() - start_;
+      const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start_;
       const grpc::Status status = methods->GetSendStatus();
       // The peer is read only for a failure: it costs a string.
       observer_->Finished(info_->method(), label_,
-                          status.ok() ? std::string() : info_->server_context()->peer(),
-                          status, elapsed.count());
+                          status.ok() ? std::string() : info_->server_context()->peer(), status,
+                          elapsed.count());
     }
     methods->Proceed();
   }
@@ -70,11 +69,9 @@ RpcObserver::RpcObserver(std::vector<std::string> methods, ServerMetrics* metric
 }
 
 std::vector<std::string> RpcObserver::MethodsOf(const std::vector<std::string>& services) {
-  std::vector<std::string> out = {
-      "grpc.health.v1.Health/Check", "grpc.health.v1.Health/Watch",
-      "grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"};
-  const google::protobuf::DescriptorPool* pool =
-      google::protobuf::DescriptorPool::generated_pool();
+  std::vector<std::string> out = {"grpc.health.v1.Health/Check", "grpc.health.v1.Health/Watch",
+                                  "grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"};
+  const google::protobuf::DescriptorPool* pool = google::protobuf::DescriptorPool::generated_pool();
   for (const std::string& name : services) {
     const google::protobuf::ServiceDescriptor* s = pool->FindServiceByName(name);
     if (s == nullptr) continue;
@@ -125,8 +122,7 @@ bool RpcObserver::WaitForCalls(absl::Time deadline) {
 }
 
 void RpcObserver::Finished(absl::string_view method, absl::string_view label,
-                           absl::string_view peer, const grpc::Status& status,
-                           double seconds) {
+                           absl::string_view peer, const grpc::Status& status, double seconds) {
   const int code = static_cast<int>(status.error_code());
   if (metrics_ != nullptr) metrics_->RecordRpc(label, code, seconds);
   if (status.ok()) return;
@@ -142,9 +138,8 @@ void RpcObserver::Finished(absl::string_view method, absl::string_view label,
     message += "...";
   }
   Log(server_fault ? LogLevel::kError : LogLevel::kWarning,
-      absl::StrCat("rpc ", label == ServerMetrics::kOtherMethod ? method : label,
-                   " from ", peer, " failed: ", ServerMetrics::CodeName(code), ": ",
-                   message,
+      absl::StrCat("rpc ", label == ServerMetrics::kOtherMethod ? method : label, " from ", peer,
+                   " failed: ", ServerMetrics::CodeName(code), ": ", message,
                    suppressed > 0 ? absl::StrCat(" (", suppressed,
                                                  " earlier failures of this method "
                                                  "not logged: rate limit)")

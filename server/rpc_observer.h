@@ -48,14 +48,13 @@ class RpcObserver {
 
   // The interceptor factory to hand to ServerBuilder (a fresh vector each
   // call; the factories point at this observer).
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
-  Factories();
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> Factories();
 
   // Finished records one call: `method` as gRPC names it
   // ("/dedupd.v1.Dedup/CheckUrl"), `label` as Label() gives it, `peer` for
   // the log.
-  void Finished(absl::string_view method, absl::string_view label,
-                absl::string_view peer, const grpc::Status& status, double seconds);
+  void Finished(absl::string_view method, absl::string_view label, absl::string_view peer,
+                const grpc::Status& status, double seconds);
 
   // The label `method` ("/dedupd.v1.Dedup/CheckUrl") is recorded under.
   absl::string_view Label(absl::string_view method) const;

@@ -49,8 +49,7 @@ void SetDeadline(grpc::ClientContext* context) {
 // Health of `service` ("" is the whole server); the status of the call in
 // *rpc when given.
 HealthCheckResponse::ServingStatus Health(grpc::health::v1::Health::Stub* stub,
-                                          const std::string& service,
-                                          grpc::Status* rpc = nullptr) {
+                                          const std::string& service, grpc::Status* rpc = nullptr) {
   HealthCheckRequest request;
   request.set_service(service);
   HealthCheckResponse response;
@@ -87,8 +86,7 @@ class E2eMetricsTest : public ServerTest {
     return e;
   }
 
-  grpc::Status CheckUrls(const std::vector<std::string>& urls,
-                         v1::CheckUrlResponse* response) {
+  grpc::Status CheckUrls(const std::vector<std::string>& urls, v1::CheckUrlResponse* response) {
     v1::CheckUrlRequest request;
     request.set_mode(v1::CLAIM_MODE_CLAIM);
     for (const std::string& u : urls) request.add_items()->set_url(u);
@@ -176,9 +174,9 @@ TEST_F(E2eMetricsTest, CountersAndHistogramsMoveByTheRightAmounts) {
 
   const Exposition e = Scrape();
   EXPECT_EQ(e.Value("dedupd_rpc_requests_total", {{"method", kCheckUrl}, {"code", "OK"}}), 2);
-  EXPECT_EQ(e.Value("dedupd_rpc_requests_total",
-                    {{"method", kCheckUrl}, {"code", "INVALID_ARGUMENT"}}),
-            1);
+  EXPECT_EQ(
+      e.Value("dedupd_rpc_requests_total", {{"method", kCheckUrl}, {"code", "INVALID_ARGUMENT"}}),
+      1);
   EXPECT_EQ(e.Value("dedupd_rpc_requests_total",
                     {{"method", "dedupd.v1.Dedup/CheckContent"}, {"code", "OK"}}),
             2);
@@ -193,15 +191,13 @@ TEST_F(E2eMetricsTest, CountersAndHistogramsMoveByTheRightAmounts) {
   const double sum = e.Value("dedupd_rpc_duration_seconds_sum", {{"method", kCheckUrl}});
   EXPECT_GT(sum, 0);
   EXPECT_LT(sum, 90);
-  EXPECT_EQ(e.Value("dedupd_rpc_duration_seconds_bucket",
-                    {{"method", kCheckUrl}, {"le", "+Inf"}}),
+  EXPECT_EQ(e.Value("dedupd_rpc_duration_seconds_bucket", {{"method", kCheckUrl}, {"le", "+Inf"}}),
             3);
   // Items per batch: 3, 2 and the rejected 6.
   EXPECT_EQ(e.Value("dedupd_rpc_batch_items_count", {{"method", kCheckUrl}}), 3);
   EXPECT_EQ(e.Value("dedupd_rpc_batch_items_sum", {{"method", kCheckUrl}}), 11);
   EXPECT_EQ(e.Value("dedupd_rpc_batch_items_bucket", {{"method", kCheckUrl}, {"le", "5"}}), 2);
-  EXPECT_EQ(e.Value("dedupd_rpc_batch_items_sum", {{"method", "dedupd.v1.Dedup/CheckContent"}}),
-            3);
+  EXPECT_EQ(e.Value("dedupd_rpc_batch_items_sum", {{"method", "dedupd.v1.Dedup/CheckContent"}}), 3);
   // Verdicts, from the answered batches only.
   EXPECT_EQ(e.Value("dedupd_url_verdicts_total", {{"verdict", "new"}}), 2);
   EXPECT_EQ(e.Value("dedupd_url_verdicts_total", {{"verdict", "seen"}}), 2);
@@ -337,11 +333,9 @@ TEST_F(E2eMetricsTest, NamesFollowPrometheusConventions) {
     }
   }
   // The duration buckets span 100 µs to 10 s.
-  EXPECT_GE(e.Value("dedupd_rpc_duration_seconds_bucket",
-                    {{"method", kCheckUrl}, {"le", "0.0001"}}),
-            0);
-  EXPECT_EQ(e.Value("dedupd_rpc_duration_seconds_bucket",
-                    {{"method", kCheckUrl}, {"le", "10"}}),
+  EXPECT_GE(
+      e.Value("dedupd_rpc_duration_seconds_bucket", {{"method", kCheckUrl}, {"le", "0.0001"}}), 0);
+  EXPECT_EQ(e.Value("dedupd_rpc_duration_seconds_bucket", {{"method", kCheckUrl}, {"le", "10"}}),
             1);
 }
 
@@ -421,10 +415,10 @@ class E2eHealthTest : public ::testing::Test {
 
 TEST_F(E2eHealthTest, NotServingWhileTheStoreOpensThenServing) {
   const std::string gate = dir_ + "/gate";
-  absl::StatusOr<std::unique_ptr<ServerProcess>> s = ServerProcess::Start(
-      DEDUPD_BINARY, dir_ + "/data",
-      {"--testing_open_gate=" + gate, "--metrics_listen=127.0.0.1:0"}, absl::Seconds(60),
-      ServerProcess::kListeningPrefix);
+  absl::StatusOr<std::unique_ptr<ServerProcess>> s =
+      ServerProcess::Start(DEDUPD_BINARY, dir_ + "/data",
+                           {"--testing_open_gate=" + gate, "--metrics_listen=127.0.0.1:0"},
+                           absl::Seconds(60), ServerProcess::kListeningPrefix);
   ASSERT_THAT(s, IsOk());
   server_ = *std::move(s);
   Connect();
@@ -464,8 +458,8 @@ TEST_F(E2eHealthTest, NotServingWhileTheStoreOpensThenServing) {
 }
 
 TEST_F(E2eHealthTest, NotServingWhileDraining) {
-  absl::StatusOr<std::unique_ptr<ServerProcess>> s = ServerProcess::Start(
-      DEDUPD_BINARY, dir_ + "/data", {"--shutdown_delay=4s"});
+  absl::StatusOr<std::unique_ptr<ServerProcess>> s =
+      ServerProcess::Start(DEDUPD_BINARY, dir_ + "/data", {"--shutdown_delay=4s"});
   ASSERT_THAT(s, IsOk());
   server_ = *std::move(s);
   Connect();
@@ -505,8 +499,8 @@ TEST_F(E2eHealthTest, NotServingWhileDraining) {
 TEST_F(E2eHealthTest, AnOpenWatchDoesNotHoldTheDrain) {
   // Health Watch streams are calls in flight; the drain must not wait the
   // whole --drain_timeout for them.
-  absl::StatusOr<std::unique_ptr<ServerProcess>> s = ServerProcess::Start(
-      DEDUPD_BINARY, dir_ + "/data", {"--drain_timeout=50s"});
+  absl::StatusOr<std::unique_ptr<ServerProcess>> s =
+      ServerProcess::Start(DEDUPD_BINARY, dir_ + "/data", {"--drain_timeout=50s"});
   ASSERT_THAT(s, IsOk());
   server_ = *std::move(s);
   Connect();
@@ -546,7 +540,8 @@ TEST_F(E2eHealthTest, ACallInFlightFinishesDuringTheDrain) {
     auto* item = request.add_items();
     item->set_url(absl::StrCat("https://heavy.example/", i));
     std::string text;
-    for (int w = 0; text.size() < 4000; ++w) absl::StrAppend(&text, "w", i, "x", w * 7919 % 1013, " ");
+    for (int w = 0; text.size() < 4000; ++w)
+      absl::StrAppend(&text, "w", i, "x", w * 7919 % 1013, " ");
     item->set_text(text);
   }
   v1::CheckContentResponse response;

@@ -6,9 +6,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/match.h"
 #include "absl/strings/strip.h"
 
 namespace dedupd::testing {
@@ -26,8 +26,7 @@ std::string ScrapeMetrics(int port) {
   std::string body;
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
     const std::string request = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    if (::send(fd, request.data(), request.size(), 0) ==
-        static_cast<ssize_t>(request.size())) {
+    if (::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
       char buf[4096];
       ssize_t n;
       while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) body.append(buf, n);
