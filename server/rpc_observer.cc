@@ -138,8 +138,8 @@ void RpcObserver::Finished(absl::string_view method, absl::string_view label,
     message += "...";
   }
   Log(server_fault ? LogLevel::kError : LogLevel::kWarning,
-      absl::StrCat("rpc ", label == ServerMetrics::kOtherMethod ? method : label, " from ", peer,
-                   " failed: ", ServerMetrics::CodeName(code), ": ", message,
+      absl::StrCat("rpc ", label == ServerMetrics::kOtherMethod ? method.substr(0, 200) : label,
+                   " from ", peer, " failed: ", ServerMetrics::CodeName(code), ": ", message,
                    suppressed > 0 ? absl::StrCat(" (", suppressed,
                                                  " earlier failures of this method "
                                                  "not logged: rate limit)")
