@@ -84,6 +84,15 @@ ABSL_FLAG(std::string, metrics_listen, "",
           "free port; empty: off");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(10),
           "on SIGTERM/SIGINT, how long calls in flight may finish");
+ABSL_FLAG(absl::Duration, shutdown_delay, absl::ZeroDuration(),
+          "on SIGTERM/SIGINT, how long health answers NOT_SERVING while calls "
+          "are still served, before the drain (lets probes and load balancers "
+          "notice)");
+ABSL_FLAG(std::string, log_level, "info",
+          "least severe log lines written: info, warning or error");
+ABSL_FLAG(std::string, testing_open_gate, "",
+          "TEST ONLY: wait until this file exists before opening the store "
+          "(health answers NOT_SERVING meanwhile)");
 
 namespace {
 
@@ -167,6 +176,17 @@ int main(int argc, char** argv) {
     std::cerr << "dedupd: --drain_timeout must not be negative\n";
     return 2;
   }
+  if (absl::GetFlag(FLAGS_shutdown_delay) < absl::ZeroDuration()) {
+    std::cerr << "dedupd: --shutdown_delay must not be negative\n";
+    return 2;
+  }
+  dedupd::LogLevel log_level;
+  if (!dedupd::ParseLogLevel(absl::GetFlag(FLAGS_log_level), &log_level)) {
+    std::cerr << "dedupd: --log_level=" << absl::GetFlag(FLAGS_log_level)
+              << " must be info, warning or error\n";
+    return 2;
+  }
+  dedupd::SetMinLogLevel(log_level);
 
   dedupd::ServerOptions options;
   options.listen = absl::GetFlag(FLAGS_listen);
@@ -202,6 +222,8 @@ int main(int argc, char** argv) {
       static_cast<uint64_t>(absl::GetFlag(FLAGS_url_snapshot_every_urls));
   options.url_snapshot_interval = absl::GetFlag(FLAGS_url_snapshot_interval);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  options.shutdown_delay = absl::GetFlag(FLAGS_shutdown_delay);
+  options.testing_open_gate = absl::GetFlag(FLAGS_testing_open_gate);
 
   // Block the shutdown signals before any thread starts, so that every
   // thread inherits the mask and only sigwait below receives them.
@@ -211,14 +233,26 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // Listen first: health answers NOT_SERVING (and Dedup calls UNAVAILABLE)
+  // while the store opens, which can take seconds on a large store.
   absl::StatusOr<std::unique_ptr<dedupd::DedupServer>> server =
-      dedupd::DedupServer::Start(options);
+      dedupd::DedupServer::Listen(options);
   if (!server.ok()) {
     std::cerr << "dedupd: " << server.status().message() << "\n";
     return 1;
   }
+  std::cerr << "dedupd: listening on " << (*server)->address()
+            << " (health NOT_SERVING until the store is open)" << std::endl;
+  const absl::Status opened = (*server)->OpenStore();
+  if (!opened.ok()) {
+    std::cerr << "dedupd: " << opened.message() << "\n";
+    (*server)->Shutdown(absl::ZeroDuration());
+    return 1;
+  }
   dedupd::Log(dedupd::LogLevel::kInfo,
               absl::StrCat("store open at ", options.data_dir));
+  // "serving on" means accepting calls with the store open: scripts and
+  // tests wait for this line.
   std::cerr << "dedupd: serving on " << (*server)->address() << std::endl;
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
   if (!port_file.empty() && !WritePortFile(port_file, (*server)->port())) {

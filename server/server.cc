@@ -1,22 +1,27 @@
 #include "server/server.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "core/status_macros.h"
 #include "core/url_normalizer.h"
+#include "grpc/grpc.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "server/config.h"
 #include "server/engine.h"
 #include "server/log.h"
+#include "server/rpc_observer.h"
 #include "server/service.h"
 #include "server/worker_pool.h"
 #include "server/metrics.h"
@@ -26,6 +31,7 @@
 namespace dedupd {
 
 struct DedupServer::Impl {
+  ServerOptions options;
   std::string host;
   int port = 0;
   std::unique_ptr<UrlNormalizer> normalizer;
@@ -33,7 +39,13 @@ struct DedupServer::Impl {
   std::unique_ptr<RocksDbStore> store;
   // The approximate mode's seen-set; null in exact mode.
   std::unique_ptr<BloomUrlStore> url_bloom;
+  // True once the stores above are set (release/acquire: the metrics
+  // scrape reads them from its own thread).
+  std::atomic<bool> store_open{false};
   std::unique_ptr<Engine> engine;
+  // The server's counters; null when --metrics_listen is empty.
+  std::unique_ptr<ServerMetrics> server_metrics;
+  std::unique_ptr<RpcObserver> observer;
   std::unique_ptr<WorkerPool> workers;
   std::unique_ptr<DedupService> service;
   std::unique_ptr<grpc::Server> server;
@@ -64,6 +76,7 @@ absl::Status SplitHostPort(const std::string& listen, std::string* host,
 }
 
 // The URL tier's figures, read from the stores at each scrape.
+// REQUIRES: impl.store_open.
 std::vector<MetricSample> UrlTierSamples(const DedupServer::Impl& impl) {
   std::vector<MetricSample> out;
   auto gauge = [&out](const char* name, const char* help, double v) {
@@ -118,21 +131,100 @@ std::vector<MetricSample> UrlTierSamples(const DedupServer::Impl& impl) {
   return out;
 }
 
+// Everything /metrics reads from the stores at each scrape; nothing until
+// the stores are open (the endpoint answers during startup too).
+// Hook: the store's figures (records per kind, bytes on disk, RocksDB
+// stalls and compactions) are appended here, e.g.
+//   Append(&out, StoreSamples(impl.store->stats()));
+std::vector<MetricSample> StoreSamples(const DedupServer::Impl& impl) {
+  if (!impl.store_open.load(std::memory_order_acquire)) return {};
+  std::vector<MetricSample> out = UrlTierSamples(impl);
+  return out;
+}
+
 }  // namespace
 
 DedupServer::DedupServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 DedupServer::~DedupServer() { Shutdown(absl::ZeroDuration()); }
 
-absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Start(
+absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(
     const ServerOptions& options) {
   auto impl = std::make_unique<Impl>();
+  impl->options = options;
   int requested_port = 0;
   DEDUPD_RETURN_IF_ERROR(SplitHostPort(options.listen, &impl->host, &requested_port));
 
   DEDUPD_ASSIGN_OR_RETURN(DedupConfig config, LoadConfigFile(options.config_path));
   impl->normalizer = std::make_unique<UrlNormalizer>(std::move(config.url_policy));
 
+  // Every service this server hosts: their methods are the metrics' method
+  // labels (anything else is "other"). dedupd.v1.Admin is listed ahead of
+  // its arrival; a name not linked in is skipped.
+  std::vector<std::string> methods =
+      RpcObserver::MethodsOf({v1::Dedup::service_full_name(), "dedupd.v1.Admin"});
+  if (!options.metrics_listen.empty()) {
+    impl->server_metrics = std::make_unique<ServerMetrics>(methods);
+  }
+  impl->observer =
+      std::make_unique<RpcObserver>(std::move(methods), impl->server_metrics.get());
+  impl->workers = std::make_unique<WorkerPool>(options.worker_threads);
+  impl->service = std::make_unique<DedupService>(
+      /*engine=*/nullptr, options.max_concurrent_rpcs, impl->workers.get(),
+      impl->server_metrics.get());
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(),
+                           &impl->port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
+  builder.RegisterService(impl->service.get());
+  builder.experimental().SetInterceptorCreators(impl->observer->Factories());
+  impl->server = builder.BuildAndStart();
+  if (impl->server == nullptr || impl->port == 0) {
+    impl->server.reset();
+    return absl::UnavailableError(absl::StrCat(
+        "listen on ", options.listen,
+        ": could not bind (address in use, or not an address of this host)"));
+  }
+  // The default health service starts SERVING; the store is not open yet.
+  // (No address has been announced before this line.)
+  grpc::HealthCheckServiceInterface* health = impl->server->GetHealthCheckService();
+  health->SetServingStatus(false);
+  health->SetServingStatus(v1::Dedup::service_full_name(), false);
+  if (!options.metrics_listen.empty()) {
+    const DedupServer::Impl* raw = impl.get();
+    absl::StatusOr<std::unique_ptr<MetricsExporter>> metrics = MetricsExporter::Start(
+        options.metrics_listen, impl->server_metrics.get(),
+        [raw] { return StoreSamples(*raw); });
+    if (!metrics.ok()) {
+      DedupServer failed(std::move(impl));
+      failed.Shutdown(absl::ZeroDuration());
+      return metrics.status();
+    }
+    impl->metrics = *std::move(metrics);
+    const size_t colon = options.metrics_listen.rfind(':');
+    Log(LogLevel::kInfo, absl::StrCat("metrics on ", options.metrics_listen.substr(0, colon),
+                                      ":", impl->metrics->port()));
+  }
+  return std::unique_ptr<DedupServer>(new DedupServer(std::move(impl)));
+}
+
+absl::Status DedupServer::OpenStore() {
+  Impl* impl = impl_.get();
+  const ServerOptions& options = impl->options;
+  if (!options.testing_open_gate.empty()) {
+    Log(LogLevel::kInfo, absl::StrCat("test only: waiting for ", options.testing_open_gate,
+                                      " before opening the store"));
+    std::error_code ec;
+    const absl::Time give_up = absl::Now() + absl::Minutes(10);
+    while (!std::filesystem::exists(options.testing_open_gate, ec) &&
+           absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+  }
   std::error_code ec;
   std::filesystem::create_directories(options.data_dir, ec);
   if (ec) {
@@ -169,6 +261,7 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Start(
     if (!opened.ok()) {
       absl::Status closed = impl->store->Close();
       closed.IgnoreError();  // why: the open error is the one to report
+      impl->store.reset();
       return opened.status();
     }
     impl->url_bloom = *std::move(opened);
@@ -184,6 +277,7 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Start(
     Log(LogLevel::kInfo, absl::StrCat("URL filter: ",
                                       impl->store->url_filter_stats().load_result));
   }
+  impl->store_open.store(true, std::memory_order_release);
   SimHashOptions simhash_options;
   simhash_options.shingle_words = options.simhash_shingle_words;
   impl->hasher = std::make_unique<SimHasher>(simhash_options);
@@ -198,36 +292,18 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Start(
   impl->engine = std::make_unique<Engine>(
       impl->normalizer.get(), url_store, impl->hasher.get(),
       impl->store.get(), impl->store.get(), engine_options);
-  impl->workers = std::make_unique<WorkerPool>(options.worker_threads);
-  impl->service = std::make_unique<DedupService>(
-      impl->engine.get(), options.max_concurrent_rpcs, impl->workers.get());
+  impl->service->SetEngine(impl->engine.get());
+  grpc::HealthCheckServiceInterface* health = impl->server->GetHealthCheckService();
+  health->SetServingStatus(v1::Dedup::service_full_name(), true);
+  health->SetServingStatus(true);
+  return absl::OkStatus();
+}
 
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(),
-                           &impl->port);
-  builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
-  builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
-  builder.RegisterService(impl->service.get());
-  impl->server = builder.BuildAndStart();
-  if (impl->server == nullptr || impl->port == 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "listen on ", options.listen,
-        ": could not bind (address in use, or not an address of this host)"));
-  }
-  if (!options.metrics_listen.empty()) {
-    const DedupServer::Impl* raw = impl.get();
-    absl::StatusOr<std::unique_ptr<MetricsExporter>> metrics = MetricsExporter::Start(
-        options.metrics_listen, [raw] { return UrlTierSamples(*raw); });
-    if (!metrics.ok()) return metrics.status();
-    impl->metrics = *std::move(metrics);
-    const size_t colon = options.metrics_listen.rfind(':');
-    Log(LogLevel::kInfo, absl::StrCat("metrics on ", options.metrics_listen.substr(0, colon),
-                                      ":", impl->metrics->port()));
-  }
-  impl->server->GetHealthCheckService()->SetServingStatus(true);
-  return std::unique_ptr<DedupServer>(new DedupServer(std::move(impl)));
+absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Start(
+    const ServerOptions& options) {
+  DEDUPD_ASSIGN_OR_RETURN(std::unique_ptr<DedupServer> server, Listen(options));
+  DEDUPD_RETURN_IF_ERROR(server->OpenStore());
+  return server;
 }
 
 int DedupServer::port() const { return impl_->port; }
@@ -239,13 +315,35 @@ std::string DedupServer::address() const {
 void DedupServer::Shutdown(absl::Duration drain) {
   if (impl_ == nullptr || impl_->shut_down) return;
   impl_->shut_down = true;
-  impl_->server->GetHealthCheckService()->SetServingStatus(false);
-  // Shutdown waits for calls in flight until the deadline, then cancels them.
-  impl_->server->Shutdown(std::chrono::system_clock::now() +
-                          absl::ToChronoMilliseconds(drain));
-  impl_->server->Wait();
-  impl_->server.reset();
-  impl_->workers->Stop();
+  if (impl_->server != nullptr) {
+    // NOT_SERVING first (both names), while calls are still accepted, so
+    // probes and load balancers see it before the port closes.
+    impl_->server->GetHealthCheckService()->SetServingStatus(false);
+    if (impl_->options.shutdown_delay > absl::ZeroDuration()) {
+      Log(LogLevel::kInfo,
+          absl::StrCat("health NOT_SERVING; still serving for ",
+                       absl::FormatDuration(impl_->options.shutdown_delay),
+                       " (--shutdown_delay) before draining"));
+      absl::SleepFor(impl_->options.shutdown_delay);
+    }
+    // Server::Shutdown stops accepting calls and waits for those in flight
+    // until the deadline, then cancels them. It would also wait for the
+    // open-ended streams (a health Watch lasts as long as its client
+    // wants), so once every other call is done they are cancelled: the
+    // drain ends when the work does, not at the deadline.
+    const absl::Time deadline = absl::Now() + drain;
+    grpc::Server* server = impl_->server.get();
+    std::thread stopper([server, deadline] {
+      server->Shutdown(absl::ToChronoTime(deadline));
+    });
+    if (impl_->observer->WaitForCalls(deadline)) {
+      grpc_server_cancel_all_calls(server->c_server());
+    }
+    stopper.join();
+    impl_->server->Wait();
+    impl_->server.reset();
+  }
+  if (impl_->workers != nullptr) impl_->workers->Stop();
   impl_->metrics.reset();  // no scrape may read a closing store
   impl_->service.reset();
   impl_->engine.reset();
@@ -264,6 +362,7 @@ void DedupServer::Shutdown(absl::Duration drain) {
     }
     impl_->url_bloom.reset();
   }
+  if (impl_->store == nullptr) return;  // never opened
   absl::Status closed = impl_->store->Close();
   if (!closed.ok()) {
     Log(LogLevel::kError, absl::StrCat("close store: ", closed.message()));

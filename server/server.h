@@ -93,16 +93,38 @@ struct ServerOptions {
   // host:port of the Prometheus /metrics endpoint (HTTP); port 0 picks a
   // free one (logged as "metrics on HOST:PORT"). Empty: off. Default: empty.
   std::string metrics_listen;
+  // After SIGTERM: how long health answers NOT_SERVING while calls are still
+  // accepted and served, so load balancers and readiness probes see the
+  // change before the port closes; then the drain starts. Default: 0.
+  absl::Duration shutdown_delay = absl::ZeroDuration();
+  // Test only (--testing_open_gate): OpenStore waits until this file exists
+  // (at most 10 minutes) before opening the store, so a test can observe
+  // the NOT_SERVING phase deterministically. Default: empty (no wait).
+  std::string testing_open_gate;
 };
 
-// DedupServer: Start, then Shutdown once, from one thread (the destructor
-// shuts down without draining if Shutdown was not called).
+// DedupServer: Listen then OpenStore (or Start, both), then Shutdown once,
+// from one thread (the destructor shuts down without draining if Shutdown
+// was not called). Health (service "" and "dedupd.v1.Dedup"): NOT_SERVING
+// from Listen until OpenStore succeeds, SERVING then, NOT_SERVING again from
+// the start of Shutdown.
 class DedupServer {
  public:
-  // Start loads the config, opens the store and starts serving. Errors carry
-  // context ("open store at ./data: ...") and the code of the cause:
-  // InvalidArgument (bad config or listen address), FailedPrecondition
-  // (store in use or of another version), Unavailable (port in use).
+  // Listen loads the config and starts the gRPC server (health, reflection,
+  // the Dedup service answering UNAVAILABLE "store is opening") and the
+  // metrics endpoint, without opening the store. Errors: InvalidArgument
+  // (bad config or listen address), Unavailable (port in use).
+  static absl::StatusOr<std::unique_ptr<DedupServer>> Listen(
+      const ServerOptions& options);
+
+  // OpenStore opens the store, builds the engine and turns health SERVING.
+  // Errors carry context ("open store at ./data: ...") and the code of the
+  // cause: FailedPrecondition (store in use or of another version), ...;
+  // the caller then shuts the server down. REQUIRES: called once, after
+  // Listen.
+  absl::Status OpenStore();
+
+  // Start is Listen then OpenStore.
   static absl::StatusOr<std::unique_ptr<DedupServer>> Start(
       const ServerOptions& options);
 
@@ -114,8 +136,9 @@ class DedupServer {
   // The host:port actually bound.
   std::string address() const;
 
-  // Shutdown marks health NOT_SERVING, stops accepting calls, waits up to
-  // `drain` for calls in flight (then cancels them), and closes the store.
+  // Shutdown marks health NOT_SERVING, keeps serving for
+  // options.shutdown_delay, stops accepting calls, waits up to `drain` for
+  // calls in flight (then cancels them), and closes the store.
   void Shutdown(absl::Duration drain);
 
   struct Impl;

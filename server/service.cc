@@ -1,51 +1,128 @@
 #include "server/service.h"
 
+#include <array>
 #include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "server/grpc_status.h"
 
 namespace dedupd {
+namespace {
+
+// Items in a request, for dedupd_rpc_batch_items.
+size_t Items(const v1::CheckUrlRequest& r) { return static_cast<size_t>(r.items_size()); }
+size_t Items(const v1::CheckContentRequest& r) { return static_cast<size_t>(r.items_size()); }
+size_t Items(const v1::CheckChunksRequest& r) { return static_cast<size_t>(r.chunks_size()); }
+size_t Items(const v1::DedupResultsRequest& r) { return static_cast<size_t>(r.hits_size()); }
+
+// Verdict tallies of an answered batch, in ServerMetrics::VerdictLabels
+// order: a loop over the results, added to the counters once per batch.
+void CountVerdicts(const v1::CheckUrlResponse& r, ServerMetrics* m) {
+  std::array<uint64_t, 4> n{};  // new, seen, seen_probably, invalid
+  for (const v1::UrlResult& x : r.results()) {
+    switch (x.verdict()) {
+      case v1::URL_VERDICT_NEW: ++n[0]; break;
+      case v1::URL_VERDICT_SEEN: ++n[1]; break;
+      case v1::URL_VERDICT_SEEN_PROBABLY: ++n[2]; break;
+      case v1::URL_VERDICT_INVALID: ++n[3]; break;
+      default: break;
+    }
+  }
+  m->AddVerdicts(ServerMetrics::Layer::kUrl, n);
+}
+
+template <typename Result>
+std::array<uint64_t, 4> ContentLikeTally(
+    const google::protobuf::RepeatedPtrField<Result>& results) {
+  std::array<uint64_t, 4> n{};  // new, exact_duplicate, near_duplicate, invalid
+  for (const Result& x : results) {
+    // ContentVerdict and ChunkVerdict number their values alike: 1 NEW,
+    // 2 EXACT_DUPLICATE, 3 NEAR_DUPLICATE, 4 INVALID.
+    const int v = static_cast<int>(x.verdict());
+    if (v >= 1 && v <= 4) ++n[static_cast<size_t>(v - 1)];
+  }
+  return n;
+}
+static_assert(v1::CONTENT_VERDICT_INVALID == 4 && v1::CHUNK_VERDICT_INVALID == 4 &&
+                  v1::CONTENT_VERDICT_NEW == 1 && v1::CHUNK_VERDICT_NEW == 1 &&
+                  v1::CONTENT_VERDICT_NEAR_DUPLICATE == 3 &&
+                  v1::CHUNK_VERDICT_NEAR_DUPLICATE == 3,
+              "ContentLikeTally assumes content and chunk verdicts share numbers");
+
+void CountVerdicts(const v1::CheckContentResponse& r, ServerMetrics* m) {
+  m->AddVerdicts(ServerMetrics::Layer::kContent, ContentLikeTally(r.results()));
+}
+
+void CountVerdicts(const v1::CheckChunksResponse& r, ServerMetrics* m) {
+  m->AddVerdicts(ServerMetrics::Layer::kChunk, ContentLikeTally(r.results()));
+}
+
+void CountVerdicts(const v1::DedupResultsResponse& r, ServerMetrics* m) {
+  std::array<uint64_t, 3> n{};  // kept, dropped_duplicate, dropped_source_cap
+  n[0] = static_cast<uint64_t>(r.kept_size());
+  for (const v1::DroppedHit& d : r.dropped()) {
+    if (d.reason() == v1::DROP_REASON_DUPLICATE) ++n[1];
+    if (d.reason() == v1::DROP_REASON_SOURCE_CAP) ++n[2];
+  }
+  m->AddVerdicts(ServerMetrics::Layer::kResults, n);
+}
+
+}  // namespace
 
 DedupService::DedupService(const Engine* engine, size_t max_concurrent_rpcs,
-                           WorkerPool* workers)
+                           WorkerPool* workers, ServerMetrics* metrics)
     : engine_(engine),
       workers_(workers),
+      metrics_(metrics),
       max_concurrent_rpcs_(max_concurrent_rpcs) {}
+
+void DedupService::SetEngine(const Engine* engine) {
+  engine_.store(engine, std::memory_order_release);
+}
 
 grpc::ServerUnaryReactor* DedupService::CheckUrl(
     grpc::CallbackServerContext* context, const v1::CheckUrlRequest* request,
     v1::CheckUrlResponse* response) {
-  return Run(context, request, response, &Engine::CheckUrl);
+  return Run("dedupd.v1.Dedup/CheckUrl", context, request, response, &Engine::CheckUrl);
 }
 
 grpc::ServerUnaryReactor* DedupService::CheckContent(
     grpc::CallbackServerContext* context,
     const v1::CheckContentRequest* request,
     v1::CheckContentResponse* response) {
-  return Run(context, request, response, &Engine::CheckContent);
+  return Run("dedupd.v1.Dedup/CheckContent", context, request, response,
+             &Engine::CheckContent);
 }
 
 grpc::ServerUnaryReactor* DedupService::CheckChunks(
     grpc::CallbackServerContext* context,
     const v1::CheckChunksRequest* request,
     v1::CheckChunksResponse* response) {
-  return Run(context, request, response, &Engine::CheckChunks);
+  return Run("dedupd.v1.Dedup/CheckChunks", context, request, response,
+             &Engine::CheckChunks);
 }
 
 grpc::ServerUnaryReactor* DedupService::DedupResults(
     grpc::CallbackServerContext* context,
     const v1::DedupResultsRequest* request,
     v1::DedupResultsResponse* response) {
-  return Run(context, request, response, &Engine::DedupResults);
+  return Run("dedupd.v1.Dedup/DedupResults", context, request, response,
+             &Engine::DedupResults);
 }
 
 template <typename Request, typename Response>
 grpc::ServerUnaryReactor* DedupService::Run(
-    grpc::CallbackServerContext* context, const Request* request,
-    Response* response,
+    const char* label, grpc::CallbackServerContext* context,
+    const Request* request, Response* response,
     absl::Status (Engine::*method)(const Request&, Response*) const) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (metrics_ != nullptr) metrics_->RecordBatchItems(label, Items(*request));
+  const Engine* engine = engine_.load(std::memory_order_acquire);
+  if (engine == nullptr) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                 "store is opening; retry later"));
+    return reactor;
+  }
   // Admission: the slot is held until the call's work has run, so at most
   // max_concurrent_rpcs_ calls are queued or running at any time.
   if (in_flight_.fetch_add(1, std::memory_order_acq_rel) >= max_concurrent_rpcs_) {
@@ -64,7 +141,10 @@ grpc::ServerUnaryReactor* DedupService::Run(
       // A named status: gcc 12 with -fsanitize=address,undefined -O2 warns
       // (maybe-uninitialized) about the temporary of a call through a
       // member pointer passed straight to ToGrpcStatus.
-      const absl::Status status = std::invoke(method, engine_, *request, response);
+      const absl::Status status = std::invoke(method, engine, *request, response);
+      // Verdicts of answered batches only: a failed call's response is
+      // not sent.
+      if (status.ok() && metrics_ != nullptr) CountVerdicts(*response, metrics_);
       reactor->Finish(ToGrpcStatus(status));
     }
     in_flight_.fetch_sub(1, std::memory_order_acq_rel);

@@ -1,9 +1,15 @@
 // service.h: the gRPC adapter of dedupd.v1.Dedup: a few lines per RPC
-// around Engine, plus the concurrency limit.
+// around Engine, plus the concurrency limit and the per-layer verdict
+// counters. The service exists before the store is open (so the server can
+// listen, answer health NOT_SERVING and these calls UNAVAILABLE "store is
+// opening"); SetEngine makes it serve.
 //
 // Example:
-//   DedupService service(&engine, /*max_concurrent_rpcs=*/256);
+//   DedupService service(/*engine=*/nullptr, /*max_concurrent_rpcs=*/256,
+//                        &workers, &metrics);
 //   builder.RegisterService(&service);
+//   ... open the store, build the engine ...
+//   service.SetEngine(&engine);
 #ifndef DEDUPD_SERVER_SERVICE_H_
 #define DEDUPD_SERVER_SERVICE_H_
 
@@ -12,6 +18,7 @@
 
 #include "dedupd/v1/dedupd.grpc.pb.h"
 #include "server/engine.h"
+#include "server/metrics.h"
 #include "server/worker_pool.h"
 
 namespace dedupd {
@@ -22,9 +29,16 @@ class DedupService final : public v1::Dedup::CallbackService {
   // Calls beyond `max_concurrent_rpcs` in flight get RESOURCE_EXHAUSTED at
   // once instead of waiting in an unbounded queue. The engine's work (which
   // blocks on the store) runs on `workers`, never on gRPC's callback threads.
-  // REQUIRES: `engine` and `workers` outlive the service.
+  // `engine` may be null until SetEngine; calls before get UNAVAILABLE.
+  // `metrics` may be null (no metrics): otherwise each call's item count
+  // and each answered batch's verdicts are added to it.
+  // REQUIRES: `engine`, `workers` and `metrics` outlive the service.
   DedupService(const Engine* engine, size_t max_concurrent_rpcs,
-               WorkerPool* workers);
+               WorkerPool* workers, ServerMetrics* metrics = nullptr);
+
+  // SetEngine makes the service answer with `engine` from now on.
+  // REQUIRES: `engine` outlives the service.
+  void SetEngine(const Engine* engine);
 
   grpc::ServerUnaryReactor* CheckUrl(grpc::CallbackServerContext* context,
                                      const v1::CheckUrlRequest* request,
@@ -43,16 +57,18 @@ class DedupService final : public v1::Dedup::CallbackService {
       v1::DedupResultsResponse* response) override;
 
  private:
-  // Admits the call (or answers RESOURCE_EXHAUSTED) and runs
-  // (engine_->*method)(*request, response) on the worker pool.
+  // Admits the call (or answers RESOURCE_EXHAUSTED, or UNAVAILABLE before
+  // SetEngine) and runs (engine->*method)(*request, response) on the worker
+  // pool; `label` names the method in the metrics.
   template <typename Request, typename Response>
   grpc::ServerUnaryReactor* Run(
-      grpc::CallbackServerContext* context, const Request* request,
-      Response* response,
+      const char* label, grpc::CallbackServerContext* context,
+      const Request* request, Response* response,
       absl::Status (Engine::*method)(const Request&, Response*) const);
 
-  const Engine* engine_;
+  std::atomic<const Engine*> engine_;
   WorkerPool* workers_;
+  ServerMetrics* const metrics_;
   const size_t max_concurrent_rpcs_;
   std::atomic<size_t> in_flight_{0};
 };

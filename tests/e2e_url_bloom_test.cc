@@ -3,11 +3,6 @@
 // clean stop, reloaded at start), and the approximate mode
 // (--url_seen_mode=approximate: SEEN_PROBABLY, one NEW per URL, restart
 // and kill -9 keep every acknowledged NEW, CheckContent's URLs count).
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <memory>
@@ -25,6 +20,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/testing/client_server_test.h"
+#include "tests/testing/metrics_scrape.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/status_matchers.h"
 
@@ -32,6 +28,8 @@ namespace dedupd {
 namespace {
 
 using ::dedupd::testing::IsOk;
+using ::dedupd::testing::MetricsPort;
+using ::dedupd::testing::ScrapeMetrics;
 using ::dedupd::testing::RunCommand;
 using ::dedupd::testing::ClientServerTest;
 using ::dedupd::testing::ServerTest;
@@ -41,32 +39,6 @@ const std::vector<std::string> kApproximate = {
     "--url_seen_mode=approximate", "--url_filter_expected_urls=200000",
     "--url_snapshot_every_urls=5000"};
 
-// Fetches http://127.0.0.1:<port>/metrics (HTTP/1.0: the server closes the
-// connection after the body); empty on any failure. Bounded by 10 s.
-std::string ScrapeMetrics(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return "";
-  timeval tv{10, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string body;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    const std::string request = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    if (::send(fd, request.data(), request.size(), 0) ==
-        static_cast<ssize_t>(request.size())) {
-      char buf[4096];
-      ssize_t n;
-      while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) body.append(buf, n);
-    }
-  }
-  ::close(fd);
-  return body;
-}
-
 // The value of the unlabeled sample `name` in a scrape, or -1.
 double MetricValue(const std::string& scrape, const std::string& name) {
   for (absl::string_view line : absl::StrSplit(scrape, '\n')) {
@@ -75,16 +47,6 @@ double MetricValue(const std::string& scrape, const std::string& name) {
     if (absl::SimpleAtod(line, &v)) return v;
   }
   return -1;
-}
-
-// The port of the "metrics on HOST:PORT" log line, or 0.
-int MetricsPort(const std::string& logs) {
-  const size_t at = logs.find("metrics on 127.0.0.1:");
-  if (at == std::string::npos) return 0;
-  int port = 0;
-  const size_t begin = at + std::string("metrics on 127.0.0.1:").size();
-  const size_t end = logs.find_first_not_of("0123456789", begin);
-  return absl::SimpleAtoi(logs.substr(begin, end - begin), &port) ? port : 0;
 }
 
 class E2eUrlBloomTest : public ClientServerTest {

@@ -19,8 +19,6 @@
 namespace dedupd::testing {
 namespace {
 
-constexpr char kServingPrefix[] = "dedupd: serving on ";
-
 int ExitCode(int wstatus) {
   if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
   if (WIFSIGNALED(wstatus)) return 128 + WTERMSIG(wstatus);
@@ -34,14 +32,14 @@ std::vector<char*> Argv(const std::vector<std::string>& args) {
   return argv;
 }
 
-// Parses the port from a "dedupd: serving on HOST:PORT" line in `logs`.
-int FindPort(const std::string& logs) {
-  const size_t at = logs.find(kServingPrefix);
+// Parses the port from a "<prefix>HOST:PORT[ ...]" line in `logs`.
+int FindPort(const std::string& logs, const std::string& prefix) {
+  const size_t at = logs.find(prefix);
   if (at == std::string::npos) return 0;
   const size_t eol = logs.find('\n', at);
   if (eol == std::string::npos) return 0;
-  const std::string addr = logs.substr(at + sizeof(kServingPrefix) - 1,
-                                       eol - at - (sizeof(kServingPrefix) - 1));
+  std::string addr = logs.substr(at + prefix.size(), eol - at - prefix.size());
+  addr = addr.substr(0, addr.find(' '));
   int port = 0;
   const size_t colon = addr.rfind(':');
   if (colon == std::string::npos || !absl::SimpleAtoi(addr.substr(colon + 1), &port)) {
@@ -65,7 +63,8 @@ void RemoveTree(const std::string& path) {
 
 absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     const std::string& binary, const std::string& data_dir,
-    const std::vector<std::string>& extra_flags, absl::Duration timeout) {
+    const std::vector<std::string>& extra_flags, absl::Duration timeout,
+    const char* ready_prefix) {
   std::vector<std::string> args = {binary, "--listen=127.0.0.1:0",
                                    "--data_dir=" + data_dir};
   args.insert(args.end(), extra_flags.begin(), extra_flags.end());
@@ -89,18 +88,19 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   p->reader_ = std::thread([raw = p.get(), read_fd] { raw->ReadOutput(read_fd); });
 
   absl::MutexLock lock(&p->mu_);
-  auto ready = [raw = p.get()]() ABSL_SHARED_LOCKS_REQUIRED(raw->mu_) {
-    return raw->eof_ || FindPort(raw->logs_) != 0;
+  const std::string prefix = ready_prefix;
+  auto ready = [raw = p.get(), &prefix]() ABSL_SHARED_LOCKS_REQUIRED(raw->mu_) {
+    return raw->eof_ || FindPort(raw->logs_, prefix) != 0;
   };
   p->mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
-  p->port_ = FindPort(p->logs_);
+  p->port_ = FindPort(p->logs_, prefix);
   if (p->port_ == 0) {
     std::string logs = p->logs_;
     p->mu_.Unlock();
     p->Kill();
     p->mu_.Lock();
     return absl::UnavailableError(
-        absl::StrCat("dedupd did not start serving; its output:\n", logs));
+        absl::StrCat("dedupd did not print \"", prefix, "HOST:PORT\"; its output:\n", logs));
   }
   return p;
 }

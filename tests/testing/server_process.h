@@ -33,13 +33,20 @@ void RemoveTree(const std::string& path);
 // ServerProcess: one running dedupd. Not thread-safe except Logs().
 class ServerProcess {
  public:
+  // The line dedupd prints once it serves (store open), and the one it
+  // prints earlier, once it listens (health NOT_SERVING, store opening).
+  static constexpr char kServingPrefix[] = "dedupd: serving on ";
+  static constexpr char kListeningPrefix[] = "dedupd: listening on ";
+
   // Start runs `binary --listen=127.0.0.1:0 --data_dir=<data_dir> <flags>`
-  // and waits up to `timeout` for it to serve. On failure (the process exits
-  // or the time runs out) returns an error carrying its stderr.
+  // and waits up to `timeout` for it to print `ready_prefix` HOST:PORT
+  // (default: to serve). On failure (the process exits or the time runs
+  // out) returns an error carrying its stderr.
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(
       const std::string& binary, const std::string& data_dir,
       const std::vector<std::string>& extra_flags,
-      absl::Duration timeout = absl::Seconds(60));
+      absl::Duration timeout = absl::Seconds(60),
+      const char* ready_prefix = kServingPrefix);
 
   // Kills the process (SIGKILL) if it still runs.
   ~ServerProcess();
