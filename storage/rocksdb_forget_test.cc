@@ -170,6 +170,21 @@ TEST_F(RocksDbForgetTest, UrlOnlyIsNewAgainWithTheBloomFrontOn) {
   EXPECT_FALSE(Forget(url).found());
 }
 
+TEST_F(RocksDbForgetTest, ApproximateUrlCountDropsAfterForget) {
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(ClaimUrlIsNew(absl::StrCat("http://n.example/", i)));
+  Forget("http://n.example/1");
+  auto count = [&]() -> uint64_t {
+    absl::StatusOr<uint64_t> n = store_->ApproximateUrlCount();
+    EXPECT_THAT(n.status(), IsOk());
+    return n.value_or(0);
+  };
+  EXPECT_EQ(count(), 2u);  // record and tombstone in the memtable
+  Reopen();                // Close flushes them: the flush drops the record
+  EXPECT_EQ(count(), 2u);
+  Forget("http://n.example/0");
+  EXPECT_EQ(count(), 1u);  // record in a table file, tombstone in the memtable
+}
+
 // The content scenarios share one store layout:
 //   text A: owner O (t=10), aliases Z (t=20, "z...") and B (t=30, "b..."),
 //           so the oldest alias is not the first in byte order;

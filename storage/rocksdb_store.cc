@@ -722,9 +722,12 @@ absl::Status RocksDbStore::ClaimUrls(absl::Span<const std::string> keys,
   DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
   // 1. Read every key the URL filter may contain, without any claim lock
   //    (the others were never stored: no read). Records are never
-  //    overwritten or deleted, so a key found here is SEEN for good, with
-  //    its final first-seen time; hits (re-crawled outlinks) then cost no
-  //    serialized time, and their block reads run in parallel.
+  //    overwritten, so a key found here is SEEN with its final first-seen
+  //    time; hits (re-crawled outlinks) then cost no serialized time, and
+  //    their block reads run in parallel. Only Forget deletes a URL record,
+  //    under the key's claim lock: a claim that found the key before the
+  //    delete is ordered before that Forget (it answers SEEN as the store
+  //    was when it read), one that did not finds it absent and claims it.
   {
     const std::vector<size_t> read =
         impl_->KeysToRead(batch, batch.all, &hashes, &hashed);
@@ -2001,32 +2004,44 @@ absl::StatusOr<uint64_t> RocksDbStore::ApproximateUrlCount() {
   DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
   // Not rocksdb.estimate-num-keys: it extrapolates from the files whose
   // statistics were loaded, and Open loads none (skip_stats_update_on_db_open),
-  // so it is far off after a restart. Records are never overwritten or
-  // deleted, so every key lives in exactly one table file or memtable, and
-  // summing entries is exact up to a flush racing this call.
+  // so it is far off after a restart. URL records are never overwritten,
+  // and deleted only by Forget, which deletes only a stored key: every
+  // record lives in exactly one table file or memtable. A tombstone in a
+  // memtable shadows a record counted elsewhere (an older table, or the
+  // same memtable), so it counts -1 (entries include tombstones: entries -
+  // 2 * deletes). A tombstone in a table file counts 0: the flush or
+  // compaction that wrote it may have dropped its record already (then 0
+  // is right), or the record may still sit in an older table (then the
+  // count is one too high until a compaction merges the two).
   rocksdb::TablePropertiesCollection tables;
   rocksdb::Status s = db->GetPropertiesOfAllTables(&tables);
   if (!s.ok()) return FromRocksDbStatus(s, kAction, impl_->options.path);
-  uint64_t keys = 0;
+  int64_t keys = 0;
   for (const auto& [file, props] : tables) {
     if (props == nullptr) continue;
     const uint64_t dead = props->num_deletions + props->num_range_deletions;
-    keys += props->num_entries > dead ? props->num_entries - dead : 0;
+    keys += static_cast<int64_t>(props->num_entries) - static_cast<int64_t>(dead);
   }
-  for (const std::string* property :
-       {&rocksdb::DB::Properties::kNumEntriesActiveMemTable,
-        &rocksdb::DB::Properties::kNumEntriesImmMemTables}) {
+  for (const auto& [entries_property, deletes_property] :
+       {std::pair{&rocksdb::DB::Properties::kNumEntriesActiveMemTable,
+                  &rocksdb::DB::Properties::kNumDeletesActiveMemTable},
+        std::pair{&rocksdb::DB::Properties::kNumEntriesImmMemTables,
+                  &rocksdb::DB::Properties::kNumDeletesImmMemTables}}) {
     uint64_t entries = 0;
-    if (!db->GetIntProperty(*property, &entries)) {
-      return absl::InternalError(absl::StrCat(kAction, " at ",
-                                              impl_->options.path,
-                                              ": RocksDB property ", *property,
-                                              " is unavailable"));
+    uint64_t deletes = 0;
+    for (auto [property, value] : {std::pair{entries_property, &entries},
+                                   std::pair{deletes_property, &deletes}}) {
+      if (!db->GetIntProperty(*property, value)) {
+        return absl::InternalError(absl::StrCat(kAction, " at ",
+                                                impl_->options.path,
+                                                ": RocksDB property ", *property,
+                                                " is unavailable"));
+      }
     }
-    keys += entries;
+    keys += static_cast<int64_t>(entries) - 2 * static_cast<int64_t>(deletes);
   }
   // The meta record is one of the keys.
-  return keys > 0 ? keys - 1 : 0;
+  return keys > 1 ? static_cast<uint64_t>(keys - 1) : 0;
 }
 
 absl::StatusOr<uint64_t> RocksDbStore::DiskBytes() {

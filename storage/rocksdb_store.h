@@ -24,7 +24,8 @@
 // absent keys holds per-key claim locks, so claims of the same key are
 // serialized while claims of disjoint keys, reads of present keys and
 // lookups run concurrently. Chunk claims lock their document's key and then
-// their texts' keys (CheckChunks). Close may be called concurrently with other
+// their texts' keys (CheckChunks); Forget locks the URL's own keys and then
+// its texts' keys, so it serializes with every claim of those keys. Close may be called concurrently with other
 // calls: it waits for calls in flight, and later calls fail with
 // FailedPrecondition.
 #ifndef DEDUPD_STORAGE_ROCKSDB_STORE_H_
@@ -251,8 +252,8 @@ class RocksDbStore final : public UrlStore, public ContentStore, public ChunkSto
   ~RocksDbStore() override;
 
   // See UrlStore. One MultiGet of the batch's distinct keys without any
-  // claim lock (found keys are final: records are never overwritten or
-  // deleted); then, when some key was absent, with the claim locks of the
+  // claim lock (found keys are SEEN: records are never overwritten, and
+  // Forget, the one delete, takes the key's claim lock); then, when some key was absent, with the claim locks of the
   // absent keys held, a MultiGet of those keys and one WAL write of the
   // ones still absent. Waits while another claim holds any of those keys.
   // Errors: as UrlStore, plus InvalidArgument for an empty key (nothing
@@ -348,8 +349,11 @@ class RocksDbStore final : public UrlStore, public ContentStore, public ChunkSto
   absl::StatusOr<ConsistencyReport> CheckConsistency();
 
   // ApproximateUrlCount returns the number of stored URLs, from the entry
-  // counts of the table files' properties and the memtables: exact when
-  // no flush or compaction races the call. For stats and benchmarks, not
+  // and deletion counts of the table files' properties and the memtables:
+  // exact when no flush or compaction races the call, except that a URL
+  // deleted by Forget whose tombstone was flushed apart from its record
+  // still counts until a compaction merges the two. For stats and
+  // benchmarks, not
   // for logic. Cost: O(table files); reads the properties block of table
   // files that are not open.
   absl::StatusOr<uint64_t> ApproximateUrlCount();
