@@ -321,8 +321,9 @@ class RocksDbStore final : public UrlStore, public ContentStore, public ChunkSto
   // false. `now` is the time the chunk planner is given (nothing forgotten
   // records it).
   // Cost: finding the texts that name the URL scans every content and alias
-  // record (no index maps a URL to its texts): O(content records), about a
-  // second per million texts, with only the URL's own keys locked.
+  // record (no index maps a URL to its texts): O(content records), about
+  // 0.6-0.8 s per million texts on the 2-core VM (docs/storage_format.md),
+  // with only the URL's own keys locked meanwhile.
   // Errors: InvalidArgument for an empty URL; FailedPrecondition after
   // Close; DataLoss naming a damaged record; Unavailable/ResourceExhausted
   // from RocksDB. On error nothing was deleted.
