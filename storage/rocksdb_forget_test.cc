@@ -426,7 +426,7 @@ TEST_F(RocksDbForgetTest, SurvivesRestart) {
 // call succeeds and the store is consistent afterwards.
 TEST_F(RocksDbForgetTest, ConcurrentForgetAndClaimsLeaveAConsistentStore) {
   constexpr int kThreads = 4;
-  constexpr int kIterations = 150;
+  constexpr int kIterations = 300;
   const std::vector<std::string> urls = {"http://c.example/0", "http://c.example/1",
                                          "http://c.example/2", "http://c.example/3"};
   const std::vector<Text> texts = {kA, kB, kNearB, kC};
