@@ -25,9 +25,9 @@
 // serialized while claims of disjoint keys, reads of present keys and
 // lookups run concurrently. Chunk claims lock their document's key and then
 // their texts' keys (CheckChunks); Forget locks the URL's own keys and then
-// its texts' keys, so it serializes with every claim of those keys. Close may be called concurrently with other
-// calls: it waits for calls in flight, and later calls fail with
-// FailedPrecondition.
+// its texts' keys, so it serializes with every claim of those keys. Close
+// may be called concurrently with other calls: it waits for calls in
+// flight, and later calls fail with FailedPrecondition.
 #ifndef DEDUPD_STORAGE_ROCKSDB_STORE_H_
 #define DEDUPD_STORAGE_ROCKSDB_STORE_H_
 
@@ -253,9 +253,9 @@ class RocksDbStore final : public UrlStore, public ContentStore, public ChunkSto
 
   // See UrlStore. One MultiGet of the batch's distinct keys without any
   // claim lock (found keys are SEEN: records are never overwritten, and
-  // Forget, the one delete, takes the key's claim lock); then, when some key was absent, with the claim locks of the
-  // absent keys held, a MultiGet of those keys and one WAL write of the
-  // ones still absent. Waits while another claim holds any of those keys.
+  // Forget, the one delete, takes the key's claim lock); then, when some
+  // key was absent, with the claim locks of the absent keys held, a
+  // MultiGet of those keys and one WAL write of the ones still absent. Waits while another claim holds any of those keys.
   // Errors: as UrlStore, plus InvalidArgument for an empty key (nothing
   // recorded), FailedPrecondition after Close, and DataLoss naming the key
   // when a stored value cannot be decoded.
@@ -327,6 +327,11 @@ class RocksDbStore final : public UrlStore, public ContentStore, public ChunkSto
   // Errors: InvalidArgument for an empty URL; FailedPrecondition after
   // Close; DataLoss naming a damaged record; Unavailable/ResourceExhausted
   // from RocksDB. On error nothing was deleted.
+  // Example:
+  //   DEDUPD_ASSIGN_OR_RETURN(ForgetResult r,
+  //                           store->Forget("https://a.example/post", absl::Now()));
+  //   // r.url_found: CheckUrl("https://a.example/post") is NEW again;
+  //   // r.contents_promoted[i].new_owner_url now owns a text it owned.
   absl::StatusOr<ForgetResult> Forget(const std::string& normalized_url,
                                       absl::Time now);
 
