@@ -86,6 +86,7 @@ class RocksDbForgetTest : public ::testing::Test {
     options.normalizer_version = kNormalizerVersion;
     options.block_cache_bytes = size_t{8} << 20;
     options.write_buffer_bytes = size_t{4} << 20;
+    options.sync_writes = sync_writes_;
     // The URL Bloom front stays on (the default): Forget cannot delete from
     // it, and CheckUrl must still answer NEW.
     ASSERT_OK_AND_ASSIGN(store_, RocksDbStore::Open(options));
@@ -137,6 +138,7 @@ class RocksDbForgetTest : public ::testing::Test {
     return !out.empty() && out[0].is_new;
   }
 
+  bool sync_writes_ = false;
   std::optional<TestTempDir> dir_;
   std::unique_ptr<RocksDbStore> store_;
 };
@@ -397,6 +399,19 @@ TEST_F(RocksDbForgetTest, PageWithContentAndChunksLosesBoth) {
   EXPECT_THAT(r.chunk_owners_promoted, IsEmpty());
   EXPECT_EQ(store_->index_stats().fingerprints, 0u);
   EXPECT_EQ(store_->chunk_index_stats().fingerprints, 0u);
+}
+
+// With sync_writes the Forget's batch is fsynced like a claim's (the kill -9
+// case, sync off, is rocksdb_store_test's AcknowledgedForgetSurvivesKillDashNine).
+TEST_F(RocksDbForgetTest, WorksWithSyncWrites) {
+  sync_writes_ = true;
+  Reopen();
+  Claim({Doc(kP, kB)}, T(10));
+  EXPECT_EQ(Forget(kP).contents_removed, 1u);
+  Reopen();
+  EXPECT_FALSE(UrlStored(kP));
+  EXPECT_EQ(store_->index_stats().fingerprints, 0u);
+  EXPECT_EQ(Peek(Doc(kP, kB)).verdict, ContentVerdict::kNew);
 }
 
 TEST_F(RocksDbForgetTest, SurvivesRestart) {
