@@ -1404,9 +1404,11 @@ absl::StatusOr<ForgetResult> RocksDbStore::Forget(const std::string& normalized_
 
   // Step 1: the URL's own keys, as claims lock them (ClaimUrls and
   // CheckContent lock the URL key, CheckContent the fetch key, CheckChunks
-  // the manifest key). Every record that names the URL (content owner,
-  // alias, fetch, manifest, holder) is written only by a claim holding one
-  // of these, so while they are held no new one appears.
+  // the manifest key). A text or chunk comes to name the URL (as content
+  // owner, alias, fetch, manifest or holder) only through a claim holding
+  // one of these, so while they are held no new one appears. (Another
+  // Forget may turn this URL from an alias of a text into its owner: the
+  // text named it already, and is re-read under its lock below.)
   const std::string url_key = fmt::EncodeUrlKey(url);
   const std::string fetch_key = fmt::EncodeFetchKey(url);
   // A URL with a NUL byte never has chunks (CheckChunks refuses it).
