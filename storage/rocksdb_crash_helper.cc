@@ -11,7 +11,11 @@
 // one chunk "0" whose text digest is SHA-256(<text>); it prints
 // "claimed <n>" with n the number of chunks answered kNew.
 //
-// Usage: rocksdb_crash_helper <store path> <normalizer version> [chunks]
+// With a third argument "forget" it forgets the URLs given one per line
+// (RocksDbStore::Forget, one call per line, in order) and prints
+// "forgot <n>" with n the number of calls whose result found() the URL.
+//
+// Usage: rocksdb_crash_helper <store path> <normalizer version> [chunks|forget]
 
 #include <cstdio>
 #include <cstdlib>
@@ -30,8 +34,9 @@
 
 int main(int argc, char** argv) {
   const bool chunks = argc == 4 && std::string(argv[3]) == "chunks";
-  if (argc != 3 && !chunks) {
-    std::fprintf(stderr, "usage: %s <store path> <normalizer version> [chunks]\n",
+  const bool forget = argc == 4 && std::string(argv[3]) == "forget";
+  if (argc != 3 && !chunks && !forget) {
+    std::fprintf(stderr, "usage: %s <store path> <normalizer version> [chunks|forget]\n",
                  argv[0]);
     return 2;
   }
@@ -51,7 +56,18 @@ int main(int argc, char** argv) {
   while (std::getline(std::cin, line) && line != "go") keys.push_back(line);
 
   size_t fresh = 0;
-  if (chunks) {
+  if (forget) {
+    size_t found = 0;
+    for (const std::string& url : keys) {
+      absl::StatusOr<dedupd::ForgetResult> r = (*store)->Forget(url, absl::Now());
+      if (!r.ok()) {
+        std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
+        return 1;
+      }
+      found += r->found() ? 1 : 0;
+    }
+    std::printf("forgot %zu\n", found);
+  } else if (chunks) {
     for (const std::string& k : keys) {
       std::vector<std::string> fields = absl::StrSplit(k, '\t');
       uint64_t simhash = 0;
@@ -81,7 +97,7 @@ int main(int argc, char** argv) {
     }
     for (const dedupd::UrlClaim& c : out) fresh += c.is_new ? 1 : 0;
   }
-  std::printf("claimed %zu\n", fresh);
+  if (!forget) std::printf("claimed %zu\n", fresh);
   std::fflush(stdout);
   // Wait to be killed. Should the parent die first, stdin reaches EOF and
   // we leave with _exit, which also skips closing the store.

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <numeric>
+#include <tuple>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -384,6 +385,17 @@ struct RocksDbStore::Impl {
     return read;
   }
 
+  // Adds the records of a chunk plan's mutations `m`, for the document whose
+  // manifest key is `doc_key`, to `batch`: deletions, then puts
+  // (ChunkMutations' contract). Returns the first WriteBatch error.
+  rocksdb::Status AddChunkMutations(const ChunkMutations& m,
+                                    const std::string& doc_key,
+                                    rocksdb::WriteBatch* batch) const;
+  // After the write of `m`: the chunk index drops the deleted texts and
+  // takes the new ones (only then, so it never names a text before its
+  // records exist; readers skip the ones it still names after deletion).
+  void ApplyChunkIndex(const ChunkMutations& m);
+
   // Closes `db` (which must not be used afterwards). Returns the first error.
   absl::Status CloseDb(rocksdb::DB* db, bool sync_wal);
 
@@ -710,9 +722,12 @@ absl::Status RocksDbStore::ClaimUrls(absl::Span<const std::string> keys,
   DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
   // 1. Read every key the URL filter may contain, without any claim lock
   //    (the others were never stored: no read). Records are never
-  //    overwritten or deleted, so a key found here is SEEN for good, with
-  //    its final first-seen time; hits (re-crawled outlinks) then cost no
-  //    serialized time, and their block reads run in parallel.
+  //    overwritten, so a key found here is SEEN with its final first-seen
+  //    time; hits (re-crawled outlinks) then cost no serialized time, and
+  //    their block reads run in parallel. Only Forget deletes a URL record,
+  //    under the key's claim lock: a claim that found the key before the
+  //    delete is ordered before that Forget (it answers SEEN as the store
+  //    was when it read), one that did not finds it absent and claims it.
   {
     const std::vector<size_t> read =
         impl_->KeysToRead(batch, batch.all, &hashes, &hashed);
@@ -867,12 +882,21 @@ absl::Status RocksDbStore::Impl::LoadChunkFingerprints(rocksdb::DB* db) {
   return absl::OkStatus();
 }
 
-// The planner's view of the store: point reads of the records as they are
-// now. With the batch's claim locks held, nothing else writes the keys a
-// claim reads (content, fetch and URL records), so the view is stable.
+// The planner's view of the store: reads of one snapshot, taken after the
+// batch's claim locks (when claiming), so it holds every write of the calls
+// that held them before. Nothing else writes the locked keys (content,
+// fetch and URL records) while the batch runs; the snapshot also keeps the
+// records of *other* texts that a near match resolves (fingerprint, content
+// record) consistent while Forget deletes texts. The index is not part of
+// the snapshot: QueryNear drops the matches whose fingerprint record the
+// snapshot lacks (texts written after it, or deleted by a Forget that has
+// not updated the index yet), as ChunkReader does.
 class RocksDbStore::ContentReader final : public ContentStateReader {
  public:
-  ContentReader(Impl* impl, rocksdb::DB* db) : impl_(impl), db_(db) {}
+  ContentReader(Impl* impl, rocksdb::DB* db, const rocksdb::Snapshot* snapshot)
+      : impl_(impl), db_(db) {
+    read_.snapshot = snapshot;
+  }
 
   absl::StatusOr<std::optional<ContentRecord>> GetContent(
       const Sha256Digest& sha) override {
@@ -898,8 +922,7 @@ class RocksDbStore::ContentReader final : public ContentStateReader {
                                                        size_t limit) override {
     std::vector<std::string> out;
     const std::string prefix = fmt::EncodeAliasPrefix(sha);
-    std::unique_ptr<rocksdb::Iterator> it(
-        db_->NewIterator(rocksdb::ReadOptions(), impl_->content_cf));
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(read_, impl_->content_cf));
     for (it->Seek(prefix); it->Valid() && out.size() < limit; it->Next()) {
       const absl::string_view key(it->key().data(), it->key().size());
       if (!absl::StartsWith(key, prefix)) break;
@@ -930,20 +953,41 @@ class RocksDbStore::ContentReader final : public ContentStateReader {
   }
   std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance,
                                              size_t limit, size_t* total) override {
-    return impl_->index->Query(simhash, max_distance, limit, total);
+    std::vector<SimHashIndex::Match> matches =
+        impl_->index->Query(simhash, max_distance, limit, total);
+    std::vector<SimHashIndex::Match> kept;
+    kept.reserve(matches.size());
+    for (const SimHashIndex::Match& m : matches) {
+      if (fingerprints_.contains(m.id) || failed_.contains(m.id)) {
+        kept.push_back(m);
+        continue;
+      }
+      absl::StatusOr<std::optional<FingerprintRecord>> fp = ReadFingerprint(m.id);
+      if (!fp.ok()) {
+        // Kept, so that GetFingerprint reports the error.
+        failed_.emplace(m.id, fp.status());
+        kept.push_back(m);
+      } else if (fp->has_value()) {
+        fingerprints_.emplace(m.id, **fp);
+        kept.push_back(m);
+      } else if (total != nullptr && *total > 0) {
+        --*total;  // not in the snapshot: not part of the state read
+      }
+    }
+    return kept;
   }
   absl::StatusOr<FingerprintRecord> GetFingerprint(uint32_t doc_id) override {
-    std::string value;
-    DEDUPD_ASSIGN_OR_RETURN(bool found,
-                            Get(fmt::EncodeFingerprintKey(doc_id), &value));
-    if (!found) {
+    if (auto it = fingerprints_.find(doc_id); it != fingerprints_.end()) {
+      return it->second;
+    }
+    if (auto it = failed_.find(doc_id); it != failed_.end()) return it->second;
+    DEDUPD_ASSIGN_OR_RETURN(std::optional<FingerprintRecord> fp, ReadFingerprint(doc_id));
+    if (!fp.has_value()) {
       return absl::DataLossError(absl::StrCat(
           kAction, " at ", impl_->options.path, ": index entry ", doc_id,
           " has no fingerprint record"));
     }
-    absl::StatusOr<fmt::FingerprintValue> v = fmt::DecodeFingerprintValue(value);
-    if (!v.ok()) return Damaged(absl::StrCat("fingerprint ", doc_id), v.status());
-    return FingerprintRecord{v->simhash, v->sha256};
+    return *fp;
   }
   absl::StatusOr<uint32_t> AllocateDocId() override {
     return impl_->AllocateIndexId(&impl_->next_doc_id, kAction, "text");
@@ -952,13 +996,20 @@ class RocksDbStore::ContentReader final : public ContentStateReader {
  private:
   static constexpr absl::string_view kAction = "check content in store";
 
+  absl::StatusOr<std::optional<FingerprintRecord>> ReadFingerprint(uint32_t doc_id) {
+    std::string value;
+    DEDUPD_ASSIGN_OR_RETURN(bool found, Get(fmt::EncodeFingerprintKey(doc_id), &value));
+    if (!found) return std::nullopt;
+    absl::StatusOr<fmt::FingerprintValue> v = fmt::DecodeFingerprintValue(value);
+    if (!v.ok()) return Damaged(absl::StrCat("fingerprint ", doc_id), v.status());
+    return FingerprintRecord{v->simhash, v->sha256};
+  }
   // Reads `key` from the content column family, or from the default one
   // (URL records) when `urls`.
   absl::StatusOr<bool> Get(const std::string& key, std::string* value,
                            bool urls = false) {
     rocksdb::Status s = db_->Get(
-        rocksdb::ReadOptions(),
-        urls ? db_->DefaultColumnFamily() : impl_->content_cf, key, value);
+        read_, urls ? db_->DefaultColumnFamily() : impl_->content_cf, key, value);
     if (s.IsNotFound()) return false;
     if (!s.ok()) return FromRocksDbStatus(s, kAction, impl_->options.path);
     return true;
@@ -970,6 +1021,10 @@ class RocksDbStore::ContentReader final : public ContentStateReader {
 
   Impl* impl_;
   rocksdb::DB* db_;
+  rocksdb::ReadOptions read_;
+  // Fingerprint records QueryNear resolved, and the ones it failed to read.
+  absl::flat_hash_map<uint32_t, FingerprintRecord> fingerprints_;
+  absl::flat_hash_map<uint32_t, absl::Status> failed_;
 };
 
 absl::Status RocksDbStore::CheckContent(absl::Span<const ContentDoc> docs,
@@ -1004,8 +1059,9 @@ absl::Status RocksDbStore::CheckContent(absl::Span<const ContentDoc> docs,
   absl::ReaderMutexLock lifecycle(&impl_->mu);
   DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
   const Impl::KeyLocks locks(impl_.get(), std::move(locked));
-
-  ContentReader reader(impl_.get(), db);
+  // After the locks: see ContentReader.
+  rocksdb::ManagedSnapshot snapshot(db);
+  ContentReader reader(impl_.get(), db, snapshot.snapshot());
   ContentPlan plan;
   DEDUPD_RETURN_IF_ERROR(PlanContentBatch(docs, claim, limits, now, &reader, &plan));
   const ContentMutations& m = plan.mutations;
@@ -1212,6 +1268,59 @@ class RocksDbStore::ChunkReader final : public ChunkStateReader {
   absl::flat_hash_map<uint32_t, absl::Status> failed_;
 };
 
+rocksdb::Status RocksDbStore::Impl::AddChunkMutations(const ChunkMutations& m,
+                                                      const std::string& doc_key,
+                                                      rocksdb::WriteBatch* batch) const {
+  rocksdb::Status s;
+  rocksdb::ColumnFamilyHandle* cf = content_cf;
+  auto del = [&](const std::string& k) {
+    if (s.ok()) s = batch->Delete(cf, k);
+  };
+  auto put = [&](const std::string& k, const std::string& v) {
+    if (s.ok()) s = batch->Put(cf, k, v);
+  };
+  auto holder_key = [](const Sha256Digest& sha, const ChunkHolder& h) {
+    return fmt::EncodeChunkHolderKey({sha, h.added, h.document_url, h.chunk_id});
+  };
+  // Deletions first, then puts (ChunkMutations' contract; the planner
+  // never deletes and puts one key).
+  for (const auto& [sha, h] : m.holders_removed) del(holder_key(sha, h));
+  for (const auto& [sha, r] : m.texts_deleted) del(fmt::EncodeChunkTextKey(sha));
+  for (const SimHashIndex::Entry& e : m.fingerprints_removed) {
+    del(fmt::EncodeChunkFingerprintKey(e.id));
+  }
+  if (m.delete_manifest) del(doc_key);
+  if (m.manifest.has_value()) {
+    std::vector<fmt::ChunkManifestEntry> entries;
+    entries.reserve(m.manifest->chunks.size());
+    for (const StoredChunk& c : m.manifest->chunks) {
+      entries.push_back({c.chunk_id, c.sha256, c.simhash, c.added});
+    }
+    put(doc_key, fmt::EncodeChunkManifestValue(entries));
+  }
+  for (const auto& [sha, h] : m.holders_added) {
+    put(holder_key(sha, h), fmt::EncodeChunkHolderValue());
+  }
+  for (const auto& [sha, r] : m.texts_put) {
+    put(fmt::EncodeChunkTextKey(sha),
+        fmt::EncodeChunkTextValue({r.text_id, r.simhash, r.holders}));
+  }
+  for (const auto& [id, fp] : m.fingerprints_added) {
+    put(fmt::EncodeChunkFingerprintKey(id),
+        fmt::EncodeFingerprintValue(fp.simhash, fp.sha256));
+  }
+  return s;
+}
+
+void RocksDbStore::Impl::ApplyChunkIndex(const ChunkMutations& m) {
+  for (const SimHashIndex::Entry& e : m.fingerprints_removed) {
+    chunk_index->Remove(e.fingerprint, e.id);
+  }
+  for (const auto& [id, fp] : m.fingerprints_added) {
+    chunk_index->Insert(fp.simhash, id);
+  }
+}
+
 absl::Status RocksDbStore::CheckChunks(const ChunkDocument& doc, bool claim,
                                        absl::Time now, ChunkAnswer* answer) {
   constexpr absl::string_view kAction = "check chunks in store";
@@ -1264,57 +1373,543 @@ absl::Status RocksDbStore::CheckChunks(const ChunkDocument& doc, bool claim,
   const ChunkMutations& m = plan.mutations;
   if (!m.empty()) {
     rocksdb::WriteBatch batch;
-    rocksdb::Status s;
-    rocksdb::ColumnFamilyHandle* cf = impl_->content_cf;
-    auto del = [&](const std::string& k) {
-      if (s.ok()) s = batch.Delete(cf, k);
-    };
-    auto put = [&](const std::string& k, const std::string& v) {
-      if (s.ok()) s = batch.Put(cf, k, v);
-    };
-    auto holder_key = [](const Sha256Digest& sha, const ChunkHolder& h) {
-      return fmt::EncodeChunkHolderKey({sha, h.added, h.document_url, h.chunk_id});
-    };
-    // Deletions first, then puts (ChunkMutations' contract; the planner
-    // never deletes and puts one key).
-    for (const auto& [sha, h] : m.holders_removed) del(holder_key(sha, h));
-    for (const auto& [sha, r] : m.texts_deleted) del(fmt::EncodeChunkTextKey(sha));
-    for (const SimHashIndex::Entry& e : m.fingerprints_removed) {
-      del(fmt::EncodeChunkFingerprintKey(e.id));
-    }
-    if (m.delete_manifest) del(doc_key);
-    if (m.manifest.has_value()) {
-      std::vector<fmt::ChunkManifestEntry> entries;
-      entries.reserve(m.manifest->chunks.size());
-      for (const StoredChunk& c : m.manifest->chunks) {
-        entries.push_back({c.chunk_id, c.sha256, c.simhash, c.added});
-      }
-      put(doc_key, fmt::EncodeChunkManifestValue(entries));
-    }
-    for (const auto& [sha, h] : m.holders_added) {
-      put(holder_key(sha, h), fmt::EncodeChunkHolderValue());
-    }
-    for (const auto& [sha, r] : m.texts_put) {
-      put(fmt::EncodeChunkTextKey(sha),
-          fmt::EncodeChunkTextValue({r.text_id, r.simhash, r.holders}));
-    }
-    for (const auto& [id, fp] : m.fingerprints_added) {
-      put(fmt::EncodeChunkFingerprintKey(id),
-          fmt::EncodeFingerprintValue(fp.simhash, fp.sha256));
-    }
+    rocksdb::Status s = impl_->AddChunkMutations(m, doc_key, &batch);
     if (s.ok()) s = db->Write(impl_->write_options, &batch);
     if (!s.ok()) return FromRocksDbStatus(s, kAction, impl_->options.path);
-    // Only after the write: the index never names a text before its
-    // records exist (readers skip the ones it still names after deletion).
-    for (const SimHashIndex::Entry& e : m.fingerprints_removed) {
-      impl_->chunk_index->Remove(e.fingerprint, e.id);
-    }
-    for (const auto& [id, fp] : m.fingerprints_added) {
-      impl_->chunk_index->Insert(fp.simhash, id);
-    }
+    impl_->ApplyChunkIndex(m);
   }
   *answer = std::move(plan.answer);
   return absl::OkStatus();
+}
+
+// ---- Forget ----
+
+absl::StatusOr<ForgetResult> RocksDbStore::Forget(const std::string& normalized_url,
+                                                  absl::Time now) {
+  constexpr absl::string_view kAction = "forget URL in store";
+  const std::string& url = normalized_url;
+  if (url.empty()) {
+    return absl::InvalidArgumentError("forget: the URL is empty");
+  }
+  ForgetResult result;
+  const std::string& path = impl_->options.path;
+  auto damaged = [&](absl::string_view what, const absl::Status& why) {
+    return absl::DataLossError(
+        absl::StrCat(kAction, " at ", path, ": ", what, ": ", why.message()));
+  };
+
+  absl::ReaderMutexLock lifecycle(&impl_->mu);
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
+  rocksdb::ColumnFamilyHandle* const cf = impl_->content_cf;
+
+  // Step 1: the URL's own keys, as claims lock them (ClaimUrls and
+  // CheckContent lock the URL key, CheckContent the fetch key, CheckChunks
+  // the manifest key). A text or chunk comes to name the URL (as content
+  // owner, alias, fetch, manifest or holder) only through a claim holding
+  // one of these, so while they are held no new one appears. (Another
+  // Forget may turn this URL from an alias of a text into its owner: the
+  // text named it already, and is re-read under its lock below.)
+  const std::string url_key = fmt::EncodeUrlKey(url);
+  const std::string fetch_key = fmt::EncodeFetchKey(url);
+  // A URL with a NUL byte never has chunks (CheckChunks refuses it).
+  const bool may_have_chunks = url.find('\0') == std::string::npos;
+  const std::string doc_key = fmt::EncodeChunkManifestKey(url);
+  std::vector<absl::string_view> own_keys = {url_key, fetch_key};
+  if (may_have_chunks) own_keys.push_back(doc_key);
+  const Impl::KeyLocks own_locks(impl_.get(), std::move(own_keys));
+
+  // The texts that name the URL, as owner or alias: a scan of the content
+  // and alias records (nothing maps a URL to its texts). Taken after the
+  // locks, so it holds every claim that named the URL. A text found here
+  // may change (another Forget promoting this URL from alias to owner, a
+  // claim adding aliases) until its lock is held below: it is re-read then.
+  std::vector<Sha256Digest> texts;
+  {
+    const std::string first(1, fmt::kTagContent);
+    const std::string end(1, fmt::kTagFingerprint);  // [02, 04): content, alias
+    const rocksdb::Slice upper(end);
+    rocksdb::ReadOptions read;
+    read.iterate_upper_bound = &upper;
+    read.fill_cache = false;  // a one-off pass must not evict the working set
+    read.readahead_size = size_t{2} << 20;
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read, cf));
+    constexpr size_t kShaBytes = std::tuple_size<Sha256Digest>::value;
+    for (it->Seek(first); it->Valid(); it->Next()) {
+      const absl::string_view key(it->key().data(), it->key().size());
+      if (key.size() < 1 + kShaBytes) {
+        return damaged(absl::StrCat("key ", PrintableKey(key)),
+                       absl::DataLossError("shorter than a tag and a SHA-256"));
+      }
+      bool names_url = false;
+      if (key[0] == fmt::kTagContent) {
+        absl::StatusOr<fmt::ContentValue> v = fmt::DecodeContentValue(
+            absl::string_view(it->value().data(), it->value().size()));
+        if (!v.ok()) {
+          return damaged(absl::StrCat("content record ", PrintableKey(key)), v.status());
+        }
+        names_url = v->owner_url == url;
+      } else {
+        names_url = key.substr(1 + kShaBytes) == url;
+      }
+      if (names_url) {
+        Sha256Digest sha;
+        std::copy(key.begin() + 1, key.begin() + 1 + kShaBytes, sha.begin());
+        texts.push_back(sha);
+      }
+    }
+    if (!it->status().ok()) return FromRocksDbStatus(it->status(), kAction, path);
+  }
+  std::sort(texts.begin(), texts.end());
+  texts.erase(std::unique(texts.begin(), texts.end()), texts.end());
+
+  // The document's chunks (stable: only a claim holding its manifest lock
+  // writes them).
+  std::optional<ChunkManifest> manifest;
+  if (may_have_chunks) {
+    ChunkReader latest(impl_.get(), db, /*snapshot=*/nullptr);
+    DEDUPD_ASSIGN_OR_RETURN(manifest, latest.GetManifest(url));
+  }
+  const ChunkDocument no_chunks{url, {}};
+
+  // Step 2: the texts' keys, all at once (as CheckChunks' second step):
+  // a call holding them never waits, so this cannot deadlock.
+  std::vector<std::string> text_keys;
+  for (const Sha256Digest& sha : texts) text_keys.push_back(fmt::EncodeContentKey(sha));
+  if (manifest.has_value()) {
+    for (const Sha256Digest& sha : ChunkLockShas(no_chunks, manifest)) {
+      text_keys.push_back(fmt::EncodeChunkTextKey(sha));
+    }
+  }
+  const Impl::KeyLocks text_locks(
+      impl_.get(), std::vector<absl::string_view>(text_keys.begin(), text_keys.end()));
+  // After every lock: nothing writes what is read below until we unlock.
+  rocksdb::ManagedSnapshot snapshot(db);
+  rocksdb::ReadOptions read;
+  read.snapshot = snapshot.snapshot();
+  auto get = [&](rocksdb::ColumnFamilyHandle* family, const std::string& key,
+                 std::string* value) -> absl::StatusOr<bool> {
+    rocksdb::Status s = db->Get(read, family, key, value);
+    if (s.IsNotFound()) return false;
+    if (!s.ok()) return FromRocksDbStatus(s, kAction, path);
+    return true;
+  };
+
+  rocksdb::WriteBatch batch;
+  rocksdb::Status ws;
+  auto del = [&](rocksdb::ColumnFamilyHandle* family, const std::string& k) {
+    if (ws.ok()) ws = batch.Delete(family, k);
+  };
+  auto put = [&](const std::string& k, const std::string& v) {
+    if (ws.ok()) ws = batch.Put(cf, k, v);
+  };
+  std::vector<SimHashIndex::Entry> index_removed;
+
+  std::string value;
+  DEDUPD_ASSIGN_OR_RETURN(result.url_found, get(db->DefaultColumnFamily(), url_key, &value));
+  if (result.url_found) del(db->DefaultColumnFamily(), url_key);
+  DEDUPD_ASSIGN_OR_RETURN(result.fetch_removed, get(cf, fetch_key, &value));
+  if (result.fetch_removed) del(cf, fetch_key);
+
+  for (const Sha256Digest& sha : texts) {
+    const std::string content_key = fmt::EncodeContentKey(sha);
+    DEDUPD_ASSIGN_OR_RETURN(bool found, get(cf, content_key, &value));
+    if (!found) continue;  // deleted by another Forget since the scan
+    absl::StatusOr<fmt::ContentValue> record = fmt::DecodeContentValue(value);
+    if (!record.ok()) {
+      return damaged("content record of text " + Sha256Hex(sha), record.status());
+    }
+    // Every alias of the text, with the time it was added.
+    struct Alias {
+      absl::Time added;
+      std::string url;
+    };
+    std::vector<Alias> aliases;
+    bool url_is_alias = false;
+    {
+      const std::string prefix = fmt::EncodeAliasPrefix(sha);
+      const std::string end = PrefixEnd(prefix);
+      const rocksdb::Slice upper(end);
+      rocksdb::ReadOptions range = read;
+      range.iterate_upper_bound = &upper;
+      std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(range, cf));
+      for (it->Seek(prefix); it->Valid(); it->Next()) {
+        const absl::string_view key(it->key().data(), it->key().size());
+        absl::StatusOr<absl::string_view> alias = fmt::DecodeAliasKeyUrl(key);
+        absl::StatusOr<absl::Time> added = fmt::DecodeAliasValue(
+            absl::string_view(it->value().data(), it->value().size()));
+        if (!alias.ok() || !added.ok()) {
+          return damaged("alias list of text " + Sha256Hex(sha),
+                         !alias.ok() ? alias.status() : added.status());
+        }
+        if (*alias == url) {
+          url_is_alias = true;
+        } else {
+          aliases.push_back({*added, std::string(*alias)});
+        }
+      }
+      if (!it->status().ok()) return FromRocksDbStatus(it->status(), kAction, path);
+    }
+    if (url_is_alias) {
+      del(cf, fmt::EncodeAliasKey(sha, url));
+      ++result.aliases_removed;
+    }
+    if (record->owner_url != url) {
+      if (!url_is_alias) continue;  // a stale scan hit: nothing names the URL now
+      record->alias_count = aliases.size();
+      put(content_key, fmt::EncodeContentValue(*record));
+      continue;
+    }
+    if (aliases.empty()) {
+      del(cf, content_key);
+      del(cf, fmt::EncodeFingerprintKey(record->doc_id));
+      index_removed.push_back({record->simhash, record->doc_id});
+      ++result.contents_removed;
+      continue;
+    }
+    // The oldest alias becomes the owner; ties by URL bytes (the order the
+    // alias list is in), so the choice is deterministic.
+    auto next = std::min_element(aliases.begin(), aliases.end(),
+                                 [](const Alias& a, const Alias& b) {
+                                   return a.added != b.added ? a.added < b.added
+                                                             : a.url < b.url;
+                                 });
+    del(cf, fmt::EncodeAliasKey(sha, next->url));
+    record->owner_url = next->url;
+    record->alias_count = aliases.size() - 1;
+    put(content_key, fmt::EncodeContentValue(*record));
+    result.contents_promoted.push_back({sha, next->url});
+  }
+
+  // The chunks: exactly what a claim of the document with no chunks does.
+  ChunkMutations chunk_mutations;
+  if (manifest.has_value()) {
+    ChunkReader reader(impl_.get(), db, snapshot.snapshot());
+    // The owners before, to report the texts whose owner changes.
+    std::vector<std::pair<Sha256Digest, size_t>> held;  // sha, chunks of this doc
+    for (const StoredChunk& c : manifest->chunks) {
+      auto it = std::find_if(held.begin(), held.end(),
+                             [&](const auto& h) { return h.first == c.sha256; });
+      if (it == held.end()) {
+        held.emplace_back(c.sha256, 1);
+      } else {
+        ++it->second;
+      }
+    }
+    for (const auto& [sha, mine] : held) {
+      // This document's holders of the text are at most `mine`, so the
+      // first mine + 1 holders name the next owner when there is one.
+      DEDUPD_ASSIGN_OR_RETURN(std::vector<ChunkHolder> holders,
+                              reader.ListHolders(sha, mine + 1));
+      if (holders.empty() || holders.front().document_url != url) continue;
+      for (const ChunkHolder& h : holders) {
+        if (h.document_url == url) continue;
+        result.chunk_owners_promoted.push_back({sha, h.document_url, h.chunk_id});
+        break;
+      }
+    }
+    ChunkPlan plan;
+    DEDUPD_RETURN_IF_ERROR(PlanChunkDocument(no_chunks, /*claim=*/true, now, &reader, &plan));
+    chunk_mutations = std::move(plan.mutations);
+    result.chunk_manifest_removed = chunk_mutations.delete_manifest;
+    result.chunk_holders_removed = chunk_mutations.holders_removed.size();
+    result.chunk_texts_removed = chunk_mutations.texts_deleted.size();
+    if (ws.ok()) ws = impl_->AddChunkMutations(chunk_mutations, doc_key, &batch);
+  }
+
+  if (!ws.ok()) return FromRocksDbStatus(ws, kAction, path);
+  if (batch.Count() == 0) return result;
+  // Returns after the WAL write (and fsync with sync_writes).
+  rocksdb::Status s = db->Write(impl_->write_options, &batch);
+  if (!s.ok()) return FromRocksDbStatus(s, kAction, path);
+  // Only after the write, as claims do: readers skip index entries whose
+  // fingerprint record their snapshot lacks.
+  for (const SimHashIndex::Entry& e : index_removed) {
+    impl_->index->Remove(e.fingerprint, e.id);
+  }
+  impl_->ApplyChunkIndex(chunk_mutations);
+  return result;
+}
+
+// ---- Consistency check ----
+
+absl::StatusOr<ConsistencyReport> RocksDbStore::CheckConsistency() {
+  constexpr absl::string_view kAction = "check consistency of store";
+  ConsistencyReport report;
+  size_t more = 0;
+  auto problem = [&](std::string line) {
+    if (report.problems.size() < ConsistencyReport::kMaxProblems) {
+      report.problems.push_back(std::move(line));
+    } else {
+      ++more;
+    }
+  };
+  auto hex = [](absl::string_view bytes) { return PrintableKey(bytes); };
+
+  absl::ReaderMutexLock lifecycle(&impl_->mu);
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
+  rocksdb::ManagedSnapshot snapshot(db);
+  rocksdb::ReadOptions read;
+  read.snapshot = snapshot.snapshot();
+  read.fill_cache = false;
+
+  absl::flat_hash_set<std::string> urls;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read, db->DefaultColumnFamily()));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      const absl::string_view key(it->key().data(), it->key().size());
+      if (key == fmt::EncodeMetaKey()) continue;
+      absl::StatusOr<absl::string_view> url = fmt::DecodeUrlKey(key);
+      absl::StatusOr<absl::Time> t = fmt::DecodeUrlValue(
+          absl::string_view(it->value().data(), it->value().size()));
+      if (!url.ok() || !t.ok()) {
+        problem(absl::StrCat("URL record ", hex(key), ": ",
+                             (!url.ok() ? url.status() : t.status()).message()));
+        continue;
+      }
+      urls.emplace(*url);
+    }
+    if (!it->status().ok()) return FromRocksDbStatus(it->status(), kAction, impl_->options.path);
+  }
+  report.urls = urls.size();
+
+  absl::flat_hash_map<std::string, fmt::ContentValue> contents;  // by DigestKey
+  absl::flat_hash_map<std::string, std::vector<std::string>> aliases;
+  absl::flat_hash_map<uint32_t, fmt::FingerprintValue> fingerprints;
+  absl::flat_hash_map<std::string, fmt::FetchValue> fetches;
+  absl::flat_hash_map<std::string, std::vector<fmt::ChunkManifestEntry>> manifests;
+  absl::flat_hash_map<std::string, fmt::ChunkTextValue> chunk_texts;
+  std::vector<fmt::ChunkHolderKey> holders;
+  absl::flat_hash_map<uint32_t, fmt::FingerprintValue> chunk_fingerprints;
+  constexpr size_t kShaBytes = std::tuple_size<Sha256Digest>::value;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read, impl_->content_cf));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      const absl::string_view key(it->key().data(), it->key().size());
+      const absl::string_view value(it->value().data(), it->value().size());
+      auto bad = [&](absl::string_view what, const absl::Status& why) {
+        problem(absl::StrCat(what, " ", hex(key), ": ", why.message()));
+      };
+      const char tag = key.empty() ? '\xff' : key[0];
+      const char sub = key.size() < 2 ? '\xff' : key[1];
+      if (key == fmt::EncodeContentMetaKey()) continue;
+      if (tag == fmt::kTagContent) {
+        absl::StatusOr<fmt::ContentValue> v = fmt::DecodeContentValue(value);
+        if (key.size() != 1 + kShaBytes) {
+          bad("content record", absl::DataLossError("key is not 02 + SHA-256"));
+        } else if (!v.ok()) {
+          bad("content record", v.status());
+        } else {
+          contents.emplace(std::string(key.substr(1)), *std::move(v));
+        }
+      } else if (tag == fmt::kTagAlias) {
+        absl::StatusOr<absl::string_view> url = fmt::DecodeAliasKeyUrl(key);
+        absl::StatusOr<absl::Time> added = fmt::DecodeAliasValue(value);
+        if (!url.ok() || !added.ok()) {
+          bad("alias record", !url.ok() ? url.status() : added.status());
+        } else {
+          aliases[std::string(key.substr(1, kShaBytes))].emplace_back(*url);
+          ++report.aliases;
+        }
+      } else if (tag == fmt::kTagFingerprint) {
+        absl::StatusOr<uint32_t> id = fmt::DecodeFingerprintKey(key);
+        absl::StatusOr<fmt::FingerprintValue> v = fmt::DecodeFingerprintValue(value);
+        if (!id.ok() || !v.ok()) {
+          bad("fingerprint record", !id.ok() ? id.status() : v.status());
+        } else {
+          fingerprints.emplace(*id, *v);
+        }
+      } else if (tag == fmt::kTagFetch) {
+        absl::StatusOr<fmt::FetchValue> v = fmt::DecodeFetchValue(value);
+        if (key.size() < 2 || !v.ok()) {
+          bad("fetch record", v.ok() ? absl::DataLossError("no URL") : v.status());
+        } else {
+          fetches.emplace(std::string(key.substr(1)), *v);
+        }
+      } else if (tag == fmt::kTagChunk && sub == fmt::kChunkManifest) {
+        absl::StatusOr<std::vector<fmt::ChunkManifestEntry>> v =
+            fmt::DecodeChunkManifestValue(value);
+        if (key.size() < 3 || !v.ok()) {
+          bad("chunk manifest", v.ok() ? absl::DataLossError("no URL") : v.status());
+        } else {
+          manifests.emplace(std::string(key.substr(2)), *std::move(v));
+        }
+      } else if (tag == fmt::kTagChunk && sub == fmt::kChunkText) {
+        absl::StatusOr<fmt::ChunkTextValue> v = fmt::DecodeChunkTextValue(value);
+        if (key.size() != 2 + kShaBytes || !v.ok()) {
+          bad("chunk text", v.ok() ? absl::DataLossError("key is not 05 02 + SHA-256")
+                                   : v.status());
+        } else {
+          chunk_texts.emplace(std::string(key.substr(2)), *v);
+        }
+      } else if (tag == fmt::kTagChunk && sub == fmt::kChunkHolder) {
+        absl::StatusOr<fmt::ChunkHolderKey> h = fmt::DecodeChunkHolderKey(key);
+        absl::Status v = fmt::CheckChunkHolderValue(value);
+        if (!h.ok() || !v.ok()) {
+          bad("chunk holder", !h.ok() ? h.status() : v);
+        } else {
+          holders.push_back(*std::move(h));
+        }
+      } else if (tag == fmt::kTagChunk && sub == fmt::kChunkFingerprint) {
+        absl::StatusOr<uint32_t> id = fmt::DecodeChunkFingerprintKey(key);
+        absl::StatusOr<fmt::FingerprintValue> v = fmt::DecodeFingerprintValue(value);
+        if (!id.ok() || !v.ok()) {
+          bad("chunk fingerprint", !id.ok() ? id.status() : v.status());
+        } else {
+          chunk_fingerprints.emplace(*id, *v);
+        }
+      } else {
+        bad("key", absl::DataLossError("no record kind has this tag"));
+      }
+    }
+    if (!it->status().ok()) return FromRocksDbStatus(it->status(), kAction, impl_->options.path);
+  }
+  report.contents = contents.size();
+  report.fingerprints = fingerprints.size();
+  report.fetches = fetches.size();
+  report.chunk_manifests = manifests.size();
+  report.chunk_texts = chunk_texts.size();
+  report.chunk_holders = holders.size();
+  report.chunk_fingerprints = chunk_fingerprints.size();
+
+  auto sha_hex = [](absl::string_view digest_key) {
+    return absl::BytesToHexString(digest_key);
+  };
+  // Content layer.
+  for (const auto& [sha, c] : contents) {
+    const std::string what = absl::StrCat("content ", sha_hex(sha));
+    if (!urls.contains(c.owner_url)) {
+      problem(absl::StrCat(what, ": owner \"", hex(c.owner_url), "\" has no URL record"));
+    }
+    auto fp = fingerprints.find(c.doc_id);
+    if (fp == fingerprints.end()) {
+      problem(absl::StrCat(what, ": no fingerprint record ", c.doc_id));
+    } else if (DigestKey(fp->second.sha256) != sha || fp->second.simhash != c.simhash) {
+      problem(absl::StrCat(what, ": fingerprint record ", c.doc_id, " names another text"));
+    }
+    auto a = aliases.find(sha);
+    const size_t n = a == aliases.end() ? 0 : a->second.size();
+    if (n != c.alias_count) {
+      problem(absl::StrCat(what, ": alias count ", c.alias_count, " but ", n,
+                           " alias records"));
+    }
+    if (a != aliases.end() &&
+        std::find(a->second.begin(), a->second.end(), c.owner_url) != a->second.end()) {
+      problem(absl::StrCat(what, ": owner \"", hex(c.owner_url), "\" is also an alias"));
+    }
+  }
+  for (const auto& [sha, list] : aliases) {
+    for (const std::string& url : list) {
+      const std::string what = absl::StrCat("alias ", sha_hex(sha), " \"", hex(url), "\"");
+      if (!contents.contains(sha)) problem(absl::StrCat(what, ": no content record"));
+      if (!urls.contains(url)) problem(absl::StrCat(what, ": no URL record"));
+    }
+  }
+  for (const auto& [id, fp] : fingerprints) {
+    auto c = contents.find(DigestKey(fp.sha256));
+    if (c == contents.end() || c->second.doc_id != id) {
+      problem(absl::StrCat("fingerprint ", id, ": text ", Sha256Hex(fp.sha256),
+                           c == contents.end() ? " has no content record"
+                                               : " has another doc id"));
+    }
+    if (id >= impl_->next_doc_id.load()) {
+      problem(absl::StrCat("fingerprint ", id, ": not below the next doc id"));
+    }
+  }
+  for (const auto& [url, f] : fetches) {
+    const std::string what = absl::StrCat("fetch \"", hex(url), "\"");
+    const std::string sha = DigestKey(f.sha256);
+    auto c = contents.find(sha);
+    if (c == contents.end()) {
+      problem(absl::StrCat(what, ": text ", sha_hex(sha), " has no content record"));
+      continue;
+    }
+    auto a = aliases.find(sha);
+    const bool alias = a != aliases.end() &&
+                       std::find(a->second.begin(), a->second.end(), url) != a->second.end();
+    if (c->second.owner_url != url && !alias) {
+      problem(absl::StrCat(what, ": neither owner nor alias of text ", sha_hex(sha)));
+    }
+  }
+
+  // Chunk layer.
+  absl::flat_hash_map<std::string, uint64_t> holder_counts;  // by DigestKey
+  for (const fmt::ChunkHolderKey& h : holders) {
+    const std::string sha = DigestKey(h.sha256);
+    ++holder_counts[sha];
+    const std::string what = absl::StrCat("chunk holder ", sha_hex(sha), " \"",
+                                          hex(h.document_url), "\" ", hex(h.chunk_id));
+    if (!chunk_texts.contains(sha)) problem(absl::StrCat(what, ": no text record"));
+    auto m = manifests.find(h.document_url);
+    const bool listed =
+        m != manifests.end() &&
+        std::any_of(m->second.begin(), m->second.end(), [&](const fmt::ChunkManifestEntry& e) {
+          return e.chunk_id == h.chunk_id && e.sha256 == h.sha256 && e.added == h.added;
+        });
+    if (!listed) problem(absl::StrCat(what, ": not an entry of its document's manifest"));
+  }
+  absl::flat_hash_set<std::string> holder_keys;
+  for (const fmt::ChunkHolderKey& h : holders) holder_keys.insert(fmt::EncodeChunkHolderKey(h));
+  for (const auto& [url, entries] : manifests) {
+    for (const fmt::ChunkManifestEntry& e : entries) {
+      const std::string what = absl::StrCat("chunk manifest \"", hex(url), "\" entry ",
+                                            hex(e.chunk_id));
+      if (!holder_keys.contains(fmt::EncodeChunkHolderKey(
+              {e.sha256, e.added, url, e.chunk_id}))) {
+        problem(absl::StrCat(what, ": no holder record"));
+      }
+      if (!chunk_texts.contains(DigestKey(e.sha256))) {
+        problem(absl::StrCat(what, ": no text record"));
+      }
+    }
+  }
+  for (const auto& [sha, t] : chunk_texts) {
+    const std::string what = absl::StrCat("chunk text ", sha_hex(sha));
+    auto n = holder_counts.find(sha);
+    const uint64_t held = n == holder_counts.end() ? 0 : n->second;
+    if (held != t.holders) {
+      problem(absl::StrCat(what, ": holder count ", t.holders, " but ", held,
+                           " holder records"));
+    }
+    auto fp = chunk_fingerprints.find(t.text_id);
+    if (fp == chunk_fingerprints.end()) {
+      problem(absl::StrCat(what, ": no chunk fingerprint record ", t.text_id));
+    } else if (DigestKey(fp->second.sha256) != sha || fp->second.simhash != t.simhash) {
+      problem(absl::StrCat(what, ": chunk fingerprint ", t.text_id, " names another text"));
+    }
+  }
+  for (const auto& [id, fp] : chunk_fingerprints) {
+    auto t = chunk_texts.find(DigestKey(fp.sha256));
+    if (t == chunk_texts.end() || t->second.text_id != id) {
+      problem(absl::StrCat("chunk fingerprint ", id, ": text ", Sha256Hex(fp.sha256),
+                           t == chunk_texts.end() ? " has no text record"
+                                                  : " has another text id"));
+    }
+    if (id >= impl_->next_text_id.load()) {
+      problem(absl::StrCat("chunk fingerprint ", id, ": not below the next text id"));
+    }
+  }
+
+  // The in-memory indexes hold exactly the fingerprint records: each record
+  // is found at distance 0, and the sizes agree (the index is a set).
+  auto check_index = [&](absl::string_view name, const SimHashIndex& index,
+                         const absl::flat_hash_map<uint32_t, fmt::FingerprintValue>& records) {
+    for (const auto& [id, fp] : records) {
+      const std::vector<SimHashIndex::Match> same =
+          index.Query(fp.simhash, 0, std::numeric_limits<size_t>::max());
+      const bool held = std::any_of(same.begin(), same.end(),
+                                    [id = id](const SimHashIndex::Match& m) { return m.id == id; });
+      if (!held) problem(absl::StrCat(name, " lacks fingerprint record ", id));
+    }
+    if (index.size() != records.size()) {
+      problem(absl::StrCat(name, " holds ", index.size(), " entries for ", records.size(),
+                           " fingerprint records"));
+    }
+  };
+  check_index("near-duplicate index", *impl_->index, fingerprints);
+  check_index("chunk index", *impl_->chunk_index, chunk_fingerprints);
+
+  if (more > 0) report.problems.push_back(absl::StrCat("... and ", more, " more"));
+  return report;
 }
 
 RocksDbStore::IndexStats RocksDbStore::chunk_index_stats() const {
@@ -1411,32 +2006,44 @@ absl::StatusOr<uint64_t> RocksDbStore::ApproximateUrlCount() {
   DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
   // Not rocksdb.estimate-num-keys: it extrapolates from the files whose
   // statistics were loaded, and Open loads none (skip_stats_update_on_db_open),
-  // so it is far off after a restart. Records are never overwritten or
-  // deleted, so every key lives in exactly one table file or memtable, and
-  // summing entries is exact up to a flush racing this call.
+  // so it is far off after a restart. URL records are never overwritten,
+  // and deleted only by Forget, which deletes only a stored key: every
+  // record lives in exactly one table file or memtable. A tombstone in a
+  // memtable shadows a record counted elsewhere (an older table, or the
+  // same memtable), so it counts -1 (entries include tombstones: entries -
+  // 2 * deletes). A tombstone in a table file counts 0: the flush or
+  // compaction that wrote it may have dropped its record already (then 0
+  // is right), or the record may still sit in an older table (then the
+  // count is one too high until a compaction merges the two).
   rocksdb::TablePropertiesCollection tables;
   rocksdb::Status s = db->GetPropertiesOfAllTables(&tables);
   if (!s.ok()) return FromRocksDbStatus(s, kAction, impl_->options.path);
-  uint64_t keys = 0;
+  int64_t keys = 0;
   for (const auto& [file, props] : tables) {
     if (props == nullptr) continue;
     const uint64_t dead = props->num_deletions + props->num_range_deletions;
-    keys += props->num_entries > dead ? props->num_entries - dead : 0;
+    keys += static_cast<int64_t>(props->num_entries) - static_cast<int64_t>(dead);
   }
-  for (const std::string* property :
-       {&rocksdb::DB::Properties::kNumEntriesActiveMemTable,
-        &rocksdb::DB::Properties::kNumEntriesImmMemTables}) {
+  for (const auto& [entries_property, deletes_property] :
+       {std::pair{&rocksdb::DB::Properties::kNumEntriesActiveMemTable,
+                  &rocksdb::DB::Properties::kNumDeletesActiveMemTable},
+        std::pair{&rocksdb::DB::Properties::kNumEntriesImmMemTables,
+                  &rocksdb::DB::Properties::kNumDeletesImmMemTables}}) {
     uint64_t entries = 0;
-    if (!db->GetIntProperty(*property, &entries)) {
-      return absl::InternalError(absl::StrCat(kAction, " at ",
-                                              impl_->options.path,
-                                              ": RocksDB property ", *property,
-                                              " is unavailable"));
+    uint64_t deletes = 0;
+    for (auto [property, value] : {std::pair{entries_property, &entries},
+                                   std::pair{deletes_property, &deletes}}) {
+      if (!db->GetIntProperty(*property, value)) {
+        return absl::InternalError(absl::StrCat(kAction, " at ",
+                                                impl_->options.path,
+                                                ": RocksDB property ", *property,
+                                                " is unavailable"));
+      }
     }
-    keys += entries;
+    keys += static_cast<int64_t>(entries) - 2 * static_cast<int64_t>(deletes);
   }
   // The meta record is one of the keys.
-  return keys > 0 ? keys - 1 : 0;
+  return keys > 1 ? static_cast<uint64_t>(keys - 1) : 0;
 }
 
 absl::StatusOr<uint64_t> RocksDbStore::DiskBytes() {

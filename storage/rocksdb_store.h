@@ -24,9 +24,10 @@
 // absent keys holds per-key claim locks, so claims of the same key are
 // serialized while claims of disjoint keys, reads of present keys and
 // lookups run concurrently. Chunk claims lock their document's key and then
-// their texts' keys (CheckChunks). Close may be called concurrently with other
-// calls: it waits for calls in flight, and later calls fail with
-// FailedPrecondition.
+// their texts' keys (CheckChunks); Forget locks the URL's own keys and then
+// its texts' keys, so it serializes with every claim of those keys. Close
+// may be called concurrently with other calls: it waits for calls in
+// flight, and later calls fail with FailedPrecondition.
 #ifndef DEDUPD_STORAGE_ROCKSDB_STORE_H_
 #define DEDUPD_STORAGE_ROCKSDB_STORE_H_
 
@@ -41,6 +42,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "core/sha256.h"
 #include "core/simhash.h"
 #include "core/text_normalizer.h"
 #include "storage/chunk_store.h"
@@ -148,6 +150,74 @@ struct RocksDbStoreOptions {
   bool collect_statistics = false;
 };
 
+// What RocksDbStore::Forget removed or rewrote. Every count is of records
+// deleted in the one atomic write of the call; all zero/false (found() is
+// false) when the store held nothing of the URL.
+struct ForgetResult {
+  // The URL record (seen-set) existed and was deleted: CheckUrl answers NEW
+  // for the URL again.
+  bool url_found = false;
+  // The URL's fetch record (re-crawl state) was deleted.
+  bool fetch_removed = false;
+  // Alias records deleted: texts owned by another URL that the forgotten URL
+  // also served. Their content records stay, with one alias less.
+  uint64_t aliases_removed = 0;
+  // Texts the URL owned alone: content record, fingerprint record and
+  // near-duplicate index entry deleted (the text is NEW again).
+  uint64_t contents_removed = 0;
+  // A text the URL owned that other URLs also served: its oldest alias (by
+  // time added, then URL bytes) became its owner, and that alias record was
+  // deleted. The previous owner is the forgotten URL.
+  struct ContentPromotion {
+    Sha256Digest sha256{};
+    std::string new_owner_url;
+  };
+  std::vector<ContentPromotion> contents_promoted;
+  // The URL's chunk manifest was deleted (the document held chunks).
+  bool chunk_manifest_removed = false;
+  // Chunk holder records deleted: one per chunk the document held.
+  uint64_t chunk_holders_removed = 0;
+  // Chunk texts no other document holds: text record, chunk fingerprint
+  // record and chunk index entry deleted.
+  uint64_t chunk_texts_removed = 0;
+  // A chunk text whose oldest holder (its owner, the chunk that duplicates
+  // name) was a chunk of the forgotten document and that other chunks still
+  // hold: the next oldest holder is its owner now.
+  struct ChunkPromotion {
+    Sha256Digest sha256{};
+    std::string new_owner_document_url;
+    std::string new_owner_chunk_id;
+  };
+  std::vector<ChunkPromotion> chunk_owners_promoted;
+
+  // found returns whether the store held any record of the URL.
+  bool found() const {
+    return url_found || fetch_removed || aliases_removed > 0 ||
+           contents_removed > 0 || !contents_promoted.empty() ||
+           chunk_manifest_removed;
+  }
+};
+
+// What RocksDbStore::CheckConsistency found: the records per kind, and the
+// broken invariants (empty when the store is consistent).
+struct ConsistencyReport {
+  uint64_t urls = 0;
+  uint64_t contents = 0;
+  uint64_t aliases = 0;
+  uint64_t fingerprints = 0;
+  uint64_t fetches = 0;
+  uint64_t chunk_manifests = 0;
+  uint64_t chunk_texts = 0;
+  uint64_t chunk_holders = 0;
+  uint64_t chunk_fingerprints = 0;
+  // One line per broken invariant, naming the record ("alias <sha> <url>:
+  // no content record"); at most kMaxProblems, then one line saying how
+  // many more.
+  static constexpr size_t kMaxProblems = 100;
+  std::vector<std::string> problems;
+  bool ok() const { return problems.empty(); }
+};
+
 // The URL filter's file in the store directory (RocksDB ignores files whose
 // names it does not know).
 inline constexpr char kUrlFilterFileName[] = "dedupd-url-filter.bloom";
@@ -182,10 +252,10 @@ class RocksDbStore final : public UrlStore, public ContentStore, public ChunkSto
   ~RocksDbStore() override;
 
   // See UrlStore. One MultiGet of the batch's distinct keys without any
-  // claim lock (found keys are final: records are never overwritten or
-  // deleted); then, when some key was absent, with the claim locks of the
-  // absent keys held, a MultiGet of those keys and one WAL write of the
-  // ones still absent. Waits while another claim holds any of those keys.
+  // claim lock (found keys are SEEN: records are never overwritten, and
+  // Forget, the one delete, takes the key's claim lock); then, when some
+  // key was absent, with the claim locks of the absent keys held, a
+  // MultiGet of those keys and one WAL write of the ones still absent. Waits while another claim holds any of those keys.
   // Errors: as UrlStore, plus InvalidArgument for an empty key (nothing
   // recorded), FailedPrecondition after Close, and DataLoss naming the key
   // when a stored value cannot be decoded.
@@ -225,9 +295,71 @@ class RocksDbStore final : public UrlStore, public ContentStore, public ChunkSto
   absl::Status CheckChunks(const ChunkDocument& doc, bool claim, absl::Time now,
                            ChunkAnswer* answer) override;
 
+  // Forget removes `normalized_url` from the store, so that it can be
+  // crawled again or to erase it on request, leaving no record that names
+  // it and no dangling reference:
+  //   - its URL record (CheckUrl answers NEW again), its fetch record, and
+  //     its alias records (texts other URLs own; their alias counts drop);
+  //   - each text it owns: when other URLs served the same text, the oldest
+  //     alias (time added, then URL bytes) becomes the owner (same doc id,
+  //     fingerprint and first-seen time); otherwise the content record, its
+  //     fingerprint record and its near-duplicate index entry are deleted;
+  //   - its chunks, as CheckChunks with no chunks would: the manifest and
+  //     its holder records; texts no other chunk holds lose their text and
+  //     chunk fingerprint records and chunk index entries; the others' next
+  //     oldest holder becomes their owner.
+  // Atomic: the keys are locked as claims lock them (first the URL's own
+  // keys: URL, fetch and manifest; then the content keys of every text
+  // that names the URL and the chunk text keys of its chunks), so concurrent
+  // ClaimUrls, CheckContent and CheckChunks of the same keys serialize with
+  // it, and everything is deleted or rewritten in one WriteBatch; returns
+  // only after the WAL write (fsynced with sync_writes). The in-memory
+  // indexes drop the deleted entries after the write. The URL Bloom front
+  // cannot delete: it keeps answering "maybe" for the URL, which costs a
+  // store read and never a wrong answer.
+  // A URL the store does not know is not an error: the result's found() is
+  // false. `now` is the time the chunk planner is given (nothing forgotten
+  // records it).
+  // Cost: finding the texts that name the URL scans every content and alias
+  // record (no index maps a URL to its texts): O(content records), about
+  // 0.6-0.8 s per million texts on the 2-core VM (docs/storage_format.md),
+  // with only the URL's own keys locked meanwhile.
+  // Errors: InvalidArgument for an empty URL; FailedPrecondition after
+  // Close; DataLoss naming a damaged record; Unavailable/ResourceExhausted
+  // from RocksDB. On error nothing was deleted.
+  // Example:
+  //   DEDUPD_ASSIGN_OR_RETURN(ForgetResult r,
+  //                           store->Forget("https://a.example/post", absl::Now()));
+  //   // r.url_found: CheckUrl("https://a.example/post") is NEW again;
+  //   // r.contents_promoted[i].new_owner_url now owns a text it owned.
+  absl::StatusOr<ForgetResult> Forget(const std::string& normalized_url,
+                                      absl::Time now);
+
+  // CheckConsistency reads every record from one snapshot and checks the
+  // invariants that tie the kinds together (docs/storage_format.md,
+  // "Invariants"): every record decodes; every content record has its
+  // fingerprint record (same doc id, SimHash and SHA-256), an alias count
+  // equal to its alias records, and an owner with a URL record that is not
+  // also its alias; every alias names an existing content record and has a
+  // URL record; every fingerprint names a content record with its doc id;
+  // every fetch record names a text its URL owns or is an alias of; every
+  // chunk manifest entry has its holder record and text record; every
+  // holder is an entry of its document's manifest; every chunk text's
+  // holder count equals its holder records and it has its chunk
+  // fingerprint record; every chunk fingerprint names a text with its id;
+  // and both in-memory indexes hold exactly the fingerprint records. For
+  // tests and offline checks: it holds every key in memory, and the index
+  // comparison is exact only while no write runs.
+  // Errors: FailedPrecondition after Close; Unavailable from RocksDB. A
+  // broken invariant is not an error: it is reported in `problems`.
+  absl::StatusOr<ConsistencyReport> CheckConsistency();
+
   // ApproximateUrlCount returns the number of stored URLs, from the entry
-  // counts of the table files' properties and the memtables: exact when
-  // no flush or compaction races the call. For stats and benchmarks, not
+  // and deletion counts of the table files' properties and the memtables:
+  // exact when no flush or compaction races the call, except that a URL
+  // deleted by Forget whose tombstone was flushed apart from its record
+  // still counts until a compaction merges the two. For stats and
+  // benchmarks, not
   // for logic. Cost: O(table files); reads the properties block of table
   // files that are not open.
   absl::StatusOr<uint64_t> ApproximateUrlCount();

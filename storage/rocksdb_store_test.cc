@@ -24,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/sha256.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -735,7 +736,8 @@ TEST(FromRocksDbStatusTest, MapsByCallerActionWithContext) {
 // (SIGKILL) and reaped on destruction at the latest.
 class HelperProcess {
  public:
-  // `mode`: empty (claim URLs) or "chunks" (see rocksdb_crash_helper.cc).
+  // `mode`: empty (claim URLs), "chunks" or "forget" (see
+  // rocksdb_crash_helper.cc).
   static absl::StatusOr<std::unique_ptr<HelperProcess>> Start(
       const std::string& store_path, const std::string& mode = "") {
     int in[2], out[2];
@@ -902,6 +904,64 @@ TEST_F(RocksDbStoreProcessTest, AnsweredChunkClaimsSurviveKillDashNine) {
     ASSERT_EQ(answer.outcomes[i].verdict, ChunkVerdict::kNearDuplicate) << i;
     ASSERT_EQ(answer.outcomes[i].distance, 2) << i;
   }
+}
+
+// The same for Forget: a Forget acknowledged by the killed process is still
+// in effect after the restart (records gone, index rebuilt without them,
+// promotions kept), and the store is consistent.
+TEST_F(RocksDbStoreProcessTest, AcknowledgedForgetSurvivesKillDashNine) {
+  constexpr size_t kDocs = 200;
+  auto url = [](size_t i) { return absl::StrCat("https://f", i, "/"); };
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+    std::vector<ContentDoc> docs;
+    for (size_t i = 0; i < kDocs; ++i) {
+      ContentDoc d;
+      d.identity_url = d.fetched_url = url(i);
+      // Even documents own a text alone; odd ones share their text with
+      // the even one before them (its alias).
+      d.sha256 = Sha256(absl::StrCat("text", i / 2 * 2));
+      d.simhash = (i / 2 + 1) * 0x9e3779b97f4a7c15ULL;
+      docs.push_back(d);
+    }
+    std::vector<ContentOutcome> out;
+    ASSERT_THAT(store->CheckContent(docs, true, ContentLimits{}, T(1), &out), IsOk());
+    ChunkAnswer answer;
+    ASSERT_THAT(store->CheckChunks({url(0), {TestChunk("0", "chunk", 7)}}, true, T(2), &answer),
+                IsOk());
+    ASSERT_THAT(store->Close(), IsOk());
+  }
+  // The child forgets every fourth document: owners of shared texts (i % 4
+  // == 0, their alias i + 1 takes over).
+  std::string input;
+  for (size_t i = 0; i < kDocs; i += 4) absl::StrAppend(&input, url(i), "\n");
+  {
+    ASSERT_OK_AND_ASSIGN(auto child, HelperProcess::Start(path_, "forget"));
+    ASSERT_TRUE(child->Write(input + "go\n"));
+    ASSERT_EQ(child->ReadLine(), absl::StrCat("forgot ", kDocs / 4));
+    child->Kill();
+  }
+  ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+  ASSERT_OK_AND_ASSIGN(ConsistencyReport report, store->CheckConsistency());
+  EXPECT_TRUE(report.ok()) << absl::StrJoin(report.problems, "\n");
+  EXPECT_EQ(report.urls, kDocs - kDocs / 4);
+  EXPECT_EQ(report.contents, kDocs / 2) << "every text still has an owner";
+  EXPECT_EQ(report.chunk_texts, 0u);
+  EXPECT_EQ(store->index_stats().fingerprints, kDocs / 2);
+  std::vector<std::optional<absl::Time>> found;
+  std::vector<std::string> urls;
+  for (size_t i = 0; i < kDocs; ++i) urls.push_back(url(i));
+  ASSERT_THAT(store->LookupUrls(urls, &found), IsOk());
+  for (size_t i = 0; i < kDocs; ++i) {
+    ASSERT_EQ(found[i].has_value(), i % 4 != 0) << "forget of " << url(i) << " lost";
+  }
+  std::vector<ContentOutcome> out;
+  ContentDoc probe;
+  probe.identity_url = probe.fetched_url = "https://probe/";
+  probe.sha256 = Sha256("text0");
+  probe.simhash = 0x9e3779b97f4a7c15ULL;
+  ASSERT_THAT(store->CheckContent({probe}, false, ContentLimits{}, T(3), &out), IsOk());
+  EXPECT_EQ(out[0].owner_url, url(1));
 }
 
 }  // namespace
