@@ -14,6 +14,7 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "server/auth.h"
 #include "server/config.h"
 #include "server/engine.h"
 #include "server/log.h"
@@ -37,6 +38,11 @@ struct DedupServer::Impl {
   std::unique_ptr<WorkerPool> workers;
   std::unique_ptr<DedupService> service;
   std::unique_ptr<grpc::Server> server;
+  // The plaintext health-only server of --health_listen; null when off.
+  std::unique_ptr<grpc::Server> health_server;
+  int health_port = 0;
+  // The bearer-token rule; null without tokens. Outlives the servers.
+  std::shared_ptr<const CallAuthorizer> authorizer;
   // The /metrics endpoint; null when --metrics_listen is empty. Destroyed
   // before the stores it reads.
   std::unique_ptr<MetricsExporter> metrics;
@@ -118,6 +124,40 @@ std::vector<MetricSample> UrlTierSamples(const DedupServer::Impl& impl) {
   return out;
 }
 
+// SetServing sets the health of the main and the health-only server.
+void SetServing(DedupServer::Impl& impl, bool serving) {
+  impl.server->GetHealthCheckService()->SetServingStatus(serving);
+  if (impl.health_server != nullptr) {
+    impl.health_server->GetHealthCheckService()->SetServingStatus(serving);
+  }
+}
+
+// StartHealthServer serves grpc.health.v1 alone, in plaintext, on `listen`.
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartHealthServer(const std::string& listen,
+                                                               int* port) {
+  std::string host;
+  int requested = 0;
+  absl::Status parsed = SplitHostPort(listen, &host, &requested);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--health_listen=", listen, ": want host:port (e.g. 0.0.0.0:8081, 127.0.0.1:0)"));
+  }
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), port);
+  // The reflection plugin is process-wide, so this builder adds reflection
+  // too: the interceptor answers every method but health UNIMPLEMENTED.
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(MakeHealthOnlyInterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || *port == 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "--health_listen=", listen,
+        ": could not bind (address in use, or not an address of this host)"));
+  }
+  return server;
+}
+
 }  // namespace
 
 DedupServer::DedupServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -129,6 +169,15 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Start(
   auto impl = std::make_unique<Impl>();
   int requested_port = 0;
   DEDUPD_RETURN_IF_ERROR(SplitHostPort(options.listen, &impl->host, &requested_port));
+  // TLS files are checked before the store opens: a bad file fails fast.
+  DEDUPD_ASSIGN_OR_RETURN(
+      std::shared_ptr<grpc::ServerCredentials> credentials,
+      MakeServerCredentials({options.tls_cert_file, options.tls_key_file,
+                             options.tls_client_ca_file}));
+  if (!options.auth_token.empty() || !options.admin_token.empty()) {
+    impl->authorizer =
+        std::make_shared<CallAuthorizer>(options.auth_token, options.admin_token);
+  }
 
   DEDUPD_ASSIGN_OR_RETURN(DedupConfig config, LoadConfigFile(options.config_path));
   impl->normalizer = std::make_unique<UrlNormalizer>(std::move(config.url_policy));
@@ -205,8 +254,16 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Start(
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(),
-                           &impl->port);
+  builder.AddListeningPort(options.listen, credentials, &impl->port);
+  if (impl->authorizer != nullptr) {
+    // Every service (Dedup, health, reflection, admin) passes the token
+    // check; see server/auth.cc for why an interceptor.
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+        interceptors;
+    interceptors.push_back(MakeAuthInterceptorFactory(impl->authorizer));
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
+    impl->service->set_authorizer(impl->authorizer.get());
+  }
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
   builder.RegisterService(impl->service.get());
@@ -226,11 +283,20 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Start(
     Log(LogLevel::kInfo, absl::StrCat("metrics on ", options.metrics_listen.substr(0, colon),
                                       ":", impl->metrics->port()));
   }
-  impl->server->GetHealthCheckService()->SetServingStatus(true);
+  if (!options.health_listen.empty()) {
+    DEDUPD_ASSIGN_OR_RETURN(impl->health_server,
+                            StartHealthServer(options.health_listen, &impl->health_port));
+    const size_t colon = options.health_listen.rfind(':');
+    Log(LogLevel::kInfo, absl::StrCat("health on ", options.health_listen.substr(0, colon),
+                                      ":", impl->health_port));
+  }
+  SetServing(*impl, true);
   return std::unique_ptr<DedupServer>(new DedupServer(std::move(impl)));
 }
 
 int DedupServer::port() const { return impl_->port; }
+
+int DedupServer::health_port() const { return impl_->health_port; }
 
 std::string DedupServer::address() const {
   return absl::StrCat(impl_->host, ":", impl_->port);
@@ -239,12 +305,18 @@ std::string DedupServer::address() const {
 void DedupServer::Shutdown(absl::Duration drain) {
   if (impl_ == nullptr || impl_->shut_down) return;
   impl_->shut_down = true;
-  impl_->server->GetHealthCheckService()->SetServingStatus(false);
+  SetServing(*impl_, false);
   // Shutdown waits for calls in flight until the deadline, then cancels them.
   impl_->server->Shutdown(std::chrono::system_clock::now() +
                           absl::ToChronoMilliseconds(drain));
   impl_->server->Wait();
   impl_->server.reset();
+  if (impl_->health_server != nullptr) {
+    // After the main port: probes see NOT_SERVING while calls drain.
+    impl_->health_server->Shutdown(std::chrono::system_clock::now());
+    impl_->health_server->Wait();
+    impl_->health_server.reset();
+  }
   impl_->workers->Stop();
   impl_->metrics.reset();  // no scrape may read a closing store
   impl_->service.reset();

@@ -46,6 +46,14 @@ grpc::ServerUnaryReactor* DedupService::Run(
     Response* response,
     absl::Status (Engine::*method)(const Request&, Response*) const) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (authorizer_ != nullptr) {
+    // Every Dedup method is under the same rule; the prefix names them.
+    const absl::Status auth = authorizer_->Check("/dedupd.v1.Dedup/", context->client_metadata());
+    if (!auth.ok()) {
+      reactor->Finish(ToGrpcStatus(auth));
+      return reactor;
+    }
+  }
   // Admission: the slot is held until the call's work has run, so at most
   // max_concurrent_rpcs_ calls are queued or running at any time.
   if (in_flight_.fetch_add(1, std::memory_order_acq_rel) >= max_concurrent_rpcs_) {
