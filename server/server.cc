@@ -178,6 +178,14 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Start(
     impl->authorizer =
         std::make_shared<CallAuthorizer>(options.auth_token, options.admin_token);
   }
+  Log(LogLevel::kInfo,
+      absl::StrCat("gRPC port: ",
+                   options.tls_cert_file.empty() ? "plaintext"
+                   : options.tls_client_ca_file.empty()
+                       ? "TLS"
+                       : "mutual TLS (client certificates required)",
+                   options.auth_token.empty() ? ", no token" : ", bearer token required",
+                   options.admin_token.empty() ? "" : ", admin token for /dedupd.v1.Admin/"));
 
   DEDUPD_ASSIGN_OR_RETURN(DedupConfig config, LoadConfigFile(options.config_path));
   impl->normalizer = std::make_unique<UrlNormalizer>(std::move(config.url_policy));

@@ -322,6 +322,22 @@ TEST_F(E2eSecurityTest, HealthListenServesPlaintextHealthOnly) {
   req.add_items()->set_url("https://c.example/");
   v1::CheckUrlResponse check;
   EXPECT_EQ(stub->CheckUrl(&ctx, req, &check).error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  // Not even reflection, which the process-wide plugin adds to every server.
+  auto reflection = grpc::reflection::v1alpha::ServerReflection::NewStub(channel);
+  grpc::ClientContext rctx;
+  rctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  auto stream = reflection->ServerReflectionInfo(&rctx);
+  grpc::reflection::v1alpha::ServerReflectionRequest rreq;
+  rreq.set_list_services("");
+  stream->Write(rreq);  // may fail once the call is rejected
+  grpc::reflection::v1alpha::ServerReflectionResponse rresp;
+  while (stream->Read(&rresp)) {
+    EXPECT_EQ(rresp.list_services_response().service_size(), 0) << "reflection answered";
+  }
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_THAT(server_->Logs(),
+              HasSubstr("gRPC port: mutual TLS (client certificates required), bearer token "
+                        "required"));
 
   // The main port still needs TLS with a client certificate.
   EXPECT_THAT(CheckOne(ClientOptions()), StatusIs(absl::StatusCode::kUnavailable));
