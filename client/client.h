@@ -87,7 +87,7 @@ struct ClientOptions {
   // Default: nullptr.
   std::shared_ptr<grpc::ChannelCredentials> credentials;
 
-  // TLS: connect with TLS when `tls` is true or any tls_* file is set.
+  // TLS: connect with TLS when `tls` is true or any tls_* field is set.
   // Default: false.
   bool tls = false;
   // PEM CA certificates that verify the server's certificate; empty: the

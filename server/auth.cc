@@ -75,9 +75,8 @@ absl::StatusOr<std::vector<X509Ptr>> ParseCertificates(absl::string_view flag,
     certs.emplace_back(cert);
   }
   if (certs.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, "=", path, ": no PEM certificate (",
-                     OpenSslReason("empty file"), ")"));
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", path, ": no PEM certificate (",
+                                                   OpenSslReason("empty file"), ")"));
   }
   ERR_clear_error();  // the end of the input is reported as an error too
   return certs;
@@ -95,9 +94,9 @@ absl::Status CheckServerPair(const TlsFiles& files, const std::string& cert_pem,
   std::unique_ptr<EVP_PKEY, PkeyDeleter> key(
       PEM_read_bio_PrivateKey(bio.get(), nullptr, NoPassphrase, nullptr));
   if (key == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--tls_key_file=", files.key_file,
-                     ": no unencrypted PEM private key (", OpenSslReason("empty file"), ")"));
+    return absl::InvalidArgumentError(absl::StrCat("--tls_key_file=", files.key_file,
+                                                   ": no unencrypted PEM private key (",
+                                                   OpenSslReason("empty file"), ")"));
   }
   if (X509_check_private_key(chain[0].get(), key.get()) != 1) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -105,8 +104,8 @@ absl::Status CheckServerPair(const TlsFiles& files, const std::string& cert_pem,
         files.cert_file, " (", OpenSslReason("key values mismatch"), ")"));
   }
   if (X509_cmp_current_time(X509_get0_notAfter(chain[0].get())) < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--tls_cert_file=", files.cert_file, ": the certificate has expired"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tls_cert_file=", files.cert_file, ": the certificate has expired"));
   }
   return absl::OkStatus();
 }
@@ -152,17 +151,16 @@ class RejectingInterceptor final : public grpc::experimental::Interceptor {
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     using grpc::experimental::InterceptionHookPoints;
-    if (methods->QueryInterceptionHookPoint(
-            InterceptionHookPoints::POST_RECV_INITIAL_METADATA)) {
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_INITIAL_METADATA)) {
       const char* method = info_->method();
       const absl::Status decision =
           (*decide_)(method == nullptr ? "" : method, *methods->GetRecvInitialMetadata());
       if (!decision.ok()) {
         rejection_ = ToGrpcStatus(decision);
-        const std::string message(decision.message());
-        grpc_call_error err = grpc_call_cancel_with_status(
-            info_->server_context()->c_call(),
-            static_cast<grpc_status_code>(decision.code()), message.c_str(), nullptr);
+        grpc_call_error err =
+            grpc_call_cancel_with_status(info_->server_context()->c_call(),
+                                         static_cast<grpc_status_code>(rejection_->error_code()),
+                                         rejection_->error_message().c_str(), nullptr);
         (void)err;  // why: fails only for a call already finished, which is rejected anyway
       }
     }
@@ -211,9 +209,9 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
     return grpc::InsecureServerCredentials();
   }
   if (files.cert_file.empty() || files.key_file.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "TLS needs both --tls_cert_file and --tls_key_file; only --",
-        files.cert_file.empty() ? "tls_key_file" : "tls_cert_file", " is set"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("TLS needs both --tls_cert_file and --tls_key_file; only --",
+                     files.cert_file.empty() ? "tls_key_file" : "tls_cert_file", " is set"));
   }
   DEDUPD_ASSIGN_OR_RETURN(std::string cert_pem, ReadFlagFile("tls_cert_file", files.cert_file));
   DEDUPD_ASSIGN_OR_RETURN(std::string key_pem, ReadFlagFile("tls_key_file", files.key_file));
@@ -227,8 +225,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
     DEDUPD_RETURN_IF_ERROR(
         ParseCertificates("tls_client_ca_file", files.client_ca_file, ca_pem).status());
     options.pem_root_certs = std::move(ca_pem);
-    options.client_certificate_request =
-        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    options.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
   }
   return grpc::SslServerCredentials(options);
 }
@@ -242,10 +239,10 @@ absl::StatusOr<std::string> ReadTokenFile(absl::string_view flag, const std::str
   }
   for (char c : token) {
     if (c <= ' ' || c > '~') {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--", flag, "=", path,
-          ": the token may hold only printable ASCII without spaces (one token, "
-          "one line)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, "=", path,
+                       ": the token may hold only printable ASCII without spaces (one token, "
+                       "one line)"));
     }
   }
   return token;
@@ -261,8 +258,8 @@ absl::Status CallAuthorizer::Check(
   const bool admin = absl::StartsWith(method, kAdminPrefix) && !admin_token_.empty();
   const std::string& want = admin ? admin_token_ : token_;
   if (want.empty()) return absl::OkStatus();
-  const char* const which = admin ? "the admin token (--admin_token_file)"
-                                  : "a bearer token (--auth_token_file)";
+  const char* const which =
+      admin ? "the admin token (--admin_token_file)" : "a bearer token (--auth_token_file)";
 
   auto [first, last] = metadata.equal_range("authorization");
   if (first == last) {
@@ -276,22 +273,20 @@ absl::Status CallAuthorizer::Check(
   constexpr absl::string_view kScheme = "bearer ";
   if (value.size() < kScheme.size() ||
       !absl::EqualsIgnoreCase(value.substr(0, kScheme.size()), kScheme)) {
-    return absl::UnauthenticatedError(
-        "\"authorization\" metadata must be \"Bearer <token>\"");
+    return absl::UnauthenticatedError("\"authorization\" metadata must be \"Bearer <token>\"");
   }
   const absl::string_view presented = absl::StripAsciiWhitespace(value.substr(kScheme.size()));
   if (ConstantTimeEqual(presented, want)) return absl::OkStatus();
   if (admin && !token_.empty() && ConstantTimeEqual(presented, token_)) {
     return absl::PermissionDeniedError(
-        absl::StrCat(method, " is an admin method: it requires ", which,
-                     ", not the normal token"));
+        absl::StrCat(method, " is an admin method: it requires ", which, ", not the normal token"));
   }
   return absl::UnauthenticatedError(
       absl::StrCat("invalid bearer token for ", method, " (it requires ", which, ")"));
 }
 
-std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
-MakeAuthInterceptorFactory(std::shared_ptr<const CallAuthorizer> authorizer) {
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MakeAuthInterceptorFactory(
+    std::shared_ptr<const CallAuthorizer> authorizer) {
   return std::make_unique<RejectingInterceptorFactory>(
       [authorizer = std::move(authorizer)](
           absl::string_view method,

@@ -8,7 +8,8 @@
 //   TlsFiles tls{"/etc/dedupd/server.pem", "/etc/dedupd/server.key", ""};
 //   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> creds =
 //       MakeServerCredentials(tls);
-//   absl::StatusOr<std::string> token = ReadTokenFile("/etc/dedupd/token");
+//   absl::StatusOr<std::string> token =
+//       ReadTokenFile("auth_token_file", "/etc/dedupd/token");
 //   auto authorizer = std::make_shared<CallAuthorizer>(*token, "");
 //   std::vector<std::unique_ptr<
 //       grpc::experimental::ServerInterceptorFactoryInterface>> factories;
@@ -47,10 +48,9 @@ struct TlsFiles {
 // client_ca_file is set). Every file is read and parsed with OpenSSL first;
 // errors name the flag and the file:
 //   InvalidArgument: only one of cert/key, a client CA without them, a file
-//     that holds no PEM certificate / key, a key that does not match the
-//     certificate;
-//   NotFound / PermissionDenied / FailedPrecondition: a file that cannot be
-//     read (the errno text).
+//     that holds no PEM certificate / key (or an encrypted key), a key that
+//     does not match the certificate, an expired server certificate;
+//   Unavailable: a file that cannot be read (path and errno text).
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
     const TlsFiles& files);
 
@@ -59,8 +59,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
 // unreadable file (errno text), InvalidArgument for an empty token, or one
 // with characters a gRPC metadata value cannot carry (outside printable
 // ASCII, or whitespace inside).
-absl::StatusOr<std::string> ReadTokenFile(absl::string_view flag,
-                                          const std::string& path);
+absl::StatusOr<std::string> ReadTokenFile(absl::string_view flag, const std::string& path);
 
 // CallAuthorizer: which calls a bearer token admits. Thread-safe
 // (immutable).
@@ -86,11 +85,7 @@ class CallAuthorizer {
   // with a message that says what is expected. Tokens are compared in
   // constant time.
   absl::Status Check(absl::string_view method,
-                     const std::multimap<grpc::string_ref, grpc::string_ref>&
-                         metadata) const;
-
-  // Whether Check can fail at all (some token is configured).
-  bool enabled() const { return !token_.empty() || !admin_token_.empty(); }
+                     const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const;
 
  private:
   const std::string token_;
@@ -101,8 +96,8 @@ class CallAuthorizer {
 // `authorizer->Check` on every call once its metadata has arrived, and
 // rejects a call that fails with that status. REQUIRES: `authorizer` is
 // not null.
-std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
-MakeAuthInterceptorFactory(std::shared_ptr<const CallAuthorizer> authorizer);
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MakeAuthInterceptorFactory(
+    std::shared_ptr<const CallAuthorizer> authorizer);
 
 // MakeHealthOnlyInterceptorFactory: a factory whose interceptor rejects
 // every call but grpc.health.v1 with Unimplemented, for the plaintext

@@ -123,7 +123,8 @@ class DedupServer {
  public:
   // Start loads the config, opens the store and starts serving. Errors carry
   // context ("open store at ./data: ...") and the code of the cause:
-  // InvalidArgument (bad config or listen address), FailedPrecondition
+  // InvalidArgument (bad config, listen address, or TLS file: see
+  // MakeServerCredentials in server/auth.h), FailedPrecondition
   // (store in use or of another version), Unavailable (port in use).
   static absl::StatusOr<std::unique_ptr<DedupServer>> Start(
       const ServerOptions& options);

@@ -44,8 +44,7 @@ constexpr char kAdminToken[] = "adm1n-T0ken";
 struct Pki {
   std::string dir;
   std::string ca, server_cert, server_key, client_cert, client_key;
-  std::string other_ca, other_server_cert, other_server_key, other_client_cert,
-      other_client_key;
+  std::string other_ca, other_server_cert, other_server_key, other_client_cert, other_client_key;
   std::string token, admin_token, empty_token, garbage;
   std::string ca_pem;
 };
@@ -164,11 +163,10 @@ class E2eSecurityTest : public ::testing::Test {
     grpc::ByteBuffer response;
     grpc::Status status;
     absl::Notification done;
-    stub.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &response,
-                   [&](grpc::Status s) {
-                     status = std::move(s);
-                     done.Notify();
-                   });
+    stub.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &response, [&](grpc::Status s) {
+      status = std::move(s);
+      done.Notify();
+    });
     done.WaitForNotification();
     return status;
   }
@@ -230,9 +228,8 @@ TEST_F(E2eSecurityTest, MutualTlsNeedsAClientCertificateFromTheCa) {
 
 TEST_F(E2eSecurityTest, TokenGuardsEveryCallButHealth) {
   Start({"--auth_token_file=" + pki_->token});
-  EXPECT_THAT(CheckOne(ClientOptions()),
-              StatusIs(absl::StatusCode::kUnauthenticated,
-                       HasSubstr("authorization: Bearer <token>")));
+  EXPECT_THAT(CheckOne(ClientOptions()), StatusIs(absl::StatusCode::kUnauthenticated,
+                                                  HasSubstr("authorization: Bearer <token>")));
   ClientOptions wrong;
   wrong.bearer_token = "n0rmal-T0ken_for.test";  // one character short
   // A rejected CLAIM records nothing: the right token still gets NEW.
@@ -303,8 +300,7 @@ TEST_F(E2eSecurityTest, HealthListenServesPlaintextHealthOnly) {
   ASSERT_NE(at, std::string::npos) << logs;
   const size_t start = at + std::string("health on 127.0.0.1:").size();
   int port = 0;
-  ASSERT_TRUE(absl::SimpleAtoi(logs.substr(start, logs.find('\n', start) - start), &port))
-      << logs;
+  ASSERT_TRUE(absl::SimpleAtoi(logs.substr(start, logs.find('\n', start) - start), &port)) << logs;
   ASSERT_GT(port, 0);
   ASSERT_NE(port, server_->port());
   const std::string health_address = absl::StrCat("127.0.0.1:", port);
@@ -375,8 +371,7 @@ TEST_F(E2eSecurityTest, BadStartupConfigsExitWithAClearMessage) {
        "--tls_client_ca_file=" + pki_->garbage},
       {"empty token file", {"--auth_token_file=" + pki_->empty_token}, "is empty"},
       {"missing token file", {"--auth_token_file=" + missing}, missing},
-      {"empty admin token file", {"--admin_token_file=" + pki_->empty_token},
-       "--admin_token_file"},
+      {"empty admin token file", {"--admin_token_file=" + pki_->empty_token}, "--admin_token_file"},
       {"bad health address", {"--health_listen=nonsense"}, "--health_listen"},
   };
   for (const Case& c : cases) {
@@ -396,33 +391,32 @@ TEST_F(E2eSecurityTest, DedupctlWithTlsAndToken) {
   std::vector<std::string> flags = TlsFlags();
   flags.push_back("--auth_token_file=" + pki_->token);
   Start(flags);
-  auto r = RunCommand({DEDUPCTL_BINARY, "url", "check", "--server", server_->address(),
-                       "--tls_ca_file", pki_->ca, "--token_file", pki_->token,
-                       "https://d.example/x"},
-                      "");
+  auto r =
+      RunCommand({DEDUPCTL_BINARY, "url", "check", "--server", server_->address(), "--tls_ca_file",
+                  pki_->ca, "--token_file", pki_->token, "https://d.example/x"},
+                 "");
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->exit_code, 0) << r->err;
   EXPECT_THAT(r->out, HasSubstr("\"verdict\":\"NEW\""));
 
-  auto no_token = RunCommand({DEDUPCTL_BINARY, "url", "peek", "--server", server_->address(),
-                              "--tls_ca_file=" + pki_->ca, "--deadline", "20",
-                              "https://d.example/x"},
-                             "");
+  auto no_token =
+      RunCommand({DEDUPCTL_BINARY, "url", "peek", "--server", server_->address(),
+                  "--tls_ca_file=" + pki_->ca, "--deadline", "20", "https://d.example/x"},
+                 "");
   ASSERT_THAT(no_token, IsOk());
   EXPECT_EQ(no_token->exit_code, 2);
   EXPECT_THAT(no_token->err, HasSubstr("authorization: Bearer"));
 
   auto no_tls = RunCommand({DEDUPCTL_BINARY, "url", "peek", "--server", server_->address(),
-                            "--token_file", pki_->token, "--deadline", "20",
-                            "https://d.example/x"},
+                            "--token_file", pki_->token, "--deadline", "20", "https://d.example/x"},
                            "");
   ASSERT_THAT(no_tls, IsOk());
   EXPECT_EQ(no_tls->exit_code, 2);
 
-  auto empty_token = RunCommand({DEDUPCTL_BINARY, "url", "peek", "--server", server_->address(),
-                                 "--tls_ca_file", pki_->ca, "--token_file", pki_->empty_token,
-                                 "https://d.example/x"},
-                                "");
+  auto empty_token =
+      RunCommand({DEDUPCTL_BINARY, "url", "peek", "--server", server_->address(), "--tls_ca_file",
+                  pki_->ca, "--token_file", pki_->empty_token, "https://d.example/x"},
+                 "");
   ASSERT_THAT(empty_token, IsOk());
   EXPECT_EQ(empty_token->exit_code, 2);
   EXPECT_THAT(empty_token->err, HasSubstr("--token_file"));

@@ -73,8 +73,8 @@ absl::StatusOr<KeyPtr> ParseKey(const std::string& pem) {
 
 // MakeCert builds and signs one certificate: self-signed when `ca_cert`
 // is null, else by `ca_key`.
-absl::StatusOr<TestCert> MakeCert(const std::string& common_name, X509* ca_cert,
-                                  EVP_PKEY* ca_key, bool is_ca, LeafUse use, bool expired) {
+absl::StatusOr<TestCert> MakeCert(const std::string& common_name, X509* ca_cert, EVP_PKEY* ca_key,
+                                  bool is_ca, LeafUse use, bool expired) {
   static std::atomic<long> serial{1000};  // NOLINT(runtime/int)
   KeyPtr key(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256"));
   if (key == nullptr) return OpenSslError("generate EC key");
@@ -93,14 +93,15 @@ absl::StatusOr<TestCert> MakeCert(const std::string& common_name, X509* ca_cert,
   X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC,
                              reinterpret_cast<const unsigned char*>("dedupd tests"), -1, -1, 0);
   X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>(common_name.c_str()), -1,
-                             -1, 0);
+                             reinterpret_cast<const unsigned char*>(common_name.c_str()), -1, -1,
+                             0);
   X509* issuer = ca_cert != nullptr ? ca_cert : cert.get();
   X509_set_issuer_name(cert.get(), X509_get_subject_name(issuer));
   absl::Status st = AddExtension(cert.get(), issuer, NID_subject_key_identifier, "hash");
   if (is_ca) {
     if (st.ok()) st = AddExtension(cert.get(), issuer, NID_basic_constraints, "critical,CA:TRUE");
-    if (st.ok()) st = AddExtension(cert.get(), issuer, NID_key_usage, "critical,keyCertSign,cRLSign");
+    if (st.ok())
+      st = AddExtension(cert.get(), issuer, NID_key_usage, "critical,keyCertSign,cRLSign");
   } else {
     if (st.ok()) st = AddExtension(cert.get(), issuer, NID_basic_constraints, "CA:FALSE");
     if (st.ok()) st = AddExtension(cert.get(), issuer, NID_authority_key_identifier, "keyid");
@@ -158,7 +159,8 @@ absl::Status WriteTestFile(const std::string& path, const std::string& data) {
     }
     done += static_cast<size_t>(n);
   }
-  if (close(fd) != 0) return absl::InternalError(absl::StrCat(path, ": close: ", std::strerror(errno)));
+  if (close(fd) != 0)
+    return absl::InternalError(absl::StrCat(path, ": close: ", std::strerror(errno)));
   return absl::OkStatus();
 }
 
