@@ -136,11 +136,12 @@ bool ConstantTimeEqual(absl::string_view a, absl::string_view b) {
 // handed to any handler) it cancels the core call with the rejection's
 // status: the client gets UNAUTHENTICATED / PERMISSION_DENIED and the
 // message at once, and the call is cancelled before its handler starts.
-// DedupService's handlers run their work on the worker pool only for a
-// call that is not cancelled and also check the authorizer themselves
-// (DedupService::set_authorizer), so a rejected call touches no store. For
-// defence in depth, any message a handler still tries to send is emptied
-// and its status replaced by the rejection.
+// gRPC 1.51 still invokes the handler of a call cancelled there, so the
+// services that do work check the authorizer again at the top of each
+// handler (DedupService::set_authorizer), which makes "a rejected call
+// touches no store" deterministic. For defence in depth, any message a
+// handler still tries to send is emptied and its status replaced by the
+// rejection.
 class RejectingInterceptor final : public grpc::experimental::Interceptor {
  public:
   using Decide = std::function<absl::Status(

@@ -96,6 +96,16 @@ class CallAuthorizer {
 // `authorizer->Check` on every call once its metadata has arrived, and
 // rejects a call that fails with that status. REQUIRES: `authorizer` is
 // not null.
+//
+// What it guarantees: the client of a rejected call gets the rejection's
+// code and message, and no response message. What it cannot: gRPC 1.51
+// still invokes the handler of a cancelled call (only IsCancelled() may
+// tell, and not at once). So a service whose handlers do work (write,
+// delete, read the store) also calls Check at the top of each handler,
+// before any work, as DedupService does:
+//   if (absl::Status s = authorizer->Check("/dedupd.v1.Admin/",
+//                                          context->client_metadata());
+//       !s.ok()) { reactor->Finish(ToGrpcStatus(s)); return reactor; }
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MakeAuthInterceptorFactory(
     std::shared_ptr<const CallAuthorizer> authorizer);
 
