@@ -338,8 +338,7 @@ TEST_F(E2eSecurityTest, HealthListenServesPlaintextHealthOnly) {
   // The main port still needs TLS with a client certificate.
   EXPECT_THAT(CheckOne(ClientOptions()), StatusIs(absl::StatusCode::kUnavailable));
 
-  // Draining: the health port answers NOT_SERVING or is gone, never SERVING
-  // after a clean stop.
+  // A clean stop takes the health server down with the main one.
   absl::StatusOr<int> code = server_->Terminate();
   ASSERT_THAT(code, IsOk());
   EXPECT_EQ(*code, 0) << server_->Logs();
@@ -359,6 +358,9 @@ TEST_F(E2eSecurityTest, BadStartupConfigsExitWithAClearMessage) {
       {"unreadable cert",
        {"--tls_cert_file=" + missing, "--tls_key_file=" + pki_->server_key},
        missing},
+      {"key file is a directory",
+       {"--tls_cert_file=" + pki_->server_cert, "--tls_key_file=" + pki_->dir},
+       "--tls_key_file: " + pki_->dir},
       {"not a certificate",
        {"--tls_cert_file=" + pki_->garbage, "--tls_key_file=" + pki_->server_key},
        "no PEM certificate"},
