@@ -36,13 +36,14 @@ struct DedupServer::Impl {
   std::unique_ptr<BloomUrlStore> url_bloom;
   std::unique_ptr<Engine> engine;
   std::unique_ptr<WorkerPool> workers;
+  // The bearer-token rule; null without tokens. Declared before the service
+  // and the servers that use it, so it outlives them.
+  std::shared_ptr<const CallAuthorizer> authorizer;
   std::unique_ptr<DedupService> service;
   std::unique_ptr<grpc::Server> server;
   // The plaintext health-only server of --health_listen; null when off.
   std::unique_ptr<grpc::Server> health_server;
   int health_port = 0;
-  // The bearer-token rule; null without tokens. Outlives the servers.
-  std::shared_ptr<const CallAuthorizer> authorizer;
   // The /metrics endpoint; null when --metrics_listen is empty. Destroyed
   // before the stores it reads.
   std::unique_ptr<MetricsExporter> metrics;
