@@ -3,7 +3,11 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <utility>
 
 #include "absl/random/random.h"
@@ -45,7 +49,88 @@ absl::Duration Backoff(const ClientOptions& options, int retry,
   return wait * absl::Uniform(gen, 0.8, 1.2);
 }
 
+// ReadFileToString reads `path` whole; errors name the path and errno.
+absl::StatusOr<std::string> ReadFileToString(absl::string_view what, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    const std::string message = absl::StrCat(what, " ", path, ": ", std::strerror(err));
+    if (err == ENOENT) return absl::NotFoundError(message);
+    if (err == EACCES) return absl::PermissionDeniedError(message);
+    return absl::UnavailableError(message);
+  }
+  std::ostringstream data;
+  data << in.rdbuf();
+  if (in.bad()) {
+    return absl::UnavailableError(absl::StrCat(what, " ", path, ": read error"));
+  }
+  return data.str();
+}
+
+// ValidToken: printable ASCII without spaces, the characters a gRPC
+// metadata value and a Bearer token share.
+bool ValidToken(absl::string_view token) {
+  if (token.empty()) return false;
+  for (char c : token) {
+    if (c <= ' ' || c > '~') return false;
+  }
+  return true;
+}
+
+// MakeChannelCredentials: options.credentials, else TLS credentials from
+// the tls_* files, else plaintext.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
+    const ClientOptions& options) {
+  const bool tls = options.tls || !options.tls_ca_file.empty() ||
+                   !options.tls_cert_file.empty() || !options.tls_key_file.empty() ||
+                   !options.tls_server_name.empty();
+  if (options.credentials != nullptr) {
+    if (tls) {
+      return absl::InvalidArgumentError(
+          "connect: set either credentials or the tls_* options, not both");
+    }
+    return options.credentials;
+  }
+  if (!tls) return grpc::InsecureChannelCredentials();
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "connect: a client certificate needs both tls_cert_file and tls_key_file");
+  }
+  grpc::SslCredentialsOptions ssl;
+  if (!options.tls_ca_file.empty()) {
+    absl::StatusOr<std::string> ca = ReadFileToString("connect: TLS CA file", options.tls_ca_file);
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *std::move(ca);
+  }
+  if (!options.tls_cert_file.empty()) {
+    absl::StatusOr<std::string> cert =
+        ReadFileToString("connect: TLS certificate file", options.tls_cert_file);
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key =
+        ReadFileToString("connect: TLS key file", options.tls_key_file);
+    if (!key.ok()) return key.status();
+    ssl.pem_cert_chain = *std::move(cert);
+    ssl.pem_private_key = *std::move(key);
+  }
+  return grpc::SslCredentials(ssl);
+}
+
 }  // namespace
+
+absl::StatusOr<std::string> ReadBearerTokenFile(const std::string& path) {
+  absl::StatusOr<std::string> token = ReadFileToString("token file", path);
+  if (!token.ok()) return token.status();
+  while (!token->empty() && (token->back() == '\n' || token->back() == '\r')) {
+    token->pop_back();
+  }
+  if (!ValidToken(*token)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "token file ", path,
+        token->empty() ? ": the file is empty" : ": want one token of printable ASCII "
+                                                 "without spaces"));
+  }
+  return token;
+}
 
 struct DedupClient::Rpc {
   std::shared_ptr<grpc::Channel> channel;
@@ -78,13 +163,20 @@ absl::StatusOr<std::unique_ptr<DedupClient>> DedupClient::Connect(
     return absl::InvalidArgumentError(
         "connect: max_items_per_request and max_request_bytes must be >= 1");
   }
-  std::shared_ptr<grpc::ChannelCredentials> credentials =
-      options.credentials != nullptr ? options.credentials
-                                     : grpc::InsecureChannelCredentials();
+  if (!options.bearer_token.empty() && !ValidToken(options.bearer_token)) {
+    return absl::InvalidArgumentError(
+        "connect: bearer_token must be printable ASCII without spaces");
+  }
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      MakeChannelCredentials(options);
+  if (!credentials.ok()) return credentials.status();
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
+  if (!options.tls_server_name.empty()) {
+    args.SetSslTargetNameOverride(options.tls_server_name);
+  }
   auto rpc = std::make_unique<Rpc>();
-  rpc->channel = grpc::CreateCustomChannel(address, credentials, args);
+  rpc->channel = grpc::CreateCustomChannel(address, *credentials, args);
   if (rpc->channel == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat("connect: cannot create a channel to ", address));
@@ -109,6 +201,11 @@ absl::Status CallWithRetry(
   for (int n = 1;; ++n) {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + options.deadline));
+    if (!options.bearer_token.empty()) {
+      // Per-call metadata rather than call credentials: gRPC refuses call
+      // credentials on a plaintext channel, and a token may guard one.
+      context.AddMetadata("authorization", absl::StrCat("Bearer ", options.bearer_token));
+    }
     absl::Status status = FromGrpcStatus(attempt(&context), method);
     if (!absl::IsUnavailable(status)) return status;
     if (n >= options.max_attempts) {

@@ -82,10 +82,37 @@ struct ClientOptions {
   // Default: 2 MiB.  REQUIRES: >= 1.
   size_t max_request_bytes = 2 << 20;
 
-  // Transport security. nullptr means plaintext (insecure) credentials.
+  // Transport security. nullptr means plaintext (insecure) credentials,
+  // unless TLS is asked for below. Set either this or the TLS fields.
   // Default: nullptr.
   std::shared_ptr<grpc::ChannelCredentials> credentials;
+
+  // TLS: connect with TLS when `tls` is true or any tls_* field is set.
+  // Default: false.
+  bool tls = false;
+  // PEM CA certificates that verify the server's certificate; empty: the
+  // system's roots. Default: empty.
+  std::string tls_ca_file;
+  // Mutual TLS: this client's PEM certificate chain and private key, both
+  // or neither. Default: empty.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // The name the server's certificate must carry, instead of the address's
+  // host (for tests, or a server reached by another name). Default: empty.
+  std::string tls_server_name;
+
+  // Bearer token sent on every call as "authorization: Bearer <token>" (the
+  // server's --auth_token_file). Empty: none. Use TLS with a token: on
+  // plaintext, anyone on the path can read it. Default: empty.
+  // REQUIRES: printable ASCII without spaces.
+  std::string bearer_token;
 };
+
+// ReadBearerTokenFile reads a token file as the server does: the whole
+// file minus trailing newlines. Errors: the file cannot be read (NotFound,
+// PermissionDenied, Unavailable, with the path), or InvalidArgument for an
+// empty token or one with spaces or non-printable bytes.
+absl::StatusOr<std::string> ReadBearerTokenFile(const std::string& path);
 
 // Called by CheckUrls and CheckContent after each request is answered, on the calling
 // thread, with the number of items answered so far and the span's size.
@@ -100,8 +127,10 @@ class DedupClient {
   // such as "dns:///dedupd:7000"). It does not wait for the server: the
   // connection is made by the first call, and a server that cannot be
   // reached surfaces there as Unavailable (after `max_attempts`).
-  // Returns InvalidArgument for an empty address or options that break a
-  // REQUIRES above.
+  // Reads the tls_* files here: NotFound / PermissionDenied / Unavailable
+  // naming a file that cannot be read. Returns InvalidArgument for an
+  // empty address, options that break a REQUIRES above, only one of
+  // tls_cert_file / tls_key_file, or both `credentials` and TLS fields.
   //
   // Example:
   //   ClientOptions options;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <fstream>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "client/fake_dedup_service.h"
+#include "grpcpp/security/credentials.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -574,6 +576,43 @@ TEST(ClientConnectTest, UnreachableServerIsUnavailableAfterRetries) {
                AllOf(StartsWith("CheckUrl: "), HasSubstr("after 2 attempts"))));
 }
 
+TEST(ClientConnectTest, UnreadableTlsFileNamesIt) {
+  ClientOptions options;
+  options.tls_ca_file = "/nonexistent/dedupd-ca.pem";
+  EXPECT_THAT(DedupClient::Connect("127.0.0.1:1", options),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("/nonexistent/dedupd-ca.pem")));
+}
+
+TEST(ClientConnectTest, ReadBearerTokenFile) {
+  const std::string dir = ::testing::TempDir();
+  struct Case {
+    const char* contents;
+    absl::StatusCode want;
+    const char* token;
+  };
+  const Case cases[] = {{"t0k\n", absl::StatusCode::kOk, "t0k"},
+                        {"t0k\r\n", absl::StatusCode::kOk, "t0k"},
+                        {"t0k", absl::StatusCode::kOk, "t0k"},
+                        {"", absl::StatusCode::kInvalidArgument, ""},
+                        {"\n", absl::StatusCode::kInvalidArgument, ""},
+                        {"t 0k\n", absl::StatusCode::kInvalidArgument, ""}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.contents);
+    const std::string path = dir + "/client_test_token";
+    {
+      std::ofstream out(path, std::ios::trunc | std::ios::binary);
+      out << c.contents;
+    }
+    absl::StatusOr<std::string> got = ReadBearerTokenFile(path);
+    EXPECT_EQ(got.status().code(), c.want) << got.status();
+    if (got.ok()) {
+      EXPECT_EQ(*got, c.token);
+    }
+  }
+  EXPECT_THAT(ReadBearerTokenFile(dir + "/no_such_token"),
+              StatusIs(absl::StatusCode::kNotFound));
+}
+
 struct BadOptionsCase {
   const char* name;
   std::string address;
@@ -613,7 +652,16 @@ INSTANTIATE_TEST_SUITE_P(
         Bad("ShrinkingBackoff",
             [](ClientOptions& o) { o.backoff_multiplier = 0.5; }),
         Bad("ZeroItems", [](ClientOptions& o) { o.max_items_per_request = 0; }),
-        Bad("ZeroBytes", [](ClientOptions& o) { o.max_request_bytes = 0; })),
+        Bad("ZeroBytes", [](ClientOptions& o) { o.max_request_bytes = 0; }),
+        Bad("ClientCertWithoutKey", [](ClientOptions& o) { o.tls_cert_file = "/c.pem"; }),
+        Bad("ClientKeyWithoutCert", [](ClientOptions& o) { o.tls_key_file = "/c.key"; }),
+        Bad("CredentialsAndTls",
+            [](ClientOptions& o) {
+              o.credentials = grpc::InsecureChannelCredentials();
+              o.tls = true;
+            }),
+        Bad("TokenWithSpace", [](ClientOptions& o) { o.bearer_token = "a b"; }),
+        Bad("TokenWithNewline", [](ClientOptions& o) { o.bearer_token = "ab\n"; })),
     [](const ::testing::TestParamInfo<BadOptionsCase>& info) {
       return std::string(info.param.name);
     });

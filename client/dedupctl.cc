@@ -154,6 +154,19 @@ flags:
                       (default 0.95)
   --                  end of flags: everything after is a URL
 
+connection flags (every command that talks to a server):
+  --tls               connect with TLS, verifying the server with the
+                      system's CA certificates
+  --tls_ca_file FILE  connect with TLS, verifying the server with these PEM
+                      CA certificates
+  --tls_cert_file FILE, --tls_key_file FILE
+                      mutual TLS: this client's PEM certificate and key
+  --tls_server_name NAME
+                      the name the server certificate must carry (default:
+                      the host of --server)
+  --token_file FILE   send the bearer token in FILE (trailing newline
+                      dropped) as "authorization: Bearer TOKEN"
+
 exit codes: 0 all items valid, 1 some item invalid or some input bad
 (including a chunks document or a results input the server rejects as
 invalid), 2 usage, config, connection or server error.
@@ -402,7 +415,10 @@ struct Args {
   std::optional<std::string> url, canonical_url, text_file,
       max_hamming_distance;
   std::optional<std::string> top_k, per_source_cap, min_jaccard, min_cosine;
+  std::optional<std::string> tls_ca_file, tls_cert_file, tls_key_file, tls_server_name,
+      token_file;
   bool explain = false;
+  bool tls = false;
   bool help = false;
 };
 
@@ -442,11 +458,11 @@ absl::StatusOr<Args> ParseFlags(const std::vector<std::string>& argv,
       return absl::InvalidArgumentError(
           absl::StrCat("unknown flag ", name, " for this command"));
     }
-    if (name == "--explain") {
+    if (name == "--explain" || name == "--tls") {
       if (value) {
-        return absl::InvalidArgumentError("--explain takes no value");
+        return absl::InvalidArgumentError(absl::StrCat(name, " takes no value"));
       }
-      args.explain = true;
+      (name == "--tls" ? args.tls : args.explain) = true;
       continue;
     }
     if (!value) {
@@ -469,6 +485,11 @@ absl::StatusOr<Args> ParseFlags(const std::vector<std::string>& argv,
         {"--per_source_cap", &args.per_source_cap},
         {"--min_jaccard", &args.min_jaccard},
         {"--min_cosine", &args.min_cosine},
+        {"--tls_ca_file", &args.tls_ca_file},
+        {"--tls_cert_file", &args.tls_cert_file},
+        {"--tls_key_file", &args.tls_key_file},
+        {"--tls_server_name", &args.tls_server_name},
+        {"--token_file", &args.token_file},
     };
     for (const auto& [flag, slot] : slots) {
       if (flag == name) *slot = *value;
@@ -676,6 +697,22 @@ absl::StatusOr<ClientOptions> ClientOptionsFromArgs(const Args& args,
                        *args.deadline, "\""));
     }
     options.deadline = absl::Seconds(seconds);
+  }
+  options.tls = args.tls;
+  options.tls_ca_file = args.tls_ca_file.value_or("");
+  options.tls_cert_file = args.tls_cert_file.value_or("");
+  options.tls_key_file = args.tls_key_file.value_or("");
+  options.tls_server_name = args.tls_server_name.value_or("");
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_cert_file and --tls_key_file go together (a client certificate)");
+  }
+  if (args.token_file) {
+    absl::StatusOr<std::string> token = ReadBearerTokenFile(*args.token_file);
+    if (!token.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--token_file: ", token.status().message()));
+    }
+    options.bearer_token = *std::move(token);
   }
   return options;
 }
@@ -1809,20 +1846,29 @@ int Main(int argc, char** argv) {
   auto mode = [](const std::string& sub) {
     return sub == "check" ? dedupd::v1::CLAIM_MODE_CLAIM : dedupd::v1::CLAIM_MODE_PEEK;
   };
+  // Every command that talks to a server takes the connection flags.
+  auto with_connection = [](std::vector<absl::string_view> flags) {
+    for (absl::string_view f : {"--tls", "--tls_ca_file", "--tls_cert_file", "--tls_key_file",
+                                "--tls_server_name", "--token_file"}) {
+      flags.push_back(f);
+    }
+    return flags;
+  };
   const ServerCommand commands[] = {
-      {"url", {"check", "peek"}, {"--server", "--base", "--batch", "--deadline"},
+      {"url", {"check", "peek"}, with_connection({"--server", "--base", "--batch", "--deadline"}),
        [&](const std::string& sub, Args args) { return RunUrl(mode(sub), std::move(args)); }},
       {"content",
        {"check", "peek"},
-       {"--server", "--batch", "--deadline", "--url", "--canonical_url", "--text_file",
-        "--max_hamming_distance"},
+       with_connection({"--server", "--batch", "--deadline", "--url", "--canonical_url",
+                        "--text_file", "--max_hamming_distance"}),
        [&](const std::string& sub, Args args) { return RunContent(mode(sub), std::move(args)); }},
-      {"chunks", {"check", "peek"}, {"--server", "--deadline", "--max_hamming_distance"},
+      {"chunks", {"check", "peek"},
+       with_connection({"--server", "--deadline", "--max_hamming_distance"}),
        [&](const std::string& sub, Args args) { return RunChunks(mode(sub), std::move(args)); }},
       {"results",
        {"dedup"},
-       {"--server", "--deadline", "--top_k", "--per_source_cap", "--max_hamming_distance",
-        "--min_jaccard", "--min_cosine"},
+       with_connection({"--server", "--deadline", "--top_k", "--per_source_cap",
+                        "--max_hamming_distance", "--min_jaccard", "--min_cosine"}),
        [](const std::string&, Args args) { return RunResults(std::move(args)); }},
   };
   for (const ServerCommand& c : commands) {

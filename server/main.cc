@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -16,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "core/simhash_index.h"
+#include "server/auth.h"
 #include "server/log.h"
 #include "server/server.h"
 
@@ -81,6 +83,24 @@ ABSL_FLAG(absl::Duration, url_snapshot_interval, absl::Minutes(10),
           "URLs are added");
 ABSL_FLAG(std::string, metrics_listen, "",
           "host:port of the Prometheus /metrics endpoint (HTTP); port 0 picks a "
+          "free port; empty: off");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM certificate chain of the gRPC port; with --tls_key_file turns on "
+          "TLS; empty: plaintext");
+ABSL_FLAG(std::string, tls_key_file, "",
+          "PEM private key (unencrypted) of --tls_cert_file");
+ABSL_FLAG(std::string, tls_client_ca_file, "",
+          "mutual TLS: PEM CA certificates; clients must present a certificate "
+          "signed by one; empty: no client certificate asked");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "file holding the bearer token every call but health must send as "
+          "'authorization: Bearer TOKEN'; empty: no token needed");
+ABSL_FLAG(std::string, admin_token_file, "",
+          "file holding the token /dedupd.v1.Admin/ calls need instead of "
+          "--auth_token_file's; empty: admin calls need that one");
+ABSL_FLAG(std::string, health_listen, "",
+          "host:port of an extra plaintext port serving only grpc.health.v1 "
+          "(Kubernetes gRPC probes when --listen has TLS); port 0 picks a "
           "free port; empty: off");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(10),
           "on SIGTERM/SIGINT, how long calls in flight may finish");
@@ -224,6 +244,27 @@ int main(int argc, char** argv) {
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   options.shutdown_delay = absl::GetFlag(FLAGS_shutdown_delay);
   options.testing_open_gate = absl::GetFlag(FLAGS_testing_open_gate);
+  options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  options.tls_key_file = absl::GetFlag(FLAGS_tls_key_file);
+  options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
+  options.health_listen = absl::GetFlag(FLAGS_health_listen);
+  // A token file is read here, once: the server keeps the token only.
+  auto read_token = [](const char* flag, const std::string& path, std::string* token) {
+    if (path.empty()) return true;
+    absl::StatusOr<std::string> read = dedupd::ReadTokenFile(flag, path);
+    if (!read.ok()) {
+      std::cerr << "dedupd: " << read.status().message() << "\n";
+      return false;
+    }
+    *token = *std::move(read);
+    return true;
+  };
+  if (!read_token("auth_token_file", absl::GetFlag(FLAGS_auth_token_file),
+                  &options.auth_token) ||
+      !read_token("admin_token_file", absl::GetFlag(FLAGS_admin_token_file),
+                  &options.admin_token)) {
+    return 2;
+  }
 
   // Block the shutdown signals before any thread starts, so that every
   // thread inherits the mask and only sigwait below receives them.

@@ -18,6 +18,7 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "server/auth.h"
 #include "server/config.h"
 #include "server/engine.h"
 #include "server/log.h"
@@ -47,8 +48,14 @@ struct DedupServer::Impl {
   std::unique_ptr<ServerMetrics> server_metrics;
   std::unique_ptr<RpcObserver> observer;
   std::unique_ptr<WorkerPool> workers;
+  // The bearer-token rule; null without tokens. Declared before the service
+  // and the servers that use it, so it outlives them.
+  std::shared_ptr<const CallAuthorizer> authorizer;
   std::unique_ptr<DedupService> service;
   std::unique_ptr<grpc::Server> server;
+  // The plaintext health-only server of --health_listen; null when off.
+  std::unique_ptr<grpc::Server> health_server;
+  int health_port = 0;
   // The /metrics endpoint; null when --metrics_listen is empty. Destroyed
   // before the stores it reads.
   std::unique_ptr<MetricsExporter> metrics;
@@ -142,6 +149,43 @@ std::vector<MetricSample> StoreSamples(const DedupServer::Impl& impl) {
   return out;
 }
 
+// SetServing sets the health of the main and the health-only server.
+// Both names ("" and dedupd.v1.Dedup) follow the same state on both.
+void SetServing(DedupServer::Impl& impl, bool serving) {
+  for (grpc::Server* server : {impl.server.get(), impl.health_server.get()}) {
+    if (server == nullptr) continue;
+    grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+    health->SetServingStatus(v1::Dedup::service_full_name(), serving);
+    health->SetServingStatus(serving);
+  }
+}
+
+// StartHealthServer serves grpc.health.v1 alone, in plaintext, on `listen`.
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartHealthServer(const std::string& listen,
+                                                               int* port) {
+  std::string host;
+  int requested = 0;
+  absl::Status parsed = SplitHostPort(listen, &host, &requested);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--health_listen=", listen, ": want host:port (e.g. 0.0.0.0:8081, 127.0.0.1:0)"));
+  }
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), port);
+  // The reflection plugin is process-wide, so this builder adds reflection
+  // too: the interceptor answers every method but health UNIMPLEMENTED.
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(MakeHealthOnlyInterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || *port == 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "--health_listen=", listen,
+        ": could not bind (address in use, or not an address of this host)"));
+  }
+  return server;
+}
+
 }  // namespace
 
 DedupServer::DedupServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -154,6 +198,23 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(
   impl->options = options;
   int requested_port = 0;
   DEDUPD_RETURN_IF_ERROR(SplitHostPort(options.listen, &impl->host, &requested_port));
+  // TLS files are checked before the store opens: a bad file fails fast.
+  DEDUPD_ASSIGN_OR_RETURN(
+      std::shared_ptr<grpc::ServerCredentials> credentials,
+      MakeServerCredentials({options.tls_cert_file, options.tls_key_file,
+                             options.tls_client_ca_file}));
+  if (!options.auth_token.empty() || !options.admin_token.empty()) {
+    impl->authorizer =
+        std::make_shared<CallAuthorizer>(options.auth_token, options.admin_token);
+  }
+  Log(LogLevel::kInfo,
+      absl::StrCat("gRPC port: ",
+                   options.tls_cert_file.empty() ? "plaintext"
+                   : options.tls_client_ca_file.empty()
+                       ? "TLS"
+                       : "mutual TLS (client certificates required)",
+                   options.auth_token.empty() ? ", no token" : ", bearer token required",
+                   options.admin_token.empty() ? "" : ", admin token for /dedupd.v1.Admin/"));
 
   DEDUPD_ASSIGN_OR_RETURN(DedupConfig config, LoadConfigFile(options.config_path));
   impl->normalizer = std::make_unique<UrlNormalizer>(std::move(config.url_policy));
@@ -176,12 +237,20 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(),
-                           &impl->port);
+  builder.AddListeningPort(options.listen, credentials, &impl->port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
   builder.RegisterService(impl->service.get());
-  builder.experimental().SetInterceptorCreators(impl->observer->Factories());
+  // The observer first, so that it also counts the calls the token check
+  // rejects; the token check covers every service (Dedup, health exempt,
+  // reflection, Admin): see server/auth.cc for why an interceptor.
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      interceptors = impl->observer->Factories();
+  if (impl->authorizer != nullptr) {
+    interceptors.push_back(MakeAuthInterceptorFactory(impl->authorizer));
+    impl->service->set_authorizer(impl->authorizer.get());
+  }
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   impl->server = builder.BuildAndStart();
   if (impl->server == nullptr || impl->port == 0) {
     impl->server.reset();
@@ -191,9 +260,7 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(
   }
   // The default health service starts SERVING; the store is not open yet.
   // (No address has been announced before this line.)
-  grpc::HealthCheckServiceInterface* health = impl->server->GetHealthCheckService();
-  health->SetServingStatus(false);
-  health->SetServingStatus(v1::Dedup::service_full_name(), false);
+  SetServing(*impl, false);
   if (!options.metrics_listen.empty()) {
     const DedupServer::Impl* raw = impl.get();
     absl::StatusOr<std::unique_ptr<MetricsExporter>> metrics = MetricsExporter::Start(
@@ -208,6 +275,20 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(
     const size_t colon = options.metrics_listen.rfind(':');
     Log(LogLevel::kInfo, absl::StrCat("metrics on ", options.metrics_listen.substr(0, colon),
                                       ":", impl->metrics->port()));
+  }
+  if (!options.health_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<grpc::Server>> health_server =
+        StartHealthServer(options.health_listen, &impl->health_port);
+    if (!health_server.ok()) {
+      DedupServer failed(std::move(impl));
+      failed.Shutdown(absl::ZeroDuration());
+      return health_server.status();
+    }
+    impl->health_server = *std::move(health_server);
+    SetServing(*impl, false);
+    const size_t colon = options.health_listen.rfind(':');
+    Log(LogLevel::kInfo, absl::StrCat("health on ", options.health_listen.substr(0, colon),
+                                      ":", impl->health_port));
   }
   return std::unique_ptr<DedupServer>(new DedupServer(std::move(impl)));
 }
@@ -293,9 +374,7 @@ absl::Status DedupServer::OpenStore() {
       impl->normalizer.get(), url_store, impl->hasher.get(),
       impl->store.get(), impl->store.get(), engine_options);
   impl->service->SetEngine(impl->engine.get());
-  grpc::HealthCheckServiceInterface* health = impl->server->GetHealthCheckService();
-  health->SetServingStatus(v1::Dedup::service_full_name(), true);
-  health->SetServingStatus(true);
+  SetServing(*impl, true);
   return absl::OkStatus();
 }
 
@@ -308,6 +387,8 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Start(
 
 int DedupServer::port() const { return impl_->port; }
 
+int DedupServer::health_port() const { return impl_->health_port; }
+
 std::string DedupServer::address() const {
   return absl::StrCat(impl_->host, ":", impl_->port);
 }
@@ -318,7 +399,7 @@ void DedupServer::Shutdown(absl::Duration drain) {
   if (impl_->server != nullptr) {
     // NOT_SERVING first (both names), while calls are still accepted, so
     // probes and load balancers see it before the port closes.
-    impl_->server->GetHealthCheckService()->SetServingStatus(false);
+    SetServing(*impl_, false);
     if (impl_->options.shutdown_delay > absl::ZeroDuration()) {
       Log(LogLevel::kInfo,
           absl::StrCat("health NOT_SERVING; still serving for ",
@@ -342,6 +423,12 @@ void DedupServer::Shutdown(absl::Duration drain) {
     stopper.join();
     impl_->server->Wait();
     impl_->server.reset();
+  }
+  if (impl_->health_server != nullptr) {
+    // After the main port: probes see NOT_SERVING while calls drain.
+    impl_->health_server->Shutdown(std::chrono::system_clock::now());
+    impl_->health_server->Wait();
+    impl_->health_server.reset();
   }
   if (impl_->workers != nullptr) impl_->workers->Stop();
   impl_->metrics.reset();  // no scrape may read a closing store

@@ -101,6 +101,28 @@ struct ServerOptions {
   // (at most 10 minutes) before opening the store, so a test can observe
   // the NOT_SERVING phase deterministically. Default: empty (no wait).
   std::string testing_open_gate;
+
+  // TLS of the gRPC port (--listen): PEM certificate chain and private key,
+  // both or neither (neither: plaintext). Checked at Start: a missing,
+  // unreadable or unparsable file, or a key that does not match, fails the
+  // start. Default: empty (plaintext).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Mutual TLS: when set, every client must present a certificate signed by
+  // a CA in this PEM file. REQUIRES: the two above. Default: empty.
+  std::string tls_client_ca_file;
+  // Bearer-token auth: when non-empty, every call but grpc.health.v1 needs
+  // metadata "authorization: Bearer <auth_token>" (else UNAUTHENTICATED).
+  // Default: empty (no auth).
+  std::string auth_token;
+  // When non-empty, calls of /dedupd.v1.Admin/ need this token instead (the
+  // normal token gets PERMISSION_DENIED there). Default: empty (admin calls
+  // need auth_token).
+  std::string admin_token;
+  // host:port of an extra plaintext port that serves only grpc.health.v1
+  // (for Kubernetes gRPC probes, which speak no TLS); port 0 picks a free
+  // one (logged as "health on HOST:PORT"). Empty: off. Default: empty.
+  std::string health_listen;
 };
 
 // DedupServer: Listen then OpenStore (or Start, both), then Shutdown once,
@@ -124,7 +146,8 @@ class DedupServer {
   // Listen.
   absl::Status OpenStore();
 
-  // Start is Listen then OpenStore.
+  // Start is Listen then OpenStore. TLS files are checked by Listen
+  // (InvalidArgument: see MakeServerCredentials in server/auth.h).
   static absl::StatusOr<std::unique_ptr<DedupServer>> Start(
       const ServerOptions& options);
 
@@ -135,6 +158,9 @@ class DedupServer {
 
   // The host:port actually bound.
   std::string address() const;
+
+  // The port --health_listen bound; 0 when it is off.
+  int health_port() const;
 
   // Shutdown marks health NOT_SERVING, keeps serving for
   // options.shutdown_delay, stops accepting calls, waits up to `drain` for

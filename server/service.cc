@@ -116,6 +116,14 @@ grpc::ServerUnaryReactor* DedupService::Run(
     const Request* request, Response* response,
     absl::Status (Engine::*method)(const Request&, Response*) const) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (authorizer_ != nullptr) {
+    // Every Dedup method is under the same rule; the prefix names them.
+    const absl::Status auth = authorizer_->Check("/dedupd.v1.Dedup/", context->client_metadata());
+    if (!auth.ok()) {
+      reactor->Finish(ToGrpcStatus(auth));
+      return reactor;
+    }
+  }
   if (metrics_ != nullptr) metrics_->RecordBatchItems(label, Items(*request));
   const Engine* engine = engine_.load(std::memory_order_acquire);
   if (engine == nullptr) {

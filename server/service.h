@@ -17,6 +17,7 @@
 #include <cstddef>
 
 #include "dedupd/v1/dedupd.grpc.pb.h"
+#include "server/auth.h"
 #include "server/engine.h"
 #include "server/metrics.h"
 #include "server/worker_pool.h"
@@ -39,6 +40,12 @@ class DedupService final : public v1::Dedup::CallbackService {
   // SetEngine makes the service answer with `engine` from now on.
   // REQUIRES: `engine` outlives the service.
   void SetEngine(const Engine* engine);
+
+  // set_authorizer makes every call check its bearer token before any work
+  // (the auth interceptor has already cancelled such a call; this makes
+  // sure no rejected call reaches the engine). Call before serving.
+  // REQUIRES: `authorizer` outlives the service; null: no check.
+  void set_authorizer(const CallAuthorizer* authorizer) { authorizer_ = authorizer; }
 
   grpc::ServerUnaryReactor* CheckUrl(grpc::CallbackServerContext* context,
                                      const v1::CheckUrlRequest* request,
@@ -71,6 +78,7 @@ class DedupService final : public v1::Dedup::CallbackService {
   ServerMetrics* const metrics_;
   const size_t max_concurrent_rpcs_;
   std::atomic<size_t> in_flight_{0};
+  const CallAuthorizer* authorizer_ = nullptr;
 };
 
 }  // namespace dedupd
