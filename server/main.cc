@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "core/simhash_index.h"
+#include "server/admin.h"
 #include "server/log.h"
 #include "server/server.h"
 
@@ -82,6 +83,9 @@ ABSL_FLAG(absl::Duration, url_snapshot_interval, absl::Minutes(10),
 ABSL_FLAG(std::string, metrics_listen, "",
           "host:port of the Prometheus /metrics endpoint (HTTP); port 0 picks a "
           "free port; empty: off");
+ABSL_FLAG(std::string, restore_from, "",
+          "before serving, copy this backup (made by `dedupctl admin backup`) "
+          "into --data_dir, which must not exist or be empty; empty: no restore");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(10),
           "on SIGTERM/SIGINT, how long calls in flight may finish");
 
@@ -202,6 +206,17 @@ int main(int argc, char** argv) {
       static_cast<uint64_t>(absl::GetFlag(FLAGS_url_snapshot_every_urls));
   options.url_snapshot_interval = absl::GetFlag(FLAGS_url_snapshot_interval);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+
+  const std::string restore_from = absl::GetFlag(FLAGS_restore_from);
+  if (!restore_from.empty()) {
+    absl::Status restored = dedupd::RestoreBackup(restore_from, options.data_dir);
+    if (!restored.ok()) {
+      std::cerr << "dedupd: " << restored.message() << "\n";
+      return 1;
+    }
+    dedupd::Log(dedupd::LogLevel::kInfo,
+                absl::StrCat("restored backup ", restore_from, " into ", options.data_dir));
+  }
 
   // Block the shutdown signals before any thread starts, so that every
   // thread inherits the mask and only sigwait below receives them.

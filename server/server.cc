@@ -14,6 +14,8 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "server/admin.h"
+#include "server/admin_service.h"
 #include "server/config.h"
 #include "server/engine.h"
 #include "server/log.h"
@@ -36,6 +38,9 @@ struct DedupServer::Impl {
   std::unique_ptr<Engine> engine;
   std::unique_ptr<WorkerPool> workers;
   std::unique_ptr<DedupService> service;
+  // dedupd.v1.Admin (Stats, Backup, Export).
+  std::unique_ptr<AdminOps> admin;
+  std::unique_ptr<AdminService> admin_service;
   std::unique_ptr<grpc::Server> server;
   // The /metrics endpoint; null when --metrics_listen is empty. Destroyed
   // before the stores it reads.
@@ -126,6 +131,7 @@ DedupServer::~DedupServer() { Shutdown(absl::ZeroDuration()); }
 
 absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Start(
     const ServerOptions& options) {
+  const absl::Time started = absl::Now();
   auto impl = std::make_unique<Impl>();
   int requested_port = 0;
   DEDUPD_RETURN_IF_ERROR(SplitHostPort(options.listen, &impl->host, &requested_port));
@@ -202,6 +208,11 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Start(
   impl->service = std::make_unique<DedupService>(
       impl->engine.get(), options.max_concurrent_rpcs, impl->workers.get());
 
+  impl->admin = std::make_unique<AdminOps>(impl->store.get(), impl->url_bloom.get(),
+                                           started);
+  impl->admin_service =
+      std::make_unique<AdminService>(impl->admin.get(), impl->workers.get());
+
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -210,6 +221,7 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Start(
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
   builder.RegisterService(impl->service.get());
+  builder.RegisterService(impl->admin_service.get());
   impl->server = builder.BuildAndStart();
   if (impl->server == nullptr || impl->port == 0) {
     return absl::UnavailableError(absl::StrCat(
@@ -248,6 +260,8 @@ void DedupServer::Shutdown(absl::Duration drain) {
   impl_->workers->Stop();
   impl_->metrics.reset();  // no scrape may read a closing store
   impl_->service.reset();
+  impl_->admin_service.reset();
+  impl_->admin.reset();
   impl_->engine.reset();
   // Closing the stores last: no call can touch them any more.
   if (impl_->url_bloom != nullptr) {
