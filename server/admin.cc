@@ -115,16 +115,16 @@ absl::Status AdminOps::Backup(const v1::BackupRequest& request,
   const std::string& dir = request.directory();
   if (dir.empty()) {
     return absl::InvalidArgumentError(
-        "Backup: directory is empty (want an absolute path on the server, "
+        "directory is empty (want an absolute path on the server, "
         "of a directory that does not exist yet)");
   }
   if (!fs::path(dir).is_absolute()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "Backup: directory \"", absl::CHexEscape(dir),
+        "directory \"", absl::CHexEscape(dir),
         "\" is relative; give an absolute path on the server"));
   }
   if (!backup_mu_.TryLock()) {
-    return absl::UnavailableError("Backup: another backup is running; retry later");
+    return absl::UnavailableError("another backup is running; retry later");
   }
   const absl::Time start = absl::Now();
   absl::Status result;
