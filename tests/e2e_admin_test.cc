@@ -268,6 +268,59 @@ TEST_F(E2eAdminTest, RestoreRefusesANonEmptyDataDirectoryAndANonBackup) {
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/fresh"));
 }
 
+TEST_F(E2eAdminTest, ExportIsCutIntoBoundedMessagesAndACancelFreesTheSlot) {
+  StartServer({kDrain});
+  constexpr int kUrls = 30000;
+  std::vector<std::string> urls;
+  for (int i = 0; i < kUrls; ++i) {
+    urls.push_back(absl::StrCat("http://bulk.example/a/fairly/long/path/to/page/number/", i));
+  }
+  ASSERT_THAT(client_->CheckUrls(Items(urls), v1::CLAIM_MODE_CLAIM), IsOk());
+
+  int messages = 0;
+  std::set<std::string> exported;
+  v1::ExportRequest request;
+  request.set_skip_content(true);
+  ASSERT_THAT(client_->AdminExport(request,
+                                   [&](const v1::ExportResponse& m) {
+                                     ++messages;
+                                     // kExportMessageBytes plus one record's slack.
+                                     EXPECT_LE(m.ByteSizeLong(), size_t{1} << 21);
+                                     for (const v1::ExportRecord& r : m.records()) {
+                                       exported.insert(r.url().url());
+                                     }
+                                     return absl::OkStatus();
+                                   }),
+              IsOk());
+  EXPECT_EQ(exported, std::set<std::string>(urls.begin(), urls.end()));
+  EXPECT_GE(messages, 3);  // ~3.4 MB of records
+
+  // A reader that gives up after the first message: its error comes back,
+  // and its admission slot is released (more exports than the limit of 4
+  // in a row still run).
+  for (int i = 0; i < 6; ++i) {
+    absl::Status s = client_->AdminExport(
+        request, [](const v1::ExportResponse&) { return absl::AbortedError("enough"); });
+    EXPECT_THAT(s, StatusIs(absl::StatusCode::kAborted, HasSubstr("enough")));
+  }
+  // The cancelled streams' slots are released when gRPC finishes them:
+  // wait for that, bounded.
+  absl::Status last;
+  int records = 0;
+  const absl::Time give_up = absl::Now() + absl::Seconds(20);
+  for (int attempt = 0; attempt < 400; ++attempt) {
+    records = 0;
+    last = client_->AdminExport(request, [&](const v1::ExportResponse& m) {
+      records += m.records_size();
+      return absl::OkStatus();
+    });
+    if (!absl::IsResourceExhausted(last) || absl::Now() > give_up) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_THAT(last, IsOk());
+  EXPECT_EQ(records, kUrls);
+}
+
 TEST_F(E2eAdminTest, ApproximateModeBackupCarriesTheSeenSet) {
   StartServer({kDrain, "--url_seen_mode=approximate", "--url_filter_expected_urls=100000"});
   std::vector<std::string> urls;
