@@ -1601,7 +1601,8 @@ absl::StatusOr<StoreStats> RocksDbStore::Stats(bool exact) {
   rocksdb::SizeApproximationOptions size_options;
   size_options.include_memtables = true;
   size_options.include_files = true;
-  for (const KindRange& k : KindRanges()) {
+  const std::vector<KindRange> ranges = KindRanges();
+  for (const KindRange& k : ranges) {
     StoreStats::RecordKind kind;
     kind.name = k.name;
     kind.key_prefix = k.prefix;
@@ -1626,7 +1627,7 @@ absl::StatusOr<StoreStats> RocksDbStore::Stats(bool exact) {
     read.iterate_upper_bound = &upper;
     read.fill_cache = false;  // a one-off pass must not evict the working set
     std::unique_ptr<rocksdb::Iterator> it(
-        db->NewIterator(read, family(KindRanges()[i].content_family)));
+        db->NewIterator(read, family(ranges[i].content_family)));
     uint64_t n = 0;
     for (it->Seek(kind.key_prefix); it->Valid(); it->Next()) ++n;
     if (!it->status().ok()) {
