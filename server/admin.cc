@@ -1,5 +1,9 @@
 #include "server/admin.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <filesystem>
 #include <system_error>
 #include <utility>
@@ -11,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "core/status_macros.h"
 #include "google/protobuf/util/time_util.h"
+#include "storage/file_io.h"
 
 namespace dedupd {
 namespace {
@@ -64,6 +69,32 @@ absl::Status FsError(const std::error_code& ec, absl::string_view action,
     return absl::PermissionDeniedError(message);
   }
   return absl::UnavailableError(message);
+}
+
+// SyncTree fsyncs every regular file under `dir`, then every directory
+// (each directory's fsync makes its own entries durable), so that a
+// restored store survives a power loss once it is renamed into place.
+absl::Status SyncTree(const fs::path& dir) {
+  std::error_code ec;
+  std::vector<std::string> dirs = {dir.string()};
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::error_code type_ec;
+    if (it->is_directory(type_ec)) {
+      dirs.push_back(it->path().string());
+      continue;
+    }
+    if (!it->is_regular_file(type_ec)) continue;
+    const std::string path = it->path().string();
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return file_io::ErrnoStatus(errno, path, "restore: open to fsync");
+    const int err = ::fsync(fd) == 0 ? 0 : errno;
+    ::close(fd);
+    if (err != 0) return file_io::ErrnoStatus(err, path, "restore: fsync");
+  }
+  if (ec) return FsError(ec, "restore: list", dir.string());
+  for (const std::string& d : dirs) DEDUPD_RETURN_IF_ERROR(file_io::SyncDir(d));
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -236,13 +267,20 @@ absl::Status RestoreBackup(const std::string& backup_dir, const std::string& dat
     fs::remove_all(temp, cleanup);
     return s;
   }
+  if (absl::Status synced = SyncTree(temp); !synced.ok()) {
+    std::error_code cleanup;
+    fs::remove_all(temp, cleanup);
+    return synced;
+  }
   if (fs::exists(target, ec)) {
     fs::remove(target, ec);  // empty, checked above
     if (ec) return FsError(ec, "restore: remove the empty", data_dir);
   }
   fs::rename(temp, target, ec);
   if (ec) return FsError(ec, absl::StrCat("restore: rename ", temp.string(), " to"), data_dir);
-  return absl::OkStatus();
+  // The rename itself: durable once the parent directory is synced.
+  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  return file_io::SyncDir(parent.string());
 }
 
 }  // namespace dedupd
