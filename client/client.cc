@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
+#include "dedupd/v1/admin.grpc.pb.h"
 #include "dedupd/v1/dedupd.grpc.pb.h"
 
 namespace dedupd {
@@ -135,6 +136,7 @@ absl::StatusOr<std::string> ReadBearerTokenFile(const std::string& path) {
 struct DedupClient::Rpc {
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<dedupd::v1::Dedup::Stub> stub;
+  std::unique_ptr<dedupd::v1::Admin::Stub> admin;
 };
 
 absl::StatusOr<std::unique_ptr<DedupClient>> DedupClient::Connect(
@@ -182,6 +184,7 @@ absl::StatusOr<std::unique_ptr<DedupClient>> DedupClient::Connect(
         absl::StrCat("connect: cannot create a channel to ", address));
   }
   rpc->stub = dedupd::v1::Dedup::NewStub(rpc->channel);
+  rpc->admin = dedupd::v1::Admin::NewStub(rpc->channel);
   return std::unique_ptr<DedupClient>(new DedupClient(options, std::move(rpc)));
 }
 
@@ -334,6 +337,52 @@ absl::StatusOr<dedupd::v1::DedupResultsResponse> DedupClient::DedupResults(
       });
   if (!status.ok()) return status;
   return response;
+}
+
+absl::StatusOr<dedupd::v1::StatsResponse> DedupClient::AdminStats(
+    const dedupd::v1::StatsRequest& request) const {
+  dedupd::v1::StatsResponse response;
+  absl::BitGen gen;
+  absl::Status status =
+      CallWithRetry(options_, "Admin.Stats", gen, [&](grpc::ClientContext* context) {
+        response.Clear();
+        return rpc_->admin->Stats(context, request, &response);
+      });
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<dedupd::v1::BackupResponse> DedupClient::AdminBackup(
+    const dedupd::v1::BackupRequest& request) const {
+  dedupd::v1::BackupResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + options_.deadline));
+  absl::Status status =
+      FromGrpcStatus(rpc_->admin->Backup(&context, request, &response), "Admin.Backup");
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::Status DedupClient::AdminExport(
+    const dedupd::v1::ExportRequest& request,
+    const std::function<absl::Status(const dedupd::v1::ExportResponse&)>& on_message)
+    const {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + options_.deadline));
+  std::unique_ptr<grpc::ClientReader<dedupd::v1::ExportResponse>> reader =
+      rpc_->admin->Export(&context, request);
+  dedupd::v1::ExportResponse message;
+  absl::Status handled;
+  while (reader->Read(&message)) {
+    handled = on_message(message);
+    if (!handled.ok()) {
+      context.TryCancel();
+      break;
+    }
+  }
+  const grpc::Status finished = reader->Finish();
+  if (!handled.ok()) return handled;
+  return FromGrpcStatus(finished, "Admin.Export");
 }
 
 }  // namespace dedupd

@@ -35,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "dedupd/v1/admin.pb.h"
 #include "dedupd/v1/dedupd.pb.h"
 
 namespace grpc {
@@ -228,6 +229,26 @@ class DedupClient {
   // with "DedupResults: "; InvalidArgument naming the bad hit or setting.
   absl::StatusOr<dedupd::v1::DedupResultsResponse> DedupResults(
       const dedupd::v1::DedupResultsRequest& request) const;
+
+  // Admin calls (dedupd.v1.Admin; docs in admin.proto). Errors carry the
+  // gRPC code and a message that starts with "Admin.<Method>: ".
+  //
+  // AdminStats retries UNAVAILABLE like the calls above.
+  absl::StatusOr<dedupd::v1::StatsResponse> AdminStats(
+      const dedupd::v1::StatsRequest& request) const;
+  // AdminBackup is sent once, never retried (a retry after a lost reply
+  // would find the directory it made and fail). A backup of a large store
+  // can outlast the default deadline: raise ClientOptions::deadline.
+  absl::StatusOr<dedupd::v1::BackupResponse> AdminBackup(
+      const dedupd::v1::BackupRequest& request) const;
+  // AdminExport streams the export, calling `on_message` for each message
+  // in order on the calling thread; a non-OK return from it cancels the
+  // stream and is returned. Not retried. The deadline
+  // (ClientOptions::deadline) covers the whole stream.
+  absl::Status AdminExport(
+      const dedupd::v1::ExportRequest& request,
+      const std::function<absl::Status(const dedupd::v1::ExportResponse&)>&
+          on_message) const;
 
   const ClientOptions& options() const { return options_; }
 

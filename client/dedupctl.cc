@@ -123,6 +123,18 @@ commands:
       "score", "source_url", "embedding"}, or {"hits": [...], "top_k": N,
       ...the settings below}. Output: one line {"kept", "dropped",
       "not_examined", "per_source_cap"}, or {"error"} for a bad input.
+  admin stats --server ADDR [--exact] [--deadline SECONDS]
+      Print the server's store statistics as one JSON object: record kinds,
+      bytes on disk, versions, RocksDB health, uptime. --exact also counts
+      every record kind (a pass over the store).
+  admin backup --server ADDR [--deadline SECONDS] DIR
+      Make an online backup of the store into DIR, an absolute path on the
+      server that must not exist yet. Prints one JSON object.
+  admin export --server ADDR [--skip_urls] [--skip_content]
+               [--deadline SECONDS]
+      Print every stored record as JSON lines: {"type": "url", ...}, then
+      {"type": "content", ...} each followed by its {"type": "alias", ...}.
+      The deadline covers the whole export (default 3600).
   help
       Print this text.
 
@@ -419,6 +431,9 @@ struct Args {
       token_file;
   bool explain = false;
   bool tls = false;
+  bool exact = false;         // admin stats
+  bool skip_urls = false;     // admin export
+  bool skip_content = false;  // admin export
   bool help = false;
 };
 
@@ -458,13 +473,23 @@ absl::StatusOr<Args> ParseFlags(const std::vector<std::string>& argv,
       return absl::InvalidArgumentError(
           absl::StrCat("unknown flag ", name, " for this command"));
     }
-    if (name == "--explain" || name == "--tls") {
+    const std::pair<absl::string_view, bool*> switches[] = {
+        {"--explain", &args.explain},
+        {"--tls", &args.tls},
+        {"--exact", &args.exact},
+        {"--skip_urls", &args.skip_urls},
+        {"--skip_content", &args.skip_content},
+    };
+    bool is_switch = false;
+    for (const auto& [flag, slot] : switches) {
+      if (flag != name) continue;
       if (value) {
-        return absl::InvalidArgumentError(absl::StrCat(name, " takes no value"));
+        return absl::InvalidArgumentError(absl::StrCat(flag, " takes no value"));
       }
-      (name == "--tls" ? args.tls : args.explain) = true;
-      continue;
+      *slot = true;
+      is_switch = true;
     }
+    if (is_switch) continue;
     if (!value) {
       if (i + 1 >= argv.size()) {
         return absl::InvalidArgumentError(absl::StrCat(name, " needs a value"));
@@ -1815,6 +1840,112 @@ int RunResults(Args args) {
   return kExitOk;
 }
 
+// ---------------------------------------------------------------- admin
+
+// AdminJson prints `message` as one line of proto3 JSON with the proto
+// field names (snake_case) and every field, zero or not.
+absl::StatusOr<std::string> AdminJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string out;
+  const auto status = google::protobuf::util::MessageToJsonString(message, &out, options);
+  if (!status.ok()) {
+    return absl::InternalError(absl::StrCat("print JSON: ", status.ToString()));
+  }
+  return out;
+}
+
+// ExportLine: one exported record as {"type": "url"|"content"|"alias", ...
+// the record's fields}.
+absl::StatusOr<std::string> ExportLine(const dedupd::v1::ExportRecord& record) {
+  const google::protobuf::Message* inner = nullptr;
+  absl::string_view type;
+  switch (record.record_case()) {
+    case dedupd::v1::ExportRecord::kUrl:
+      inner = &record.url();
+      type = "url";
+      break;
+    case dedupd::v1::ExportRecord::kContent:
+      inner = &record.content();
+      type = "content";
+      break;
+    case dedupd::v1::ExportRecord::kAlias:
+      inner = &record.alias();
+      type = "alias";
+      break;
+    case dedupd::v1::ExportRecord::RECORD_NOT_SET:
+      return absl::InternalError("the server sent an empty export record");
+  }
+  DEDUPD_ASSIGN_OR_RETURN(std::string json, AdminJson(*inner));
+  // json is "{...}" with at least one field (strings print even when empty).
+  return absl::StrCat("{\"type\":\"", type, "\",", absl::string_view(json).substr(1));
+}
+
+int RunAdmin(const std::string& sub, Args args) {
+  if (!args.deadline && sub == "export") args.deadline = "3600";
+  absl::StatusOr<ClientOptions> client_options =
+      ClientOptionsFromArgs(args, absl::StrCat("admin ", sub), 1);
+  if (!client_options.ok()) return UsageError(client_options.status().message());
+  if (sub == "backup" && args.positional.size() != 1) {
+    return UsageError("admin backup needs exactly one DIR (an absolute path on the server)");
+  }
+  if (sub != "backup" && !args.positional.empty()) {
+    return UsageError(absl::StrCat("admin ", sub, " takes no arguments"));
+  }
+  if (sub != "stats" && args.exact) return UsageError("--exact is for admin stats");
+  if (sub != "export" && (args.skip_urls || args.skip_content)) {
+    return UsageError("--skip_urls and --skip_content are for admin export");
+  }
+  absl::StatusOr<std::unique_ptr<DedupClient>> client =
+      DedupClient::Connect(*args.server, *client_options);
+  if (!client.ok()) {
+    PrintError(client.status().message());
+    return kExitError;
+  }
+  absl::Status status;
+  if (sub == "stats") {
+    dedupd::v1::StatsRequest request;
+    request.set_exact(args.exact);
+    absl::StatusOr<dedupd::v1::StatsResponse> response = (*client)->AdminStats(request);
+    absl::StatusOr<std::string> line =
+        response.ok() ? AdminJson(*response) : absl::StatusOr<std::string>(response.status());
+    status = line.ok() ? (WriteLine(*line) ? absl::OkStatus()
+                                           : absl::UnavailableError("write to standard output failed"))
+                       : line.status();
+  } else if (sub == "backup") {
+    dedupd::v1::BackupRequest request;
+    request.set_directory(args.positional[0]);
+    absl::StatusOr<dedupd::v1::BackupResponse> response = (*client)->AdminBackup(request);
+    absl::StatusOr<std::string> line =
+        response.ok() ? AdminJson(*response) : absl::StatusOr<std::string>(response.status());
+    status = line.ok() ? (WriteLine(*line) ? absl::OkStatus()
+                                           : absl::UnavailableError("write to standard output failed"))
+                       : line.status();
+  } else {
+    dedupd::v1::ExportRequest request;
+    request.set_skip_urls(args.skip_urls);
+    request.set_skip_content(args.skip_content);
+    status = (*client)->AdminExport(
+        request, [](const dedupd::v1::ExportResponse& message) -> absl::Status {
+          for (const dedupd::v1::ExportRecord& record : message.records()) {
+            DEDUPD_ASSIGN_OR_RETURN(std::string line, ExportLine(record));
+            if (!WriteLine(line)) {
+              return absl::UnavailableError("write to standard output failed");
+            }
+          }
+          return FlushStdout();
+        });
+  }
+  absl::Status flushed = FlushStdout();
+  if (status.ok()) status = flushed;
+  if (!status.ok()) {
+    PrintError(status.message());
+    return kExitError;
+  }
+  return kExitOk;
+}
+
 // ----------------------------------------------------------------- main
 
 int Main(int argc, char** argv) {
@@ -1870,6 +2001,10 @@ int Main(int argc, char** argv) {
        with_connection({"--server", "--deadline", "--top_k", "--per_source_cap",
                         "--max_hamming_distance", "--min_jaccard", "--min_cosine"}),
        [](const std::string&, Args args) { return RunResults(std::move(args)); }},
+      {"admin",
+       {"stats", "backup", "export"},
+       {"--server", "--deadline", "--exact", "--skip_urls", "--skip_content"},
+       [](const std::string& sub, Args args) { return RunAdmin(sub, std::move(args)); }},
   };
   for (const ServerCommand& c : commands) {
     if (command != c.name) continue;

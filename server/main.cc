@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "core/simhash_index.h"
 #include "server/auth.h"
+#include "server/admin.h"
 #include "server/log.h"
 #include "server/server.h"
 
@@ -102,6 +103,9 @@ ABSL_FLAG(std::string, health_listen, "",
           "host:port of an extra plaintext port serving only grpc.health.v1 "
           "(Kubernetes gRPC probes when --listen has TLS); port 0 picks a "
           "free port; empty: off");
+ABSL_FLAG(std::string, restore_from, "",
+          "before serving, copy this backup (made by `dedupctl admin backup`) "
+          "into --data_dir, which must not exist or be empty; empty: no restore");
 ABSL_FLAG(absl::Duration, drain_timeout, absl::Seconds(10),
           "on SIGTERM/SIGINT, how long calls in flight may finish");
 ABSL_FLAG(absl::Duration, shutdown_delay, absl::ZeroDuration(),
@@ -264,6 +268,17 @@ int main(int argc, char** argv) {
       !read_token("admin_token_file", absl::GetFlag(FLAGS_admin_token_file),
                   &options.admin_token)) {
     return 2;
+  }
+
+  const std::string restore_from = absl::GetFlag(FLAGS_restore_from);
+  if (!restore_from.empty()) {
+    absl::Status restored = dedupd::RestoreBackup(restore_from, options.data_dir);
+    if (!restored.ok()) {
+      std::cerr << "dedupd: " << restored.message() << "\n";
+      return 1;
+    }
+    dedupd::Log(dedupd::LogLevel::kInfo,
+                absl::StrCat("restored backup ", restore_from, " into ", options.data_dir));
   }
 
   // Block the shutdown signals before any thread starts, so that every

@@ -18,6 +18,8 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "server/admin.h"
+#include "server/admin_service.h"
 #include "server/auth.h"
 #include "server/config.h"
 #include "server/engine.h"
@@ -52,6 +54,12 @@ struct DedupServer::Impl {
   // and the servers that use it, so it outlives them.
   std::shared_ptr<const CallAuthorizer> authorizer;
   std::unique_ptr<DedupService> service;
+  // dedupd.v1.Admin (Stats, Backup, Export).
+  // Null until OpenStore; the service answers UNAVAILABLE until then.
+  std::unique_ptr<AdminOps> admin;
+  std::unique_ptr<AdminService> admin_service;
+  // When Listen began: the uptime Admin.Stats reports.
+  absl::Time started = absl::Now();
   std::unique_ptr<grpc::Server> server;
   // The plaintext health-only server of --health_listen; null when off.
   std::unique_ptr<grpc::Server> health_server;
@@ -138,14 +146,69 @@ std::vector<MetricSample> UrlTierSamples(const DedupServer::Impl& impl) {
   return out;
 }
 
+// The store's figures, from RocksDbStore::Stats(exact=false): RocksDB
+// properties, range estimates and in-memory index sizes, no record read.
+void AppendStoreStats(const StoreStats& st, std::vector<MetricSample>* out) {
+  auto gauge = [out](const char* name, const char* help, double v,
+                     std::vector<std::pair<std::string, std::string>> labels = {}) {
+    out->emplace_back(name, help, MetricKind::kGauge, v, std::move(labels));
+  };
+  const char* records_help =
+      "Records in the store by kind: url is RocksDB's estimate (exact until a "
+      "Forget's deletion is flushed apart from its record), content and "
+      "chunk_text are the near-duplicate indexes' exact sizes.";
+  gauge("dedupd_store_records", records_help, static_cast<double>(st.estimated_url_records),
+        {{"kind", "url"}});
+  gauge("dedupd_store_records", records_help,
+        static_cast<double>(st.content_fingerprints_indexed), {{"kind", "content"}});
+  gauge("dedupd_store_records", records_help,
+        static_cast<double>(st.chunk_fingerprints_indexed), {{"kind", "chunk_text"}});
+  for (const StoreStats::RecordKind& kind : st.kinds) {
+    gauge("dedupd_store_kind_bytes",
+          "RocksDB's estimate of the bytes of each record kind's key range "
+          "(table files and memtables).",
+          static_cast<double>(kind.estimated_bytes), {{"kind", kind.name}});
+  }
+  gauge("dedupd_store_disk_bytes", "Bytes of the store on disk: live table files and WAL.",
+        static_cast<double>(st.disk_bytes));
+  gauge("dedupd_store_live_sst_bytes", "Bytes of the store's live table files.",
+        static_cast<double>(st.live_sst_bytes));
+  gauge("dedupd_store_wal_bytes", "Bytes of the store's write-ahead log files.",
+        static_cast<double>(st.wal_bytes));
+  gauge("dedupd_store_write_stopped",
+        "1 while RocksDB stops writes (too many L0 files or pending compaction).",
+        st.write_stopped ? 1 : 0);
+  gauge("dedupd_store_delayed_write_rate_bytes_per_second",
+        "RocksDB's write rate limit while it delays writes; 0 when not delayed.",
+        static_cast<double>(st.actual_delayed_write_rate));
+  gauge("dedupd_store_pending_compaction_bytes",
+        "RocksDB's estimate of the bytes compaction must rewrite to settle.",
+        static_cast<double>(st.estimate_pending_compaction_bytes));
+  gauge("dedupd_store_running_compactions", "RocksDB compactions running.",
+        static_cast<double>(st.num_running_compactions));
+  gauge("dedupd_store_running_flushes", "RocksDB memtable flushes running.",
+        static_cast<double>(st.num_running_flushes));
+  gauge("dedupd_store_memtable_bytes", "Bytes of all RocksDB memtables.",
+        static_cast<double>(st.cur_size_all_mem_tables));
+  gauge("dedupd_store_block_cache_usage_bytes", "Bytes in RocksDB's block cache.",
+        static_cast<double>(st.block_cache_usage));
+  gauge("dedupd_store_block_cache_capacity_bytes", "Capacity of RocksDB's block cache.",
+        static_cast<double>(st.block_cache_capacity));
+}
+
 // Everything /metrics reads from the stores at each scrape; nothing until
 // the stores are open (the endpoint answers during startup too).
-// Hook: the store's figures (records per kind, bytes on disk, RocksDB
-// stalls and compactions) are appended here, e.g.
-//   Append(&out, StoreSamples(impl.store->stats()));
 std::vector<MetricSample> StoreSamples(const DedupServer::Impl& impl) {
   if (!impl.store_open.load(std::memory_order_acquire)) return {};
   std::vector<MetricSample> out = UrlTierSamples(impl);
+  absl::StatusOr<StoreStats> stats = impl.store->Stats(/*exact=*/false);
+  if (stats.ok()) {
+    AppendStoreStats(*stats, &out);
+  } else {
+    Log(LogLevel::kWarning,
+        absl::StrCat("metrics: store figures left out of this scrape: ",
+                     stats.status().ToString()));
+  }
   return out;
 }
 
@@ -233,6 +296,7 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(
   impl->service = std::make_unique<DedupService>(
       /*engine=*/nullptr, options.max_concurrent_rpcs, impl->workers.get(),
       impl->server_metrics.get());
+  impl->admin_service = std::make_unique<AdminService>(/*ops=*/nullptr, impl->workers.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -241,6 +305,7 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
   builder.RegisterService(impl->service.get());
+  builder.RegisterService(impl->admin_service.get());
   // The observer first, so that it also counts the calls the token check
   // rejects; the token check covers every service (Dedup, health exempt,
   // reflection, Admin): see server/auth.cc for why an interceptor.
@@ -249,6 +314,7 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(
   if (impl->authorizer != nullptr) {
     interceptors.push_back(MakeAuthInterceptorFactory(impl->authorizer));
     impl->service->set_authorizer(impl->authorizer.get());
+    impl->admin_service->set_authorizer(impl->authorizer.get());
   }
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   impl->server = builder.BuildAndStart();
@@ -374,6 +440,9 @@ absl::Status DedupServer::OpenStore() {
       impl->normalizer.get(), url_store, impl->hasher.get(),
       impl->store.get(), impl->store.get(), engine_options);
   impl->service->SetEngine(impl->engine.get());
+  impl->admin = std::make_unique<AdminOps>(impl->store.get(), impl->url_bloom.get(),
+                                           impl->started);
+  impl->admin_service->SetOps(impl->admin.get());
   SetServing(*impl, true);
   return absl::OkStatus();
 }
@@ -433,6 +502,8 @@ void DedupServer::Shutdown(absl::Duration drain) {
   if (impl_->workers != nullptr) impl_->workers->Stop();
   impl_->metrics.reset();  // no scrape may read a closing store
   impl_->service.reset();
+  impl_->admin_service.reset();
+  impl_->admin.reset();
   impl_->engine.reset();
   // Closing the stores last: no call can touch them any more.
   if (impl_->url_bloom != nullptr) {

@@ -178,6 +178,54 @@ absl::Time TruncateToMicros(absl::Time t) {
 
 }  // namespace
 
+// CopyFilter copies the words of `filter` into a filter of their own,
+// whose header (and words checksum) matches the copy: inserts may continue
+// on `filter` meanwhile. `inserted` and `generation` go into the header.
+absl::StatusOr<BloomFilter> CopyFilter(const BloomFilter& filter, uint64_t inserted,
+                                       uint64_t generation, const std::string& dir) {
+  BloomFilter::Header header;
+  header.format_version = BloomFilter::kFormatVersion;
+  header.num_probes = filter.num_probes();
+  header.num_blocks = filter.num_blocks();
+  header.inserted_keys = inserted;
+  header.user_tag = generation;
+  std::string words(filter.WordBytes());
+  header.words_checksum = BloomFilter::ChecksumWords(words);
+  absl::StatusOr<BloomFilter> copy = BloomFilter::FromHeaderAndWords(header, words);
+  if (!copy.ok()) {
+    return absl::InternalError(absl::StrCat(
+        dir, ": snapshot of a copied filter: ", copy.status().message()));
+  }
+  return copy;
+}
+
+// WriteSnapshotFile writes `copy` as snapshot `generation` of `dir`
+// (written to a temporary name, fsynced, renamed, directory fsynced).
+absl::Status WriteSnapshotFile(const std::string& dir, const BloomFilter& copy,
+                               uint64_t inserted, uint64_t generation) {
+  const std::string final_path = absl::StrCat(dir, "/", SnapshotName(generation));
+  const std::string temp_path = absl::StrCat(final_path, kTempSuffix);
+  const int fd = ::open(temp_path.c_str(),
+                        O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus(errno, temp_path, "create snapshot");
+  int err = WriteAll(fd, copy.EncodeHeader(inserted, generation));
+  const absl::string_view words = copy.WordBytes();
+  for (size_t pos = 0; err == 0 && pos < words.size();
+       pos += kWritePieceBytes) {
+    err = WriteAll(fd, words.substr(pos, kWritePieceBytes));
+  }
+  if (err == 0 && ::fsync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err == 0 && ::rename(temp_path.c_str(), final_path.c_str()) != 0) {
+    err = errno;
+  }
+  if (err != 0) {
+    ::unlink(temp_path.c_str());  // best effort; Open deletes leftovers
+    return ErrnoStatus(err, temp_path, "write snapshot");
+  }
+  return SyncDir(dir);
+}
+
 struct BloomUrlStore::Impl {
   Impl(BloomUrlStoreOptions options_in, BloomFilter filter_in)
       : options(std::move(options_in)), filter(std::move(filter_in)) {}
@@ -328,44 +376,11 @@ absl::Status BloomUrlStore::Impl::WriteSnapshot(bool closing) {
   // the rotation. Inserts continue meanwhile, so the checksum must be taken
   // over this copy, not over the live words; FromHeaderAndWords checks it
   // and gives a filter whose EncodeHeader is consistent with the copy.
-  BloomFilter::Header header;
-  header.format_version = BloomFilter::kFormatVersion;
-  header.num_probes = filter.num_probes();
-  header.num_blocks = filter.num_blocks();
-  header.inserted_keys = inserted_at_rotation;
-  header.user_tag = generation;
-  absl::StatusOr<BloomFilter> copy;
-  {
-    std::string words(filter.WordBytes());
-    header.words_checksum = BloomFilter::ChecksumWords(words);
-    copy = BloomFilter::FromHeaderAndWords(header, words);
-  }
-  if (!copy.ok()) {
-    return absl::InternalError(absl::StrCat(
-        options.path, ": snapshot of a copied filter: ", copy.status().message()));
-  }
-
-  const std::string final_path = Path(SnapshotName(generation));
-  const std::string temp_path = absl::StrCat(final_path, kTempSuffix);
-  const int fd = ::open(temp_path.c_str(),
-                        O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus(errno, temp_path, "create snapshot");
-  int err = WriteAll(fd, copy->EncodeHeader(inserted_at_rotation, generation));
-  const absl::string_view words = copy->WordBytes();
-  for (size_t pos = 0; err == 0 && pos < words.size();
-       pos += kWritePieceBytes) {
-    err = WriteAll(fd, words.substr(pos, kWritePieceBytes));
-  }
-  if (err == 0 && ::fsync(fd) != 0) err = errno;
-  if (::close(fd) != 0 && err == 0) err = errno;
-  if (err == 0 && ::rename(temp_path.c_str(), final_path.c_str()) != 0) {
-    err = errno;
-  }
-  if (err != 0) {
-    ::unlink(temp_path.c_str());  // best effort; Open deletes leftovers
-    return ErrnoStatus(err, temp_path, "write snapshot");
-  }
-  DEDUPD_RETURN_IF_ERROR(SyncDir(options.path));
+  DEDUPD_ASSIGN_OR_RETURN(
+      BloomFilter copy,
+      CopyFilter(filter, inserted_at_rotation, generation, options.path));
+  DEDUPD_RETURN_IF_ERROR(
+      WriteSnapshotFile(options.path, copy, inserted_at_rotation, generation));
 
   // The snapshot is durable: older logs and snapshots are redundant.
   absl::Status cleanup;
@@ -756,6 +771,41 @@ BloomUrlStore::Stats BloomUrlStore::stats() const {
   s.estimated_false_positive_rate = BloomFilter::BlockedFalsePositiveRate(
       s.inserted_urls, m.filter.num_blocks(), m.filter.num_probes());
   return s;
+}
+
+absl::Status BloomUrlStore::BackupTo(const std::string& directory) {
+  if (directory.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(impl_->options.path, ": back up Bloom URL store: empty directory"));
+  }
+  if (::mkdir(directory.c_str(), 0755) != 0) {
+    if (errno == EEXIST) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          impl_->options.path, ": back up Bloom URL store: ", directory,
+          " already exists"));
+    }
+    return ErrnoStatus(errno, directory, "create backup directory");
+  }
+  uint64_t inserted = 0;
+  uint64_t generation = 0;
+  absl::StatusOr<BloomFilter> copy;
+  {
+    // Bits are set only under `mu`: the copy holds exactly the keys of the
+    // claims answered before this point, and `inserted` counts them.
+    absl::MutexLock lock(&impl_->mu);
+    if (impl_->closed) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(impl_->options.path, ": Bloom URL store is closed"));
+    }
+    inserted = impl_->inserted;
+    generation = impl_->log_generation;
+    copy = CopyFilter(impl_->filter, inserted, generation, impl_->options.path);
+  }
+  if (!copy.ok()) return copy.status();
+  // As snapshot `generation`: it covers every log before the current one
+  // and the current one's records so far; Open of the backup finds no log
+  // to replay and starts log `generation` afresh.
+  return WriteSnapshotFile(directory, *copy, inserted, generation);
 }
 
 absl::Status BloomUrlStore::Snapshot() {

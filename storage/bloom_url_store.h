@@ -156,6 +156,16 @@ class BloomUrlStore final : public UrlStore {
   // claims stay safe in the logs).
   absl::Status Snapshot();
 
+  // BackupTo writes the seen-set as it is now into `directory` (created;
+  // it must not exist) as a store directory of its own: one snapshot file
+  // holding every key answered is_new before the call, no claim log.
+  // BloomUrlStore::Open of that directory gives the same answers. Holds the
+  // claim mutex while the filter's words are copied (a memcpy of
+  // memory_bytes). Errors: InvalidArgument for an empty path;
+  // FailedPrecondition when `directory` exists or after Close; Unavailable /
+  // ResourceExhausted / PermissionDenied-like errors for I/O.
+  absl::Status BackupTo(const std::string& directory);
+
   // Close stops the snapshot thread, writes a final snapshot (so the next
   // Open replays nothing) and releases the directory. Idempotent; later
   // calls fail with FailedPrecondition.

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <numeric>
+#include <system_error>
 #include <tuple>
 #include <utility>
 
@@ -37,6 +38,7 @@
 #include "rocksdb/table.h"
 #include "rocksdb/table_properties.h"
 #include "rocksdb/transaction_log.h"
+#include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_batch.h"
 #include "storage/chunk_planner.h"
 #include "storage/content_planner.h"
@@ -398,6 +400,12 @@ struct RocksDbStore::Impl {
 
   // Closes `db` (which must not be used afterwards). Returns the first error.
   absl::Status CloseDb(rocksdb::DB* db, bool sync_wal);
+
+  // Snapshots held by ExportCursors: released by their cursor, or by Close
+  // (under `mu` exclusively, before the database closes) if still held.
+  absl::Mutex export_mu ABSL_ACQUIRED_AFTER(mu);
+  absl::flat_hash_set<const rocksdb::Snapshot*> export_snapshots
+      ABSL_GUARDED_BY(export_mu);
 
   // The content layer's column family (kContentColumnFamily): content,
   // alias, fingerprint and fetch records and the content meta record.
@@ -2073,6 +2081,15 @@ absl::Status RocksDbStore::Close() {
   {
     // Exclusive: waits for every call in flight to finish.
     absl::MutexLock lifecycle(&impl_->mu);
+    if (impl_->db != nullptr) {
+      // Export cursors still open: their snapshots must go before the
+      // database (their next call fails with FailedPrecondition).
+      absl::MutexLock exports(&impl_->export_mu);
+      for (const rocksdb::Snapshot* snapshot : impl_->export_snapshots) {
+        impl_->db->ReleaseSnapshot(snapshot);
+      }
+      impl_->export_snapshots.clear();
+    }
     db = std::move(impl_->db);
   }
   if (db == nullptr) return absl::OkStatus();
@@ -2103,6 +2120,347 @@ absl::Status RocksDbStore::Close() {
   absl::Status closed =
       impl_->CloseDb(db.get(), /*sync_wal=*/!impl_->options.sync_writes);
   return flushed.ok() ? closed : flushed;
+}
+
+namespace {
+
+// The record kinds of docs/storage_format.md ("Key tags"): name, column
+// family (false: default, true: content) and key prefix.
+struct KindRange {
+  const char* name;
+  bool content_family;
+  std::string prefix;
+};
+
+std::vector<KindRange> KindRanges() {
+  auto tag = [](char t) { return std::string(1, t); };
+  auto chunk = [](char second) { return std::string{fmt::kTagChunk, second}; };
+  return {
+      {"url", false, tag(fmt::kTagUrl)},
+      {"content", true, tag(fmt::kTagContent)},
+      {"alias", true, tag(fmt::kTagAlias)},
+      {"fingerprint", true, tag(fmt::kTagFingerprint)},
+      {"fetch", true, tag(fmt::kTagFetch)},
+      {"chunk_manifest", true, chunk(fmt::kChunkManifest)},
+      {"chunk_text", true, chunk(fmt::kChunkText)},
+      {"chunk_holder", true, chunk(fmt::kChunkHolder)},
+      {"chunk_fingerprint", true, chunk(fmt::kChunkFingerprint)},
+  };
+}
+
+}  // namespace
+
+absl::StatusOr<StoreStats> RocksDbStore::Stats(bool exact) {
+  constexpr absl::string_view kAction = "read stats of store";
+  StoreStats st;
+  st.storage_format_version = fmt::kStorageFormatVersion;
+  st.normalizer_version = impl_->options.normalizer_version;
+  st.text_normalizer_version = impl_->options.text_normalizer_version;
+  st.simhash_version = impl_->options.simhash_version;
+  st.simhash_shingle_words = impl_->options.simhash_shingle_words;
+  st.simhash_seed = impl_->options.simhash_seed;
+  st.created = impl_->created;
+  st.content_fingerprints_indexed = impl_->index->size();
+  st.chunk_fingerprints_indexed = impl_->chunk_index->size();
+  DEDUPD_ASSIGN_OR_RETURN(st.estimated_url_records, ApproximateUrlCount());
+
+  absl::ReaderMutexLock lifecycle(&impl_->mu);
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
+  const std::string& path = impl_->options.path;
+  auto missing = [&](const std::string& property) {
+    return absl::InternalError(absl::StrCat(kAction, " at ", path, ": RocksDB property ",
+                                            property, " is unavailable"));
+  };
+  // Per-family properties, summed over both families.
+  const std::pair<const std::string*, uint64_t*> summed[] = {
+      {&rocksdb::DB::Properties::kLiveSstFilesSize, &st.live_sst_bytes},
+      {&rocksdb::DB::Properties::kEstimatePendingCompactionBytes,
+       &st.estimate_pending_compaction_bytes},
+      {&rocksdb::DB::Properties::kCurSizeAllMemTables, &st.cur_size_all_mem_tables},
+  };
+  for (const auto& [property, out] : summed) {
+    if (!db->GetAggregatedIntProperty(*property, out)) return missing(*property);
+  }
+  // Database-wide properties (the block cache is shared by both families):
+  // read once, through the default family.
+  uint64_t write_stopped = 0;
+  const std::pair<const std::string*, uint64_t*> single[] = {
+      {&rocksdb::DB::Properties::kIsWriteStopped, &write_stopped},
+      {&rocksdb::DB::Properties::kActualDelayedWriteRate, &st.actual_delayed_write_rate},
+      {&rocksdb::DB::Properties::kNumRunningCompactions, &st.num_running_compactions},
+      {&rocksdb::DB::Properties::kNumRunningFlushes, &st.num_running_flushes},
+      {&rocksdb::DB::Properties::kBlockCacheUsage, &st.block_cache_usage},
+      {&rocksdb::DB::Properties::kBlockCacheCapacity, &st.block_cache_capacity},
+  };
+  for (const auto& [property, out] : single) {
+    if (!db->GetIntProperty(*property, out)) return missing(*property);
+  }
+  st.write_stopped = write_stopped != 0;
+  rocksdb::VectorLogPtr wal_files;
+  rocksdb::Status s = db->GetSortedWalFiles(wal_files);
+  if (!s.ok()) return FromRocksDbStatus(s, kAction, path);
+  for (const auto& f : wal_files) st.wal_bytes += f->SizeFileBytes();
+  st.disk_bytes = st.live_sst_bytes + st.wal_bytes;
+
+  auto family = [&](bool content) {
+    return content ? impl_->content_cf : db->DefaultColumnFamily();
+  };
+  rocksdb::SizeApproximationOptions size_options;
+  size_options.include_memtables = true;
+  size_options.include_files = true;
+  const std::vector<KindRange> ranges = KindRanges();
+  for (const KindRange& k : ranges) {
+    StoreStats::RecordKind kind;
+    kind.name = k.name;
+    kind.key_prefix = k.prefix;
+    const std::string end = PrefixEnd(k.prefix);
+    const rocksdb::Range range(k.prefix, end);
+    s = db->GetApproximateSizes(size_options, family(k.content_family), &range, 1,
+                                &kind.estimated_bytes);
+    if (!s.ok()) return FromRocksDbStatus(s, kAction, path);
+    st.kinds.push_back(std::move(kind));
+  }
+  if (!exact) return st;
+
+  // One snapshot for both families, so the counts agree with each other.
+  const rocksdb::Snapshot* snapshot = db->GetSnapshot();
+  absl::Status scanned;
+  for (size_t i = 0; i < st.kinds.size() && scanned.ok(); ++i) {
+    StoreStats::RecordKind& kind = st.kinds[i];
+    const std::string end = PrefixEnd(kind.key_prefix);
+    const rocksdb::Slice upper(end);
+    rocksdb::ReadOptions read;
+    read.snapshot = snapshot;
+    read.iterate_upper_bound = &upper;
+    read.fill_cache = false;  // a one-off pass must not evict the working set
+    std::unique_ptr<rocksdb::Iterator> it(
+        db->NewIterator(read, family(ranges[i].content_family)));
+    uint64_t n = 0;
+    for (it->Seek(kind.key_prefix); it->Valid(); it->Next()) ++n;
+    if (!it->status().ok()) {
+      scanned = FromRocksDbStatus(it->status(), "count records of store", path);
+    }
+    kind.exact_count = n;
+  }
+  db->ReleaseSnapshot(snapshot);
+  if (!scanned.ok()) return scanned;
+  return st;
+}
+
+absl::StatusOr<uint64_t> RocksDbStore::Checkpoint(const std::string& directory) {
+  const std::string action = absl::StrCat("back up store to ", directory, ": store");
+  const std::string& path = impl_->options.path;
+  if (directory.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("back up store at ", path, ": the backup directory is empty"));
+  }
+  std::error_code ec;
+  const std::filesystem::path target(directory);
+  if (std::filesystem::symlink_status(target, ec).type() !=
+      std::filesystem::file_type::not_found) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "back up store at ", path, ": ", directory,
+        " already exists (a backup goes into a new directory; remove it or "
+        "choose another)"));
+  }
+  const std::filesystem::path parent =
+      target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  if (!std::filesystem::is_directory(parent, ec)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "back up store at ", path, ": the parent directory ", parent.string(), " of ",
+        directory, " does not exist"));
+  }
+  absl::ReaderMutexLock lifecycle(&impl_->mu);
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb("back up store"));
+  rocksdb::Checkpoint* raw = nullptr;
+  rocksdb::Status s = rocksdb::Checkpoint::Create(db, &raw);
+  if (!s.ok()) return FromRocksDbStatus(s, action, path);
+  std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+  uint64_t sequence = 0;
+  // log_size_for_flush 0: always flush first, so that the backup needs no
+  // WAL replay to hold the latest records.
+  s = checkpoint->CreateCheckpoint(directory, /*log_size_for_flush=*/0, &sequence);
+  if (!s.ok()) {
+    // RocksDB works in DIR.tmp and renames at the end; it removes the
+    // temporary directory itself on failure.
+    if (s.IsIOError() && absl::StrContains(s.ToString(), "ermission denied")) {
+      return absl::PermissionDeniedError(
+          absl::StrCat(action, " at ", path, ": ", s.ToString()));
+    }
+    return FromRocksDbStatus(s, action, path);
+  }
+  return sequence;
+}
+
+class RocksDbStore::ExportCursorImpl final : public ExportCursor {
+ public:
+  ExportCursorImpl(Impl* impl, const rocksdb::Snapshot* snapshot, bool urls,
+                   bool content)
+      : impl_(impl), snapshot_(snapshot), urls_(urls), content_(content) {
+    phase_ = urls_ ? Phase::kUrls : content_ ? Phase::kContent : Phase::kDone;
+  }
+
+  ~ExportCursorImpl() override {
+    absl::ReaderMutexLock lifecycle(&impl_->mu);
+    if (impl_->db == nullptr) return;  // Close released the snapshot
+    absl::MutexLock exports(&impl_->export_mu);
+    if (impl_->export_snapshots.erase(snapshot_) > 0) {
+      impl_->db->ReleaseSnapshot(snapshot_);
+    }
+  }
+
+  absl::Status Next(size_t max_bytes, std::vector<ExportedRecord>* out,
+                    bool* done) override {
+    constexpr absl::string_view kAction = "export store";
+    absl::ReaderMutexLock lifecycle(&impl_->mu);
+    DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
+    size_t bytes = 0;
+    // Per record: its URL plus a fixed allowance for the other fields.
+    auto full = [&] { return bytes >= max_bytes; };
+    auto add = [&](ExportedRecord r) {
+      bytes += r.url.size() + 64;
+      out->push_back(std::move(r));
+    };
+    while (phase_ != Phase::kDone && !full()) {
+      if (phase_ == Phase::kUrls) {
+        DEDUPD_RETURN_IF_ERROR(Scan(
+            db, db->DefaultColumnFamily(), std::string(1, fmt::kTagUrl), &url_resume_,
+            full, [&](absl::string_view key, absl::string_view value) -> absl::Status {
+              absl::StatusOr<absl::Time> t = fmt::DecodeUrlValue(value);
+              if (!t.ok()) return Damaged("URL", key, t.status());
+              ExportedRecord r;
+              r.kind = ExportedRecord::Kind::kUrl;
+              r.url = std::string(key.substr(1));
+              r.time = *t;
+              add(std::move(r));
+              return absl::OkStatus();
+            }));
+        if (!full()) phase_ = content_ ? Phase::kContent : Phase::kDone;
+        continue;
+      }
+      if (in_aliases_) {
+        DEDUPD_RETURN_IF_ERROR(Scan(
+            db, impl_->content_cf, fmt::EncodeAliasPrefix(current_sha_),
+            &alias_resume_, full,
+            [&](absl::string_view key, absl::string_view value) -> absl::Status {
+              absl::StatusOr<absl::string_view> url = fmt::DecodeAliasKeyUrl(key);
+              absl::StatusOr<absl::Time> t = fmt::DecodeAliasValue(value);
+              if (!url.ok()) return Damaged("alias", key, url.status());
+              if (!t.ok()) return Damaged("alias", key, t.status());
+              ExportedRecord r;
+              r.kind = ExportedRecord::Kind::kAlias;
+              r.url = std::string(*url);
+              r.time = *t;
+              r.sha256 = current_sha_;
+              add(std::move(r));
+              return absl::OkStatus();
+            }));
+        if (!full()) in_aliases_ = false;
+        continue;
+      }
+      // The next content record after content_resume_, then its aliases.
+      bool found = false;
+      auto stop_after_one = [&] { return found; };
+      DEDUPD_RETURN_IF_ERROR(Scan(
+          db, impl_->content_cf, std::string(1, fmt::kTagContent), &content_resume_,
+          stop_after_one,
+          [&](absl::string_view key, absl::string_view value) -> absl::Status {
+            absl::StatusOr<fmt::ContentValue> v = fmt::DecodeContentValue(value);
+            if (!v.ok()) return Damaged("content", key, v.status());
+            if (key.size() != 1 + current_sha_.size()) {
+              return Damaged("content", key,
+                             absl::DataLossError("key is not 02 + 32 bytes"));
+            }
+            std::copy(key.begin() + 1, key.end(), current_sha_.begin());
+            ExportedRecord r;
+            r.kind = ExportedRecord::Kind::kContent;
+            r.url = v->owner_url;
+            r.time = v->first_seen;
+            r.sha256 = current_sha_;
+            r.simhash = v->simhash;
+            r.alias_count = v->alias_count;
+            add(std::move(r));
+            found = true;
+            return absl::OkStatus();
+          }));
+      if (!found) {
+        phase_ = Phase::kDone;
+      } else {
+        in_aliases_ = true;
+        alias_resume_.clear();
+      }
+    }
+    *done = phase_ == Phase::kDone;
+    return absl::OkStatus();
+  }
+
+ private:
+  enum class Phase { kUrls, kContent, kDone };
+
+  absl::Status Damaged(absl::string_view what, absl::string_view key,
+                       const absl::Status& cause) const {
+    return absl::DataLossError(absl::StrCat("export store at ", impl_->options.path,
+                                            ": ", what, " record with key \"",
+                                            PrintableKey(key), "\": ", cause.message()));
+  }
+
+  // Scan visits the keys of `family` that start with `prefix` and come
+  // after `*resume` (all of them when it is empty), in order, from the
+  // cursor's snapshot, until `stop()` says so after a visit; `*resume` is
+  // left at the last key visited.
+  template <typename Stop, typename Visit>
+  absl::Status Scan(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* family,
+                    const std::string& prefix, std::string* resume, const Stop& stop,
+                    const Visit& visit) {
+    const std::string end = PrefixEnd(prefix);
+    const rocksdb::Slice upper(end);
+    rocksdb::ReadOptions read;
+    read.snapshot = snapshot_;
+    read.iterate_upper_bound = &upper;
+    read.fill_cache = false;
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read, family));
+    if (resume->empty()) {
+      it->Seek(prefix);
+    } else {
+      it->Seek(*resume);
+      if (it->Valid() && it->key() == rocksdb::Slice(*resume)) it->Next();
+    }
+    for (; it->Valid(); it->Next()) {
+      const absl::string_view key(it->key().data(), it->key().size());
+      DEDUPD_RETURN_IF_ERROR(
+          visit(key, absl::string_view(it->value().data(), it->value().size())));
+      resume->assign(key.data(), key.size());
+      if (stop()) return absl::OkStatus();
+    }
+    if (!it->status().ok()) {
+      return FromRocksDbStatus(it->status(), "export store", impl_->options.path);
+    }
+    return absl::OkStatus();
+  }
+
+  Impl* const impl_;
+  const rocksdb::Snapshot* const snapshot_;
+  const bool urls_;
+  const bool content_;
+  Phase phase_;
+  std::string url_resume_;
+  std::string content_resume_;
+  bool in_aliases_ = false;
+  Sha256Digest current_sha_{};
+  std::string alias_resume_;
+};
+
+absl::StatusOr<std::unique_ptr<ExportCursor>> RocksDbStore::NewExport(bool urls,
+                                                                      bool content) {
+  absl::ReaderMutexLock lifecycle(&impl_->mu);
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb("export store"));
+  const rocksdb::Snapshot* snapshot = db->GetSnapshot();
+  {
+    absl::MutexLock exports(&impl_->export_mu);
+    impl_->export_snapshots.insert(snapshot);
+  }
+  return std::unique_ptr<ExportCursor>(
+      new ExportCursorImpl(impl_.get(), snapshot, urls, content));
 }
 
 const std::string& RocksDbStore::path() const { return impl_->options.path; }

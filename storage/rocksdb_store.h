@@ -218,6 +218,96 @@ struct ConsistencyReport {
   bool ok() const { return problems.empty(); }
 };
 
+// StoreStats: what RocksDbStore::Stats reports. Without `exact` every field
+// comes from RocksDB properties, range size estimates and in-memory
+// counters: O(table files) and no record read, so cheap enough for every
+// Prometheus scrape. With `exact`, RecordKind::exact_count is filled by
+// counting the keys of one snapshot (a pass over the whole store).
+struct StoreStats {
+  // One record kind of docs/storage_format.md ("Key tags").
+  struct RecordKind {
+    // "url", "content", "alias", "fingerprint", "fetch", "chunk_manifest",
+    // "chunk_text", "chunk_holder", "chunk_fingerprint".
+    std::string name;
+    // The key prefix of the kind (raw bytes: "\x01", "\x05\x03", ...).
+    std::string key_prefix;
+    // RocksDB's estimate of the bytes of the kind's key range in table files
+    // and memtables (DB::GetApproximateSizes). An estimate, always set.
+    uint64_t estimated_bytes = 0;
+    // The number of records in one snapshot; set only by Stats(exact=true).
+    std::optional<uint64_t> exact_count;
+  };
+
+  // Versions: the meta records' values (this build's, as Open checked).
+  uint32_t storage_format_version = 0;
+  uint32_t normalizer_version = 0;
+  uint32_t text_normalizer_version = 0;
+  uint32_t simhash_version = 0;
+  uint32_t simhash_shingle_words = 0;
+  uint64_t simhash_seed = 0;
+  absl::Time created;
+
+  // URL records, from table-file entry counts minus their deletions plus
+  // memtable entries (ApproximateUrlCount): exact while no flush or
+  // compaction races the call and nothing was deleted since the last
+  // compaction; an estimate otherwise.
+  uint64_t estimated_url_records = 0;
+  // Entries of the in-memory near-duplicate indexes: one per content
+  // record, one per chunk text. Exact counts of the indexes.
+  uint64_t content_fingerprints_indexed = 0;
+  uint64_t chunk_fingerprints_indexed = 0;
+  // In the order of the "Key tags" table.
+  std::vector<RecordKind> kinds;
+
+  // Bytes on disk: live table files + write-ahead log files (DiskBytes).
+  uint64_t disk_bytes = 0;
+  uint64_t live_sst_bytes = 0;
+  uint64_t wal_bytes = 0;
+
+  // RocksDB health, from the DB properties of the same names (per-family
+  // ones summed over both families).
+  bool write_stopped = false;                    // rocksdb.is-write-stopped
+  uint64_t actual_delayed_write_rate = 0;        // bytes/s; 0: not delayed
+  uint64_t estimate_pending_compaction_bytes = 0;
+  uint64_t num_running_compactions = 0;
+  uint64_t num_running_flushes = 0;
+  uint64_t cur_size_all_mem_tables = 0;          // bytes
+  uint64_t block_cache_usage = 0;                // bytes
+  uint64_t block_cache_capacity = 0;             // bytes
+};
+
+// ExportedRecord: one record of RocksDbStore's export, in export order.
+struct ExportedRecord {
+  enum class Kind { kUrl, kContent, kAlias };
+  Kind kind = Kind::kUrl;
+  // kUrl: the normalized URL; kContent: the owner URL; kAlias: the alias URL.
+  std::string url;
+  // kUrl: first seen; kContent: first seen; kAlias: when it was added.
+  absl::Time time;
+  // kContent, kAlias: the SHA-256 of the normalized text.
+  Sha256Digest sha256{};
+  // kContent only.
+  uint64_t simhash = 0;
+  uint64_t alias_count = 0;
+};
+
+// ExportCursor: walks one snapshot of the store (RocksDbStore::NewExport).
+// Not thread-safe: one caller at a time. REQUIRES: destroyed before its
+// store. Holds a RocksDB snapshot (which keeps the records it sees from
+// being compacted away) until destroyed or the store is closed.
+class ExportCursor {
+ public:
+  virtual ~ExportCursor() = default;
+  // Next appends the next records to `out` until their URL bytes pass about
+  // `max_bytes` (at least one record when any is left), and sets `*done`
+  // once the snapshot is exhausted. Order: URL records by URL bytes, then
+  // each content record (by SHA-256) followed by its aliases (by URL bytes).
+  // Errors: FailedPrecondition after the store was closed; DataLoss naming
+  // a record that cannot be decoded; Unavailable for I/O errors.
+  virtual absl::Status Next(size_t max_bytes, std::vector<ExportedRecord>* out,
+                            bool* done) = 0;
+};
+
 // The URL filter's file in the store directory (RocksDB ignores files whose
 // names it does not know).
 inline constexpr char kUrlFilterFileName[] = "dedupd-url-filter.bloom";
@@ -392,6 +482,32 @@ class RocksDbStore final : public UrlStore, public ContentStore, public ChunkSto
   // log files, in bytes.
   absl::StatusOr<uint64_t> DiskBytes();
 
+  // Stats returns the store's figures (see StoreStats). Cost: O(table
+  // files) without `exact`; with it, one pass over every key of a
+  // snapshot (not filling the block cache). Errors: FailedPrecondition
+  // after Close; Internal when a RocksDB property is missing; Unavailable
+  // for I/O errors of the exact scan.
+  absl::StatusOr<StoreStats> Stats(bool exact);
+
+  // Checkpoint writes a consistent copy of the store into `directory`
+  // (RocksDB's Checkpoint: the memtables are flushed, table files are hard
+  // linked when on the same file system and copied otherwise, the WAL
+  // written since is copied) while other calls keep running. The copy is a
+  // store of the same format that Open accepts, holding every record
+  // written before the call started (and maybe some written during it). The
+  // URL filter file is not copied (Open rebuilds it).
+  // Returns RocksDB's sequence number of the checkpoint.
+  // Errors: InvalidArgument for an empty path; FailedPrecondition when
+  // `directory` exists, its parent does not, or after Close;
+  // ResourceExhausted when the disk is full; Unavailable for other I/O
+  // errors (a failed checkpoint leaves no directory behind).
+  absl::StatusOr<uint64_t> Checkpoint(const std::string& directory);
+
+  // NewExport returns a cursor over one snapshot taken now: the URL records
+  // (unless !urls) and the content records with their aliases (unless
+  // !content). Errors: FailedPrecondition after Close.
+  absl::StatusOr<std::unique_ptr<ExportCursor>> NewExport(bool urls, bool content);
+
   // Close waits for calls in flight, flushes the memtables to table files
   // (so that the next Open replays no write-ahead log: a restart costs the
   // same after 10 minutes or 10 hours of writes), syncs the WAL (one fsync,
@@ -410,6 +526,7 @@ class RocksDbStore final : public UrlStore, public ContentStore, public ChunkSto
 
  private:
   struct Impl;
+  class ExportCursorImpl;
   class ContentReader;
   class ChunkReader;
   explicit RocksDbStore(std::unique_ptr<Impl> impl);

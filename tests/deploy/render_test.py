@@ -37,11 +37,6 @@ import yaml
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dockerfile import Dockerfile, parse_flags, port_of  # noqa: E402
 
-# Flags the manifests pass that other issue-6 branches add to dedupd (TLS and
-# tokens; the plaintext health port). Accepted with a warning while this
-# dedupd lacks them; once merged the binary lists them and this set is moot.
-PENDING_FLAGS = {"tls_cert_file", "tls_key_file", "tls_client_ca_file",
-                 "auth_token_file", "admin_token_file", "health_listen"}
 TLS_FLAG = "tls_cert_file"
 
 failures = []
@@ -148,8 +143,6 @@ def check_render(name, docs, df, helpfull, dedupd):
     for flag in sorted(flags):
         if flag in helpfull:
             check(True, f"{name}: --{flag} is a dedupd flag")
-        elif flag in PENDING_FLAGS:
-            print(f"WARN {name}: --{flag} is not in this dedupd yet (another issue-6 branch adds it)")
         else:
             check(False, f"{name}: --{flag} is a dedupd flag (not in dedupd --helpfull)")
 

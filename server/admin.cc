@@ -1,0 +1,286 @@
+#include "server/admin.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "core/status_macros.h"
+#include "google/protobuf/util/time_util.h"
+#include "storage/file_io.h"
+
+namespace dedupd {
+namespace {
+
+namespace fs = std::filesystem;
+
+google::protobuf::Timestamp ToTimestamp(absl::Time t) {
+  google::protobuf::Timestamp out;
+  const int64_t micros = absl::ToUnixMicros(t);
+  int64_t seconds = micros / 1000000;
+  int64_t rest = micros % 1000000;
+  if (rest < 0) {  // Timestamp.nanos is never negative
+    rest += 1000000;
+    --seconds;
+  }
+  out.set_seconds(seconds);
+  out.set_nanos(static_cast<int32_t>(rest * 1000));
+  return out;
+}
+
+google::protobuf::Duration ToDuration(absl::Duration d) {
+  return google::protobuf::util::TimeUtil::MicrosecondsToDuration(
+      absl::ToInt64Microseconds(d));
+}
+
+std::string HexOf(const Sha256Digest& d) {
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(d.data()), d.size()));
+}
+
+// The bytes of every regular file under `dir` (hard links count in full).
+uint64_t TreeBytes(const fs::path& dir) {
+  uint64_t bytes = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::error_code file_ec;
+    if (it->is_regular_file(file_ec)) {
+      const uintmax_t n = it->file_size(file_ec);
+      if (!file_ec) bytes += n;
+    }
+  }
+  return bytes;
+}
+
+absl::Status FsError(const std::error_code& ec, absl::string_view action,
+                     const std::string& path) {
+  const std::string message = absl::StrCat(action, " ", path, ": ", ec.message());
+  if (ec == std::errc::no_space_on_device) return absl::ResourceExhaustedError(message);
+  if (ec == std::errc::permission_denied || ec == std::errc::read_only_file_system) {
+    return absl::PermissionDeniedError(message);
+  }
+  return absl::UnavailableError(message);
+}
+
+// SyncTree fsyncs every regular file under `dir`, then every directory
+// (each directory's fsync makes its own entries durable), so that a
+// restored store survives a power loss once it is renamed into place.
+absl::Status SyncTree(const fs::path& dir) {
+  std::error_code ec;
+  std::vector<std::string> dirs = {dir.string()};
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::error_code type_ec;
+    if (it->is_directory(type_ec)) {
+      dirs.push_back(it->path().string());
+      continue;
+    }
+    if (!it->is_regular_file(type_ec)) continue;
+    const std::string path = it->path().string();
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return file_io::ErrnoStatus(errno, path, "restore: open to fsync");
+    const int err = ::fsync(fd) == 0 ? 0 : errno;
+    ::close(fd);
+    if (err != 0) return file_io::ErrnoStatus(err, path, "restore: fsync");
+  }
+  if (ec) return FsError(ec, "restore: list", dir.string());
+  for (const std::string& d : dirs) DEDUPD_RETURN_IF_ERROR(file_io::SyncDir(d));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+AdminOps::AdminOps(RocksDbStore* store, BloomUrlStore* url_bloom, absl::Time started)
+    : store_(store), url_bloom_(url_bloom), started_(started) {}
+
+absl::Status AdminOps::Stats(const v1::StatsRequest& request,
+                             v1::StatsResponse* response) const {
+  DEDUPD_ASSIGN_OR_RETURN(const StoreStats st, store_->Stats(request.exact()));
+  response->set_storage_format_version(st.storage_format_version);
+  response->set_normalizer_version(st.normalizer_version);
+  response->set_text_normalizer_version(st.text_normalizer_version);
+  response->set_simhash_version(st.simhash_version);
+  response->set_simhash_shingle_words(st.simhash_shingle_words);
+  response->set_simhash_seed(st.simhash_seed);
+  *response->mutable_store_created() = ToTimestamp(st.created);
+  *response->mutable_uptime() = ToDuration(absl::Now() - started_);
+  response->set_url_seen_mode(url_bloom_ != nullptr ? "approximate" : "exact");
+  response->set_estimated_url_records(st.estimated_url_records);
+  response->set_content_fingerprints_indexed(st.content_fingerprints_indexed);
+  response->set_chunk_fingerprints_indexed(st.chunk_fingerprints_indexed);
+  if (url_bloom_ != nullptr) {
+    response->set_approximate_urls_inserted(url_bloom_->stats().inserted_urls);
+  }
+  for (const StoreStats::RecordKind& k : st.kinds) {
+    v1::RecordKindStats* out = response->add_kinds();
+    out->set_kind(k.name);
+    out->set_key_prefix_hex(absl::BytesToHexString(k.key_prefix));
+    out->set_estimated_bytes(k.estimated_bytes);
+    if (k.exact_count.has_value()) out->set_exact_count(*k.exact_count);
+  }
+  response->set_disk_bytes(st.disk_bytes);
+  response->set_live_sst_bytes(st.live_sst_bytes);
+  response->set_wal_bytes(st.wal_bytes);
+  response->set_write_stopped(st.write_stopped);
+  response->set_actual_delayed_write_rate(st.actual_delayed_write_rate);
+  response->set_estimate_pending_compaction_bytes(st.estimate_pending_compaction_bytes);
+  response->set_num_running_compactions(st.num_running_compactions);
+  response->set_num_running_flushes(st.num_running_flushes);
+  response->set_cur_size_all_mem_tables(st.cur_size_all_mem_tables);
+  response->set_block_cache_usage(st.block_cache_usage);
+  response->set_block_cache_capacity(st.block_cache_capacity);
+  return absl::OkStatus();
+}
+
+absl::Status AdminOps::Backup(const v1::BackupRequest& request,
+                              v1::BackupResponse* response) {
+  const std::string& dir = request.directory();
+  if (dir.empty()) {
+    return absl::InvalidArgumentError(
+        "directory is empty (want an absolute path on the server, "
+        "of a directory that does not exist yet)");
+  }
+  if (!fs::path(dir).is_absolute()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "directory \"", absl::CHexEscape(dir),
+        "\" is relative; give an absolute path on the server"));
+  }
+  if (!backup_mu_.TryLock()) {
+    return absl::UnavailableError("another backup is running; retry later");
+  }
+  const absl::Time start = absl::Now();
+  absl::Status result;
+  uint64_t sequence = 0;
+  {
+    absl::StatusOr<uint64_t> checkpoint = store_->Checkpoint(dir);
+    if (checkpoint.ok()) {
+      sequence = *checkpoint;
+      if (url_bloom_ != nullptr) {
+        // After the checkpoint: the seen-set copy holds every URL of the
+        // checkpoint's records (and maybe a few claimed since).
+        result = url_bloom_->BackupTo((fs::path(dir) / kUrlBloomDirName).string());
+        if (!result.ok()) {
+          std::error_code ec;
+          fs::remove_all(dir, ec);  // no half backup left behind
+        }
+      }
+    } else {
+      result = checkpoint.status();
+    }
+  }
+  backup_mu_.Unlock();
+  if (!result.ok()) return result;
+  response->set_directory(dir);
+  response->set_sequence_number(sequence);
+  response->set_bytes(TreeBytes(dir));
+  response->set_includes_url_bloom(url_bloom_ != nullptr);
+  *response->mutable_took() = ToDuration(absl::Now() - start);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<ExportCursor>> AdminOps::StartExport(
+    const v1::ExportRequest& request) const {
+  return store_->NewExport(!request.skip_urls(), !request.skip_content());
+}
+
+absl::Status AdminOps::NextExport(ExportCursor* cursor, v1::ExportResponse* response,
+                                  bool* done) {
+  response->Clear();
+  std::vector<ExportedRecord> records;
+  DEDUPD_RETURN_IF_ERROR(cursor->Next(kExportMessageBytes, &records, done));
+  for (ExportedRecord& r : records) {
+    v1::ExportRecord* out = response->add_records();
+    switch (r.kind) {
+      case ExportedRecord::Kind::kUrl: {
+        v1::ExportedUrl* u = out->mutable_url();
+        u->set_url(std::move(r.url));
+        *u->mutable_first_seen() = ToTimestamp(r.time);
+        break;
+      }
+      case ExportedRecord::Kind::kContent: {
+        v1::ExportedContent* c = out->mutable_content();
+        c->set_content_hash(HexOf(r.sha256));
+        c->set_owner_url(std::move(r.url));
+        *c->mutable_first_seen() = ToTimestamp(r.time);
+        c->set_simhash_hex(absl::StrFormat("%016x", r.simhash));
+        c->set_alias_count(r.alias_count);
+        break;
+      }
+      case ExportedRecord::Kind::kAlias: {
+        v1::ExportedAlias* a = out->mutable_alias();
+        a->set_content_hash(HexOf(r.sha256));
+        a->set_url(std::move(r.url));
+        *a->mutable_added() = ToTimestamp(r.time);
+        break;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RestoreBackup(const std::string& backup_dir, const std::string& data_dir) {
+  if (backup_dir.empty() || data_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "restore: --restore_from and --data_dir must both be non-empty");
+  }
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::path(backup_dir) / "CURRENT", ec)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "restore from ", backup_dir,
+        ": not a dedupd backup (no RocksDB CURRENT file; make one with "
+        "`dedupctl admin backup DIR`)"));
+  }
+  const fs::path target(data_dir);
+  const fs::file_status target_status = fs::status(target, ec);
+  if (fs::exists(target_status)) {
+    if (!fs::is_directory(target_status)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "restore into ", data_dir, ": exists and is not a directory"));
+    }
+    if (!fs::is_empty(target, ec) || ec) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "restore into ", data_dir,
+          ": the data directory is not empty; restore only into an empty or "
+          "new --data_dir (move the old one away first)"));
+    }
+  }
+  const fs::path temp = fs::path(data_dir + ".restore-tmp");
+  if (fs::exists(temp, ec)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "restore into ", data_dir, ": ", temp.string(),
+        " exists (left by an interrupted restore?); remove it and retry"));
+  }
+  fs::copy(backup_dir, temp, fs::copy_options::recursive, ec);
+  if (ec) {
+    absl::Status s = FsError(ec, absl::StrCat("restore: copy ", backup_dir, " to"),
+                             temp.string());
+    std::error_code cleanup;
+    fs::remove_all(temp, cleanup);
+    return s;
+  }
+  if (absl::Status synced = SyncTree(temp); !synced.ok()) {
+    std::error_code cleanup;
+    fs::remove_all(temp, cleanup);
+    return synced;
+  }
+  if (fs::exists(target, ec)) {
+    fs::remove(target, ec);  // empty, checked above
+    if (ec) return FsError(ec, "restore: remove the empty", data_dir);
+  }
+  fs::rename(temp, target, ec);
+  if (ec) return FsError(ec, absl::StrCat("restore: rename ", temp.string(), " to"), data_dir);
+  // The rename itself: durable once the parent directory is synced.
+  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  return file_io::SyncDir(parent.string());
+}
+
+}  // namespace dedupd

@@ -1,0 +1,92 @@
+// admin.h: the logic of the dedupd.v1.Admin calls (Stats, Backup, Export),
+// free of gRPC like Engine, plus RestoreBackup for `dedupd --restore_from`.
+// The gRPC adapter is admin_service.h.
+//
+// Example:
+//   AdminOps admin(store.get(), /*url_bloom=*/nullptr, absl::Now());
+//   v1::StatsResponse stats;
+//   DEDUPD_RETURN_IF_ERROR(admin.Stats(v1::StatsRequest(), &stats));
+//   v1::BackupRequest backup;
+//   backup.set_directory("/backups/dedupd-2026-12-01");
+//   v1::BackupResponse done;
+//   DEDUPD_RETURN_IF_ERROR(admin.Backup(backup, &done));
+//   // later, in a fresh process:
+//   DEDUPD_RETURN_IF_ERROR(RestoreBackup("/backups/dedupd-2026-12-01", "/data"));
+#ifndef DEDUPD_SERVER_ADMIN_H_
+#define DEDUPD_SERVER_ADMIN_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "dedupd/v1/admin.pb.h"
+#include "storage/bloom_url_store.h"
+#include "storage/rocksdb_store.h"
+
+namespace dedupd {
+
+// The subdirectory of a backup (and of a data directory) that holds the
+// approximate URL mode's seen-set (BloomUrlStore).
+inline constexpr char kUrlBloomDirName[] = "url-bloom";
+
+// Export messages are cut after about this many bytes of records.
+inline constexpr size_t kExportMessageBytes = size_t{1} << 20;
+
+// AdminOps: thread-safe. Backups run one at a time.
+class AdminOps {
+ public:
+  // REQUIRES: `store` (and `url_bloom`, null in exact URL mode) outlive
+  // this object. `started`: when the server started, for the uptime.
+  AdminOps(RocksDbStore* store, BloomUrlStore* url_bloom, absl::Time started);
+
+  // Stats fills `response` from RocksDbStore::Stats(request.exact()) (see
+  // admin.proto for each field). Errors: as RocksDbStore::Stats.
+  absl::Status Stats(const v1::StatsRequest& request,
+                     v1::StatsResponse* response) const;
+
+  // Backup checkpoints the store into request.directory() and, in
+  // approximate URL mode, writes the seen-set to its url-bloom
+  // subdirectory. A failed backup removes what it wrote.
+  // Errors: InvalidArgument for an empty or relative directory (the path is
+  // on the server; a relative one would depend on its working directory);
+  // FailedPrecondition when it exists or its parent does not; Unavailable
+  // while another backup runs; the store's I/O errors otherwise.
+  absl::Status Backup(const v1::BackupRequest& request,
+                      v1::BackupResponse* response);
+
+  // StartExport opens a cursor over one snapshot of the store (see
+  // RocksDbStore::NewExport). Errors: FailedPrecondition after Close.
+  absl::StatusOr<std::unique_ptr<ExportCursor>> StartExport(
+      const v1::ExportRequest& request) const;
+
+  // NextExport fills `response` (cleared first) with the cursor's next
+  // records, about kExportMessageBytes at most, and sets *done after the
+  // last. Errors: as ExportCursor::Next.
+  static absl::Status NextExport(ExportCursor* cursor, v1::ExportResponse* response,
+                                 bool* done);
+
+ private:
+  RocksDbStore* const store_;
+  BloomUrlStore* const url_bloom_;
+  const absl::Time started_;
+  absl::Mutex backup_mu_;
+};
+
+// RestoreBackup copies the backup in `backup_dir` (made by Admin.Backup)
+// into `data_dir`, which must not exist or be empty: the copy is made in
+// `data_dir`.restore-tmp and renamed into place, so a failed restore leaves
+// no half-filled data directory. Run it before the store is opened.
+// Errors: InvalidArgument for empty paths; FailedPrecondition when
+// `backup_dir` is not a backup (no RocksDB CURRENT file), `data_dir` is not
+// empty, or the temporary directory exists; Unavailable/ResourceExhausted
+// for I/O errors. Messages name the paths.
+absl::Status RestoreBackup(const std::string& backup_dir, const std::string& data_dir);
+
+}  // namespace dedupd
+
+#endif  // DEDUPD_SERVER_ADMIN_H_

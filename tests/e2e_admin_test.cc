@@ -1,0 +1,352 @@
+// End-to-end tests of dedupd.v1.Admin against the real dedupd binary on
+// 127.0.0.1 port 0: `dedupctl admin stats|backup|export`, a backup taken
+// while another thread claims, `dedupd --restore_from` into a new data
+// directory, restart, and the records acknowledged before the backup.
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "client/client.h"
+#include "dedupd/v1/admin.pb.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "tests/testing/client_server_test.h"
+#include "tests/testing/server_process.h"
+#include "tests/testing/status_matchers.h"
+
+namespace dedupd {
+namespace {
+
+using ::dedupd::testing::ClientServerTest;
+using ::dedupd::testing::IsOk;
+using ::dedupd::testing::RunCommand;
+using ::dedupd::testing::ServerProcess;
+using ::dedupd::testing::StatusIs;
+using ::testing::HasSubstr;
+
+class E2eAdminTest : public ClientServerTest {
+ protected:
+  E2eAdminTest() : ClientServerTest(DEDUPD_BINARY, "e2e_admin_") {}
+
+  // An open client connection holds a terminating server for its whole
+  // drain time: keep it short.
+  static constexpr char kDrain[] = "--drain_timeout=1s";
+
+  static std::vector<v1::UrlItem> Items(const std::vector<std::string>& urls) {
+    std::vector<v1::UrlItem> items(urls.size());
+    for (size_t i = 0; i < urls.size(); ++i) items[i].set_url(urls[i]);
+    return items;
+  }
+
+  // The URLs of batch `b` of the claiming thread (already normalized).
+  static std::vector<std::string> BatchUrls(int b) {
+    std::vector<std::string> urls;
+    for (int i = 0; i < 20; ++i) urls.push_back(absl::StrCat("http://claim.example/", b, "/", i));
+    return urls;
+  }
+
+  // Runs dedupctl with `args` against `address`; returns stdout.
+  static std::string Dedupctl(std::vector<std::string> args, const std::string& address,
+                              int want_exit = 0, std::string* err = nullptr) {
+    std::vector<std::string> argv = {DEDUPCTL_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.push_back("--server");
+    argv.push_back(address);
+    absl::StatusOr<testing::CommandResult> r = RunCommand(argv, "");
+    EXPECT_THAT(r, IsOk());
+    if (!r.ok()) return "";
+    EXPECT_EQ(r->exit_code, want_exit) << r->err;
+    if (err != nullptr) *err = r->err;
+    return r->out;
+  }
+
+  // The "url" lines of `dedupctl admin export` as a set; also counts the
+  // content and alias lines.
+  static std::set<std::string> ExportedUrls(const std::string& out, int* contents = nullptr,
+                                            int* aliases = nullptr) {
+    std::set<std::string> urls;
+    for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipEmpty())) {
+      google::protobuf::Struct obj;
+      EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(std::string(line), &obj).ok())
+          << line;
+      const std::string type = obj.fields().at("type").string_value();
+      if (type == "url") {
+        EXPECT_TRUE(obj.fields().count("first_seen")) << line;
+        EXPECT_TRUE(urls.insert(obj.fields().at("url").string_value()).second) << line;
+      } else if (type == "content" && contents != nullptr) {
+        ++*contents;
+      } else if (type == "alias" && aliases != nullptr) {
+        ++*aliases;
+      }
+    }
+    return urls;
+  }
+
+  void ExpectAllSeen(DedupClient* client, const std::vector<std::string>& urls,
+                     v1::UrlVerdict want) {
+    absl::StatusOr<std::vector<v1::UrlResult>> r =
+        client->CheckUrls(Items(urls), v1::CLAIM_MODE_PEEK);
+    ASSERT_THAT(r, IsOk());
+    for (size_t i = 0; i < urls.size(); ++i) {
+      ASSERT_EQ((*r)[i].verdict(), want) << urls[i];
+    }
+  }
+};
+
+TEST_F(E2eAdminTest, StatsThroughDedupctl) {
+  StartServer({kDrain});
+  ASSERT_THAT(client_->CheckUrls(Items({"http://a.example/1", "http://a.example/2"}),
+                                 v1::CLAIM_MODE_CLAIM),
+              IsOk());
+  const std::string out = Dedupctl({"admin", "stats", "--exact"}, server_->address());
+  v1::StatsResponse stats;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out, &stats).ok()) << out;
+  EXPECT_EQ(stats.storage_format_version(), 2u);
+  EXPECT_EQ(stats.url_seen_mode(), "exact");
+  EXPECT_EQ(stats.estimated_url_records(), 2u);
+  EXPECT_GT(stats.uptime().seconds() * 1000000000LL + stats.uptime().nanos(), 0);
+  EXPECT_GT(stats.store_created().seconds(), 0);
+  bool found = false;
+  for (const v1::RecordKindStats& k : stats.kinds()) {
+    if (k.kind() != "url") continue;
+    found = true;
+    EXPECT_TRUE(k.has_exact_count());
+    EXPECT_EQ(k.exact_count(), 2u);
+  }
+  EXPECT_TRUE(found) << out;
+
+  // Without --exact: no exact counts.
+  absl::StatusOr<v1::StatsResponse> cheap = client_->AdminStats(v1::StatsRequest());
+  ASSERT_THAT(cheap, IsOk());
+  for (const v1::RecordKindStats& k : cheap->kinds()) EXPECT_FALSE(k.has_exact_count());
+}
+
+TEST_F(E2eAdminTest, BadBackupDirectoriesAreRejectedWithAMessage) {
+  StartServer({kDrain});
+  v1::BackupRequest request;
+  EXPECT_THAT(client_->AdminBackup(request),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty")));
+  request.set_directory("relative/dir");
+  EXPECT_THAT(client_->AdminBackup(request),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("relative")));
+  request.set_directory(dir_);  // exists
+  EXPECT_THAT(client_->AdminBackup(request),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("already exists")));
+  request.set_directory(dir_ + "/no/such/parent/backup");
+  EXPECT_THAT(client_->AdminBackup(request),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("does not exist")));
+  // dedupctl: the message on stderr, exit code 2.
+  std::string err;
+  Dedupctl({"admin", "backup", dir_}, server_->address(), 2, &err);
+  EXPECT_THAT(err, HasSubstr("already exists"));
+  Dedupctl({"admin", "backup"}, server_->address(), 2, &err);
+  EXPECT_THAT(err, HasSubstr("exactly one DIR"));
+}
+
+TEST_F(E2eAdminTest, BackupWhileClaimingRestoreRestartFindsEveryAcknowledgedRecord) {
+  StartServer({kDrain});
+  // A document with an alias, so the backup holds content records too.
+  std::vector<v1::ContentItem> docs(2);
+  docs[0].set_url("http://doc.example/a");
+  docs[0].set_text("the same text served twice");
+  docs[1].set_url("http://doc.example/b");
+  docs[1].set_text("the same text served twice");
+  ASSERT_THAT(client_->CheckContent(docs, v1::CLAIM_MODE_CLAIM), IsOk());
+
+  // Claim batches on another thread until told to stop (bounded).
+  constexpr int kMaxBatches = 3000;
+  std::atomic<int> acknowledged{0};
+  std::atomic<bool> stop{false};
+  std::atomic<bool> failed{false};
+  std::thread claimer([&] {
+    for (int b = 0; b < kMaxBatches && !stop.load(); ++b) {
+      absl::StatusOr<std::vector<v1::UrlResult>> r =
+          client_->CheckUrls(Items(BatchUrls(b)), v1::CLAIM_MODE_CLAIM);
+      if (!r.ok()) {
+        failed.store(true);
+        return;
+      }
+      acknowledged.store(b + 1);
+    }
+  });
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while (acknowledged.load() < 10 && !failed.load() && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  const int before_backup = acknowledged.load();
+  const std::string backup = dir_ + "/backup";
+  const std::string out = Dedupctl({"admin", "backup", backup}, server_->address());
+  stop.store(true);
+  claimer.join();
+  ASSERT_FALSE(failed.load());
+  ASSERT_GE(before_backup, 10);
+  v1::BackupResponse done;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out, &done).ok()) << out;
+  EXPECT_EQ(done.directory(), backup);
+  EXPECT_GT(done.bytes(), 0u);
+  const int all_batches = acknowledged.load();
+
+  // Export from the live server lists exactly the stored URLs.
+  std::set<std::string> want = {"http://doc.example/a", "http://doc.example/b"};
+  for (int b = 0; b < all_batches; ++b) {
+    for (const std::string& u : BatchUrls(b)) want.insert(u);
+  }
+  int contents = 0, aliases = 0;
+  EXPECT_EQ(ExportedUrls(Dedupctl({"admin", "export"}, server_->address()), &contents,
+                         &aliases),
+            want);
+  EXPECT_EQ(contents, 1);
+  EXPECT_EQ(aliases, 1);
+  ASSERT_THAT(server_->Terminate(), IsOk());
+
+  // Restore into a new data directory, serve, check, restart, check again.
+  const std::string restored = dir_ + "/restored";
+  std::vector<std::string> acknowledged_urls = {"http://doc.example/a", "http://doc.example/b"};
+  for (int b = 0; b < before_backup; ++b) {
+    for (const std::string& u : BatchUrls(b)) acknowledged_urls.push_back(u);
+  }
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::string> flags = {kDrain};
+    if (round == 0) flags.push_back("--restore_from=" + backup);
+    absl::StatusOr<std::unique_ptr<ServerProcess>> s =
+        ServerProcess::Start(DEDUPD_BINARY, restored, flags);
+    ASSERT_THAT(s, IsOk());
+    ClientOptions options;
+    options.deadline = absl::Seconds(30);
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<DedupClient> client,
+                         DedupClient::Connect((*s)->address(), options));
+    ExpectAllSeen(client.get(), acknowledged_urls, v1::URL_VERDICT_SEEN);
+    std::vector<v1::ContentItem> again(1);
+    again[0].set_url("http://doc.example/c");
+    again[0].set_text("the same text served twice");
+    absl::StatusOr<std::vector<v1::ContentResult>> r =
+        client->CheckContent(again, v1::CLAIM_MODE_PEEK);
+    ASSERT_THAT(r, IsOk());
+    EXPECT_EQ((*r)[0].verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+    EXPECT_EQ((*r)[0].owner_url(), "http://doc.example/a");
+    // The restored export holds every URL acknowledged before the backup,
+    // and nothing that was never claimed.
+    const std::set<std::string> exported =
+        ExportedUrls(Dedupctl({"admin", "export", "--skip_content"}, (*s)->address()));
+    for (const std::string& u : acknowledged_urls) EXPECT_TRUE(exported.count(u)) << u;
+    for (const std::string& u : exported) EXPECT_TRUE(want.count(u)) << u;
+    ASSERT_THAT((*s)->Terminate(), IsOk());
+  }
+}
+
+TEST_F(E2eAdminTest, RestoreRefusesANonEmptyDataDirectoryAndANonBackup) {
+  StartServer({kDrain});
+  ASSERT_THAT(client_->CheckUrls(Items({"http://a.example/1"}), v1::CLAIM_MODE_CLAIM), IsOk());
+  const std::string backup = dir_ + "/backup";
+  v1::BackupRequest request;
+  request.set_directory(backup);
+  ASSERT_THAT(client_->AdminBackup(request), IsOk());
+  ASSERT_THAT(server_->Terminate(), IsOk());
+
+  // The test's data directory holds the old store: not empty.
+  absl::StatusOr<std::unique_ptr<ServerProcess>> s = ServerProcess::Start(
+      DEDUPD_BINARY, DataDir(), {"--restore_from=" + backup}, absl::Seconds(30));
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("not empty"));
+  // A directory that is not a backup.
+  std::filesystem::create_directories(dir_ + "/not-a-backup");
+  s = ServerProcess::Start(DEDUPD_BINARY, dir_ + "/fresh",
+                           {"--restore_from=" + dir_ + "/not-a-backup"}, absl::Seconds(30));
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("not a dedupd backup"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/fresh"));
+}
+
+TEST_F(E2eAdminTest, ExportIsCutIntoBoundedMessagesAndACancelFreesTheSlot) {
+  StartServer({kDrain});
+  constexpr int kUrls = 30000;
+  std::vector<std::string> urls;
+  for (int i = 0; i < kUrls; ++i) {
+    urls.push_back(absl::StrCat("http://bulk.example/a/fairly/long/path/to/page/number/", i));
+  }
+  ASSERT_THAT(client_->CheckUrls(Items(urls), v1::CLAIM_MODE_CLAIM), IsOk());
+
+  int messages = 0;
+  std::set<std::string> exported;
+  v1::ExportRequest request;
+  request.set_skip_content(true);
+  ASSERT_THAT(client_->AdminExport(request,
+                                   [&](const v1::ExportResponse& m) {
+                                     ++messages;
+                                     // kExportMessageBytes plus one record's slack.
+                                     EXPECT_LE(m.ByteSizeLong(), size_t{1} << 21);
+                                     for (const v1::ExportRecord& r : m.records()) {
+                                       exported.insert(r.url().url());
+                                     }
+                                     return absl::OkStatus();
+                                   }),
+              IsOk());
+  EXPECT_EQ(exported, std::set<std::string>(urls.begin(), urls.end()));
+  EXPECT_GE(messages, 3);  // ~3.4 MB of records
+
+  // A reader that gives up after the first message: its error comes back,
+  // and its admission slot is released (more exports than the limit of 4
+  // in a row still run).
+  for (int i = 0; i < 6; ++i) {
+    absl::Status s = client_->AdminExport(
+        request, [](const v1::ExportResponse&) { return absl::AbortedError("enough"); });
+    EXPECT_THAT(s, StatusIs(absl::StatusCode::kAborted, HasSubstr("enough")));
+  }
+  // The cancelled streams' slots are released when gRPC finishes them:
+  // wait for that, bounded.
+  absl::Status last;
+  int records = 0;
+  const absl::Time give_up = absl::Now() + absl::Seconds(20);
+  for (int attempt = 0; attempt < 400; ++attempt) {
+    records = 0;
+    last = client_->AdminExport(request, [&](const v1::ExportResponse& m) {
+      records += m.records_size();
+      return absl::OkStatus();
+    });
+    if (!absl::IsResourceExhausted(last) || absl::Now() > give_up) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_THAT(last, IsOk());
+  EXPECT_EQ(records, kUrls);
+}
+
+TEST_F(E2eAdminTest, ApproximateModeBackupCarriesTheSeenSet) {
+  StartServer({kDrain, "--url_seen_mode=approximate", "--url_filter_expected_urls=100000"});
+  std::vector<std::string> urls;
+  for (int i = 0; i < 200; ++i) urls.push_back(absl::StrCat("http://approx.example/", i));
+  ASSERT_THAT(client_->CheckUrls(Items(urls), v1::CLAIM_MODE_CLAIM), IsOk());
+  const std::string backup = dir_ + "/backup";
+  v1::BackupRequest request;
+  request.set_directory(backup);
+  absl::StatusOr<v1::BackupResponse> done = client_->AdminBackup(request);
+  ASSERT_THAT(done, IsOk());
+  EXPECT_TRUE(done->includes_url_bloom());
+  ASSERT_OK_AND_ASSIGN(v1::StatsResponse stats, client_->AdminStats(v1::StatsRequest()));
+  EXPECT_EQ(stats.url_seen_mode(), "approximate");
+  EXPECT_EQ(stats.approximate_urls_inserted(), 200u);
+  ASSERT_THAT(server_->Terminate(), IsOk());
+
+  absl::StatusOr<std::unique_ptr<ServerProcess>> s = ServerProcess::Start(
+      DEDUPD_BINARY, dir_ + "/restored",
+      {kDrain, "--restore_from=" + backup, "--url_seen_mode=approximate",
+       "--url_filter_expected_urls=100000"});
+  ASSERT_THAT(s, IsOk());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<DedupClient> client,
+                       DedupClient::Connect((*s)->address(), ClientOptions()));
+  ExpectAllSeen(client.get(), urls, v1::URL_VERDICT_SEEN_PROBABLY);
+  ASSERT_THAT((*s)->Terminate(), IsOk());
+}
+
+}  // namespace
+}  // namespace dedupd
