@@ -363,6 +363,17 @@ absl::StatusOr<dedupd::v1::BackupResponse> DedupClient::AdminBackup(
   return response;
 }
 
+absl::StatusOr<dedupd::v1::ForgetResponse> DedupClient::AdminForget(
+    const dedupd::v1::ForgetRequest& request) const {
+  dedupd::v1::ForgetResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + options_.deadline));
+  absl::Status status =
+      FromGrpcStatus(rpc_->admin->Forget(&context, request, &response), "Admin.Forget");
+  if (!status.ok()) return status;
+  return response;
+}
+
 absl::Status DedupClient::AdminExport(
     const dedupd::v1::ExportRequest& request,
     const std::function<absl::Status(const dedupd::v1::ExportResponse&)>& on_message)
