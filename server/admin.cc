@@ -230,7 +230,8 @@ absl::Status AdminOps::NextExport(ExportCursor* cursor, v1::ExportResponse* resp
 }
 
 absl::Status AdminOps::Forget(const v1::ForgetRequest& request,
-                              v1::ForgetResponse* response) {
+                              v1::ForgetResponse* response,
+                              const std::function<bool()>& cancelled) {
   response->Clear();
   const int n = request.urls_size();
   if (n == 0) return absl::InvalidArgumentError("urls is empty (want 1 to 100 URLs)");
@@ -242,6 +243,11 @@ absl::Status AdminOps::Forget(const v1::ForgetRequest& request,
   }
   response->mutable_results()->Reserve(n);
   for (const std::string& url : request.urls()) {
+    if (cancelled && cancelled()) {
+      return absl::CancelledError(absl::StrCat("forget cancelled after ",
+                                               response->results_size(), " of ", n,
+                                               " URLs (those stay forgotten)"));
+    }
     v1::ForgetResult* out = response->add_results();
     out->set_url(url);
     absl::StatusOr<std::string> normalized = normalizer_->Normalize(url);

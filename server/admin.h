@@ -17,6 +17,7 @@
 #define DEDUPD_SERVER_ADMIN_H_
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -87,8 +88,11 @@ class AdminOps {
   // whether the seen-set still answers "probably seen" for the URL.
   // Errors: InvalidArgument for no URL or more than kMaxForgetUrls (nothing
   // forgotten); the store's errors, naming the URL (the URLs before it stay
-  // forgotten, `response` then holds their results).
-  absl::Status Forget(const v1::ForgetRequest& request, v1::ForgetResponse* response);
+  // forgotten, `response` then holds their results); Cancelled when
+  // `cancelled` (may be null) returns true before a URL (checked between
+  // URLs: the client gave up, the rest is not worth the scans).
+  absl::Status Forget(const v1::ForgetRequest& request, v1::ForgetResponse* response,
+                      const std::function<bool()>& cancelled = nullptr);
 
  private:
   RocksDbStore* const store_;

@@ -95,7 +95,10 @@ grpc::ServerUnaryReactor* AdminService::Forget(grpc::CallbackServerContext* cont
     return reactor;
   }
   RunUnary(
-      workers_, context, reactor, [=] { return ops->Forget(*request, response); },
+      workers_, context, reactor,
+      [=] {
+        return ops->Forget(*request, response, [context] { return context->IsCancelled(); });
+      },
       [this] { Release(); });
   return reactor;
 }
