@@ -1,11 +1,14 @@
 // Tests of DedupClient's admin calls against an in-process fake
 // dedupd.v1.Admin: which calls retry UNAVAILABLE (Stats) and which are
-// sent once (Backup, Export), the stream delivered in order, and a reader
-// error that cancels the stream.
+// sent once (Backup, Export, Forget), the stream delivered in order, a
+// reader error that cancels the stream, and the bearer token on every admin
+// call (not only the retried ones).
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <cctype>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -27,9 +30,32 @@ using ::testing::StartsWith;
 
 // FakeAdmin: Stats fails UNAVAILABLE `stats_failures` times, then answers;
 // Backup always fails UNAVAILABLE; Export sends `export_messages` messages
-// of one URL record each ("http://e/<i>"). Counts calls.
+// of one URL record each ("http://e/<i>"); Forget fails UNAVAILABLE
+// `forget_failures` times, then answers one result per URL (normalized_url:
+// the URL upper-cased, found: it starts with "http"). Counts calls and
+// keeps the last call's authorization header.
 class FakeAdmin final : public v1::Admin::Service {
  public:
+  grpc::Status Forget(grpc::ServerContext* context, const v1::ForgetRequest* request,
+                      v1::ForgetResponse* response) override {
+    ++forget_calls;
+    {
+      const auto& md = context->client_metadata();
+      const auto it = md.find("authorization");
+      std::lock_guard<std::mutex> lock(mu);
+      last_authorization = it == md.end() ? "" : std::string(it->second.data(), it->second.size());
+    }
+    if (forget_failures-- > 0) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "store busy");
+    for (const std::string& url : request->urls()) {
+      v1::ForgetResult* r = response->add_results();
+      r->set_url(url);
+      std::string upper = url;
+      for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      r->set_normalized_url(upper);
+      r->set_found(url.rfind("http", 0) == 0);
+    }
+    return grpc::Status::OK;
+  }
   grpc::Status Stats(grpc::ServerContext*, const v1::StatsRequest* request,
                      v1::StatsResponse* response) override {
     ++stats_calls;
@@ -59,6 +85,10 @@ class FakeAdmin final : public v1::Admin::Service {
   std::atomic<int> stats_calls{0};
   std::atomic<int> backup_calls{0};
   std::atomic<int> export_calls{0};
+  std::atomic<int> forget_failures{0};
+  std::atomic<int> forget_calls{0};
+  std::mutex mu;
+  std::string last_authorization;  // guarded by mu
 };
 
 class AdminClientTest : public ::testing::Test {
@@ -70,10 +100,15 @@ class AdminClientTest : public ::testing::Test {
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     ASSERT_GT(port_, 0);
+    Connect("");
+  }
+  // (Re)connects client_, sending `token` when not empty.
+  void Connect(const std::string& token) {
     ClientOptions options;
     options.deadline = absl::Seconds(30);
     options.initial_backoff = absl::Milliseconds(1);
     options.max_backoff = absl::Milliseconds(5);
+    options.bearer_token = token;
     ASSERT_OK_AND_ASSIGN(client_,
                          DedupClient::Connect(absl::StrCat("127.0.0.1:", port_), options));
   }
@@ -126,6 +161,47 @@ TEST_F(AdminClientTest, ReaderErrorCancelsTheStreamAndIsReturned) {
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("disk full on my side")));
   EXPECT_EQ(seen, 1);
   EXPECT_EQ(fake_.export_calls.load(), 1);
+}
+
+TEST_F(AdminClientTest, ForgetIsSentOnce) {
+  fake_.forget_failures = 1;
+  v1::ForgetRequest request;
+  request.add_urls("http://a/");
+  EXPECT_THAT(client_->AdminForget(request),
+              StatusIs(absl::StatusCode::kUnavailable, StartsWith("Admin.Forget: store busy")));
+  EXPECT_EQ(fake_.forget_calls.load(), 1);
+}
+
+TEST_F(AdminClientTest, ForgetReturnsOneResultPerUrlInOrder) {
+  v1::ForgetRequest request;
+  request.add_urls("http://a/");
+  request.add_urls("nope");
+  request.add_urls("https://b/");
+  ASSERT_OK_AND_ASSIGN(v1::ForgetResponse response, client_->AdminForget(request));
+  ASSERT_EQ(response.results_size(), 3);
+  EXPECT_EQ(response.results(0).normalized_url(), "HTTP://A/");
+  EXPECT_TRUE(response.results(0).found());
+  EXPECT_EQ(response.results(1).url(), "nope");
+  EXPECT_FALSE(response.results(1).found());
+  EXPECT_EQ(response.results(2).normalized_url(), "HTTPS://B/");
+  EXPECT_EQ(fake_.forget_calls.load(), 1);
+}
+
+// The calls that are not retried build their own context: they must carry
+// the token all the same (a guarded server rejects them otherwise).
+TEST_F(AdminClientTest, EveryAdminCallCarriesTheBearerToken) {
+  Connect("s3cret-admin");
+  v1::ForgetRequest request;
+  request.add_urls("http://a/");
+  ASSERT_THAT(client_->AdminForget(request), IsOk());
+  {
+    std::lock_guard<std::mutex> lock(fake_.mu);
+    EXPECT_EQ(fake_.last_authorization, "Bearer s3cret-admin");
+  }
+  Connect("");
+  ASSERT_THAT(client_->AdminForget(request), IsOk());
+  std::lock_guard<std::mutex> lock(fake_.mu);
+  EXPECT_EQ(fake_.last_authorization, "");
 }
 
 }  // namespace

@@ -195,6 +195,17 @@ DedupClient::~DedupClient() = default;
 
 namespace {
 
+// PrepareContext sets the deadline (options.deadline from now) and the
+// bearer token of one call.
+void PrepareContext(const ClientOptions& options, grpc::ClientContext* context) {
+  context->set_deadline(absl::ToChronoTime(absl::Now() + options.deadline));
+  if (!options.bearer_token.empty()) {
+    // Per-call metadata rather than call credentials: gRPC refuses call
+    // credentials on a plaintext channel, and a token may guard one.
+    context->AddMetadata("authorization", absl::StrCat("Bearer ", options.bearer_token));
+  }
+}
+
 // CallWithRetry runs `attempt` (one RPC with a fresh context whose deadline
 // is options.deadline from now) until it answers anything but UNAVAILABLE
 // or max_attempts are used up, sleeping Backoff() between attempts.
@@ -203,12 +214,7 @@ absl::Status CallWithRetry(
     const std::function<grpc::Status(grpc::ClientContext*)>& attempt) {
   for (int n = 1;; ++n) {
     grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + options.deadline));
-    if (!options.bearer_token.empty()) {
-      // Per-call metadata rather than call credentials: gRPC refuses call
-      // credentials on a plaintext channel, and a token may guard one.
-      context.AddMetadata("authorization", absl::StrCat("Bearer ", options.bearer_token));
-    }
+    PrepareContext(options, &context);
     absl::Status status = FromGrpcStatus(attempt(&context), method);
     if (!absl::IsUnavailable(status)) return status;
     if (n >= options.max_attempts) {
@@ -356,9 +362,20 @@ absl::StatusOr<dedupd::v1::BackupResponse> DedupClient::AdminBackup(
     const dedupd::v1::BackupRequest& request) const {
   dedupd::v1::BackupResponse response;
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + options_.deadline));
+  PrepareContext(options_, &context);  // the token too (no retry here)
   absl::Status status =
       FromGrpcStatus(rpc_->admin->Backup(&context, request, &response), "Admin.Backup");
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<dedupd::v1::ForgetResponse> DedupClient::AdminForget(
+    const dedupd::v1::ForgetRequest& request) const {
+  dedupd::v1::ForgetResponse response;
+  grpc::ClientContext context;
+  PrepareContext(options_, &context);  // the token too (no retry here)
+  absl::Status status =
+      FromGrpcStatus(rpc_->admin->Forget(&context, request, &response), "Admin.Forget");
   if (!status.ok()) return status;
   return response;
 }
@@ -368,7 +385,7 @@ absl::Status DedupClient::AdminExport(
     const std::function<absl::Status(const dedupd::v1::ExportResponse&)>& on_message)
     const {
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + options_.deadline));
+  PrepareContext(options_, &context);  // the token too (no retry here)
   std::unique_ptr<grpc::ClientReader<dedupd::v1::ExportResponse>> reader =
       rpc_->admin->Export(&context, request);
   dedupd::v1::ExportResponse message;

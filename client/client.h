@@ -241,6 +241,12 @@ class DedupClient {
   // can outlast the default deadline: raise ClientOptions::deadline.
   absl::StatusOr<dedupd::v1::BackupResponse> AdminBackup(
       const dedupd::v1::BackupRequest& request) const;
+  // AdminForget is sent once, never retried: a retry after a lost reply
+  // would find nothing left to forget and report found=false, hiding what
+  // the first call did. At most 100 URLs per request (the server's limit;
+  // each URL costs a scan of the store).
+  absl::StatusOr<dedupd::v1::ForgetResponse> AdminForget(
+      const dedupd::v1::ForgetRequest& request) const;
   // AdminExport streams the export, calling `on_message` for each message
   // in order on the calling thread; a non-OK return from it cancels the
   // stream and is returned. Not retried. The deadline

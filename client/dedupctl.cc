@@ -135,6 +135,15 @@ commands:
       Print every stored record as JSON lines: {"type": "url", ...}, then
       {"type": "content", ...} each followed by its {"type": "alias", ...}.
       The deadline covers the whole export (default 3600).
+  admin forget --server ADDR [--deadline SECONDS] [URL...]
+      Remove each URL from the server's store (URLs from the arguments or,
+      when none, standard input, one per line; sent 100 per request, the
+      server's limit): CheckUrl answers NEW for it again, texts only it
+      served are NEW again, texts others also served get a new owner. Prints
+      one JSON object per URL: {"url", "normalized_url", "found", the
+      counts, "contents_promoted", ...} or {"url", "error"} for a URL that
+      does not normalize (exit status 1). Each URL costs the server a scan
+      of every stored text; the deadline covers one request (default 600).
   help
       Print this text.
 
@@ -1882,15 +1891,72 @@ absl::StatusOr<std::string> ExportLine(const dedupd::v1::ExportRecord& record) {
   return absl::StrCat("{\"type\":\"", type, "\",", absl::string_view(json).substr(1));
 }
 
+// The server's limit of URLs per Forget call (kMaxForgetUrls in
+// server/admin.h; over it the whole call is INVALID_ARGUMENT).
+constexpr size_t kForgetBatch = 100;
+
+// RunForget sends the URLs of `source` to Admin.Forget, kForgetBatch at a
+// time (a partial batch rather than wait for input), and prints one JSON
+// line per URL in input order. Sets *any_invalid for a URL the server (or
+// the input reader) rejected.
+absl::Status RunForget(const DedupClient& client, UrlSource& source, bool* any_invalid) {
+  std::vector<InputItem> batch;
+  bool more = true;
+  while (more) {
+    batch.clear();
+    while (batch.size() < kForgetBatch) {
+      if (!batch.empty() && source.WouldBlock()) break;
+      InputItem item;
+      if (!source.Next(&item)) {
+        more = false;
+        break;
+      }
+      batch.push_back(std::move(item));
+    }
+    if (batch.empty()) break;
+    dedupd::v1::ForgetRequest request;
+    for (const InputItem& item : batch) {
+      if (!item.error) request.add_urls(item.url);
+    }
+    dedupd::v1::ForgetResponse response;
+    if (request.urls_size() > 0) {
+      DEDUPD_ASSIGN_OR_RETURN(response, client.AdminForget(request));
+      if (response.results_size() != request.urls_size()) {
+        return absl::InternalError(absl::StrCat(
+            "Admin.Forget: the server answered ", response.results_size(),
+            " results for ", request.urls_size(), " URLs"));
+      }
+    }
+    int next = 0;
+    for (const InputItem& item : batch) {
+      std::string line;
+      if (item.error) {
+        *any_invalid = true;
+        JsonObjectWriter json;
+        json.String("error", *item.error);
+        line = std::move(json).Finish();
+      } else {
+        const dedupd::v1::ForgetResult& result = response.results(next++);
+        if (!result.error().empty()) *any_invalid = true;
+        DEDUPD_ASSIGN_OR_RETURN(line, AdminJson(result));
+      }
+      if (!WriteLine(line)) return absl::UnavailableError("write to standard output failed");
+    }
+    DEDUPD_RETURN_IF_ERROR(FlushStdout());
+  }
+  return source.status();
+}
+
 int RunAdmin(const std::string& sub, Args args) {
   if (!args.deadline && sub == "export") args.deadline = "3600";
+  if (!args.deadline && sub == "forget") args.deadline = "600";
   absl::StatusOr<ClientOptions> client_options =
       ClientOptionsFromArgs(args, absl::StrCat("admin ", sub), 1);
   if (!client_options.ok()) return UsageError(client_options.status().message());
   if (sub == "backup" && args.positional.size() != 1) {
     return UsageError("admin backup needs exactly one DIR (an absolute path on the server)");
   }
-  if (sub != "backup" && !args.positional.empty()) {
+  if (sub != "backup" && sub != "forget" && !args.positional.empty()) {
     return UsageError(absl::StrCat("admin ", sub, " takes no arguments"));
   }
   if (sub != "stats" && args.exact) return UsageError("--exact is for admin stats");
@@ -1904,7 +1970,11 @@ int RunAdmin(const std::string& sub, Args args) {
     return kExitError;
   }
   absl::Status status;
-  if (sub == "stats") {
+  bool any_invalid = false;
+  if (sub == "forget") {
+    UrlSource source = MakeSource(args);
+    status = RunForget(**client, source, &any_invalid);
+  } else if (sub == "stats") {
     dedupd::v1::StatsRequest request;
     request.set_exact(args.exact);
     absl::StatusOr<dedupd::v1::StatsResponse> response = (*client)->AdminStats(request);
@@ -1943,7 +2013,7 @@ int RunAdmin(const std::string& sub, Args args) {
     PrintError(status.message());
     return kExitError;
   }
-  return kExitOk;
+  return any_invalid ? kExitInvalid : kExitOk;
 }
 
 // ----------------------------------------------------------------- main
@@ -2002,8 +2072,8 @@ int Main(int argc, char** argv) {
                         "--max_hamming_distance", "--min_jaccard", "--min_cosine"}),
        [](const std::string&, Args args) { return RunResults(std::move(args)); }},
       {"admin",
-       {"stats", "backup", "export"},
-       {"--server", "--deadline", "--exact", "--skip_urls", "--skip_content"},
+       {"stats", "backup", "export", "forget"},
+       with_connection({"--server", "--deadline", "--exact", "--skip_urls", "--skip_content"}),
        [](const std::string& sub, Args args) { return RunAdmin(sub, std::move(args)); }},
   };
   for (const ServerCommand& c : commands) {

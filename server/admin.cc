@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <optional>
 #include <filesystem>
 #include <system_error>
 #include <utility>
@@ -99,8 +100,9 @@ absl::Status SyncTree(const fs::path& dir) {
 
 }  // namespace
 
-AdminOps::AdminOps(RocksDbStore* store, BloomUrlStore* url_bloom, absl::Time started)
-    : store_(store), url_bloom_(url_bloom), started_(started) {}
+AdminOps::AdminOps(RocksDbStore* store, BloomUrlStore* url_bloom,
+                   const UrlNormalizer* normalizer, absl::Time started)
+    : store_(store), url_bloom_(url_bloom), normalizer_(normalizer), started_(started) {}
 
 absl::Status AdminOps::Stats(const v1::StatsRequest& request,
                              v1::StatsResponse* response) const {
@@ -222,6 +224,74 @@ absl::Status AdminOps::NextExport(ExportCursor* cursor, v1::ExportResponse* resp
         *a->mutable_added() = ToTimestamp(r.time);
         break;
       }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AdminOps::Forget(const v1::ForgetRequest& request,
+                              v1::ForgetResponse* response,
+                              const std::function<bool()>& cancelled) {
+  response->Clear();
+  const int n = request.urls_size();
+  if (n == 0) return absl::InvalidArgumentError("urls is empty (want 1 to 100 URLs)");
+  if (n > kMaxForgetUrls) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "urls has ", n, " URLs, over the limit of ", kMaxForgetUrls,
+        " per Forget call (each URL is a scan of every content record); "
+        "split the batch"));
+  }
+  response->mutable_results()->Reserve(n);
+  for (const std::string& url : request.urls()) {
+    if (cancelled && cancelled()) {
+      return absl::CancelledError(absl::StrCat("forget cancelled after ",
+                                               response->results_size(), " of ", n,
+                                               " URLs (those stay forgotten)"));
+    }
+    v1::ForgetResult* out = response->add_results();
+    out->set_url(url);
+    absl::StatusOr<std::string> normalized = normalizer_->Normalize(url);
+    if (!normalized.ok()) {
+      out->set_error(std::string(normalized.status().message()));
+      continue;
+    }
+    out->set_normalized_url(*normalized);
+    absl::StatusOr<ForgetResult> forgotten = store_->Forget(*normalized, absl::Now());
+    if (!forgotten.ok()) {
+      return absl::Status(forgotten.status().code(),
+                          absl::StrCat("forget ", *normalized, ": ",
+                                       forgotten.status().message()));
+    }
+    const ForgetResult& r = *forgotten;
+    out->set_found(r.found());
+    out->set_url_removed(r.url_found);
+    out->set_fetch_removed(r.fetch_removed);
+    out->set_aliases_removed(r.aliases_removed);
+    out->set_contents_removed(r.contents_removed);
+    for (const ForgetResult::ContentPromotion& p : r.contents_promoted) {
+      v1::ContentPromotion* c = out->add_contents_promoted();
+      c->set_content_hash(HexOf(p.sha256));
+      c->set_new_owner_url(p.new_owner_url);
+    }
+    out->set_chunk_manifest_removed(r.chunk_manifest_removed);
+    out->set_chunk_holders_removed(r.chunk_holders_removed);
+    out->set_chunk_texts_removed(r.chunk_texts_removed);
+    for (const ForgetResult::ChunkPromotion& p : r.chunk_owners_promoted) {
+      v1::ChunkPromotion* c = out->add_chunk_owners_promoted();
+      c->set_chunk_hash(HexOf(p.sha256));
+      c->set_new_owner_document_url(p.new_owner_document_url);
+      c->set_new_owner_chunk_id(p.new_owner_chunk_id);
+    }
+    if (url_bloom_ != nullptr) {
+      // The Bloom seen-set cannot delete: say what CheckUrl will answer.
+      std::vector<std::optional<absl::Time>> seen;
+      const absl::Status looked = url_bloom_->LookupUrls({*normalized}, &seen);
+      if (!looked.ok()) {
+        return absl::Status(looked.code(), absl::StrCat("forget ", *normalized,
+                                                        ": approximate seen-set: ",
+                                                        looked.message()));
+      }
+      out->set_url_stays_seen_probably(!seen.empty() && seen[0].has_value());
     }
   }
   return absl::OkStatus();

@@ -1,9 +1,10 @@
-// admin.h: the logic of the dedupd.v1.Admin calls (Stats, Backup, Export),
+// admin.h: the logic of the dedupd.v1.Admin calls (Stats, Backup, Export,
+// Forget),
 // free of gRPC like Engine, plus RestoreBackup for `dedupd --restore_from`.
 // The gRPC adapter is admin_service.h.
 //
 // Example:
-//   AdminOps admin(store.get(), /*url_bloom=*/nullptr, absl::Now());
+//   AdminOps admin(store.get(), /*url_bloom=*/nullptr, &normalizer, absl::Now());
 //   v1::StatsResponse stats;
 //   DEDUPD_RETURN_IF_ERROR(admin.Stats(v1::StatsRequest(), &stats));
 //   v1::BackupRequest backup;
@@ -16,6 +17,7 @@
 #define DEDUPD_SERVER_ADMIN_H_
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -24,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/url_normalizer.h"
 #include "dedupd/v1/admin.pb.h"
 #include "storage/bloom_url_store.h"
 #include "storage/rocksdb_store.h"
@@ -37,12 +40,20 @@ inline constexpr char kUrlBloomDirName[] = "url-bloom";
 // Export messages are cut after about this many bytes of records.
 inline constexpr size_t kExportMessageBytes = size_t{1} << 20;
 
+// URLs per Forget call at most: each is a scan of every content and alias
+// record (0.55-0.78 s per million texts measured), so a full batch on a
+// store of a million texts takes about a minute.
+inline constexpr int kMaxForgetUrls = 100;
+
 // AdminOps: thread-safe. Backups run one at a time.
 class AdminOps {
  public:
-  // REQUIRES: `store` (and `url_bloom`, null in exact URL mode) outlive
-  // this object. `started`: when the server started, for the uptime.
-  AdminOps(RocksDbStore* store, BloomUrlStore* url_bloom, absl::Time started);
+  // REQUIRES: `store` (and `url_bloom`, null in exact URL mode) and
+  // `normalizer` (the one CheckUrl uses, so that Forget removes the same
+  // keys) outlive this object. `started`: when the server started, for the
+  // uptime.
+  AdminOps(RocksDbStore* store, BloomUrlStore* url_bloom,
+           const UrlNormalizer* normalizer, absl::Time started);
 
   // Stats fills `response` from RocksDbStore::Stats(request.exact()) (see
   // admin.proto for each field). Errors: as RocksDbStore::Stats.
@@ -70,9 +81,23 @@ class AdminOps {
   static absl::Status NextExport(ExportCursor* cursor, v1::ExportResponse* response,
                                  bool* done);
 
+  // Forget normalizes each request URL and calls RocksDbStore::Forget for
+  // it, one after another, filling one result per URL in request order (see
+  // admin.proto). A URL that does not normalize gets its result's `error`;
+  // the others are still forgotten. In approximate URL mode a result says
+  // whether the seen-set still answers "probably seen" for the URL.
+  // Errors: InvalidArgument for no URL or more than kMaxForgetUrls (nothing
+  // forgotten); the store's errors, naming the URL (the URLs before it stay
+  // forgotten, `response` then holds their results); Cancelled when
+  // `cancelled` (may be null) returns true before a URL (checked between
+  // URLs: the client gave up, the rest is not worth the scans).
+  absl::Status Forget(const v1::ForgetRequest& request, v1::ForgetResponse* response,
+                      const std::function<bool()>& cancelled = nullptr);
+
  private:
   RocksDbStore* const store_;
   BloomUrlStore* const url_bloom_;
+  const UrlNormalizer* const normalizer_;
   const absl::Time started_;
   absl::Mutex backup_mu_;
 };

@@ -85,6 +85,24 @@ grpc::ServerUnaryReactor* AdminService::Backup(grpc::CallbackServerContext* cont
   return reactor;
 }
 
+grpc::ServerUnaryReactor* AdminService::Forget(grpc::CallbackServerContext* context,
+                                               const v1::ForgetRequest* request,
+                                               v1::ForgetResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  AdminOps* ops = nullptr;
+  if (grpc::Status admitted = Admit(context, &ops); !admitted.ok()) {
+    reactor->Finish(admitted);
+    return reactor;
+  }
+  RunUnary(
+      workers_, context, reactor,
+      [=] {
+        return ops->Forget(*request, response, [context] { return context->IsCancelled(); });
+      },
+      [this] { Release(); });
+  return reactor;
+}
+
 // ExportReactor: one Export stream. At most one message exists at a time:
 // the next one is read from the cursor (on the worker pool) only after the
 // previous write completed, so a slow reader holds the server to one

@@ -7,7 +7,7 @@
 //   AdminService admin(/*ops=*/nullptr, &workers);  // UNAVAILABLE for now
 //   builder.RegisterService(&admin);
 //   ... the store opens ...
-//   AdminOps ops(store, /*url_bloom=*/nullptr, absl::Now());
+//   AdminOps ops(store, /*url_bloom=*/nullptr, &normalizer, absl::Now());
 //   admin.SetOps(&ops);
 #ifndef DEDUPD_SERVER_ADMIN_SERVICE_H_
 #define DEDUPD_SERVER_ADMIN_SERVICE_H_
@@ -51,6 +51,9 @@ class AdminService final : public v1::Admin::CallbackService {
   grpc::ServerUnaryReactor* Backup(grpc::CallbackServerContext* context,
                                    const v1::BackupRequest* request,
                                    v1::BackupResponse* response) override;
+  grpc::ServerUnaryReactor* Forget(grpc::CallbackServerContext* context,
+                                   const v1::ForgetRequest* request,
+                                   v1::ForgetResponse* response) override;
   grpc::ServerWriteReactor<v1::ExportResponse>* Export(
       grpc::CallbackServerContext* context, const v1::ExportRequest* request) override;
 

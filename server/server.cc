@@ -441,7 +441,7 @@ absl::Status DedupServer::OpenStore() {
       impl->store.get(), impl->store.get(), engine_options);
   impl->service->SetEngine(impl->engine.get());
   impl->admin = std::make_unique<AdminOps>(impl->store.get(), impl->url_bloom.get(),
-                                           impl->started);
+                                           impl->normalizer.get(), impl->started);
   impl->admin_service->SetOps(impl->admin.get());
   SetServing(*impl, true);
   return absl::OkStatus();

@@ -1,7 +1,10 @@
 // End-to-end tests of dedupd.v1.Admin against the real dedupd binary on
 // 127.0.0.1 port 0: `dedupctl admin stats|backup|export`, a backup taken
 // while another thread claims, `dedupd --restore_from` into a new data
-// directory, restart, and the records acknowledged before the backup.
+// directory, restart, and the records acknowledged before the backup; and
+// `dedupctl admin forget`: what a forgotten URL leaves behind (promotions,
+// texts NEW again), per-URL errors, the batch limit, the admin token rule,
+// restart, and the approximate mode's caveat.
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -103,6 +106,245 @@ class E2eAdminTest : public ClientServerTest {
     }
   }
 };
+
+// ---------------------------------------------------------------- Forget
+
+constexpr char kSharedText[] = "a text that two pages served word for word, kept by both";
+constexpr char kSoloText[] = "a text that only one page ever served, and nobody else";
+constexpr char kSharedChunk[] =
+    "a chunk of text that two documents hold, shared boilerplate of the site";
+constexpr char kOwnChunk[] = "a chunk of text that only the first document holds, its own body";
+
+// Parses the JSON lines of `dedupctl admin forget`.
+std::vector<v1::ForgetResult> ForgetLines(const std::string& out) {
+  std::vector<v1::ForgetResult> results;
+  for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipEmpty())) {
+    v1::ForgetResult r;
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(std::string(line), &r).ok()) << line;
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
+// The exact record count of `kind` from `dedupctl admin stats --exact`.
+uint64_t ExactCount(const std::string& stats_out, const std::string& kind) {
+  v1::StatsResponse stats;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(stats_out, &stats).ok()) << stats_out;
+  for (const v1::RecordKindStats& k : stats.kinds()) {
+    if (k.kind() == kind) return k.exact_count();
+  }
+  ADD_FAILURE() << "no kind " << kind << " in " << stats_out;
+  return 0;
+}
+
+v1::ContentResult PeekContent(DedupClient* client, const std::string& url,
+                              const std::string& text) {
+  std::vector<v1::ContentItem> docs(1);
+  docs[0].set_url(url);
+  docs[0].set_text(text);
+  absl::StatusOr<std::vector<v1::ContentResult>> r =
+      client->CheckContent(docs, v1::CLAIM_MODE_PEEK);
+  EXPECT_THAT(r, IsOk());
+  return r.ok() && r->size() == 1 ? (*r)[0] : v1::ContentResult();
+}
+
+TEST_F(E2eAdminTest, ForgetPromotesAliasesFreesTextsAndSurvivesRestart) {
+  StartServer({kDrain});
+  const std::string a = "http://forget.example/a";
+  const std::string b = "http://forget.example/b";
+  const std::string solo = "http://forget.example/solo";
+  ASSERT_THAT(client_->CheckUrls(Items({a, b, solo}), v1::CLAIM_MODE_CLAIM), IsOk());
+  // a owns the shared text (b is its alias); solo owns its own text.
+  std::vector<v1::ContentItem> docs(3);
+  docs[0].set_url(a);
+  docs[0].set_text(kSharedText);
+  docs[1].set_url(b);
+  docs[1].set_text(kSharedText);
+  docs[2].set_url(solo);
+  docs[2].set_text(kSoloText);
+  ASSERT_THAT(client_->CheckContent(docs, v1::CLAIM_MODE_CLAIM), IsOk());
+  // a's chunks: one shared with b's document, one its own.
+  v1::CheckChunksRequest chunks;
+  chunks.set_document_url(a);
+  chunks.set_mode(v1::CLAIM_MODE_CLAIM);
+  chunks.add_chunks()->set_text(kSharedChunk);
+  chunks.add_chunks()->set_text(kOwnChunk);
+  ASSERT_THAT(client_->CheckChunks(chunks), IsOk());
+  chunks.set_document_url(b);
+  chunks.clear_chunks();
+  v1::ChunkItem* shared = chunks.add_chunks();
+  shared->set_text(kSharedChunk);
+  shared->set_chunk_id("b-shared");
+  ASSERT_THAT(client_->CheckChunks(chunks), IsOk());
+
+  const std::string before = Dedupctl({"admin", "stats", "--exact"}, server_->address());
+  EXPECT_EQ(ExactCount(before, "url"), 3u);
+  EXPECT_EQ(ExactCount(before, "content"), 2u);
+  EXPECT_EQ(ExactCount(before, "alias"), 1u);
+  EXPECT_EQ(ExactCount(before, "chunk_text"), 2u);
+
+  // Forget the owner, given in a form that normalizes to it.
+  std::vector<v1::ForgetResult> results =
+      ForgetLines(Dedupctl({"admin", "forget", "HTTP://Forget.EXAMPLE:80/a"}, server_->address()));
+  ASSERT_EQ(results.size(), 1u);
+  const v1::ForgetResult& r = results[0];
+  EXPECT_EQ(r.url(), "HTTP://Forget.EXAMPLE:80/a");
+  EXPECT_EQ(r.normalized_url(), a);
+  EXPECT_EQ(r.error(), "");
+  EXPECT_TRUE(r.found());
+  EXPECT_TRUE(r.url_removed());
+  EXPECT_FALSE(r.url_stays_seen_probably());
+  EXPECT_EQ(r.contents_removed(), 0u);
+  ASSERT_EQ(r.contents_promoted_size(), 1);
+  EXPECT_EQ(r.contents_promoted(0).new_owner_url(), b);
+  EXPECT_EQ(r.contents_promoted(0).content_hash().size(), 64u);
+  EXPECT_TRUE(r.chunk_manifest_removed());
+  EXPECT_EQ(r.chunk_holders_removed(), 2u);
+  EXPECT_EQ(r.chunk_texts_removed(), 1u);  // its own chunk
+  ASSERT_EQ(r.chunk_owners_promoted_size(), 1);
+  EXPECT_EQ(r.chunk_owners_promoted(0).new_owner_document_url(), b);
+  EXPECT_EQ(r.chunk_owners_promoted(0).new_owner_chunk_id(), "b-shared");
+
+  ExpectAllSeen(client_.get(), {a}, v1::URL_VERDICT_NEW);
+  ExpectAllSeen(client_.get(), {b, solo}, v1::URL_VERDICT_SEEN);
+  v1::ContentResult c = PeekContent(client_.get(), "http://forget.example/c", kSharedText);
+  EXPECT_EQ(c.verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(c.owner_url(), b);
+
+  const std::string middle = Dedupctl({"admin", "stats", "--exact"}, server_->address());
+  EXPECT_EQ(ExactCount(middle, "url"), 2u);
+  EXPECT_EQ(ExactCount(middle, "content"), 2u);
+  EXPECT_EQ(ExactCount(middle, "alias"), 0u);
+  EXPECT_EQ(ExactCount(middle, "chunk_text"), 1u);
+
+  // Forget the last URL that served the text (from standard input): NEW.
+  absl::StatusOr<testing::CommandResult> piped = RunCommand(
+      {DEDUPCTL_BINARY, "admin", "forget", "--server", server_->address()}, b + "\n");
+  ASSERT_THAT(piped, IsOk());
+  ASSERT_EQ(piped->exit_code, 0) << piped->err;
+  results = ForgetLines(piped->out);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].normalized_url(), b);
+  EXPECT_EQ(results[0].contents_removed(), 1u);
+  EXPECT_EQ(results[0].contents_promoted_size(), 0);
+  EXPECT_EQ(results[0].chunk_texts_removed(), 1u);
+  EXPECT_EQ(PeekContent(client_.get(), "http://forget.example/c", kSharedText).verdict(),
+            v1::CONTENT_VERDICT_NEW);
+  const std::string after = Dedupctl({"admin", "stats", "--exact"}, server_->address());
+  EXPECT_EQ(ExactCount(after, "url"), 1u);
+  EXPECT_EQ(ExactCount(after, "content"), 1u);
+  EXPECT_EQ(ExactCount(after, "chunk_text"), 0u);
+
+  // Forgetting it again finds nothing: not an error.
+  results = ForgetLines(Dedupctl({"admin", "forget", b}, server_->address()));
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_FALSE(results[0].found());
+
+  // A restart keeps the forgetting (and what was not forgotten).
+  StartServer({kDrain});
+  ExpectAllSeen(client_.get(), {a, b}, v1::URL_VERDICT_NEW);
+  ExpectAllSeen(client_.get(), {solo}, v1::URL_VERDICT_SEEN);
+  EXPECT_EQ(PeekContent(client_.get(), "http://forget.example/c", kSharedText).verdict(),
+            v1::CONTENT_VERDICT_NEW);
+  c = PeekContent(client_.get(), "http://forget.example/c", kSoloText);
+  EXPECT_EQ(c.verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(c.owner_url(), solo);
+}
+
+TEST_F(E2eAdminTest, ForgetBatchHasPerUrlErrorsAndALimit) {
+  StartServer({kDrain});
+  const std::vector<std::string> urls = {"http://batch.example/1", "http://batch.example/2"};
+  ASSERT_THAT(client_->CheckUrls(Items(urls), v1::CLAIM_MODE_CLAIM), IsOk());
+  // The invalid URL gets its own error (exit 1); the others are forgotten.
+  std::vector<v1::ForgetResult> results = ForgetLines(Dedupctl(
+      {"admin", "forget", urls[0], "javascript:alert(1)", urls[1]}, server_->address(), 1));
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_TRUE(results[0].found());
+  EXPECT_EQ(results[1].url(), "javascript:alert(1)");
+  EXPECT_NE(results[1].error(), "");
+  EXPECT_EQ(results[1].normalized_url(), "");
+  EXPECT_FALSE(results[1].found());
+  EXPECT_TRUE(results[2].found());
+  ExpectAllSeen(client_.get(), urls, v1::URL_VERDICT_NEW);
+
+  // Over the limit: the whole call is rejected, naming the limit.
+  v1::ForgetRequest request;
+  for (int i = 0; i < 101; ++i) request.add_urls(absl::StrCat("http://batch.example/", i));
+  ASSERT_THAT(client_->CheckUrls(Items({"http://batch.example/0"}), v1::CLAIM_MODE_CLAIM),
+              IsOk());
+  EXPECT_THAT(client_->AdminForget(request),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("limit of 100")));
+  ExpectAllSeen(client_.get(), {"http://batch.example/0"}, v1::URL_VERDICT_SEEN);
+  EXPECT_THAT(client_->AdminForget(v1::ForgetRequest()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty")));
+
+  // dedupctl splits a longer input into batches the server accepts.
+  std::string input;
+  for (int i = 0; i < 150; ++i) input += absl::StrCat("http://batch.example/", i, "\n");
+  absl::StatusOr<testing::CommandResult> piped = RunCommand(
+      {DEDUPCTL_BINARY, "admin", "forget", "--server", server_->address()}, input);
+  ASSERT_THAT(piped, IsOk());
+  ASSERT_EQ(piped->exit_code, 0) << piped->err;
+  results = ForgetLines(piped->out);
+  ASSERT_EQ(results.size(), 150u);
+  for (int i = 0; i < 150; ++i) {
+    EXPECT_EQ(results[i].normalized_url(), absl::StrCat("http://batch.example/", i));
+    EXPECT_EQ(results[i].found(), i == 0) << i;
+  }
+  ExpectAllSeen(client_.get(), {"http://batch.example/0"}, v1::URL_VERDICT_NEW);
+}
+
+TEST_F(E2eAdminTest, ForgetNeedsTheAdminToken) {
+  const std::string token_file = dir_ + "/token";
+  const std::string admin_token_file = dir_ + "/admin-token";
+  std::ofstream(token_file) << "normal-token-0123456789\n";
+  std::ofstream(admin_token_file) << "admin-token-9876543210\n";
+  StartServer({kDrain, "--auth_token_file=" + token_file,
+               "--admin_token_file=" + admin_token_file});
+  ClientOptions options;
+  options.deadline = absl::Seconds(30);
+  options.bearer_token = "normal-token-0123456789";
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<DedupClient> normal,
+                       DedupClient::Connect(server_->address(), options));
+  const std::string url = "http://guarded.example/page";
+  ASSERT_THAT(normal->CheckUrls(Items({url}), v1::CLAIM_MODE_CLAIM), IsOk());
+
+  v1::ForgetRequest request;
+  request.add_urls(url);
+  EXPECT_THAT(normal->AdminForget(request), StatusIs(absl::StatusCode::kPermissionDenied));
+  std::string err;
+  Dedupctl({"admin", "forget", "--token_file", token_file, url}, server_->address(), 2, &err);
+  EXPECT_THAT(err, HasSubstr("requires the admin token"));
+  ExpectAllSeen(normal.get(), {url}, v1::URL_VERDICT_SEEN);  // nothing forgotten
+
+  std::vector<v1::ForgetResult> results = ForgetLines(
+      Dedupctl({"admin", "forget", "--token_file", admin_token_file, url}, server_->address()));
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_TRUE(results[0].url_removed());
+  ExpectAllSeen(normal.get(), {url}, v1::URL_VERDICT_NEW);
+}
+
+// The approximate seen-set cannot forget: the result says so, CheckUrl
+// keeps answering SEEN_PROBABLY, and the URL's texts are forgotten all the
+// same.
+TEST_F(E2eAdminTest, ApproximateModeForgetSaysTheUrlStaysSeen) {
+  StartServer({kDrain, "--url_seen_mode=approximate", "--url_filter_expected_urls=100000"});
+  const std::string url = "http://approx.example/forget";
+  ASSERT_THAT(client_->CheckUrls(Items({url}), v1::CLAIM_MODE_CLAIM), IsOk());
+  std::vector<v1::ContentItem> docs(1);
+  docs[0].set_url(url);
+  docs[0].set_text(kSoloText);
+  ASSERT_THAT(client_->CheckContent(docs, v1::CLAIM_MODE_CLAIM), IsOk());
+  std::vector<v1::ForgetResult> results =
+      ForgetLines(Dedupctl({"admin", "forget", url}, server_->address()));
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_TRUE(results[0].found());
+  EXPECT_TRUE(results[0].url_stays_seen_probably());
+  EXPECT_EQ(results[0].contents_removed(), 1u);
+  ExpectAllSeen(client_.get(), {url}, v1::URL_VERDICT_SEEN_PROBABLY);
+  EXPECT_EQ(PeekContent(client_.get(), "http://approx.example/other", kSoloText).verdict(),
+            v1::CONTENT_VERDICT_NEW);
+}
 
 TEST_F(E2eAdminTest, StatsThroughDedupctl) {
   StartServer({kDrain});
