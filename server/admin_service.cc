@@ -1,5 +1,6 @@
 #include "server/admin_service.h"
 
+#include <functional>
 #include <memory>
 #include <utility>
 
@@ -30,77 +31,48 @@ grpc::Status AdminService::Admit(grpc::CallbackServerContext* context, AdminOps*
   return grpc::Status::OK;
 }
 
-namespace {
-
-// Runs `work` (returning absl::Status) on `workers` and finishes `reactor`
-// with its status; `release` runs once the work is over (or never started).
-template <typename Work, typename Release>
-void RunUnary(WorkerPool* workers, grpc::CallbackServerContext* context,
-              grpc::ServerUnaryReactor* reactor, Work work, Release release) {
-  const bool scheduled = workers->Schedule([=] {
-    if (context->IsCancelled()) {
-      reactor->Finish(
-          grpc::Status(grpc::StatusCode::CANCELLED, "cancelled before it started"));
-    } else {
-      const absl::Status status = work();
-      reactor->Finish(ToGrpcStatus(status));
-    }
-    release();
-  });
-  if (!scheduled) {
-    release();
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "server is shutting down"));
-  }
-}
-
-}  // namespace
-
-grpc::ServerUnaryReactor* AdminService::Stats(grpc::CallbackServerContext* context,
-                                              const v1::StatsRequest* request,
-                                              v1::StatsResponse* response) {
+grpc::ServerUnaryReactor* AdminService::RunAdmitted(
+    grpc::CallbackServerContext* context, std::function<absl::Status(AdminOps*)> work) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   AdminOps* ops = nullptr;
   if (grpc::Status admitted = Admit(context, &ops); !admitted.ok()) {
     reactor->Finish(admitted);
     return reactor;
   }
-  RunUnary(
-      workers_, context, reactor, [=] { return ops->Stats(*request, response); },
-      [this] { Release(); });
+  const bool scheduled = workers_->Schedule([this, context, reactor, ops, work] {
+    if (context->IsCancelled()) {
+      reactor->Finish(
+          grpc::Status(grpc::StatusCode::CANCELLED, "cancelled before it started"));
+    } else {
+      reactor->Finish(ToGrpcStatus(work(ops)));
+    }
+    Release();
+  });
+  if (!scheduled) {
+    Release();
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "server is shutting down"));
+  }
   return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminService::Stats(grpc::CallbackServerContext* context,
+                                              const v1::StatsRequest* request,
+                                              v1::StatsResponse* response) {
+  return RunAdmitted(context, [=](AdminOps* ops) { return ops->Stats(*request, response); });
 }
 
 grpc::ServerUnaryReactor* AdminService::Backup(grpc::CallbackServerContext* context,
                                                const v1::BackupRequest* request,
                                                v1::BackupResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  AdminOps* ops = nullptr;
-  if (grpc::Status admitted = Admit(context, &ops); !admitted.ok()) {
-    reactor->Finish(admitted);
-    return reactor;
-  }
-  RunUnary(
-      workers_, context, reactor, [=] { return ops->Backup(*request, response); },
-      [this] { Release(); });
-  return reactor;
+  return RunAdmitted(context, [=](AdminOps* ops) { return ops->Backup(*request, response); });
 }
 
 grpc::ServerUnaryReactor* AdminService::Forget(grpc::CallbackServerContext* context,
                                                const v1::ForgetRequest* request,
                                                v1::ForgetResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  AdminOps* ops = nullptr;
-  if (grpc::Status admitted = Admit(context, &ops); !admitted.ok()) {
-    reactor->Finish(admitted);
-    return reactor;
-  }
-  RunUnary(
-      workers_, context, reactor,
-      [=] {
-        return ops->Forget(*request, response, [context] { return context->IsCancelled(); });
-      },
-      [this] { Release(); });
-  return reactor;
+  return RunAdmitted(context, [=](AdminOps* ops) {
+    return ops->Forget(*request, response, [context] { return context->IsCancelled(); });
+  });
 }
 
 // ExportReactor: one Export stream. At most one message exists at a time:

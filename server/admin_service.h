@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 
 #include "dedupd/v1/admin.grpc.pb.h"
 #include "server/admin.h"
@@ -65,6 +66,10 @@ class AdminService final : public v1::Admin::CallbackService {
   // nothing is taken and the status is the call's answer.
   grpc::Status Admit(grpc::CallbackServerContext* context, AdminOps** ops);
   void Release() { in_flight_.fetch_sub(1, std::memory_order_acq_rel); }
+  // RunAdmitted admits the call, then runs `work` on the worker pool and
+  // finishes the call with its status (the slot is released after).
+  grpc::ServerUnaryReactor* RunAdmitted(grpc::CallbackServerContext* context,
+                                        std::function<absl::Status(AdminOps*)> work);
 
   std::atomic<AdminOps*> ops_;
   const CallAuthorizer* authorizer_ = nullptr;

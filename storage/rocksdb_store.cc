@@ -890,6 +890,39 @@ absl::Status RocksDbStore::Impl::LoadChunkFingerprints(rocksdb::DB* db) {
   return absl::OkStatus();
 }
 
+// KeepMatchesInSnapshot keeps the near-duplicate index's matches whose
+// fingerprint record is in a reader's snapshot: the index is shared and
+// live, so it can name a record deleted by a Forget or written after the
+// snapshot, which the call must not see. Records read are cached in
+// `fingerprints`; a read error keeps the match and is remembered in
+// `failed`, so the reader reports it if the planner asks for that
+// fingerprint. `*total` (when non-null) drops by one per match dropped.
+template <typename ReadFn>
+static std::vector<SimHashIndex::Match> KeepMatchesInSnapshot(
+    std::vector<SimHashIndex::Match> matches, ReadFn read_fingerprint,
+    absl::flat_hash_map<uint32_t, FingerprintRecord>* fingerprints,
+    absl::flat_hash_map<uint32_t, absl::Status>* failed, size_t* total) {
+  std::vector<SimHashIndex::Match> kept;
+  kept.reserve(matches.size());
+  for (const SimHashIndex::Match& m : matches) {
+    if (fingerprints->contains(m.id) || failed->contains(m.id)) {
+      kept.push_back(m);
+      continue;
+    }
+    absl::StatusOr<std::optional<FingerprintRecord>> fp = read_fingerprint(m.id);
+    if (!fp.ok()) {
+      failed->emplace(m.id, fp.status());
+      kept.push_back(m);
+    } else if (fp->has_value()) {
+      fingerprints->emplace(m.id, **fp);
+      kept.push_back(m);
+    } else if (total != nullptr && *total > 0) {
+      --*total;
+    }
+  }
+  return kept;
+}
+
 // The planner's view of the store: reads of one snapshot, taken after the
 // batch's claim locks (when claiming), so it holds every write of the calls
 // that held them before. Nothing else writes the locked keys (content,
@@ -961,28 +994,9 @@ class RocksDbStore::ContentReader final : public ContentStateReader {
   }
   std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance,
                                              size_t limit, size_t* total) override {
-    std::vector<SimHashIndex::Match> matches =
-        impl_->index->Query(simhash, max_distance, limit, total);
-    std::vector<SimHashIndex::Match> kept;
-    kept.reserve(matches.size());
-    for (const SimHashIndex::Match& m : matches) {
-      if (fingerprints_.contains(m.id) || failed_.contains(m.id)) {
-        kept.push_back(m);
-        continue;
-      }
-      absl::StatusOr<std::optional<FingerprintRecord>> fp = ReadFingerprint(m.id);
-      if (!fp.ok()) {
-        // Kept, so that GetFingerprint reports the error.
-        failed_.emplace(m.id, fp.status());
-        kept.push_back(m);
-      } else if (fp->has_value()) {
-        fingerprints_.emplace(m.id, **fp);
-        kept.push_back(m);
-      } else if (total != nullptr && *total > 0) {
-        --*total;  // not in the snapshot: not part of the state read
-      }
-    }
-    return kept;
+    return KeepMatchesInSnapshot(
+        impl_->index->Query(simhash, max_distance, limit, total),
+        [this](uint32_t id) { return ReadFingerprint(id); }, &fingerprints_, &failed_, total);
   }
   absl::StatusOr<FingerprintRecord> GetFingerprint(uint32_t doc_id) override {
     if (auto it = fingerprints_.find(doc_id); it != fingerprints_.end()) {
@@ -1206,28 +1220,9 @@ class RocksDbStore::ChunkReader final : public ChunkStateReader {
   }
   std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance,
                                              size_t limit, size_t* total) override {
-    std::vector<SimHashIndex::Match> matches =
-        impl_->chunk_index->Query(simhash, max_distance, limit, total);
-    std::vector<SimHashIndex::Match> kept;
-    kept.reserve(matches.size());
-    for (const SimHashIndex::Match& m : matches) {
-      if (fingerprints_.contains(m.id) || failed_.contains(m.id)) {
-        kept.push_back(m);
-        continue;
-      }
-      absl::StatusOr<std::optional<FingerprintRecord>> fp = ReadFingerprint(m.id);
-      if (!fp.ok()) {
-        // Kept, so that GetTextFingerprint reports the error when the
-        // planner needs this match.
-        failed_.emplace(m.id, fp.status());
-        kept.push_back(m);
-      } else if (fp->has_value()) {
-        fingerprints_.emplace(m.id, **fp);
-        kept.push_back(m);
-      }
-      // Else not in the snapshot: not part of the state this call reads.
-    }
-    return kept;
+    return KeepMatchesInSnapshot(
+        impl_->chunk_index->Query(simhash, max_distance, limit, total),
+        [this](uint32_t id) { return ReadFingerprint(id); }, &fingerprints_, &failed_, total);
   }
   absl::StatusOr<FingerprintRecord> GetTextFingerprint(uint32_t text_id) override {
     if (auto it = fingerprints_.find(text_id); it != fingerprints_.end()) {
