@@ -85,7 +85,7 @@ step run_chunk_bench '^restart  chunks=[0-9]+ secs_to_serving=' \
   --pages_dir="$here/sample_pages"
 
 step content_store_bench \
-  '^content_store docs=3000 .* index_fps=3000 .*near_probe_us=[0-9.]+$' \
+  '^content_store docs=3000 .* index_fps=3000 .*near_probe_us=[0-9.]+ forgets=[0-9]+ forget_ms=[0-9.]+$' \
   "$build_dir/bench/dedupd_content_store_bench" --dir="$tmp/content_store" \
   --docs=3000
 

@@ -6,12 +6,16 @@
 //
 //   content_store docs=<n> threads=<t> batch=<b> fill_secs=<s>
 //       claims_per_sec=<x> reopen_secs=<r> index_fps=<n> index_bytes_per_fp=<y>
-//       disk_bytes_per_doc=<z> near_probe_us=<q>
+//       disk_bytes_per_doc=<z> near_probe_us=<q> forgets=<f> forget_ms=<m>
 //
 // (one line). reopen_secs: RocksDbStore::Open on the filled store (index
 // rebuild included); near_probe_us: one peek of a fingerprint within
 // distance 3 of a stored one after the reopen, averaged over 10,000 peeks
-// (point reads + index query; the answer must be NEAR_DUPLICATE).
+// (point reads + index query; the answer must be NEAR_DUPLICATE);
+// forget_ms: then RocksDbStore::Forget of --forgets stored URLs, one at a
+// time (records in table files, as after a restart), averaged — each is a
+// scan of every content and alias record (docs/storage_format.md, "Forget");
+// each must remove its text, and the index must shrink by --forgets.
 //
 // Example:
 //   dedupd_content_store_bench --dir=/tmp/cs --docs=10000000
@@ -38,6 +42,7 @@ ABSL_FLAG(std::string, dir, "", "scratch directory (created; its store is remove
 ABSL_FLAG(int64_t, docs, 1000000, "distinct texts to claim");
 ABSL_FLAG(int, batch, 100, "documents per CheckContent call");
 ABSL_FLAG(int, threads, 2, "claiming threads");
+ABSL_FLAG(int, forgets, 5, "URLs to Forget after the probes (0: none)");
 ABSL_FLAG(bool, keep, false, "keep the store directory");
 
 namespace {
@@ -70,8 +75,10 @@ int main(int argc, char** argv) {
   const int64_t docs = absl::GetFlag(FLAGS_docs);
   const int batch = absl::GetFlag(FLAGS_batch);
   const int threads = absl::GetFlag(FLAGS_threads);
-  if (dir.empty() || docs < 1 || batch < 1 || threads < 1) {
-    std::cerr << "content_store_bench: need --dir, --docs, --batch, --threads >= 1\n";
+  const int forgets = absl::GetFlag(FLAGS_forgets);
+  if (dir.empty() || docs < 1 || batch < 1 || threads < 1 || forgets < 0 || forgets > docs) {
+    std::cerr << "content_store_bench: need --dir, --docs, --batch, --threads >= 1, "
+                 "0 <= --forgets <= --docs\n";
     return 2;
   }
   const std::string path = dir + "/store";
@@ -146,19 +153,38 @@ int main(int argc, char** argv) {
     near += out[0].verdict == dedupd::ContentVerdict::kNearDuplicate;
   }
   const double probe_us = Since(probe_start) * 1e6 / kProbes;
+
+  // Forget: spread over the stored texts; each owns its text alone.
+  const Clock::time_point forget_start = Clock::now();
+  for (int f = 0; f < forgets; ++f) {
+    const uint64_t i = static_cast<uint64_t>(f) * static_cast<uint64_t>(docs / forgets);
+    absl::StatusOr<dedupd::ForgetResult> r =
+        (*store)->Forget(MakeDoc(i).identity_url, absl::Now());
+    if (!r.ok() || r->contents_removed != 1) {
+      std::cerr << "content_store_bench: forget " << MakeDoc(i).identity_url << ": "
+                << (r.ok() ? "removed no text" : r.status().ToString()) << "\n";
+      return 1;
+    }
+  }
+  const double forget_ms = forgets ? Since(forget_start) * 1e3 / forgets : 0.0;
+  const size_t indexed_after = (*store)->index_stats().fingerprints;
+
   std::cout << absl::StrFormat(
                    "content_store docs=%d threads=%d batch=%d fill_secs=%.1f "
                    "claims_per_sec=%.0f reopen_secs=%.2f index_fps=%d "
-                   "index_bytes_per_fp=%.1f disk_bytes_per_doc=%.1f near_probe_us=%.1f",
+                   "index_bytes_per_fp=%.1f disk_bytes_per_doc=%.1f near_probe_us=%.1f "
+                   "forgets=%d forget_ms=%.1f",
                    docs, threads, batch, fill_secs, docs / fill_secs, reopen_secs,
                    stats.fingerprints,
                    stats.fingerprints ? double(stats.memory_bytes) / stats.fingerprints : 0.0,
-                   double(disk) / docs, probe_us)
+                   double(disk) / docs, probe_us, forgets, forget_ms)
             << std::endl;
-  if (near != kProbes || stats.fingerprints != static_cast<size_t>(docs)) {
+  if (near != kProbes || stats.fingerprints != static_cast<size_t>(docs) ||
+      indexed_after != stats.fingerprints - static_cast<size_t>(forgets)) {
     std::cerr << "content_store_bench: " << near << " of " << kProbes
               << " probes were near duplicates, index holds " << stats.fingerprints
-              << " of " << docs << "\n";
+              << " of " << docs << ", " << indexed_after << " after " << forgets
+              << " forgets\n";
     return 1;
   }
   if (!absl::GetFlag(FLAGS_keep)) {
