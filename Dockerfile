@@ -38,10 +38,11 @@ USER 10001:10001
 VOLUME /var/lib/dedupd
 # 50051: gRPC API (and gRPC health); 9090: Prometheus /metrics (HTTP).
 EXPOSE 50051 9090
-# Docker's health check: the gRPC listener accepts connections (the port is
-# bound only once the store is open). Debian ships no gRPC health client;
-# Kubernetes uses native gRPC probes (deploy/base/statefulset.yaml), which
-# also see NOT_SERVING while draining.
+# Docker's health check: the gRPC listener accepts connections. That says
+# the process is up, not that the store is open (dedupd listens first and
+# answers NOT_SERVING while the store opens). Debian ships no gRPC health
+# client; Kubernetes uses native gRPC probes (deploy/base/statefulset.yaml),
+# which see NOT_SERVING while the store opens and while draining.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10m --retries=3 \
   CMD ["/bin/bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/50051"]
 # SIGTERM drains calls in flight (--drain_timeout) and closes the store.

@@ -126,10 +126,11 @@ commands:
   admin stats --server ADDR [--exact] [--deadline SECONDS]
       Print the server's store statistics as one JSON object: record kinds,
       bytes on disk, versions, RocksDB health, uptime. --exact also counts
-      every record kind (a pass over the store).
+      every record kind (a pass over the store; default deadline 3600).
   admin backup --server ADDR [--deadline SECONDS] DIR
       Make an online backup of the store into DIR, an absolute path on the
-      server that must not exist yet. Prints one JSON object.
+      server that must not exist yet. Prints one JSON object. The server
+      keeps working after a client gives up: the default deadline is 3600.
   admin export --server ADDR [--skip_urls] [--skip_content]
                [--deadline SECONDS]
       Print every stored record as JSON lines: {"type": "url", ...}, then
@@ -1948,7 +1949,11 @@ absl::Status RunForget(const DedupClient& client, UrlSource& source, bool* any_i
 }
 
 int RunAdmin(const std::string& sub, Args args) {
-  if (!args.deadline && sub == "export") args.deadline = "3600";
+  // Backup and exact Stats pass over the whole store and are not stopped
+  // when the client gives up: a short default would only report failure.
+  if (!args.deadline && (sub == "export" || sub == "backup" || (sub == "stats" && args.exact))) {
+    args.deadline = "3600";
+  }
   if (!args.deadline && sub == "forget") args.deadline = "600";
   absl::StatusOr<ClientOptions> client_options =
       ClientOptionsFromArgs(args, absl::StrCat("admin ", sub), 1);

@@ -309,7 +309,13 @@ absl::Status RestoreBackup(const std::string& backup_dir, const std::string& dat
         ": not a dedupd backup (no RocksDB CURRENT file; make one with "
         "`dedupctl admin backup DIR`)"));
   }
-  const fs::path target(data_dir);
+  // "/data/" and "/data" are one directory: without the trailing
+  // separator the temporary copy is a sibling ("/data.restore-tmp"), not a
+  // child ("/data/.restore-tmp") that the rename could never move.
+  fs::path target = fs::path(data_dir).lexically_normal();
+  if (!target.has_filename() && target.has_parent_path() && target != target.root_path()) {
+    target = target.parent_path();
+  }
   const fs::file_status target_status = fs::status(target, ec);
   if (fs::exists(target_status)) {
     if (!fs::is_directory(target_status)) {
@@ -323,7 +329,7 @@ absl::Status RestoreBackup(const std::string& backup_dir, const std::string& dat
           "new --data_dir (move the old one away first)"));
     }
   }
-  const fs::path temp = fs::path(data_dir + ".restore-tmp");
+  const fs::path temp = fs::path(target.string() + ".restore-tmp");
   if (fs::exists(temp, ec)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "restore into ", data_dir, ": ", temp.string(),
@@ -342,10 +348,8 @@ absl::Status RestoreBackup(const std::string& backup_dir, const std::string& dat
     fs::remove_all(temp, cleanup);
     return synced;
   }
-  if (fs::exists(target, ec)) {
-    fs::remove(target, ec);  // empty, checked above
-    if (ec) return FsError(ec, "restore: remove the empty", data_dir);
-  }
+  // rename(2) replaces an empty target directory atomically: the data
+  // directory never disappears, even when the rename fails.
   fs::rename(temp, target, ec);
   if (ec) return FsError(ec, absl::StrCat("restore: rename ", temp.string(), " to"), data_dir);
   // The rename itself: durable once the parent directory is synced.

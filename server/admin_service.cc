@@ -40,13 +40,14 @@ grpc::ServerUnaryReactor* AdminService::RunAdmitted(
     return reactor;
   }
   const bool scheduled = workers_->Schedule([this, context, reactor, ops, work] {
-    if (context->IsCancelled()) {
-      reactor->Finish(
-          grpc::Status(grpc::StatusCode::CANCELLED, "cancelled before it started"));
-    } else {
-      reactor->Finish(ToGrpcStatus(work(ops)));
-    }
+    const grpc::Status status =
+        context->IsCancelled()
+            ? grpc::Status(grpc::StatusCode::CANCELLED, "cancelled before it started")
+            : ToGrpcStatus(work(ops));
+    // Released before the answer goes out, so a client's next call never
+    // finds its own finished call still holding a slot.
     Release();
+    reactor->Finish(status);
   });
   if (!scheduled) {
     Release();

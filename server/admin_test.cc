@@ -5,6 +5,8 @@
 // covered by storage/rocksdb_forget_test.cc and tests/e2e_admin_test.cc.
 #include "server/admin.h"
 
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -111,6 +113,38 @@ TEST_F(AdminForgetTest, CancelledStopsBetweenUrls) {
               StatusIs(absl::StatusCode::kCancelled, HasSubstr("after 1 of 2")));
   EXPECT_FALSE(Seen("http://a.example/1"));
   EXPECT_TRUE(Seen("http://a.example/2"));
+}
+
+// RestoreBackup only needs a directory with RocksDB's CURRENT file to copy.
+TEST(RestoreBackupTest, TrailingSlashAndEmptyTargets) {
+  ASSERT_OK_AND_ASSIGN(TestTempDir dir, TestTempDir::Make());
+  const std::filesystem::path backup = std::filesystem::path(dir.path()) / "backup";
+  std::filesystem::create_directories(backup);
+  { std::ofstream(backup / "CURRENT") << "MANIFEST-000001\n"; }
+  struct Case {
+    const char* name;
+    bool create_empty_target;
+    const char* suffix;  // appended to the data dir given to RestoreBackup
+  };
+  const Case cases[] = {
+      {"new", false, ""},
+      {"new-slash", false, "/"},
+      {"empty", true, ""},
+      {"empty-slash", true, "/"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::filesystem::path target = std::filesystem::path(dir.path()) / c.name;
+    if (c.create_empty_target) std::filesystem::create_directories(target);
+    ASSERT_THAT(RestoreBackup(backup.string(), target.string() + c.suffix), IsOk());
+    EXPECT_TRUE(std::filesystem::is_regular_file(target / "CURRENT"));
+    EXPECT_FALSE(std::filesystem::exists(target / ".restore-tmp"));
+    EXPECT_FALSE(std::filesystem::exists(target.string() + ".restore-tmp"));
+    // Not empty any more: a second restore is refused and changes nothing.
+    EXPECT_THAT(RestoreBackup(backup.string(), target.string() + c.suffix),
+                StatusIs(absl::StatusCode::kFailedPrecondition));
+    EXPECT_TRUE(std::filesystem::is_regular_file(target / "CURRENT"));
+  }
 }
 
 }  // namespace

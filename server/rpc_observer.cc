@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "google/protobuf/descriptor.h"
@@ -137,9 +138,14 @@ void RpcObserver::Finished(absl::string_view method, absl::string_view label,
     message.resize(kMaxLoggedMessageBytes);
     message += "...";
   }
+  // The method name (when unknown) and the message carry client bytes (a
+  // URL quoted in an error): escaped, so they cannot forge a log line.
   Log(server_fault ? LogLevel::kError : LogLevel::kWarning,
-      absl::StrCat("rpc ", label == ServerMetrics::kOtherMethod ? method.substr(0, 200) : label,
-                   " from ", peer, " failed: ", ServerMetrics::CodeName(code), ": ", message,
+      absl::StrCat("rpc ",
+                   label == ServerMetrics::kOtherMethod ? absl::CHexEscape(method.substr(0, 200))
+                                                        : std::string(label),
+                   " from ", peer, " failed: ", ServerMetrics::CodeName(code), ": ",
+                   absl::CHexEscape(message),
                    suppressed > 0 ? absl::StrCat(" (", suppressed,
                                                  " earlier failures of this method "
                                                  "not logged: rate limit)")

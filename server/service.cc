@@ -142,10 +142,8 @@ grpc::ServerUnaryReactor* DedupService::Run(
     return reactor;
   }
   const bool scheduled = workers_->Schedule([=] {
-    if (context->IsCancelled()) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::CANCELLED,
-                                   "cancelled before it started"));
-    } else {
+    grpc::Status answer(grpc::StatusCode::CANCELLED, "cancelled before it started");
+    if (!context->IsCancelled()) {
       // A named status: gcc 12 with -fsanitize=address,undefined -O2 warns
       // (maybe-uninitialized) about the temporary of a call through a
       // member pointer passed straight to ToGrpcStatus.
@@ -153,9 +151,12 @@ grpc::ServerUnaryReactor* DedupService::Run(
       // Verdicts of answered batches only: a failed call's response is
       // not sent.
       if (status.ok() && metrics_ != nullptr) CountVerdicts(*response, metrics_);
-      reactor->Finish(ToGrpcStatus(status));
+      answer = ToGrpcStatus(status);
     }
+    // The slot is released before the answer goes out, so a client's next
+    // call never finds its own finished call still holding it.
     in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+    reactor->Finish(answer);
   });
   if (!scheduled) {
     in_flight_.fetch_sub(1, std::memory_order_acq_rel);
