@@ -296,7 +296,13 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(
   impl->service = std::make_unique<DedupService>(
       /*engine=*/nullptr, options.max_concurrent_rpcs, impl->workers.get(),
       impl->server_metrics.get());
-  impl->admin_service = std::make_unique<AdminService>(/*ops=*/nullptr, impl->workers.get());
+  // Admin calls share the worker pool: at most one fewer than its threads
+  // (and at most kMaxConcurrentAdminRpcs), so long Backups, Forgets or
+  // exact Stats never take every worker from the Dedup calls.
+  const size_t admin_limit = std::clamp<size_t>(
+      static_cast<size_t>(std::max(options.worker_threads, 1)) - 1, 1, kMaxConcurrentAdminRpcs);
+  impl->admin_service =
+      std::make_unique<AdminService>(/*ops=*/nullptr, impl->workers.get(), admin_limit);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
