@@ -413,6 +413,20 @@ class UrlSource {
 
   bool WouldBlock() const { return reader_ && reader_->WouldBlock(); }
 
+  // NextBatch replaces `*batch` with up to `max_items` items, sending a
+  // partial batch rather than waiting for input; false once the input is
+  // exhausted (the batch may still hold the last items).
+  bool NextBatch(size_t max_items, std::vector<InputItem>* batch) {
+    batch->clear();
+    while (batch->size() < max_items) {
+      if (!batch->empty() && WouldBlock()) return true;
+      InputItem item;
+      if (!Next(&item)) return false;
+      batch->push_back(std::move(item));
+    }
+    return true;
+  }
+
   void set_before_block(std::function<void()> before_block) {
     if (reader_) reader_->set_before_block(std::move(before_block));
   }
@@ -783,17 +797,7 @@ int RunUrl(dedupd::v1::ClaimMode mode, Args args) {
   std::vector<InputItem> batch;
   bool more = true;
   while (more) {
-    // Fill a batch, but send a partial one rather than wait for input.
-    batch.clear();
-    while (batch.size() < batch_size) {
-      if (!batch.empty() && source.WouldBlock()) break;
-      InputItem item;
-      if (!source.Next(&item)) {
-        more = false;
-        break;
-      }
-      batch.push_back(std::move(item));
-    }
+    more = source.NextBatch(batch_size, &batch);
     if (batch.empty()) break;
     if (absl::Status s = CheckBatch(**client, mode, base, batch, &any_invalid);
         !s.ok()) {
@@ -1904,16 +1908,7 @@ absl::Status RunForget(const DedupClient& client, UrlSource& source, bool* any_i
   std::vector<InputItem> batch;
   bool more = true;
   while (more) {
-    batch.clear();
-    while (batch.size() < kForgetBatch) {
-      if (!batch.empty() && source.WouldBlock()) break;
-      InputItem item;
-      if (!source.Next(&item)) {
-        more = false;
-        break;
-      }
-      batch.push_back(std::move(item));
-    }
+    more = source.NextBatch(kForgetBatch, &batch);
     if (batch.empty()) break;
     dedupd::v1::ForgetRequest request;
     for (const InputItem& item : batch) {
