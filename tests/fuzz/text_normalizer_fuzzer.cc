@@ -2,7 +2,9 @@
 // FingerprintText.
 //
 // Checks: neither crashes (ASan/UBSan catch memory and UB bugs); every
-// error is InvalidArgument; every success is valid UTF-8 without NUL,
+// error is InvalidArgument; every success is valid UTF-8 (checked here by
+// an independent decoder: no overlong forms, surrogates or code points
+// above U+10FFFF, no truncated sequences) without NUL,
 // without leading, trailing or doubled ' ', normalizes again without error
 // to itself (N(N(x)) == N(x)), and FingerprintText of the input agrees with
 // hashing that output. Any violation aborts with the offending input.
@@ -34,6 +36,48 @@ namespace {
   std::abort();
 }
 
+// IsValidUtf8 follows RFC 3629 (the table in its section 4), on its own so
+// that the check does not share code with the normalizer's decoder.
+bool IsValidUtf8(absl::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char b = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // bounds of the second byte
+    if (b <= 0x7F) {
+      ++i;
+      continue;
+    } else if (b >= 0xC2 && b <= 0xDF) {
+      n = 1;
+    } else if (b == 0xE0) {
+      n = 2;
+      lo = 0xA0;
+    } else if ((b >= 0xE1 && b <= 0xEC) || b == 0xEE || b == 0xEF) {
+      n = 2;
+    } else if (b == 0xED) {
+      n = 2;
+      hi = 0x9F;  // no surrogates
+    } else if (b == 0xF0) {
+      n = 3;
+      lo = 0x90;
+    } else if (b >= 0xF1 && b <= 0xF3) {
+      n = 3;
+    } else if (b == 0xF4) {
+      n = 3;
+      hi = 0x8F;  // nothing above U+10FFFF
+    } else {
+      return false;
+    }
+    if (s.size() - i <= n) return false;
+    for (size_t k = 1; k <= n; ++k) {
+      const unsigned char c = static_cast<unsigned char>(s[i + k]);
+      if (k == 1 ? (c < lo || c > hi) : (c < 0x80 || c > 0xBF)) return false;
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -60,6 +104,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       out.find('\0') != std::string::npos) {
     Fail("output breaks the space/NUL rules", input, out);
   }
+  if (!IsValidUtf8(out)) Fail("output is not valid UTF-8", input, out);
   const absl::StatusOr<std::string> twice = dedupd::NormalizeText(out);
   if (!twice.ok()) {
     Fail("output does not re-normalize", input, twice.status().ToString());
