@@ -17,8 +17,9 @@
 //    8 MiB block cache, 4 MiB memtables). It is the production backend, and
 //    much faster per input than fresh in-memory content and chunk stores,
 //    whose empty near-duplicate index builds a bucket directory of several
-//    MiB per store (20 s runs on 2 busy cores: ~80 inputs/s with fresh
-//    in-memory stores, ~1,270/s with this layout). State then builds
+//    MiB per store (two 20 s runs from the seeds, -seed=1, back to back on
+//    2 cores at load average 22: 47 inputs/s with fresh in-memory stores,
+//    562/s with this layout). State then builds
 //    up across inputs, so only checks that hold for any prior state are
 //    made, and a failure may need the inputs before it;
 //  - DedupResults needs no store.
