@@ -11,7 +11,8 @@
 // [m, m+1) minutes from the start):
 //
 //   soak minute=<m> ops=<calls answered> items=<items answered>
-//       errors=<failed calls> kills=<kills in the minute> p50_ms=<a>
+//       errors=<failed calls> kills=<kills in the minute>
+//       restart_ms=<longest restart in the minute, to serving> p50_ms=<a>
 //       p99_ms=<b> max_ms=<c> rss_peak_mb=<server VmRSS peak> store_mb=<d>
 //
 // and at the end one line:
@@ -37,11 +38,13 @@
 //
 // The load: each client process runs --client_threads threads; each sends
 // at most --calls_per_sec calls per second (paced, one call in flight,
-// deadline --deadline_ms): 50% CheckUrl of 10 URLs (half drawn from a pool
-// of 200,000 shared by all clients, so many are SEEN), 30% CheckContent of
-// 4 documents (~40 words; half from a shared pool of 20,000 texts), 20%
-// CheckChunks of one document of 6 chunks (~30 words; half shared). Every
-// text is a pure function of its id and --seed.
+// deadline --deadline_ms): 50% CheckUrl of 10 URLs, 30% CheckContent of 4
+// documents (~40 words each), 20% CheckChunks of one new document of 6
+// chunks (~30 words each). A --own_fraction (default half) of the URLs,
+// texts and chunk texts are new; the rest are drawn from pools shared by
+// all clients (200,000 URLs, 20,000 texts, 20,000 chunk texts), so claims
+// race and many answers are SEEN / EXACT_DUPLICATE. Every text is a pure
+// function of its id and --seed.
 //
 // Example (the README's run):
 //   nice -n 10 build/bench/dedupd_soak --dedupd=build/server/dedupd
@@ -94,6 +97,10 @@ ABSL_FLAG(int, clients, 3, "client processes");
 ABSL_FLAG(int, client_threads, 2, "threads per client process, one call in flight each");
 ABSL_FLAG(double, calls_per_sec, 150, "most calls per second per client thread");
 ABSL_FLAG(int, deadline_ms, 5000, "deadline of every call");
+ABSL_FLAG(double, own_fraction, 0.5,
+          "fraction of URLs, texts and chunk texts that are new (each client's "
+          "own); the rest come from pools shared by all clients. 0: the store "
+          "stops growing once the pools are claimed");
 ABSL_FLAG(uint64_t, seed, 1, "workload seed");
 ABSL_FLAG(std::string, work_dir, "",
           "scratch directory (data dir, logs, client files); default: a new "
@@ -231,6 +238,7 @@ class Client {
                        std::ios::trunc);
     const std::string port_file = WorkPath(work_, "server.port");
     const int deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
+    const double own_fraction = absl::GetFlag(FLAGS_own_fraction);
     const absl::Duration interval =
         absl::Seconds(1.0 / std::max(0.001, absl::GetFlag(FLAGS_calls_per_sec)));
     int port = 0;
@@ -268,9 +276,10 @@ class Client {
         request.set_mode(v1::CLAIM_MODE_CLAIM);
         for (int i = 0; i < kUrlsPerCall; ++i) {
           request.add_items()->set_url(
-              i % 2 == 0 ? absl::StrCat("https://shared", rng.Below(100), ".example/p/",
-                                        rng.Below(kSharedUrls))
-                         : absl::StrCat("https://c", id_, ".example/t", thread, "/", seq++));
+              rng.Unit() >= own_fraction
+                  ? absl::StrCat("https://shared", rng.Below(100), ".example/p/",
+                                 rng.Below(kSharedUrls))
+                  : absl::StrCat("https://c", id_, ".example/t", thread, "/", seq++));
         }
         v1::CheckUrlResponse response;
         s = stub->CheckUrl(&ctx, request, &response);
@@ -288,7 +297,7 @@ class Client {
         request.set_mode(v1::CLAIM_MODE_CLAIM);
         std::vector<std::pair<char, uint64_t>> ids;
         for (int i = 0; i < kDocsPerCall; ++i) {
-          const bool shared = rng.Below(2) == 0;
+          const bool shared = rng.Unit() >= own_fraction;
           ids.emplace_back(shared ? 's' : 'u',
                            shared ? static_cast<uint64_t>(rng.Below(kSharedTexts))
                                   : own_base | seq++);
@@ -320,7 +329,7 @@ class Client {
         std::set<uint64_t> picked;
         for (int i = 0; i < kChunksPerDoc; ++i) {
           const uint64_t k = static_cast<uint64_t>(rng.Below(kSharedChunks));
-          if (rng.Below(2) == 0 && picked.insert(k).second) {
+          if (rng.Unit() >= own_fraction && picked.insert(k).second) {
             ids.emplace_back('s', k);
           } else {
             ids.emplace_back('u', own_base | seq++);
@@ -448,7 +457,8 @@ class Coordinator {
           absl::StrCat("--end_unix_ms=", end_ms_),
           absl::StrCat("--client_threads=", absl::GetFlag(FLAGS_client_threads)),
           absl::StrCat("--calls_per_sec=", absl::GetFlag(FLAGS_calls_per_sec)),
-          absl::StrCat("--deadline_ms=", absl::GetFlag(FLAGS_deadline_ms))};
+          absl::StrCat("--deadline_ms=", absl::GetFlag(FLAGS_deadline_ms)),
+          absl::StrCat("--own_fraction=", absl::GetFlag(FLAGS_own_fraction))};
       // /proc/self/exe resolves in the child to this same program.
       const pid_t pid = Spawn(argv, WorkPath(work_, absl::StrCat("client_", c, ".log")));
       if (pid < 0) {
@@ -566,8 +576,12 @@ class Coordinator {
       }
       absl::SleepFor(absl::Milliseconds(10));
     }
-    restart_ms_max_ =
-        std::max<int64_t>(restart_ms_max_, absl::ToInt64Milliseconds(absl::Now() - t0));
+    const int64_t took = absl::ToInt64Milliseconds(absl::Now() - t0);
+    restart_ms_max_ = std::max(restart_ms_max_, took);
+    if (start_ms_ != 0) {
+      int64_t& minute = restart_ms_per_minute_[MinuteNow()];
+      minute = std::max(minute, took);
+    }
     return true;
   }
 
@@ -634,9 +648,10 @@ class Coordinator {
     total_items_ += items;
     total_errors_ += errors;
     std::cout << absl::StrFormat(
-                     "soak minute=%d ops=%d items=%d errors=%d kills=%d p50_ms=%.2f "
-                     "p99_ms=%.2f max_ms=%.1f rss_peak_mb=%.1f store_mb=%.1f",
-                     m + 1, ops, items, errors, kills_per_minute_[m], p50, p99, max,
+                     "soak minute=%d ops=%d items=%d errors=%d kills=%d restart_ms=%d "
+                     "p50_ms=%.2f p99_ms=%.2f max_ms=%.1f rss_peak_mb=%.1f store_mb=%.1f",
+                     m + 1, ops, items, errors, kills_per_minute_[m],
+                     restart_ms_per_minute_[m], p50, p99, max,
                      rss_peak_kb_[m] / 1024.0, DirBytes(WorkPath(work_, "data")) / 1e6)
               << std::endl;
     return true;
@@ -784,6 +799,7 @@ class Coordinator {
   std::map<int, int> kills_per_minute_;
   std::map<int, int64_t> rss_peak_kb_;  // minute -> peak VmRSS (kB)
   int64_t restart_ms_max_ = 0;
+  std::map<int, int64_t> restart_ms_per_minute_;  // minute -> longest restart
   int64_t total_ops_ = 0, total_items_ = 0, total_errors_ = 0;
 };
 
