@@ -33,8 +33,10 @@
 // hold as acknowledged (a URL not SEEN; a text or chunk text not an
 // EXACT_DUPLICATE of the owner it was acknowledged to); double_new: keys
 // answered NEW to more than one call (the second NEW means the first
-// claim was lost). Both must be 0; the exit status is 1 otherwise, or when
-// the server or a client failed.
+// claim was lost). restart_ms_max: the longest time from a restart to
+// serving; rss_first_min_mb / rss_last_min_mb: rss_peak_mb of the first and
+// the last minute. lost and double_new must be 0; the exit status is 1
+// otherwise, or when the server or a client failed.
 //
 // The load: each client process runs --client_threads threads; each sends
 // at most --calls_per_sec calls per second (paced, one call in flight,
@@ -510,11 +512,10 @@ class Coordinator {
     }
     const Verdict v = server_failed ? Verdict{} : Verify();
     if (!server_failed) StopServer();
-    int64_t first_rss = 0, last_rss = 0;
-    if (!rss_peak_kb_.empty()) {
-      first_rss = rss_peak_kb_.begin()->second;
-      last_rss = rss_peak_kb_.rbegin()->second;
-    }
+    // The run's first and last minute (samples taken while the clients
+    // finish and during the check fall in a minute after the run).
+    const int64_t first_rss = rss_peak_kb_[0];
+    const int64_t last_rss = rss_peak_kb_[MinutesOf(end_ms_) - 1];
     std::cout << absl::StrFormat(
                      "soak_total secs=%d clients=%d kills=%d ops=%d items=%d errors=%d "
                      "acked_urls=%d acked_texts=%d acked_chunks=%d lost=%d double_new=%d "
