@@ -144,6 +144,11 @@ std::string ChunkText(char kind, uint64_t id, uint64_t seed) {
   return Words(static_cast<char>(kind - 'a' + 'A'), id, seed, 30);
 }
 
+// Shared URL k of the pool, on one of 100 hosts.
+std::string SharedUrl(size_t k) {
+  return absl::StrCat("https://shared", k % 100, ".example/p/", k);
+}
+
 int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
 // ReadPort returns the port in `path`, or 0.
@@ -279,8 +284,7 @@ class Client {
         for (int i = 0; i < kUrlsPerCall; ++i) {
           request.add_items()->set_url(
               rng.Unit() >= own_fraction
-                  ? absl::StrCat("https://shared", rng.Below(100), ".example/p/",
-                                 rng.Below(kSharedUrls))
+                  ? SharedUrl(rng.Below(kSharedUrls))
                   : absl::StrCat("https://c", id_, ".example/t", thread, "/", seq++));
         }
         v1::CheckUrlResponse response;
