@@ -101,8 +101,9 @@ ABSL_FLAG(double, calls_per_sec, 150, "most calls per second per client thread")
 ABSL_FLAG(int, deadline_ms, 5000, "deadline of every call");
 ABSL_FLAG(double, own_fraction, 0.5,
           "fraction of URLs, texts and chunk texts that are new (each client's "
-          "own); the rest come from pools shared by all clients. 0: the store "
-          "stops growing once the pools are claimed");
+          "own); the rest come from pools shared by all clients. Document URLs "
+          "are always new, so even 0 keeps adding alias, fetch and chunk "
+          "holder records");
 ABSL_FLAG(uint64_t, seed, 1, "workload seed");
 ABSL_FLAG(std::string, work_dir, "",
           "scratch directory (data dir, logs, client files); default: a new "
