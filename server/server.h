@@ -129,7 +129,8 @@ struct ServerOptions {
   // (SETTINGS_MAX_CONCURRENT_STREAMS); a client's further calls wait in
   // the client for a free stream. Bounds the server memory one connection
   // can tie up (gRPC's own default is unlimited: 10,000 calls on 4
-  // connections took the server from 35 to 203 MiB). Default: 100.
+  // connections grew the server's peak RSS by 75-168 MiB, against 16-21 MiB
+  // with 100). Default: 100.
   int max_concurrent_streams = 100;
   // A connection with no call for this long is closed (GOAWAY; then the
   // connection is closed even if the client does not answer): clients that
