@@ -112,6 +112,20 @@ ABSL_FLAG(absl::Duration, shutdown_delay, absl::ZeroDuration(),
           "on SIGTERM/SIGINT, how long health answers NOT_SERVING while calls "
           "are still served, before the drain (lets probes and load balancers "
           "notice)");
+ABSL_FLAG(absl::Duration, handshake_timeout, absl::Seconds(20),
+          "a new connection must finish its handshake and send the HTTP/2 "
+          "preface and SETTINGS within this long, or it is closed");
+ABSL_FLAG(int64_t, max_concurrent_streams, 100,
+          "most calls one connection may have open at once (HTTP/2 "
+          "SETTINGS_MAX_CONCURRENT_STREAMS); more wait in the client");
+ABSL_FLAG(absl::Duration, max_connection_idle, absl::Minutes(5),
+          "close a connection that has had no call for this long (clients "
+          "reconnect on their next call)");
+ABSL_FLAG(int64_t, grpc_memory_quota_mb, 1024,
+          "memory gRPC may use for connections, calls and messages being "
+          "received, in MiB; past it new connections are refused and calls "
+          "cancelled (a message over --max_message_bytes is only refused "
+          "once it is all in, so this is what bounds one); 0: no cap");
 ABSL_FLAG(std::string, log_level, "info",
           "least severe log lines written: info, warning or error");
 ABSL_FLAG(std::string, testing_open_gate, "",
@@ -169,6 +183,10 @@ int main(int argc, char** argv) {
                   1, int64_t{1} << 40) ||
       !CheckRange("url_filter_memory_mb", absl::GetFlag(FLAGS_url_filter_memory_mb), 0,
                   int64_t{1} << 20) ||
+      !CheckRange("max_concurrent_streams", absl::GetFlag(FLAGS_max_concurrent_streams), 1,
+                  INT32_MAX) ||
+      !CheckRange("grpc_memory_quota_mb", absl::GetFlag(FLAGS_grpc_memory_quota_mb), 0,
+                  int64_t{1} << 30) ||
       !CheckRange("url_snapshot_every_urls", absl::GetFlag(FLAGS_url_snapshot_every_urls), 0,
                   int64_t{1} << 40)) {
     return 2;
@@ -198,6 +216,15 @@ int main(int argc, char** argv) {
   }
   if (absl::GetFlag(FLAGS_drain_timeout) < absl::ZeroDuration()) {
     std::cerr << "dedupd: --drain_timeout must not be negative\n";
+    return 2;
+  }
+  if (absl::GetFlag(FLAGS_handshake_timeout) < absl::Milliseconds(1) ||
+      absl::GetFlag(FLAGS_handshake_timeout) > absl::Hours(24)) {
+    std::cerr << "dedupd: --handshake_timeout must be in [1ms, 24h]\n";
+    return 2;
+  }
+  if (absl::GetFlag(FLAGS_max_connection_idle) < absl::Milliseconds(1)) {
+    std::cerr << "dedupd: --max_connection_idle must be at least 1ms\n";
     return 2;
   }
   if (absl::GetFlag(FLAGS_shutdown_delay) < absl::ZeroDuration()) {
@@ -247,6 +274,11 @@ int main(int argc, char** argv) {
   options.url_snapshot_interval = absl::GetFlag(FLAGS_url_snapshot_interval);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   options.shutdown_delay = absl::GetFlag(FLAGS_shutdown_delay);
+  options.handshake_timeout = absl::GetFlag(FLAGS_handshake_timeout);
+  options.max_concurrent_streams = static_cast<int>(absl::GetFlag(FLAGS_max_concurrent_streams));
+  options.max_connection_idle = absl::GetFlag(FLAGS_max_connection_idle);
+  options.grpc_memory_quota_bytes =
+      static_cast<size_t>(absl::GetFlag(FLAGS_grpc_memory_quota_mb)) << 20;
   options.testing_open_gate = absl::GetFlag(FLAGS_testing_open_gate);
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert_file);
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key_file);

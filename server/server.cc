@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <system_error>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/resource_quota.h"
 #include "server/admin.h"
 #include "server/admin_service.h"
 #include "server/auth.h"
@@ -310,6 +312,33 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(
   builder.AddListeningPort(options.listen, credentials, &impl->port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
+  // Connection limits against hostile or broken clients (each measured in
+  // tests/e2e_hostile_test.cc). Streams per connection: gRPC's default is
+  // unlimited, so one connection could put any number of calls in the
+  // server at once.
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
+  // A connection without calls is closed after a while: one a client keeps
+  // open after a frame the server ignored would otherwise hold its
+  // descriptor forever.
+  builder.AddChannelArgument(
+      GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+      static_cast<int>(std::clamp<int64_t>(absl::ToInt64Milliseconds(options.max_connection_idle),
+                                           1, INT32_MAX)));
+  // A connection that never completes its preface and SETTINGS (slowloris)
+  // is closed after the handshake timeout; gRPC's default of 120 s lets a
+  // client hold many descriptors for two minutes each.
+  builder.AddChannelArgument(
+      GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+      static_cast<int>(std::clamp<int64_t>(absl::ToInt64Milliseconds(options.handshake_timeout),
+                                           1, INT32_MAX)));
+  // gRPC 1.51 refuses a message over max_message_bytes only once all of it
+  // is buffered (grpc/grpc#43012); its memory quota is what cuts off a
+  // client streaming a 4 GiB message.
+  if (options.grpc_memory_quota_bytes > 0) {
+    grpc::ResourceQuota quota;
+    quota.Resize(options.grpc_memory_quota_bytes);
+    builder.SetResourceQuota(quota);
+  }
   builder.RegisterService(impl->service.get());
   builder.RegisterService(impl->admin_service.get());
   // The observer first, so that it also counts the calls the token check
