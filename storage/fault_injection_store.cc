@@ -74,7 +74,7 @@ uint64_t FaultInjectionStore::injected_after_call(StoreOp op) const {
   return injected_after_[static_cast<size_t>(op)];
 }
 
-std::optional<FaultInjectionStore::Decision> FaultInjectionStore::Decide(StoreOp op) {
+bool FaultInjectionStore::Decide(StoreOp op, Decision* d) {
   const size_t i = static_cast<size_t>(op);
   absl::MutexLock lock(&mu_);
   ++calls_[i];
@@ -87,26 +87,27 @@ std::optional<FaultInjectionStore::Decision> FaultInjectionStore::Decide(StoreOp
       const double u = static_cast<double>(it->rng() >> 11) * 0x1.0p-53;
       if (u >= f.probability) continue;
     }
-    Decision d{absl::Status(f.code, f.message), f.when};
+    d->status = absl::Status(f.code, f.message);
+    d->when = f.when;
     ++injected_[i];
     if (f.when == StoreFault::When::kAfterCall) ++injected_after_[i];
     if (f.count != 0 && ++it->fired >= f.count) faults_.erase(it);
-    return d;
+    return true;
   }
-  return std::nullopt;
+  return false;
 }
 
 template <typename Call>
 absl::Status FaultInjectionStore::Run(StoreOp op, Call&& call) {
-  std::optional<Decision> d = Decide(op);
-  if (!d.has_value()) return call();
-  if (d->when == StoreFault::When::kAfterCall) {
+  Decision d;
+  if (!Decide(op, &d)) return call();
+  if (d.when == StoreFault::When::kAfterCall) {
     // The wrapped call runs and records what it records; its own status
     // (even an error) gives way to the injected one.
     absl::Status wrapped = call();
     wrapped.IgnoreError();  // why: the injected failure is the answer
   }
-  return d->status;
+  return d.status;
 }
 
 namespace {

@@ -202,8 +202,8 @@ class FaultInjectionStore final : public UrlStore, public ContentStore, public C
     absl::Status status;
     StoreFault::When when = StoreFault::When::kBeforeCall;
   };
-  // Counts the call and returns the fault decision for it (nullopt: pass).
-  std::optional<Decision> Decide(StoreOp op);
+  // Counts the call; returns whether a fault fires, and then sets `*d`.
+  bool Decide(StoreOp op, Decision* d);
   // Runs `call` under the decision for `op`.
   template <typename Call>
   absl::Status Run(StoreOp op, Call&& call);

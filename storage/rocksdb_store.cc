@@ -455,10 +455,10 @@ struct RocksDbStore::Impl {
   // no entry (then Resume cannot replace a failed log writer).
   bool AllMemtablesEmpty(rocksdb::DB* db) const;
   // MemtableBytes: the memtables' bytes, active and immutable, of both
-  // column families. FreeBytes: what the store's volume has free for an
-  // unprivileged writer (nullopt when statvfs fails).
+  // column families. FreeBytes sets what the store's volume has free for an
+  // unprivileged writer; false when statvfs fails.
   uint64_t MemtableBytes(rocksdb::DB* db) const;
-  std::optional<uint64_t> FreeBytes() const;
+  bool FreeBytes(uint64_t* free_bytes) const;
   // Room a Resume after NoSpace wants beyond the memtables: the new log,
   // the MANIFEST and OPTIONS files, table overhead.
   static constexpr uint64_t kResumeMarginBytes = uint64_t{1} << 20;
@@ -713,10 +713,11 @@ uint64_t RocksDbStore::Impl::MemtableBytes(rocksdb::DB* db) const {
   return total;
 }
 
-std::optional<uint64_t> RocksDbStore::Impl::FreeBytes() const {
+bool RocksDbStore::Impl::FreeBytes(uint64_t* free_bytes) const {
   struct statvfs st {};
-  if (::statvfs(options.path.c_str(), &st) != 0) return std::nullopt;
-  return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+  if (::statvfs(options.path.c_str(), &st) != 0) return false;
+  *free_bytes = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+  return true;
 }
 
 bool RocksDbStore::Impl::AllMemtablesEmpty(rocksdb::DB* db) const {
@@ -810,15 +811,16 @@ absl::Status RocksDbStore::Impl::BeforeWrite(rocksdb::DB* db,
       absl::MutexLock lock(&st.mu);
       no_space = st.error.IsNoSpace();
     }
-    const std::optional<uint64_t> free_bytes = FreeBytes();
+    uint64_t free_bytes = 0;
+    const bool known = FreeBytes(&free_bytes);
     const uint64_t need = MemtableBytes(db) + kResumeMarginBytes;
-    if (no_space && free_bytes.has_value() && *free_bytes < need) {
+    if (no_space && known && free_bytes < need) {
       absl::MutexLock lock(&st.mu);
       st.resuming = false;
       const absl::Status stopped = StoppedError(st.error, action, st.needs_reopen);
       return absl::Status(stopped.code(),
                           absl::StrCat(stopped.message(), "; waiting for ", need,
-                                       " bytes free, ", *free_bytes, " now"));
+                                       " bytes free, ", free_bytes, " now"));
     }
   }
   // Without st.mu: RocksDB calls the listener (which takes it) from Resume.
