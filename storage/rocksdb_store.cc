@@ -3,14 +3,22 @@
 
 #include "storage/rocksdb_store.h"
 
+#include <fcntl.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstdarg>
 #include <cstdint>
 #include <limits>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <numeric>
+#include <string>
 #include <system_error>
 #include <tuple>
 #include <utility>
@@ -24,12 +32,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "core/status_macros.h"
 #include "rocksdb/cache.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/db.h"
+#include "rocksdb/env.h"
 #include "rocksdb/filter_policy.h"
 #include "rocksdb/iterator.h"
+#include "rocksdb/listener.h"
 #include "rocksdb/options.h"
 #include "rocksdb/slice.h"
 #include "rocksdb/snapshot.h"
@@ -172,8 +183,133 @@ absl::Status CheckOptions(const RocksDbStoreOptions& o) {
         "open store at ", o.path,
         ": RocksDbStoreOptions.max_open_files must be -1 or positive"));
   }
+  if (o.write_resume_interval < absl::ZeroDuration() ||
+      o.write_resume_interval == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "open store at ", o.path, ": RocksDbStoreOptions.write_resume_interval ",
+        absl::FormatDuration(o.write_resume_interval), " is negative or infinite"));
+  }
   return absl::OkStatus();
 }
+
+// WriteStop: whether RocksDB refuses writes after a background error, shared
+// by the store and the listener RocksDB notifies. RocksDB 7.8 stops every
+// write (its "read-only mode", reads go on) after a hard error: a failed
+// write-ahead-log append or sync (a full disk: NoSpace), a failed flush.
+// Only DB::Resume (or reopening) clears it; RocksDbStore::Impl::BeforeWrite
+// calls Resume.
+struct WriteStop {
+  absl::Mutex mu;
+  // Set by a background error of severity hard or worse; cleared when a
+  // recovery succeeds.
+  bool stopped ABSL_GUARDED_BY(mu) = false;
+  // The error that stopped writes, or the last failed Resume's.
+  rocksdb::Status error ABSL_GUARDED_BY(mu);
+  // Bumped by every stopping error, so that a Resume that succeeded does
+  // not clear an error recorded while it ran.
+  uint64_t generation ABSL_GUARDED_BY(mu) = 0;
+  // One Resume at a time, at most one per write_resume_interval.
+  bool resuming ABSL_GUARDED_BY(mu) = false;
+  absl::Time last_resume ABSL_GUARDED_BY(mu) = absl::InfinitePast();
+  // A write-ahead-log append or sync failed (BackgroundErrorReason::
+  // kWriteCallback): the log writer remembers the failure, and only a
+  // Resume that flushes a memtable replaces it (see BeforeWrite).
+  bool log_failed ABSL_GUARDED_BY(mu) = false;
+  // Writes stay stopped until the store is reopened (BeforeWrite).
+  bool needs_reopen ABSL_GUARDED_BY(mu) = false;
+};
+
+// WriteStopListener records RocksDB's background errors in a WriteStop.
+// RocksDB calls it with its own mutex held: it must not call the database.
+class WriteStopListener final : public rocksdb::EventListener {
+ public:
+  explicit WriteStopListener(std::shared_ptr<WriteStop> stop) : stop_(std::move(stop)) {}
+
+  void OnBackgroundError(rocksdb::BackgroundErrorReason reason,
+                         rocksdb::Status* error) override {
+    if (error == nullptr || error->ok() ||
+        error->severity() < rocksdb::Status::Severity::kHardError) {
+      return;  // a soft error (e.g. a compaction short of space) stops nothing
+    }
+    absl::MutexLock lock(&stop_->mu);
+    stop_->stopped = true;
+    stop_->error = *error;
+    ++stop_->generation;
+    // The first recovery attempt comes write_resume_interval after the
+    // error, not at once.
+    stop_->last_resume = absl::Now();
+    if (reason == rocksdb::BackgroundErrorReason::kWriteCallback) stop_->log_failed = true;
+  }
+
+  // RocksDB's own recovery from NoSpace waits until the volume's free space
+  // reaches its reserved buffer (the whole memtable budget, 3 x
+  // write_buffer_bytes: 192 MiB by default), which a small or shared volume
+  // may never have, and makes DB::Resume answer Busy meanwhile. The store
+  // resumes by itself instead (BeforeWrite), as soon as a flush fits.
+  void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason /*reason*/,
+                            rocksdb::Status error, bool* auto_recovery) override {
+    if (error.IsNoSpace()) *auto_recovery = false;
+  }
+
+  void OnErrorRecoveryEnd(const rocksdb::BackgroundErrorRecoveryInfo& info) override {
+    if (!info.new_bg_error.ok()) return;
+    absl::MutexLock lock(&stop_->mu);
+    if (stop_->needs_reopen) return;  // RocksDB's view; the log writer is still bad
+    stop_->stopped = false;
+    stop_->error = rocksdb::Status::OK();
+  }
+
+ private:
+  const std::shared_ptr<WriteStop> stop_;
+};
+
+// TolerantInfoLogger: RocksDB's info log (the LOG file of the store
+// directory), written with plain write(2) calls whose failures drop the
+// line. RocksDB's own file logger cannot be used: the Debian build of
+// RocksDB 7.8 keeps its assertions, and after one failed append its
+// WritableFileWriter asserts (aborting the whole server) on the next log
+// line, which a full disk makes certain (found by
+// tests/e2e_full_disk_test.cc). The names are RocksDB's (the previous LOG
+// becomes LOG.old.<micros> at Open), so keep_log_file_num still bounds them.
+// Thread-safe: each line is one O_APPEND write.
+class TolerantInfoLogger final : public rocksdb::Logger {
+ public:
+  // Opens <dir>/LOG, creating `dir` when `create_dir`. A file that cannot be
+  // opened makes a logger that drops every line (the store works without).
+  TolerantInfoLogger(const std::string& dir, bool create_dir)
+      : rocksdb::Logger(rocksdb::InfoLogLevel::INFO_LEVEL) {
+    std::error_code ec;
+    if (create_dir) std::filesystem::create_directories(dir, ec);
+    const std::string log = dir + "/LOG";
+    if (std::filesystem::exists(log, ec)) {
+      std::filesystem::rename(
+          log, absl::StrCat(dir, "/LOG.old.", absl::ToUnixMicros(absl::Now())), ec);
+    }
+    fd_ = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  }
+  ~TolerantInfoLogger() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  using rocksdb::Logger::Logv;
+  void Logv(const char* format, va_list ap) override {
+    if (fd_ < 0) return;
+    char line[4096];
+    const std::string stamp =
+        absl::FormatTime("%Y/%m/%d-%H:%M:%E6S ", absl::Now(), absl::LocalTimeZone());
+    size_t n = std::min(stamp.size(), sizeof(line) - 2);
+    std::memcpy(line, stamp.data(), n);
+    const int k = std::vsnprintf(line + n, sizeof(line) - n - 1, format, ap);
+    if (k < 0) return;
+    n = std::min(n + static_cast<size_t>(k), sizeof(line) - 2);  // truncated
+    if (line[n - 1] != '\n') line[n++] = '\n';
+    const ssize_t written = ::write(fd_, line, n);
+    (void)written;  // why: a full disk drops log lines, never the server
+  }
+
+ private:
+  int fd_ = -1;
+};
 
 // LZ4 when this RocksDB build has it: cheap to compress, very cheap to
 // decompress, and URLs compress well. Snappy otherwise.
@@ -189,8 +325,15 @@ rocksdb::CompressionType PickCompression() {
   return rocksdb::kNoCompression;
 }
 
-rocksdb::Options MakeDbOptions(const RocksDbStoreOptions& o) {
+// The database options for `o`. `stop` (may be null: no write-stop
+// tracking, for ListColumnFamilies) receives the background errors.
+rocksdb::Options MakeDbOptions(const RocksDbStoreOptions& o,
+                               std::shared_ptr<WriteStop> stop) {
   rocksdb::Options db;
+  if (stop != nullptr) {
+    db.listeners.push_back(std::make_shared<WriteStopListener>(std::move(stop)));
+    db.info_log = std::make_shared<TolerantInfoLogger>(o.path, o.create_if_missing);
+  }
   db.create_if_missing = o.create_if_missing;
   // Two cores is the deployment baseline: one flush plus one compaction.
   db.max_background_jobs = 2;
@@ -286,6 +429,42 @@ struct RocksDbStore::Impl {
   RocksDbStoreOptions options;
   rocksdb::WriteOptions write_options;
   absl::Time created;
+
+  // Whether RocksDB stopped writes after a background error (a full disk);
+  // shared with the listener RocksDB notifies.
+  std::shared_ptr<WriteStop> write_stop = std::make_shared<WriteStop>();
+
+  // BeforeWrite returns OK when writes may be attempted. While RocksDB has
+  // stopped writes after a background error, it calls DB::Resume (at most
+  // once per options.write_resume_interval, one call at a time; Resume
+  // flushes the memtables and starts a new write-ahead log, so it succeeds
+  // once the disk has room for that flush) and returns OK when that
+  // succeeded; otherwise the stopping error (StoppedError), at once.
+  // REQUIRES: `mu` held shared; `db` from LiveDb.
+  absl::Status BeforeWrite(rocksdb::DB* db, absl::string_view action);
+  // WriteFailed converts the failed write status `s` (FromRocksDbStatus),
+  // saying so when the failure stopped writes.
+  absl::Status WriteFailed(const rocksdb::Status& s, absl::string_view action);
+  // StoppedError: `error` (the stopping one) as FromRocksDbStatus maps it,
+  // plus what happens now: writes stopped, reads work, retried every
+  // write_resume_interval.
+  // With `needs_reopen` it says a restart is needed instead.
+  absl::Status StoppedError(const rocksdb::Status& error, absl::string_view action,
+                            bool needs_reopen) const;
+  // AllMemtablesEmpty: whether every column family's active memtable holds
+  // no entry (then Resume cannot replace a failed log writer).
+  bool AllMemtablesEmpty(rocksdb::DB* db) const;
+  // MemtableBytes: the memtables' bytes, active and immutable, of both
+  // column families. FreeBytes sets what the store's volume has free for an
+  // unprivileged writer; false when statvfs fails.
+  uint64_t MemtableBytes(rocksdb::DB* db) const;
+  bool FreeBytes(uint64_t* free_bytes) const;
+  // Room a Resume after NoSpace wants beyond the memtables: the new log,
+  // the MANIFEST and OPTIONS files, table overhead.
+  static constexpr uint64_t kResumeMarginBytes = uint64_t{1} << 20;
+  // TryResume: one DB::Resume now, whatever the interval. Returns whether
+  // writes are (again) allowed. For Close.
+  bool TryResume(rocksdb::DB* db);
 
   // Lifecycle: every call holds it shared while it uses `db`; Close holds it
   // exclusively to take `db` away.
@@ -523,8 +702,163 @@ absl::Status RocksDbStore::Impl::CloseDb(rocksdb::DB* db, bool sync_wal) {
   return result;
 }
 
+uint64_t RocksDbStore::Impl::MemtableBytes(rocksdb::DB* db) const {
+  std::vector<rocksdb::ColumnFamilyHandle*> families = {db->DefaultColumnFamily()};
+  if (content_cf != nullptr) families.push_back(content_cf);
+  uint64_t total = 0;
+  for (rocksdb::ColumnFamilyHandle* cf : families) {
+    uint64_t bytes = 0;
+    if (db->GetIntProperty(cf, "rocksdb.cur-size-all-mem-tables", &bytes)) total += bytes;
+  }
+  return total;
+}
+
+bool RocksDbStore::Impl::FreeBytes(uint64_t* free_bytes) const {
+  struct statvfs st {};
+  if (::statvfs(options.path.c_str(), &st) != 0) return false;
+  *free_bytes = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+  return true;
+}
+
+bool RocksDbStore::Impl::AllMemtablesEmpty(rocksdb::DB* db) const {
+  std::vector<rocksdb::ColumnFamilyHandle*> families = {db->DefaultColumnFamily()};
+  if (content_cf != nullptr) families.push_back(content_cf);
+  for (rocksdb::ColumnFamilyHandle* cf : families) {
+    uint64_t entries = 0;
+    if (!db->GetIntProperty(cf, "rocksdb.num-entries-active-mem-table", &entries) ||
+        entries != 0) {
+      return false;  // unknown counts as "not empty": Resume as usual
+    }
+  }
+  return true;
+}
+
+absl::Status RocksDbStore::Impl::StoppedError(const rocksdb::Status& error,
+                                              absl::string_view action,
+                                              bool needs_reopen) const {
+  const absl::Status base = FromRocksDbStatus(
+      error.ok() ? rocksdb::Status::IOError("writes are stopped") : error, action,
+      options.path);
+  if (needs_reopen) {
+    return absl::Status(
+        base.code(),
+        absl::StrCat(base.message(),
+                     " (the store stopped taking writes after this error; reads still "
+                     "work; this failure needs a restart to clear (the failed "
+                     "write-ahead log cannot be replaced in place): fix the cause",
+                     error.IsNoSpace() ? " (free disk space)" : "",
+                     ", then restart dedupd)"));
+  }
+  return absl::Status(
+      base.code(),
+      absl::StrCat(base.message(), " (the store stopped taking writes after this "
+                   "error; reads still work; writes resume by themselves once the "
+                   "cause is fixed",
+                   error.IsNoSpace() ? ": free disk space" : "",
+                   "; recovery is tried every ",
+                   absl::FormatDuration(options.write_resume_interval), ")"));
+}
+
+absl::Status RocksDbStore::Impl::WriteFailed(const rocksdb::Status& s,
+                                             absl::string_view action) {
+  {
+    absl::MutexLock lock(&write_stop->mu);
+    if (write_stop->stopped) return StoppedError(s, action, write_stop->needs_reopen);
+  }
+  return FromRocksDbStatus(s, action, options.path);
+}
+
+absl::Status RocksDbStore::Impl::BeforeWrite(rocksdb::DB* db,
+                                             absl::string_view action) {
+  WriteStop& st = *write_stop;
+  uint64_t generation = 0;
+  bool log_failed = false;
+  {
+    absl::MutexLock lock(&st.mu);
+    if (!st.stopped) return absl::OkStatus();
+    const absl::Time now = absl::Now();
+    if (st.needs_reopen || st.resuming ||
+        now - st.last_resume < options.write_resume_interval) {
+      return StoppedError(st.error, action, st.needs_reopen);
+    }
+    st.resuming = true;
+    st.last_resume = now;
+    generation = st.generation;
+    log_failed = st.log_failed;
+  }
+  // RocksDB 7.8's Resume replaces the write-ahead-log writer only by
+  // switching memtables, which it does only for a memtable that holds
+  // something. After a failed log write with every memtable empty (the
+  // first write after Open or after a flush failed), Resume "succeeds",
+  // keeps the failed writer, and the next write trips an assertion of this
+  // RocksDB build (the process aborts; a build without assertions fails
+  // every later write instead; facebook/rocksdb#11643). Then writes stay
+  // stopped until the store is reopened (a restart), reads go on.
+  if (log_failed && AllMemtablesEmpty(db)) {
+    absl::MutexLock lock(&st.mu);
+    st.resuming = false;
+    st.needs_reopen = true;
+    return StoppedError(st.error, action, /*needs_reopen=*/true);
+  }
+  // Resume flushes the memtables. On a disk without room for that, the
+  // flush fails and rolls its memtable back, and a later Resume can then
+  // wait forever for that memtable's flush (RocksDB 7.8; seen in
+  // rocksdb_full_disk_test). So after a NoSpace error, Resume only once
+  // the volume has room for every memtable plus a margin.
+  {
+    bool no_space = false;
+    {
+      absl::MutexLock lock(&st.mu);
+      no_space = st.error.IsNoSpace();
+    }
+    uint64_t free_bytes = 0;
+    const bool known = FreeBytes(&free_bytes);
+    const uint64_t need = MemtableBytes(db) + kResumeMarginBytes;
+    if (no_space && known && free_bytes < need) {
+      absl::MutexLock lock(&st.mu);
+      st.resuming = false;
+      const absl::Status stopped = StoppedError(st.error, action, st.needs_reopen);
+      return absl::Status(stopped.code(),
+                          absl::StrCat(stopped.message(), "; waiting for ", need,
+                                       " bytes free, ", free_bytes, " now"));
+    }
+  }
+  // Without st.mu: RocksDB calls the listener (which takes it) from Resume.
+  const rocksdb::Status resumed = db->Resume();
+  absl::MutexLock lock(&st.mu);
+  st.resuming = false;
+  if (resumed.ok() && st.generation == generation) {
+    st.stopped = false;
+    st.log_failed = false;
+    st.error = rocksdb::Status::OK();
+  }
+  if (!st.stopped) return absl::OkStatus();
+  // A failed flush during Resume records its own error through the
+  // listener; Busy (RocksDB's own recovery runs) leaves the first one.
+  if (!resumed.ok() && !resumed.IsBusy() && st.generation == generation) {
+    st.error = resumed;
+  }
+  return StoppedError(st.error, action, st.needs_reopen);
+}
+
+bool RocksDbStore::Impl::TryResume(rocksdb::DB* db) {
+  {
+    absl::MutexLock lock(&write_stop->mu);
+    if (!write_stop->stopped) return true;
+    write_stop->last_resume = absl::InfinitePast();
+  }
+  return BeforeWrite(db, "resume writes").ok();
+}
+
 RocksDbStore::RocksDbStore(std::unique_ptr<Impl> impl)
     : impl_(std::move(impl)) {}
+
+absl::Status RocksDbStore::write_status() const {
+  absl::MutexLock lock(&impl_->write_stop->mu);
+  if (!impl_->write_stop->stopped) return absl::OkStatus();
+  return impl_->StoppedError(impl_->write_stop->error, "write to store",
+                             impl_->write_stop->needs_reopen);
+}
 
 RocksDbStore::~RocksDbStore() {
   absl::Status s = Close();
@@ -544,7 +878,8 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
   // the default one (meta + URL records) keeps exact per-layer counts. A
   // new store gets it after its meta record is written; a store that has
   // a meta record must have it already.
-  const rocksdb::Options db_options = MakeDbOptions(options);
+  auto write_stop = std::make_shared<WriteStop>();
+  const rocksdb::Options db_options = MakeDbOptions(options, write_stop);
   std::vector<std::string> families;
   rocksdb::Status s = rocksdb::DB::ListColumnFamilies(db_options, path, &families);
   // No database there yet is the one expected failure (DB::Open then creates
@@ -571,6 +906,7 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
 
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  impl->write_stop = std::move(write_stop);
   impl->write_options.sync = options.sync_writes;
   impl->write_options.disableWAL = false;
   if (has_content_family) impl->content_cf = handles[1];
@@ -770,8 +1106,9 @@ absl::Status RocksDbStore::ClaimUrls(absl::Span<const std::string> keys,
     if (write_batch.Count() > 0) {
       // Returns after the WAL write (and fsync when sync_writes): only then
       // may any key be answered new.
+      DEDUPD_RETURN_IF_ERROR(impl_->BeforeWrite(db, kAction));
       rocksdb::Status s = db->Write(impl_->write_options, &write_batch);
-      if (!s.ok()) return FromRocksDbStatus(s, kAction, impl_->options.path);
+      if (!s.ok()) return impl_->WriteFailed(s, kAction);
       new_hashes.reserve(write_batch.Count());
       for (size_t u : absent) {
         if (!recorded[u]) continue;
@@ -1112,8 +1449,10 @@ absl::Status RocksDbStore::CheckContent(absl::Span<const ContentDoc> docs,
       put(fmt::EncodeFingerprintKey(id),
           fmt::EncodeFingerprintValue(fp.simhash, fp.sha256));
     }
-    if (s.ok()) s = db->Write(impl_->write_options, &batch);
     if (!s.ok()) return FromRocksDbStatus(s, kAction, impl_->options.path);
+    DEDUPD_RETURN_IF_ERROR(impl_->BeforeWrite(db, kAction));
+    s = db->Write(impl_->write_options, &batch);
+    if (!s.ok()) return impl_->WriteFailed(s, kAction);
     // Only after the write: the index never names a text the store lacks.
     for (const auto& [id, fp] : m.fingerprints) impl_->index->Insert(fp.simhash, id);
     // The URL records, to the URL filter while their claim locks are held
@@ -1377,8 +1716,10 @@ absl::Status RocksDbStore::CheckChunks(const ChunkDocument& doc, bool claim,
   if (!m.empty()) {
     rocksdb::WriteBatch batch;
     rocksdb::Status s = impl_->AddChunkMutations(m, doc_key, &batch);
-    if (s.ok()) s = db->Write(impl_->write_options, &batch);
     if (!s.ok()) return FromRocksDbStatus(s, kAction, impl_->options.path);
+    DEDUPD_RETURN_IF_ERROR(impl_->BeforeWrite(db, kAction));
+    s = db->Write(impl_->write_options, &batch);
+    if (!s.ok()) return impl_->WriteFailed(s, kAction);
     impl_->ApplyChunkIndex(m);
   }
   *answer = std::move(plan.answer);
@@ -1622,8 +1963,9 @@ absl::StatusOr<ForgetResult> RocksDbStore::Forget(const std::string& normalized_
   if (!ws.ok()) return FromRocksDbStatus(ws, kAction, path);
   if (batch.Count() == 0) return result;
   // Returns after the WAL write (and fsync with sync_writes).
+  DEDUPD_RETURN_IF_ERROR(impl_->BeforeWrite(db, kAction));
   rocksdb::Status s = db->Write(impl_->write_options, &batch);
-  if (!s.ok()) return FromRocksDbStatus(s, kAction, path);
+  if (!s.ok()) return impl_->WriteFailed(s, kAction);
   // Only after the write, as claims do: readers skip index entries whose
   // fingerprint record their snapshot lacks.
   for (const SimHashIndex::Entry& e : index_removed) {
@@ -2088,6 +2430,31 @@ absl::Status RocksDbStore::Close() {
     db = std::move(impl_->db);
   }
   if (db == nullptr) return absl::OkStatus();
+  // With writes stopped by a background error (a full disk), neither a
+  // flush nor a WAL sync may be asked for: a flush request then makes
+  // RocksDB's error fatal, and a sync of the failed log writer trips an
+  // assertion of this RocksDB build (aborting the process). So one last
+  // Resume, and when that fails, close without either: every acknowledged
+  // write is in the WAL, which the next Open replays.
+  if (!impl_->TryResume(db.get())) {
+    rocksdb::Status error;
+    {
+      absl::MutexLock lock(&impl_->write_stop->mu);
+      error = impl_->write_stop->error;
+    }
+    const absl::Status stopped = FromRocksDbStatus(
+        error.ok() ? rocksdb::Status::IOError("writes are stopped") : error,
+        "close store", impl_->options.path);
+    const absl::Status closed = impl_->CloseDb(db.get(), /*sync_wal=*/false);
+    return absl::Status(
+        stopped.code(),
+        absl::StrCat(stopped.message(),
+                     " (writes were stopped by this error: closed without flushing; "
+                     "the write-ahead log holds every acknowledged write and the "
+                     "next open replays it",
+                     closed.ok() ? "" : absl::StrCat("; closing failed too: ", closed.message()),
+                     ")"));
+  }
   // Flush every column family, so the next Open replays no WAL (replay
   // re-inserts every record into a memtable: seconds per 100 MB). A failed
   // flush loses nothing (the WAL still holds the data), so the close goes
@@ -2267,6 +2634,10 @@ absl::StatusOr<uint64_t> RocksDbStore::Checkpoint(const std::string& directory) 
   }
   absl::ReaderMutexLock lifecycle(&impl_->mu);
   DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb("back up store"));
+  // A checkpoint flushes the memtables; with writes stopped that flush
+  // would fail (and a flush request in that state makes RocksDB's error
+  // fatal), so resume first or refuse.
+  DEDUPD_RETURN_IF_ERROR(impl_->BeforeWrite(db, action));
   rocksdb::Checkpoint* raw = nullptr;
   rocksdb::Status s = rocksdb::Checkpoint::Create(db, &raw);
   if (!s.ok()) return FromRocksDbStatus(s, action, path);

@@ -20,6 +20,19 @@
 // is_new. Power loss can lose the last moments of claims unless
 // `sync_writes` is set (then the WAL is fsynced per batch).
 //
+// Failed writes and a full disk: a write that RocksDB reports failed is
+// never acknowledged (every call returns its error and no answer). A
+// failed write-ahead-log append or sync, or a failed flush (a full disk:
+// ResourceExhausted; other I/O errors: Unavailable), makes RocksDB stop
+// every write until DB::Resume; reads go on. The store resumes by itself:
+// the next write after options.write_resume_interval calls Resume (flush
+// the memtables, start a new log), so once space is freed writes work again
+// without a restart; until then writes fail at once with the stopping
+// error, whose message says so. One case needs a restart: a failed log
+// write while every memtable is empty (the first write after Open or after
+// a flush), which RocksDB 7.8's Resume cannot repair (the message says
+// "restart"). write_status() reports the state.
+//
 // Thread safety: thread-safe. The check-and-write of a claim batch's
 // absent keys holds per-key claim locks, so claims of the same key are
 // serialized while claims of disjoint keys, reads of present keys and
@@ -143,6 +156,16 @@ struct RocksDbStoreOptions {
   // keys (every claim batch is sorted) cheaper per key.
   // Default: true.
   bool concurrent_memtable_writes = true;
+
+  // After a failure that makes RocksDB stop writes (see "Failed writes and
+  // a full disk" above), the first write at least this long after the error
+  // or the last recovery attempt tries to recover (DB::Resume, which flushes the memtables;
+  // after a NoSpace error it is tried only once the volume has room for the
+  // memtables plus 1 MiB, since a flush that fails for room can leave
+  // RocksDB 7.8 unable to finish a later Resume); writes in between fail at
+  // once. Zero: every write tries. Not persisted.
+  // Default: 1 second. REQUIRES: >= 0 and finite.
+  absl::Duration write_resume_interval = absl::Seconds(1);
 
   // Keep RocksDB's statistics (tickers), for DataBlockReads. Costs a few
   // percent of CPU; for benchmarks.
@@ -517,6 +540,12 @@ class RocksDbStore final : public UrlStore, public ContentStore, public ChunkSto
   // Errors: as RocksDB reports them (Unavailable, DataLoss, Internal); the
   // directory is released even then.
   absl::Status Close();
+
+  // write_status returns OK while the store takes writes, and while RocksDB
+  // has stopped writes after a background error (a full disk) the error
+  // writes fail with: ResourceExhausted for no space, Unavailable for other
+  // I/O errors. Cheap (one mutex); no recovery attempt.
+  absl::Status write_status() const;
 
   // path returns options.path as given to Open.
   const std::string& path() const;
