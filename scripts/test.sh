@@ -2,12 +2,20 @@
 # README command 2: installs what is missing, builds, and runs the whole test
 # suite. .ci/run calls exactly this.
 #
-# Three builds, each followed by its tests:
+# Four builds, each followed by its tests:
 #   build-fuzz  clang + libFuzzer: every fuzzer, a bounded run each;
-#   build-asan  AddressSanitizer + UndefinedBehaviorSanitizer: the suite;
-#   build       the normal build: the suite plus the benchmark smoke runs
-#               (last, so its ctest summary closes the output).
-# SKIP_SANITIZERS=1 skips the first two (for a quick local run).
+#   build-asan  clang, AddressSanitizer + UndefinedBehaviorSanitizer (UBSan
+#               does not recover): the whole suite, zero reports allowed;
+#   build-tsan  clang, ThreadSanitizer: only the tests labelled `tsan` (core,
+#               storage, the engine, the worker pool) and only their targets
+#               (dedupd_tsan_tests). Debian's gRPC, RocksDB and Abseil are not
+#               TSan-built: tests/tsan_absl_sync.cc makes absl::Mutex visible
+#               to TSan, tests that run gRPC or RocksDB threads are not
+#               labelled, and tests/tsan.supp says what else is suppressed
+#               and why. A report fails the test (halt_on_error=1);
+#   build       the normal build (gcc): the suite plus the benchmark smoke
+#               runs (last, so its ctest summary closes the output).
+# SKIP_SANITIZERS=1 skips the first three (for a quick local run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -20,10 +28,17 @@ if [[ "${SKIP_SANITIZERS:-0}" != 1 ]]; then
   cmake --build build-fuzz --parallel "$jobs" --target dedupd_fuzzers
   ctest --test-dir build-fuzz -L fuzz --output-on-failure --timeout 300
 
-  echo "== test suite under AddressSanitizer + UndefinedBehaviorSanitizer"
-  BUILD_DIR=build-asan ./scripts/build.sh -DDEDUPD_SANITIZE=ON -DDEDUPD_BENCH=OFF
+  echo "== test suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang)"
+  BUILD_DIR=build-asan ./scripts/build.sh -DCMAKE_CXX_COMPILER=clang++ \
+    -DDEDUPD_SANITIZE=ON -DDEDUPD_BENCH=OFF
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure --timeout 600 --parallel 2
+
+  echo "== core, storage and engine tests under ThreadSanitizer (clang)"
+  BUILD_DIR=build-tsan TARGETS=dedupd_tsan_tests ./scripts/build.sh \
+    -DCMAKE_CXX_COMPILER=clang++ -DDEDUPD_TSAN=ON -DDEDUPD_BENCH=OFF
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp" \
+    ctest --test-dir build-tsan -L tsan --output-on-failure --timeout 600 --parallel 2
 fi
 
 echo "== test suite (normal build) and benchmark smoke runs"
