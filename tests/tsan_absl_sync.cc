@@ -70,6 +70,20 @@ Fn RealAs(const char* suffix, bool is_const = false) {
   return reinterpret_cast<Fn>(Real(suffix, is_const));
 }
 
+// The library calls its own public members too (AwaitWithTimeout calls
+// AwaitWithDeadline, Notification locks its Mutex), and those calls land
+// here: only the outermost call on a thread annotates, nested ones pass
+// through.
+thread_local int tls_depth = 0;
+struct Outermost {
+  Outermost() : outer(tls_depth++ == 0) {}
+  ~Outermost() { --tls_depth; }
+  const bool outer;
+};
+#define DEDUPD_TSAN_PASS_NESTED(...) \
+  Outermost outermost;               \
+  if (!outermost.outer) return real(__VA_ARGS__)
+
 // TSan's view of taking and releasing `mu`; `flags` adds
 // __tsan_mutex_read_lock for reader locks.
 void AnnotateLocked(absl::Mutex* mu, unsigned flags) {
@@ -121,6 +135,7 @@ Mutex::~Mutex() {
 
 void Mutex::Lock() {
   static auto real = RealAs<void (*)(Mutex*)>("5Mutex4LockEv");
+  DEDUPD_TSAN_PASS_NESTED(this);
   __tsan_mutex_pre_lock(this, 0);
   real(this);
   __tsan_mutex_post_lock(this, 0, 0);
@@ -128,6 +143,7 @@ void Mutex::Lock() {
 
 void Mutex::ReaderLock() {
   static auto real = RealAs<void (*)(Mutex*)>("5Mutex10ReaderLockEv");
+  DEDUPD_TSAN_PASS_NESTED(this);
   __tsan_mutex_pre_lock(this, __tsan_mutex_read_lock);
   real(this);
   __tsan_mutex_post_lock(this, __tsan_mutex_read_lock, 0);
@@ -135,6 +151,7 @@ void Mutex::ReaderLock() {
 
 bool Mutex::TryLock() {
   static auto real = RealAs<bool (*)(Mutex*)>("5Mutex7TryLockEv");
+  DEDUPD_TSAN_PASS_NESTED(this);
   __tsan_mutex_pre_lock(this, __tsan_mutex_try_lock);
   const bool locked = real(this);
   __tsan_mutex_post_lock(
@@ -145,6 +162,7 @@ bool Mutex::TryLock() {
 
 bool Mutex::ReaderTryLock() {
   static auto real = RealAs<bool (*)(Mutex*)>("5Mutex13ReaderTryLockEv");
+  DEDUPD_TSAN_PASS_NESTED(this);
   const unsigned flags = __tsan_mutex_read_lock | __tsan_mutex_try_lock;
   __tsan_mutex_pre_lock(this, flags);
   const bool locked = real(this);
@@ -155,12 +173,14 @@ bool Mutex::ReaderTryLock() {
 
 void Mutex::Unlock() {
   static auto real = RealAs<void (*)(Mutex*)>("5Mutex6UnlockEv");
+  DEDUPD_TSAN_PASS_NESTED(this);
   AnnotateUnlocking(this, 0);
   real(this);
 }
 
 void Mutex::ReaderUnlock() {
   static auto real = RealAs<void (*)(Mutex*)>("5Mutex12ReaderUnlockEv");
+  DEDUPD_TSAN_PASS_NESTED(this);
   AnnotateUnlocking(this, __tsan_mutex_read_lock);
   real(this);
 }
@@ -170,6 +190,7 @@ void Mutex::ReaderUnlock() {
 void Mutex::Await(const Condition& cond) {
   static auto real =
       RealAs<void (*)(Mutex*, const Condition&)>("5Mutex5AwaitERKNS0_9ConditionE");
+  DEDUPD_TSAN_PASS_NESTED(this, cond);
   AnnotatedCondition c(this, cond);
   AnnotateUnlocking(this, 0);
   real(this, c.wrapped);
@@ -179,6 +200,7 @@ void Mutex::Await(const Condition& cond) {
 bool Mutex::AwaitWithTimeout(const Condition& cond, absl::Duration timeout) {
   static auto real = RealAs<bool (*)(Mutex*, const Condition&, absl::Duration)>(
       "5Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE");
+  DEDUPD_TSAN_PASS_NESTED(this, cond, timeout);
   AnnotatedCondition c(this, cond);
   AnnotateUnlocking(this, 0);
   const bool ok = real(this, c.wrapped, timeout);
@@ -189,6 +211,7 @@ bool Mutex::AwaitWithTimeout(const Condition& cond, absl::Duration timeout) {
 bool Mutex::AwaitWithDeadline(const Condition& cond, absl::Time deadline) {
   static auto real = RealAs<bool (*)(Mutex*, const Condition&, absl::Time)>(
       "5Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE");
+  DEDUPD_TSAN_PASS_NESTED(this, cond, deadline);
   AnnotatedCondition c(this, cond);
   AnnotateUnlocking(this, 0);
   const bool ok = real(this, c.wrapped, deadline);
@@ -200,6 +223,7 @@ bool Mutex::AwaitWithDeadline(const Condition& cond, absl::Time deadline) {
 void Mutex::LockWhen(const Condition& cond) {
   static auto real = RealAs<void (*)(Mutex*, const Condition&)>(
       "5Mutex8LockWhenERKNS0_9ConditionE");
+  DEDUPD_TSAN_PASS_NESTED(this, cond);
   AnnotatedCondition c(this, cond);
   real(this, c.wrapped);
   AnnotateLocked(this, 0);
@@ -208,6 +232,7 @@ void Mutex::LockWhen(const Condition& cond) {
 void Mutex::ReaderLockWhen(const Condition& cond) {
   static auto real = RealAs<void (*)(Mutex*, const Condition&)>(
       "5Mutex14ReaderLockWhenERKNS0_9ConditionE");
+  DEDUPD_TSAN_PASS_NESTED(this, cond);
   AnnotatedCondition c(this, cond);
   real(this, c.wrapped);
   AnnotateLocked(this, __tsan_mutex_read_lock);
@@ -216,6 +241,7 @@ void Mutex::ReaderLockWhen(const Condition& cond) {
 bool Mutex::LockWhenWithTimeout(const Condition& cond, absl::Duration timeout) {
   static auto real = RealAs<bool (*)(Mutex*, const Condition&, absl::Duration)>(
       "5Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE");
+  DEDUPD_TSAN_PASS_NESTED(this, cond, timeout);
   AnnotatedCondition c(this, cond);
   const bool ok = real(this, c.wrapped, timeout);
   AnnotateLocked(this, 0);
@@ -225,6 +251,7 @@ bool Mutex::LockWhenWithTimeout(const Condition& cond, absl::Duration timeout) {
 bool Mutex::LockWhenWithDeadline(const Condition& cond, absl::Time deadline) {
   static auto real = RealAs<bool (*)(Mutex*, const Condition&, absl::Time)>(
       "5Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE");
+  DEDUPD_TSAN_PASS_NESTED(this, cond, deadline);
   AnnotatedCondition c(this, cond);
   const bool ok = real(this, c.wrapped, deadline);
   AnnotateLocked(this, 0);
@@ -235,6 +262,7 @@ bool Mutex::ReaderLockWhenWithTimeout(const Condition& cond,
                                       absl::Duration timeout) {
   static auto real = RealAs<bool (*)(Mutex*, const Condition&, absl::Duration)>(
       "5Mutex25ReaderLockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE");
+  DEDUPD_TSAN_PASS_NESTED(this, cond, timeout);
   AnnotatedCondition c(this, cond);
   const bool ok = real(this, c.wrapped, timeout);
   AnnotateLocked(this, __tsan_mutex_read_lock);
@@ -245,6 +273,7 @@ bool Mutex::ReaderLockWhenWithDeadline(const Condition& cond,
                                        absl::Time deadline) {
   static auto real = RealAs<bool (*)(Mutex*, const Condition&, absl::Time)>(
       "5Mutex26ReaderLockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE");
+  DEDUPD_TSAN_PASS_NESTED(this, cond, deadline);
   AnnotatedCondition c(this, cond);
   const bool ok = real(this, c.wrapped, deadline);
   AnnotateLocked(this, __tsan_mutex_read_lock);
@@ -255,6 +284,7 @@ bool Mutex::ReaderLockWhenWithDeadline(const Condition& cond,
 void CondVar::Wait(Mutex* mu) {
   static auto real =
       RealAs<void (*)(CondVar*, Mutex*)>("7CondVar4WaitEPNS0_5MutexE");
+  DEDUPD_TSAN_PASS_NESTED(this, mu);
   AnnotateUnlocking(mu, 0);
   real(this, mu);
   AnnotateLocked(mu, 0);
@@ -263,6 +293,7 @@ void CondVar::Wait(Mutex* mu) {
 bool CondVar::WaitWithTimeout(Mutex* mu, absl::Duration timeout) {
   static auto real = RealAs<bool (*)(CondVar*, Mutex*, absl::Duration)>(
       "7CondVar15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE");
+  DEDUPD_TSAN_PASS_NESTED(this, mu, timeout);
   AnnotateUnlocking(mu, 0);
   const bool timed_out = real(this, mu, timeout);
   AnnotateLocked(mu, 0);
@@ -272,6 +303,7 @@ bool CondVar::WaitWithTimeout(Mutex* mu, absl::Duration timeout) {
 bool CondVar::WaitWithDeadline(Mutex* mu, absl::Time deadline) {
   static auto real = RealAs<bool (*)(CondVar*, Mutex*, absl::Time)>(
       "7CondVar16WaitWithDeadlineEPNS0_5MutexENS0_4TimeE");
+  DEDUPD_TSAN_PASS_NESTED(this, mu, deadline);
   AnnotateUnlocking(mu, 0);
   const bool timed_out = real(this, mu, deadline);
   AnnotateLocked(mu, 0);
@@ -282,6 +314,7 @@ bool CondVar::WaitWithDeadline(Mutex* mu, absl::Time deadline) {
 void Notification::Notify() {
   static auto real =
       RealAs<void (*)(Notification*)>("12Notification6NotifyEv");
+  DEDUPD_TSAN_PASS_NESTED(this);
   __tsan_release(this);
   real(this);
 }
@@ -289,6 +322,7 @@ void Notification::Notify() {
 void Notification::WaitForNotification() const {
   static auto real = RealAs<void (*)(const Notification*)>(
       "12Notification19WaitForNotificationEv", /*is_const=*/true);
+  DEDUPD_TSAN_PASS_NESTED(this);
   real(this);
   __tsan_acquire(const_cast<Notification*>(this));
 }
@@ -298,6 +332,7 @@ bool Notification::WaitForNotificationWithTimeout(
   static auto real = RealAs<bool (*)(const Notification*, absl::Duration)>(
       "12Notification30WaitForNotificationWithTimeoutENS0_8DurationE",
       /*is_const=*/true);
+  DEDUPD_TSAN_PASS_NESTED(this, timeout);
   const bool notified = real(this, timeout);
   if (notified) __tsan_acquire(const_cast<Notification*>(this));
   return notified;
@@ -307,6 +342,7 @@ bool Notification::WaitForNotificationWithDeadline(absl::Time deadline) const {
   static auto real = RealAs<bool (*)(const Notification*, absl::Time)>(
       "12Notification31WaitForNotificationWithDeadlineENS0_4TimeE",
       /*is_const=*/true);
+  DEDUPD_TSAN_PASS_NESTED(this, deadline);
   const bool notified = real(this, deadline);
   if (notified) __tsan_acquire(const_cast<Notification*>(this));
   return notified;
@@ -316,6 +352,7 @@ bool Notification::WaitForNotificationWithDeadline(absl::Time deadline) const {
 // after Block() in every thread.
 bool Barrier::Block() {
   static auto real = RealAs<bool (*)(Barrier*)>("7Barrier5BlockEv");
+  DEDUPD_TSAN_PASS_NESTED(this);
   __tsan_release(this);
   const bool last = real(this);
   __tsan_acquire(this);
