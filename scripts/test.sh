@@ -6,13 +6,16 @@
 #   build-fuzz  clang + libFuzzer: every fuzzer, a bounded run each;
 #   build-asan  clang, AddressSanitizer + UndefinedBehaviorSanitizer (UBSan
 #               does not recover): the whole suite, zero reports allowed;
-#   build-tsan  clang, ThreadSanitizer: only the tests labelled `tsan` (core,
-#               storage, the engine, the worker pool) and only their targets
-#               (dedupd_tsan_tests). Debian's gRPC, RocksDB and Abseil are not
+#   build-tsan  clang, ThreadSanitizer: only the test cases that start
+#               threads in core, storage and the worker pool (ctest label
+#               `tsan`, a gtest filter per executable in its CMakeLists.txt;
+#               single-threaded cases cannot race), and only their targets
+#               (dedupd_tsan_tests). Debian's Abseil, gRPC and RocksDB are not
 #               TSan-built: tests/tsan_absl_sync.cc makes absl::Mutex visible
-#               to TSan, tests that run gRPC or RocksDB threads are not
-#               labelled, and tests/tsan.supp says what else is suppressed
-#               and why. A report fails the test (halt_on_error=1);
+#               to TSan; tests/tsan.supp suppresses reports inside RocksDB
+#               (its memtable atomics are invisible) and says why; no test
+#               with gRPC threads is labelled (so not engine/server/e2e).
+#               A report fails the test (halt_on_error=1, exit code 66);
 #   build       the normal build (gcc): the suite plus the benchmark smoke
 #               runs (last, so its ctest summary closes the output).
 # SKIP_SANITIZERS=1 skips the first three (for a quick local run).
