@@ -12,9 +12,9 @@
 #               single-threaded cases cannot race), and only their targets
 #               (dedupd_tsan_tests). Debian's Abseil, gRPC and RocksDB are not
 #               TSan-built: tests/tsan_absl_sync.cc makes absl::Mutex visible
-#               to TSan; tests/tsan.supp suppresses reports inside RocksDB
-#               (its memtable atomics are invisible) and says why; no test
-#               with gRPC threads is labelled (so not engine/server/e2e).
+#               to TSan; no test over RocksDB or with gRPC threads is
+#               labelled (their atomics are invisible to TSan and gave false
+#               reports); tests/tsan.supp says why (and holds suppressions).
 #               A report fails the test (halt_on_error=1, exit code 66);
 #   build       the normal build (gcc): the suite plus the benchmark smoke
 #               runs (last, so its ctest summary closes the output).
