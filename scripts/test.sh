@@ -7,7 +7,7 @@
 #   build-asan  clang, AddressSanitizer + UndefinedBehaviorSanitizer (UBSan
 #               does not recover): the whole suite, zero reports allowed;
 #   build-tsan  clang, ThreadSanitizer: only the test cases that start
-#               threads in core, storage and the worker pool (ctest label
+#               threads in core and storage (ctest label
 #               `tsan`, a gtest filter per executable in its CMakeLists.txt;
 #               single-threaded cases cannot race), and only their targets
 #               (dedupd_tsan_tests). Debian's Abseil, gRPC and RocksDB are not
@@ -37,7 +37,7 @@ if [[ "${SKIP_SANITIZERS:-0}" != 1 ]]; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure --timeout 600 --parallel 2
 
-  echo "== core, storage and engine tests under ThreadSanitizer (clang)"
+  echo "== threaded core and storage tests under ThreadSanitizer (clang)"
   BUILD_DIR=build-tsan TARGETS=dedupd_tsan_tests ./scripts/build.sh \
     -DCMAKE_CXX_COMPILER=clang++ -DDEDUPD_TSAN=ON -DDEDUPD_BENCH=OFF
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp" \
