@@ -1620,7 +1620,9 @@ absl::Status ParseResultsInput(absl::string_view json,
         "hits",        "top_k",     "per_source_cap", "max_hamming_distance",
         "min_jaccard", "min_cosine"};
     std::vector<std::string> unknown;
-    for (const auto& [name, v] : object.fields()) {
+    for (const auto& field : object.fields()) {
+      // Not a structured binding: C++17 lambdas cannot capture one (clang).
+      const std::string& name = field.first;
       if (std::find_if(std::begin(kMembers), std::end(kMembers),
                        [&](const char* m) { return name == m; }) ==
           std::end(kMembers)) {

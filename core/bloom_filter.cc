@@ -354,6 +354,15 @@ absl::string_view BloomFilter::WordBytes() const {
                            memory_bytes());
 }
 
+std::string BloomFilter::CopyWordBytes() const {
+  std::string out(memory_bytes(), '\0');
+  for (size_t i = 0; i < memory_bytes() / sizeof(uint64_t); ++i) {
+    const uint64_t w = words_[i].load(std::memory_order_relaxed);
+    std::memcpy(&out[i * sizeof(uint64_t)], &w, sizeof(w));
+  }
+  return out;
+}
+
 uint64_t BloomFilter::ChecksumWords(absl::string_view bytes) {
   uint64_t c = 0;
   for (size_t off = 0; off < bytes.size(); off += kChecksumPieceBytes) {

@@ -178,6 +178,10 @@ class BloomFilter {
   // The bit array as bytes: num_blocks() * 64 bytes, little-endian words.
   // Valid as long as the filter. REQUIRES: a little-endian host.
   absl::string_view WordBytes() const;
+  // CopyWordBytes returns a copy of WordBytes() read one atomic word at a
+  // time (relaxed), so it may run while Insert runs on other threads (a
+  // memcpy of the words would race with Insert). O(memory_bytes()).
+  std::string CopyWordBytes() const;
 
   // ChecksumWords returns the words checksum of `bytes` (the WordBytes
   // layout): StableHash64 chained over 1 MiB pieces (docs/bloom_filter.md).

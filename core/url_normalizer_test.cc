@@ -795,8 +795,8 @@ class UrlGenerator {
       "http://shop.example/",
       "http://0x7f.1/a/b/",
       "http://[::1]:8080/x",
-      "http://b\xc3\xbc"
-      "cher.de/a b/",
+      ("http://b\xc3\xbc"
+       "cher.de/a b/"),
       "ftp://a.com/",
       "/relative",
       "http://a.com",

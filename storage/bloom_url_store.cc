@@ -189,7 +189,8 @@ absl::StatusOr<BloomFilter> CopyFilter(const BloomFilter& filter, uint64_t inser
   header.num_blocks = filter.num_blocks();
   header.inserted_keys = inserted;
   header.user_tag = generation;
-  std::string words(filter.WordBytes());
+  // Atomic word reads: Inserts run concurrently (a memcpy raced with them).
+  const std::string words = filter.CopyWordBytes();
   header.words_checksum = BloomFilter::ChecksumWords(words);
   absl::StatusOr<BloomFilter> copy = BloomFilter::FromHeaderAndWords(header, words);
   if (!copy.ok()) {

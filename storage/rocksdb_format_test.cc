@@ -141,8 +141,9 @@ TEST(RocksDbFormatGoldenTest, AliasFingerprintAndFetchRecords) {
                 "00060a2418202241")
       << kBumpMessage;
 
-  ASSERT_OK_AND_ASSIGN(absl::string_view url,
-                       DecodeAliasKeyUrl(EncodeAliasKey(GoldenSha(), "http://b/")));
+  // The decoded URL views the key: keep the key alive.
+  const std::string alias_key = EncodeAliasKey(GoldenSha(), "http://b/");
+  ASSERT_OK_AND_ASSIGN(absl::string_view url, DecodeAliasKeyUrl(alias_key));
   EXPECT_EQ(url, "http://b/");
   ASSERT_OK_AND_ASSIGN(uint32_t id, DecodeFingerprintKey(EncodeFingerprintKey(99)));
   EXPECT_EQ(id, 99u);

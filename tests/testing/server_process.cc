@@ -89,7 +89,7 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
 
   absl::MutexLock lock(&p->mu_);
   const std::string prefix = ready_prefix;
-  auto ready = [raw = p.get(), &prefix]() ABSL_SHARED_LOCKS_REQUIRED(raw->mu_) {
+  auto ready = [raw = p.get(), &prefix]() ABSL_SHARED_LOCKS_REQUIRED(p->mu_) {
     return raw->eof_ || FindPort(raw->logs_, prefix) != 0;
   };
   p->mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
