@@ -191,6 +191,16 @@ int main(int argc, char** argv) {
                   int64_t{1} << 40)) {
     return 2;
   }
+  // A quota below two messages would make gRPC cancel legitimate requests
+  // of the allowed size (it charges a message being received to the quota).
+  const int64_t quota_mb = absl::GetFlag(FLAGS_grpc_memory_quota_mb);
+  if (quota_mb != 0 && (quota_mb << 20) < 2 * absl::GetFlag(FLAGS_max_message_bytes)) {
+    std::cerr << "dedupd: --grpc_memory_quota_mb=" << quota_mb
+              << " is less than two messages of --max_message_bytes="
+              << absl::GetFlag(FLAGS_max_message_bytes)
+              << ": requests of the allowed size would be cancelled (raise it, or 0 for no cap)\n";
+    return 2;
+  }
   const std::string url_seen_mode = absl::GetFlag(FLAGS_url_seen_mode);
   if (url_seen_mode != "exact" && url_seen_mode != "approximate") {
     std::cerr << "dedupd: --url_seen_mode=" << url_seen_mode
