@@ -34,32 +34,16 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
+#include "core/splitmix64.h"
 #include "dedupd/v1/dedupd.grpc.pb.h"
 
 namespace dedupd::bench {
 
 using Clock = std::chrono::steady_clock;
 
-// splitmix64 (Steele, Lea, Flood 2014): a fast, well-mixed 64-bit hash, so
-// that generated item i is a pure function of (seed, i).
-inline uint64_t Mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
-// A small deterministic stream of random numbers from one seed.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() { return state_ = Mix(state_); }
-  size_t Below(size_t n) { return static_cast<size_t>(Next() % n); }
-  double Unit() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
-
- private:
-  uint64_t state_;
-};
+// Generated item i is a pure function of (seed, i): core/splitmix64.h.
+inline constexpr uint64_t Mix(uint64_t x) { return SplitMix64(x); }
+using Rng = SplitMixRng;
 
 // Verdict counts and call figures of a run (or of one worker).
 struct LoadTotals {

@@ -40,6 +40,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/client.h"
+#include "core/splitmix64.h"
 #include "dedupd/v1/admin.pb.h"
 #include "dedupd/v1/dedupd.pb.h"
 #include "gmock/gmock.h"
@@ -73,22 +74,16 @@ constexpr int kSharedChunks = 80;
 // Violations kept verbatim (all are counted).
 constexpr size_t kMaxViolationsKept = 30;
 
-// splitmix64 (Steele, Lea, Flood 2014).
-uint64_t Mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
+constexpr uint64_t Mix(uint64_t x) { return SplitMix64(x); }
 
+// Picks in [0, n) from the run's seeded stream.
 class Rng {
  public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() { return state_ = Mix(state_); }
-  int Below(int n) { return static_cast<int>(Next() % static_cast<uint64_t>(n)); }
+  explicit Rng(uint64_t seed) : rng_(seed) {}
+  int Below(int n) { return static_cast<int>(rng_.Below(static_cast<size_t>(n))); }
 
  private:
-  uint64_t state_;
+  SplitMixRng rng_;
 };
 
 // Text `words` pseudo-random words drawn from 5,000, a pure function of
