@@ -203,6 +203,12 @@ void AppendStoreStats(const StoreStats& st, std::vector<MetricSample>* out) {
 std::vector<MetricSample> StoreSamples(const DedupServer::Impl& impl) {
   if (!impl.store_open.load(std::memory_order_acquire)) return {};
   std::vector<MetricSample> out = UrlTierSamples(impl);
+  const absl::Status writes = impl.store->write_status();
+  out.emplace_back("dedupd_store_writes_refused",
+                   "1 while the store refuses every write after a background error "
+                   "(RESOURCE_EXHAUSTED: the disk is full; UNAVAILABLE: another I/O "
+                   "error); claims fail, peeks are answered. 0 again once writes resume.",
+                   MetricKind::kGauge, writes.ok() ? 0 : 1);
   absl::StatusOr<StoreStats> stats = impl.store->Stats(/*exact=*/false);
   if (stats.ok()) {
     AppendStoreStats(*stats, &out);

@@ -25,6 +25,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/testing/metrics_scrape.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/tmpfs_mount.h"
@@ -68,10 +69,13 @@ class E2eFullDiskTest : public ::testing::Test {
   void Start() {
     absl::StatusOr<std::unique_ptr<ServerProcess>> s = ServerProcess::Start(
         DEDUPD_BINARY, mnt_->path() + "/data",
-        {"--block_cache_mb=16", "--url_filter_expected_urls=100000", "--worker_threads=2"},
+        {"--block_cache_mb=16", "--url_filter_expected_urls=100000", "--worker_threads=2",
+         "--metrics_listen=127.0.0.1:0"},
         absl::Seconds(60));
     ASSERT_THAT(s, IsOk());
     server_ = *std::move(s);
+    metrics_port_ = ::dedupd::testing::MetricsPort(server_->Logs());
+    ASSERT_GT(metrics_port_, 0) << server_->Logs();
     ClientOptions options;
     options.deadline = absl::Seconds(20);
     options.max_attempts = 1;  // see every error as it is
@@ -125,6 +129,12 @@ class E2eFullDiskTest : public ::testing::Test {
     return absl::InternalError(absl::StrCat(kMaxBatches, " batches fit on the disk"));
   }
 
+  // The dedupd_store_writes_refused gauge; -1 when the scrape fails.
+  double WritesRefused() {
+    return ::dedupd::testing::ParseExposition(::dedupd::testing::ScrapeMetrics(metrics_port_))
+        .Value("dedupd_store_writes_refused");
+  }
+
   // Peeks `urls`; returns how many have `verdict`.
   size_t CountPeek(const std::vector<std::string>& urls, v1::UrlVerdict verdict) {
     absl::StatusOr<std::vector<v1::UrlResult>> r =
@@ -138,6 +148,7 @@ class E2eFullDiskTest : public ::testing::Test {
 
   std::unique_ptr<TmpfsMount> mnt_;
   std::unique_ptr<ServerProcess> server_;
+  int metrics_port_ = 0;
   std::unique_ptr<DedupClient> client_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
   int round_ = 0;
@@ -147,6 +158,7 @@ class E2eFullDiskTest : public ::testing::Test {
 
 TEST_F(E2eFullDiskTest, WritesFailReadsGoOnRecoversWithoutRestart) {
   Start();
+  EXPECT_EQ(WritesRefused(), 0);
   const absl::Status full = FillUntilFull();
   ASSERT_THAT(full, StatusIs(absl::StatusCode::kResourceExhausted,
                              AllOf(HasSubstr("No space left on device"),
@@ -174,6 +186,7 @@ TEST_F(E2eFullDiskTest, WritesFailReadsGoOnRecoversWithoutRestart) {
       << "a failed claim was recorded";
   EXPECT_EQ(Health(""), HealthCheckResponse::SERVING);
   EXPECT_EQ(Health("dedupd.v1.Dedup"), HealthCheckResponse::SERVING);
+  EXPECT_EQ(WritesRefused(), 1) << "a full disk must show on /metrics";
 
   // Free the room: writes resume within a few of the store's 1 s retries,
   // with no restart; the failed batch is NEW once.
@@ -190,6 +203,7 @@ TEST_F(E2eFullDiskTest, WritesFailReadsGoOnRecoversWithoutRestart) {
   }
   ASSERT_THAT(retried, IsOk()) << server_->Logs();
   for (const v1::UrlResult& r : *retried) EXPECT_EQ(r.verdict(), v1::URL_VERDICT_NEW);
+  EXPECT_EQ(WritesRefused(), 0);
   EXPECT_EQ(CountPeek(failed_, v1::URL_VERDICT_SEEN), failed_.size());
   absl::StatusOr<std::vector<v1::ContentResult>> claimed =
       client_->CheckContent(doc, v1::CLAIM_MODE_CLAIM);
