@@ -350,8 +350,11 @@ absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
 
   ChunkDocument doc;
   doc.document_url = *std::move(url);
+  doc.chunks.reserve(static_cast<size_t>(n));
   std::vector<int> chunk_item;  // doc.chunks[j] belongs to chunks[chunk_item[j]]
+  chunk_item.reserve(static_cast<size_t>(n));
   absl::flat_hash_map<std::string, int> id_item;
+  id_item.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     const v1::ChunkItem& item = request.chunks(i);
     v1::ChunkResult* result = response->add_results();

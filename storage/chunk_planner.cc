@@ -89,14 +89,15 @@ class Planner {
   Planner(const ChunkDocument& doc, ChunkStateReader* reader)
       : doc_(doc), reader_(reader) {}
 
+  // The pointer is valid until the next call of Text or OldestOther.
   absl::StatusOr<TextState*> Text(const Sha256Digest& sha) {
-    auto it = texts_.find(DigestKey(sha));
+    auto it = texts_.find(sha);
     if (it != texts_.end()) return &it->second;
     TextState state;
     DEDUPD_ASSIGN_OR_RETURN(state.record, reader_->GetText(sha));
-    auto own = own_old_.find(DigestKey(sha));
+    auto own = own_old_.find(sha);
     state.own_old = own == own_old_.end() ? 0 : own->second;
-    return &texts_.emplace(DigestKey(sha), std::move(state)).first->second;
+    return &texts_.emplace(sha, std::move(state)).first->second;
   }
 
   // The oldest holder of `sha` outside this document, if any.
@@ -126,14 +127,14 @@ class Planner {
   }
 
   void CountOwnOld(const ChunkManifest& old) {
-    for (const StoredChunk& c : old.chunks) ++own_old_[DigestKey(c.sha256)];
+    for (const StoredChunk& c : old.chunks) ++own_old_[c.sha256];
   }
 
  private:
   const ChunkDocument& doc_;
   ChunkStateReader* reader_;
-  absl::flat_hash_map<std::string, uint64_t> own_old_;
-  absl::flat_hash_map<std::string, TextState> texts_;
+  absl::flat_hash_map<Sha256Digest, uint64_t> own_old_;
+  absl::flat_hash_map<Sha256Digest, TextState> texts_;
 };
 
 // How many index matches a near search resolves at first; when none of them
@@ -162,10 +163,10 @@ absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim,
   // Each new chunk keeps the age of a stored chunk of this document with
   // the same text (oldest first), so re-sending a document does not make
   // it younger than the documents that copied it.
-  absl::flat_hash_map<std::string, std::vector<absl::Time>> old_ages;
+  absl::flat_hash_map<Sha256Digest, std::vector<absl::Time>> old_ages;
   if (old.has_value()) {
     for (const StoredChunk& c : old->chunks) {
-      old_ages[DigestKey(c.sha256)].push_back(c.added);
+      old_ages[c.sha256].push_back(c.added);
     }
     for (auto& [key, ages] : old_ages) {
       std::sort(ages.begin(), ages.end(), std::greater<absl::Time>());
@@ -175,7 +176,7 @@ absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim,
   std::vector<absl::Time> rank(doc.chunks.size(), absl::InfiniteFuture());
   std::vector<bool> carried(doc.chunks.size(), false);
   for (size_t i = 0; i < doc.chunks.size(); ++i) {
-    auto it = old_ages.find(DigestKey(doc.chunks[i].sha256));
+    auto it = old_ages.find(doc.chunks[i].sha256);
     if (it == old_ages.end() || it->second.empty()) continue;
     added[i] = rank[i] = it->second.back();
     it->second.pop_back();
@@ -183,7 +184,8 @@ absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim,
   }
 
   // The first chunk of this call with each text.
-  absl::flat_hash_map<std::string, size_t> first_with_text;
+  absl::flat_hash_map<Sha256Digest, size_t> first_with_text;
+  first_with_text.reserve(doc.chunks.size());
   for (size_t i = 0; i < doc.chunks.size(); ++i) {
     const ChunkInput& chunk = doc.chunks[i];
     ChunkOutcome& out = answer.outcomes[i];
@@ -208,14 +210,14 @@ absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim,
       exact = Candidate{0, other->added, other->added, -1, other->document_url,
                         other->chunk_id, chunk.simhash};
     }
-    auto earlier = first_with_text.find(DigestKey(chunk.sha256));
+    auto earlier = first_with_text.find(chunk.sha256);
     if (earlier != first_with_text.end()) {
       const size_t j = earlier->second;
       Candidate own{0, added[j], rank[j], static_cast<int>(j), doc.document_url,
                     doc.chunks[j].chunk_id, chunk.simhash};
       if (!exact.has_value() || own.Before(*exact)) exact = std::move(own);
     } else {
-      first_with_text.emplace(DigestKey(chunk.sha256), i);
+      first_with_text.emplace(chunk.sha256, i);
     }
     if (exact.has_value() && exact->rank <= rank[i]) {
       out.verdict = ChunkVerdict::kExactDuplicate;
@@ -278,59 +280,49 @@ absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim,
   // The records that replace the document's chunks.
   ChunkMutations& mut = plan->mutations;
   ChunkManifest next;
+  next.chunks.reserve(doc.chunks.size());
   for (size_t i = 0; i < doc.chunks.size(); ++i) {
     const ChunkInput& c = doc.chunks[i];
     next.chunks.push_back({c.chunk_id, c.sha256, c.simhash, added[i]});
   }
-  const ChunkManifest before = old.value_or(ChunkManifest{});
+  const ChunkManifest no_chunks;
+  const ChunkManifest& before = old.has_value() ? *old : no_chunks;
+  // Holder records: the difference between the old and the new set.
+  using Held = std::pair<Sha256Digest, ChunkHolder>;
+  auto less = [](const Held& a, const Held& b) {
+    return std::tie(a.first, a.second) < std::tie(b.first, b.second);
+  };
+  auto holders_of = [&](const ChunkManifest& m) {
+    std::vector<Held> out;
+    out.reserve(m.chunks.size());
+    for (const StoredChunk& c : m.chunks) {
+      out.push_back({c.sha256, {c.added, doc.document_url, c.chunk_id}});
+    }
+    std::sort(out.begin(), out.end(), less);
+    return out;
+  };
+  const std::vector<Held> old_holders = holders_of(before);
+  const std::vector<Held> new_holders = holders_of(next);
+  std::set_difference(old_holders.begin(), old_holders.end(), new_holders.begin(),
+                      new_holders.end(), std::back_inserter(mut.holders_removed), less);
+  std::set_difference(new_holders.begin(), new_holders.end(), old_holders.begin(),
+                      old_holders.end(), std::back_inserter(mut.holders_added), less);
   if (next.chunks.empty()) {
     mut.delete_manifest = old.has_value();
   } else if (!(next == before)) {
-    mut.manifest = next;
+    mut.manifest = std::move(next);
   }
-  // Holder records: the difference between the old and the new set.
-  auto holders_of = [&](const ChunkManifest& m) {
-    std::vector<std::pair<std::string, ChunkHolder>> out;
-    for (const StoredChunk& c : m.chunks) {
-      out.push_back({DigestKey(c.sha256), {c.added, doc.document_url, c.chunk_id}});
-    }
-    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-      return std::tie(a.first, a.second) < std::tie(b.first, b.second);
-    });
-    return out;
-  };
-  const auto old_holders = holders_of(before);
-  const auto new_holders = holders_of(next);
-  auto to_digest = [](const std::string& key) {
-    Sha256Digest d{};
-    std::copy(key.begin(), key.end(), d.begin());
-    return d;
-  };
-  auto less = [](const auto& a, const auto& b) {
-    return std::tie(a.first, a.second) < std::tie(b.first, b.second);
-  };
-  std::vector<std::pair<std::string, ChunkHolder>> removed, inserted;
-  std::set_difference(old_holders.begin(), old_holders.end(), new_holders.begin(),
-                      new_holders.end(), std::back_inserter(removed), less);
-  std::set_difference(new_holders.begin(), new_holders.end(), old_holders.begin(),
-                      old_holders.end(), std::back_inserter(inserted), less);
-  absl::flat_hash_map<std::string, int64_t> delta;
-  for (auto& [key, h] : removed) {
-    --delta[key];
-    mut.holders_removed.emplace_back(to_digest(key), std::move(h));
-  }
-  for (auto& [key, h] : inserted) {
-    ++delta[key];
-    mut.holders_added.emplace_back(to_digest(key), std::move(h));
-  }
+  absl::flat_hash_map<Sha256Digest, int64_t> delta;
+  for (const Held& h : mut.holders_removed) --delta[h.first];
+  for (const Held& h : mut.holders_added) ++delta[h.first];
   // Text records, in SHA-256 order (deterministic ids and writes).
-  std::vector<std::pair<std::string, int64_t>> deltas(delta.begin(), delta.end());
+  std::vector<std::pair<Sha256Digest, int64_t>> deltas(delta.begin(), delta.end());
   std::sort(deltas.begin(), deltas.end());
-  absl::flat_hash_map<std::string, uint64_t> simhash_of;
-  for (const ChunkInput& c : doc.chunks) simhash_of[DigestKey(c.sha256)] = c.simhash;
-  for (const auto& [key, d] : deltas) {
+  absl::flat_hash_map<Sha256Digest, uint64_t> simhash_of;
+  simhash_of.reserve(doc.chunks.size());
+  for (const ChunkInput& c : doc.chunks) simhash_of[c.sha256] = c.simhash;
+  for (const auto& [sha, d] : deltas) {
     if (d == 0) continue;
-    const Sha256Digest sha = to_digest(key);
     DEDUPD_ASSIGN_OR_RETURN(TextState * text, planner.Text(sha));
     if (!text->record.has_value()) {
       if (d < 0) {
@@ -339,7 +331,7 @@ absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim,
             " which has no text record"));
       }
       DEDUPD_ASSIGN_OR_RETURN(uint32_t id, reader->AllocateTextId());
-      ChunkTextRecord r{id, simhash_of[key], static_cast<uint64_t>(d)};
+      ChunkTextRecord r{id, simhash_of[sha], static_cast<uint64_t>(d)};
       mut.texts_put.emplace_back(sha, r);
       mut.fingerprints_added.emplace_back(id, FingerprintRecord{r.simhash, sha});
       continue;

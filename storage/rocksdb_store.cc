@@ -451,6 +451,9 @@ struct RocksDbStore::Impl {
   // With `needs_reopen` it says a restart is needed instead.
   absl::Status StoppedError(const rocksdb::Status& error, absl::string_view action,
                             bool needs_reopen) const;
+  // StopCause: `error` (the stopping one; an IOError "writes are stopped"
+  // when none was kept) as FromRocksDbStatus maps it, without the rest.
+  absl::Status StopCause(const rocksdb::Status& error, absl::string_view action) const;
   // AllMemtablesEmpty: whether every column family's active memtable holds
   // no entry (then Resume cannot replace a failed log writer).
   bool AllMemtablesEmpty(rocksdb::DB* db) const;
@@ -733,12 +736,16 @@ bool RocksDbStore::Impl::AllMemtablesEmpty(rocksdb::DB* db) const {
   return true;
 }
 
+absl::Status RocksDbStore::Impl::StopCause(const rocksdb::Status& error,
+                                           absl::string_view action) const {
+  return FromRocksDbStatus(error.ok() ? rocksdb::Status::IOError("writes are stopped") : error,
+                           action, options.path);
+}
+
 absl::Status RocksDbStore::Impl::StoppedError(const rocksdb::Status& error,
                                               absl::string_view action,
                                               bool needs_reopen) const {
-  const absl::Status base = FromRocksDbStatus(
-      error.ok() ? rocksdb::Status::IOError("writes are stopped") : error, action,
-      options.path);
+  const absl::Status base = StopCause(error, action);
   if (needs_reopen) {
     return absl::Status(
         base.code(),
@@ -1381,6 +1388,10 @@ class RocksDbStore::ContentReader final : public ContentStateReader {
   Impl* impl_;
   rocksdb::DB* db_;
   rocksdb::ReadOptions read_;
+  // KnowManifest's record, until GetManifest hands it out.
+  bool has_known_manifest_ = false;
+  std::string known_url_;
+  std::optional<ChunkManifest> known_manifest_;
   // Fingerprint records QueryNear resolved, and the ones it failed to read.
   absl::flat_hash_map<uint32_t, FingerprintRecord> fingerprints_;
   absl::flat_hash_map<uint32_t, absl::Status> failed_;
@@ -1501,8 +1512,21 @@ class RocksDbStore::ChunkReader final : public ChunkStateReader {
     read_.snapshot = snapshot;
   }
 
+  // The next GetManifest(url) returns `manifest` without reading: for a
+  // caller that read it already and holds the document's lock (so the
+  // reader's view holds the same record).
+  void KnowManifest(absl::string_view url, std::optional<ChunkManifest> manifest) {
+    known_url_ = std::string(url);
+    known_manifest_ = std::move(manifest);
+    has_known_manifest_ = true;
+  }
+
   absl::StatusOr<std::optional<ChunkManifest>> GetManifest(
       absl::string_view url) override {
+    if (has_known_manifest_ && url == known_url_) {
+      has_known_manifest_ = false;
+      return std::move(known_manifest_);
+    }
     std::string value;
     DEDUPD_ASSIGN_OR_RETURN(bool found, Get(fmt::EncodeChunkManifestKey(url), &value));
     if (!found) return std::nullopt;
@@ -1605,6 +1629,10 @@ class RocksDbStore::ChunkReader final : public ChunkStateReader {
   Impl* impl_;
   rocksdb::DB* db_;
   rocksdb::ReadOptions read_;
+  // KnowManifest's record, until GetManifest hands it out.
+  bool has_known_manifest_ = false;
+  std::string known_url_;
+  std::optional<ChunkManifest> known_manifest_;
   // Fingerprint records QueryNear resolved, and the ones it failed to read.
   absl::flat_hash_map<uint32_t, FingerprintRecord> fingerprints_;
   absl::flat_hash_map<uint32_t, absl::Status> failed_;
@@ -1711,6 +1739,7 @@ absl::Status RocksDbStore::CheckChunks(const ChunkDocument& doc, bool claim,
   // locked texts' records, holders or this manifest until we unlock.
   rocksdb::ManagedSnapshot snapshot(db);
   ChunkReader reader(impl_.get(), db, snapshot.snapshot());
+  reader.KnowManifest(doc.document_url, std::move(stored));
   DEDUPD_RETURN_IF_ERROR(PlanChunkDocument(doc, true, now, &reader, &plan));
   const ChunkMutations& m = plan.mutations;
   if (!m.empty()) {
@@ -2442,9 +2471,7 @@ absl::Status RocksDbStore::Close() {
       absl::MutexLock lock(&impl_->write_stop->mu);
       error = impl_->write_stop->error;
     }
-    const absl::Status stopped = FromRocksDbStatus(
-        error.ok() ? rocksdb::Status::IOError("writes are stopped") : error,
-        "close store", impl_->options.path);
+    const absl::Status stopped = impl_->StopCause(error, "close store");
     const absl::Status closed = impl_->CloseDb(db.get(), /*sync_wal=*/false);
     return absl::Status(
         stopped.code(),
