@@ -74,7 +74,12 @@ DedupService::DedupService(const Engine* engine, size_t max_concurrent_rpcs,
     : engine_(engine),
       workers_(workers),
       metrics_(metrics),
-      max_concurrent_rpcs_(max_concurrent_rpcs) {}
+      max_concurrent_rpcs_(max_concurrent_rpcs) {
+  SetMessageAllocatorFor_CheckUrl(&url_messages_);
+  SetMessageAllocatorFor_CheckContent(&content_messages_);
+  SetMessageAllocatorFor_CheckChunks(&chunk_messages_);
+  SetMessageAllocatorFor_DedupResults(&results_messages_);
+}
 
 void DedupService::SetEngine(const Engine* engine) {
   engine_.store(engine, std::memory_order_release);

@@ -17,6 +17,8 @@
 #include <cstddef>
 
 #include "dedupd/v1/dedupd.grpc.pb.h"
+#include "google/protobuf/arena.h"
+#include "grpcpp/support/message_allocator.h"
 #include "server/auth.h"
 #include "server/engine.h"
 #include "server/metrics.h"
@@ -64,6 +66,37 @@ class DedupService final : public v1::Dedup::CallbackService {
       v1::DedupResultsResponse* response) override;
 
  private:
+  // ArenaMessages: every call's request and response live on one protobuf
+  // arena, freed at once when gRPC releases the call. A batch of 1,000
+  // URLs or 20 chunks is thousands of small strings and messages; on the
+  // arena they cost a pointer bump each instead of a malloc and a free.
+  template <typename Request, typename Response>
+  class ArenaMessages final : public grpc::MessageAllocator<Request, Response> {
+   public:
+    grpc::MessageHolder<Request, Response>* AllocateMessages() override {
+      return new Holder();
+    }
+
+   private:
+    class Holder final : public grpc::MessageHolder<Request, Response> {
+     public:
+      Holder() : arena_(Options()) {
+        this->set_request(google::protobuf::Arena::CreateMessage<Request>(&arena_));
+        this->set_response(google::protobuf::Arena::CreateMessage<Response>(&arena_));
+      }
+      void Release() override { delete this; }
+
+     private:
+      static google::protobuf::ArenaOptions Options() {
+        google::protobuf::ArenaOptions o;
+        o.start_block_size = 4096;
+        o.max_block_size = 256 << 10;
+        return o;
+      }
+      google::protobuf::Arena arena_;
+    };
+  };
+
   // Admits the call (or answers RESOURCE_EXHAUSTED, or UNAVAILABLE before
   // SetEngine) and runs (engine->*method)(*request, response) on the worker
   // pool; `label` names the method in the metrics.
@@ -78,6 +111,10 @@ class DedupService final : public v1::Dedup::CallbackService {
   ServerMetrics* const metrics_;
   const size_t max_concurrent_rpcs_;
   std::atomic<size_t> in_flight_{0};
+  ArenaMessages<v1::CheckUrlRequest, v1::CheckUrlResponse> url_messages_;
+  ArenaMessages<v1::CheckContentRequest, v1::CheckContentResponse> content_messages_;
+  ArenaMessages<v1::CheckChunksRequest, v1::CheckChunksResponse> chunk_messages_;
+  ArenaMessages<v1::DedupResultsRequest, v1::DedupResultsResponse> results_messages_;
   const CallAuthorizer* authorizer_ = nullptr;
 };
 
