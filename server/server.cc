@@ -231,9 +231,38 @@ void SetServing(DedupServer::Impl& impl, bool serving) {
   }
 }
 
+// AddConnectionLimits: the limits against hostile or broken clients that
+// both listeners get (each measured in tests/e2e_hostile_test.cc).
+void AddConnectionLimits(const ServerOptions& options, grpc::ServerBuilder* builder) {
+  // Streams per connection: gRPC's default is unlimited, so one connection
+  // could put any number of calls in the server at once.
+  builder->AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
+  // A connection without calls is closed after a while: one a client keeps
+  // open after a frame the server ignored would otherwise hold its
+  // descriptor forever.
+  builder->AddChannelArgument(
+      GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+      static_cast<int>(std::clamp<int64_t>(absl::ToInt64Milliseconds(options.max_connection_idle),
+                                           1, INT32_MAX)));
+  // A connection that never completes its preface and SETTINGS (slowloris)
+  // is closed after the handshake timeout; gRPC's default of 120 s lets a
+  // client hold many descriptors for two minutes each.
+  builder->AddChannelArgument(
+      GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+      static_cast<int>(std::clamp<int64_t>(absl::ToInt64Milliseconds(options.handshake_timeout),
+                                           1, INT32_MAX)));
+}
+
+// The health listener's own message limit and memory quota: health
+// requests are a service name, so a client gets nowhere near these, and a
+// flood on the health port cannot take the main listener's quota.
+constexpr int kHealthMaxMessageBytes = 64 << 10;
+constexpr size_t kHealthMemoryQuotaBytes = size_t{16} << 20;
+
 // StartHealthServer serves grpc.health.v1 alone, in plaintext, on `listen`.
-absl::StatusOr<std::unique_ptr<grpc::Server>> StartHealthServer(const std::string& listen,
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartHealthServer(const ServerOptions& options,
                                                                int* port) {
+  const std::string& listen = options.health_listen;
   std::string host;
   int requested = 0;
   absl::Status parsed = SplitHostPort(listen, &host, &requested);
@@ -243,6 +272,12 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartHealthServer(const std::strin
   }
   grpc::ServerBuilder builder;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), port);
+  builder.SetMaxReceiveMessageSize(kHealthMaxMessageBytes);
+  builder.SetMaxSendMessageSize(kHealthMaxMessageBytes);
+  AddConnectionLimits(options, &builder);
+  grpc::ResourceQuota quota("dedupd health listener");
+  quota.Resize(kHealthMemoryQuotaBytes);
+  builder.SetResourceQuota(quota);
   // The reflection plugin is process-wide, so this builder adds reflection
   // too: the interceptor answers every method but health UNIMPLEMENTED.
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
@@ -318,25 +353,7 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(
   builder.AddListeningPort(options.listen, credentials, &impl->port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
-  // Connection limits against hostile or broken clients (each measured in
-  // tests/e2e_hostile_test.cc). Streams per connection: gRPC's default is
-  // unlimited, so one connection could put any number of calls in the
-  // server at once.
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
-  // A connection without calls is closed after a while: one a client keeps
-  // open after a frame the server ignored would otherwise hold its
-  // descriptor forever.
-  builder.AddChannelArgument(
-      GRPC_ARG_MAX_CONNECTION_IDLE_MS,
-      static_cast<int>(std::clamp<int64_t>(absl::ToInt64Milliseconds(options.max_connection_idle),
-                                           1, INT32_MAX)));
-  // A connection that never completes its preface and SETTINGS (slowloris)
-  // is closed after the handshake timeout; gRPC's default of 120 s lets a
-  // client hold many descriptors for two minutes each.
-  builder.AddChannelArgument(
-      GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
-      static_cast<int>(std::clamp<int64_t>(absl::ToInt64Milliseconds(options.handshake_timeout),
-                                           1, INT32_MAX)));
+  AddConnectionLimits(options, &builder);
   // gRPC 1.51 refuses a message over max_message_bytes only once all of it
   // is buffered (grpc/grpc#43012); its memory quota is what cuts off a
   // client streaming a 4 GiB message.
@@ -385,7 +402,7 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(
   }
   if (!options.health_listen.empty()) {
     absl::StatusOr<std::unique_ptr<grpc::Server>> health_server =
-        StartHealthServer(options.health_listen, &impl->health_port);
+        StartHealthServer(options, &impl->health_port);
     if (!health_server.ok()) {
       DedupServer failed(std::move(impl));
       failed.Shutdown(absl::ZeroDuration());

@@ -41,6 +41,7 @@
 #include "absl/time/time.h"
 #include "dedupd/v1/dedupd.grpc.pb.h"
 #include "gmock/gmock.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/testing/metrics_scrape.h"
@@ -1121,6 +1122,56 @@ TEST_F(E2eHostileTest, ConnectionLimitsTakeEffect) {
 
 // A memory quota smaller than two messages of the allowed size would make
 // gRPC cancel legitimate requests: dedupd refuses to start with it.
+// The health-only listener (--health_listen, plaintext, reachable by
+// anything the kubelet can reach) has the same connection limits: stalled
+// handshakes are closed after --handshake_timeout (gRPC's default would
+// keep them 120 s), a connection past its SETTINGS stays, and health
+// answers meanwhile.
+TEST_F(E2eHostileTest, HealthListenerHasTheConnectionLimitsToo) {
+  Start({"--handshake_timeout=1s", "--health_listen=127.0.0.1:0"});
+  const std::string logs = server_->Logs();
+  const std::string health_on = "health on 127.0.0.1:";
+  const size_t at = logs.find(health_on);
+  ASSERT_NE(at, std::string::npos) << logs;
+  const size_t digits = at + health_on.size();
+  int health_port = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(
+      logs.substr(digits, logs.find_first_not_of("0123456789", digits) - digits), &health_port))
+      << logs;
+  std::vector<std::unique_ptr<RawConn>> stalled;
+  for (int i = 0; i < 10; ++i) {
+    auto c = std::make_unique<RawConn>(health_port);
+    ASSERT_TRUE(c->ok());
+    if (i % 2 == 1) {
+      ASSERT_TRUE(c->Send(std::string(kPreface, 16)));
+    }
+    stalled.push_back(std::move(c));
+  }
+  RawConn past_handshake(health_port);
+  ASSERT_TRUE(past_handshake.Send(std::string(kPreface) + Settings({})));
+  const absl::Time start = absl::Now();
+  int closed = 0;
+  for (auto& c : stalled) {
+    closed += c->WaitClosed(
+        std::max(absl::Milliseconds(10), start + absl::Seconds(10) - absl::Now()));
+  }
+  EXPECT_EQ(closed, 10);
+  EXPECT_FALSE(past_handshake.WaitClosed(absl::Milliseconds(500)));
+
+  auto health = grpc::health::v1::Health::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", health_port), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  grpc::health::v1::HealthCheckRequest request;
+  grpc::health::v1::HealthCheckResponse response;
+  const grpc::Status s = health->Check(&context, request, &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  std::cout << "[figures] health listener, --handshake_timeout=1s: " << closed
+            << "/10 stalled connections closed in " << absl::FormatDuration(absl::Now() - start)
+            << std::endl;
+}
+
 TEST(E2eHostileFlags, MemoryQuotaBelowTwoMessagesIsRefused) {
   absl::StatusOr<testing::CommandResult> r = testing::RunCommand(
       {DEDUPD_BINARY, "--listen=127.0.0.1:0", "--data_dir=/dev/null/dedupd",
