@@ -1388,10 +1388,6 @@ class RocksDbStore::ContentReader final : public ContentStateReader {
   Impl* impl_;
   rocksdb::DB* db_;
   rocksdb::ReadOptions read_;
-  // KnowManifest's record, until GetManifest hands it out.
-  bool has_known_manifest_ = false;
-  std::string known_url_;
-  std::optional<ChunkManifest> known_manifest_;
   // Fingerprint records QueryNear resolved, and the ones it failed to read.
   absl::flat_hash_map<uint32_t, FingerprintRecord> fingerprints_;
   absl::flat_hash_map<uint32_t, absl::Status> failed_;

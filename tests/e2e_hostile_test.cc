@@ -1120,8 +1120,6 @@ TEST_F(E2eHostileTest, ConnectionLimitsTakeEffect) {
   ASSERT_TRUE(Probe().ok());
 }
 
-// A memory quota smaller than two messages of the allowed size would make
-// gRPC cancel legitimate requests: dedupd refuses to start with it.
 // The health-only listener (--health_listen, plaintext, reachable by
 // anything the kubelet can reach) has the same connection limits: stalled
 // handshakes are closed after --handshake_timeout (gRPC's default would
@@ -1172,6 +1170,8 @@ TEST_F(E2eHostileTest, HealthListenerHasTheConnectionLimitsToo) {
             << std::endl;
 }
 
+// A memory quota smaller than two messages of the allowed size would make
+// gRPC cancel legitimate requests: dedupd refuses to start with it.
 TEST(E2eHostileFlags, MemoryQuotaBelowTwoMessagesIsRefused) {
   absl::StatusOr<testing::CommandResult> r = testing::RunCommand(
       {DEDUPD_BINARY, "--listen=127.0.0.1:0", "--data_dir=/dev/null/dedupd",
