@@ -222,12 +222,18 @@ std::vector<MetricSample> StoreSamples(const DedupServer::Impl& impl) {
 
 // SetServing sets the health of the main and the health-only server.
 // Both names ("" and dedupd.v1.Dedup) follow the same state on both.
+// The all-services call first: it changes every name already registered
+// under one lock, so a client that sees one name change (a Watch) and
+// then checks the other sees the new state too. Setting the named service
+// alone first left a window (a Check of "" still SERVING after the Watch
+// of dedupd.v1.Dedup said NOT_SERVING; seen once under ASan). The named
+// call then registers the name at the first SetServing.
 void SetServing(DedupServer::Impl& impl, bool serving) {
   for (grpc::Server* server : {impl.server.get(), impl.health_server.get()}) {
     if (server == nullptr) continue;
     grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
-    health->SetServingStatus(v1::Dedup::service_full_name(), serving);
     health->SetServingStatus(serving);
+    health->SetServingStatus(v1::Dedup::service_full_name(), serving);
   }
 }
 
