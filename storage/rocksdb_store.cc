@@ -1508,21 +1508,8 @@ class RocksDbStore::ChunkReader final : public ChunkStateReader {
     read_.snapshot = snapshot;
   }
 
-  // The next GetManifest(url) returns `manifest` without reading: for a
-  // caller that read it already and holds the document's lock (so the
-  // reader's view holds the same record).
-  void KnowManifest(absl::string_view url, std::optional<ChunkManifest> manifest) {
-    known_url_ = std::string(url);
-    known_manifest_ = std::move(manifest);
-    has_known_manifest_ = true;
-  }
-
   absl::StatusOr<std::optional<ChunkManifest>> GetManifest(
       absl::string_view url) override {
-    if (has_known_manifest_ && url == known_url_) {
-      has_known_manifest_ = false;
-      return std::move(known_manifest_);
-    }
     std::string value;
     DEDUPD_ASSIGN_OR_RETURN(bool found, Get(fmt::EncodeChunkManifestKey(url), &value));
     if (!found) return std::nullopt;
@@ -1625,10 +1612,6 @@ class RocksDbStore::ChunkReader final : public ChunkStateReader {
   Impl* impl_;
   rocksdb::DB* db_;
   rocksdb::ReadOptions read_;
-  // KnowManifest's record, until GetManifest hands it out.
-  bool has_known_manifest_ = false;
-  std::string known_url_;
-  std::optional<ChunkManifest> known_manifest_;
   // Fingerprint records QueryNear resolved, and the ones it failed to read.
   absl::flat_hash_map<uint32_t, FingerprintRecord> fingerprints_;
   absl::flat_hash_map<uint32_t, absl::Status> failed_;
@@ -1735,7 +1718,6 @@ absl::Status RocksDbStore::CheckChunks(const ChunkDocument& doc, bool claim,
   // locked texts' records, holders or this manifest until we unlock.
   rocksdb::ManagedSnapshot snapshot(db);
   ChunkReader reader(impl_.get(), db, snapshot.snapshot());
-  reader.KnowManifest(doc.document_url, std::move(stored));
   DEDUPD_RETURN_IF_ERROR(PlanChunkDocument(doc, true, now, &reader, &plan));
   const ChunkMutations& m = plan.mutations;
   if (!m.empty()) {
