@@ -50,6 +50,7 @@
 namespace dedupd {
 namespace {
 
+using ::dedupd::testing::LoggedPort;
 using ::dedupd::testing::MetricsPort;
 using ::dedupd::testing::ParseExposition;
 using ::dedupd::testing::ScrapeMetrics;
@@ -234,6 +235,38 @@ std::string Settings(const std::vector<std::pair<uint16_t, uint32_t>>& values) {
     PutBigEndian(&p, value, 4);
   }
   return Frame(kSettings, 0, 0, p);
+}
+
+// StallHandshakes opens `n` connections to 127.0.0.1:`port` that never
+// finish the handshake (every other one sends half the preface, the rest
+// nothing) and one that sends the whole preface and its SETTINGS; then
+// waits up to 10 s for the server to close the stalled ones, and 500 ms
+// more to see whether it leaves the finished one open.
+struct StalledHandshakes {
+  bool opened = false;  // every connection was made (and sent its bytes)
+  int closed = 0;       // stalled connections the server closed
+  absl::Duration took;  // from the last connect to the last close seen
+  bool finished_stays_open = false;
+};
+StalledHandshakes StallHandshakes(int port, int n) {
+  StalledHandshakes result;
+  std::vector<std::unique_ptr<RawConn>> stalled;
+  for (int i = 0; i < n; ++i) {
+    auto c = std::make_unique<RawConn>(port);
+    if (!c->ok() || (i % 2 == 1 && !c->Send(std::string(kPreface, 16)))) return result;
+    stalled.push_back(std::move(c));
+  }
+  RawConn finished(port);
+  if (!finished.Send(std::string(kPreface) + Settings({}))) return result;
+  result.opened = true;
+  const absl::Time start = absl::Now();
+  for (auto& c : stalled) {
+    result.closed +=
+        c->WaitClosed(std::max(absl::Milliseconds(10), start + absl::Seconds(10) - absl::Now()));
+  }
+  result.took = absl::Now() - start;
+  result.finished_stays_open = !finished.WaitClosed(absl::Milliseconds(500));
+  return result;
 }
 
 // HPACK integer with an N-bit prefix (RFC 7541 section 5.1), first byte
@@ -1017,26 +1050,14 @@ TEST_F(E2eHostileTest, RawTcpGarbageIsClosedAndForgotten) {
 TEST_F(E2eHostileTest, ConnectionLimitsTakeEffect) {
   Start({"--handshake_timeout=1s"});
   {
-    std::vector<std::unique_ptr<RawConn>> stalled;
-    for (int i = 0; i < 20; ++i) {
-      auto c = std::make_unique<RawConn>(server_->port());
-      ASSERT_TRUE(c->ok());
-      if (i % 2 == 1) {
-        ASSERT_TRUE(c->Send(std::string(kPreface, 16)));
-      }
-      stalled.push_back(std::move(c));
-    }
-    RawConn idle(server_->port());
-    ASSERT_TRUE(idle.Send(std::string(kPreface) + Settings({})));
-    const absl::Time start = absl::Now();
-    int closed = 0;
-    for (auto& c : stalled) closed += c->WaitClosed(std::max(absl::Milliseconds(10), start + absl::Seconds(10) - absl::Now()));
-    const absl::Duration took = absl::Now() - start;
-    EXPECT_EQ(closed, 20);
+    const StalledHandshakes h = StallHandshakes(server_->port(), 20);
+    ASSERT_TRUE(h.opened);
+    EXPECT_EQ(h.closed, 20);
     // The connection that sent its SETTINGS is past the handshake: open.
-    EXPECT_FALSE(idle.WaitClosed(absl::Milliseconds(500)));
-    std::cout << "[figures] --handshake_timeout=1s: " << closed << "/20 stalled connections closed in "
-              << absl::FormatDuration(took) << std::endl;
+    EXPECT_TRUE(h.finished_stays_open);
+    std::cout << "[figures] --handshake_timeout=1s: " << h.closed
+              << "/20 stalled connections closed in " << absl::FormatDuration(h.took)
+              << std::endl;
   }
 
   Start({"--max_connection_idle=1s", "--max_concurrent_streams=7"});
@@ -1127,34 +1148,12 @@ TEST_F(E2eHostileTest, ConnectionLimitsTakeEffect) {
 // answers meanwhile.
 TEST_F(E2eHostileTest, HealthListenerHasTheConnectionLimitsToo) {
   Start({"--handshake_timeout=1s", "--health_listen=127.0.0.1:0"});
-  const std::string logs = server_->Logs();
-  const std::string health_on = "health on 127.0.0.1:";
-  const size_t at = logs.find(health_on);
-  ASSERT_NE(at, std::string::npos) << logs;
-  const size_t digits = at + health_on.size();
-  int health_port = 0;
-  ASSERT_TRUE(absl::SimpleAtoi(
-      logs.substr(digits, logs.find_first_not_of("0123456789", digits) - digits), &health_port))
-      << logs;
-  std::vector<std::unique_ptr<RawConn>> stalled;
-  for (int i = 0; i < 10; ++i) {
-    auto c = std::make_unique<RawConn>(health_port);
-    ASSERT_TRUE(c->ok());
-    if (i % 2 == 1) {
-      ASSERT_TRUE(c->Send(std::string(kPreface, 16)));
-    }
-    stalled.push_back(std::move(c));
-  }
-  RawConn past_handshake(health_port);
-  ASSERT_TRUE(past_handshake.Send(std::string(kPreface) + Settings({})));
-  const absl::Time start = absl::Now();
-  int closed = 0;
-  for (auto& c : stalled) {
-    closed += c->WaitClosed(
-        std::max(absl::Milliseconds(10), start + absl::Seconds(10) - absl::Now()));
-  }
-  EXPECT_EQ(closed, 10);
-  EXPECT_FALSE(past_handshake.WaitClosed(absl::Milliseconds(500)));
+  const int health_port = LoggedPort(server_->Logs(), "health");
+  ASSERT_GT(health_port, 0) << server_->Logs();
+  const StalledHandshakes h = StallHandshakes(health_port, 10);
+  ASSERT_TRUE(h.opened);
+  EXPECT_EQ(h.closed, 10);
+  EXPECT_TRUE(h.finished_stays_open);
 
   auto health = grpc::health::v1::Health::NewStub(grpc::CreateChannel(
       absl::StrCat("127.0.0.1:", health_port), grpc::InsecureChannelCredentials()));
@@ -1165,9 +1164,8 @@ TEST_F(E2eHostileTest, HealthListenerHasTheConnectionLimitsToo) {
   const grpc::Status s = health->Check(&context, request, &response);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
-  std::cout << "[figures] health listener, --handshake_timeout=1s: " << closed
-            << "/10 stalled connections closed in " << absl::FormatDuration(absl::Now() - start)
-            << std::endl;
+  std::cout << "[figures] health listener, --handshake_timeout=1s: " << h.closed
+            << "/10 stalled connections closed in " << absl::FormatDuration(h.took) << std::endl;
 }
 
 // A memory quota smaller than two messages of the allowed size would make

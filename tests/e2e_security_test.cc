@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "client/client.h"
@@ -31,6 +30,7 @@ namespace {
 
 using ::dedupd::testing::IsOk;
 using ::dedupd::testing::LeafUse;
+using ::dedupd::testing::LoggedPort;
 using ::dedupd::testing::RunCommand;
 using ::dedupd::testing::ServerProcess;
 using ::dedupd::testing::StatusIs;
@@ -312,13 +312,8 @@ TEST_F(E2eSecurityTest, HealthListenServesPlaintextHealthOnly) {
   flags.push_back("--auth_token_file=" + pki_->token);
   flags.push_back("--health_listen=127.0.0.1:0");
   Start(flags);
-  const std::string logs = server_->Logs();
-  const size_t at = logs.find("health on 127.0.0.1:");
-  ASSERT_NE(at, std::string::npos) << logs;
-  const size_t start = at + std::string("health on 127.0.0.1:").size();
-  int port = 0;
-  ASSERT_TRUE(absl::SimpleAtoi(logs.substr(start, logs.find('\n', start) - start), &port)) << logs;
-  ASSERT_GT(port, 0);
+  const int port = LoggedPort(server_->Logs(), "health");
+  ASSERT_GT(port, 0) << server_->Logs();
   ASSERT_NE(port, server_->port());
   const std::string health_address = absl::StrCat("127.0.0.1:", port);
   auto channel = grpc::CreateChannel(health_address, grpc::InsecureChannelCredentials());

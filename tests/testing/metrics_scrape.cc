@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "tests/testing/server_process.h"
 
 namespace dedupd::testing {
 
@@ -36,15 +37,7 @@ std::string ScrapeMetrics(int port) {
   return body;
 }
 
-int MetricsPort(const std::string& logs) {
-  static constexpr char kPrefix[] = "metrics on 127.0.0.1:";
-  const size_t at = logs.find(kPrefix);
-  if (at == std::string::npos) return 0;
-  int port = 0;
-  const size_t begin = at + sizeof(kPrefix) - 1;
-  const size_t end = logs.find_first_not_of("0123456789", begin);
-  return absl::SimpleAtoi(logs.substr(begin, end - begin), &port) ? port : 0;
-}
+int MetricsPort(const std::string& logs) { return LoggedPort(logs, "metrics"); }
 
 double Exposition::Value(const std::string& name,
                          const std::map<std::string, std::string>& labels) const {

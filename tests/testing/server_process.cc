@@ -50,6 +50,16 @@ int FindPort(const std::string& logs, const std::string& prefix) {
 
 }  // namespace
 
+int LoggedPort(const std::string& logs, const std::string& what) {
+  const std::string prefix = what + " on 127.0.0.1:";
+  const size_t at = logs.find(prefix);
+  if (at == std::string::npos) return 0;
+  const size_t begin = at + prefix.size();
+  const size_t end = logs.find_first_not_of("0123456789", begin);
+  int port = 0;
+  return absl::SimpleAtoi(logs.substr(begin, end - begin), &port) ? port : 0;
+}
+
 std::string MakeTempDir(const std::string& prefix) {
   std::string templ = absl::StrCat(::testing::TempDir(), "/", prefix, "XXXXXX");
   char* made = mkdtemp(templ.data());

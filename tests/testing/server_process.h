@@ -30,6 +30,10 @@ std::string MakeTempDir(const std::string& prefix);
 // RemoveTree deletes `path` and everything below it (best effort).
 void RemoveTree(const std::string& path);
 
+// LoggedPort returns PORT from the first "<what> on 127.0.0.1:PORT" in
+// `logs` (dedupd logs "metrics on ...", "health on ..."), or 0.
+int LoggedPort(const std::string& logs, const std::string& what);
+
 // ServerProcess: one running dedupd. Not thread-safe except Logs().
 class ServerProcess {
  public:
