@@ -341,9 +341,8 @@ int main(int argc, char** argv) {
   using dedupd::v1::CheckChunksRequest;
   using dedupd::v1::CheckChunksResponse;
   std::atomic<int64_t> text_bytes{0};
-  // build(i, request, &bytes): document first_doc + i as a request; its
-  // chunk count, and its text bytes in *bytes.
-  auto build = [&](int64_t i, CheckChunksRequest* request, int64_t* bytes) {
+  // build(i, request): document first_doc + i as a request.
+  auto build = [&](int64_t i, CheckChunksRequest* request) {
     thread_local std::string url;
     thread_local std::vector<std::string> chunks;
     make_doc(first_doc + i, &url, &chunks);
@@ -352,26 +351,15 @@ int main(int argc, char** argv) {
     if (max_distance >= 0) {
       request->set_max_hamming_distance(static_cast<uint32_t>(max_distance));
     }
-    *bytes = 0;
-    for (std::string& text : chunks) {
-      *bytes += static_cast<int64_t>(text.size());
-      request->add_chunks()->set_text(text);
-    }
-    return static_cast<int64_t>(chunks.size());
+    for (const std::string& text : chunks) request->add_chunks()->set_text(text);
   };
   // With --pregenerate: every request of the phase, built here, each sent
   // once (the send takes it by Swap). The whole phase is in memory: about
   // 0.5-1 GB for the default 1,000,000-chunk fill.
   std::vector<CheckChunksRequest> prebuilt;
-  std::vector<int64_t> prebuilt_items;
-  std::vector<int64_t> prebuilt_bytes;
   if (absl::GetFlag(FLAGS_pregenerate)) {
     prebuilt.resize(static_cast<size_t>(total));
-    prebuilt_items.resize(static_cast<size_t>(total));
-    prebuilt_bytes.resize(static_cast<size_t>(total));
-    for (size_t i = 0; i < prebuilt.size(); ++i) {
-      prebuilt_items[i] = build(static_cast<int64_t>(i), &prebuilt[i], &prebuilt_bytes[i]);
-    }
+    for (size_t i = 0; i < prebuilt.size(); ++i) build(static_cast<int64_t>(i), &prebuilt[i]);
   }
 
   dedupd::bench::LoadSpec spec;
@@ -387,14 +375,17 @@ int main(int argc, char** argv) {
       spec, chans,
       [&](int64_t b, CheckChunksRequest* request) {
         if (prebuilt.empty()) {
-          int64_t bytes = 0;
-          const int64_t items = build(b, request, &bytes);
-          text_bytes += bytes;
-          return items;
+          build(b, request);
+        } else {
+          request->Swap(&prebuilt[static_cast<size_t>(b)]);
         }
-        request->Swap(&prebuilt[static_cast<size_t>(b)]);
-        text_bytes += prebuilt_bytes[static_cast<size_t>(b)];
-        return prebuilt_items[static_cast<size_t>(b)];
+        // Counted as sent: the text bytes and chunks of this request.
+        int64_t bytes = 0;
+        for (const dedupd::v1::ChunkItem& c : request->chunks()) {
+          bytes += static_cast<int64_t>(c.text().size());
+        }
+        text_bytes += bytes;
+        return static_cast<int64_t>(request->chunks_size());
       },
       [](dedupd::v1::Dedup::Stub* stub, grpc::ClientContext* ctx,
          const CheckChunksRequest& request, CheckChunksResponse* response) {
