@@ -59,8 +59,6 @@
 #include <string>
 #include <vector>
 
-#include <sys/resource.h>
-
 #include "absl/container/flat_hash_map.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -108,6 +106,7 @@ ABSL_FLAG(int64_t, print_docs, 0,
 namespace {
 
 using ::dedupd::bench::Clock;
+using ::dedupd::bench::CpuSecs;
 using ::dedupd::bench::LoadTotals;
 using ::dedupd::bench::Mix;
 
@@ -233,14 +232,6 @@ std::string SiteHeader(int64_t site) {
                       " documentation, site ", site,
                       ". Use the search box, the index or the table of contents to find "
                       "your way; report errors in these pages on the issue tracker.");
-}
-
-// This process's user + system CPU time so far, in seconds.
-double CpuSecs() {
-  struct rusage usage {};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
 }
 
 }  // namespace

@@ -31,6 +31,8 @@
 #include <thread>
 #include <vector>
 
+#include <sys/resource.h>
+
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
@@ -66,6 +68,15 @@ struct LoadTotals {
     for (const auto& [what, count] : o.error_codes) error_codes[what] += count;
   }
 };
+
+// This process's user + system CPU time so far, in seconds (the load tools
+// share the machine with the server and report their own share).
+inline double CpuSecs() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
 
 // Percentile p (0..1) of `v` (reordered).
 inline double Percentile(std::vector<double>* v, double p) {

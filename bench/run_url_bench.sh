@@ -2,7 +2,8 @@
 # run_url_bench.sh: CheckUrl throughput on an empty store and on a loaded
 # store, against the real server binary on 127.0.0.1 with a fresh data dir.
 #
-# Phases (all synthetic URLs from dedupd_url_load, seed 1, disjoint ranges):
+# Phases (all synthetic URLs from dedupd_url_load, seed 1, disjoint ranges;
+# the measured phases' requests are built before their clock starts):
 #   empty   claim --measure new URLs on the empty store      [0, M)
 #   preload claim new URLs until the store holds --preload    [M, P)
 #   loaded  claim --measure new URLs on the loaded store     [P, P+M)
@@ -51,7 +52,7 @@ while (($#)); do
     --tiny) measure=20000; preload=50000; phase_secs=60 ;;
     --keep_data) keep_data=1 ;;
     --) shift; server_flags=("$@"); break ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "run_url_bench: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -84,16 +85,18 @@ for f in "${server_flags[@]}"; do
   [[ "$f" == --url_seen_mode=approximate ]] && approximate=1
 done
 
-# run_phase NAME EXPECT OFFSET URLS: runs one load phase, prints its line,
-# and checks that every URL got the EXPECTed verdict (new or seen).
+# run_phase NAME EXPECT OFFSET URLS [LOAD FLAGS]: runs one load phase,
+# prints its line, and checks that every URL got the EXPECTed verdict (new
+# or seen).
 last_line=""
 run_phase() {
   local name=$1 expect=$2 offset=$3 urls=$4 line rc
+  shift 4
   echo "# $name: claim $urls URLs from synthetic offset $offset (expect all $expect)"
   line=$(timeout --signal=TERM --kill-after=10 $((phase_secs + 120)) \
     "$load_bin" --target="127.0.0.1:$port" --synthetic --seed=1 \
     --offset="$offset" --urls="$urls" --seconds="$phase_secs" \
-    --batch="$batch" --threads="$threads" --mode=claim)
+    --batch="$batch" --threads="$threads" --mode=claim "$@")
   rc=$?
   echo "$line"
   last_line=$line
@@ -128,7 +131,8 @@ run_phase empty new 0 "$measure"
 empty_rate=$(field urls_per_sec "$last_line")
 stored=$(field new "$last_line")
 if ((preload > measure)); then
-  run_phase preload new "$measure" $((preload - measure))
+  # Not a figure: built as it goes, not held in memory all at once.
+  run_phase preload new "$measure" $((preload - measure)) --pregenerate=false
   stored=$((stored + $(field new "$last_line")))
 fi
 disk_bytes=$(du -sb "$data_dir" | cut -f1)
