@@ -95,11 +95,6 @@ echo "# dedupd chunk bench: threads=$threads chunk_bytes=$chunk_bytes store_chun
   "loadavg=$(cut -d' ' -f1-3 /proc/loadavg) server_flags=${server_flags[*]:-none}"
 
 last_line=""
-# server_cpu_ticks: the server's user + system CPU time, in clock ticks.
-server_cpu_ticks() {
-  awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$server_pid/stat" 2>/dev/null || echo 0
-}
-ticks_per_sec=$(getconf CLK_TCK)
 
 # run_phase NAME CHECK ARGS...: one dedupd_chunk_load phase and the
 # server's CPU during it. CHECK is a list of "FIELD=EXPECTED" (may be
@@ -122,10 +117,7 @@ run_phase() {
     return 1
   fi
   chunks=$(field chunks "$line")
-  awk -v c="$((c1 - c0))" -v t="$ticks_per_sec" -v n="${chunks:-0}" -v p="$name" \
-    -v r="$(awk '/^VmRSS:/ {print $2}' "/proc/$server_pid/status" 2>/dev/null)" 'BEGIN {
-    printf "server  phase=%s cpu_secs=%.2f cpu_us_per_chunk=%.1f rss_mb=%.1f\n",
-      p, c / t, (n > 0 ? c / t * 1e6 / n : 0), r / 1024 }'
+  print_server_cpu "$name" $((c1 - c0)) "${chunks:-0}" chunk
   local want
   for want in $check invalid=0 errors=0; do
     if [[ " $line " != *" $want "* ]]; then
