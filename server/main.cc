@@ -69,7 +69,8 @@ ABSL_FLAG(bool, url_filter, true,
           "exact mode: answer 'never seen' from an in-memory Bloom filter "
           "without a store read (answers stay exact)");
 ABSL_FLAG(int64_t, url_filter_expected_urls, 10000000,
-          "URLs the Bloom filter is sized for (exact mode: it grows past this; "
+          "URLs the Bloom filter is sized for (exact mode: its first segment; "
+          "past it, segments for twice as many URLs each are added; "
           "approximate mode: the capacity, fixed at creation)");
 ABSL_FLAG(double, url_filter_false_positive_rate, 0.01,
           "the Bloom filter's false positive rate at its design size");

@@ -131,6 +131,9 @@ std::vector<MetricSample> UrlTierSamples(const DedupServer::Impl& impl) {
           static_cast<double>(st.keys));
     gauge("dedupd_url_filter_design_urls", "Design size of the URL Bloom front, in URLs.",
           static_cast<double>(st.design_keys));
+    gauge("dedupd_url_filter_segments",
+          "Segments of the URL Bloom front (one more each time it fills).",
+          static_cast<double>(st.segments));
     gauge("dedupd_url_filter_memory_bytes", "Bytes of the URL Bloom front's filters.",
           static_cast<double>(st.memory_bytes));
     gauge("dedupd_url_filter_estimated_false_positive_ratio",

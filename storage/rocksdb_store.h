@@ -490,10 +490,10 @@ class RocksDbStore final : public UrlStore, public ContentStore, public ChunkSto
   // url_filter_stats: the URL Bloom front's state and counters (store reads
   // skipped and made by ClaimUrls and LookupUrls).
   UrlFilterFront::Stats url_filter_stats() const;
-  // WaitForUrlFilter blocks until no URL filter rebuild runs (the first
-  // after Open, or a growth rebuild) or `timeout` passes; returns whether a
-  // filter is ready. For tests and benchmarks: claims are exact (and merely
-  // slower) before.
+  // WaitForUrlFilter blocks until no URL filter rebuild (Open's, when the
+  // saved filter was missing or stale) runs or `timeout` passes; returns
+  // whether a filter is ready. For tests and benchmarks: claims are exact
+  // (and merely slower) before.
   bool WaitForUrlFilter(absl::Duration timeout) const;
 
   // DataBlockReads returns the number of data blocks RocksDB read from its

@@ -159,9 +159,26 @@ TEST_F(RocksDbUrlFilterTest, GrowsWithoutLosingKeys) {
   EXPECT_EQ(fresh, 10000);
   ASSERT_TRUE(store->WaitForUrlFilter(kWait));
   const UrlFilterFront::Stats st = store->url_filter_stats();
-  EXPECT_GE(st.rebuilds, 2u);  // the first build, then at least one growth
+  // Grown by segments (1,000 + 2,000 + 4,000 + 8,000), without a scan.
+  EXPECT_EQ(st.rebuilds, 1u);  // the first build only
+  EXPECT_EQ(st.segments, 4u);
   EXPECT_GE(st.design_keys, 10000u);
+  EXPECT_EQ(st.keys, 10000u);
   EXPECT_EQ(ClaimCountNew(store.get(), Urls(0, 10000), T(2)), 0);
+  // The filter skipped the store read for most of the 10,000 new URLs, at
+  // every size it passed through.
+  EXPECT_GT(st.keys_skipped, 9000u);
+
+  // Every segment is saved at Close and loaded at the next Open.
+  ASSERT_THAT(store->Close(), IsOk());
+  store.reset();
+  ASSERT_OK_AND_ASSIGN(store, RocksDbStore::Open(o));
+  const UrlFilterFront::Stats again = store->url_filter_stats();
+  EXPECT_EQ(again.load_result, "loaded");
+  EXPECT_EQ(again.segments, 4u);
+  EXPECT_EQ(again.keys, 10000u);
+  EXPECT_EQ(ClaimCountNew(store.get(), Urls(0, 10000), T(3)), 0);
+  EXPECT_EQ(ClaimCountNew(store.get(), Urls(10000, 10100), T(3)), 100);
 }
 
 TEST_F(RocksDbUrlFilterTest, ClaimsRacingTheRebuildAreExact) {

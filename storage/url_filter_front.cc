@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "storage/file_io.h"
@@ -22,28 +23,62 @@ uint64_t DesignKeys(const BloomFilter& filter, double rate) {
                                BloomFilter::BitsPerKeyFor(rate));
 }
 
-// LoadFilterFile returns the filter saved in `file` when it is usable for a
-// store at `store_tag`, else an error whose message says why not (missing,
-// unreadable, damaged, other version, stale). `hint` is set to the file's
-// key count whenever its header parses.
-absl::StatusOr<BloomFilter::Loaded> LoadFilterFile(const std::string& file,
-                                                   uint64_t store_tag, uint64_t* hint) {
+// The false positive rate of segment `index` (0 = oldest) of a chain whose
+// first segment has `rate`: rate / 2^index.
+double SegmentRate(double rate, size_t index) {
+  return std::ldexp(rate, -static_cast<int>(std::min<size_t>(index, 1000)));
+}
+
+// A filter file's segments and their key counts, oldest first.
+struct LoadedChain {
+  std::vector<BloomFilter> filters;
+  std::vector<uint64_t> keys;
+};
+
+// LoadFilterFile returns the segments saved in `file` when they are usable
+// for a store at `store_tag`, else an error whose message says why not
+// (missing, unreadable, damaged, other version, stale). `hint` is set to
+// the key count of the segments whose headers parse.
+absl::StatusOr<LoadedChain> LoadFilterFile(const std::string& file, uint64_t store_tag,
+                                           uint64_t* hint) {
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) return absl::NotFoundError("no filter file");
   absl::StatusOr<std::string> bytes = file_io::ReadFile(file);
   if (!bytes.ok()) return bytes.status();
-  absl::StatusOr<BloomFilter::Header> header = BloomFilter::ParseHeader(*bytes);
-  if (!header.ok()) return header.status();
-  *hint = header->inserted_keys;
-  if (header->user_tag != store_tag) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "stale filter file (written at store state ", header->user_tag,
-        ", the store is at ", store_tag, ": the process did not stop cleanly)"));
+  absl::string_view rest = *bytes;
+  if (rest.empty()) return absl::DataLossError("empty filter file");
+  LoadedChain chain;
+  for (size_t index = 0; !rest.empty(); ++index) {
+    absl::StatusOr<BloomFilter::Header> header = BloomFilter::ParseHeader(rest);
+    if (!header.ok()) {
+      return absl::Status(header.status().code(),
+                          absl::StrCat("segment ", index, ": ", header.status().message()));
+    }
+    *hint += header->inserted_keys;
+    if (header->user_tag != store_tag) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "stale filter file (written at store state ", header->user_tag,
+          ", the store is at ", store_tag, ": the process did not stop cleanly)"));
+    }
+    rest.remove_prefix(BloomFilter::kHeaderBytes);
+    // ParseHeader bounds num_blocks (kMaxBlocks), so this cannot overflow.
+    const uint64_t word_bytes = header->num_blocks * (BloomFilter::kBlockBits / 8);
+    if (word_bytes > rest.size()) {
+      return absl::DataLossError(absl::StrCat("segment ", index, ": ", rest.size(),
+                                              " bytes of bit array left, its header says ",
+                                              word_bytes));
+    }
+    absl::StatusOr<BloomFilter> filter =
+        BloomFilter::FromHeaderAndWords(*header, rest.substr(0, word_bytes));
+    if (!filter.ok()) {
+      return absl::Status(filter.status().code(),
+                          absl::StrCat("segment ", index, ": ", filter.status().message()));
+    }
+    rest.remove_prefix(word_bytes);
+    chain.filters.push_back(*std::move(filter));
+    chain.keys.push_back(header->inserted_keys);
   }
-  absl::StatusOr<BloomFilter> filter = BloomFilter::FromHeaderAndWords(
-      *header, absl::string_view(*bytes).substr(BloomFilter::kHeaderBytes));
-  if (!filter.ok()) return filter.status();
-  return BloomFilter::Loaded{*std::move(filter), *header};
+  return chain;
 }
 
 }  // namespace
@@ -54,15 +89,19 @@ UrlFilterFront::UrlFilterFront(const UrlFilterOptions& options, ScanFn scan,
 
 UrlFilterFront::~UrlFilterFront() { StopRebuilds(); }
 
-std::shared_ptr<BloomFilter> UrlFilterFront::NewFilter(uint64_t design_keys,
-                                                       bool first) const {
-  const double bits_per_key = BloomFilter::BitsPerKeyFor(options_.false_positive_rate);
+UrlFilterFront::Segment UrlFilterFront::NewSegment(uint64_t design_keys, double rate,
+                                                   bool first) const {
+  const double bits_per_key = BloomFilter::BitsPerKeyFor(rate);
   const uint64_t blocks =
       first && options_.memory_budget_bytes > 0
           ? std::clamp<uint64_t>(options_.memory_budget_bytes / (BloomFilter::kBlockBits / 8),
                                  1, BloomFilter::kMaxBlocks)
           : BloomFilter::BlocksFor(std::max<uint64_t>(design_keys, 1), bits_per_key);
-  return std::make_shared<BloomFilter>(blocks, BloomFilter::OptimalProbes(bits_per_key));
+  Segment seg;
+  seg.filter = std::make_shared<BloomFilter>(blocks, BloomFilter::OptimalProbes(bits_per_key));
+  seg.design_keys = DesignKeys(*seg.filter, rate);
+  seg.rate = rate;
+  return seg;
 }
 
 void UrlFilterFront::Start(uint64_t store_tag) {
@@ -72,17 +111,25 @@ void UrlFilterFront::Start(uint64_t store_tag) {
     return;
   }
   uint64_t hint = 0;
-  absl::StatusOr<BloomFilter::Loaded> loaded = LoadFilterFile(file_, store_tag, &hint);
+  absl::StatusOr<LoadedChain> loaded = LoadFilterFile(file_, store_tag, &hint);
   if (loaded.ok()) {
-    active_ = std::make_shared<BloomFilter>(std::move(loaded->filter));
-    active_design_keys_ = DesignKeys(*active_, options_.false_positive_rate);
-    active_keys_ = loaded->header.inserted_keys;
+    auto chain = std::make_shared<Chain>();
+    for (size_t i = 0; i < loaded->filters.size(); ++i) {
+      Segment seg;
+      seg.filter = std::make_shared<BloomFilter>(std::move(loaded->filters[i]));
+      seg.rate = SegmentRate(options_.false_positive_rate, i);
+      seg.design_keys = DesignKeys(*seg.filter, seg.rate);
+      chain->segments.push_back(std::move(seg));
+    }
+    chain->sealed_keys.assign(loaded->keys.begin(), loaded->keys.end() - 1);
+    newest_keys_ = loaded->keys.back();
+    active_ = std::move(chain);
     load_result_ = "loaded";
     return;
   }
   const absl::string_view why = loaded.status().message();
   load_result_ = absl::StrCat("rebuilding: ", why);
-  // Room for twice the URLs the last filter held, like a growth rebuild.
+  // One segment with room for twice the URLs the file held.
   StartRebuildLocked(std::max(options_.expected_urls, 2 * hint));
 }
 
@@ -92,8 +139,7 @@ void UrlFilterFront::StartRebuildLocked(uint64_t design_keys) {
     // longer needs mu_.
     rebuild_thread_.join();
   }
-  building_ = NewFilter(design_keys, /*first=*/active_ == nullptr);
-  building_design_keys_ = DesignKeys(*building_, options_.false_positive_rate);
+  building_ = NewSegment(design_keys, options_.false_positive_rate, /*first=*/true);
   building_keys_ = 0;
   rebuilding_ = true;
   rebuild_thread_ = std::thread([this] { RunRebuild(); });
@@ -104,7 +150,7 @@ void UrlFilterFront::RunRebuild() {
   std::shared_ptr<BloomFilter> target;
   {
     absl::MutexLock lock(&mu_);
-    target = building_;
+    target = building_.filter;
   }
   // The filter is registered in building_ (so Inserted feeds it) before the
   // scan takes its snapshot: a key written before the snapshot is in the
@@ -118,9 +164,10 @@ void UrlFilterFront::RunRebuild() {
       cancel_);
   absl::MutexLock lock(&mu_);
   if (s.ok() && !cancel_) {
-    active_ = std::move(building_);
-    active_design_keys_ = building_design_keys_;
-    active_keys_ = scanned + building_keys_;
+    auto chain = std::make_shared<Chain>();
+    chain->segments.push_back(std::move(building_));
+    active_ = std::move(chain);
+    newest_keys_ = scanned + building_keys_;
     ++rebuilds_;
     last_rebuild_time_ = absl::Now() - start;
   } else if (!cancel_) {
@@ -131,7 +178,7 @@ void UrlFilterFront::RunRebuild() {
                  "store for every key: %s\n",
                  s.ToString().c_str());
   }
-  building_ = nullptr;
+  building_ = Segment{};
   building_keys_ = 0;
   rebuilding_ = false;
 }
@@ -148,42 +195,51 @@ void UrlFilterFront::JoinRebuild() {
 UrlFilterFront::View UrlFilterFront::Acquire() const {
   View view;
   absl::ReaderMutexLock lock(&mu_);
-  view.filter_ = active_;
+  view.chain_ = active_;
   return view;
 }
 
 void UrlFilterFront::Inserted(absl::Span<const uint64_t> key_hashes) {
   if (key_hashes.empty()) return;
-  bool grow = false;
+  std::shared_ptr<const Chain> full;
   {
+    // Shared: inserts are atomic. Grow publishes a new chain only under
+    // the exclusive lock, so no insert lands in a segment after it was
+    // sealed and its count taken.
     absl::ReaderMutexLock lock(&mu_);
     if (active_ != nullptr) {
-      for (uint64_t h : key_hashes) active_->Insert(h);
+      const Segment& newest = active_->segments.back();
+      for (uint64_t h : key_hashes) newest.filter->Insert(h);
       const uint64_t keys =
-          active_keys_.fetch_add(key_hashes.size(), std::memory_order_relaxed) +
+          newest_keys_.fetch_add(key_hashes.size(), std::memory_order_relaxed) +
           key_hashes.size();
-      grow = !rebuilding_ && !stopped_ && keys > active_design_keys_;
+      if (keys > newest.design_keys) full = active_;
     }
-    if (building_ != nullptr) {
-      for (uint64_t h : key_hashes) building_->Insert(h);
+    if (building_.filter != nullptr) {
+      for (uint64_t h : key_hashes) building_.filter->Insert(h);
       building_keys_.fetch_add(key_hashes.size(), std::memory_order_relaxed);
     }
   }
-  if (grow) {
-    absl::MutexLock lock(&mu_);
-    if (!rebuilding_ && !stopped_ && active_ != nullptr &&
-        active_keys_ > active_design_keys_) {
-      // The old filter keeps answering (exactly: it gets every insert) while
-      // one for twice the count is built.
-      StartRebuildLocked(2 * active_keys_);
-    }
-  }
+  if (full != nullptr) Grow(full);
+}
+
+void UrlFilterFront::Grow(const std::shared_ptr<const Chain>& full) {
+  const Segment& last = full->segments.back();
+  // Allocated (and zeroed) before taking the lock: claims wait for nothing
+  // but the pointer swap.
+  Segment next = NewSegment(2 * last.design_keys, last.rate / 2, /*first=*/false);
+  absl::MutexLock lock(&mu_);
+  if (active_ != full) return;  // another call grew it first
+  auto chain = std::make_shared<Chain>(*full);
+  chain->sealed_keys.push_back(newest_keys_.load(std::memory_order_relaxed));
+  chain->segments.push_back(std::move(next));
+  newest_keys_ = 0;
+  active_ = std::move(chain);
 }
 
 void UrlFilterFront::StopRebuilds() {
   {
     absl::MutexLock lock(&mu_);
-    stopped_ = true;
     cancel_ = true;
   }
   JoinRebuild();
@@ -191,22 +247,27 @@ void UrlFilterFront::StopRebuilds() {
 
 absl::Status UrlFilterFront::Persist(uint64_t store_tag) {
   StopRebuilds();
-  std::shared_ptr<BloomFilter> filter;
-  uint64_t keys = 0;
+  std::shared_ptr<const Chain> chain;
+  uint64_t newest_keys = 0;
   {
     absl::MutexLock lock(&mu_);
-    filter = active_;
-    keys = active_keys_;
+    chain = active_;
+    newest_keys = newest_keys_;
   }
-  // A filter whose growth rebuild was cancelled may be over its design
-  // size; it is still correct, so it is kept: the next Start grows it.
-  if (filter == nullptr) return absl::OkStatus();
+  if (chain == nullptr) return absl::OkStatus();
 
   const std::string tmp = file_ + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return file_io::ErrnoStatus(errno, tmp, "create URL filter file");
-  int err = file_io::WriteAll(fd, filter->EncodeHeader(keys, store_tag));
-  if (err == 0) err = file_io::WriteAll(fd, filter->WordBytes());
+  int err = 0;
+  // The segments back to back, oldest first, each in BloomFilter's
+  // serialized form with its own key count and the store's tag.
+  for (size_t i = 0; i < chain->segments.size() && err == 0; ++i) {
+    const BloomFilter& f = *chain->segments[i].filter;
+    const uint64_t keys = i < chain->sealed_keys.size() ? chain->sealed_keys[i] : newest_keys;
+    err = file_io::WriteAll(fd, f.EncodeHeader(keys, store_tag));
+    if (err == 0) err = file_io::WriteAll(fd, f.WordBytes());
+  }
   if (err == 0 && ::fsync(fd) != 0) err = errno;
   ::close(fd);
   absl::Status s;
@@ -240,14 +301,23 @@ UrlFilterFront::Stats UrlFilterFront::stats() const {
   st.rebuilding = rebuilding_;
   st.rebuilds = rebuilds_;
   st.load_result = load_result_;
-  st.keys = active_keys_.load(std::memory_order_relaxed);
-  st.design_keys = active_design_keys_;
   if (active_ != nullptr) {
-    st.memory_bytes += active_->memory_bytes();
-    st.estimated_false_positive_rate = BloomFilter::BlockedFalsePositiveRate(
-        st.keys, active_->num_blocks(), active_->num_probes());
+    double pass_none = 1;  // the chance a new key passes no segment
+    for (size_t i = 0; i < active_->segments.size(); ++i) {
+      const Segment& seg = active_->segments[i];
+      const uint64_t keys = i < active_->sealed_keys.size()
+                                ? active_->sealed_keys[i]
+                                : newest_keys_.load(std::memory_order_relaxed);
+      st.keys += keys;
+      st.design_keys += seg.design_keys;
+      st.memory_bytes += seg.filter->memory_bytes();
+      pass_none *= 1 - BloomFilter::BlockedFalsePositiveRate(
+                           keys, seg.filter->num_blocks(), seg.filter->num_probes());
+    }
+    st.segments = active_->segments.size();
+    st.estimated_false_positive_rate = 1 - pass_none;
   }
-  if (building_ != nullptr) st.memory_bytes += building_->memory_bytes();
+  if (building_.filter != nullptr) st.memory_bytes += building_.filter->memory_bytes();
   st.keys_skipped = keys_skipped_.load(std::memory_order_relaxed);
   st.keys_read = keys_read_.load(std::memory_order_relaxed);
   st.last_rebuild_time = last_rebuild_time_;

@@ -8,6 +8,13 @@
 // at a clean shutdown. It knows nothing of RocksDB: the store hands it a
 // scan function. docs/storage_format.md ("URL filter file") has the file.
 //
+// Growth adds a segment instead of rebuilding (a scalable Bloom filter,
+// Almeida et al. 2007): when the newest segment holds its design size, a
+// new one for twice as many keys at half the false positive rate takes the
+// inserts, and lookups ask every segment. No scan, no second copy of the
+// keys in memory, and the false positive rate of the whole stays below
+// twice the configured one (rate r, then r/2, r/4, ...).
+//
 // The one rule that keeps answers exact: every key is handed to Inserted
 // after its write is durable and before anyone else may claim it (while
 // the claimer still holds the key's claim lock), and a reader that needs
@@ -34,6 +41,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -51,17 +59,18 @@ struct UrlFilterOptions {
   // Default: true.
   bool enabled = true;
 
-  // The design size: URLs the first filter is sized for. When the stored
-  // URL count passes a filter's design size, a filter for twice the count
-  // is built in the background (the old one keeps answering meanwhile).
-  // Default: 10,000,000 (about 12 MB at 1%).
+  // The design size: URLs the first segment is sized for. When the newest
+  // segment's URL count passes its design size, a segment for twice as
+  // many URLs at half the false positive rate is added (see the file
+  // comment). Default: 10,000,000 (about 12 MB at 1%).
   uint64_t expected_urls = 10'000'000;
 
-  // False positive rate at the design size: the share of new URLs that
-  // still cost a store read. Default: 0.01. Range: (0, 0.5].
+  // False positive rate of the first segment at its design size: the
+  // share of new URLs that still cost a store read. Later segments halve
+  // it, so the whole stays below twice this. Default: 0.01. Range: (0, 0.5].
   double false_positive_rate = 0.01;
 
-  // When non-zero, the first filter's size in bytes instead of the one
+  // When non-zero, the first segment's size in bytes instead of the one
   // expected_urls and false_positive_rate give; its design size is then
   // the keys it holds at false_positive_rate. Default: 0.
   size_t memory_budget_bytes = 0;
@@ -83,29 +92,53 @@ class UrlFilterFront {
   // Stops a rebuild in flight (without persisting).
   ~UrlFilterFront();
 
-  // Start loads the persisted filter when its tag equals `store_tag` (the
-  // store's state when it was written, e.g. RocksDB's last sequence number:
-  // equal means no write happened since) and its checksums hold; otherwise
-  // (missing, stale, damaged, other version) it starts a rebuild in the
-  // background and the front answers "maybe" for every key until the
-  // rebuild is done. Never fails: a bad file only costs a rebuild, and the
-  // reason is in stats().load_result. Does nothing when disabled.
+  // Start loads the persisted segments when their tag equals `store_tag`
+  // (the store's state when they were written, e.g. RocksDB's last
+  // sequence number: equal means no write happened since) and every
+  // checksum holds; otherwise (missing, stale, damaged, other version) it
+  // starts a rebuild in the background, into one segment for twice the
+  // file's key count (at least expected_urls), and the front answers
+  // "maybe" for every key until the rebuild is done. Never fails: a bad
+  // file only costs a rebuild, and the reason is in stats().load_result.
+  // Does nothing when disabled.
   void Start(uint64_t store_tag);
 
-  // A moment's view of the front; cheap to copy, keeps its filter alive.
+  // One segment of the filter: a Bloom filter, its design size (the keys
+  // it holds at its rate) and that false positive rate.
+  struct Segment {
+    std::shared_ptr<BloomFilter> filter;
+    uint64_t design_keys = 0;
+    double rate = 0;
+  };
+  // The segments, oldest first: every one but the last is full and takes
+  // no more inserts. Immutable once published; growth publishes a longer
+  // copy.
+  struct Chain {
+    std::vector<Segment> segments;
+    // Keys inserted into each segment but the last (the last one's count
+    // is UrlFilterFront::newest_keys_).
+    std::vector<uint64_t> sealed_keys;
+  };
+
+  // A moment's view of the front; cheap to copy, keeps its segments alive.
+  // Keys inserted later may be in a segment added later, so a reader that
+  // needs an exact "absent" acquires its view after the key's claim lock.
   class View {
    public:
     // False while no filter is ready (disabled, or the first rebuild runs):
     // then every key must be read from the store.
-    bool ready() const { return filter_ != nullptr; }
+    bool ready() const { return chain_ != nullptr; }
     // REQUIRES: ready().
     bool MayContain(uint64_t key_hash) const {
-      return filter_->MayContain(key_hash);
+      for (const Segment& s : chain_->segments) {
+        if (s.filter->MayContain(key_hash)) return true;
+      }
+      return false;
     }
 
    private:
     friend class UrlFilterFront;
-    std::shared_ptr<const BloomFilter> filter_;
+    std::shared_ptr<const Chain> chain_;
   };
   View Acquire() const;
 
@@ -114,8 +147,9 @@ class UrlFilterFront {
     return BloomFilter::KeyHash(key);
   }
 
-  // Inserted records keys just written to the store (their hashes). May
-  // start a growth rebuild. Thread-safe.
+  // Inserted records keys just written to the store (their hashes), in the
+  // newest segment (and in a filter being rebuilt); may add a segment.
+  // Thread-safe.
   void Inserted(absl::Span<const uint64_t> key_hashes);
 
   // Counts of store reads the front decided, for stats and benchmarks.
@@ -124,21 +158,19 @@ class UrlFilterFront {
     keys_read_.fetch_add(read, std::memory_order_relaxed);
   }
 
-  // StopRebuilds cancels and joins a rebuild in flight and starts no more
-  // (a growing filter stays the old, correct one). Inserted keeps working.
-  // Call before the store stops serving scans.
+  // StopRebuilds cancels and joins a rebuild in flight and starts no more.
+  // Inserted keeps working. Call before the store stops serving scans.
   void StopRebuilds();
 
-  // Persist calls StopRebuilds, then, when a filter is ready, writes it to
-  // the file (temporary file, fsync, rename, directory fsync) tagged
-  // `store_tag`. REQUIRES: no Inserted runs concurrently or later (the
+  // Persist calls StopRebuilds, then, when a filter is ready, writes its
+  // segments to the file (temporary file, fsync, rename, directory fsync)
+  // tagged `store_tag`. REQUIRES: no Inserted runs concurrently or later (the
   // store takes no more writes). Returns the write's error: the store
   // stays correct without the file (the next Start rebuilds).
   absl::Status Persist(uint64_t store_tag);
 
-  // WaitForRebuild blocks until no rebuild runs (the first one, or a growth
-  // rebuild) or `timeout` passes; returns whether a filter is ready. For
-  // tests and benchmarks.
+  // WaitForRebuild blocks until no rebuild runs or `timeout` passes;
+  // returns whether a filter is ready. For tests and benchmarks.
   bool WaitForRebuild(absl::Duration timeout) const;
 
   struct Stats {
@@ -148,9 +180,12 @@ class UrlFilterFront {
     uint64_t rebuilds = 0;         // rebuilds finished by this process
     std::string load_result;       // what Start did: "loaded", "rebuilding: <why>"
     uint64_t keys = 0;             // keys in the answering filter (approx.)
-    uint64_t design_keys = 0;      // its design size
-    uint64_t memory_bytes = 0;     // its bit array (plus one being built)
-    double estimated_false_positive_rate = 0;  // at `keys`
+    uint64_t design_keys = 0;      // the sum of its segments' design sizes
+    uint64_t segments = 0;         // its segments
+    uint64_t memory_bytes = 0;     // its bit arrays (plus one being built)
+    // The chance that a never-stored key passes some segment, each at its
+    // key count: 1 - prod(1 - rate_i).
+    double estimated_false_positive_rate = 0;
     uint64_t keys_skipped = 0;     // store reads skipped (definitely absent)
     uint64_t keys_read = 0;        // keys read from the store
     absl::Duration last_rebuild_time;
@@ -158,34 +193,37 @@ class UrlFilterFront {
   Stats stats() const;
 
  private:
-  // Sizes a filter for `design_keys` keys (or the memory budget for the
-  // first one).
-  std::shared_ptr<BloomFilter> NewFilter(uint64_t design_keys, bool first) const;
-  // Starts the rebuild thread for a filter of `design_keys`.
+  // A segment for `design_keys` keys at `rate` (or the memory budget, when
+  // set, for a first segment).
+  Segment NewSegment(uint64_t design_keys, double rate, bool first) const;
+  // Starts the rebuild thread for a one-segment filter of `design_keys`.
   // REQUIRES: mu_ held, !rebuilding_.
   void StartRebuildLocked(uint64_t design_keys) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RunRebuild();
   void JoinRebuild();
+  // Adds a segment after `full` (the chain whose newest segment passed its
+  // design size), unless another call already did.
+  void Grow(const std::shared_ptr<const Chain>& full);
 
   const UrlFilterOptions options_;
   const ScanFn scan_;
   const std::string file_;
 
   mutable absl::Mutex mu_;
-  std::shared_ptr<BloomFilter> active_ ABSL_GUARDED_BY(mu_);
-  uint64_t active_design_keys_ ABSL_GUARDED_BY(mu_) = 0;
-  std::shared_ptr<BloomFilter> building_ ABSL_GUARDED_BY(mu_);
-  uint64_t building_design_keys_ ABSL_GUARDED_BY(mu_) = 0;
+  // The answering segments; null while none is ready.
+  std::shared_ptr<const Chain> active_ ABSL_GUARDED_BY(mu_);
+  // The one segment a rebuild fills (its filter is null when none runs).
+  Segment building_ ABSL_GUARDED_BY(mu_);
   bool rebuilding_ ABSL_GUARDED_BY(mu_) = false;
-  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t rebuilds_ ABSL_GUARDED_BY(mu_) = 0;
   std::string load_result_ ABSL_GUARDED_BY(mu_);
   absl::Duration last_rebuild_time_ ABSL_GUARDED_BY(mu_);
   std::thread rebuild_thread_;  // joined by JoinRebuild; touched under join_mu_
   absl::Mutex join_mu_;
 
-  // Keys in active_ / inserted into building_ during its rebuild.
-  std::atomic<uint64_t> active_keys_{0};
+  // Keys in active_'s newest segment / inserted into building_ during its
+  // rebuild.
+  std::atomic<uint64_t> newest_keys_{0};
   std::atomic<uint64_t> building_keys_{0};
   std::atomic<bool> cancel_{false};
   std::atomic<uint64_t> keys_skipped_{0};

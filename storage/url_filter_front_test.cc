@@ -1,6 +1,7 @@
 // Tests of UrlFilterFront with a fake store scan: load / stale / damaged /
-// missing file, background rebuild fed by inserts that race it, growth, and
-// the memory budget.
+// missing file, background rebuild fed by inserts that race it, growth by
+// segments (exact under concurrent inserts, persisted, the false positive
+// rate bounded), and the memory budget.
 #include "storage/url_filter_front.h"
 
 #include <atomic>
@@ -11,6 +12,7 @@
 #include <iterator>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -19,6 +21,7 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "storage/file_io.h"
 #include "storage/test_temp_dir.h"
 #include "tests/testing/status_matchers.h"
 
@@ -196,30 +199,172 @@ TEST_F(UrlFilterFrontTest, InsertsDuringTheRebuildAreKept) {
   EXPECT_EQ(front.stats().keys, 1100u);
 }
 
-TEST_F(UrlFilterFrontTest, GrowsPastItsDesignSize) {
+TEST_F(UrlFilterFrontTest, GrowsByAddingASegment) {
   UrlFilterOptions o = SmallOptions();
   o.expected_urls = 500;  // the store already holds 1,000
   UrlFilterFront front(o, store_.Scan(), file_);
   front.Start(1);
   ASSERT_TRUE(front.WaitForRebuild(kWait));
-  const uint64_t first_design = front.stats().design_keys;
-  const uint64_t first_bytes = front.stats().memory_bytes;
-  // The first filter is for max(500, 0) keys and holds 1,000: the next
-  // insert starts a growth rebuild (for twice the count).
+  const UrlFilterFront::Stats first = front.stats();
+  EXPECT_EQ(first.segments, 1u);
+  // The first segment is for max(500, 0) keys and holds 1,000: the next
+  // insert adds a segment for twice its design size, at half its rate.
   std::vector<uint64_t> more;
   for (int i = 1000; i < 1010; ++i) {
     store_.keys.push_back(Key(i));
     more.push_back(UrlFilterFront::KeyHash(Key(i)));
   }
   front.Inserted(more);
-  ASSERT_TRUE(front.WaitForRebuild(kWait));
   const UrlFilterFront::Stats st = front.stats();
-  EXPECT_EQ(st.rebuilds, 2u);
-  EXPECT_GE(st.design_keys, 2 * first_design);
-  EXPECT_GT(st.memory_bytes, first_bytes);
+  EXPECT_EQ(st.segments, 2u);
+  EXPECT_FALSE(st.rebuilding);
+  EXPECT_EQ(st.rebuilds, 1u);   // no second rebuild
+  EXPECT_EQ(store_.scans, 1);   // and no second scan
   EXPECT_EQ(st.keys, 1010u);
+  EXPECT_GE(st.design_keys, 3 * first.design_keys);
+  // Twice the keys at half the rate: more than twice the bits.
+  EXPECT_GT(st.memory_bytes, 3 * first.memory_bytes);
+  const UrlFilterFront::View view = front.Acquire();
   for (const std::string& k : store_.keys) {
-    ASSERT_TRUE(front.Acquire().MayContain(UrlFilterFront::KeyHash(k)));
+    ASSERT_TRUE(view.MayContain(UrlFilterFront::KeyHash(k))) << k;
+  }
+}
+
+TEST_F(UrlFilterFrontTest, FalsePositiveRateStaysBelowTwiceTheSetting) {
+  UrlFilterOptions o = SmallOptions();
+  o.expected_urls = 2000;
+  store_.keys.clear();
+  UrlFilterFront front(o, store_.Scan(), file_);
+  front.Start(1);
+  ASSERT_TRUE(front.WaitForRebuild(kWait));
+  // Fill three segments to their design sizes (~2,000 + 4,000 + 8,000 at
+  // 1%, 0.5%, 0.25%: 1.75% together), a batch at a time.
+  const uint64_t full = front.stats().design_keys * 7;
+  std::vector<uint64_t> batch;
+  for (uint64_t i = 0; i < full; ++i) {
+    batch.push_back(UrlFilterFront::KeyHash(Key(static_cast<int>(i))));
+    if (batch.size() == 100 || i + 1 == full) {
+      front.Inserted(batch);
+      batch.clear();
+    }
+  }
+  const UrlFilterFront::Stats st = front.stats();
+  EXPECT_EQ(st.segments, 3u);
+  EXPECT_EQ(st.keys, full);
+  const UrlFilterFront::View view = front.Acquire();
+  constexpr int kProbes = 200'000;
+  int passed = 0;
+  for (int i = 0; i < kProbes; ++i) {
+    passed += view.MayContain(UrlFilterFront::KeyHash(absl::StrCat("\x01http://new.example/", i)));
+  }
+  const double measured = static_cast<double>(passed) / kProbes;
+  EXPECT_LT(measured, 0.02);
+  EXPECT_GT(measured, 0.005);  // the segments do fill up
+  EXPECT_LT(st.estimated_false_positive_rate, 0.02);
+  EXPECT_NEAR(st.estimated_false_positive_rate, measured, 0.004);
+}
+
+TEST_F(UrlFilterFrontTest, InsertsRacingGrowthAreKept) {
+  UrlFilterOptions o = SmallOptions();
+  o.expected_urls = 100;
+  UrlFilterFront front(o, store_.Scan(), file_);
+  front.Start(1);
+  ASSERT_TRUE(front.WaitForRebuild(kWait));
+  // Four writers insert 5,000 keys each in small batches while the front
+  // grows from 1,000 keys through several segments.
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 5000;
+  std::vector<std::thread> writers;
+  for (int t = 0; t < kThreads; ++t) {
+    writers.emplace_back([&front, t] {
+      std::vector<uint64_t> batch;
+      for (int i = 0; i < kPerThread; ++i) {
+        batch.push_back(UrlFilterFront::KeyHash(Key(100'000 * (t + 1) + i)));
+        if (batch.size() == 7) {
+          front.Inserted(batch);
+          batch.clear();
+        }
+      }
+      front.Inserted(batch);
+    });
+  }
+  for (std::thread& w : writers) w.join();
+  const UrlFilterFront::Stats st = front.stats();
+  EXPECT_GE(st.segments, 4u);
+  EXPECT_EQ(st.keys, 1000u + kThreads * kPerThread);
+  const UrlFilterFront::View view = front.Acquire();
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = 0; i < kPerThread; ++i) {
+      ASSERT_TRUE(view.MayContain(UrlFilterFront::KeyHash(Key(100'000 * (t + 1) + i))))
+          << t << " " << i;
+    }
+  }
+  for (const std::string& k : store_.keys) {
+    ASSERT_TRUE(view.MayContain(UrlFilterFront::KeyHash(k)));
+  }
+}
+
+TEST_F(UrlFilterFrontTest, EverySegmentIsPersistedAndCheckedAtLoad) {
+  UrlFilterOptions o = SmallOptions();
+  o.expected_urls = 500;
+  std::vector<uint64_t> more;
+  for (int i = 1000; i < 3000; ++i) more.push_back(UrlFilterFront::KeyHash(Key(i)));
+  uintmax_t file_bytes = 0;
+  {
+    UrlFilterFront front(o, store_.Scan(), file_);
+    front.Start(9);
+    ASSERT_TRUE(front.WaitForRebuild(kWait));
+    front.Inserted(more);
+    ASSERT_EQ(front.stats().segments, 2u);
+    ASSERT_THAT(front.Persist(9), IsOk());
+    file_bytes = std::filesystem::file_size(file_);
+    EXPECT_EQ(file_bytes, 2 * BloomFilter::kHeaderBytes + front.stats().memory_bytes);
+  }
+  {
+    UrlFilterFront again(o, store_.Scan(), file_);
+    again.Start(9);
+    const UrlFilterFront::Stats st = again.stats();
+    EXPECT_EQ(st.load_result, "loaded");
+    EXPECT_EQ(st.segments, 2u);
+    EXPECT_EQ(st.keys, 3000u);
+    EXPECT_EQ(store_.scans, 1);
+    const UrlFilterFront::View view = again.Acquire();
+    for (uint64_t h : more) ASSERT_TRUE(view.MayContain(h));
+    for (const std::string& k : store_.keys) {
+      ASSERT_TRUE(view.MayContain(UrlFilterFront::KeyHash(k)));
+    }
+  }
+  const std::string bytes = *file_io::ReadFile(file_);
+  // A file cut inside the second segment, or with bytes after the last
+  // one, is damaged: rebuilt, never loaded without the keys it lost.
+  struct Case {
+    std::string name;
+    std::string contents;
+    std::string why;
+  };
+  const std::vector<Case> cases = {
+      {"cut in the second segment's words", bytes.substr(0, bytes.size() - 64),
+       "segment 1: "},
+      {"cut after the first segment", bytes.substr(0, bytes.size() / 3), "segment 1: "},
+      {"trailing bytes", bytes + std::string(10, '\0'), "segment 2: "},
+      {"empty", "", "empty filter file"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    {
+      std::ofstream f(file_, std::ios::binary | std::ios::trunc);
+      f << c.contents;
+    }
+    const int scans = store_.scans;
+    UrlFilterFront front(o, store_.Scan(), file_);
+    front.Start(9);
+    EXPECT_THAT(front.stats().load_result, StartsWith("rebuilding: "));
+    EXPECT_THAT(front.stats().load_result, HasSubstr(c.why));
+    ASSERT_TRUE(front.WaitForRebuild(kWait));
+    EXPECT_EQ(store_.scans, scans + 1);
+    // The rebuild sizes its one segment for twice the keys the headers
+    // that parsed counted (at least expected_urls).
+    EXPECT_EQ(front.stats().segments, 1u);
   }
 }
 

@@ -236,6 +236,45 @@ TEST_F(E2eUrlBloomTest, MetricsShowTheExactModesFront) {
   EXPECT_GT(MetricValue(scrape, "dedupd_url_filter_design_urls"), 1e6);
 }
 
+TEST_F(E2eUrlBloomTest, ExactModesFrontGrowsBySegmentsAcrossARestart) {
+  const std::vector<std::string> small = {"--metrics_listen=127.0.0.1:0",
+                                          "--url_filter_expected_urls=100"};
+  // A clean stop would save the fixture server's filter (sized for the
+  // default 10,000,000 URLs) and the next start would load it; killed, it
+  // saves nothing, and the new server builds one segment for 100.
+  server_->Kill();
+  StartServer(small);
+  const int port = MetricsPort(server_->Logs());
+  ASSERT_GT(port, 0) << server_->Logs();
+  std::string scrape;
+  for (int i = 0; i < 200 && MetricValue(scrape, "dedupd_url_filter_ready") != 1; ++i) {
+    scrape = ScrapeMetrics(port);
+  }
+  ASSERT_EQ(MetricValue(scrape, "dedupd_url_filter_ready"), 1) << scrape;
+  EXPECT_EQ(MetricValue(scrape, "dedupd_url_filter_segments"), 1) << scrape;
+  // Three batches of 300: the first passes the first segment's 100, the
+  // second the next one's 200; the third fits in the third (400).
+  for (int b = 0; b < 3; ++b) {
+    EXPECT_EQ(Count(Check(Urls(absl::StrCat("https://g.example/", b, "/"), 300)),
+                    v1::URL_VERDICT_NEW),
+              300u);
+  }
+  scrape = ScrapeMetrics(port);
+  EXPECT_EQ(MetricValue(scrape, "dedupd_url_filter_segments"), 3) << scrape;
+  EXPECT_EQ(MetricValue(scrape, "dedupd_url_filter_urls"), 900) << scrape;
+  // Grown without a second scan of the store.
+  EXPECT_EQ(MetricValue(scrape, "dedupd_url_filter_rebuilds_total"), 1) << scrape;
+  // Every segment is saved and loaded: all 900 stay SEEN, new ones are NEW.
+  Restart({"--url_filter_expected_urls=100"});
+  EXPECT_THAT(server_->Logs(), HasSubstr("URL filter: loaded"));
+  for (int b = 0; b < 3; ++b) {
+    EXPECT_EQ(Count(Check(Urls(absl::StrCat("https://g.example/", b, "/"), 300)),
+                    v1::URL_VERDICT_SEEN),
+              300u);
+  }
+  EXPECT_EQ(Count(Check(Urls("https://g.example/3/", 300)), v1::URL_VERDICT_NEW), 300u);
+}
+
 TEST_F(E2eUrlBloomTest, MetricsShowTheApproximateSeenSet) {
   std::vector<std::string> flags = kApproximate;
   flags.push_back("--metrics_listen=127.0.0.1:0");
