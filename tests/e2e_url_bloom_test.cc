@@ -84,6 +84,18 @@ class E2eUrlBloomTest : public ClientServerTest {
     StartServer(flags);
   }
 
+  // For a server started with --metrics_listen: sets *port to its metrics
+  // port and waits (bounded) until the exact mode's front answers, which it
+  // does once its build after the store's opening is done; *scrape is the
+  // scrape that said so.
+  void WaitForFront(int* port, std::string* scrape) {
+    *port = MetricsPort(server_->Logs());
+    ASSERT_GT(*port, 0) << server_->Logs();
+    for (int i = 0; i < 200 && MetricValue(*scrape, "dedupd_url_filter_ready") != 1; ++i) {
+      *scrape = ScrapeMetrics(*port);
+    }
+    ASSERT_EQ(MetricValue(*scrape, "dedupd_url_filter_ready"), 1) << *scrape;
+  }
 };
 
 TEST_F(E2eUrlBloomTest, ExactModeSavesTheFilterAndReloadsIt) {
@@ -216,15 +228,9 @@ TEST_F(E2eUrlBloomTest, ApproximateModeCountsContentUrlsAsSeen) {
 
 TEST_F(E2eUrlBloomTest, MetricsShowTheExactModesFront) {
   StartServer({"--metrics_listen=127.0.0.1:0"});
-  const int port = MetricsPort(server_->Logs());
-  ASSERT_GT(port, 0) << server_->Logs();
-  // The front of an empty store is built right after the store opens;
-  // wait (bounded) until it answers.
+  int port = 0;
   std::string scrape;
-  for (int i = 0; i < 200 && MetricValue(scrape, "dedupd_url_filter_ready") != 1; ++i) {
-    scrape = ScrapeMetrics(port);
-  }
-  ASSERT_EQ(MetricValue(scrape, "dedupd_url_filter_ready"), 1) << scrape;
+  ASSERT_NO_FATAL_FAILURE(WaitForFront(&port, &scrape));
   EXPECT_THAT(scrape, HasSubstr("# TYPE dedupd_url_filter_store_reads_skipped_total counter"));
   EXPECT_EQ(MetricValue(scrape, "dedupd_url_filter_urls"), 0);
   EXPECT_EQ(Count(Check(Urls("https://m.example/", 300)), v1::URL_VERDICT_NEW), 300u);
@@ -244,13 +250,9 @@ TEST_F(E2eUrlBloomTest, ExactModesFrontGrowsBySegmentsAcrossARestart) {
   // saves nothing, and the new server builds one segment for 100.
   server_->Kill();
   StartServer(small);
-  const int port = MetricsPort(server_->Logs());
-  ASSERT_GT(port, 0) << server_->Logs();
+  int port = 0;
   std::string scrape;
-  for (int i = 0; i < 200 && MetricValue(scrape, "dedupd_url_filter_ready") != 1; ++i) {
-    scrape = ScrapeMetrics(port);
-  }
-  ASSERT_EQ(MetricValue(scrape, "dedupd_url_filter_ready"), 1) << scrape;
+  ASSERT_NO_FATAL_FAILURE(WaitForFront(&port, &scrape));
   EXPECT_EQ(MetricValue(scrape, "dedupd_url_filter_segments"), 1) << scrape;
   // Three batches of 300: the first passes the first segment's 100, the
   // second the next one's 200; the third fits in the third (400).
