@@ -133,8 +133,8 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(path, ec);
   std::filesystem::create_directories(dir, ec);
   const size_t cache = static_cast<size_t>(absl::GetFlag(FLAGS_block_cache_mb)) << 20;
-  // The filter's design size: the store after both runs, so that no growth
-  // rebuild runs while measuring.
+  // The filter's design size: the store after both runs, so that the
+  // measurement runs on one segment.
   const uint64_t expected = static_cast<uint64_t>(preload + 4 * measure);
 
   {

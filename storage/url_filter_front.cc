@@ -7,15 +7,49 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/stable_hash.h"
 #include "storage/file_io.h"
 
 namespace dedupd {
 namespace {
+
+// The file header (docs/storage_format.md, "URL filter file"): magic,
+// version (u32), segment count (u32), file length in bytes (u64), and
+// StableHash64 of those 24 bytes (u64); little-endian, like the filters.
+constexpr absl::string_view kFileMagic("DDURLSEG", 8);
+constexpr uint32_t kFileVersion = 1;
+constexpr size_t kFileHeaderBytes = 32;
+constexpr uint64_t kFileHeaderSeed = 0x5552'4c53'4547'0001;  // "URLSEG" 1
+// A serialized BloomFilter starts with this: a file that does is the
+// one-filter file of the builds before segments.
+constexpr absl::string_view kBloomMagic("DDBLOOM\0", 8);
+
+void PutLe(uint64_t v, int bytes, std::string* out) {
+  for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
+}
+uint64_t GetLe(absl::string_view in, size_t offset, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) {
+    v |= static_cast<uint64_t>(static_cast<uint8_t>(in[offset + i])) << (8 * i);
+  }
+  return v;
+}
+
+std::string EncodeFileHeader(uint32_t segments, uint64_t file_bytes) {
+  std::string h(kFileMagic);
+  PutLe(kFileVersion, 4, &h);
+  PutLe(segments, 4, &h);
+  PutLe(file_bytes, 8, &h);
+  PutLe(StableHash64(h, kFileHeaderSeed), 8, &h);
+  return h;
+}
 
 // The design size of a filter: the keys it holds at `rate`.
 uint64_t DesignKeys(const BloomFilter& filter, double rate) {
@@ -35,31 +69,53 @@ struct LoadedChain {
   std::vector<uint64_t> keys;
 };
 
-// LoadFilterFile returns the segments saved in `file` when they are usable
-// for a store at `store_tag`, else an error whose message says why not
-// (missing, unreadable, damaged, other version, stale). `hint` is set to
-// the key count of the segments whose headers parse.
-absl::StatusOr<LoadedChain> LoadFilterFile(const std::string& file, uint64_t store_tag,
-                                           uint64_t* hint) {
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) return absl::NotFoundError("no filter file");
-  absl::StatusOr<std::string> bytes = file_io::ReadFile(file);
-  if (!bytes.ok()) return bytes.status();
-  absl::string_view rest = *bytes;
-  if (rest.empty()) return absl::DataLossError("empty filter file");
-  LoadedChain chain;
-  for (size_t index = 0; !rest.empty(); ++index) {
+// ParseFilterFile returns the segments in `bytes` (a whole filter file)
+// when they are usable for a store at `store_tag`, else an error whose
+// message says why not (damaged, other version, stale). `hint` is set to
+// the sum of the key counts of the segment headers that parse, stale or
+// not: the rebuild sizes its first segment from it.
+absl::StatusOr<LoadedChain> ParseFilterFile(absl::string_view bytes, uint64_t store_tag,
+                                            uint64_t* hint) {
+  *hint = 0;
+  if (bytes.empty()) return absl::DataLossError("empty filter file");
+  // How many segments follow, and where they start.
+  uint64_t want_segments = 1;
+  absl::string_view rest = bytes;
+  if (absl::StartsWith(bytes, kFileMagic)) {
+    if (bytes.size() < kFileHeaderBytes) {
+      return absl::DataLossError(absl::StrCat("filter file of ", bytes.size(),
+                                              " bytes, shorter than its header"));
+    }
+    if (GetLe(bytes, 24, 8) != StableHash64(bytes.substr(0, 24), kFileHeaderSeed)) {
+      return absl::DataLossError("filter file header checksum mismatch");
+    }
+    const uint64_t version = GetLe(bytes, 8, 4);
+    if (version != kFileVersion) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "filter file version ", version, ", this build reads ", kFileVersion));
+    }
+    want_segments = GetLe(bytes, 12, 4);
+    const uint64_t file_bytes = GetLe(bytes, 16, 8);
+    if (want_segments == 0) return absl::DataLossError("filter file of 0 segments");
+    if (file_bytes != bytes.size()) {
+      return absl::DataLossError(absl::StrCat("filter file of ", bytes.size(),
+                                              " bytes, its header says ", file_bytes));
+    }
+    rest.remove_prefix(kFileHeaderBytes);
+  } else if (!absl::StartsWith(bytes, kBloomMagic)) {
+    return absl::DataLossError("not a URL filter file (unknown magic)");
+  }
+  // Every segment's header and the lengths first (they give the hint even
+  // when a segment turns out stale or damaged), then tags and checksums.
+  std::vector<BloomFilter::Header> headers;
+  std::vector<absl::string_view> words;
+  for (uint64_t index = 0; index < want_segments; ++index) {
     absl::StatusOr<BloomFilter::Header> header = BloomFilter::ParseHeader(rest);
     if (!header.ok()) {
       return absl::Status(header.status().code(),
                           absl::StrCat("segment ", index, ": ", header.status().message()));
     }
     *hint += header->inserted_keys;
-    if (header->user_tag != store_tag) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "stale filter file (written at store state ", header->user_tag,
-          ", the store is at ", store_tag, ": the process did not stop cleanly)"));
-    }
     rest.remove_prefix(BloomFilter::kHeaderBytes);
     // ParseHeader bounds num_blocks (kMaxBlocks), so this cannot overflow.
     const uint64_t word_bytes = header->num_blocks * (BloomFilter::kBlockBits / 8);
@@ -68,17 +124,44 @@ absl::StatusOr<LoadedChain> LoadFilterFile(const std::string& file, uint64_t sto
                                               " bytes of bit array left, its header says ",
                                               word_bytes));
     }
-    absl::StatusOr<BloomFilter> filter =
-        BloomFilter::FromHeaderAndWords(*header, rest.substr(0, word_bytes));
+    headers.push_back(*header);
+    words.push_back(rest.substr(0, word_bytes));
+    rest.remove_prefix(word_bytes);
+  }
+  if (!rest.empty()) {
+    return absl::DataLossError(
+        absl::StrCat(rest.size(), " bytes after the last of ", want_segments, " segments"));
+  }
+  for (const BloomFilter::Header& h : headers) {
+    if (h.user_tag != store_tag) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "stale filter file (written at store state ", h.user_tag,
+          ", the store is at ", store_tag, ": the process did not stop cleanly)"));
+    }
+  }
+  LoadedChain chain;
+  for (size_t i = 0; i < headers.size(); ++i) {
+    absl::StatusOr<BloomFilter> filter = BloomFilter::FromHeaderAndWords(headers[i], words[i]);
     if (!filter.ok()) {
       return absl::Status(filter.status().code(),
-                          absl::StrCat("segment ", index, ": ", filter.status().message()));
+                          absl::StrCat("segment ", i, ": ", filter.status().message()));
     }
-    rest.remove_prefix(word_bytes);
     chain.filters.push_back(*std::move(filter));
-    chain.keys.push_back(header->inserted_keys);
+    chain.keys.push_back(headers[i].inserted_keys);
   }
   return chain;
+}
+
+// LoadFilterFile is ParseFilterFile of the file at `file`; NotFound when
+// there is none.
+absl::StatusOr<LoadedChain> LoadFilterFile(const std::string& file, uint64_t store_tag,
+                                           uint64_t* hint) {
+  *hint = 0;
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return absl::NotFoundError("no filter file");
+  absl::StatusOr<std::string> bytes = file_io::ReadFile(file);
+  if (!bytes.ok()) return bytes.status();
+  return ParseFilterFile(*bytes, store_tag, hint);
 }
 
 }  // namespace
@@ -129,7 +212,8 @@ void UrlFilterFront::Start(uint64_t store_tag) {
   }
   const absl::string_view why = loaded.status().message();
   load_result_ = absl::StrCat("rebuilding: ", why);
-  // One segment with room for twice the URLs the file held.
+  // Room for twice the URLs the file held, in one segment if that was
+  // right; the scan adds segments if the store holds more.
   StartRebuildLocked(std::max(options_.expected_urls, 2 * hint));
 }
 
@@ -139,48 +223,78 @@ void UrlFilterFront::StartRebuildLocked(uint64_t design_keys) {
     // longer needs mu_.
     rebuild_thread_.join();
   }
-  building_ = NewSegment(design_keys, options_.false_positive_rate, /*first=*/true);
-  building_keys_ = 0;
+  auto chain = std::make_shared<Chain>();
+  chain->segments.push_back(
+      NewSegment(design_keys, options_.false_positive_rate, /*first=*/true));
+  building_ = std::move(chain);
+  building_newest_keys_ = 0;
   rebuilding_ = true;
   rebuild_thread_ = std::thread([this] { RunRebuild(); });
 }
 
 void UrlFilterFront::RunRebuild() {
   const absl::Time start = absl::Now();
-  std::shared_ptr<BloomFilter> target;
-  {
-    absl::MutexLock lock(&mu_);
-    target = building_.filter;
-  }
-  // The filter is registered in building_ (so Inserted feeds it) before the
+  // The chain is registered in building_ (so Inserted feeds it) before the
   // scan takes its snapshot: a key written before the snapshot is in the
-  // scan, one written after it is inserted.
-  uint64_t scanned = 0;
+  // scan, one written after it is inserted. Scanned keys go in batches,
+  // through the same path as inserts, so the chain grows as it fills.
+  std::vector<uint64_t> batch;
+  constexpr size_t kBatch = 4096;
+  batch.reserve(kBatch);
   const absl::Status s = scan_(
       [&](absl::string_view key) {
-        target->Insert(KeyHash(key));
-        ++scanned;
+        batch.push_back(KeyHash(key));
+        if (batch.size() == kBatch) {
+          AddScanned(batch);
+          batch.clear();
+        }
       },
       cancel_);
+  if (s.ok() && !cancel_) AddScanned(batch);
   absl::MutexLock lock(&mu_);
   if (s.ok() && !cancel_) {
-    auto chain = std::make_shared<Chain>();
-    chain->segments.push_back(std::move(building_));
-    active_ = std::move(chain);
-    newest_keys_ = scanned + building_keys_;
+    active_ = std::move(building_);
+    newest_keys_ = building_newest_keys_.load();
     ++rebuilds_;
     last_rebuild_time_ = absl::Now() - start;
   } else if (!cancel_) {
-    // The store stays exact without a filter (or with the old one); the
-    // failure is reported once here.
+    // The store stays exact without a filter; the failure is reported
+    // once here.
     std::fprintf(stderr,
                  "dedupd: warning: URL filter rebuild failed, claims read the "
                  "store for every key: %s\n",
                  s.ToString().c_str());
   }
-  building_ = Segment{};
-  building_keys_ = 0;
+  building_ = nullptr;
+  building_newest_keys_ = 0;
   rebuilding_ = false;
+}
+
+void UrlFilterFront::AddScanned(absl::Span<const uint64_t> key_hashes) {
+  // Split at the newest segment's design size, so that a small first
+  // segment is not overfilled by a whole batch (claims' inserts may still
+  // overfill it by a batch each).
+  while (!key_hashes.empty()) {
+    std::shared_ptr<const Chain> full;
+    {
+      absl::ReaderMutexLock lock(&mu_);
+      if (building_ == nullptr) return;
+      const uint64_t design = building_->segments.back().design_keys;
+      const uint64_t keys = building_newest_keys_.load(std::memory_order_relaxed);
+      const size_t room = keys < design ? static_cast<size_t>(std::min<uint64_t>(
+                                              design - keys, key_hashes.size()))
+                                        : 0;
+      if (room == 0) {
+        full = building_;
+      } else {
+        full = InsertLocked(Which::kBuilding, key_hashes.subspan(0, room));
+        key_hashes.remove_prefix(room);
+      }
+    }
+    // Another call may be adding the segment (Grow returns at once then);
+    // the next round sees its room.
+    if (full != nullptr) Grow(Which::kBuilding, full);
+  }
 }
 
 void UrlFilterFront::JoinRebuild() {
@@ -201,40 +315,55 @@ UrlFilterFront::View UrlFilterFront::Acquire() const {
 
 void UrlFilterFront::Inserted(absl::Span<const uint64_t> key_hashes) {
   if (key_hashes.empty()) return;
-  std::shared_ptr<const Chain> full;
+  std::shared_ptr<const Chain> full_active, full_building;
   {
-    // Shared: inserts are atomic. Grow publishes a new chain only under
-    // the exclusive lock, so no insert lands in a segment after it was
-    // sealed and its count taken.
+    // Both chains under one shared lock: a rebuild that ends in between
+    // (building_ becoming active_) would otherwise leave a key in neither.
+    // Shared is enough: inserts are atomic, and Grow publishes a new chain
+    // only under the exclusive lock, so no insert lands in a segment after
+    // it was sealed and its count taken.
     absl::ReaderMutexLock lock(&mu_);
-    if (active_ != nullptr) {
-      const Segment& newest = active_->segments.back();
-      for (uint64_t h : key_hashes) newest.filter->Insert(h);
-      const uint64_t keys =
-          newest_keys_.fetch_add(key_hashes.size(), std::memory_order_relaxed) +
-          key_hashes.size();
-      if (keys > newest.design_keys) full = active_;
-    }
-    if (building_.filter != nullptr) {
-      for (uint64_t h : key_hashes) building_.filter->Insert(h);
-      building_keys_.fetch_add(key_hashes.size(), std::memory_order_relaxed);
-    }
+    full_active = InsertLocked(Which::kActive, key_hashes);
+    full_building = InsertLocked(Which::kBuilding, key_hashes);
   }
-  if (full != nullptr) Grow(full);
+  if (full_active != nullptr) Grow(Which::kActive, full_active);
+  if (full_building != nullptr) Grow(Which::kBuilding, full_building);
 }
 
-void UrlFilterFront::Grow(const std::shared_ptr<const Chain>& full) {
+std::shared_ptr<const UrlFilterFront::Chain> UrlFilterFront::InsertLocked(
+    Which which, absl::Span<const uint64_t> key_hashes) {
+  const std::shared_ptr<const Chain>& chain = which == Which::kActive ? active_ : building_;
+  if (chain == nullptr || key_hashes.empty()) return nullptr;
+  std::atomic<uint64_t>& newest_keys =
+      which == Which::kActive ? newest_keys_ : building_newest_keys_;
+  const Segment& newest = chain->segments.back();
+  for (uint64_t h : key_hashes) newest.filter->Insert(h);
+  const uint64_t keys =
+      newest_keys.fetch_add(key_hashes.size(), std::memory_order_relaxed) + key_hashes.size();
+  return keys > newest.design_keys ? chain : nullptr;
+}
+
+void UrlFilterFront::Grow(Which which, const std::shared_ptr<const Chain>& full) {
+  bool idle = false;
+  if (!growing_.compare_exchange_strong(idle, true)) return;
   const Segment& last = full->segments.back();
   // Allocated (and zeroed) before taking the lock: claims wait for nothing
   // but the pointer swap.
   Segment next = NewSegment(2 * last.design_keys, last.rate / 2, /*first=*/false);
-  absl::MutexLock lock(&mu_);
-  if (active_ != full) return;  // another call grew it first
-  auto chain = std::make_shared<Chain>(*full);
-  chain->sealed_keys.push_back(newest_keys_.load(std::memory_order_relaxed));
-  chain->segments.push_back(std::move(next));
-  newest_keys_ = 0;
-  active_ = std::move(chain);
+  {
+    absl::MutexLock lock(&mu_);
+    std::shared_ptr<const Chain>& chain = which == Which::kActive ? active_ : building_;
+    if (chain == full) {  // else another call grew it, or the rebuild ended
+      std::atomic<uint64_t>& newest_keys =
+          which == Which::kActive ? newest_keys_ : building_newest_keys_;
+      auto grown = std::make_shared<Chain>(*full);
+      grown->sealed_keys.push_back(newest_keys.load(std::memory_order_relaxed));
+      grown->segments.push_back(std::move(next));
+      newest_keys = 0;
+      chain = std::move(grown);
+    }
+  }
+  growing_ = false;
 }
 
 void UrlFilterFront::StopRebuilds() {
@@ -256,12 +385,17 @@ absl::Status UrlFilterFront::Persist(uint64_t store_tag) {
   }
   if (chain == nullptr) return absl::OkStatus();
 
+  uint64_t file_bytes = kFileHeaderBytes;
+  for (const Segment& seg : chain->segments) {
+    file_bytes += BloomFilter::kHeaderBytes + seg.filter->memory_bytes();
+  }
   const std::string tmp = file_ + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return file_io::ErrnoStatus(errno, tmp, "create URL filter file");
-  int err = 0;
-  // The segments back to back, oldest first, each in BloomFilter's
-  // serialized form with its own key count and the store's tag.
+  int err = file_io::WriteAll(
+      fd, EncodeFileHeader(static_cast<uint32_t>(chain->segments.size()), file_bytes));
+  // Then the segments, oldest first, each in BloomFilter's serialized form
+  // with its own key count and the store's tag.
   for (size_t i = 0; i < chain->segments.size() && err == 0; ++i) {
     const BloomFilter& f = *chain->segments[i].filter;
     const uint64_t keys = i < chain->sealed_keys.size() ? chain->sealed_keys[i] : newest_keys;
@@ -295,32 +429,42 @@ bool UrlFilterFront::WaitForRebuild(absl::Duration timeout) const {
 
 UrlFilterFront::Stats UrlFilterFront::stats() const {
   Stats st;
-  absl::ReaderMutexLock lock(&mu_);
-  st.enabled = options_.enabled;
-  st.ready = active_ != nullptr;
-  st.rebuilding = rebuilding_;
-  st.rebuilds = rebuilds_;
-  st.load_result = load_result_;
-  if (active_ != nullptr) {
+  std::shared_ptr<const Chain> active;
+  std::shared_ptr<const Chain> building;
+  uint64_t newest_keys = 0;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    st.enabled = options_.enabled;
+    st.ready = active_ != nullptr;
+    st.rebuilding = rebuilding_;
+    st.rebuilds = rebuilds_;
+    st.load_result = load_result_;
+    st.last_rebuild_time = last_rebuild_time_;
+    active = active_;
+    building = building_;
+    newest_keys = newest_keys_.load(std::memory_order_relaxed);
+  }
+  // The rate estimates (Poisson sums) run outside the lock.
+  if (active != nullptr) {
     double pass_none = 1;  // the chance a new key passes no segment
-    for (size_t i = 0; i < active_->segments.size(); ++i) {
-      const Segment& seg = active_->segments[i];
-      const uint64_t keys = i < active_->sealed_keys.size()
-                                ? active_->sealed_keys[i]
-                                : newest_keys_.load(std::memory_order_relaxed);
+    for (size_t i = 0; i < active->segments.size(); ++i) {
+      const Segment& seg = active->segments[i];
+      const uint64_t keys =
+          i < active->sealed_keys.size() ? active->sealed_keys[i] : newest_keys;
       st.keys += keys;
       st.design_keys += seg.design_keys;
       st.memory_bytes += seg.filter->memory_bytes();
       pass_none *= 1 - BloomFilter::BlockedFalsePositiveRate(
                            keys, seg.filter->num_blocks(), seg.filter->num_probes());
     }
-    st.segments = active_->segments.size();
+    st.segments = active->segments.size();
     st.estimated_false_positive_rate = 1 - pass_none;
   }
-  if (building_.filter != nullptr) st.memory_bytes += building_.filter->memory_bytes();
+  if (building != nullptr) {
+    for (const Segment& seg : building->segments) st.memory_bytes += seg.filter->memory_bytes();
+  }
   st.keys_skipped = keys_skipped_.load(std::memory_order_relaxed);
   st.keys_read = keys_read_.load(std::memory_order_relaxed);
-  st.last_rebuild_time = last_rebuild_time_;
   return st;
 }
 

@@ -13,7 +13,9 @@
 // new one for twice as many keys at half the false positive rate takes the
 // inserts, and lookups ask every segment. No scan, no second copy of the
 // keys in memory, and the false positive rate of the whole stays below
-// twice the configured one (rate r, then r/2, r/4, ...).
+// twice the configured one (rate r, then r/2, r/4, ...). A rebuild grows
+// the same way while it scans, so it ends with the segments the keys need
+// whatever size it started from.
 //
 // The one rule that keeps answers exact: every key is handed to Inserted
 // after its write is durable and before anyone else may claim it (while
@@ -67,7 +69,11 @@ struct UrlFilterOptions {
 
   // False positive rate of the first segment at its design size: the
   // share of new URLs that still cost a store read. Later segments halve
-  // it, so the whole stays below twice this. Default: 0.01. Range: (0, 0.5].
+  // it, so the whole stays below twice this. A saved filter's segments are
+  // read with this setting's rates (segment i: rate / 2^i), which set their
+  // design sizes: after changing it, delete the filter file so that a
+  // rebuild sizes the segments for the new rate. Default: 0.01.
+  // Range: (0, 0.5].
   double false_positive_rate = 0.01;
 
   // When non-zero, the first segment's size in bytes instead of the one
@@ -96,11 +102,18 @@ class UrlFilterFront {
   // (the store's state when they were written, e.g. RocksDB's last
   // sequence number: equal means no write happened since) and every
   // checksum holds; otherwise (missing, stale, damaged, other version) it
-  // starts a rebuild in the background, into one segment for twice the
-  // file's key count (at least expected_urls), and the front answers
-  // "maybe" for every key until the rebuild is done. Never fails: a bad
-  // file only costs a rebuild, and the reason is in stats().load_result.
-  // Does nothing when disabled.
+  // starts a rebuild in the background, from a first segment for twice
+  // the key count the file's segment headers give (at least
+  // expected_urls; segments are added as the scan passes their design
+  // sizes), and the front answers "maybe" for every key until the rebuild
+  // is done. Never fails: a bad file only costs a rebuild, and the reason
+  // is in stats().load_result. Does nothing when disabled.
+  //
+  // The file (docs/storage_format.md, "URL filter file"): a 32-byte header
+  // (magic "DDURLSEG", version, segment count, file length, checksum),
+  // then each segment in BloomFilter's serialized form, oldest first. A
+  // file of one bare serialized filter (what builds before segments
+  // wrote) loads as one segment.
   void Start(uint64_t store_tag);
 
   // One segment of the filter: a Bloom filter, its design size (the keys
@@ -196,14 +209,27 @@ class UrlFilterFront {
   // A segment for `design_keys` keys at `rate` (or the memory budget, when
   // set, for a first segment).
   Segment NewSegment(uint64_t design_keys, double rate, bool first) const;
-  // Starts the rebuild thread for a one-segment filter of `design_keys`.
-  // REQUIRES: mu_ held, !rebuilding_.
+  // Starts the rebuild thread, into a chain whose first segment is for
+  // `design_keys`. REQUIRES: mu_ held, !rebuilding_.
   void StartRebuildLocked(uint64_t design_keys) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RunRebuild();
   void JoinRebuild();
-  // Adds a segment after `full` (the chain whose newest segment passed its
-  // design size), unless another call already did.
-  void Grow(const std::shared_ptr<const Chain>& full);
+  // The two chains that take inserts: the answering one and the one a
+  // rebuild fills.
+  enum class Which { kActive, kBuilding };
+  // Inserts `key_hashes` into the newest segment of `which`'s chain (when
+  // it exists); returns that chain when the segment passed its design size
+  // (the caller then calls Grow without the lock), else null.
+  std::shared_ptr<const Chain> InsertLocked(Which which,
+                                            absl::Span<const uint64_t> key_hashes)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // A rebuild's scanned keys, into the building chain.
+  void AddScanned(absl::Span<const uint64_t> key_hashes);
+  // Adds a segment after `full`, the chain of `which` whose newest segment
+  // passed its design size, unless the chain changed meanwhile. One call
+  // at a time allocates (growing_); the others return, and a later insert
+  // into the still-full segment calls again.
+  void Grow(Which which, const std::shared_ptr<const Chain>& full);
 
   const UrlFilterOptions options_;
   const ScanFn scan_;
@@ -212,8 +238,9 @@ class UrlFilterFront {
   mutable absl::Mutex mu_;
   // The answering segments; null while none is ready.
   std::shared_ptr<const Chain> active_ ABSL_GUARDED_BY(mu_);
-  // The one segment a rebuild fills (its filter is null when none runs).
-  Segment building_ ABSL_GUARDED_BY(mu_);
+  // The chain a rebuild fills from its scan and from inserts; null when
+  // no rebuild runs.
+  std::shared_ptr<const Chain> building_ ABSL_GUARDED_BY(mu_);
   bool rebuilding_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t rebuilds_ ABSL_GUARDED_BY(mu_) = 0;
   std::string load_result_ ABSL_GUARDED_BY(mu_);
@@ -221,10 +248,11 @@ class UrlFilterFront {
   std::thread rebuild_thread_;  // joined by JoinRebuild; touched under join_mu_
   absl::Mutex join_mu_;
 
-  // Keys in active_'s newest segment / inserted into building_ during its
-  // rebuild.
+  // Keys in the newest segment of active_ / of building_.
   std::atomic<uint64_t> newest_keys_{0};
-  std::atomic<uint64_t> building_keys_{0};
+  std::atomic<uint64_t> building_newest_keys_{0};
+  // Set while a Grow allocates a segment.
+  std::atomic<bool> growing_{false};
   std::atomic<bool> cancel_{false};
   std::atomic<uint64_t> keys_skipped_{0};
   std::atomic<uint64_t> keys_read_{0};

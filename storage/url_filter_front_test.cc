@@ -16,11 +16,15 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "core/bloom_filter.h"
+#include "core/stable_hash.h"
 #include "storage/file_io.h"
 #include "storage/test_temp_dir.h"
 #include "tests/testing/status_matchers.h"
@@ -162,12 +166,13 @@ TEST_F(UrlFilterFrontTest, StaleOrDamagedFileIsRebuilt) {
   // One flipped byte in the words: the checksum catches it.
   {
     std::fstream f(file_, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(BloomFilter::kHeaderBytes + 5);
+    f.seekp(32 + BloomFilter::kHeaderBytes + 5);  // file header, segment 0's header
     f.put('\x7f');
   }
   UrlFilterFront front(SmallOptions(), store_.Scan(), file_);
   front.Start(42);
-  EXPECT_THAT(front.stats().load_result, StartsWith("rebuilding: "));
+  EXPECT_THAT(front.stats().load_result, StartsWith("rebuilding: segment 0: "));
+  EXPECT_THAT(front.stats().load_result, HasSubstr("checksum"));
   EXPECT_THAT(front.stats().load_result, Not(HasSubstr("stale")));
   ASSERT_TRUE(front.WaitForRebuild(kWait));
   EXPECT_EQ(store_.scans, 3);
@@ -199,35 +204,65 @@ TEST_F(UrlFilterFrontTest, InsertsDuringTheRebuildAreKept) {
   EXPECT_EQ(front.stats().keys, 1100u);
 }
 
-TEST_F(UrlFilterFrontTest, GrowsByAddingASegment) {
+TEST_F(UrlFilterFrontTest, RebuildAndInsertsGrowBySegments) {
   UrlFilterOptions o = SmallOptions();
   o.expected_urls = 500;  // the store already holds 1,000
   UrlFilterFront front(o, store_.Scan(), file_);
   front.Start(1);
   ASSERT_TRUE(front.WaitForRebuild(kWait));
+  // The scan filled the first segment (~500) and went on in a second one
+  // for twice as many at half the rate, instead of overfilling the first.
   const UrlFilterFront::Stats first = front.stats();
-  EXPECT_EQ(first.segments, 1u);
-  // The first segment is for max(500, 0) keys and holds 1,000: the next
-  // insert adds a segment for twice its design size, at half its rate.
-  std::vector<uint64_t> more;
-  for (int i = 1000; i < 1010; ++i) {
+  EXPECT_EQ(first.segments, 2u);
+  EXPECT_EQ(first.keys, 1000u);
+  EXPECT_EQ(first.rebuilds, 1u);
+  EXPECT_GE(first.design_keys, 1500u);
+  EXPECT_LT(first.estimated_false_positive_rate, 0.02);
+  // The second segment (~1,000) holds ~500: 700 more keys pass it and add
+  // a third, without another scan.
+  std::vector<uint64_t> batch;
+  for (int i = 1000; i < 1700; ++i) {
     store_.keys.push_back(Key(i));
-    more.push_back(UrlFilterFront::KeyHash(Key(i)));
+    batch.push_back(UrlFilterFront::KeyHash(Key(i)));
+    if (batch.size() == 10) {
+      front.Inserted(batch);
+      batch.clear();
+    }
   }
-  front.Inserted(more);
   const UrlFilterFront::Stats st = front.stats();
-  EXPECT_EQ(st.segments, 2u);
+  EXPECT_EQ(st.segments, 3u);
   EXPECT_FALSE(st.rebuilding);
-  EXPECT_EQ(st.rebuilds, 1u);   // no second rebuild
-  EXPECT_EQ(store_.scans, 1);   // and no second scan
-  EXPECT_EQ(st.keys, 1010u);
-  EXPECT_GE(st.design_keys, 3 * first.design_keys);
-  // Twice the keys at half the rate: more than twice the bits.
-  EXPECT_GT(st.memory_bytes, 3 * first.memory_bytes);
+  EXPECT_EQ(st.rebuilds, 1u);  // no second rebuild
+  EXPECT_EQ(store_.scans, 1);  // and no second scan
+  EXPECT_EQ(st.keys, 1700u);
+  EXPECT_GT(st.design_keys, 2 * first.design_keys);
+  EXPECT_GT(st.memory_bytes, 2 * first.memory_bytes);
+  EXPECT_LT(st.estimated_false_positive_rate, 0.02);
   const UrlFilterFront::View view = front.Acquire();
   for (const std::string& k : store_.keys) {
     ASSERT_TRUE(view.MayContain(UrlFilterFront::KeyHash(k))) << k;
   }
+}
+
+TEST_F(UrlFilterFrontTest, StaleFileSizesTheRebuildFromEverySegment) {
+  UrlFilterOptions o = SmallOptions();
+  o.expected_urls = 500;
+  {
+    UrlFilterFront front(o, store_.Scan(), file_);
+    front.Start(5);
+    ASSERT_TRUE(front.WaitForRebuild(kWait));
+    ASSERT_EQ(front.stats().segments, 2u);
+    ASSERT_THAT(front.Persist(5), IsOk());
+  }
+  // Stale (a write after the file): the rebuild's first segment is for
+  // twice the 1,000 keys of both segments' headers, so it holds them all.
+  UrlFilterFront front(o, store_.Scan(), file_);
+  front.Start(6);
+  EXPECT_THAT(front.stats().load_result, HasSubstr("stale filter file"));
+  ASSERT_TRUE(front.WaitForRebuild(kWait));
+  EXPECT_EQ(front.stats().segments, 1u);
+  EXPECT_GE(front.stats().design_keys, 2000u);
+  EXPECT_EQ(front.stats().keys, 1000u);
 }
 
 TEST_F(UrlFilterFrontTest, FalsePositiveRateStaysBelowTwiceTheSetting) {
@@ -237,9 +272,10 @@ TEST_F(UrlFilterFrontTest, FalsePositiveRateStaysBelowTwiceTheSetting) {
   UrlFilterFront front(o, store_.Scan(), file_);
   front.Start(1);
   ASSERT_TRUE(front.WaitForRebuild(kWait));
-  // Fill three segments to their design sizes (~2,000 + 4,000 + 8,000 at
-  // 1%, 0.5%, 0.25%: 1.75% together), a batch at a time.
-  const uint64_t full = front.stats().design_keys * 7;
+  // Fill three segments to about 95% of their design sizes (~2,000 +
+  // 4,000 + 8,000 at 1%, 0.5%, 0.25%: 1.75% together when full), a batch
+  // of 100 at a time (a batch may overfill a segment by up to 99 keys).
+  const uint64_t full = front.stats().design_keys * 7 * 95 / 100;
   std::vector<uint64_t> batch;
   for (uint64_t i = 0; i < full; ++i) {
     batch.push_back(UrlFilterFront::KeyHash(Key(static_cast<int>(i))));
@@ -304,28 +340,67 @@ TEST_F(UrlFilterFrontTest, InsertsRacingGrowthAreKept) {
   }
 }
 
+// The file header's bytes for `segments` segments in a file of
+// `file_bytes`, built from docs/storage_format.md's layout, not from the
+// code under test.
+std::string FileHeader(uint32_t segments, uint64_t file_bytes, uint32_t version = 1) {
+  std::string h("DDURLSEG");
+  auto put = [&h](uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) h.push_back(static_cast<char>(v >> (8 * i)));
+  };
+  put(version, 4);
+  put(segments, 4);
+  put(file_bytes, 8);
+  put(StableHash64(h, 0x5552'4c53'4547'0001), 8);
+  return h;
+}
+
+TEST_F(UrlFilterFrontTest, FileHeaderGolden) {
+  // Pinned bytes: changing the header's layout or checksum must show here.
+  EXPECT_EQ(absl::BytesToHexString(FileHeader(3, 4096)),
+            "444455524c534547"    // "DDURLSEG"
+            "01000000"            // version 1
+            "03000000"            // 3 segments
+            "0010000000000000"    // 4,096 bytes
+            "acc5ae60b825f7b1");  // StableHash64 of the 24 bytes above
+  UrlFilterOptions o = SmallOptions();
+  o.expected_urls = 500;
+  UrlFilterFront front(o, store_.Scan(), file_);
+  front.Start(9);
+  ASSERT_TRUE(front.WaitForRebuild(kWait));
+  ASSERT_THAT(front.Persist(9), IsOk());
+  const std::string bytes = *file_io::ReadFile(file_);
+  const UrlFilterFront::Stats st = front.stats();
+  ASSERT_EQ(st.segments, 2u);
+  EXPECT_EQ(bytes.size(), 32 + 2 * BloomFilter::kHeaderBytes + st.memory_bytes);
+  EXPECT_EQ(bytes.substr(0, 32), FileHeader(2, bytes.size()));
+  // Each segment is a serialized BloomFilter tagged with the store state.
+  absl::StatusOr<BloomFilter::Header> first = BloomFilter::ParseHeader(bytes.substr(32));
+  ASSERT_THAT(first.status(), IsOk());
+  EXPECT_EQ(first->user_tag, 9u);
+}
+
 TEST_F(UrlFilterFrontTest, EverySegmentIsPersistedAndCheckedAtLoad) {
   UrlFilterOptions o = SmallOptions();
   o.expected_urls = 500;
   std::vector<uint64_t> more;
   for (int i = 1000; i < 3000; ++i) more.push_back(UrlFilterFront::KeyHash(Key(i)));
-  uintmax_t file_bytes = 0;
   {
     UrlFilterFront front(o, store_.Scan(), file_);
     front.Start(9);
     ASSERT_TRUE(front.WaitForRebuild(kWait));
-    front.Inserted(more);
-    ASSERT_EQ(front.stats().segments, 2u);
+    for (size_t i = 0; i < more.size(); i += 10) {
+      front.Inserted(absl::MakeConstSpan(more).subspan(i, 10));
+    }
+    ASSERT_EQ(front.stats().segments, 3u);
     ASSERT_THAT(front.Persist(9), IsOk());
-    file_bytes = std::filesystem::file_size(file_);
-    EXPECT_EQ(file_bytes, 2 * BloomFilter::kHeaderBytes + front.stats().memory_bytes);
   }
   {
     UrlFilterFront again(o, store_.Scan(), file_);
     again.Start(9);
     const UrlFilterFront::Stats st = again.stats();
     EXPECT_EQ(st.load_result, "loaded");
-    EXPECT_EQ(st.segments, 2u);
+    EXPECT_EQ(st.segments, 3u);
     EXPECT_EQ(st.keys, 3000u);
     EXPECT_EQ(store_.scans, 1);
     const UrlFilterFront::View view = again.Acquire();
@@ -335,18 +410,32 @@ TEST_F(UrlFilterFrontTest, EverySegmentIsPersistedAndCheckedAtLoad) {
     }
   }
   const std::string bytes = *file_io::ReadFile(file_);
-  // A file cut inside the second segment, or with bytes after the last
-  // one, is damaged: rebuilt, never loaded without the keys it lost.
+  // Where segment 1 starts: after the file header, segment 0's header and
+  // its bit array.
+  absl::StatusOr<BloomFilter::Header> seg0 = BloomFilter::ParseHeader(bytes.substr(32));
+  ASSERT_THAT(seg0.status(), IsOk());
+  const size_t seg1 = 32 + BloomFilter::kHeaderBytes + seg0->num_blocks * 64;
+  const std::string body = bytes.substr(32);
+  // A file that lost segments or gained bytes is damaged: rebuilt, never
+  // loaded without the keys it lost.
   struct Case {
     std::string name;
     std::string contents;
     std::string why;
   };
   const std::vector<Case> cases = {
-      {"cut in the second segment's words", bytes.substr(0, bytes.size() - 64),
-       "segment 1: "},
-      {"cut after the first segment", bytes.substr(0, bytes.size() / 3), "segment 1: "},
-      {"trailing bytes", bytes + std::string(10, '\0'), "segment 2: "},
+      {"cut at the end of segment 0", bytes.substr(0, seg1), "its header says"},
+      {"cut at the end of segment 1 (header rewritten to match the length)",
+       FileHeader(3, seg1 + 10) + body.substr(0, seg1 + 10 - 32), "segment 1: "},
+      {"one segment fewer in the header", FileHeader(2, bytes.size()) + body,
+       "after the last of 2 segments"},
+      {"cut inside segment 2's bit array", bytes.substr(0, bytes.size() - 64),
+       "its header says"},
+      {"trailing bytes", bytes + std::string(10, '\0'), "its header says"},
+      {"header checksum", FileHeader(3, bytes.size()).substr(0, 24) + std::string(8, 'x') + body,
+       "header checksum"},
+      {"another version", FileHeader(3, bytes.size(), 2) + body, "version 2"},
+      {"unknown magic", "XX" + bytes.substr(2), "unknown magic"},
       {"empty", "", "empty filter file"},
   };
   for (const Case& c : cases) {
@@ -362,10 +451,36 @@ TEST_F(UrlFilterFrontTest, EverySegmentIsPersistedAndCheckedAtLoad) {
     EXPECT_THAT(front.stats().load_result, HasSubstr(c.why));
     ASSERT_TRUE(front.WaitForRebuild(kWait));
     EXPECT_EQ(store_.scans, scans + 1);
-    // The rebuild sizes its one segment for twice the keys the headers
-    // that parsed counted (at least expected_urls).
-    EXPECT_EQ(front.stats().segments, 1u);
   }
+}
+
+TEST_F(UrlFilterFrontTest, OneFilterFileOfEarlierBuildsLoads) {
+  // Before segments the file was one serialized BloomFilter.
+  BloomFilter filter(100, 7);
+  for (const std::string& k : store_.keys) filter.Insert(UrlFilterFront::KeyHash(k));
+  {
+    std::ofstream f(file_, std::ios::binary | std::ios::trunc);
+    f << filter.Serialize(/*inserted_keys=*/1000, /*user_tag=*/4);
+  }
+  {
+    UrlFilterFront front(SmallOptions(), store_.Scan(), file_);
+    front.Start(4);
+    EXPECT_EQ(front.stats().load_result, "loaded");
+    EXPECT_EQ(front.stats().segments, 1u);
+    EXPECT_EQ(front.stats().keys, 1000u);
+    for (const std::string& k : store_.keys) {
+      ASSERT_TRUE(front.Acquire().MayContain(UrlFilterFront::KeyHash(k)));
+    }
+    EXPECT_EQ(store_.scans, 0);
+  }
+  // With anything after the filter it is damaged.
+  {
+    std::ofstream f(file_, std::ios::binary | std::ios::trunc);
+    f << filter.Serialize(1000, 4) << "x";
+  }
+  UrlFilterFront front(SmallOptions(), store_.Scan(), file_);
+  front.Start(4);
+  EXPECT_THAT(front.stats().load_result, HasSubstr("1 bytes after the last of 1 segments"));
 }
 
 TEST_F(UrlFilterFrontTest, MemoryBudgetSetsTheFirstFilter) {

@@ -254,8 +254,9 @@ TEST_F(E2eUrlBloomTest, ExactModesFrontGrowsBySegmentsAcrossARestart) {
   std::string scrape;
   ASSERT_NO_FATAL_FAILURE(WaitForFront(&port, &scrape));
   EXPECT_EQ(MetricValue(scrape, "dedupd_url_filter_segments"), 1) << scrape;
-  // Three batches of 300: the first passes the first segment's 100, the
-  // second the next one's 200; the third fits in the third (400).
+  // Three batches of 300 (one store claim each): the first passes the
+  // first segment's ~100, the second the next one's ~200; the third fits
+  // in the third (~400).
   for (int b = 0; b < 3; ++b) {
     EXPECT_EQ(Count(Check(Urls(absl::StrCat("https://g.example/", b, "/"), 300)),
                     v1::URL_VERDICT_NEW),
