@@ -8,6 +8,7 @@
 //       chunk_bytes=<b> docs=<n> chunks=<k> secs=<s> chunks_per_sec=<x>
 //       docs_per_sec=<y> p50_ms=<a> p99_ms=<z> new=<k> exact=<e> near=<r>
 //       invalid=<i> replaced=<d> errors=<c> client_cpu_secs=<u>
+//       server_cpu_secs=<v>
 //
 // (one line). docs/chunks: sent; chunk_bytes: their mean text size; secs:
 // wall time from the first call to the last answer; chunks_per_sec and
@@ -16,7 +17,8 @@
 // chunk verdicts; replaced: stored chunks the calls replaced (re-sent
 // documents); errors: failed calls; client_cpu_secs: this tool's own user +
 // system CPU from the first call to the last answer (it shares the machine
-// with the server). Exits 1 when any call failed. Every request of the
+// with the server); server_cpu_secs: the same for the process --server_pid
+// names (-1 without it). Exits 1 when any call failed. Every request of the
 // phase is built before the clock starts (--pregenerate, the default), so
 // the figures hold the client's gRPC work but not its text synthesis.
 //
@@ -95,6 +97,9 @@ ABSL_FLAG(int, max_hamming_distance, -1,
           "the requests' max_hamming_distance; -1: unset (the server's default)");
 ABSL_FLAG(int, deadline_ms, 30000, "deadline of every call, in milliseconds");
 ABSL_FLAG(int, connect_timeout_s, 10, "how long to wait for the server");
+ABSL_FLAG(int, server_pid, 0,
+          "the server's process id (same machine): report its CPU time from the "
+          "first call to the last answer as server_cpu_secs");
 ABSL_FLAG(bool, pregenerate, true,
           "build every request of the phase before the clock starts, so that the "
           "word substitution of the synthetic documents (~5 of this tool's ~12 us of "
@@ -357,6 +362,8 @@ int main(int argc, char** argv) {
   spec.threads = threads;
   spec.batches = total;
   spec.deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
+  const int server_pid = absl::GetFlag(FLAGS_server_pid);
+  const double server_cpu_at_start = dedupd::bench::ProcessCpuSecs(server_pid);
   const double cpu_at_start = CpuSecs();
   const Clock::time_point start = Clock::now();
   spec.stop_sending = start + std::chrono::duration_cast<Clock::duration>(
@@ -395,11 +402,15 @@ int main(int argc, char** argv) {
   const double p50 = dedupd::bench::Percentile(&all.latency_ms, 0.50);
   const double p99 = dedupd::bench::Percentile(&all.latency_ms, 0.99);
   const double client_cpu = CpuSecs() - cpu_at_start;
+  const double server_cpu_at_end = dedupd::bench::ProcessCpuSecs(server_pid);
+  const double server_cpu = server_cpu_at_start < 0 || server_cpu_at_end < 0
+                                ? -1
+                                : server_cpu_at_end - server_cpu_at_start;
   std::cout << absl::StrFormat(
                    "checkchunks phase=%s mode=%s threads=%d chunks_per_doc=%d chunk_bytes=%.0f "
                    "docs=%d chunks=%d secs=%.2f chunks_per_sec=%.0f docs_per_sec=%.0f "
                    "p50_ms=%.2f p99_ms=%.2f new=%d exact=%d near=%d invalid=%d replaced=%d "
-                   "errors=%d client_cpu_secs=%.2f",
+                   "errors=%d client_cpu_secs=%.2f server_cpu_secs=%.2f",
                    phase, mode_name, threads, chunks_per_doc,
                    all.sent > 0 ? static_cast<double>(text_bytes.load()) /
                                       static_cast<double>(all.sent)
@@ -411,7 +422,7 @@ int main(int argc, char** argv) {
                    all.verdicts["CHUNK_VERDICT_EXACT_DUPLICATE"],
                    all.verdicts["CHUNK_VERDICT_NEAR_DUPLICATE"],
                    all.verdicts["CHUNK_VERDICT_INVALID"], replaced.load(), all.errors,
-                   client_cpu)
+                   client_cpu, server_cpu)
             << std::endl;
   dedupd::bench::PrintErrors("chunk_load", all);
   return all.errors == 0 ? 0 : 1;

@@ -27,11 +27,13 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <grpcpp/grpcpp.h>
 
@@ -76,6 +78,30 @@ inline double CpuSecs() {
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
          static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+// The user + system CPU time so far of process `pid` (another process on
+// this machine, e.g. the server), in seconds, from /proc/<pid>/stat; -1 when
+// it cannot be read. The load tools read it at their clock's start and end,
+// so the server's figure covers exactly the measured calls (and whatever
+// it runs in the background meanwhile: flushes, compactions).
+inline double ProcessCpuSecs(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (pid <= 0 || !std::getline(in, stat)) return -1;
+  // Fields after the command name (which may hold spaces) in parentheses:
+  // state is field 3, utime and stime fields 14 and 15.
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(stat.substr(close + 1));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && (rest >> field); ++i) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  if (!rest) return -1;
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 // Percentile p (0..1) of `v` (reordered).

@@ -100,15 +100,13 @@ last_line=""
 # server's CPU during it. CHECK is a list of "FIELD=EXPECTED" (may be
 # empty) that the phase's line must contain.
 run_phase() {
-  local name=$1 check=$2 line rc c0 c1 chunks
+  local name=$1 check=$2 line rc chunks
   shift 2
-  c0=$(server_cpu_ticks)
   line=$(timeout --signal=TERM --kill-after=10 $((phase_secs + 120)) "$load_bin" \
     --target="127.0.0.1:$port" --pages_dir="$pages_dir" --seed=1 --phase="$name" \
     --store_chunks="$store_chunks" --threads="$threads" --chunk_bytes="$chunk_bytes" \
-    --seconds="$phase_secs" "$@")
+    --seconds="$phase_secs" --server_pid="$server_pid" "$@")
   rc=$?
-  c1=$(server_cpu_ticks)
   echo "$line"
   last_line=$line
   if ((rc != 0)) || [[ -z "$line" ]]; then
@@ -117,7 +115,7 @@ run_phase() {
     return 1
   fi
   chunks=$(field chunks "$line")
-  print_server_cpu "$name" $((c1 - c0)) "${chunks:-0}" chunk
+  print_server_cpu "$name" "$line" "${chunks:-0}" chunk
   local want
   for want in $check invalid=0 errors=0; do
     if [[ " $line " != *" $want "* ]]; then

@@ -10,7 +10,8 @@
 #   seen    claim --measure URLs already stored (all SEEN)   [0, M)
 # Prints each phase's checkurl line (see docs/benchmarks.md) and
 #   server  phase=<p> cpu_secs=<s> cpu_us_per_url=<u> rss_mb=<r>
-# (the server's CPU during the phase, background compactions included), then
+# (the server's CPU from the phase's first call to its last answer,
+# background flushes and compactions included), then
 #   ratio loaded/empty urls_per_sec=<x>
 #   store  urls=<n> bytes=<b> bytes_per_url=<y> peak_rss_mb=<z>
 #   restart  urls=<n> secs_to_serving=<s>
@@ -54,7 +55,7 @@ while (($#)); do
     --tiny) measure=20000; preload=50000; phase_secs=60 ;;
     --keep_data) keep_data=1 ;;
     --) shift; server_flags=("$@"); break ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "run_url_bench: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -92,16 +93,14 @@ done
 # or seen).
 last_line=""
 run_phase() {
-  local name=$1 expect=$2 offset=$3 urls=$4 line rc c0 c1
+  local name=$1 expect=$2 offset=$3 urls=$4 line rc
   shift 4
   echo "# $name: claim $urls URLs from synthetic offset $offset (expect all $expect)"
-  c0=$(server_cpu_ticks)
   line=$(timeout --signal=TERM --kill-after=10 $((phase_secs + 120)) \
     "$load_bin" --target="127.0.0.1:$port" --synthetic --seed=1 \
     --offset="$offset" --urls="$urls" --seconds="$phase_secs" \
-    --batch="$batch" --threads="$threads" --mode=claim "$@")
+    --batch="$batch" --threads="$threads" --mode=claim --server_pid="$server_pid" "$@")
   rc=$?
-  c1=$(server_cpu_ticks)
   echo "$line"
   last_line=$line
   if ((rc != 0)) || [[ -z "$line" ]]; then
@@ -111,7 +110,7 @@ run_phase() {
   fi
   local sent got
   sent=$(field urls "$line")
-  print_server_cpu "$name" $((c1 - c0)) "${sent:-0}" url
+  print_server_cpu "$name" "$line" "${sent:-0}" url
   got=$(field "$expect" "$line")
   if ((approximate)); then
     # The approximate seen-set answers SEEN_PROBABLY instead of SEEN, and a

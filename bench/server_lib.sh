@@ -8,7 +8,7 @@
 # It sets data_dir, port_file, server_log and status (0; 1 after a server
 # failure), installs the EXIT trap, and defines start_server (sets
 # server_pid and port), stop_server, field NAME LINE (a NAME=value field
-# of a fixed-format line), server_cpu_ticks and print_server_cpu.
+# of a fixed-format line) and print_server_cpu.
 data_dir="$work/data"
 port_file="$work/port"
 server_log="$work/server.log"
@@ -76,18 +76,16 @@ start_server() {
 }
 field() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$2"; }
 
-# server_cpu_ticks: the server's user + system CPU time so far, in clock
-# ticks (its compactions and flushes included: they are its threads).
-server_cpu_ticks() {
-  awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$server_pid/stat" 2>/dev/null || echo 0
-}
-ticks_per_sec=$(getconf CLK_TCK)
-# print_server_cpu PHASE TICKS ITEMS UNIT: the line
+# print_server_cpu PHASE LINE ITEMS UNIT: the line
 #   server  phase=<p> cpu_secs=<s> cpu_us_per_<unit>=<u> rss_mb=<r>
-# for a phase in which the server used TICKS of CPU for ITEMS items.
+# for a phase whose load tool LINE (run with --server_pid) reports
+# server_cpu_secs: the server's CPU from the phase's first call to its last
+# answer, for ITEMS items.
 print_server_cpu() {
-  awk -v p="$1" -v c="$2" -v t="$ticks_per_sec" -v n="$3" -v u="$4" \
+  local secs
+  secs=$(field server_cpu_secs "$2")
+  awk -v p="$1" -v c="${secs:-0}" -v n="$3" -v u="$4" \
     -v r="$(awk '/^VmRSS:/ {print $2}' "/proc/$server_pid/status" 2>/dev/null)" 'BEGIN {
     printf "server  phase=%s cpu_secs=%.2f cpu_us_per_%s=%.1f rss_mb=%.1f\n",
-      p, c / t, u, (n > 0 ? c / t * 1e6 / n : 0), r / 1024 }'
+      p, c, u, (n > 0 ? c * 1e6 / n : 0), r / 1024 }'
 }

@@ -5,7 +5,7 @@
 //
 //   checkurl  batch=<b> threads=<t> urls=<n> secs=<s> urls_per_sec=<x>
 //       p50_ms=<a> p99_ms=<b> new=<k> seen=<m> invalid=<i> errors=<e>
-//       seen_probably=<q> client_cpu_secs=<c>
+//       seen_probably=<q> client_cpu_secs=<c> server_cpu_secs=<v>
 //
 // (one line). urls: URLs sent; secs: wall time from the first call to the
 // last answer; urls_per_sec: URLs answered (new + seen + invalid) per second;
@@ -13,7 +13,8 @@
 // errors: calls that failed (their URLs got no verdict); seen_probably: the
 // approximate seen-set's verdict; client_cpu_secs: this tool's own user +
 // system CPU from the first call to the last answer (it shares the machine
-// with the server). Exits 1 when any call failed, so a script notices.
+// with the server); server_cpu_secs: the same for the process --server_pid
+// names (-1 without it). Exits 1 when any call failed, so a script notices.
 // Every request is built before the clock starts (--pregenerate, the
 // default), so the figures hold the client's gRPC work but not the URL
 // synthesis or file cycling.
@@ -78,6 +79,9 @@ ABSL_FLAG(std::string, mode, "claim", "claim or peek");
 ABSL_FLAG(int, deadline_ms, 30000, "deadline of every call, in milliseconds");
 ABSL_FLAG(int, connect_timeout_s, 10,
           "how long to wait for the server to accept connections");
+ABSL_FLAG(int, server_pid, 0,
+          "the server's process id (same machine): report its CPU time from the "
+          "first call to the last answer as server_cpu_secs");
 ABSL_FLAG(bool, pregenerate, true,
           "build every request before the clock starts (about 200 bytes of memory "
           "per URL), so that making the synthetic URLs (~1 us of this tool's CPU "
@@ -287,6 +291,8 @@ int main(int argc, char** argv) {
     prebuilt.resize(static_cast<size_t>(spec.batches));
     for (size_t b = 0; b < prebuilt.size(); ++b) build(static_cast<int64_t>(b), &prebuilt[b]);
   }
+  const int server_pid = absl::GetFlag(FLAGS_server_pid);
+  const double server_cpu_at_start = dedupd::bench::ProcessCpuSecs(server_pid);
   const double cpu_at_start = dedupd::bench::CpuSecs();
   const Clock::time_point start = Clock::now();
   if (seconds > 0) {
@@ -315,19 +321,24 @@ int main(int argc, char** argv) {
   const double secs =
       std::chrono::duration<double>(Clock::now() - start).count();
   const double client_cpu = dedupd::bench::CpuSecs() - cpu_at_start;
+  const double server_cpu_at_end = dedupd::bench::ProcessCpuSecs(server_pid);
+  const double server_cpu = server_cpu_at_start < 0 || server_cpu_at_end < 0
+                                ? -1
+                                : server_cpu_at_end - server_cpu_at_start;
 
   const double p50 = dedupd::bench::Percentile(&all.latency_ms, 0.50);
   const double p99 = dedupd::bench::Percentile(&all.latency_ms, 0.99);
   std::cout << absl::StrFormat(
                    "checkurl  batch=%d threads=%d urls=%d secs=%.2f "
                    "urls_per_sec=%.0f p50_ms=%.2f p99_ms=%.2f new=%d seen=%d "
-                   "invalid=%d errors=%d seen_probably=%d client_cpu_secs=%.2f",
+                   "invalid=%d errors=%d seen_probably=%d client_cpu_secs=%.2f "
+                   "server_cpu_secs=%.2f",
                    batch, threads, all.sent, secs,
                    secs > 0 ? static_cast<double>(all.answered()) / secs : 0.0,
                    p50, p99, all.verdicts["URL_VERDICT_NEW"],
                    all.verdicts["URL_VERDICT_SEEN"],
                    all.verdicts["URL_VERDICT_INVALID"], all.errors,
-                   all.verdicts["URL_VERDICT_SEEN_PROBABLY"], client_cpu)
+                   all.verdicts["URL_VERDICT_SEEN_PROBABLY"], client_cpu, server_cpu)
             << std::endl;
   dedupd::bench::PrintErrors("url_load", all);
   return all.errors == 0 ? 0 : 1;
