@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -75,6 +76,15 @@ UrlFilterOptions SmallOptions() {
 
 class UrlFilterFrontTest : public ::testing::Test {
  protected:
+  // A front over store_ with `o`, started at store state `tag`, once its
+  // rebuild (the scan of store_) is done.
+  std::unique_ptr<UrlFilterFront> Built(const UrlFilterOptions& o, uint64_t tag) {
+    auto front = std::make_unique<UrlFilterFront>(o, store_.Scan(), file_);
+    front->Start(tag);
+    EXPECT_TRUE(front->WaitForRebuild(kWait));
+    return front;
+  }
+
   void SetUp() override {
     absl::StatusOr<TestTempDir> dir = TestTempDir::Make();
     ASSERT_THAT(dir.status(), IsOk());
@@ -101,9 +111,8 @@ TEST_F(UrlFilterFrontTest, DisabledNeverAnswers) {
 }
 
 TEST_F(UrlFilterFrontTest, NoFileRebuildsFromTheScan) {
-  UrlFilterFront front(SmallOptions(), store_.Scan(), file_);
-  front.Start(7);
-  ASSERT_TRUE(front.WaitForRebuild(kWait));
+  std::unique_ptr<UrlFilterFront> front_owner = Built(SmallOptions(), 7);
+  UrlFilterFront& front = *front_owner;
   EXPECT_EQ(store_.scans, 1);
   const UrlFilterFront::View view = front.Acquire();
   for (const std::string& k : store_.keys) {
@@ -126,9 +135,8 @@ TEST_F(UrlFilterFrontTest, NoFileRebuildsFromTheScan) {
 
 TEST_F(UrlFilterFrontTest, PersistedFilterLoadsWhenTheTagMatches) {
   {
-    UrlFilterFront front(SmallOptions(), store_.Scan(), file_);
-    front.Start(42);
-    ASSERT_TRUE(front.WaitForRebuild(kWait));
+    std::unique_ptr<UrlFilterFront> front_owner = Built(SmallOptions(), 42);
+    UrlFilterFront& front = *front_owner;
     front.Inserted({UrlFilterFront::KeyHash("\x01http://late.example/")});
     ASSERT_THAT(front.Persist(42), IsOk());
   }
@@ -150,9 +158,8 @@ TEST_F(UrlFilterFrontTest, PersistedFilterLoadsWhenTheTagMatches) {
 
 TEST_F(UrlFilterFrontTest, StaleOrDamagedFileIsRebuilt) {
   {
-    UrlFilterFront front(SmallOptions(), store_.Scan(), file_);
-    front.Start(42);
-    ASSERT_TRUE(front.WaitForRebuild(kWait));
+    std::unique_ptr<UrlFilterFront> front_owner = Built(SmallOptions(), 42);
+    UrlFilterFront& front = *front_owner;
     ASSERT_THAT(front.Persist(42), IsOk());
   }
   {
@@ -207,9 +214,8 @@ TEST_F(UrlFilterFrontTest, InsertsDuringTheRebuildAreKept) {
 TEST_F(UrlFilterFrontTest, RebuildAndInsertsGrowBySegments) {
   UrlFilterOptions o = SmallOptions();
   o.expected_urls = 500;  // the store already holds 1,000
-  UrlFilterFront front(o, store_.Scan(), file_);
-  front.Start(1);
-  ASSERT_TRUE(front.WaitForRebuild(kWait));
+  std::unique_ptr<UrlFilterFront> front_owner = Built(o, 1);
+  UrlFilterFront& front = *front_owner;
   // The scan filled the first segment (~500) and went on in a second one
   // for twice as many at half the rate, instead of overfilling the first.
   const UrlFilterFront::Stats first = front.stats();
@@ -248,9 +254,8 @@ TEST_F(UrlFilterFrontTest, StaleFileSizesTheRebuildFromEverySegment) {
   UrlFilterOptions o = SmallOptions();
   o.expected_urls = 500;
   {
-    UrlFilterFront front(o, store_.Scan(), file_);
-    front.Start(5);
-    ASSERT_TRUE(front.WaitForRebuild(kWait));
+    std::unique_ptr<UrlFilterFront> front_owner = Built(o, 5);
+    UrlFilterFront& front = *front_owner;
     ASSERT_EQ(front.stats().segments, 2u);
     ASSERT_THAT(front.Persist(5), IsOk());
   }
@@ -269,9 +274,8 @@ TEST_F(UrlFilterFrontTest, FalsePositiveRateStaysBelowTwiceTheSetting) {
   UrlFilterOptions o = SmallOptions();
   o.expected_urls = 2000;
   store_.keys.clear();
-  UrlFilterFront front(o, store_.Scan(), file_);
-  front.Start(1);
-  ASSERT_TRUE(front.WaitForRebuild(kWait));
+  std::unique_ptr<UrlFilterFront> front_owner = Built(o, 1);
+  UrlFilterFront& front = *front_owner;
   // Fill three segments to about 95% of their design sizes (~2,000 +
   // 4,000 + 8,000 at 1%, 0.5%, 0.25%: 1.75% together when full), a batch
   // of 100 at a time (a batch may overfill a segment by up to 99 keys).
@@ -303,9 +307,8 @@ TEST_F(UrlFilterFrontTest, FalsePositiveRateStaysBelowTwiceTheSetting) {
 TEST_F(UrlFilterFrontTest, InsertsRacingGrowthAreKept) {
   UrlFilterOptions o = SmallOptions();
   o.expected_urls = 100;
-  UrlFilterFront front(o, store_.Scan(), file_);
-  front.Start(1);
-  ASSERT_TRUE(front.WaitForRebuild(kWait));
+  std::unique_ptr<UrlFilterFront> front_owner = Built(o, 1);
+  UrlFilterFront& front = *front_owner;
   // Four writers insert 5,000 keys each in small batches while the front
   // grows from 1,000 keys through several segments.
   constexpr int kThreads = 4;
@@ -365,9 +368,8 @@ TEST_F(UrlFilterFrontTest, FileHeaderGolden) {
             "acc5ae60b825f7b1");  // StableHash64 of the 24 bytes above
   UrlFilterOptions o = SmallOptions();
   o.expected_urls = 500;
-  UrlFilterFront front(o, store_.Scan(), file_);
-  front.Start(9);
-  ASSERT_TRUE(front.WaitForRebuild(kWait));
+  std::unique_ptr<UrlFilterFront> front_owner = Built(o, 9);
+  UrlFilterFront& front = *front_owner;
   ASSERT_THAT(front.Persist(9), IsOk());
   const std::string bytes = *file_io::ReadFile(file_);
   const UrlFilterFront::Stats st = front.stats();
@@ -386,9 +388,8 @@ TEST_F(UrlFilterFrontTest, EverySegmentIsPersistedAndCheckedAtLoad) {
   std::vector<uint64_t> more;
   for (int i = 1000; i < 3000; ++i) more.push_back(UrlFilterFront::KeyHash(Key(i)));
   {
-    UrlFilterFront front(o, store_.Scan(), file_);
-    front.Start(9);
-    ASSERT_TRUE(front.WaitForRebuild(kWait));
+    std::unique_ptr<UrlFilterFront> front_owner = Built(o, 9);
+    UrlFilterFront& front = *front_owner;
     for (size_t i = 0; i < more.size(); i += 10) {
       front.Inserted(absl::MakeConstSpan(more).subspan(i, 10));
     }
@@ -486,9 +487,8 @@ TEST_F(UrlFilterFrontTest, OneFilterFileOfEarlierBuildsLoads) {
 TEST_F(UrlFilterFrontTest, MemoryBudgetSetsTheFirstFilter) {
   UrlFilterOptions o = SmallOptions();
   o.memory_budget_bytes = 64 * 1000 + 10;  // rounded down to 1,000 blocks
-  UrlFilterFront front(o, store_.Scan(), file_);
-  front.Start(1);
-  ASSERT_TRUE(front.WaitForRebuild(kWait));
+  std::unique_ptr<UrlFilterFront> front_owner = Built(o, 1);
+  UrlFilterFront& front = *front_owner;
   EXPECT_EQ(front.stats().memory_bytes, 64u * 1000);
 }
 
