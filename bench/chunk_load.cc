@@ -396,13 +396,13 @@ int main(int argc, char** argv) {
         replaced += static_cast<int64_t>(response.replaced_chunks());
       });
   const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  const double client_cpu = CpuSecs() - cpu_at_start;
+  const double server_cpu_at_end = dedupd::bench::ProcessCpuSecs(server_pid);
   const int64_t answered = all.answered();
   const int64_t docs_sent = all.sent / chunks_per_doc;
   const int64_t docs_answered = docs_sent - all.errors;
   const double p50 = dedupd::bench::Percentile(&all.latency_ms, 0.50);
   const double p99 = dedupd::bench::Percentile(&all.latency_ms, 0.99);
-  const double client_cpu = CpuSecs() - cpu_at_start;
-  const double server_cpu_at_end = dedupd::bench::ProcessCpuSecs(server_pid);
   const double server_cpu = server_cpu_at_start < 0 || server_cpu_at_end < 0
                                 ? -1
                                 : server_cpu_at_end - server_cpu_at_start;

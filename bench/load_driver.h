@@ -86,9 +86,10 @@ inline double CpuSecs() {
 // so the server's figure covers exactly the measured calls (and whatever
 // it runs in the background meanwhile: flushes, compactions).
 inline double ProcessCpuSecs(int pid) {
+  if (pid <= 0) return -1;
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat;
-  if (pid <= 0 || !std::getline(in, stat)) return -1;
+  if (!std::getline(in, stat)) return -1;
   // Fields after the command name (which may hold spaces) in parentheses:
   // state is field 3, utime and stime fields 14 and 15.
   const size_t close = stat.rfind(')');

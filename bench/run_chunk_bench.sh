@@ -12,8 +12,8 @@
 #            20 stored chunks (0: skipped)
 # Prints each phase's checkchunks line (docs/benchmarks.md) followed by
 #   server  phase=<p> cpu_secs=<c> cpu_us_per_chunk=<u> rss_mb=<r>
-# (the server process's user+system CPU during the phase, per answered
-# chunk), then
+# (the server process's user+system CPU from the phase's first call to its
+# last answer, per answered chunk), then
 #   store  chunks=<n> bytes=<b> bytes_per_chunk=<y> peak_rss_mb=<z>
 #   restart  chunks=<n> secs_to_serving=<s>
 # (bytes: du of the data dir after the fill; the restart reopens the store).

@@ -83,8 +83,14 @@ field() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$2"; }
 # answer, for ITEMS items.
 print_server_cpu() {
   local secs
-  secs=$(field server_cpu_secs "$2")
-  awk -v p="$1" -v c="${secs:-0}" -v n="$3" -v u="$4" \
+  secs=$(sed -n 's/.* server_cpu_secs=\(-\{0,1\}[0-9.]*\).*/\1/p' <<<"$2")
+  if [[ -z "$secs" || "$secs" == -* ]]; then
+    echo "$tool: $1: the load tool could not read the server's CPU (pid $server_pid)" >&2
+    status=1
+    echo "server  phase=$1 cpu_secs=-1 cpu_us_per_$4=-1"
+    return
+  fi
+  awk -v p="$1" -v c="$secs" -v n="$3" -v u="$4" \
     -v r="$(awk '/^VmRSS:/ {print $2}' "/proc/$server_pid/status" 2>/dev/null)" 'BEGIN {
     printf "server  phase=%s cpu_secs=%.2f cpu_us_per_%s=%.1f rss_mb=%.1f\n",
       p, c, u, (n > 0 ? c * 1e6 / n : 0), r / 1024 }'

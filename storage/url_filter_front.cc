@@ -21,11 +21,11 @@ namespace dedupd {
 namespace {
 
 // The file header (docs/storage_format.md, "URL filter file"): magic,
-// version (u32), segment count (u32), file length in bytes (u64), and
-// StableHash64 of those 24 bytes (u64); little-endian, like the filters.
+// version (u32), segment count (u32), file length in bytes (u64), the first
+// segment's false positive rate (IEEE 754 double bits, u64), and
+// StableHash64 of those 32 bytes (u64); little-endian, like the filters.
 constexpr absl::string_view kFileMagic("DDURLSEG", 8);
 constexpr uint32_t kFileVersion = 1;
-constexpr size_t kFileHeaderBytes = 32;
 constexpr uint64_t kFileHeaderSeed = 0x5552'4c53'4547'0001;  // "URLSEG" 1
 // A serialized BloomFilter starts with this: a file that does is the
 // one-filter file of the builds before segments.
@@ -42,14 +42,22 @@ uint64_t GetLe(absl::string_view in, size_t offset, int bytes) {
   return v;
 }
 
-std::string EncodeFileHeader(uint32_t segments, uint64_t file_bytes) {
+}  // namespace
+
+std::string UrlFilterFront::EncodeFileHeader(uint32_t segments, uint64_t file_bytes,
+                                             double first_rate) {
   std::string h(kFileMagic);
   PutLe(kFileVersion, 4, &h);
   PutLe(segments, 4, &h);
   PutLe(file_bytes, 8, &h);
+  uint64_t rate_bits = 0;
+  std::memcpy(&rate_bits, &first_rate, sizeof(rate_bits));
+  PutLe(rate_bits, 8, &h);
   PutLe(StableHash64(h, kFileHeaderSeed), 8, &h);
   return h;
 }
+
+namespace {
 
 // The design size of a filter: the keys it holds at `rate`.
 uint64_t DesignKeys(const BloomFilter& filter, double rate) {
@@ -63,30 +71,23 @@ double SegmentRate(double rate, size_t index) {
   return std::ldexp(rate, -static_cast<int>(std::min<size_t>(index, 1000)));
 }
 
-// A filter file's segments and their key counts, oldest first.
-struct LoadedChain {
-  std::vector<BloomFilter> filters;
-  std::vector<uint64_t> keys;
-};
+}  // namespace
 
-// ParseFilterFile returns the segments in `bytes` (a whole filter file)
-// when they are usable for a store at `store_tag`, else an error whose
-// message says why not (damaged, other version, stale). `hint` is set to
-// the sum of the key counts of the segment headers that parse, stale or
-// not: the rebuild sizes its first segment from it.
-absl::StatusOr<LoadedChain> ParseFilterFile(absl::string_view bytes, uint64_t store_tag,
-                                            uint64_t* hint) {
+absl::StatusOr<UrlFilterFront::FileContents> UrlFilterFront::ParseFile(
+    absl::string_view bytes, uint64_t store_tag, uint64_t* hint) {
   *hint = 0;
   if (bytes.empty()) return absl::DataLossError("empty filter file");
-  // How many segments follow, and where they start.
+  // How many segments follow, where they start, and the first one's rate
+  // (0: not in the file, a bare filter of an earlier build).
   uint64_t want_segments = 1;
+  double first_rate = 0;
   absl::string_view rest = bytes;
   if (absl::StartsWith(bytes, kFileMagic)) {
     if (bytes.size() < kFileHeaderBytes) {
       return absl::DataLossError(absl::StrCat("filter file of ", bytes.size(),
                                               " bytes, shorter than its header"));
     }
-    if (GetLe(bytes, 24, 8) != StableHash64(bytes.substr(0, 24), kFileHeaderSeed)) {
+    if (GetLe(bytes, 32, 8) != StableHash64(bytes.substr(0, 32), kFileHeaderSeed)) {
       return absl::DataLossError("filter file header checksum mismatch");
     }
     const uint64_t version = GetLe(bytes, 8, 4);
@@ -100,6 +101,12 @@ absl::StatusOr<LoadedChain> ParseFilterFile(absl::string_view bytes, uint64_t st
     if (file_bytes != bytes.size()) {
       return absl::DataLossError(absl::StrCat("filter file of ", bytes.size(),
                                               " bytes, its header says ", file_bytes));
+    }
+    const uint64_t rate_bits = GetLe(bytes, 24, 8);
+    std::memcpy(&first_rate, &rate_bits, sizeof(first_rate));
+    if (!(first_rate > 0 && first_rate <= 0.5)) {
+      return absl::DataLossError(absl::StrCat("filter file's first segment rate ", first_rate,
+                                              " is outside (0, 0.5]"));
     }
     rest.remove_prefix(kFileHeaderBytes);
   } else if (!absl::StartsWith(bytes, kBloomMagic)) {
@@ -139,7 +146,8 @@ absl::StatusOr<LoadedChain> ParseFilterFile(absl::string_view bytes, uint64_t st
           ", the store is at ", store_tag, ": the process did not stop cleanly)"));
     }
   }
-  LoadedChain chain;
+  FileContents chain;
+  chain.first_rate = first_rate;
   for (size_t i = 0; i < headers.size(); ++i) {
     absl::StatusOr<BloomFilter> filter = BloomFilter::FromHeaderAndWords(headers[i], words[i]);
     if (!filter.ok()) {
@@ -152,16 +160,19 @@ absl::StatusOr<LoadedChain> ParseFilterFile(absl::string_view bytes, uint64_t st
   return chain;
 }
 
-// LoadFilterFile is ParseFilterFile of the file at `file`; NotFound when
-// there is none.
-absl::StatusOr<LoadedChain> LoadFilterFile(const std::string& file, uint64_t store_tag,
-                                           uint64_t* hint) {
+namespace {
+
+// LoadFilterFile is ParseFile of the file at `file`; NotFound when there is
+// none.
+absl::StatusOr<UrlFilterFront::FileContents> LoadFilterFile(const std::string& file,
+                                                            uint64_t store_tag,
+                                                            uint64_t* hint) {
   *hint = 0;
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) return absl::NotFoundError("no filter file");
   absl::StatusOr<std::string> bytes = file_io::ReadFile(file);
   if (!bytes.ok()) return bytes.status();
-  return ParseFilterFile(*bytes, store_tag, hint);
+  return UrlFilterFront::ParseFile(*bytes, store_tag, hint);
 }
 
 }  // namespace
@@ -194,13 +205,18 @@ void UrlFilterFront::Start(uint64_t store_tag) {
     return;
   }
   uint64_t hint = 0;
-  absl::StatusOr<LoadedChain> loaded = LoadFilterFile(file_, store_tag, &hint);
+  absl::StatusOr<FileContents> loaded = LoadFilterFile(file_, store_tag, &hint);
   if (loaded.ok()) {
     auto chain = std::make_shared<Chain>();
+    // The rates the segments were built with (a bare filter of an earlier
+    // build has none: it was built at the setting of its time, taken to be
+    // this one).
+    const double first_rate =
+        loaded->first_rate > 0 ? loaded->first_rate : options_.false_positive_rate;
     for (size_t i = 0; i < loaded->filters.size(); ++i) {
       Segment seg;
       seg.filter = std::make_shared<BloomFilter>(std::move(loaded->filters[i]));
-      seg.rate = SegmentRate(options_.false_positive_rate, i);
+      seg.rate = SegmentRate(first_rate, i);
       seg.design_keys = DesignKeys(*seg.filter, seg.rate);
       chain->segments.push_back(std::move(seg));
     }
@@ -274,7 +290,7 @@ void UrlFilterFront::AddScanned(absl::Span<const uint64_t> key_hashes) {
   // Split at the newest segment's design size, so that a small first
   // segment is not overfilled by a whole batch (claims' inserts may still
   // overfill it by a batch each).
-  while (!key_hashes.empty()) {
+  while (!key_hashes.empty() && !cancel_) {
     std::shared_ptr<const Chain> full;
     {
       absl::ReaderMutexLock lock(&mu_);
@@ -291,9 +307,9 @@ void UrlFilterFront::AddScanned(absl::Span<const uint64_t> key_hashes) {
         key_hashes.remove_prefix(room);
       }
     }
-    // Another call may be adding the segment (Grow returns at once then);
-    // the next round sees its room.
-    if (full != nullptr) Grow(Which::kBuilding, full);
+    // Another call may be adding the segment (Grow returns at once then):
+    // let it run, and the next round sees its room.
+    if (full != nullptr && !Grow(Which::kBuilding, full)) std::this_thread::yield();
   }
 }
 
@@ -343,27 +359,36 @@ std::shared_ptr<const UrlFilterFront::Chain> UrlFilterFront::InsertLocked(
   return keys > newest.design_keys ? chain : nullptr;
 }
 
-void UrlFilterFront::Grow(Which which, const std::shared_ptr<const Chain>& full) {
+bool UrlFilterFront::Grow(Which which, const std::shared_ptr<const Chain>& full) {
   bool idle = false;
-  if (!growing_.compare_exchange_strong(idle, true)) return;
+  if (!growing_.compare_exchange_strong(idle, true)) return false;
+  // Released however this returns (an allocation may throw).
+  struct Release {
+    std::atomic<bool>* flag;
+    ~Release() { *flag = false; }
+  } release{&growing_};
+  {
+    // A call that lost the race allocates nothing (at 10^9 URLs a segment
+    // is gigabytes).
+    absl::ReaderMutexLock lock(&mu_);
+    if ((which == Which::kActive ? active_ : building_) != full) return true;
+  }
   const Segment& last = full->segments.back();
   // Allocated (and zeroed) before taking the lock: claims wait for nothing
   // but the pointer swap.
   Segment next = NewSegment(2 * last.design_keys, last.rate / 2, /*first=*/false);
-  {
-    absl::MutexLock lock(&mu_);
-    std::shared_ptr<const Chain>& chain = which == Which::kActive ? active_ : building_;
-    if (chain == full) {  // else another call grew it, or the rebuild ended
-      std::atomic<uint64_t>& newest_keys =
-          which == Which::kActive ? newest_keys_ : building_newest_keys_;
-      auto grown = std::make_shared<Chain>(*full);
-      grown->sealed_keys.push_back(newest_keys.load(std::memory_order_relaxed));
-      grown->segments.push_back(std::move(next));
-      newest_keys = 0;
-      chain = std::move(grown);
-    }
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<const Chain>& chain = which == Which::kActive ? active_ : building_;
+  if (chain == full) {  // else the rebuild ended meanwhile
+    std::atomic<uint64_t>& newest_keys =
+        which == Which::kActive ? newest_keys_ : building_newest_keys_;
+    auto grown = std::make_shared<Chain>(*full);
+    grown->sealed_keys.push_back(newest_keys.load(std::memory_order_relaxed));
+    grown->segments.push_back(std::move(next));
+    newest_keys = 0;
+    chain = std::move(grown);
   }
-  growing_ = false;
+  return true;
 }
 
 void UrlFilterFront::StopRebuilds() {
@@ -393,7 +418,8 @@ absl::Status UrlFilterFront::Persist(uint64_t store_tag) {
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return file_io::ErrnoStatus(errno, tmp, "create URL filter file");
   int err = file_io::WriteAll(
-      fd, EncodeFileHeader(static_cast<uint32_t>(chain->segments.size()), file_bytes));
+      fd, EncodeFileHeader(static_cast<uint32_t>(chain->segments.size()), file_bytes,
+                           chain->segments.front().rate));
   // Then the segments, oldest first, each in BloomFilter's serialized form
   // with its own key count and the store's tag.
   for (size_t i = 0; i < chain->segments.size() && err == 0; ++i) {

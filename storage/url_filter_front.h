@@ -69,10 +69,9 @@ struct UrlFilterOptions {
 
   // False positive rate of the first segment at its design size: the
   // share of new URLs that still cost a store read. Later segments halve
-  // it, so the whole stays below twice this. A saved filter's segments are
-  // read with this setting's rates (segment i: rate / 2^i), which set their
-  // design sizes: after changing it, delete the filter file so that a
-  // rebuild sizes the segments for the new rate. Default: 0.01.
+  // it, so the whole stays below twice this. A saved filter keeps the
+  // rates it was built with (the file holds them); this applies to filters
+  // built from now on (first start, rebuilds). Default: 0.01.
   // Range: (0, 0.5].
   double false_positive_rate = 0.01;
 
@@ -109,8 +108,9 @@ class UrlFilterFront {
   // is done. Never fails: a bad file only costs a rebuild, and the reason
   // is in stats().load_result. Does nothing when disabled.
   //
-  // The file (docs/storage_format.md, "URL filter file"): a 32-byte header
-  // (magic "DDURLSEG", version, segment count, file length, checksum),
+  // The file (docs/storage_format.md, "URL filter file"): a 40-byte header
+  // (magic "DDURLSEG", version, segment count, file length, first
+  // segment's rate, checksum),
   // then each segment in BloomFilter's serialized form, oldest first. A
   // file of one bare serialized filter (what builds before segments
   // wrote) loads as one segment.
@@ -154,6 +154,31 @@ class UrlFilterFront {
     std::shared_ptr<const Chain> chain_;
   };
   View Acquire() const;
+
+  // The contents of a filter file: its segments' filters and key counts,
+  // oldest first (at least one).
+  struct FileContents {
+    std::vector<BloomFilter> filters;
+    std::vector<uint64_t> keys;
+    // The first segment's false positive rate (segment i: first_rate /
+    // 2^i); 0 for a bare filter of an earlier build, which has none.
+    double first_rate = 0;
+  };
+  // ParseFile parses the bytes of a whole filter file, usable for a store
+  // at `store_tag`. Sets *key_hint to the sum of the key counts of the
+  // segment headers that parse, stale or not (a rebuild sizes from it).
+  // Errors: DataLoss for damage (bad magic, checksum, count, length, a
+  // segment's header or words); FailedPrecondition for another file or
+  // filter version, or a segment whose tag is not `store_tag` (stale).
+  // Never crashes on any input.
+  static absl::StatusOr<FileContents> ParseFile(absl::string_view bytes, uint64_t store_tag,
+                                                uint64_t* key_hint);
+  // The 40-byte file header for `segments` segments in a file of
+  // `file_bytes` bytes whose first segment was built at `first_rate` (what
+  // Persist writes before the segments).
+  static std::string EncodeFileHeader(uint32_t segments, uint64_t file_bytes,
+                                      double first_rate);
+  static constexpr size_t kFileHeaderBytes = 40;
 
   // KeyHash is BloomFilter::KeyHash of a stored key (its encoded bytes).
   static uint64_t KeyHash(absl::string_view key) {
@@ -227,9 +252,11 @@ class UrlFilterFront {
   void AddScanned(absl::Span<const uint64_t> key_hashes);
   // Adds a segment after `full`, the chain of `which` whose newest segment
   // passed its design size, unless the chain changed meanwhile. One call
-  // at a time allocates (growing_); the others return, and a later insert
-  // into the still-full segment calls again.
-  void Grow(Which which, const std::shared_ptr<const Chain>& full);
+  // at a time allocates (growing_); the others return false at once, and a
+  // later insert into the still-full segment calls again. Returns true
+  // when this call did the check (and grew the chain if it was still
+  // `full`).
+  bool Grow(Which which, const std::shared_ptr<const Chain>& full);
 
   const UrlFilterOptions options_;
   const ScanFn scan_;
@@ -251,7 +278,9 @@ class UrlFilterFront {
   // Keys in the newest segment of active_ / of building_.
   std::atomic<uint64_t> newest_keys_{0};
   std::atomic<uint64_t> building_newest_keys_{0};
-  // Set while a Grow allocates a segment.
+  // Set while a Grow allocates a segment. One flag for both chains: only
+  // the rebuild at Start fills building_, while active_ is still null, so
+  // the two never grow at the same time.
   std::atomic<bool> growing_{false};
   std::atomic<bool> cancel_{false};
   std::atomic<uint64_t> keys_skipped_{0};

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -173,7 +174,7 @@ TEST_F(UrlFilterFrontTest, StaleOrDamagedFileIsRebuilt) {
   // One flipped byte in the words: the checksum catches it.
   {
     std::fstream f(file_, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(32 + BloomFilter::kHeaderBytes + 5);  // file header, segment 0's header
+    f.seekp(40 + BloomFilter::kHeaderBytes + 5);  // file header, segment 0's header
     f.put('\x7f');
   }
   UrlFilterFront front(SmallOptions(), store_.Scan(), file_);
@@ -304,6 +305,57 @@ TEST_F(UrlFilterFrontTest, FalsePositiveRateStaysBelowTwiceTheSetting) {
   EXPECT_NEAR(st.estimated_false_positive_rate, measured, 0.004);
 }
 
+TEST_F(UrlFilterFrontTest, InsertsRacingARebuildThatGrowsAreKept) {
+  // The scan of 20,000 stored keys grows the building chain from ~100
+  // while four writers insert batches of 5 before, during and after the
+  // rebuild, up to its end (building_ becoming active_) and beyond.
+  for (int i = 1000; i < 20'000; ++i) store_.keys.push_back(Key(i));
+  UrlFilterOptions o = SmallOptions();
+  o.expected_urls = 100;
+  UrlFilterFront front(o, store_.Scan(), file_);
+  constexpr int kThreads = 4;
+  constexpr int kMaxBatches = 20'000;  // per writer: the loop's bound
+  std::atomic<bool> after_start{false};
+  std::atomic<bool> stop{false};
+  // Per writer: the keys inserted once Start had returned (so the
+  // building chain was registered): each must be in the final filter.
+  std::vector<std::vector<uint64_t>> must(kThreads);
+  std::vector<std::thread> writers;
+  for (int t = 0; t < kThreads; ++t) {
+    writers.emplace_back([&, t] {
+      for (int b = 0; b < kMaxBatches && !stop; ++b) {
+        std::vector<uint64_t> batch;
+        for (int j = 0; j < 5; ++j) {
+          batch.push_back(UrlFilterFront::KeyHash(Key(1'000'000 * (t + 1) + 5 * b + j)));
+        }
+        const bool registered = after_start;
+        front.Inserted(batch);
+        if (registered) must[t].insert(must[t].end(), batch.begin(), batch.end());
+      }
+    });
+  }
+  front.Start(1);
+  after_start = true;
+  ASSERT_TRUE(front.WaitForRebuild(kWait));
+  // A few more batches each after the rebuild's end, then stop.
+  absl::SleepFor(absl::Milliseconds(20));
+  stop = true;
+  for (std::thread& w : writers) w.join();
+  const UrlFilterFront::View view = front.Acquire();
+  for (const std::string& k : store_.keys) {
+    ASSERT_TRUE(view.MayContain(UrlFilterFront::KeyHash(k))) << k;
+  }
+  size_t checked = 0;
+  for (const std::vector<uint64_t>& keys : must) {
+    for (uint64_t h : keys) ASSERT_TRUE(view.MayContain(h));
+    checked += keys.size();
+  }
+  EXPECT_GT(checked, 0u);
+  const UrlFilterFront::Stats st = front.stats();
+  EXPECT_GE(st.segments, 6u);  // ~100, 200, ..., 6,400 for 20,000+ keys
+  EXPECT_GE(st.keys, 20'000u + checked);
+}
+
 TEST_F(UrlFilterFrontTest, InsertsRacingGrowthAreKept) {
   UrlFilterOptions o = SmallOptions();
   o.expected_urls = 100;
@@ -311,6 +363,7 @@ TEST_F(UrlFilterFrontTest, InsertsRacingGrowthAreKept) {
   UrlFilterFront& front = *front_owner;
   // Four writers insert 5,000 keys each in small batches while the front
   // grows from 1,000 keys through several segments.
+  const uint64_t segments_before = front.stats().segments;
   constexpr int kThreads = 4;
   constexpr int kPerThread = 5000;
   std::vector<std::thread> writers;
@@ -329,7 +382,11 @@ TEST_F(UrlFilterFrontTest, InsertsRacingGrowthAreKept) {
   }
   for (std::thread& w : writers) w.join();
   const UrlFilterFront::Stats st = front.stats();
-  EXPECT_GE(st.segments, 4u);
+  // ~100, 200, 400, ...: 21,000 keys fill about 8, but the writers keep
+  // inserting into the full segment while one of them allocates the next
+  // (on 2 cores, a descheduled allocator lets the others run through all
+  // their batches), so only "at least one more" is certain.
+  EXPECT_GT(st.segments, segments_before);
   EXPECT_EQ(st.keys, 1000u + kThreads * kPerThread);
   const UrlFilterFront::View view = front.Acquire();
   for (int t = 0; t < kThreads; ++t) {
@@ -346,7 +403,8 @@ TEST_F(UrlFilterFrontTest, InsertsRacingGrowthAreKept) {
 // The file header's bytes for `segments` segments in a file of
 // `file_bytes`, built from docs/storage_format.md's layout, not from the
 // code under test.
-std::string FileHeader(uint32_t segments, uint64_t file_bytes, uint32_t version = 1) {
+std::string FileHeader(uint32_t segments, uint64_t file_bytes, double rate = 0.01,
+                       uint32_t version = 1) {
   std::string h("DDURLSEG");
   auto put = [&h](uint64_t v, int bytes) {
     for (int i = 0; i < bytes; ++i) h.push_back(static_cast<char>(v >> (8 * i)));
@@ -354,18 +412,23 @@ std::string FileHeader(uint32_t segments, uint64_t file_bytes, uint32_t version 
   put(version, 4);
   put(segments, 4);
   put(file_bytes, 8);
+  uint64_t rate_bits = 0;
+  std::memcpy(&rate_bits, &rate, sizeof(rate_bits));
+  put(rate_bits, 8);
   put(StableHash64(h, 0x5552'4c53'4547'0001), 8);
   return h;
 }
 
 TEST_F(UrlFilterFrontTest, FileHeaderGolden) {
   // Pinned bytes: changing the header's layout or checksum must show here.
-  EXPECT_EQ(absl::BytesToHexString(FileHeader(3, 4096)),
+  EXPECT_EQ(absl::BytesToHexString(FileHeader(3, 4096, 0.01)),
             "444455524c534547"    // "DDURLSEG"
             "01000000"            // version 1
             "03000000"            // 3 segments
             "0010000000000000"    // 4,096 bytes
-            "acc5ae60b825f7b1");  // StableHash64 of the 24 bytes above
+            "7b14ae47e17a843f"    // 0.01, IEEE 754 double
+            "08228137070f4f2b");  // StableHash64 of the 32 bytes above
+  EXPECT_EQ(UrlFilterFront::EncodeFileHeader(3, 4096, 0.01), FileHeader(3, 4096, 0.01));
   UrlFilterOptions o = SmallOptions();
   o.expected_urls = 500;
   std::unique_ptr<UrlFilterFront> front_owner = Built(o, 9);
@@ -374,10 +437,10 @@ TEST_F(UrlFilterFrontTest, FileHeaderGolden) {
   const std::string bytes = *file_io::ReadFile(file_);
   const UrlFilterFront::Stats st = front.stats();
   ASSERT_EQ(st.segments, 2u);
-  EXPECT_EQ(bytes.size(), 32 + 2 * BloomFilter::kHeaderBytes + st.memory_bytes);
-  EXPECT_EQ(bytes.substr(0, 32), FileHeader(2, bytes.size()));
+  EXPECT_EQ(bytes.size(), 40 + 2 * BloomFilter::kHeaderBytes + st.memory_bytes);
+  EXPECT_EQ(bytes.substr(0, 40), FileHeader(2, bytes.size(), 0.01));
   // Each segment is a serialized BloomFilter tagged with the store state.
-  absl::StatusOr<BloomFilter::Header> first = BloomFilter::ParseHeader(bytes.substr(32));
+  absl::StatusOr<BloomFilter::Header> first = BloomFilter::ParseHeader(bytes.substr(40));
   ASSERT_THAT(first.status(), IsOk());
   EXPECT_EQ(first->user_tag, 9u);
 }
@@ -411,12 +474,15 @@ TEST_F(UrlFilterFrontTest, EverySegmentIsPersistedAndCheckedAtLoad) {
     }
   }
   const std::string bytes = *file_io::ReadFile(file_);
-  // Where segment 1 starts: after the file header, segment 0's header and
-  // its bit array.
-  absl::StatusOr<BloomFilter::Header> seg0 = BloomFilter::ParseHeader(bytes.substr(32));
+  // Where segments 1 and 2 start: after the file header, and each
+  // segment's header and bit array.
+  absl::StatusOr<BloomFilter::Header> seg0 = BloomFilter::ParseHeader(bytes.substr(40));
   ASSERT_THAT(seg0.status(), IsOk());
-  const size_t seg1 = 32 + BloomFilter::kHeaderBytes + seg0->num_blocks * 64;
-  const std::string body = bytes.substr(32);
+  const size_t seg1 = 40 + BloomFilter::kHeaderBytes + seg0->num_blocks * 64;
+  absl::StatusOr<BloomFilter::Header> seg1_header = BloomFilter::ParseHeader(bytes.substr(seg1));
+  ASSERT_THAT(seg1_header.status(), IsOk());
+  const size_t seg2 = seg1 + BloomFilter::kHeaderBytes + seg1_header->num_blocks * 64;
+  const std::string body = bytes.substr(40);
   // A file that lost segments or gained bytes is damaged: rebuilt, never
   // loaded without the keys it lost.
   struct Case {
@@ -427,15 +493,18 @@ TEST_F(UrlFilterFrontTest, EverySegmentIsPersistedAndCheckedAtLoad) {
   const std::vector<Case> cases = {
       {"cut at the end of segment 0", bytes.substr(0, seg1), "its header says"},
       {"cut at the end of segment 1 (header rewritten to match the length)",
-       FileHeader(3, seg1 + 10) + body.substr(0, seg1 + 10 - 32), "segment 1: "},
+       FileHeader(3, seg2) + body.substr(0, seg2 - 40), "segment 2: "},
+      {"cut inside segment 1's header (header rewritten to match)",
+       FileHeader(3, seg1 + 10) + body.substr(0, seg1 + 10 - 40), "segment 1: "},
       {"one segment fewer in the header", FileHeader(2, bytes.size()) + body,
        "after the last of 2 segments"},
       {"cut inside segment 2's bit array", bytes.substr(0, bytes.size() - 64),
        "its header says"},
       {"trailing bytes", bytes + std::string(10, '\0'), "its header says"},
-      {"header checksum", FileHeader(3, bytes.size()).substr(0, 24) + std::string(8, 'x') + body,
+      {"header checksum", FileHeader(3, bytes.size()).substr(0, 32) + std::string(8, 'x') + body,
        "header checksum"},
-      {"another version", FileHeader(3, bytes.size(), 2) + body, "version 2"},
+      {"another version", FileHeader(3, bytes.size(), 0.01, 2) + body, "version 2"},
+      {"a rate out of range", FileHeader(3, bytes.size(), 0.75) + body, "rate 0.75"},
       {"unknown magic", "XX" + bytes.substr(2), "unknown magic"},
       {"empty", "", "empty filter file"},
   };
