@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/internal/endian.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/stable_hash.h"
@@ -31,34 +32,6 @@ constexpr uint64_t kFileHeaderSeed = 0x5552'4c53'4547'0001;  // "URLSEG" 1
 // one-filter file of the builds before segments.
 constexpr absl::string_view kBloomMagic("DDBLOOM\0", 8);
 
-void PutLe(uint64_t v, int bytes, std::string* out) {
-  for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
-}
-uint64_t GetLe(absl::string_view in, size_t offset, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) {
-    v |= static_cast<uint64_t>(static_cast<uint8_t>(in[offset + i])) << (8 * i);
-  }
-  return v;
-}
-
-}  // namespace
-
-std::string UrlFilterFront::EncodeFileHeader(uint32_t segments, uint64_t file_bytes,
-                                             double first_rate) {
-  std::string h(kFileMagic);
-  PutLe(kFileVersion, 4, &h);
-  PutLe(segments, 4, &h);
-  PutLe(file_bytes, 8, &h);
-  uint64_t rate_bits = 0;
-  std::memcpy(&rate_bits, &first_rate, sizeof(rate_bits));
-  PutLe(rate_bits, 8, &h);
-  PutLe(StableHash64(h, kFileHeaderSeed), 8, &h);
-  return h;
-}
-
-namespace {
-
 // The design size of a filter: the keys it holds at `rate`.
 uint64_t DesignKeys(const BloomFilter& filter, double rate) {
   return static_cast<uint64_t>(static_cast<double>(filter.num_bits()) /
@@ -72,6 +45,21 @@ double SegmentRate(double rate, size_t index) {
 }
 
 }  // namespace
+
+std::string UrlFilterFront::EncodeFileHeader(uint32_t segments, uint64_t file_bytes,
+                                             double first_rate) {
+  std::string h(kFileHeaderBytes, '\0');
+  std::memcpy(&h[0], kFileMagic.data(), kFileMagic.size());
+  absl::little_endian::Store32(&h[8], kFileVersion);
+  absl::little_endian::Store32(&h[12], segments);
+  absl::little_endian::Store64(&h[16], file_bytes);
+  uint64_t rate_bits = 0;
+  std::memcpy(&rate_bits, &first_rate, sizeof(rate_bits));
+  absl::little_endian::Store64(&h[24], rate_bits);
+  absl::little_endian::Store64(&h[32],
+                               StableHash64(absl::string_view(h).substr(0, 32), kFileHeaderSeed));
+  return h;
+}
 
 absl::StatusOr<UrlFilterFront::FileContents> UrlFilterFront::ParseFile(
     absl::string_view bytes, uint64_t store_tag, uint64_t* hint) {
@@ -87,22 +75,22 @@ absl::StatusOr<UrlFilterFront::FileContents> UrlFilterFront::ParseFile(
       return absl::DataLossError(absl::StrCat("filter file of ", bytes.size(),
                                               " bytes, shorter than its header"));
     }
-    if (GetLe(bytes, 32, 8) != StableHash64(bytes.substr(0, 32), kFileHeaderSeed)) {
+    if (absl::little_endian::Load64(bytes.data() + 32) != StableHash64(bytes.substr(0, 32), kFileHeaderSeed)) {
       return absl::DataLossError("filter file header checksum mismatch");
     }
-    const uint64_t version = GetLe(bytes, 8, 4);
+    const uint64_t version = absl::little_endian::Load32(bytes.data() + 8);
     if (version != kFileVersion) {
       return absl::FailedPreconditionError(absl::StrCat(
           "filter file version ", version, ", this build reads ", kFileVersion));
     }
-    want_segments = GetLe(bytes, 12, 4);
-    const uint64_t file_bytes = GetLe(bytes, 16, 8);
+    want_segments = absl::little_endian::Load32(bytes.data() + 12);
+    const uint64_t file_bytes = absl::little_endian::Load64(bytes.data() + 16);
     if (want_segments == 0) return absl::DataLossError("filter file of 0 segments");
     if (file_bytes != bytes.size()) {
       return absl::DataLossError(absl::StrCat("filter file of ", bytes.size(),
                                               " bytes, its header says ", file_bytes));
     }
-    const uint64_t rate_bits = GetLe(bytes, 24, 8);
+    const uint64_t rate_bits = absl::little_endian::Load64(bytes.data() + 24);
     std::memcpy(&first_rate, &rate_bits, sizeof(first_rate));
     if (!(first_rate > 0 && first_rate <= 0.5)) {
       return absl::DataLossError(absl::StrCat("filter file's first segment rate ", first_rate,
@@ -235,7 +223,7 @@ void UrlFilterFront::Start(uint64_t store_tag) {
 
 void UrlFilterFront::StartRebuildLocked(uint64_t design_keys) {
   if (rebuild_thread_.joinable()) {
-    // The last rebuild has finished (rebuilding_ is false): its thread no
+    // The last rebuild has finished (building_ is null): its thread no
     // longer needs mu_.
     rebuild_thread_.join();
   }
@@ -244,7 +232,6 @@ void UrlFilterFront::StartRebuildLocked(uint64_t design_keys) {
       NewSegment(design_keys, options_.false_positive_rate, /*first=*/true));
   building_ = std::move(chain);
   building_newest_keys_ = 0;
-  rebuilding_ = true;
   rebuild_thread_ = std::thread([this] { RunRebuild(); });
 }
 
@@ -283,7 +270,6 @@ void UrlFilterFront::RunRebuild() {
   }
   building_ = nullptr;
   building_newest_keys_ = 0;
-  rebuilding_ = false;
 }
 
 void UrlFilterFront::AddScanned(absl::Span<const uint64_t> key_hashes) {
@@ -348,10 +334,9 @@ void UrlFilterFront::Inserted(absl::Span<const uint64_t> key_hashes) {
 
 std::shared_ptr<const UrlFilterFront::Chain> UrlFilterFront::InsertLocked(
     Which which, absl::Span<const uint64_t> key_hashes) {
-  const std::shared_ptr<const Chain>& chain = which == Which::kActive ? active_ : building_;
+  const std::shared_ptr<const Chain>& chain = ChainOf(which);
   if (chain == nullptr || key_hashes.empty()) return nullptr;
-  std::atomic<uint64_t>& newest_keys =
-      which == Which::kActive ? newest_keys_ : building_newest_keys_;
+  std::atomic<uint64_t>& newest_keys = NewestKeysOf(which);
   const Segment& newest = chain->segments.back();
   for (uint64_t h : key_hashes) newest.filter->Insert(h);
   const uint64_t keys =
@@ -371,17 +356,16 @@ bool UrlFilterFront::Grow(Which which, const std::shared_ptr<const Chain>& full)
     // A call that lost the race allocates nothing (at 10^9 URLs a segment
     // is gigabytes).
     absl::ReaderMutexLock lock(&mu_);
-    if ((which == Which::kActive ? active_ : building_) != full) return true;
+    if (ChainOf(which) != full) return true;
   }
   const Segment& last = full->segments.back();
   // Allocated (and zeroed) before taking the lock: claims wait for nothing
   // but the pointer swap.
   Segment next = NewSegment(2 * last.design_keys, last.rate / 2, /*first=*/false);
   absl::MutexLock lock(&mu_);
-  std::shared_ptr<const Chain>& chain = which == Which::kActive ? active_ : building_;
+  std::shared_ptr<const Chain>& chain = ChainOf(which);
   if (chain == full) {  // else the rebuild ended meanwhile
-    std::atomic<uint64_t>& newest_keys =
-        which == Which::kActive ? newest_keys_ : building_newest_keys_;
+    std::atomic<uint64_t>& newest_keys = NewestKeysOf(which);
     auto grown = std::make_shared<Chain>(*full);
     grown->sealed_keys.push_back(newest_keys.load(std::memory_order_relaxed));
     grown->segments.push_back(std::move(next));
@@ -448,7 +432,7 @@ absl::Status UrlFilterFront::Persist(uint64_t store_tag) {
 
 bool UrlFilterFront::WaitForRebuild(absl::Duration timeout) const {
   absl::MutexLock lock(&mu_);
-  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !rebuilding_; };
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return building_ == nullptr; };
   mu_.AwaitWithTimeout(absl::Condition(&idle), timeout);
   return active_ != nullptr;
 }
@@ -462,7 +446,7 @@ UrlFilterFront::Stats UrlFilterFront::stats() const {
     absl::ReaderMutexLock lock(&mu_);
     st.enabled = options_.enabled;
     st.ready = active_ != nullptr;
-    st.rebuilding = rebuilding_;
+    st.rebuilding = building_ != nullptr;
     st.rebuilds = rebuilds_;
     st.load_result = load_result_;
     st.last_rebuild_time = last_rebuild_time_;

@@ -235,7 +235,7 @@ class UrlFilterFront {
   // set, for a first segment).
   Segment NewSegment(uint64_t design_keys, double rate, bool first) const;
   // Starts the rebuild thread, into a chain whose first segment is for
-  // `design_keys`. REQUIRES: mu_ held, !rebuilding_.
+  // `design_keys`. REQUIRES: mu_ held, no rebuild running (building_ null).
   void StartRebuildLocked(uint64_t design_keys) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RunRebuild();
   void JoinRebuild();
@@ -248,6 +248,13 @@ class UrlFilterFront {
   std::shared_ptr<const Chain> InsertLocked(Which which,
                                             absl::Span<const uint64_t> key_hashes)
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The chain of `which`, and the key count of its newest segment.
+  std::shared_ptr<const Chain>& ChainOf(Which which) ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return which == Which::kActive ? active_ : building_;
+  }
+  std::atomic<uint64_t>& NewestKeysOf(Which which) {
+    return which == Which::kActive ? newest_keys_ : building_newest_keys_;
+  }
   // A rebuild's scanned keys, into the building chain.
   void AddScanned(absl::Span<const uint64_t> key_hashes);
   // Adds a segment after `full`, the chain of `which` whose newest segment
@@ -266,14 +273,12 @@ class UrlFilterFront {
   // The answering segments; null while none is ready.
   std::shared_ptr<const Chain> active_ ABSL_GUARDED_BY(mu_);
   // The chain a rebuild fills from its scan and from inserts; null when
-  // no rebuild runs.
+  // no rebuild runs (so non-null means "rebuilding").
   std::shared_ptr<const Chain> building_ ABSL_GUARDED_BY(mu_);
-  bool rebuilding_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t rebuilds_ ABSL_GUARDED_BY(mu_) = 0;
   std::string load_result_ ABSL_GUARDED_BY(mu_);
   absl::Duration last_rebuild_time_ ABSL_GUARDED_BY(mu_);
-  std::thread rebuild_thread_;  // joined by JoinRebuild; touched under join_mu_
-  absl::Mutex join_mu_;
+  std::thread rebuild_thread_ ABSL_GUARDED_BY(mu_);  // joined by JoinRebuild
 
   // Keys in the newest segment of active_ / of building_.
   std::atomic<uint64_t> newest_keys_{0};

@@ -26,6 +26,7 @@
 #include <cstring>
 #include <string>
 
+#include "absl/base/internal/endian.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
@@ -94,14 +95,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (absl::StartsWith(input, kFileMagic) && size >= UrlFilterFront::kFileHeaderBytes) {
     // The same segment count and rate with a matching length and checksum.
     std::string fixed(input);
-    uint32_t segments = 0;
-    for (int i = 3; i >= 0; --i) {
-      segments = (segments << 8) | static_cast<unsigned char>(fixed[12 + i]);
-    }
-    uint64_t rate_bits = 0;
-    for (int i = 7; i >= 0; --i) {
-      rate_bits = (rate_bits << 8) | static_cast<unsigned char>(fixed[24 + i]);
-    }
+    const uint32_t segments = absl::little_endian::Load32(fixed.data() + 12);
+    const uint64_t rate_bits = absl::little_endian::Load64(fixed.data() + 24);
     double rate = 0;
     std::memcpy(&rate, &rate_bits, sizeof(rate));
     const std::string header = UrlFilterFront::EncodeFileHeader(segments, size, rate);
