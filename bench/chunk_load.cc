@@ -111,7 +111,6 @@ ABSL_FLAG(int64_t, print_docs, 0,
 namespace {
 
 using ::dedupd::bench::Clock;
-using ::dedupd::bench::CpuSecs;
 using ::dedupd::bench::LoadTotals;
 using ::dedupd::bench::Mix;
 
@@ -349,22 +348,17 @@ int main(int argc, char** argv) {
     }
     for (const std::string& text : chunks) request->add_chunks()->set_text(text);
   };
-  // With --pregenerate: every request of the phase, built here, each sent
-  // once (the send takes it by Swap). The whole phase is in memory: about
+  // With --pregenerate, every request of the phase is built here: about
   // 0.5-1 GB for the default 1,000,000-chunk fill.
-  std::vector<CheckChunksRequest> prebuilt;
-  if (absl::GetFlag(FLAGS_pregenerate)) {
-    prebuilt.resize(static_cast<size_t>(total));
-    for (size_t i = 0; i < prebuilt.size(); ++i) build(static_cast<int64_t>(i), &prebuilt[i]);
-  }
+  dedupd::bench::RequestSource<CheckChunksRequest> requests(
+      total, absl::GetFlag(FLAGS_pregenerate), build);
+
 
   dedupd::bench::LoadSpec spec;
   spec.threads = threads;
   spec.batches = total;
   spec.deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
-  const int server_pid = absl::GetFlag(FLAGS_server_pid);
-  const double server_cpu_at_start = dedupd::bench::ProcessCpuSecs(server_pid);
-  const double cpu_at_start = CpuSecs();
+  dedupd::bench::CpuWindow cpu(absl::GetFlag(FLAGS_server_pid));
   const Clock::time_point start = Clock::now();
   spec.stop_sending = start + std::chrono::duration_cast<Clock::duration>(
                                   std::chrono::duration<double>(seconds));
@@ -372,11 +366,7 @@ int main(int argc, char** argv) {
   LoadTotals all = dedupd::bench::RunLoad<CheckChunksRequest, CheckChunksResponse>(
       spec, chans,
       [&](int64_t b, CheckChunksRequest* request) {
-        if (prebuilt.empty()) {
-          build(b, request);
-        } else {
-          request->Swap(&prebuilt[static_cast<size_t>(b)]);
-        }
+        requests.Take(b, request);
         // Counted as sent: the text bytes and chunks of this request.
         int64_t bytes = 0;
         for (const dedupd::v1::ChunkItem& c : request->chunks()) {
@@ -396,16 +386,12 @@ int main(int argc, char** argv) {
         replaced += static_cast<int64_t>(response.replaced_chunks());
       });
   const double secs = std::chrono::duration<double>(Clock::now() - start).count();
-  const double client_cpu = CpuSecs() - cpu_at_start;
-  const double server_cpu_at_end = dedupd::bench::ProcessCpuSecs(server_pid);
+  cpu.Stop();
   const int64_t answered = all.answered();
   const int64_t docs_sent = all.sent / chunks_per_doc;
   const int64_t docs_answered = docs_sent - all.errors;
   const double p50 = dedupd::bench::Percentile(&all.latency_ms, 0.50);
   const double p99 = dedupd::bench::Percentile(&all.latency_ms, 0.99);
-  const double server_cpu = server_cpu_at_start < 0 || server_cpu_at_end < 0
-                                ? -1
-                                : server_cpu_at_end - server_cpu_at_start;
   std::cout << absl::StrFormat(
                    "checkchunks phase=%s mode=%s threads=%d chunks_per_doc=%d chunk_bytes=%.0f "
                    "docs=%d chunks=%d secs=%.2f chunks_per_sec=%.0f docs_per_sec=%.0f "
@@ -422,7 +408,7 @@ int main(int argc, char** argv) {
                    all.verdicts["CHUNK_VERDICT_EXACT_DUPLICATE"],
                    all.verdicts["CHUNK_VERDICT_NEAR_DUPLICATE"],
                    all.verdicts["CHUNK_VERDICT_INVALID"], replaced.load(), all.errors,
-                   client_cpu, server_cpu)
+                   cpu.client_secs(), cpu.server_secs())
             << std::endl;
   dedupd::bench::PrintErrors("chunk_load", all);
   return all.errors == 0 ? 0 : 1;

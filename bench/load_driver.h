@@ -105,6 +105,60 @@ inline double ProcessCpuSecs(int pid) {
   return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
+// CpuWindow: this process's CPU and the server's (process `server_pid`; 0
+// for none) from its construction, when the load's clock starts, to Stop,
+// after the last answer.
+class CpuWindow {
+ public:
+  explicit CpuWindow(int server_pid)
+      : server_pid_(server_pid),
+        client_start_(CpuSecs()),
+        server_start_(ProcessCpuSecs(server_pid)) {}
+  void Stop() {
+    client_secs_ = CpuSecs() - client_start_;
+    const double server_end = ProcessCpuSecs(server_pid_);
+    server_secs_ = server_start_ < 0 || server_end < 0 ? -1 : server_end - server_start_;
+  }
+  double client_secs() const { return client_secs_; }
+  // -1 when there is no server pid or its CPU could not be read.
+  double server_secs() const { return server_secs_; }
+
+ private:
+  const int server_pid_;
+  const double client_start_;
+  const double server_start_;
+  double client_secs_ = 0;
+  double server_secs_ = -1;
+};
+
+// RequestSource: the requests of a run, numbered from 0, either all built
+// up front (`pregenerate`: before the clock starts, so that building them
+// does not take CPU from the server during the measurement) or each built
+// when it is sent. Take hands request b over by Swap.
+template <typename Request>
+class RequestSource {
+ public:
+  RequestSource(int64_t count, bool pregenerate,
+                std::function<void(int64_t, Request*)> build)
+      : build_(std::move(build)) {
+    if (!pregenerate) return;
+    prebuilt_.resize(static_cast<size_t>(count));
+    for (size_t b = 0; b < prebuilt_.size(); ++b) build_(static_cast<int64_t>(b), &prebuilt_[b]);
+  }
+  // Request b into `request`. REQUIRES: each b is taken at most once.
+  void Take(int64_t b, Request* request) {
+    if (prebuilt_.empty()) {
+      build_(b, request);
+    } else {
+      request->Swap(&prebuilt_[static_cast<size_t>(b)]);
+    }
+  }
+
+ private:
+  const std::function<void(int64_t, Request*)> build_;
+  std::vector<Request> prebuilt_;
+};
+
 // Percentile p (0..1) of `v` (reordered).
 inline double Percentile(std::vector<double>* v, double p) {
   if (v->empty()) return 0;

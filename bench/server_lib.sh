@@ -74,7 +74,7 @@ start_server() {
   fi
   port=$(<"$port_file")
 }
-field() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$2"; }
+field() { sed -n "s/.* $1=\(-\{0,1\}[0-9.]*\).*/\1/p" <<<"$2"; }
 
 # print_server_cpu PHASE LINE ITEMS UNIT: the line
 #   server  phase=<p> cpu_secs=<s> cpu_us_per_<unit>=<u> rss_mb=<r>
@@ -83,7 +83,7 @@ field() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$2"; }
 # answer, for ITEMS items.
 print_server_cpu() {
   local secs
-  secs=$(sed -n 's/.* server_cpu_secs=\(-\{0,1\}[0-9.]*\).*/\1/p' <<<"$2")
+  secs=$(field server_cpu_secs "$2")
   if [[ -z "$secs" || "$secs" == -* ]]; then
     echo "$tool: $1: the load tool could not read the server's CPU (pid $server_pid)" >&2
     status=1

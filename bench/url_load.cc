@@ -283,17 +283,11 @@ int main(int argc, char** argv) {
       request->add_items()->set_url(url_at(offset + first + i));
     }
   };
-  // With --pregenerate: every request, built here, each sent once (the
-  // send takes it by Swap). Needs a --urls count: a time-bound run with
-  // --urls=0 builds its requests as it goes.
-  std::vector<CheckUrlRequest> prebuilt;
-  if (absl::GetFlag(FLAGS_pregenerate) && urls_flag > 0) {
-    prebuilt.resize(static_cast<size_t>(spec.batches));
-    for (size_t b = 0; b < prebuilt.size(); ++b) build(static_cast<int64_t>(b), &prebuilt[b]);
-  }
-  const int server_pid = absl::GetFlag(FLAGS_server_pid);
-  const double server_cpu_at_start = dedupd::bench::ProcessCpuSecs(server_pid);
-  const double cpu_at_start = dedupd::bench::CpuSecs();
+  // With --pregenerate, every request is built here. Needs a --urls
+  // count: a time-bound run with --urls=0 builds its requests as it goes.
+  dedupd::bench::RequestSource<CheckUrlRequest> requests(
+      spec.batches, absl::GetFlag(FLAGS_pregenerate) && urls_flag > 0, build);
+  dedupd::bench::CpuWindow cpu(absl::GetFlag(FLAGS_server_pid));
   const Clock::time_point start = Clock::now();
   if (seconds > 0) {
     spec.stop_sending = start + std::chrono::duration_cast<Clock::duration>(
@@ -302,11 +296,7 @@ int main(int argc, char** argv) {
   LoadTotals all = dedupd::bench::RunLoad<CheckUrlRequest, CheckUrlResponse>(
       spec, chans,
       [&](int64_t b, CheckUrlRequest* request) {
-        if (prebuilt.empty()) {
-          build(b, request);
-        } else {
-          request->Swap(&prebuilt[static_cast<size_t>(b)]);
-        }
+        requests.Take(b, request);
         return static_cast<int64_t>(request->items_size());
       },
       [](dedupd::v1::Dedup::Stub* stub, grpc::ClientContext* ctx,
@@ -320,11 +310,7 @@ int main(int argc, char** argv) {
       });
   const double secs =
       std::chrono::duration<double>(Clock::now() - start).count();
-  const double client_cpu = dedupd::bench::CpuSecs() - cpu_at_start;
-  const double server_cpu_at_end = dedupd::bench::ProcessCpuSecs(server_pid);
-  const double server_cpu = server_cpu_at_start < 0 || server_cpu_at_end < 0
-                                ? -1
-                                : server_cpu_at_end - server_cpu_at_start;
+  cpu.Stop();
 
   const double p50 = dedupd::bench::Percentile(&all.latency_ms, 0.50);
   const double p99 = dedupd::bench::Percentile(&all.latency_ms, 0.99);
@@ -338,7 +324,8 @@ int main(int argc, char** argv) {
                    p50, p99, all.verdicts["URL_VERDICT_NEW"],
                    all.verdicts["URL_VERDICT_SEEN"],
                    all.verdicts["URL_VERDICT_INVALID"], all.errors,
-                   all.verdicts["URL_VERDICT_SEEN_PROBABLY"], client_cpu, server_cpu)
+                   all.verdicts["URL_VERDICT_SEEN_PROBABLY"], cpu.client_secs(),
+                   cpu.server_secs())
             << std::endl;
   dedupd::bench::PrintErrors("url_load", all);
   return all.errors == 0 ? 0 : 1;
