@@ -54,6 +54,11 @@ step url_normalizer_benchmark 'BM_Normalize/Canonical' \
 step run_url_bench '^store  urls=50000 ' \
   "$here/run_url_bench.sh" --build_dir="$build_dir" --tiny
 
+step ab_url_servers '^ab_median  variant=B runs=1 ' \
+  "$here/ab_url_servers.sh" --a="$build_dir/server/dedupd" --b="$build_dir/server/dedupd" \
+  --b_load_flags=--pregenerate=false --load="$build_dir/bench/dedupd_url_load" \
+  --pairs=1 --urls=2000
+
 step text_corpus_builder '^' \
   /usr/bin/python3 "$here/make_text_corpus.py" --max_pages 5 --out "$tmp/pages"
 if [[ $(find "$tmp/pages" -name '*.txt' 2>/dev/null | wc -l) -ne 5 ]]; then
