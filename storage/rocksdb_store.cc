@@ -919,9 +919,10 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
   // Each batch keeps its last skip-list position per memtable ("splice")
   // from key to key while inserting concurrently, instead of searching
   // from the top for every key. A claim's URL keys are sorted
-  // (SortedBatch), so the next key's search starts near the last one: 3
-  // alternated pairs of 2,000,000 claims, server CPU per URL -8..-11%
-  // (docs/benchmarks.md). Ignored without concurrent memtable writes.
+  // (SortedBatch), so the next key's search starts near the last one: on
+  // 5 alternated pairs of 2,000,000 claims the server's CPU per URL went
+  // from 8.09 to 7.18 us (medians; docs/benchmarks.md, "Memtable
+  // inserts"). Ignored without concurrent memtable writes.
   impl->write_options.memtable_insert_hint_per_batch = true;
   if (has_content_family) impl->content_cf = handles[1];
 

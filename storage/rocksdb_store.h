@@ -150,10 +150,10 @@ struct RocksDbStoreOptions {
   UrlFilterOptions url_filter;
 
   // Let the writers of one RocksDB write group insert into the memtable in
-  // parallel (RocksDB's allow_concurrent_memtable_write). When false the
-  // group's leader inserts every batch itself, reusing its skip-list
-  // position from key to key ("splice"), which makes a batch of sorted
-  // keys (every claim batch is sorted) cheaper per key.
+  // parallel (RocksDB's allow_concurrent_memtable_write). Either way a
+  // batch reuses its skip-list position from key to key ("splice"), which
+  // makes a batch of sorted keys (every claim batch is sorted) cheaper per
+  // key; when false the group's leader inserts every batch itself.
   // Default: true.
   bool concurrent_memtable_writes = true;
 
