@@ -4,8 +4,9 @@
 # drifts: each run starts the variant's dedupd on 127.0.0.1 with an empty
 # data dir, sends --urls synthetic URLs (dedupd_url_load, batches of
 # --batch, --threads threads) and stops it. A variant is a dedupd binary
-# plus extra dedupd_url_load flags, so two builds or two load settings can
-# be compared. Prints one line per run:
+# plus extra dedupd flags and extra dedupd_url_load flags, so two builds,
+# two server settings or two load settings can be compared. Prints one
+# line per run:
 #   ab  variant=<A|B> run=<i> urls_per_sec=<x> p50_ms=<a> server_us_per_url=<s> client_us_per_url=<c>
 # then, per variant, the median of each figure over its runs:
 #   ab_median  variant=<A|B> runs=<n> urls_per_sec=<x> server_us_per_url=<s> client_us_per_url=<c>
@@ -13,10 +14,12 @@
 # the last answer (dedupd_url_load --server_pid), per URL.
 # Exits non-zero when a run fails or a verdict count is wrong.
 #
-# Usage: bench/ab_url_servers.sh --a=DEDUPD --b=DEDUPD [--a_load_flags="..."]
-#          [--b_load_flags="..."] [--load=URL_LOAD] [--pairs=N] [--urls=N]
-#          [--batch=N] [--threads=N]
+# Usage: bench/ab_url_servers.sh --a=DEDUPD --b=DEDUPD [--a_flags="..."]
+#          [--b_flags="..."] [--a_load_flags="..."] [--b_load_flags="..."]
+#          [--load=URL_LOAD] [--pairs=N] [--urls=N] [--batch=N] [--threads=N]
 #   --a, --b            the two dedupd binaries (may be the same)
+#   --a_flags, --b_flags
+#                       extra dedupd flags for that variant (words)
 #   --a_load_flags, --b_load_flags
 #                       extra dedupd_url_load flags for that variant
 #   --load              dedupd_url_load (default: build/bench/dedupd_url_load)
@@ -25,16 +28,20 @@
 # Example:
 #   bench/ab_url_servers.sh --a=/tmp/old/dedupd --b=build-rel/server/dedupd \
 #       --load=build-rel/bench/dedupd_url_load --pairs=7
+#   bench/ab_url_servers.sh --a=build-rel/server/dedupd --b=build-rel/server/dedupd \
+#       --b_flags=--worker_threads=2 --load=build-rel/bench/dedupd_url_load
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-a_bin="" b_bin="" a_flags="" b_flags=""
+a_bin="" b_bin="" a_flags="" b_flags="" a_server="" b_server=""
 load_bin="$here/../build/bench/dedupd_url_load"
 pairs=7 urls=1000000 batch=1000 threads=4
 while (($#)); do
   case "$1" in
     --a=*) a_bin=${1#*=} ;;
     --b=*) b_bin=${1#*=} ;;
+    --a_flags=*) a_server=${1#*=} ;;
+    --b_flags=*) b_server=${1#*=} ;;
     --a_load_flags=*) a_flags=${1#*=} ;;
     --b_load_flags=*) b_flags=${1#*=} ;;
     --load=*) load_bin=${1#*=} ;;
@@ -42,7 +49,7 @@ while (($#)); do
     --urls=*) urls=${1#*=} ;;
     --batch=*) batch=${1#*=} ;;
     --threads=*) threads=${1#*=} ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "ab_url_servers: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -62,10 +69,11 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/dedupd-ab.XXXXXX")
 source "$here/server_lib.sh"
 
 declare -A figures  # "<variant> <figure>" -> space-separated values
-# run VARIANT BIN FLAGS I: one run on a fresh store.
+# run VARIANT BIN LOAD_FLAGS I SERVER_FLAGS: one run on a fresh store.
 run() {
   local variant=$1 i=$4 line rc
   server_bin=$2
+  read -r -a server_flags <<<"$5"
   rm -rf "$data_dir"
   start_server
   # shellcheck disable=SC2086  # the variant's load flags are words
@@ -91,11 +99,12 @@ run() {
 median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END {
   print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 
-echo "# ab_url_servers: a=$a_bin ($a_flags) b=$b_bin ($b_flags) pairs=$pairs urls=$urls" \
+echo "# ab_url_servers: a=$a_bin [$a_server] ($a_flags) b=$b_bin [$b_server] ($b_flags)" \
+  "pairs=$pairs urls=$urls" \
   "batch=$batch threads=$threads loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
 for ((i = 1; i <= pairs; ++i)); do
-  run A "$a_bin" "$a_flags" "$i"
-  run B "$b_bin" "$b_flags" "$i"
+  run A "$a_bin" "$a_flags" "$i" "$a_server"
+  run B "$b_bin" "$b_flags" "$i" "$b_server"
 done
 for v in A B; do
   echo "ab_median  variant=$v runs=$(wc -w <<<"${figures["$v urls_per_sec"]:-}")" \

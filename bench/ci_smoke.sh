@@ -56,8 +56,8 @@ step run_url_bench '^store  urls=50000 ' \
 
 step ab_url_servers '^ab_median  variant=B runs=1 ' \
   "$here/ab_url_servers.sh" --a="$build_dir/server/dedupd" --b="$build_dir/server/dedupd" \
-  --b_load_flags=--pregenerate=false --load="$build_dir/bench/dedupd_url_load" \
-  --pairs=1 --urls=2000
+  --b_flags=--worker_threads=2 --b_load_flags=--pregenerate=false \
+  --load="$build_dir/bench/dedupd_url_load" --pairs=1 --urls=2000
 
 step text_corpus_builder '^' \
   /usr/bin/python3 "$here/make_text_corpus.py" --max_pages 5 --out "$tmp/pages"
