@@ -3,7 +3,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -20,7 +19,6 @@
 #include "core/simhash_index.h"
 #include "server/auth.h"
 #include "server/admin.h"
-#include "server/cpus.h"
 #include "server/log.h"
 #include "server/server.h"
 
@@ -38,10 +36,8 @@ ABSL_FLAG(int64_t, max_message_bytes, 16 << 20,
           "largest request or response message, in bytes");
 ABSL_FLAG(int64_t, max_concurrent_rpcs, 256,
           "most calls in flight; more get RESOURCE_EXHAUSTED");
-ABSL_FLAG(int64_t, worker_threads, 0,
-          "threads that run calls' work (normalizing, store reads and writes); "
-          "0: twice the CPUs this process may use (its cgroup v2 CPU quota, "
-          "else its CPU affinity), at least 2");
+ABSL_FLAG(int64_t, worker_threads, 8,
+          "threads that run calls' work (normalizing, store reads and writes)");
 ABSL_FLAG(bool, sync_writes, false,
           "fsync the WAL before answering each claim batch (power-loss "
           "durability; a process crash loses nothing acknowledged either way)");
@@ -173,7 +169,7 @@ int main(int argc, char** argv) {
   if (!CheckRange("max_batch_items", absl::GetFlag(FLAGS_max_batch_items), 1, 1000000) ||
       !CheckRange("max_message_bytes", absl::GetFlag(FLAGS_max_message_bytes), 1024, INT32_MAX) ||
       !CheckRange("max_concurrent_rpcs", absl::GetFlag(FLAGS_max_concurrent_rpcs), 1, 1000000) ||
-      !CheckRange("worker_threads", absl::GetFlag(FLAGS_worker_threads), 0, 1024) ||
+      !CheckRange("worker_threads", absl::GetFlag(FLAGS_worker_threads), 1, 1024) ||
       !CheckRange("block_cache_mb", absl::GetFlag(FLAGS_block_cache_mb), 1, 1 << 20) ||
       !CheckRange("max_text_bytes", absl::GetFlag(FLAGS_max_text_bytes), 1, INT32_MAX) ||
       !CheckRange("simhash_shingle_words", absl::GetFlag(FLAGS_simhash_shingle_words), 1, 16) ||
@@ -262,17 +258,6 @@ int main(int argc, char** argv) {
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   options.max_concurrent_rpcs = absl::GetFlag(FLAGS_max_concurrent_rpcs);
   options.worker_threads = static_cast<int>(absl::GetFlag(FLAGS_worker_threads));
-  if (options.worker_threads == 0) {
-    // More workers than cores only interleave CPU-bound calls (CheckChunks
-    // ran ~10% slower with 8 than with 2 or 4 on 2 cores); some more than
-    // cores let claims share an fsync with --sync_writes and keep a worker
-    // for Dedup calls beside admin calls (docs/benchmarks.md, "Worker
-    // threads").
-    options.worker_threads = std::min(std::max(2 * dedupd::UsableCpus(), 2), 1024);
-    dedupd::Log(dedupd::LogLevel::kInfo,
-                absl::StrCat("--worker_threads=0: ", options.worker_threads,
-                             " worker threads (twice the usable CPUs)"));
-  }
   options.sync_writes = absl::GetFlag(FLAGS_sync_writes);
   options.block_cache_bytes =
       static_cast<size_t>(absl::GetFlag(FLAGS_block_cache_mb)) << 20;
