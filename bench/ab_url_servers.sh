@@ -33,17 +33,17 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-a_bin="" b_bin="" a_flags="" b_flags="" a_server="" b_server=""
+a_bin="" b_bin="" a_flags="" b_flags="" a_load="" b_load=""
 load_bin="$here/../build/bench/dedupd_url_load"
 pairs=7 urls=1000000 batch=1000 threads=4
 while (($#)); do
   case "$1" in
     --a=*) a_bin=${1#*=} ;;
     --b=*) b_bin=${1#*=} ;;
-    --a_flags=*) a_server=${1#*=} ;;
-    --b_flags=*) b_server=${1#*=} ;;
-    --a_load_flags=*) a_flags=${1#*=} ;;
-    --b_load_flags=*) b_flags=${1#*=} ;;
+    --a_flags=*) a_flags=${1#*=} ;;
+    --b_flags=*) b_flags=${1#*=} ;;
+    --a_load_flags=*) a_load=${1#*=} ;;
+    --b_load_flags=*) b_load=${1#*=} ;;
     --load=*) load_bin=${1#*=} ;;
     --pairs=*) pairs=${1#*=} ;;
     --urls=*) urls=${1#*=} ;;
@@ -69,16 +69,16 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/dedupd-ab.XXXXXX")
 source "$here/server_lib.sh"
 
 declare -A figures  # "<variant> <figure>" -> space-separated values
-# run VARIANT BIN LOAD_FLAGS I SERVER_FLAGS: one run on a fresh store.
+# run VARIANT BIN SERVER_FLAGS LOAD_FLAGS I: one run on a fresh store.
 run() {
-  local variant=$1 i=$4 line rc
+  local variant=$1 i=$5 line rc
   server_bin=$2
-  read -r -a server_flags <<<"$5"
+  read -r -a server_flags <<<"$3"
   rm -rf "$data_dir"
   start_server
   # shellcheck disable=SC2086  # the variant's load flags are words
   line=$("$load_bin" --target="127.0.0.1:$port" --synthetic --seed=1 --urls="$urls" \
-    --batch="$batch" --threads="$threads" --mode=claim --server_pid="$server_pid" $3)
+    --batch="$batch" --threads="$threads" --mode=claim --server_pid="$server_pid" $4)
   rc=$?
   stop_server
   if ((rc != 0)) || [[ "$(field new "$line")" != "$urls" ]]; then
@@ -99,12 +99,12 @@ run() {
 median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END {
   print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 
-echo "# ab_url_servers: a=$a_bin [$a_server] ($a_flags) b=$b_bin [$b_server] ($b_flags)" \
+echo "# ab_url_servers: a=$a_bin [$a_flags] ($a_load) b=$b_bin [$b_flags] ($b_load)" \
   "pairs=$pairs urls=$urls" \
   "batch=$batch threads=$threads loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
 for ((i = 1; i <= pairs; ++i)); do
-  run A "$a_bin" "$a_flags" "$i" "$a_server"
-  run B "$b_bin" "$b_flags" "$i" "$b_server"
+  run A "$a_bin" "$a_flags" "$a_load" "$i"
+  run B "$b_bin" "$b_flags" "$b_load" "$i"
 done
 for v in A B; do
   echo "ab_median  variant=$v runs=$(wc -w <<<"${figures["$v urls_per_sec"]:-}")" \
