@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "core/status_macros.h"
 #include "core/url_normalizer.h"
@@ -548,12 +549,25 @@ void DedupServer::Shutdown(absl::Duration drain) {
     // open-ended streams (a health Watch lasts as long as its client
     // wants), so once every other call is done they are cancelled: the
     // drain ends when the work does, not at the deadline.
+    //
+    // Not at once, though: a call counts as done when its status is handed
+    // to the transport, and cancelling disconnects every connection, which
+    // can drop a response not yet written (the client saw "Connection reset
+    // by peer" for a call that had finished). Without an open-ended stream
+    // Shutdown returns by itself right after the last call, with a graceful
+    // GOAWAY; only if it is still waiting after kOpenStreamGrace are the
+    // streams cancelled.
+    constexpr absl::Duration kOpenStreamGrace = absl::Milliseconds(500);
     const absl::Time deadline = absl::Now() + drain;
     grpc::Server* server = impl_->server.get();
-    std::thread stopper([server, deadline] {
+    absl::Notification stopped;
+    std::thread stopper([server, deadline, &stopped] {
       server->Shutdown(absl::ToChronoTime(deadline));
+      stopped.Notify();
     });
-    if (impl_->observer->WaitForCalls(deadline)) {
+    if (impl_->observer->WaitForCalls(deadline) &&
+        !stopped.WaitForNotificationWithDeadline(
+            std::min(deadline, absl::Now() + kOpenStreamGrace))) {
       grpc_server_cancel_all_calls(server->c_server());
     }
     stopper.join();
