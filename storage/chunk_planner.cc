@@ -39,6 +39,23 @@ absl::Status CheckChunkDocument(const ChunkDocument& doc, int max_near_distance)
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<ChunkHolder>> ListAllHolders(ChunkStateReader* reader,
+                                                        const Sha256Digest& sha256,
+                                                        const ChunkTextRecord& record,
+                                                        size_t limit) {
+  std::vector<ChunkHolder> out;
+  if (limit == 0) return out;
+  if (record.owner.has_value()) {
+    out.push_back(*record.owner);
+    --limit;
+    if (limit == 0) return out;
+  }
+  DEDUPD_ASSIGN_OR_RETURN(std::vector<ChunkHolder> records,
+                          reader->ListHolders(sha256, limit));
+  for (ChunkHolder& h : records) out.push_back(std::move(h));
+  return out;
+}
+
 std::vector<Sha256Digest> ChunkLockShas(const ChunkDocument& doc,
                                         const std::optional<ChunkManifest>& stored) {
   std::vector<Sha256Digest> shas;
@@ -108,10 +125,15 @@ class Planner {
     if (!t->record.has_value() || t->record->holders <= t->own_old) {
       return t->oldest_other;
     }
+    const std::optional<ChunkHolder>& owner = t->record->owner;
+    if (owner.has_value() && owner->document_url != doc_.document_url) {
+      t->oldest_other = *owner;
+      return t->oldest_other;
+    }
     // This document's holders are the only ones to skip: at most own_old
     // of them come before the first other one.
     DEDUPD_ASSIGN_OR_RETURN(std::vector<ChunkHolder> holders,
-                            reader_->ListHolders(sha, t->own_old + 1));
+                            ListAllHolders(reader_, sha, *t->record, t->own_old + 1));
     for (ChunkHolder& h : holders) {
       if (h.document_url != doc_.document_url) {
         t->oldest_other = std::move(h);
@@ -287,7 +309,7 @@ absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim,
   }
   const ChunkManifest no_chunks;
   const ChunkManifest& before = old.has_value() ? *old : no_chunks;
-  // Holder records: the difference between the old and the new set.
+  // Holders: the difference between the old and the new set, by text.
   using Held = std::pair<Sha256Digest, ChunkHolder>;
   auto less = [](const Held& a, const Held& b) {
     return std::tie(a.first, a.second) < std::tie(b.first, b.second);
@@ -303,52 +325,113 @@ absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim,
   };
   const std::vector<Held> old_holders = holders_of(before);
   const std::vector<Held> new_holders = holders_of(next);
+  std::vector<Held> removed;
+  std::vector<Held> added_holders;
   std::set_difference(old_holders.begin(), old_holders.end(), new_holders.begin(),
-                      new_holders.end(), std::back_inserter(mut.holders_removed), less);
+                      new_holders.end(), std::back_inserter(removed), less);
   std::set_difference(new_holders.begin(), new_holders.end(), old_holders.begin(),
-                      old_holders.end(), std::back_inserter(mut.holders_added), less);
+                      old_holders.end(), std::back_inserter(added_holders), less);
   if (next.chunks.empty()) {
     mut.delete_manifest = old.has_value();
   } else if (!(next == before)) {
     mut.manifest = std::move(next);
   }
-  absl::flat_hash_map<Sha256Digest, int64_t> delta;
-  for (const Held& h : mut.holders_removed) --delta[h.first];
-  for (const Held& h : mut.holders_added) ++delta[h.first];
-  // Text records, in SHA-256 order (deterministic ids and writes).
-  std::vector<std::pair<Sha256Digest, int64_t>> deltas(delta.begin(), delta.end());
-  std::sort(deltas.begin(), deltas.end());
   absl::flat_hash_map<Sha256Digest, uint64_t> simhash_of;
   simhash_of.reserve(doc.chunks.size());
   for (const ChunkInput& c : doc.chunks) simhash_of[c.sha256] = c.simhash;
-  for (const auto& [sha, d] : deltas) {
-    if (d == 0) continue;
+  // Text records, in SHA-256 order (deterministic ids and writes): both
+  // lists are sorted by text, then holder, so each text's removed and
+  // added holders are one run of each, oldest first.
+  auto r_it = removed.begin();
+  auto a_it = added_holders.begin();
+  while (r_it != removed.end() || a_it != added_holders.end()) {
+    const Sha256Digest sha =
+        r_it == removed.end() ? a_it->first
+        : a_it == added_holders.end() ? r_it->first
+                                      : std::min(r_it->first, a_it->first);
+    std::vector<ChunkHolder> gone;  // this text's removed holders, oldest first
+    for (; r_it != removed.end() && r_it->first == sha; ++r_it) gone.push_back(r_it->second);
+    std::vector<ChunkHolder> come;  // its added ones, oldest first
+    for (; a_it != added_holders.end() && a_it->first == sha; ++a_it) {
+      come.push_back(a_it->second);
+    }
     DEDUPD_ASSIGN_OR_RETURN(TextState * text, planner.Text(sha));
     if (!text->record.has_value()) {
-      if (d < 0) {
+      if (!gone.empty()) {
         return absl::DataLossError(absl::StrCat(
             "document ", doc.document_url, " holds chunk text ", Sha256Hex(sha),
             " which has no text record"));
       }
+      // A new text: its oldest holder is the owner, the others get records.
       DEDUPD_ASSIGN_OR_RETURN(uint32_t id, reader->AllocateTextId());
-      ChunkTextRecord r{id, simhash_of[sha], static_cast<uint64_t>(d)};
+      ChunkTextRecord r{id, simhash_of[sha], come.size(), come.front()};
+      for (size_t k = 1; k < come.size(); ++k) mut.holders_added.emplace_back(sha, come[k]);
       mut.texts_put.emplace_back(sha, r);
       mut.fingerprints_added.emplace_back(id, FingerprintRecord{r.simhash, sha});
       continue;
     }
-    ChunkTextRecord r = *text->record;
-    if (d < 0 && r.holders < static_cast<uint64_t>(-d)) {
+    const ChunkTextRecord& was = *text->record;
+    if (was.holders < gone.size()) {
       return absl::DataLossError(absl::StrCat(
-          "chunk text ", Sha256Hex(sha), " counts ", r.holders,
-          " holders but document ", doc.document_url, " alone held ", -d));
+          "chunk text ", Sha256Hex(sha), " counts ", was.holders,
+          " holders but document ", doc.document_url, " alone held ", gone.size()));
     }
-    r.holders = static_cast<uint64_t>(static_cast<int64_t>(r.holders) + d);
-    if (r.holders == 0) {
-      mut.texts_deleted.emplace_back(sha, *text->record);
-      mut.fingerprints_removed.push_back({r.simhash, r.text_id});
-    } else {
-      mut.texts_put.emplace_back(sha, r);
+    const uint64_t count = was.holders - gone.size() + come.size();
+    const bool owner_gone = was.owner.has_value() &&
+                            std::binary_search(gone.begin(), gone.end(), *was.owner);
+    size_t gone_records = 0;  // the removed holders that have records
+    for (const ChunkHolder& h : gone) {
+      if (owner_gone && h == *was.owner) continue;
+      mut.holders_removed.emplace_back(sha, h);
+      ++gone_records;
     }
+    if (count == 0) {
+      mut.texts_deleted.emplace_back(sha, was);
+      mut.fingerprints_removed.push_back({was.simhash, was.text_id});
+      continue;
+    }
+    // The new owner: the oldest of the old owner (if it stays), the oldest
+    // remaining holder record (if the old owner goes, or the record names
+    // none) and the oldest added holder.
+    std::optional<ChunkHolder> owner;
+    bool owner_has_record = false;
+    if (was.owner.has_value() && !owner_gone) {
+      owner = was.owner;
+    } else if (count > come.size()) {
+      // Some holder stays; the removed records are at most gone_records
+      // of the records before the first that stays.
+      DEDUPD_ASSIGN_OR_RETURN(std::vector<ChunkHolder> records,
+                              reader->ListHolders(sha, gone_records + 1));
+      for (ChunkHolder& h : records) {
+        if (std::binary_search(gone.begin(), gone.end(), h)) continue;
+        owner = std::move(h);
+        owner_has_record = true;
+        break;
+      }
+      if (!owner.has_value()) {
+        return absl::DataLossError(absl::StrCat(
+            "chunk text ", Sha256Hex(sha), " counts ", was.holders,
+            " holders but none stays after document ", doc.document_url,
+            " drops its ", gone.size()));
+      }
+    }
+    if (!come.empty() && (!owner.has_value() || come.front() < *owner)) {
+      owner = come.front();
+      owner_has_record = false;
+    }
+    for (const ChunkHolder& h : come) {
+      if (!(h == *owner)) mut.holders_added.emplace_back(sha, h);
+    }
+    // A holder record that becomes the owner loses its record; an owner
+    // that stays but is no longer the oldest gets one.
+    if (owner_has_record) mut.holders_removed.emplace_back(sha, *owner);
+    if (was.owner.has_value() && !owner_gone && !(*was.owner == *owner)) {
+      mut.holders_added.emplace_back(sha, *was.owner);
+    }
+    ChunkTextRecord r = was;
+    r.holders = count;
+    r.owner = std::move(owner);
+    if (!(r == was)) mut.texts_put.emplace_back(sha, std::move(r));
   }
   return absl::OkStatus();
 }

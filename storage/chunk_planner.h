@@ -7,9 +7,12 @@
 //
 // Records (what a backend stores; docs/storage_format.md for RocksDB):
 //   manifest  document URL -> its chunks (id, SHA-256, SimHash, added)
-//   text      SHA-256 -> (text id, SimHash, number of chunks holding it)
-//   holder    (SHA-256, added, document URL, chunk id): one per stored chunk,
-//             so the oldest holder of a text is the first in that order
+//   text      SHA-256 -> (text id, SimHash, number of chunks holding it,
+//             its owner: the oldest chunk holding it)
+//   holder    (SHA-256, added, document URL, chunk id): one per stored chunk
+//             other than its text's owner, so the holders after the owner
+//             are in that order (a text record without an owner, written
+//             by storage format 2, has a holder record for every holder)
 //   fingerprint  text id -> (SimHash, SHA-256), the chunk index's entries
 //
 // Example (inside a backend's CheckChunks, with its locks held):
@@ -61,19 +64,6 @@ struct ChunkManifest {
   bool operator==(const ChunkManifest& o) const { return chunks == o.chunks; }
 };
 
-// What is stored per distinct chunk text.
-struct ChunkTextRecord {
-  // The text's id in the chunk index; allocated in increasing order.
-  uint32_t text_id = 0;
-  uint64_t simhash = 0;
-  // How many stored chunks (of all documents) hold the text; >= 1.
-  uint64_t holders = 0;
-
-  bool operator==(const ChunkTextRecord& o) const {
-    return text_id == o.text_id && simhash == o.simhash && holders == o.holders;
-  }
-};
-
 // One stored chunk holding a text. Holders of a text are ordered by
 // (added, document_url, chunk_id): oldest first.
 struct ChunkHolder {
@@ -91,6 +81,24 @@ struct ChunkHolder {
   }
 };
 
+// What is stored per distinct chunk text.
+struct ChunkTextRecord {
+  // The text's id in the chunk index; allocated in increasing order.
+  uint32_t text_id = 0;
+  uint64_t simhash = 0;
+  // How many stored chunks (of all documents) hold the text; >= 1.
+  uint64_t holders = 0;
+  // The oldest holder, which has no holder record. Every record the
+  // planner writes has one; records of storage format 2 have none (every
+  // holder then has a holder record) until a claim rewrites them.
+  std::optional<ChunkHolder> owner;
+
+  bool operator==(const ChunkTextRecord& o) const {
+    return text_id == o.text_id && simhash == o.simhash && holders == o.holders &&
+           owner == o.owner;
+  }
+};
+
 // ChunkStateReader: the store's state before the call. Errors are the
 // backend's (Unavailable, DataLoss, ...), with context.
 class ChunkStateReader {
@@ -100,7 +108,8 @@ class ChunkStateReader {
       absl::string_view document_url) = 0;
   virtual absl::StatusOr<std::optional<ChunkTextRecord>> GetText(
       const Sha256Digest& sha256) = 0;
-  // The first `limit` holders of the text, oldest first.
+  // The first `limit` holder records of the text, oldest first (the text's
+  // owner, when its record names one, is not among them).
   virtual absl::StatusOr<std::vector<ChunkHolder>> ListHolders(
       const Sha256Digest& sha256, size_t limit) = 0;
   // The chunk index's answer (see SimHashIndex::Query).
@@ -126,6 +135,7 @@ struct ChunkMutations {
   // document now has no chunks; nullopt without it when unchanged.
   std::optional<ChunkManifest> manifest;
   bool delete_manifest = false;
+  // Holder records (not the holders a text record names as its owner).
   std::vector<std::pair<Sha256Digest, ChunkHolder>> holders_removed;
   std::vector<std::pair<Sha256Digest, ChunkHolder>> holders_added;
   std::vector<std::pair<Sha256Digest, ChunkTextRecord>> texts_put;
@@ -147,6 +157,14 @@ struct ChunkPlan {
   ChunkAnswer answer;
   ChunkMutations mutations;  // empty unless claiming
 };
+
+// ListAllHolders returns the first `limit` holders of a text, oldest first:
+// its owner (when `record` names one) followed by its holder records.
+// `record` is the text's record as `reader` sees it.
+absl::StatusOr<std::vector<ChunkHolder>> ListAllHolders(ChunkStateReader* reader,
+                                                        const Sha256Digest& sha256,
+                                                        const ChunkTextRecord& record,
+                                                        size_t limit);
 
 // ChunkLockShas returns the distinct SHA-256s a claim of `doc` must hold
 // locks on, given the document's stored manifest: its new chunks' texts and

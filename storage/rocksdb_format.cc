@@ -87,15 +87,16 @@ absl::StatusOr<uint32_t> DecodeMetaFormatVersion(absl::string_view value) {
 absl::StatusOr<StoreMeta> DecodeMeta(absl::string_view value) {
   absl::StatusOr<uint32_t> version = DecodeMetaFormatVersion(value);
   if (!version.ok()) return version.status();
-  if (*version != kStorageFormatVersion) {
+  if (*version < kOldestUpgradableFormatVersion || *version > kStorageFormatVersion) {
     return absl::FailedPreconditionError(
         absl::StrCat("meta record has storage format version ", *version,
-                     ", this build reads version ", kStorageFormatVersion));
+                     ", this build reads versions ", kOldestUpgradableFormatVersion,
+                     " to ", kStorageFormatVersion));
   }
   if (value.size() != kMetaBytes) {
     return absl::DataLossError(
         absl::StrCat("meta record has ", value.size(), " bytes, version ",
-                     kStorageFormatVersion, " has ", kMetaBytes));
+                     *version, " has ", kMetaBytes));
   }
   StoreMeta meta;
   const char* p = value.data() + kMetaHeaderBytes;
@@ -443,19 +444,52 @@ std::string EncodeChunkTextKey(const Sha256Digest& sha256) {
 
 std::string EncodeChunkTextValue(const ChunkTextValue& v) {
   std::string out;
-  out.reserve(kChunkTextValueBytes);
-  out.push_back(static_cast<char>(kChunkTextValueVersion));
+  out.reserve(kChunkTextValueFixedBytes + 12 + v.owner_url.size() + v.owner_chunk_id.size());
+  out.push_back(static_cast<char>(v.has_owner ? kChunkTextValueVersion
+                                              : kChunkTextValueVersionWithoutOwner));
   PutFixed32BE(&out, v.text_id);
   PutFixed64BE(&out, v.simhash);
   PutFixed64BE(&out, v.holders);
+  if (v.has_owner) {
+    PutFixed64BE(&out, TimeToStoredMicros(v.owner_added));
+    PutFixed32BE(&out, static_cast<uint32_t>(v.owner_url.size()));
+    out.append(v.owner_url);
+    out.append(v.owner_chunk_id);
+  }
   return out;
 }
 
 absl::StatusOr<ChunkTextValue> DecodeChunkTextValue(absl::string_view value) {
-  absl::Status s = CheckValue(value, "chunk text", kChunkTextValueVersion,
-                              kChunkTextValueBytes, /*exact=*/true);
-  if (!s.ok()) return s;
+  if (value.empty()) return absl::DataLossError("chunk text value is empty");
+  const uint8_t version = static_cast<uint8_t>(value[0]);
   ChunkTextValue v;
+  if (version == kChunkTextValueVersionWithoutOwner) {
+    absl::Status s = CheckValue(value, "chunk text", kChunkTextValueVersionWithoutOwner,
+                                kChunkTextValueFixedBytes, /*exact=*/true);
+    if (!s.ok()) return s;
+  } else if (version == kChunkTextValueVersion) {
+    // Fixed part, owner added, URL length, at least one byte each of URL
+    // and chunk id.
+    absl::Status s = CheckValue(value, "chunk text", kChunkTextValueVersion,
+                                kChunkTextValueFixedBytes + 8 + 4 + 2, /*exact=*/false);
+    if (!s.ok()) return s;
+    const char* p = value.data() + kChunkTextValueFixedBytes;
+    const uint32_t url_bytes = GetFixed32BE(p + 8);
+    const size_t rest = value.size() - kChunkTextValueFixedBytes - 8 - 4;
+    if (url_bytes == 0 || url_bytes >= rest) {
+      return absl::DataLossError(absl::StrCat(
+          "chunk text value has an owner URL of ", url_bytes, " bytes in ", rest,
+          " bytes of owner URL and chunk id (both at least 1)"));
+    }
+    v.has_owner = true;
+    v.owner_added = StoredMicrosToTime(GetFixed64BE(p));
+    v.owner_url = std::string(p + 12, url_bytes);
+    v.owner_chunk_id = std::string(p + 12 + url_bytes, rest - url_bytes);
+  } else {
+    return absl::DataLossError(absl::StrCat(
+        "chunk text value has unknown value version ", static_cast<int>(version),
+        " (this build reads versions 1 and 2)"));
+  }
   v.text_id = GetFixed32BE(value.data() + 1);
   v.simhash = GetFixed64BE(value.data() + 5);
   v.holders = GetFixed64BE(value.data() + 13);

@@ -36,8 +36,13 @@
 namespace dedupd::rocksdb_format {
 
 // The version of the whole layout (every key and value kind). Stored in the
-// meta record; a store of another version is refused at open.
-inline constexpr uint32_t kStorageFormatVersion = 2;
+// meta record. A store of version kOldestUpgradableFormatVersion is read and
+// its meta record rewritten to kStorageFormatVersion at open (format 3 only
+// added a chunk text value version that format-2 builds cannot read; format
+// 2's records are all still read, docs/storage_format.md "Versions"); any
+// other version is refused.
+inline constexpr uint32_t kStorageFormatVersion = 3;
+inline constexpr uint32_t kOldestUpgradableFormatVersion = 2;
 
 // Key tags: the first byte of every key.
 inline constexpr char kTagMeta = '\x00';
@@ -93,8 +98,9 @@ absl::StatusOr<uint32_t> DecodeMetaFormatVersion(absl::string_view value);
 
 // DecodeMeta decodes a meta value.
 // Errors: DataLoss for bad bytes (wrong magic, wrong length);
-// FailedPrecondition when the format version is not kStorageFormatVersion
-// (the remaining fields' layout is then unknown to this build).
+// FailedPrecondition when the format version is outside
+// [kOldestUpgradableFormatVersion, kStorageFormatVersion] (the remaining
+// fields' layout is then unknown to this build).
 absl::StatusOr<StoreMeta> DecodeMeta(absl::string_view value);
 
 // EncodeUrlKey returns the key of the URL record for `normalized_url`:
@@ -234,17 +240,31 @@ std::string EncodeChunkManifestValue(const std::vector<ChunkManifestEntry>& entr
 absl::StatusOr<std::vector<ChunkManifestEntry>> DecodeChunkManifestValue(
     absl::string_view value);
 
-// Chunk text record: key 05 02 | SHA-256 (32). Value (21 bytes): version
-// byte (1) | text id (u32) | SimHash (u64) | holders (u64, >= 1).
-inline constexpr uint8_t kChunkTextValueVersion = 1;
-inline constexpr size_t kChunkTextValueBytes = 1 + 4 + 8 + 8;
+// Chunk text record: key 05 02 | SHA-256 (32). Value, version 2 (written
+// since storage format 3): version byte (2) | text id (u32) | SimHash (u64)
+// | holders (u64, >= 1) | owner added (i64 micros) | owner URL length (u32,
+// >= 1) | owner URL | owner chunk id (the rest, >= 1 byte). The owner is the
+// text's oldest holder (ChunkHolder order); it has no holder record, every
+// other holder has one. Version 1 (format 2, still read): the first 21
+// bytes alone, without an owner; then every holder has a holder record.
+inline constexpr uint8_t kChunkTextValueVersion = 2;
+inline constexpr uint8_t kChunkTextValueVersionWithoutOwner = 1;
+inline constexpr size_t kChunkTextValueFixedBytes = 1 + 4 + 8 + 8;
 std::string EncodeChunkTextKey(const Sha256Digest& sha256);
 struct ChunkTextValue {
   uint32_t text_id = 0;
   uint64_t simhash = 0;
   uint64_t holders = 0;
+  // Version 2 only (has_owner): the text's oldest holder.
+  bool has_owner = false;
+  absl::Time owner_added;
+  std::string owner_url;
+  std::string owner_chunk_id;
 };
-// REQUIRES: v.holders >= 1.
+// Encodes version 2, or version 1 when !v.has_owner (tests and tools that
+// build format-2 stores).
+// REQUIRES: v.holders >= 1; with has_owner, owner_url and owner_chunk_id
+// non-empty and owner_url shorter than 2^32 bytes.
 std::string EncodeChunkTextValue(const ChunkTextValue& v);
 // Errors: DataLoss naming the defect (also for a holder count of 0).
 absl::StatusOr<ChunkTextValue> DecodeChunkTextValue(absl::string_view value);

@@ -35,7 +35,7 @@ const absl::Time kGoldenTime = absl::FromUnixMicros(1'700'000'000'123'456);
 // kStorageFormatVersion. Stores written by earlier builds hold these bytes;
 // a build that encodes differently cannot read them.
 TEST(RocksDbFormatGoldenTest, VersionIsPinned) {
-  EXPECT_EQ(kStorageFormatVersion, 2u)
+  EXPECT_EQ(kStorageFormatVersion, 3u)
       << "bumped the format version: update every golden value below and "
          "docs/storage_format.md";
 }
@@ -69,7 +69,7 @@ TEST(RocksDbFormatGoldenTest, Meta) {
   meta.created = kGoldenTime;
   EXPECT_EQ(absl::BytesToHexString(EncodeMeta(meta)),
             "4445445550445354"   // "DEDUPDST"
-            "00000002"           // storage format version
+            "00000003"           // storage format version
             "00000007"           // normalizer version
             "00060a2418202240")  // created, i64 big-endian microseconds
       << kBumpMessage;
@@ -190,12 +190,28 @@ TEST(RocksDbFormatGoldenTest, ChunkTextRecord) {
   EXPECT_EQ(absl::BytesToHexString(EncodeChunkTextKey(GoldenSha())),
             std::string("0502") + kGoldenShaHex)
       << kBumpMessage;
-  EXPECT_EQ(absl::BytesToHexString(EncodeChunkTextValue({7, 0x0123456789abcdefULL, 3})),
-            "01"                  // value version
+  EXPECT_EQ(absl::BytesToHexString(EncodeChunkTextValue(
+                {7, 0x0123456789abcdefULL, 3, true, kGoldenTime, "http://a/", "c"})),
+            "02"                  // value version
             "00000007"            // text id
             "0123456789abcdef"    // SimHash
-            "0000000000000003")   // holders
+            "0000000000000003"    // holders
+            "00060a2418202240"    // owner added, i64 big-endian microseconds
+            "00000009"            // owner URL length
+            "687474703a2f2f612f"  // owner URL
+            "63")                 // owner chunk id (the rest)
       << kBumpMessage;
+  // Version 1 (storage format 2, no owner) is still read, and written
+  // only without an owner.
+  const std::string v1 = absl::HexStringToBytes(
+      "01" "00000007" "0123456789abcdef" "0000000000000003");
+  EXPECT_EQ(EncodeChunkTextValue({7, 0x0123456789abcdefULL, 3, false, {}, "", ""}), v1)
+      << kBumpMessage;
+  ASSERT_OK_AND_ASSIGN(ChunkTextValue t, DecodeChunkTextValue(v1));
+  EXPECT_EQ(t.text_id, 7u);
+  EXPECT_EQ(t.simhash, 0x0123456789abcdefULL);
+  EXPECT_EQ(t.holders, 3u);
+  EXPECT_FALSE(t.has_owner);
 }
 
 TEST(RocksDbFormatGoldenTest, ChunkHolderRecord) {
@@ -236,11 +252,17 @@ TEST(RocksDbFormatTest, ChunkRecordsRoundTrip) {
     EXPECT_EQ(m[i].simhash, GoldenManifest()[i].simhash);
     EXPECT_EQ(m[i].added, GoldenManifest()[i].added);
   }
-  ASSERT_OK_AND_ASSIGN(ChunkTextValue t,
-                       DecodeChunkTextValue(EncodeChunkTextValue({9, 8, 7})));
-  EXPECT_EQ(t.text_id, 9u);
-  EXPECT_EQ(t.simhash, 8u);
-  EXPECT_EQ(t.holders, 7u);
+  for (absl::Time added : {kGoldenTime, absl::FromUnixMicros(-5)}) {
+    const ChunkTextValue in{9, 8, 7, true, added, "https://d/", std::string("\x00id\xff", 4)};
+    ASSERT_OK_AND_ASSIGN(ChunkTextValue t, DecodeChunkTextValue(EncodeChunkTextValue(in)));
+    EXPECT_EQ(t.text_id, 9u);
+    EXPECT_EQ(t.simhash, 8u);
+    EXPECT_EQ(t.holders, 7u);
+    EXPECT_TRUE(t.has_owner);
+    EXPECT_EQ(t.owner_added, added);
+    EXPECT_EQ(t.owner_url, in.owner_url);
+    EXPECT_EQ(t.owner_chunk_id, in.owner_chunk_id);
+  }
   for (absl::Time added : {kGoldenTime, absl::FromUnixMicros(-5), absl::UnixEpoch(),
                            absl::FromUnixMicros(INT64_MIN), absl::FromUnixMicros(INT64_MAX)}) {
     const ChunkHolderKey in{Sha256("x"), added, "https://d/", std::string("\x00id\xff", 4)};
@@ -309,10 +331,24 @@ TEST(RocksDbFormatTest, DamagedChunkRecordsAreDataLossWithReasons) {
   EXPECT_THAT(DecodeChunkManifestValue(long_id),
               StatusIs(kDataLoss, HasSubstr("ends inside entry 0")));
 
-  const std::string text = EncodeChunkTextValue({1, 2, 3});
+  const std::string text = EncodeChunkTextValue({1, 2, 3, false, {}, "", ""});
   EXPECT_THAT(DecodeChunkTextValue(text.substr(0, 20)),
               StatusIs(kDataLoss, HasSubstr("chunk text value has 20 bytes")));
   EXPECT_THAT(DecodeChunkTextValue(text + "x"), StatusIs(kDataLoss, HasSubstr("22 bytes")));
+  const std::string owned = EncodeChunkTextValue({1, 2, 3, true, kGoldenTime, "u", "c"});
+  ASSERT_EQ(owned.size(), 35u);
+  std::string long_url = owned;
+  long_url[32] = 2;  // the owner URL length's last byte: 1 -> 2, no chunk id left
+  EXPECT_THAT(DecodeChunkTextValue(long_url),
+              StatusIs(kDataLoss, HasSubstr("owner URL of 2 bytes in 2 bytes")));
+  EXPECT_THAT(DecodeChunkTextValue(owned.substr(0, 32)),
+              StatusIs(kDataLoss, HasSubstr("chunk text value has 32 bytes")));
+  std::string no_url = owned;
+  no_url[32] = 0;  // the owner URL length's last byte: 1 -> 0
+  EXPECT_THAT(DecodeChunkTextValue(no_url), StatusIs(kDataLoss, HasSubstr("owner URL of 0 bytes")));
+  std::string v3 = owned;
+  v3[0] = 3;
+  EXPECT_THAT(DecodeChunkTextValue(v3), StatusIs(kDataLoss, HasSubstr("unknown value version 3")));
   EXPECT_THAT(DecodeChunkTextValue(absl::HexStringToBytes(
                   "01" "00000001" "0000000000000002" "0000000000000000")),
               StatusIs(kDataLoss, HasSubstr("0 holders")));
@@ -431,14 +467,19 @@ TEST(RocksDbFormatTest, BadMetaIsDataLossOtherVersionIsFailedPrecondition) {
   EXPECT_THAT(DecodeMeta(good + "x"),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("25 bytes")));
 
-  StoreMeta v3 = meta;
-  v3.format_version = 3;
-  const std::string v3_bytes = EncodeMeta(v3) + "future fields";
-  EXPECT_THAT(DecodeMeta(v3_bytes),
+  StoreMeta v4 = meta;
+  v4.format_version = 4;
+  const std::string v4_bytes = EncodeMeta(v4) + "future fields";
+  EXPECT_THAT(DecodeMeta(v4_bytes),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("storage format version 3")));
-  ASSERT_OK_AND_ASSIGN(uint32_t version, DecodeMetaFormatVersion(v3_bytes));
-  EXPECT_EQ(version, 3u);
+                       HasSubstr("storage format version 4, this build reads versions 2 to 3")));
+  ASSERT_OK_AND_ASSIGN(uint32_t version, DecodeMetaFormatVersion(v4_bytes));
+  EXPECT_EQ(version, 4u);
+  StoreMeta v1 = meta;
+  v1.format_version = 1;
+  EXPECT_THAT(DecodeMeta(EncodeMeta(v1)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("storage format version 1")));
 }
 
 // A small seeded fuzz loop: decoding arbitrary bytes never crashes, fails
@@ -457,7 +498,8 @@ TEST(RocksDbFormatTest, DecodingArbitraryBytesNeverCrashes) {
       EncodeFingerprintValue(6, Sha256("x")), EncodeFingerprintKey(8),
       EncodeFetchValue({Sha256("y"), kGoldenTime, kGoldenTime}),
       EncodeAliasKey(Sha256("z"), "http://q/"), EncodeContentMeta({1, 2, 3, 4}),
-      EncodeChunkManifestValue(GoldenManifest()), EncodeChunkTextValue({1, 2, 3}),
+      EncodeChunkManifestValue(GoldenManifest()), EncodeChunkTextValue({1, 2, 3, false, {}, "", ""}),
+      EncodeChunkTextValue({1, 2, 3, true, kGoldenTime, "http://o/", "c"}),
       EncodeChunkHolderKey({Sha256("h"), kGoldenTime, "http://h/", "c"}),
       EncodeChunkHolderValue(), EncodeChunkFingerprintKey(4)};
   std::uniform_int_distribution<int> byte(0, 255);

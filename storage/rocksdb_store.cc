@@ -986,10 +986,12 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
       return fail(absl::DataLossError(absl::StrCat(
           "store at ", path, ": ", version.status().message())));
     }
-    if (*version != fmt::kStorageFormatVersion) {
+    if (*version < fmt::kOldestUpgradableFormatVersion ||
+        *version > fmt::kStorageFormatVersion) {
       return fail(absl::FailedPreconditionError(absl::StrCat(
           "store at ", path, " was written with storage format version ",
-          *version, ", this build reads version ", fmt::kStorageFormatVersion,
+          *version, ", this build reads versions ", fmt::kOldestUpgradableFormatVersion,
+          " to ", fmt::kStorageFormatVersion,
           ": run the matching dedupd version or rebuild the store")));
     }
     absl::StatusOr<fmt::StoreMeta> meta = fmt::DecodeMeta(meta_value);
@@ -1009,6 +1011,18 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
     impl->created = meta->created;
     if (absl::Status c = impl->CheckContentMeta(db.get()); !c.ok()) {
       return fail(c);
+    }
+    if (meta->format_version < fmt::kStorageFormatVersion) {
+      // Format 2 -> 3 rewrites nothing else: format-2 records are read as
+      // they are, and chunk text records take the version-2 value when a
+      // claim next rewrites them. The new version keeps older builds, which
+      // cannot read those values, from opening the store.
+      fmt::StoreMeta upgraded = *meta;
+      upgraded.format_version = fmt::kStorageFormatVersion;
+      rocksdb::WriteOptions sync_write;
+      sync_write.sync = true;
+      s = db->Put(sync_write, meta_key, fmt::EncodeMeta(upgraded));
+      if (!s.ok()) return fail(FromRocksDbStatus(s, kOpen, path));
     }
   }
   impl->index = std::make_unique<SimHashIndex>(options.simhash_max_distance,
@@ -1540,7 +1554,12 @@ class RocksDbStore::ChunkReader final : public ChunkStateReader {
     if (!found) return std::nullopt;
     absl::StatusOr<fmt::ChunkTextValue> v = fmt::DecodeChunkTextValue(value);
     if (!v.ok()) return Damaged("chunk text record of " + Sha256Hex(sha), v.status());
-    return ChunkTextRecord{v->text_id, v->simhash, v->holders};
+    ChunkTextRecord r{v->text_id, v->simhash, v->holders, std::nullopt};
+    if (v->has_owner) {
+      r.owner = ChunkHolder{v->owner_added, std::move(v->owner_url),
+                            std::move(v->owner_chunk_id)};
+    }
+    return r;
   }
   absl::StatusOr<std::vector<ChunkHolder>> ListHolders(const Sha256Digest& sha,
                                                        size_t limit) override {
@@ -1659,8 +1678,10 @@ rocksdb::Status RocksDbStore::Impl::AddChunkMutations(const ChunkMutations& m,
     put(holder_key(sha, h), fmt::EncodeChunkHolderValue());
   }
   for (const auto& [sha, r] : m.texts_put) {
+    // The planner names an owner in every record it writes.
     put(fmt::EncodeChunkTextKey(sha),
-        fmt::EncodeChunkTextValue({r.text_id, r.simhash, r.holders}));
+        fmt::EncodeChunkTextValue({r.text_id, r.simhash, r.holders, true, r.owner->added,
+                                   r.owner->document_url, r.owner->chunk_id}));
   }
   for (const auto& [id, fp] : m.fingerprints_added) {
     put(fmt::EncodeChunkFingerprintKey(id),
@@ -1957,8 +1978,10 @@ absl::StatusOr<ForgetResult> RocksDbStore::Forget(const std::string& normalized_
     for (const auto& [sha, mine] : held) {
       // This document's holders of the text are at most `mine`, so the
       // first mine + 1 holders name the next owner when there is one.
+      DEDUPD_ASSIGN_OR_RETURN(std::optional<ChunkTextRecord> text, reader.GetText(sha));
+      if (!text.has_value()) continue;  // the plan below reports the damage
       DEDUPD_ASSIGN_OR_RETURN(std::vector<ChunkHolder> holders,
-                              reader.ListHolders(sha, mine + 1));
+                              ListAllHolders(&reader, sha, *text, mine + 1));
       if (holders.empty() || holders.front().document_url != url) continue;
       for (const ChunkHolder& h : holders) {
         if (h.document_url == url) continue;
@@ -1970,7 +1993,7 @@ absl::StatusOr<ForgetResult> RocksDbStore::Forget(const std::string& normalized_
     DEDUPD_RETURN_IF_ERROR(PlanChunkDocument(no_chunks, /*claim=*/true, now, &reader, &plan));
     chunk_mutations = std::move(plan.mutations);
     result.chunk_manifest_removed = chunk_mutations.delete_manifest;
-    result.chunk_holders_removed = chunk_mutations.holders_removed.size();
+    result.chunk_holders_removed = manifest->chunks.size();
     result.chunk_texts_removed = chunk_mutations.texts_deleted.size();
     if (ws.ok()) ws = impl_->AddChunkMutations(chunk_mutations, doc_key, &batch);
   }
@@ -2191,7 +2214,33 @@ absl::StatusOr<ConsistencyReport> RocksDbStore::CheckConsistency() {
     }
   }
 
-  // Chunk layer.
+  // Chunk layer. A text record's owner is a holder without a record: it
+  // must sort before every holder record of its text.
+  auto digest_of = [](const std::string& key) {
+    Sha256Digest d{};
+    std::memcpy(d.data(), key.data(), d.size());
+    return d;
+  };
+  absl::flat_hash_map<std::string, std::string> owner_keys;  // by DigestKey
+  for (const auto& [sha, t] : chunk_texts) {
+    if (!t.has_owner) continue;
+    owner_keys.emplace(sha, fmt::EncodeChunkHolderKey(
+                                {digest_of(sha), t.owner_added, t.owner_url, t.owner_chunk_id}));
+  }
+  for (const fmt::ChunkHolderKey& h : holders) {
+    auto o = owner_keys.find(DigestKey(h.sha256));
+    if (o != owner_keys.end() && fmt::EncodeChunkHolderKey(h) <= o->second) {
+      problem(absl::StrCat("chunk holder ", sha_hex(o->first), " \"", hex(h.document_url),
+                           "\" ", hex(h.chunk_id),
+                           ": a holder record that is not younger than its text's owner"));
+    }
+  }
+  for (const auto& [sha, t] : chunk_texts) {
+    if (t.has_owner) {
+      holders.push_back({digest_of(sha), t.owner_added, t.owner_url, t.owner_chunk_id});
+    }
+  }
+  report.chunk_holders = holders.size();
   absl::flat_hash_map<std::string, uint64_t> holder_counts;  // by DigestKey
   for (const fmt::ChunkHolderKey& h : holders) {
     const std::string sha = DigestKey(h.sha256);
@@ -2228,7 +2277,8 @@ absl::StatusOr<ConsistencyReport> RocksDbStore::CheckConsistency() {
     const uint64_t held = n == holder_counts.end() ? 0 : n->second;
     if (held != t.holders) {
       problem(absl::StrCat(what, ": holder count ", t.holders, " but ", held,
-                           " holder records"));
+                           t.has_owner ? " holders (owner and holder records)"
+                                       : " holder records"));
     }
     auto fp = chunk_fingerprints.find(t.text_id);
     if (fp == chunk_fingerprints.end()) {

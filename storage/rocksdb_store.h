@@ -198,7 +198,8 @@ struct ForgetResult {
   std::vector<ContentPromotion> contents_promoted;
   // The URL's chunk manifest was deleted (the document held chunks).
   bool chunk_manifest_removed = false;
-  // Chunk holder records deleted: one per chunk the document held.
+  // Chunk holders removed: one per chunk the document held (a holder
+  // record deleted, or a text record that named it as the owner rewritten).
   uint64_t chunk_holders_removed = 0;
   // Chunk texts no other document holds: text record, chunk fingerprint
   // record and chunk index entry deleted.
@@ -231,7 +232,7 @@ struct ConsistencyReport {
   uint64_t fetches = 0;
   uint64_t chunk_manifests = 0;
   uint64_t chunk_texts = 0;
-  uint64_t chunk_holders = 0;
+  uint64_t chunk_holders = 0;  // holder records plus the owners text records name
   uint64_t chunk_fingerprints = 0;
   // One line per broken invariant, naming the record ("alias <sha> <url>:
   // no content record"); at most kMaxProblems, then one line saying how

@@ -11,10 +11,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <atomic>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -33,6 +36,7 @@
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
 #include "rocksdb/status.h"
+#include "rocksdb/write_batch.h"
 #include "storage/rocksdb_format.h"
 #include "storage/rocksdb_status.h"
 #include "storage/test_temp_dir.h"
@@ -178,12 +182,10 @@ class RocksDbStoreTest : public ::testing::Test {
     path_ = dir_->path() + "/db";
   }
 
-  // Writes key → value straight into the database, as a damaged or foreign
-  // store would hold it. REQUIRES: the store is closed.
-  // `family` names the column family (the default one unless given).
-  void PutRaw(const std::string& key, const std::string& value,
-              bool create = false,
-              const std::string& family = rocksdb::kDefaultColumnFamilyName) {
+  // Runs fn on the database opened without the store, with every column
+  // family it has, by name. REQUIRES: the store is closed.
+  using Families = std::map<std::string, rocksdb::ColumnFamilyHandle*>;
+  void WithRawDb(bool create, const std::function<void(rocksdb::DB*, const Families&)>& fn) {
     rocksdb::Options options;
     options.create_if_missing = create;
     // Every column family the directory has must be opened.
@@ -200,17 +202,74 @@ class RocksDbStoreTest : public ::testing::Test {
     rocksdb::Status s = rocksdb::DB::Open(options, path_, families, &handles, &raw);
     ASSERT_TRUE(s.ok()) << s.ToString();
     std::unique_ptr<rocksdb::DB> db(raw);
-    rocksdb::ColumnFamilyHandle* target = handles[0];
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (names[i] == family) target = handles[i];
-    }
-    s = db->Put(rocksdb::WriteOptions(), target, key, value);
-    ASSERT_TRUE(s.ok()) << s.ToString();
+    Families by_name;
+    for (size_t i = 0; i < names.size(); ++i) by_name[names[i]] = handles[i];
+    fn(db.get(), by_name);
     for (rocksdb::ColumnFamilyHandle* h : handles) {
       ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
     }
     s = db->Close();
     ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+
+  // Writes key → value straight into the database, as a damaged or foreign
+  // store would hold it. REQUIRES: the store is closed.
+  // `family` names the column family (the default one unless given).
+  void PutRaw(const std::string& key, const std::string& value,
+              bool create = false,
+              const std::string& family = rocksdb::kDefaultColumnFamilyName) {
+    WithRawDb(create, [&](rocksdb::DB* db, const Families& families) {
+      auto f = families.find(family);
+      rocksdb::ColumnFamilyHandle* target =
+          f != families.end() ? f->second : families.at(rocksdb::kDefaultColumnFamilyName);
+      rocksdb::Status s = db->Put(rocksdb::WriteOptions(), target, key, value);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+    });
+  }
+
+  // Rewrites the closed store as storage format 2 wrote it: meta version 2,
+  // chunk text records without an owner (value version 1), the owner a
+  // holder record like every other holder.
+  void DowngradeToFormat2() {
+    WithRawDb(false, [&](rocksdb::DB* db, const Families& families) {
+      rocksdb::ColumnFamilyHandle* content = families.at("content");
+      rocksdb::WriteBatch batch;
+      std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), content));
+      const std::string begin = fmt::EncodeChunkTextKey(Sha256Digest{});
+      for (it->Seek(begin.substr(0, 2)); it->Valid() && it->key().starts_with(begin.substr(0, 2));
+           it->Next()) {
+        ASSERT_OK_AND_ASSIGN(fmt::ChunkTextValue v,
+                             fmt::DecodeChunkTextValue(it->value().ToString()));
+        ASSERT_TRUE(v.has_owner);
+        Sha256Digest sha{};
+        std::memcpy(sha.data(), it->key().data() + 2, sha.size());
+        ASSERT_TRUE(batch.Put(content, fmt::EncodeChunkHolderKey({sha, v.owner_added,
+                                                                  v.owner_url,
+                                                                  v.owner_chunk_id}),
+                              fmt::EncodeChunkHolderValue())
+                        .ok());
+        v.has_owner = false;
+        ASSERT_TRUE(batch.Put(content, it->key(), fmt::EncodeChunkTextValue(v)).ok());
+      }
+      ASSERT_TRUE(it->status().ok());
+      it.reset();
+      std::string meta;
+      ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), fmt::EncodeMetaKey(), &meta).ok());
+      ASSERT_OK_AND_ASSIGN(fmt::StoreMeta m, fmt::DecodeMeta(meta));
+      m.format_version = 2;
+      ASSERT_TRUE(batch.Put(fmt::EncodeMetaKey(), fmt::EncodeMeta(m)).ok());
+      ASSERT_TRUE(db->Write(rocksdb::WriteOptions(), &batch).ok());
+    });
+  }
+
+  uint32_t RawFormatVersion() {
+    uint32_t version = 0;
+    WithRawDb(false, [&](rocksdb::DB* db, const Families&) {
+      std::string meta;
+      ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), fmt::EncodeMetaKey(), &meta).ok());
+      ASSERT_OK_AND_ASSIGN(version, fmt::DecodeMetaFormatVersion(meta));
+    });
+    return version;
   }
 
   std::optional<TestTempDir> dir_;
@@ -316,14 +375,21 @@ TEST_F(RocksDbStoreTest, FormatVersionMismatchIsFailedPrecondition) {
     ASSERT_THAT(store->Close(), IsOk());
   }
   fmt::StoreMeta future;
-  future.format_version = 3;
+  future.format_version = 4;
   future.normalizer_version = kNormalizerVersion;
-  PutRaw(fmt::EncodeMetaKey(), fmt::EncodeMeta(future) + "more v3 fields");
+  PutRaw(fmt::EncodeMetaKey(), fmt::EncodeMeta(future) + "more v4 fields");
   EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_)),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        AllOf(StartsWith("store at " + path_),
-                             HasSubstr("written with storage format version 3, "
-                                       "this build reads version 2"))));
+                             HasSubstr("written with storage format version 4, "
+                                       "this build reads versions 2 to 3"))));
+  fmt::StoreMeta before_content;
+  before_content.format_version = 1;
+  before_content.normalizer_version = kNormalizerVersion;
+  PutRaw(fmt::EncodeMetaKey(), fmt::EncodeMeta(before_content));
+  EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("written with storage format version 1, ")));
 }
 
 TEST_F(RocksDbStoreTest, DamagedMetaIsDataLoss) {
@@ -645,6 +711,14 @@ TEST_F(RocksDbStoreTest, DamagedChunkRecordsAreDataLossNamingThem) {
                                                    TestChunk("1", "t2", 1ULL << 40)}},
                                    true, T(10), &answer),
                 IsOk());
+    // t3: owned by c (named in its text record), held by d too (a holder
+    // record).
+    ASSERT_THAT(store->CheckChunks({"https://c/", {TestChunk("0", "t3", 1ULL << 50)}}, true,
+                                   T(10), &answer),
+                IsOk());
+    ASSERT_THAT(store->CheckChunks({"https://d/", {TestChunk("0", "t3", 1ULL << 50)}}, true,
+                                   T(15), &answer),
+                IsOk());
     ASSERT_THAT(store->Close(), IsOk());
   }
   auto check = [&](const std::string& url, const std::string& text, bool claim) {
@@ -660,25 +734,132 @@ TEST_F(RocksDbStoreTest, DamagedChunkRecordsAreDataLossNamingThem) {
               StatusIs(absl::StatusCode::kDataLoss,
                        AllOf(HasSubstr(path_), HasSubstr("chunk manifest of \"https://a/\""),
                              HasSubstr("unknown value version 7"))));
+  // A holder record: read when c drops t3 and its next owner is looked up.
+  PutRaw(fmt::EncodeChunkHolderKey({Sha256("t3"), T(15), "https://d/", "0"}), "\x09", false,
+         content);
+  EXPECT_THAT(check("https://c/", "t9", true),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr("chunk holder 0 of " + Sha256Hex(Sha256("t3"))),
+                             HasSubstr("unknown value version 9"))));
   // A text record.
   PutRaw(fmt::EncodeChunkTextKey(Sha256("t1")), "\x01short", false, content);
   EXPECT_THAT(check("https://b/", "t1", false),
               StatusIs(absl::StatusCode::kDataLoss,
                        AllOf(HasSubstr("chunk text record of " + Sha256Hex(Sha256("t1"))),
                              HasSubstr("6 bytes"))));
-  // A holder (older than the real one, so it is listed first).
-  PutRaw(fmt::EncodeChunkHolderKey({Sha256("t2"), T(1), "https://z/", "0"}), "\x09", false,
-         content);
-  EXPECT_THAT(check("https://b/", "t2", false),
-              StatusIs(absl::StatusCode::kDataLoss,
-                       AllOf(HasSubstr("chunk holder 0 of " + Sha256Hex(Sha256("t2"))),
-                             HasSubstr("unknown value version 9"))));
   // A fingerprint record: found when the index is loaded.
   PutRaw(fmt::EncodeChunkFingerprintKey(999), "x", false, content);
   EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_)),
               StatusIs(absl::StatusCode::kDataLoss,
                        AllOf(HasSubstr("load chunk fingerprints of store at " + path_),
                              HasSubstr("fingerprint value"))));
+}
+
+// A format-2 store (chunk text records without an owner, a holder record
+// for every holder) opens, answers as before, and becomes format 3: each
+// text record takes its owner when a claim rewrites it.
+TEST_F(RocksDbStoreTest, FormatTwoStoreIsReadAndUpgradedTextByText) {
+  ChunkAnswer answer;
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+    ASSERT_THAT(store->CheckChunks({"https://a/", {TestChunk("0", "t1", 1)}}, true, T(10),
+                                   &answer),
+                IsOk());
+    ASSERT_THAT(store->CheckChunks({"https://b/", {TestChunk("0", "t1", 1),
+                                                   TestChunk("1", "t2", 1ULL << 40)}},
+                                   true, T(20), &answer),
+                IsOk());
+    ASSERT_THAT(store->Close(), IsOk());
+  }
+  DowngradeToFormat2();
+  ASSERT_EQ(RawFormatVersion(), 2u);
+  ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+  ASSERT_OK_AND_ASSIGN(ConsistencyReport report, store->CheckConsistency());
+  EXPECT_TRUE(report.ok()) << absl::StrJoin(report.problems, "\n");
+  EXPECT_EQ(report.chunk_holders, 3u);
+  auto first = [&](const std::string& url, const std::string& text, bool claim, int t) {
+    ChunkAnswer a;
+    EXPECT_THAT(store->CheckChunks({url, {TestChunk("0", text, 1ULL << 20)}}, claim, T(t), &a),
+                IsOk());
+    return a.outcomes.empty() ? ChunkOutcome{} : a.outcomes[0];
+  };
+  // Read as format 2 wrote it: a, the oldest holder record, owns t1.
+  ChunkOutcome o = first("https://c/", "t1", false, 30);
+  EXPECT_EQ(o.verdict, ChunkVerdict::kExactDuplicate);
+  EXPECT_EQ(o.duplicate_document_url, "https://a/");
+  EXPECT_EQ(o.first_seen, T(10));
+  // A claim rewrites t1's record with its owner (a's holder record goes).
+  o = first("https://c/", "t1", true, 30);
+  EXPECT_EQ(o.duplicate_document_url, "https://a/");
+  ASSERT_OK_AND_ASSIGN(report, store->CheckConsistency());
+  EXPECT_TRUE(report.ok()) << absl::StrJoin(report.problems, "\n");
+  EXPECT_EQ(report.chunk_holders, 4u);
+  // a drops t1: b, the oldest that stays, owns it now.
+  ASSERT_THAT(store->CheckChunks({"https://a/", {TestChunk("0", "t3", 1ULL << 60)}}, true,
+                                 T(40), &answer),
+              IsOk());
+  EXPECT_EQ(first("https://d/", "t1", false, 50).duplicate_document_url, "https://b/");
+  // t2, never rewritten, still answers from its holder record.
+  o = first("https://d/", "t2", false, 50);
+  EXPECT_EQ(o.verdict, ChunkVerdict::kExactDuplicate);
+  EXPECT_EQ(o.duplicate_document_url, "https://b/");
+  EXPECT_EQ(o.duplicate_chunk_id, "1");
+  ASSERT_OK_AND_ASSIGN(report, store->CheckConsistency());
+  EXPECT_TRUE(report.ok()) << absl::StrJoin(report.problems, "\n");
+  EXPECT_EQ(report.chunk_holders, 4u);  // b's t1 and t2, c's t1, a's t3
+  ASSERT_THAT(store->Close(), IsOk());
+  EXPECT_EQ(RawFormatVersion(), 3u) << "older builds must not open the store any more";
+  WithRawDb(false, [&](rocksdb::DB* db, const Families& families) {
+    auto text = [&](const std::string& body) {
+      std::string value;
+      EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), families.at("content"),
+                          fmt::EncodeChunkTextKey(Sha256(body)), &value)
+                      .ok());
+      absl::StatusOr<fmt::ChunkTextValue> v = fmt::DecodeChunkTextValue(value);
+      EXPECT_THAT(v, IsOk());
+      return v.ok() ? *v : fmt::ChunkTextValue{};
+    };
+    const fmt::ChunkTextValue t1 = text("t1");
+    EXPECT_TRUE(t1.has_owner);
+    EXPECT_EQ(t1.owner_url, "https://b/");
+    EXPECT_EQ(t1.holders, 2u);
+    EXPECT_FALSE(text("t2").has_owner) << "rewritten without a claim touching it";
+  });
+}
+
+// Owners move between a text record and the holder records as documents
+// are re-sent with texts dropped, added, repeated and renamed: after every
+// claim the store must be consistent (CheckConsistency: each owner older
+// than its text's holder records, counts, manifests and holders agree) and
+// answer like the in-memory backend fed the same calls.
+TEST_F(RocksDbStoreTest, RandomResendsKeepOwnersConsistent) {
+  ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+  MemoryChunkStore memory;
+  std::mt19937 rng(20261201);
+  const std::vector<uint64_t> simhash = {1, 1ULL << 16, 1ULL << 32};
+  for (int step = 0; step < 1500; ++step) {
+    ChunkDocument doc;
+    doc.document_url = absl::StrCat("https://d", rng() % 4, "/");
+    const int n = static_cast<int>(rng() % 5);  // 0: the document drops every chunk
+    std::vector<int> ids = {0, 1, 2, 3, 4};
+    std::shuffle(ids.begin(), ids.end(), rng);
+    for (int c = 0; c < n; ++c) {
+      const size_t t = rng() % simhash.size();
+      doc.chunks.push_back(
+          TestChunk(absl::StrCat("c", ids[c]), absl::StrCat("text", t), simhash[t]));
+    }
+    const bool claim = rng() % 4 != 0;
+    // Some calls share a timestamp: ties are broken by URL and chunk id.
+    const absl::Time now = T(100 + step / 2);
+    ChunkAnswer got;
+    ChunkAnswer want;
+    ASSERT_THAT(store->CheckChunks(doc, claim, now, &got), IsOk()) << "step " << step;
+    ASSERT_THAT(memory.CheckChunks(doc, claim, now, &want), IsOk()) << "step " << step;
+    SCOPED_TRACE(absl::StrCat("step ", step));
+    ExpectSameChunkAnswer(got, want);
+    ASSERT_OK_AND_ASSIGN(ConsistencyReport report, store->CheckConsistency());
+    ASSERT_TRUE(report.ok()) << absl::StrJoin(report.problems, "\n");
+  }
 }
 
 TEST(FromRocksDbStatusTest, MapsByCallerActionWithContext) {

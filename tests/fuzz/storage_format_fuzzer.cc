@@ -87,8 +87,9 @@ void DecodeMeta(absl::string_view in) {
     return CheckError(v.status(), "meta: bad error", in,
                       absl::StatusCode::kFailedPrecondition);
   }
-  if (v->format_version != fmt::kStorageFormatVersion) {
-    Fail("meta: accepted another format version", in);
+  if (v->format_version < fmt::kOldestUpgradableFormatVersion ||
+      v->format_version > fmt::kStorageFormatVersion) {
+    Fail("meta: accepted a format version this build does not read", in);
   }
   if (fmt::EncodeMeta(*v) != in) Fail("meta: does not re-encode", in);
 }
@@ -287,7 +288,9 @@ void EncodeMeta(FuzzedDataProvider& p, absl::string_view in) {
     Fail("encode meta: version does not round trip", in);
   }
   back = fmt::DecodeMeta(fmt::EncodeMeta(meta));
-  if ((meta.format_version == fmt::kStorageFormatVersion) != back.ok() ||
+  const bool readable = meta.format_version >= fmt::kOldestUpgradableFormatVersion &&
+                        meta.format_version <= fmt::kStorageFormatVersion;
+  if (readable != back.ok() ||
       (!back.ok() &&
        back.status().code() != absl::StatusCode::kFailedPrecondition)) {
     Fail("encode meta: other version not FailedPrecondition", in);
