@@ -94,6 +94,11 @@ step content_store_bench \
   "$build_dir/bench/dedupd_content_store_bench" --dir="$tmp/content_store" \
   --docs=3000
 
+step chunk_store_bench \
+  '^chunk_store disk_bytes_per_chunk=[0-9.]+$' \
+  "$build_dir/bench/dedupd_chunk_store_bench" --dir="$tmp/chunk_store" \
+  --store_chunks=2000 --measure_docs=50 --resend_docs=60
+
 step url_store_bench \
   '^url_store filter=on workload=mostly_seen stored=20000 claims=5000 claims_per_sec=[0-9]+ ' \
   "$build_dir/bench/dedupd_url_store_bench" --dir="$tmp/url_store" \
