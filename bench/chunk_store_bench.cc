@@ -43,8 +43,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "bench/fresh_store.h"
 #include "bench/load_driver.h"
-#include "core/url_normalizer.h"
 #include "storage/rocksdb_store.h"
 
 ABSL_FLAG(std::string, dir, "", "scratch directory (created; its store is removed first)");
@@ -185,14 +185,10 @@ int main(int argc, char** argv) {
                  "--chunks_per_doc, --threads >= 1\n";
     return 2;
   }
-  const std::string path = dir + "/store";
-  std::error_code ec;
-  std::filesystem::remove_all(path, ec);
-  std::filesystem::create_directories(dir, ec);
   dedupd::RocksDbStoreOptions options;
-  options.path = path;
-  options.normalizer_version = dedupd::UrlNormalizer::kVersion;
-  auto store = dedupd::RocksDbStore::Open(options);
+  auto store = dedupd::bench::OpenFreshStore(dir, &options);
+  const std::string path = options.path;
+  std::error_code ec;
   if (!store.ok()) {
     std::cerr << "chunk_store_bench: " << store.status() << "\n";
     return 1;
