@@ -25,8 +25,6 @@
 //
 // Example:
 //   dedupd_chunk_store_bench --dir=/tmp/chs --store_chunks=1000000
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -59,24 +57,16 @@ ABSL_FLAG(bool, keep, false, "keep the store directory");
 namespace {
 
 using ::dedupd::bench::Clock;
+using ::dedupd::bench::CpuSecs;
 using ::dedupd::bench::Mix;
+using ::dedupd::bench::MixDigest;
 
 constexpr uint64_t kSites = 50;
-
-double CpuSecs() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_utime.tv_sec + u.ru_stime.tv_sec +
-         (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
 
 dedupd::ChunkInput Text(uint64_t key, const std::string& id) {
   dedupd::ChunkInput c;
   c.chunk_id = id;
-  for (size_t w = 0; w < 4; ++w) {
-    const uint64_t v = Mix(key * 4 + w);
-    for (size_t b = 0; b < 8; ++b) c.sha256[w * 8 + b] = static_cast<uint8_t>(v >> (8 * b));
-  }
+  c.sha256 = MixDigest(key);
   c.simhash = Mix(~key);
   c.max_distance = 3;
   return c;

@@ -49,16 +49,14 @@ namespace {
 
 using ::dedupd::bench::Clock;
 using ::dedupd::bench::Mix;
+using ::dedupd::bench::MixDigest;
 
 // Document i: a digest and SimHash that are pure functions of i.
 dedupd::ContentDoc MakeDoc(uint64_t i) {
   dedupd::ContentDoc d;
   d.identity_url = absl::StrCat("https://site", i % 5000, ".example/docs/", i);
   d.fetched_url = d.identity_url;
-  for (size_t w = 0; w < 4; ++w) {
-    const uint64_t v = Mix(i * 4 + w);
-    for (size_t b = 0; b < 8; ++b) d.sha256[w * 8 + b] = static_cast<uint8_t>(v >> (8 * b));
-  }
+  d.sha256 = MixDigest(i);
   d.simhash = Mix(~i);
   return d;
 }

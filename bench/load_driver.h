@@ -38,6 +38,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
+#include "core/sha256.h"
 #include "core/splitmix64.h"
 #include "dedupd/v1/dedupd.grpc.pb.h"
 
@@ -47,6 +48,17 @@ using Clock = std::chrono::steady_clock;
 
 // Generated item i is a pure function of (seed, i): core/splitmix64.h.
 inline constexpr uint64_t Mix(uint64_t x) { return SplitMix64(x); }
+
+// A synthetic SHA-256 digest that is a pure function of `key` (the store
+// benchmarks' texts: distinct keys, distinct digests in practice).
+inline Sha256Digest MixDigest(uint64_t key) {
+  Sha256Digest d{};
+  for (size_t w = 0; w < 4; ++w) {
+    const uint64_t v = Mix(key * 4 + w);
+    for (size_t b = 0; b < 8; ++b) d[w * 8 + b] = static_cast<uint8_t>(v >> (8 * b));
+  }
+  return d;
+}
 using Rng = SplitMixRng;
 
 // Verdict counts and call figures of a run (or of one worker).
