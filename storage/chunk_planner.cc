@@ -163,6 +163,97 @@ class Planner {
 // has a holder outside the document, the search is repeated for all.
 constexpr size_t kNearProbe = 16;
 
+// PlanTextHolders adds to `mut` the records that change when a claim drops
+// `gone` and adds `come` (this document's holders of text `sha`, each sorted
+// oldest first) given the text's record as it was (`was_record`; nullopt: no
+// chunk held the text): the text record with its holder count and owner
+// (the oldest holder), the holder records of every other holder, and the
+// index entry of a text that comes or goes.
+absl::Status PlanTextHolders(const Sha256Digest& sha,
+                             const std::optional<ChunkTextRecord>& was_record,
+                             const std::vector<ChunkHolder>& gone,
+                             const std::vector<ChunkHolder>& come, uint64_t simhash,
+                             absl::string_view document_url, ChunkStateReader* reader,
+                             ChunkMutations* mut) {
+  if (!was_record.has_value()) {
+    if (!gone.empty()) {
+      return absl::DataLossError(absl::StrCat(
+          "document ", document_url, " holds chunk text ", Sha256Hex(sha),
+          " which has no text record"));
+    }
+    // A new text: its oldest holder is the owner, the others get records.
+    DEDUPD_ASSIGN_OR_RETURN(uint32_t id, reader->AllocateTextId());
+    ChunkTextRecord r{id, simhash, come.size(), come.front()};
+    for (size_t k = 1; k < come.size(); ++k) mut->holders_added.emplace_back(sha, come[k]);
+    mut->texts_put.emplace_back(sha, r);
+    mut->fingerprints_added.emplace_back(id, FingerprintRecord{r.simhash, sha});
+    return absl::OkStatus();
+  }
+  const ChunkTextRecord& was = *was_record;
+  if (was.holders < gone.size()) {
+    return absl::DataLossError(absl::StrCat(
+        "chunk text ", Sha256Hex(sha), " counts ", was.holders,
+        " holders but document ", document_url, " alone held ", gone.size()));
+  }
+  const uint64_t count = was.holders - gone.size() + come.size();
+  const bool owner_gone = was.owner.has_value() &&
+                          std::binary_search(gone.begin(), gone.end(), *was.owner);
+  size_t gone_records = 0;  // the removed holders that have records
+  for (const ChunkHolder& h : gone) {
+    if (owner_gone && h == *was.owner) continue;
+    mut->holders_removed.emplace_back(sha, h);
+    ++gone_records;
+  }
+  if (count == 0) {
+    mut->texts_deleted.emplace_back(sha, was);
+    mut->fingerprints_removed.push_back({was.simhash, was.text_id});
+    return absl::OkStatus();
+  }
+  // The new owner: the oldest of the old owner (if it stays), the oldest
+  // remaining holder record (if the old owner goes, or the record names
+  // none) and the oldest added holder.
+  std::optional<ChunkHolder> owner;
+  bool owner_has_record = false;
+  if (was.owner.has_value() && !owner_gone) {
+    owner = was.owner;
+  } else if (count > come.size()) {
+    // Some holder stays; the removed records are at most gone_records
+    // of the records before the first that stays.
+    DEDUPD_ASSIGN_OR_RETURN(std::vector<ChunkHolder> records,
+                            reader->ListHolders(sha, gone_records + 1));
+    for (ChunkHolder& h : records) {
+      if (std::binary_search(gone.begin(), gone.end(), h)) continue;
+      owner = std::move(h);
+      owner_has_record = true;
+      break;
+    }
+    if (!owner.has_value()) {
+      return absl::DataLossError(absl::StrCat(
+          "chunk text ", Sha256Hex(sha), " counts ", was.holders,
+          " holders but none stays after document ", document_url,
+          " drops its ", gone.size()));
+    }
+  }
+  if (!come.empty() && (!owner.has_value() || come.front() < *owner)) {
+    owner = come.front();
+    owner_has_record = false;
+  }
+  for (const ChunkHolder& h : come) {
+    if (!(h == *owner)) mut->holders_added.emplace_back(sha, h);
+  }
+  // A holder record that becomes the owner loses its record; an owner
+  // that stays but is no longer the oldest gets one.
+  if (owner_has_record) mut->holders_removed.emplace_back(sha, *owner);
+  if (was.owner.has_value() && !owner_gone && !(*was.owner == *owner)) {
+    mut->holders_added.emplace_back(sha, *was.owner);
+  }
+  ChunkTextRecord r = was;
+  r.holders = count;
+  r.owner = std::move(owner);
+  if (!(r == was)) mut->texts_put.emplace_back(sha, std::move(r));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim,
@@ -356,82 +447,10 @@ absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim,
       come.push_back(a_it->second);
     }
     DEDUPD_ASSIGN_OR_RETURN(TextState * text, planner.Text(sha));
-    if (!text->record.has_value()) {
-      if (!gone.empty()) {
-        return absl::DataLossError(absl::StrCat(
-            "document ", doc.document_url, " holds chunk text ", Sha256Hex(sha),
-            " which has no text record"));
-      }
-      // A new text: its oldest holder is the owner, the others get records.
-      DEDUPD_ASSIGN_OR_RETURN(uint32_t id, reader->AllocateTextId());
-      ChunkTextRecord r{id, simhash_of[sha], come.size(), come.front()};
-      for (size_t k = 1; k < come.size(); ++k) mut.holders_added.emplace_back(sha, come[k]);
-      mut.texts_put.emplace_back(sha, r);
-      mut.fingerprints_added.emplace_back(id, FingerprintRecord{r.simhash, sha});
-      continue;
-    }
-    const ChunkTextRecord& was = *text->record;
-    if (was.holders < gone.size()) {
-      return absl::DataLossError(absl::StrCat(
-          "chunk text ", Sha256Hex(sha), " counts ", was.holders,
-          " holders but document ", doc.document_url, " alone held ", gone.size()));
-    }
-    const uint64_t count = was.holders - gone.size() + come.size();
-    const bool owner_gone = was.owner.has_value() &&
-                            std::binary_search(gone.begin(), gone.end(), *was.owner);
-    size_t gone_records = 0;  // the removed holders that have records
-    for (const ChunkHolder& h : gone) {
-      if (owner_gone && h == *was.owner) continue;
-      mut.holders_removed.emplace_back(sha, h);
-      ++gone_records;
-    }
-    if (count == 0) {
-      mut.texts_deleted.emplace_back(sha, was);
-      mut.fingerprints_removed.push_back({was.simhash, was.text_id});
-      continue;
-    }
-    // The new owner: the oldest of the old owner (if it stays), the oldest
-    // remaining holder record (if the old owner goes, or the record names
-    // none) and the oldest added holder.
-    std::optional<ChunkHolder> owner;
-    bool owner_has_record = false;
-    if (was.owner.has_value() && !owner_gone) {
-      owner = was.owner;
-    } else if (count > come.size()) {
-      // Some holder stays; the removed records are at most gone_records
-      // of the records before the first that stays.
-      DEDUPD_ASSIGN_OR_RETURN(std::vector<ChunkHolder> records,
-                              reader->ListHolders(sha, gone_records + 1));
-      for (ChunkHolder& h : records) {
-        if (std::binary_search(gone.begin(), gone.end(), h)) continue;
-        owner = std::move(h);
-        owner_has_record = true;
-        break;
-      }
-      if (!owner.has_value()) {
-        return absl::DataLossError(absl::StrCat(
-            "chunk text ", Sha256Hex(sha), " counts ", was.holders,
-            " holders but none stays after document ", doc.document_url,
-            " drops its ", gone.size()));
-      }
-    }
-    if (!come.empty() && (!owner.has_value() || come.front() < *owner)) {
-      owner = come.front();
-      owner_has_record = false;
-    }
-    for (const ChunkHolder& h : come) {
-      if (!(h == *owner)) mut.holders_added.emplace_back(sha, h);
-    }
-    // A holder record that becomes the owner loses its record; an owner
-    // that stays but is no longer the oldest gets one.
-    if (owner_has_record) mut.holders_removed.emplace_back(sha, *owner);
-    if (was.owner.has_value() && !owner_gone && !(*was.owner == *owner)) {
-      mut.holders_added.emplace_back(sha, *was.owner);
-    }
-    ChunkTextRecord r = was;
-    r.holders = count;
-    r.owner = std::move(owner);
-    if (!(r == was)) mut.texts_put.emplace_back(sha, std::move(r));
+    auto simhash = simhash_of.find(sha);  // absent: a text the document drops
+    DEDUPD_RETURN_IF_ERROR(PlanTextHolders(sha, text->record, gone, come,
+                                           simhash == simhash_of.end() ? 0 : simhash->second,
+                                           doc.document_url, reader, &mut));
   }
   return absl::OkStatus();
 }
