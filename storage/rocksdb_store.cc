@@ -1980,6 +1980,8 @@ absl::StatusOr<ForgetResult> RocksDbStore::Forget(const std::string& normalized_
       // first mine + 1 holders name the next owner when there is one.
       DEDUPD_ASSIGN_OR_RETURN(std::optional<ChunkTextRecord> text, reader.GetText(sha));
       if (!text.has_value()) continue;  // the plan below reports the damage
+      // Owned by another document (named in the record): no holder scan.
+      if (text->owner.has_value() && text->owner->document_url != url) continue;
       DEDUPD_ASSIGN_OR_RETURN(std::vector<ChunkHolder> holders,
                               ListAllHolders(&reader, sha, *text, mine + 1));
       if (holders.empty() || holders.front().document_url != url) continue;
