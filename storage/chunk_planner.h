@@ -14,6 +14,8 @@
 //             are in that order (a text record without an owner, written
 //             by storage format 2, has a holder record for every holder)
 //   fingerprint  text id -> (SimHash, SHA-256), the chunk index's entries
+//             (the RocksDB backend keeps it in the text record, keyed by
+//             text id, with an in-memory SHA-256 -> id map)
 //
 // Example (inside a backend's CheckChunks, with its locks held):
 //   ChunkPlan plan;

@@ -442,6 +442,10 @@ std::string EncodeChunkTextKey(const Sha256Digest& sha256) {
   return key;
 }
 
+std::string ChunkTextKeysBegin() { return ChunkKeyPrefix(kChunkText); }
+
+std::string ChunkTextKeysEnd() { return ChunkKeyPrefix(static_cast<char>(kChunkText + 1)); }
+
 std::string EncodeChunkTextValue(const ChunkTextValue& v) {
   std::string out;
   out.reserve(kChunkTextValueFixedBytes + 12 + v.owner_url.size() + v.owner_chunk_id.size());
@@ -566,6 +570,67 @@ std::string ChunkFingerprintKeysBegin() { return ChunkKeyPrefix(kChunkFingerprin
 
 std::string ChunkFingerprintKeysEnd() {
   return ChunkKeyPrefix(static_cast<char>(kChunkFingerprint + 1));
+}
+
+std::string EncodeChunkTextByIdKey(uint32_t text_id) {
+  std::string key = ChunkKeyPrefix(kChunkTextById);
+  PutFixed32BE(&key, text_id);
+  return key;
+}
+
+absl::StatusOr<uint32_t> DecodeChunkTextByIdKey(absl::string_view key) {
+  if (key.size() != 6 || !HasChunkPrefix(key, kChunkTextById)) {
+    return absl::DataLossError(absl::StrCat("chunk text key of ", key.size(),
+                                            " bytes is not 05 05 and a u32"));
+  }
+  return GetFixed32BE(key.data() + 2);
+}
+
+std::string ChunkTextByIdKeysBegin() { return ChunkKeyPrefix(kChunkTextById); }
+
+std::string ChunkTextByIdKeysEnd() {
+  return ChunkKeyPrefix(static_cast<char>(kChunkTextById + 1));
+}
+
+std::string EncodeChunkTextByIdValue(const ChunkTextByIdValue& v) {
+  std::string out;
+  out.reserve(kChunkTextByIdValueFixedBytes + v.owner_url.size() + v.owner_chunk_id.size());
+  out.push_back(static_cast<char>(kChunkTextByIdValueVersion));
+  PutSha(&out, v.sha256);
+  PutFixed64BE(&out, v.simhash);
+  PutFixed64BE(&out, v.holders);
+  PutFixed64BE(&out, TimeToStoredMicros(v.owner_added));
+  PutFixed32BE(&out, static_cast<uint32_t>(v.owner_url.size()));
+  out.append(v.owner_url);
+  out.append(v.owner_chunk_id);
+  return out;
+}
+
+absl::StatusOr<ChunkTextByIdValue> DecodeChunkTextByIdValue(absl::string_view value) {
+  // The fixed part and at least one byte each of owner URL and chunk id.
+  absl::Status s = CheckValue(value, "chunk text", kChunkTextByIdValueVersion,
+                              kChunkTextByIdValueFixedBytes + 2, /*exact=*/false);
+  if (!s.ok()) return s;
+  const char* p = value.data() + 1;
+  ChunkTextByIdValue v;
+  v.sha256 = GetSha(p);
+  v.simhash = GetFixed64BE(p + 32);
+  v.holders = GetFixed64BE(p + 40);
+  if (v.holders == 0) {
+    return absl::DataLossError(
+        "chunk text value counts 0 holders (a text no chunk holds is deleted)");
+  }
+  v.owner_added = StoredMicrosToTime(GetFixed64BE(p + 48));
+  const uint32_t url_bytes = GetFixed32BE(p + 56);
+  const size_t rest = value.size() - kChunkTextByIdValueFixedBytes;
+  if (url_bytes == 0 || url_bytes >= rest) {
+    return absl::DataLossError(absl::StrCat(
+        "chunk text value has an owner URL of ", url_bytes, " bytes in ", rest,
+        " bytes of owner URL and chunk id (both at least 1)"));
+  }
+  v.owner_url = std::string(value.substr(kChunkTextByIdValueFixedBytes, url_bytes));
+  v.owner_chunk_id = std::string(value.substr(kChunkTextByIdValueFixedBytes + url_bytes));
+  return v;
 }
 
 }  // namespace dedupd::rocksdb_format

@@ -41,7 +41,7 @@ namespace dedupd::rocksdb_format {
 // added a chunk text value version that format-2 builds cannot read; format
 // 2's records are all still read, docs/storage_format.md "Versions"); any
 // other version is refused.
-inline constexpr uint32_t kStorageFormatVersion = 3;
+inline constexpr uint32_t kStorageFormatVersion = 4;
 inline constexpr uint32_t kOldestUpgradableFormatVersion = 2;
 
 // Key tags: the first byte of every key.
@@ -218,6 +218,7 @@ inline constexpr char kChunkManifest = '\x01';
 inline constexpr char kChunkText = '\x02';
 inline constexpr char kChunkHolder = '\x03';
 inline constexpr char kChunkFingerprint = '\x04';
+inline constexpr char kChunkTextById = '\x05';
 
 // Chunk manifest: key 05 01 | document URL bytes (the rest of the key).
 // Value: version byte (1) | chunk count n (u32, >= 1) | n entries of
@@ -251,6 +252,9 @@ inline constexpr uint8_t kChunkTextValueVersion = 2;
 inline constexpr uint8_t kChunkTextValueVersionWithoutOwner = 1;
 inline constexpr size_t kChunkTextValueFixedBytes = 1 + 4 + 8 + 8;
 std::string EncodeChunkTextKey(const Sha256Digest& sha256);
+// The key range of every chunk text record by SHA-256: [first, end).
+std::string ChunkTextKeysBegin();
+std::string ChunkTextKeysEnd();
 struct ChunkTextValue {
   uint32_t text_id = 0;
   uint64_t simhash = 0;
@@ -304,6 +308,37 @@ absl::StatusOr<uint32_t> DecodeChunkFingerprintKey(absl::string_view key);
 // The key range of every chunk fingerprint record: [first, end).
 std::string ChunkFingerprintKeysBegin();
 std::string ChunkFingerprintKeysEnd();
+
+// Chunk text record by id (storage format 4; replaces the text record by
+// SHA-256 and the fingerprint record): key 05 05 | text id (u32). Value,
+// version 3 (the text values' version sequence goes on): version byte (3) |
+// SHA-256 (32) | SimHash (u64) | holders (u64, >= 1) | owner added (i64
+// micros) | owner URL length (u32, >= 1) | owner URL | owner chunk id (the
+// rest, >= 1 byte). Keys grow with the ids a claim allocates, so new texts
+// append to the key space; the SHA-256 -> id map that finds a text by its
+// digest is in memory (ChunkTextIds), rebuilt from these records at open.
+inline constexpr uint8_t kChunkTextByIdValueVersion = 3;
+inline constexpr size_t kChunkTextByIdValueFixedBytes = 1 + 32 + 8 + 8 + 8 + 4;
+std::string EncodeChunkTextByIdKey(uint32_t text_id);
+// Errors: DataLoss when `key` is not 05 05 and a u32.
+absl::StatusOr<uint32_t> DecodeChunkTextByIdKey(absl::string_view key);
+// The key range of every chunk text record by id: [first, end).
+std::string ChunkTextByIdKeysBegin();
+std::string ChunkTextByIdKeysEnd();
+struct ChunkTextByIdValue {
+  Sha256Digest sha256{};
+  uint64_t simhash = 0;
+  uint64_t holders = 0;
+  absl::Time owner_added;
+  std::string owner_url;
+  std::string owner_chunk_id;
+};
+// REQUIRES: v.holders >= 1; owner_url and owner_chunk_id non-empty,
+// owner_url shorter than 2^32 bytes.
+std::string EncodeChunkTextByIdValue(const ChunkTextByIdValue& v);
+// Errors: DataLoss naming the defect (version, length, a holder count of 0,
+// an empty owner URL or chunk id).
+absl::StatusOr<ChunkTextByIdValue> DecodeChunkTextByIdValue(absl::string_view value);
 
 }  // namespace dedupd::rocksdb_format
 

@@ -35,7 +35,7 @@ const absl::Time kGoldenTime = absl::FromUnixMicros(1'700'000'000'123'456);
 // kStorageFormatVersion. Stores written by earlier builds hold these bytes;
 // a build that encodes differently cannot read them.
 TEST(RocksDbFormatGoldenTest, VersionIsPinned) {
-  EXPECT_EQ(kStorageFormatVersion, 3u)
+  EXPECT_EQ(kStorageFormatVersion, 4u)
       << "bumped the format version: update every golden value below and "
          "docs/storage_format.md";
 }
@@ -69,7 +69,7 @@ TEST(RocksDbFormatGoldenTest, Meta) {
   meta.created = kGoldenTime;
   EXPECT_EQ(absl::BytesToHexString(EncodeMeta(meta)),
             "4445445550445354"   // "DEDUPDST"
-            "00000003"           // storage format version
+            "00000004"           // storage format version
             "00000007"           // normalizer version
             "00060a2418202240")  // created, i64 big-endian microseconds
       << kBumpMessage;
@@ -242,6 +242,24 @@ TEST(RocksDbFormatGoldenTest, ChunkFingerprintRecord) {
   EXPECT_EQ(absl::BytesToHexString(ChunkFingerprintKeysEnd()), "0505");
 }
 
+TEST(RocksDbFormatGoldenTest, ChunkTextByIdRecord) {
+  EXPECT_EQ(absl::BytesToHexString(EncodeChunkTextByIdKey(0x01020304)), "050501020304")
+      << kBumpMessage;
+  EXPECT_EQ(absl::BytesToHexString(ChunkTextByIdKeysBegin()), "0505");
+  EXPECT_EQ(absl::BytesToHexString(ChunkTextByIdKeysEnd()), "0506");
+  EXPECT_EQ(absl::BytesToHexString(EncodeChunkTextByIdValue(
+                {GoldenSha(), 0x0123456789abcdefULL, 3, kGoldenTime, "http://a/", "c"})),
+            std::string("03")     // value version
+                + kGoldenShaHex + // SHA-256
+                "0123456789abcdef"    // SimHash
+                "0000000000000003"    // holders
+                "00060a2418202240"    // owner added, i64 big-endian microseconds
+                "00000009"            // owner URL length
+                "687474703a2f2f612f"  // owner URL
+                "63")                 // owner chunk id (the rest)
+      << kBumpMessage;
+}
+
 TEST(RocksDbFormatTest, ChunkRecordsRoundTrip) {
   ASSERT_OK_AND_ASSIGN(std::vector<ChunkManifestEntry> m,
                        DecodeChunkManifestValue(EncodeChunkManifestValue(GoldenManifest())));
@@ -275,6 +293,20 @@ TEST(RocksDbFormatTest, ChunkRecordsRoundTrip) {
   EXPECT_THAT(CheckChunkHolderValue(EncodeChunkHolderValue()), IsOk());
   ASSERT_OK_AND_ASSIGN(uint32_t id, DecodeChunkFingerprintKey(EncodeChunkFingerprintKey(77)));
   EXPECT_EQ(id, 77u);
+  ASSERT_OK_AND_ASSIGN(id, DecodeChunkTextByIdKey(EncodeChunkTextByIdKey(0xfffffffe)));
+  EXPECT_EQ(id, 0xfffffffeu);
+  for (absl::Time added : {kGoldenTime, absl::FromUnixMicros(-5)}) {
+    const ChunkTextByIdValue in{Sha256("t"), 8, 7, added, "https://d/",
+                                std::string("\x00id\xff", 4)};
+    ASSERT_OK_AND_ASSIGN(ChunkTextByIdValue t,
+                         DecodeChunkTextByIdValue(EncodeChunkTextByIdValue(in)));
+    EXPECT_EQ(t.sha256, in.sha256);
+    EXPECT_EQ(t.simhash, 8u);
+    EXPECT_EQ(t.holders, 7u);
+    EXPECT_EQ(t.owner_added, added);
+    EXPECT_EQ(t.owner_url, in.owner_url);
+    EXPECT_EQ(t.owner_chunk_id, in.owner_chunk_id);
+  }
 }
 
 // The holder keys of one text iterate in ChunkHolder order: oldest first,
@@ -372,6 +404,31 @@ TEST(RocksDbFormatTest, DamagedChunkRecordsAreDataLossWithReasons) {
   EXPECT_THAT(CheckChunkHolderValue("\x07"),
               StatusIs(kDataLoss, HasSubstr("chunk holder value has unknown value version 7")));
 
+  const std::string by_id =
+      EncodeChunkTextByIdValue({GoldenSha(), 2, 3, kGoldenTime, "u", "c"});
+  ASSERT_EQ(by_id.size(), 63u);
+  EXPECT_THAT(DecodeChunkTextByIdValue(by_id.substr(0, 62)),
+              StatusIs(kDataLoss, HasSubstr("chunk text value has 62 bytes")));
+  std::string by_id_v2 = by_id;
+  by_id_v2[0] = 2;
+  EXPECT_THAT(DecodeChunkTextByIdValue(by_id_v2),
+              StatusIs(kDataLoss, HasSubstr("unknown value version 2")));
+  std::string by_id_long_url = by_id;
+  by_id_long_url[60] = 2;  // the owner URL length's last byte: 1 -> 2
+  EXPECT_THAT(DecodeChunkTextByIdValue(by_id_long_url),
+              StatusIs(kDataLoss, HasSubstr("owner URL of 2 bytes in 2 bytes")));
+  std::string by_id_no_url = by_id;
+  by_id_no_url[60] = 0;
+  EXPECT_THAT(DecodeChunkTextByIdValue(by_id_no_url),
+              StatusIs(kDataLoss, HasSubstr("owner URL of 0 bytes")));
+  std::string by_id_unheld = by_id;
+  by_id_unheld[48] = 0;  // the holder count's last byte: 3 -> 0
+  EXPECT_THAT(DecodeChunkTextByIdValue(by_id_unheld),
+              StatusIs(kDataLoss, HasSubstr("0 holders")));
+  EXPECT_THAT(DecodeChunkTextByIdKey(EncodeChunkFingerprintKey(1)),
+              StatusIs(kDataLoss, HasSubstr("not 05 05")));
+  EXPECT_THAT(DecodeChunkTextByIdKey(EncodeChunkTextByIdKey(1) + "x"), StatusIs(kDataLoss));
+
   EXPECT_THAT(DecodeChunkFingerprintKey(EncodeFingerprintKey(1)),
               StatusIs(kDataLoss, HasSubstr("not 05 04")));
   EXPECT_THAT(DecodeChunkFingerprintKey(EncodeChunkFingerprintKey(1) + "x"),
@@ -467,14 +524,14 @@ TEST(RocksDbFormatTest, BadMetaIsDataLossOtherVersionIsFailedPrecondition) {
   EXPECT_THAT(DecodeMeta(good + "x"),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("25 bytes")));
 
-  StoreMeta v4 = meta;
-  v4.format_version = 4;
-  const std::string v4_bytes = EncodeMeta(v4) + "future fields";
-  EXPECT_THAT(DecodeMeta(v4_bytes),
+  StoreMeta v5 = meta;
+  v5.format_version = 5;
+  const std::string v5_bytes = EncodeMeta(v5) + "future fields";
+  EXPECT_THAT(DecodeMeta(v5_bytes),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("storage format version 4, this build reads versions 2 to 3")));
-  ASSERT_OK_AND_ASSIGN(uint32_t version, DecodeMetaFormatVersion(v4_bytes));
-  EXPECT_EQ(version, 4u);
+                       HasSubstr("storage format version 5, this build reads versions 2 to 4")));
+  ASSERT_OK_AND_ASSIGN(uint32_t version, DecodeMetaFormatVersion(v5_bytes));
+  EXPECT_EQ(version, 5u);
   StoreMeta v1 = meta;
   v1.format_version = 1;
   EXPECT_THAT(DecodeMeta(EncodeMeta(v1)),
@@ -501,7 +558,8 @@ TEST(RocksDbFormatTest, DecodingArbitraryBytesNeverCrashes) {
       EncodeChunkManifestValue(GoldenManifest()), EncodeChunkTextValue({1, 2, 3, false, {}, "", ""}),
       EncodeChunkTextValue({1, 2, 3, true, kGoldenTime, "http://o/", "c"}),
       EncodeChunkHolderKey({Sha256("h"), kGoldenTime, "http://h/", "c"}),
-      EncodeChunkHolderValue(), EncodeChunkFingerprintKey(4)};
+      EncodeChunkHolderValue(), EncodeChunkFingerprintKey(4), EncodeChunkTextByIdKey(5),
+      EncodeChunkTextByIdValue({Sha256("i"), 1, 2, kGoldenTime, "http://o/", "c"})};
   std::uniform_int_distribution<int> byte(0, 255);
   for (int iter = 0; iter < 200'000; ++iter) {
     std::string input;
@@ -595,6 +653,14 @@ TEST(RocksDbFormatTest, DecodingArbitraryBytesNeverCrashes) {
     }
     if (auto cf = DecodeChunkFingerprintKey(input); cf.ok()) {
       ASSERT_EQ(EncodeChunkFingerprintKey(*cf), input);
+    }
+    if (auto tk = DecodeChunkTextByIdKey(input); tk.ok()) {
+      ASSERT_EQ(EncodeChunkTextByIdKey(*tk), input);
+    }
+    if (auto tv = DecodeChunkTextByIdValue(input); tv.ok()) {
+      ASSERT_EQ(EncodeChunkTextByIdValue(*tv), input);
+    } else {
+      ASSERT_EQ(tv.status().code(), absl::StatusCode::kDataLoss);
     }
   }
 }

@@ -52,6 +52,7 @@
 #include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_batch.h"
 #include "storage/chunk_planner.h"
+#include "storage/chunk_text_ids.h"
 #include "storage/content_planner.h"
 #include "storage/rocksdb_format.h"
 #include "storage/rocksdb_status.h"
@@ -627,9 +628,18 @@ struct RocksDbStore::Impl {
   // key at Open, then incremented per new text (a failed write leaves a
   // gap).
   std::atomic<uint64_t> next_text_id{0};
-  // Scans every chunk fingerprint record into `chunk_index` and sets
-  // next_text_id.
-  absl::Status LoadChunkFingerprints(rocksdb::DB* db);
+  // SHA-256 -> text id of every chunk text record, updated with
+  // `chunk_index` (after the write, with the texts' claim locks held).
+  ChunkTextIds chunk_text_ids;
+  // Scans every chunk text record into `chunk_index` and
+  // `chunk_text_ids` and sets next_text_id.
+  absl::Status LoadChunkTexts(rocksdb::DB* db);
+  // Converts the chunk text records of storage formats 2 and 3 (keyed by
+  // SHA-256, each with a fingerprint record) to text records by id, in
+  // batches; a store without any is left alone after one seek. Resumable:
+  // each batch converts whole texts, and Open runs it again until none is
+  // left. Returns how many texts it converted.
+  absl::StatusOr<uint64_t> ConvertChunkTextsToIds(rocksdb::DB* db);
 
   // Hands out the next id of `next` (next_doc_id or next_text_id): ids are
   // uint32 index ids, so ResourceExhausted, naming `what` and `action`,
@@ -1013,10 +1023,10 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
       return fail(c);
     }
     if (meta->format_version < fmt::kStorageFormatVersion) {
-      // Format 2 -> 3 rewrites nothing else: format-2 records are read as
-      // they are, and chunk text records take the version-2 value when a
-      // claim next rewrites them. The new version keeps older builds, which
-      // cannot read those values, from opening the store.
+      // Formats 2 and 3 differ from 4 only in the chunk text records, which
+      // ConvertChunkTextsToIds rewrites below. The version goes first (and
+      // durably), so that older builds, which cannot read a half-converted
+      // store, refuse it from now on.
       fmt::StoreMeta upgraded = *meta;
       upgraded.format_version = fmt::kStorageFormatVersion;
       rocksdb::WriteOptions sync_write;
@@ -1032,7 +1042,10 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
   }
   impl->chunk_index = std::make_unique<SimHashIndex>(options.simhash_max_distance,
                                                      options.simhash_index_blocks);
-  if (absl::Status l = impl->LoadChunkFingerprints(db.get()); !l.ok()) {
+  if (absl::StatusOr<uint64_t> c = impl->ConvertChunkTextsToIds(db.get()); !c.ok()) {
+    return fail(c.status());
+  }
+  if (absl::Status l = impl->LoadChunkTexts(db.get()); !l.ok()) {
     return fail(l);
   }
 
@@ -1246,12 +1259,115 @@ absl::Status RocksDbStore::Impl::LoadFingerprints(rocksdb::DB* db) {
   return absl::OkStatus();
 }
 
-absl::Status RocksDbStore::Impl::LoadChunkFingerprints(rocksdb::DB* db) {
-  DEDUPD_ASSIGN_OR_RETURN(
-      uint64_t next,
-      LoadIndex(db, "load chunk fingerprints of store", fmt::ChunkFingerprintKeysBegin(),
-                fmt::ChunkFingerprintKeysEnd(), &fmt::DecodeChunkFingerprintKey,
-                chunk_index.get()));
+absl::StatusOr<uint64_t> RocksDbStore::Impl::ConvertChunkTextsToIds(rocksdb::DB* db) {
+  constexpr absl::string_view kConvert = "convert chunk texts of store";
+  auto damaged = [&](absl::string_view what, const absl::Status& why) {
+    return absl::DataLossError(
+        absl::StrCat(kConvert, " at ", options.path, ": ", what, ": ", why.message()));
+  };
+  const std::string begin = fmt::ChunkTextKeysBegin();
+  const std::string end = fmt::ChunkTextKeysEnd();
+  rocksdb::ReadOptions read;
+  read.fill_cache = false;
+  read.readahead_size = 4 << 20;
+  rocksdb::Slice upper(end);
+  read.iterate_upper_bound = &upper;
+  // Iterators read the state at their creation: the deletes below do not
+  // disturb the pass.
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read, content_cf));
+  it->Seek(begin);
+  if (!it->Valid()) {
+    if (!it->status().ok()) return FromRocksDbStatus(it->status(), kConvert, options.path);
+    return uint64_t{0};
+  }
+  constexpr size_t kTextsPerBatch = 10000;
+  rocksdb::WriteOptions write;
+  write.sync = true;  // a handful of batches per million texts
+  rocksdb::WriteBatch batch;
+  size_t in_batch = 0;
+  uint64_t converted = 0;
+  rocksdb::Status s;
+  for (; it->Valid(); it->Next()) {
+    const absl::string_view key(it->key().data(), it->key().size());
+    if (key.size() != 2 + 32) {
+      return damaged(absl::StrCat("chunk text key of ", key.size(), " bytes"),
+                     absl::DataLossError("not 05 02 + SHA-256"));
+    }
+    Sha256Digest sha{};
+    std::memcpy(sha.data(), key.data() + 2, sha.size());
+    absl::StatusOr<fmt::ChunkTextValue> v = fmt::DecodeChunkTextValue(
+        absl::string_view(it->value().data(), it->value().size()));
+    if (!v.ok()) return damaged("chunk text record of " + Sha256Hex(sha), v.status());
+    fmt::ChunkTextByIdValue out{sha, v->simhash, v->holders, v->owner_added,
+                                v->owner_url, v->owner_chunk_id};
+    if (!v->has_owner) {
+      // Format 2: every holder has a record; the oldest becomes the owner.
+      const std::string prefix = fmt::EncodeChunkHolderPrefix(sha);
+      std::unique_ptr<rocksdb::Iterator> h(db->NewIterator(rocksdb::ReadOptions(), content_cf));
+      h->Seek(prefix);
+      if (!h->Valid() || !h->key().starts_with(prefix)) {
+        if (!h->status().ok()) return FromRocksDbStatus(h->status(), kConvert, options.path);
+        return damaged("chunk text " + Sha256Hex(sha),
+                       absl::DataLossError("a format-2 text record without holder records"));
+      }
+      const absl::string_view hk(h->key().data(), h->key().size());
+      absl::StatusOr<fmt::ChunkHolderKey> owner = fmt::DecodeChunkHolderKey(hk);
+      if (!owner.ok()) return damaged("chunk holder of " + Sha256Hex(sha), owner.status());
+      out.owner_added = owner->added;
+      out.owner_url = std::move(owner->document_url);
+      out.owner_chunk_id = std::move(owner->chunk_id);
+      if (s.ok()) s = batch.Delete(content_cf, h->key());
+    }
+    if (s.ok()) s = batch.Delete(content_cf, it->key());
+    if (s.ok()) s = batch.Delete(content_cf, fmt::EncodeChunkFingerprintKey(v->text_id));
+    if (s.ok()) {
+      s = batch.Put(content_cf, fmt::EncodeChunkTextByIdKey(v->text_id),
+                    fmt::EncodeChunkTextByIdValue(out));
+    }
+    if (!s.ok()) return FromRocksDbStatus(s, kConvert, options.path);
+    ++converted;
+    if (++in_batch == kTextsPerBatch) {
+      s = db->Write(write, &batch);
+      if (!s.ok()) return FromRocksDbStatus(s, kConvert, options.path);
+      batch.Clear();
+      in_batch = 0;
+    }
+  }
+  if (!it->status().ok()) return FromRocksDbStatus(it->status(), kConvert, options.path);
+  if (in_batch > 0) {
+    s = db->Write(write, &batch);
+    if (!s.ok()) return FromRocksDbStatus(s, kConvert, options.path);
+  }
+  return converted;
+}
+
+absl::Status RocksDbStore::Impl::LoadChunkTexts(rocksdb::DB* db) {
+  constexpr absl::string_view kLoad = "load chunk texts of store";
+  rocksdb::ReadOptions read;
+  read.fill_cache = false;  // one sequential pass; keep the cache for claims
+  read.readahead_size = 4 << 20;
+  const std::string end = fmt::ChunkTextByIdKeysEnd();
+  rocksdb::Slice upper(end);
+  read.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read, content_cf));
+  std::vector<SimHashIndex::Entry> entries;
+  uint64_t next = 0;
+  for (it->Seek(fmt::ChunkTextByIdKeysBegin()); it->Valid(); it->Next()) {
+    const absl::string_view key(it->key().data(), it->key().size());
+    absl::StatusOr<uint32_t> id = fmt::DecodeChunkTextByIdKey(key);
+    absl::StatusOr<fmt::ChunkTextByIdValue> v = fmt::DecodeChunkTextByIdValue(
+        absl::string_view(it->value().data(), it->value().size()));
+    if (!id.ok() || !v.ok()) {
+      return absl::DataLossError(absl::StrCat(
+          kLoad, " at ", options.path, ": ",
+          (!id.ok() ? id.status() : v.status()).message()));
+    }
+    entries.push_back({v->simhash, *id});
+    chunk_text_ids.Insert(v->sha256, *id);
+    next = uint64_t{*id} + 1;  // keys ascend
+  }
+  if (!it->status().ok()) return FromRocksDbStatus(it->status(), kLoad, options.path);
+  chunk_index->BulkInsert(entries);
   next_text_id.store(next);
   return absl::OkStatus();
 }
@@ -1549,17 +1665,15 @@ class RocksDbStore::ChunkReader final : public ChunkStateReader {
     return m;
   }
   absl::StatusOr<std::optional<ChunkTextRecord>> GetText(const Sha256Digest& sha) override {
-    std::string value;
-    DEDUPD_ASSIGN_OR_RETURN(bool found, Get(fmt::EncodeChunkTextKey(sha), &value));
-    if (!found) return std::nullopt;
-    absl::StatusOr<fmt::ChunkTextValue> v = fmt::DecodeChunkTextValue(value);
-    if (!v.ok()) return Damaged("chunk text record of " + Sha256Hex(sha), v.status());
-    ChunkTextRecord r{v->text_id, v->simhash, v->holders, std::nullopt};
-    if (v->has_owner) {
-      r.owner = ChunkHolder{v->owner_added, std::move(v->owner_url),
-                            std::move(v->owner_chunk_id)};
-    }
-    return r;
+    const std::optional<uint32_t> id = impl_->chunk_text_ids.Find(sha);
+    if (!id.has_value()) return std::nullopt;
+    DEDUPD_ASSIGN_OR_RETURN(std::optional<fmt::ChunkTextByIdValue> v, ReadText(*id));
+    // Not in the snapshot (a peek's, older than the claim that wrote it),
+    // or another text that shares the digest's first 8 bytes.
+    if (!v.has_value() || v->sha256 != sha) return std::nullopt;
+    return ChunkTextRecord{*id, v->simhash, v->holders,
+                           ChunkHolder{v->owner_added, std::move(v->owner_url),
+                                       std::move(v->owner_chunk_id)}};
   }
   absl::StatusOr<std::vector<ChunkHolder>> ListHolders(const Sha256Digest& sha,
                                                        size_t limit) override {
@@ -1606,7 +1720,7 @@ class RocksDbStore::ChunkReader final : public ChunkStateReader {
     if (!fp.has_value()) {
       return absl::DataLossError(absl::StrCat(kAction, " at ", impl_->options.path,
                                               ": chunk index entry ", text_id,
-                                              " has no fingerprint record"));
+                                              " has no chunk text record"));
     }
     return *fp;
   }
@@ -1617,12 +1731,17 @@ class RocksDbStore::ChunkReader final : public ChunkStateReader {
  private:
   static constexpr absl::string_view kAction = "check chunks in store";
 
-  absl::StatusOr<std::optional<FingerprintRecord>> ReadFingerprint(uint32_t text_id) {
+  absl::StatusOr<std::optional<fmt::ChunkTextByIdValue>> ReadText(uint32_t text_id) {
     std::string value;
-    DEDUPD_ASSIGN_OR_RETURN(bool found, Get(fmt::EncodeChunkFingerprintKey(text_id), &value));
+    DEDUPD_ASSIGN_OR_RETURN(bool found, Get(fmt::EncodeChunkTextByIdKey(text_id), &value));
     if (!found) return std::nullopt;
-    absl::StatusOr<fmt::FingerprintValue> v = fmt::DecodeFingerprintValue(value);
-    if (!v.ok()) return Damaged(absl::StrCat("chunk fingerprint ", text_id), v.status());
+    absl::StatusOr<fmt::ChunkTextByIdValue> v = fmt::DecodeChunkTextByIdValue(value);
+    if (!v.ok()) return Damaged(absl::StrCat("chunk text ", text_id), v.status());
+    return *std::move(v);
+  }
+  absl::StatusOr<std::optional<FingerprintRecord>> ReadFingerprint(uint32_t text_id) {
+    DEDUPD_ASSIGN_OR_RETURN(std::optional<fmt::ChunkTextByIdValue> v, ReadText(text_id));
+    if (!v.has_value()) return std::nullopt;
     return FingerprintRecord{v->simhash, v->sha256};
   }
   absl::StatusOr<bool> Get(const std::string& key, std::string* value) {
@@ -1661,10 +1780,7 @@ rocksdb::Status RocksDbStore::Impl::AddChunkMutations(const ChunkMutations& m,
   // Deletions first, then puts (ChunkMutations' contract; the planner
   // never deletes and puts one key).
   for (const auto& [sha, h] : m.holders_removed) del(holder_key(sha, h));
-  for (const auto& [sha, r] : m.texts_deleted) del(fmt::EncodeChunkTextKey(sha));
-  for (const SimHashIndex::Entry& e : m.fingerprints_removed) {
-    del(fmt::EncodeChunkFingerprintKey(e.id));
-  }
+  for (const auto& [sha, r] : m.texts_deleted) del(fmt::EncodeChunkTextByIdKey(r.text_id));
   if (m.delete_manifest) del(doc_key);
   if (m.manifest.has_value()) {
     std::vector<fmt::ChunkManifestEntry> entries;
@@ -1679,13 +1795,9 @@ rocksdb::Status RocksDbStore::Impl::AddChunkMutations(const ChunkMutations& m,
   }
   for (const auto& [sha, r] : m.texts_put) {
     // The planner names an owner in every record it writes.
-    put(fmt::EncodeChunkTextKey(sha),
-        fmt::EncodeChunkTextValue({r.text_id, r.simhash, r.holders, true, r.owner->added,
-                                   r.owner->document_url, r.owner->chunk_id}));
-  }
-  for (const auto& [id, fp] : m.fingerprints_added) {
-    put(fmt::EncodeChunkFingerprintKey(id),
-        fmt::EncodeFingerprintValue(fp.simhash, fp.sha256));
+    put(fmt::EncodeChunkTextByIdKey(r.text_id),
+        fmt::EncodeChunkTextByIdValue({sha, r.simhash, r.holders, r.owner->added,
+                                       r.owner->document_url, r.owner->chunk_id}));
   }
   return s;
 }
@@ -1694,7 +1806,9 @@ void RocksDbStore::Impl::ApplyChunkIndex(const ChunkMutations& m) {
   for (const SimHashIndex::Entry& e : m.fingerprints_removed) {
     chunk_index->Remove(e.fingerprint, e.id);
   }
+  for (const auto& [sha, r] : m.texts_deleted) chunk_text_ids.Erase(sha, r.text_id);
   for (const auto& [id, fp] : m.fingerprints_added) {
+    chunk_text_ids.Insert(fp.sha256, id);
     chunk_index->Insert(fp.simhash, id);
   }
 }
@@ -2062,8 +2176,10 @@ absl::StatusOr<ConsistencyReport> RocksDbStore::CheckConsistency() {
   absl::flat_hash_map<uint32_t, fmt::FingerprintValue> fingerprints;
   absl::flat_hash_map<std::string, fmt::FetchValue> fetches;
   absl::flat_hash_map<std::string, std::vector<fmt::ChunkManifestEntry>> manifests;
-  absl::flat_hash_map<std::string, fmt::ChunkTextValue> chunk_texts;
+  absl::flat_hash_map<std::string, fmt::ChunkTextByIdValue> chunk_texts;  // by DigestKey
+  absl::flat_hash_map<std::string, uint32_t> chunk_text_ids;              // by DigestKey
   std::vector<fmt::ChunkHolderKey> holders;
+  // The chunk index's entries as the text records imply them.
   absl::flat_hash_map<uint32_t, fmt::FingerprintValue> chunk_fingerprints;
   constexpr size_t kShaBytes = std::tuple_size<Sha256Digest>::value;
   {
@@ -2118,14 +2234,29 @@ absl::StatusOr<ConsistencyReport> RocksDbStore::CheckConsistency() {
         } else {
           manifests.emplace(std::string(key.substr(2)), *std::move(v));
         }
-      } else if (tag == fmt::kTagChunk && sub == fmt::kChunkText) {
-        absl::StatusOr<fmt::ChunkTextValue> v = fmt::DecodeChunkTextValue(value);
-        if (key.size() != 2 + kShaBytes || !v.ok()) {
-          bad("chunk text", v.ok() ? absl::DataLossError("key is not 05 02 + SHA-256")
-                                   : v.status());
-        } else {
-          chunk_texts.emplace(std::string(key.substr(2)), *v);
+      } else if (tag == fmt::kTagChunk && sub == fmt::kChunkTextById) {
+        absl::StatusOr<uint32_t> id = fmt::DecodeChunkTextByIdKey(key);
+        absl::StatusOr<fmt::ChunkTextByIdValue> v = fmt::DecodeChunkTextByIdValue(value);
+        if (!id.ok() || !v.ok()) {
+          bad("chunk text", !id.ok() ? id.status() : v.status());
+          continue;
         }
+        const std::string sha = DigestKey(v->sha256);
+        auto [other, inserted] = chunk_text_ids.emplace(sha, *id);
+        if (!inserted) {
+          bad("chunk text", absl::DataLossError(absl::StrCat(
+                                "text ", Sha256Hex(v->sha256), " also has text id ",
+                                other->second)));
+          continue;
+        }
+        chunk_fingerprints.emplace(*id, fmt::FingerprintValue{v->simhash, v->sha256});
+        chunk_texts.emplace(sha, *std::move(v));
+      } else if (tag == fmt::kTagChunk &&
+                 (sub == fmt::kChunkText || sub == fmt::kChunkFingerprint)) {
+        // Open converts every one of them to a text record by id.
+        bad(sub == fmt::kChunkText ? "chunk text record by SHA-256"
+                                   : "chunk fingerprint record",
+            absl::DataLossError("a storage format 3 record left after the upgrade"));
       } else if (tag == fmt::kTagChunk && sub == fmt::kChunkHolder) {
         absl::StatusOr<fmt::ChunkHolderKey> h = fmt::DecodeChunkHolderKey(key);
         absl::Status v = fmt::CheckChunkHolderValue(value);
@@ -2133,14 +2264,6 @@ absl::StatusOr<ConsistencyReport> RocksDbStore::CheckConsistency() {
           bad("chunk holder", !h.ok() ? h.status() : v);
         } else {
           holders.push_back(*std::move(h));
-        }
-      } else if (tag == fmt::kTagChunk && sub == fmt::kChunkFingerprint) {
-        absl::StatusOr<uint32_t> id = fmt::DecodeChunkFingerprintKey(key);
-        absl::StatusOr<fmt::FingerprintValue> v = fmt::DecodeFingerprintValue(value);
-        if (!id.ok() || !v.ok()) {
-          bad("chunk fingerprint", !id.ok() ? id.status() : v.status());
-        } else {
-          chunk_fingerprints.emplace(*id, *v);
         }
       } else {
         bad("key", absl::DataLossError("no record kind has this tag"));
@@ -2154,7 +2277,6 @@ absl::StatusOr<ConsistencyReport> RocksDbStore::CheckConsistency() {
   report.chunk_manifests = manifests.size();
   report.chunk_texts = chunk_texts.size();
   report.chunk_holders = holders.size();
-  report.chunk_fingerprints = chunk_fingerprints.size();
 
   auto sha_hex = [](absl::string_view digest_key) {
     return absl::BytesToHexString(digest_key);
@@ -2225,7 +2347,6 @@ absl::StatusOr<ConsistencyReport> RocksDbStore::CheckConsistency() {
   };
   absl::flat_hash_map<std::string, std::string> owner_keys;  // by DigestKey
   for (const auto& [sha, t] : chunk_texts) {
-    if (!t.has_owner) continue;
     owner_keys.emplace(sha, fmt::EncodeChunkHolderKey(
                                 {digest_of(sha), t.owner_added, t.owner_url, t.owner_chunk_id}));
   }
@@ -2238,9 +2359,7 @@ absl::StatusOr<ConsistencyReport> RocksDbStore::CheckConsistency() {
     }
   }
   for (const auto& [sha, t] : chunk_texts) {
-    if (t.has_owner) {
-      holders.push_back({digest_of(sha), t.owner_added, t.owner_url, t.owner_chunk_id});
-    }
+    holders.push_back({digest_of(sha), t.owner_added, t.owner_url, t.owner_chunk_id});
   }
   report.chunk_holders = holders.size();
   absl::flat_hash_map<std::string, uint64_t> holder_counts;  // by DigestKey
@@ -2279,26 +2398,21 @@ absl::StatusOr<ConsistencyReport> RocksDbStore::CheckConsistency() {
     const uint64_t held = n == holder_counts.end() ? 0 : n->second;
     if (held != t.holders) {
       problem(absl::StrCat(what, ": holder count ", t.holders, " but ", held,
-                           t.has_owner ? " holders (owner and holder records)"
-                                       : " holder records"));
+                           " holders (owner and holder records)"));
     }
-    auto fp = chunk_fingerprints.find(t.text_id);
-    if (fp == chunk_fingerprints.end()) {
-      problem(absl::StrCat(what, ": no chunk fingerprint record ", t.text_id));
-    } else if (DigestKey(fp->second.sha256) != sha || fp->second.simhash != t.simhash) {
-      problem(absl::StrCat(what, ": chunk fingerprint ", t.text_id, " names another text"));
+    const uint32_t id = chunk_text_ids.at(sha);
+    if (id >= impl_->next_text_id.load()) {
+      problem(absl::StrCat(what, ": text id ", id, " is not below the next text id"));
+    }
+    // The in-memory SHA-256 -> id map names the record (Find's candidate
+    // is the text's own id).
+    if (impl_->chunk_text_ids.Find(t.sha256) != std::optional<uint32_t>(id)) {
+      problem(absl::StrCat(what, ": the in-memory text id map lacks text id ", id));
     }
   }
-  for (const auto& [id, fp] : chunk_fingerprints) {
-    auto t = chunk_texts.find(DigestKey(fp.sha256));
-    if (t == chunk_texts.end() || t->second.text_id != id) {
-      problem(absl::StrCat("chunk fingerprint ", id, ": text ", Sha256Hex(fp.sha256),
-                           t == chunk_texts.end() ? " has no text record"
-                                                  : " has another text id"));
-    }
-    if (id >= impl_->next_text_id.load()) {
-      problem(absl::StrCat("chunk fingerprint ", id, ": not below the next text id"));
-    }
+  if (impl_->chunk_text_ids.size() != chunk_texts.size()) {
+    problem(absl::StrCat("the in-memory text id map holds ", impl_->chunk_text_ids.size(),
+                         " entries for ", chunk_texts.size(), " chunk text records"));
   }
 
   // The in-memory indexes hold exactly the fingerprint records: each record
@@ -2569,9 +2683,8 @@ std::vector<KindRange> KindRanges() {
       {"fingerprint", true, tag(fmt::kTagFingerprint)},
       {"fetch", true, tag(fmt::kTagFetch)},
       {"chunk_manifest", true, chunk(fmt::kChunkManifest)},
-      {"chunk_text", true, chunk(fmt::kChunkText)},
+      {"chunk_text", true, chunk(fmt::kChunkTextById)},
       {"chunk_holder", true, chunk(fmt::kChunkHolder)},
-      {"chunk_fingerprint", true, chunk(fmt::kChunkFingerprint)},
   };
 }
 

@@ -233,7 +233,6 @@ struct ConsistencyReport {
   uint64_t chunk_manifests = 0;
   uint64_t chunk_texts = 0;
   uint64_t chunk_holders = 0;  // holder records plus the owners text records name
-  uint64_t chunk_fingerprints = 0;
   // One line per broken invariant, naming the record ("alias <sha> <url>:
   // no content record"); at most kMaxProblems, then one line saying how
   // many more.
@@ -251,7 +250,7 @@ struct StoreStats {
   // One record kind of docs/storage_format.md ("Key tags").
   struct RecordKind {
     // "url", "content", "alias", "fingerprint", "fetch", "chunk_manifest",
-    // "chunk_text", "chunk_holder", "chunk_fingerprint".
+    // "chunk_text", "chunk_holder".
     std::string name;
     // The key prefix of the kind (raw bytes: "\x01", "\x05\x03", ...).
     std::string key_prefix;

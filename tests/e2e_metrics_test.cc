@@ -297,7 +297,7 @@ TEST_F(E2eMetricsTest, StoreGaugesFollowTheStore) {
   EXPECT_EQ(e.Value("dedupd_store_write_stopped"), 0);
   EXPECT_GT(e.Value("dedupd_store_block_cache_capacity_bytes"), 0);
   for (const char* kind : {"url", "content", "alias", "fingerprint", "fetch", "chunk_manifest",
-                           "chunk_text", "chunk_holder", "chunk_fingerprint"}) {
+                           "chunk_text", "chunk_holder"}) {
     EXPECT_GE(e.Value("dedupd_store_kind_bytes", {{"kind", kind}}), 0) << kind;
   }
   EXPECT_EQ(e.families.at("dedupd_store_records").type, "gauge");

@@ -16,10 +16,11 @@ DECODERS = [
     "meta_version", "meta", "url_key", "url_value", "content_meta", "content_value",
     "alias_key", "alias_value", "fingerprint_key", "fingerprint_value", "fetch_value",
     "manifest", "chunk_text", "holder_key", "holder_value", "chunk_fp_key",
+    "text_by_id_key", "text_by_id_value",
 ]
 ENCODERS = [
     "meta", "url", "content_meta", "content", "alias", "fingerprint", "fetch",
-    "manifest", "chunk_text", "holder", "chunk_fp",
+    "manifest", "chunk_text", "holder", "chunk_fp", "text_by_id",
 ]
 
 SHA = bytes(range(32))
@@ -74,6 +75,13 @@ SEEDS = {
     "holder_key_before_epoch": holder_key(-1, b"http://a/", b"1"),
     "holder_value": b"\x01",
     "chunk_fp_key": b"\x05\x04" + u32(3),
+    "chunk_text_owned": b"\x02" + u32(7) + u64(99) + u64(2) + i64(MICROS) + u32(9)
+    + b"http://a/" + b"c",
+    "text_by_id_key": b"\x05\x05" + u32(3),
+    "text_by_id_value": b"\x03" + SHA + u64(99) + u64(2) + i64(MICROS) + u32(9)
+    + b"http://a/" + b"c\x00",
+    "text_by_id_value_no_holders": b"\x03" + SHA + u64(99) + u64(0) + i64(MICROS) + u32(1)
+    + b"u" + b"c",
 }
 
 

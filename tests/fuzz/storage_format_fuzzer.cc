@@ -224,6 +224,27 @@ void DecodeChunkFingerprintKey(absl::string_view in) {
   }
 }
 
+void DecodeChunkTextByIdKey(absl::string_view in) {
+  absl::StatusOr<uint32_t> v = fmt::DecodeChunkTextByIdKey(in);
+  if (!v.ok()) return CheckError(v.status(), "chunk text key: bad error", in);
+  const std::string again = fmt::EncodeChunkTextByIdKey(*v);
+  if (again != in) Fail("chunk text key: does not re-encode", in);
+  if (again < fmt::ChunkTextByIdKeysBegin() || again >= fmt::ChunkTextByIdKeysEnd()) {
+    Fail("chunk text key: outside its key range", in);
+  }
+}
+
+void DecodeChunkTextByIdValue(absl::string_view in) {
+  absl::StatusOr<fmt::ChunkTextByIdValue> v = fmt::DecodeChunkTextByIdValue(in);
+  if (!v.ok()) return CheckError(v.status(), "chunk text by id: bad error", in);
+  if (v->holders == 0 || v->owner_url.empty() || v->owner_chunk_id.empty()) {
+    Fail("chunk text by id: breaks the encoder's REQUIRES", in);
+  }
+  if (fmt::EncodeChunkTextByIdValue(*v) != in) {
+    Fail("chunk text by id: does not re-encode", in);
+  }
+}
+
 using Case = void (*)(absl::string_view);
 constexpr Case kDecoders[] = {
     DecodeMetaFormatVersion, DecodeMeta,           DecodeUrlKey,
@@ -231,7 +252,7 @@ constexpr Case kDecoders[] = {
     DecodeAliasKeyUrl,       DecodeAliasValue,     DecodeFingerprintKey,
     DecodeFingerprintValue,  DecodeFetchValue,     DecodeChunkManifestValue,
     DecodeChunkTextValue,    DecodeChunkHolderKey, CheckChunkHolderValue,
-    DecodeChunkFingerprintKey,
+    DecodeChunkFingerprintKey, DecodeChunkTextByIdKey, DecodeChunkTextByIdValue,
 };
 
 // ---- Encoder cases: values built from the bytes. ----
@@ -470,11 +491,37 @@ void EncodeChunkFingerprint(FuzzedDataProvider& p, absl::string_view in) {
   }
 }
 
+void EncodeChunkTextById(FuzzedDataProvider& p, absl::string_view in) {
+  const uint32_t a = p.ConsumeIntegral<uint32_t>();
+  const uint32_t b = p.ConsumeIntegral<uint32_t>();
+  const std::string ka = fmt::EncodeChunkTextByIdKey(a);
+  absl::StatusOr<uint32_t> id = fmt::DecodeChunkTextByIdKey(ka);
+  if (!id.ok() || *id != a) Fail("encode chunk text key: no round trip", in);
+  // Keys ascend with ids: a claim's new texts append to the key space.
+  if ((a < b) != (ka < fmt::EncodeChunkTextByIdKey(b))) {
+    Fail("encode chunk text key: order differs", in);
+  }
+  fmt::ChunkTextByIdValue v;
+  v.sha256 = FuzzSha(p);
+  v.simhash = p.ConsumeIntegral<uint64_t>();
+  v.holders = p.ConsumeIntegralInRange<uint64_t>(1, std::numeric_limits<uint64_t>::max());
+  v.owner_added = Truncated(FuzzTime(p));
+  v.owner_url = FuzzBytes(p, /*non_empty=*/true);
+  v.owner_chunk_id = FuzzBytes(p, /*non_empty=*/true);
+  absl::StatusOr<fmt::ChunkTextByIdValue> back =
+      fmt::DecodeChunkTextByIdValue(fmt::EncodeChunkTextByIdValue(v));
+  if (!back.ok() || back->sha256 != v.sha256 || back->simhash != v.simhash ||
+      back->holders != v.holders || back->owner_added != v.owner_added ||
+      back->owner_url != v.owner_url || back->owner_chunk_id != v.owner_chunk_id) {
+    Fail("encode chunk text by id: no round trip", in);
+  }
+}
+
 using EncodeCase = void (*)(FuzzedDataProvider&, absl::string_view);
 constexpr EncodeCase kEncoders[] = {
     EncodeMeta,        EncodeUrl,      EncodeContentMeta, EncodeContent,
     EncodeAlias,       EncodeFingerprint, EncodeFetch,    EncodeManifest,
-    EncodeChunkText,   EncodeHolder,   EncodeChunkFingerprint,
+    EncodeChunkText,   EncodeHolder,   EncodeChunkFingerprint, EncodeChunkTextById,
 };
 
 constexpr size_t kNumDecoders = sizeof(kDecoders) / sizeof(kDecoders[0]);
