@@ -21,6 +21,8 @@ packages=(
   libabsl-dev
   # storage
   librocksdb-dev
+  # the server's allocator (RocksDB's recommended one; per-thread caches)
+  libjemalloc-dev
   # Prometheus /metrics endpoint (prometheus-cpp 1.0: core + pull)
   prometheus-cpp-dev
   # hashing (SHA-256 via EVP) and TLS
@@ -49,7 +51,7 @@ runtime_packages=(
   libgrpc++1.51 libgrpc29 libprotobuf32 libabsl20220623 libc-ares2 libre2-9
   libssl3 zlib1g libzstd1 liblz4-1 libsnappy1v5 libbz2-1.0
   libboost-url1.81.0 libidn2-0 libunistring2 libicu72
-  libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libcivetweb1
+  libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libcivetweb1 libjemalloc2
 )
 
 case "${1:-}" in
