@@ -15,6 +15,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/simhash_index.h"
 #include "server/auth.h"
@@ -157,6 +158,13 @@ bool WritePortFile(const std::string& path, int port) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Debian's Abseil is built without NDEBUG, so by default every
+  // absl::Mutex acquisition also maintains a global lock-order graph
+  // (deadlock detection: GraphCycles, itself behind a global lock). That is
+  // a debugging aid: the tests keep it on (their own mains), the server
+  // turns it off. Measured: ~2% of the server's CPU per CheckChunks chunk
+  // (perf, docs/benchmarks.md "Storage format 4").
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   absl::SetProgramUsageMessage(
       "dedupd: deduplication service for crawlers and RAG ingestion.\n"
       "Usage: dedupd [--listen=HOST:PORT] [--data_dir=DIR] [--config=FILE] ...");
