@@ -31,8 +31,8 @@
 #                   bounded by --phase_secs (default 3600)
 #   --resend        documents re-sent (default 5000; 0: no resend phase)
 #   --threads       client threads, one call in flight each (default 4)
-#   --chunk_bytes   ChunkText's max_bytes (default 500: chunks average ~390
-#                   bytes on the page corpus; 640 gives ~500)
+#   --chunk_bytes   ChunkText's max_bytes (default 640: chunks average ~500
+#                   bytes on the page corpus, the size; 500 gives ~390)
 #   --tiny          CI size: --store_chunks=2000 --measure=100 --resend=50
 #                   --phase_secs=60
 # Example:
@@ -47,7 +47,7 @@ measure=20000
 measure_secs=120
 resend=5000
 threads=4
-chunk_bytes=500
+chunk_bytes=640
 phase_secs=3600
 keep_data=0
 server_flags=()
