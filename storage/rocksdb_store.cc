@@ -656,13 +656,17 @@ struct RocksDbStore::Impl {
     return static_cast<uint32_t>(id);
   }
 
-  // Scans the fingerprint records of [first, end) (keys decoded by
-  // `decode_key`, values by DecodeFingerprintValue) into `into` and returns
-  // one more than the largest id (0 when there is none).
+  // Scans the content family's records of [first, end) once, in key order,
+  // without filling the block cache (a pass at Open), into `into`: `decode`
+  // turns a record into its index entry (and may note more of it). Returns
+  // one more than the largest id (0 when there is none); a decode error
+  // becomes DataLoss naming `action` and the store.
   absl::StatusOr<uint64_t> LoadIndex(
       rocksdb::DB* db, absl::string_view action, const std::string& first,
       const std::string& end,
-      absl::StatusOr<uint32_t> (*decode_key)(absl::string_view), SimHashIndex* into);
+      const std::function<absl::StatusOr<SimHashIndex::Entry>(
+          absl::string_view key, absl::string_view value)>& decode,
+      SimHashIndex* into);
 };
 
 absl::Status RocksDbStore::Impl::MultiGet(
@@ -1220,7 +1224,9 @@ absl::Status RocksDbStore::Impl::CheckContentMeta(rocksdb::DB* db) {
 absl::StatusOr<uint64_t> RocksDbStore::Impl::LoadIndex(
     rocksdb::DB* db, absl::string_view action, const std::string& first,
     const std::string& end,
-    absl::StatusOr<uint32_t> (*decode_key)(absl::string_view), SimHashIndex* into) {
+    const std::function<absl::StatusOr<SimHashIndex::Entry>(absl::string_view,
+                                                            absl::string_view)>& decode,
+    SimHashIndex* into) {
   rocksdb::ReadOptions read;
   read.fill_cache = false;  // one sequential pass; keep the cache for claims
   read.readahead_size = 4 << 20;
@@ -1230,17 +1236,15 @@ absl::StatusOr<uint64_t> RocksDbStore::Impl::LoadIndex(
   std::vector<SimHashIndex::Entry> entries;
   uint64_t next = 0;
   for (it->Seek(first); it->Valid(); it->Next()) {
-    const absl::string_view key(it->key().data(), it->key().size());
-    absl::StatusOr<uint32_t> id = decode_key(key);
-    absl::StatusOr<fmt::FingerprintValue> v = fmt::DecodeFingerprintValue(
-        absl::string_view(it->value().data(), it->value().size()));
-    if (!id.ok() || !v.ok()) {
-      return absl::DataLossError(absl::StrCat(
-          action, " at ", options.path, ": ",
-          (!id.ok() ? id.status() : v.status()).message()));
+    absl::StatusOr<SimHashIndex::Entry> e =
+        decode(absl::string_view(it->key().data(), it->key().size()),
+               absl::string_view(it->value().data(), it->value().size()));
+    if (!e.ok()) {
+      return absl::DataLossError(
+          absl::StrCat(action, " at ", options.path, ": ", e.status().message()));
     }
-    entries.push_back({v->simhash, *id});
-    next = uint64_t{*id} + 1;  // keys ascend
+    entries.push_back(*e);
+    next = uint64_t{e->id} + 1;  // keys ascend
   }
   if (!it->status().ok()) {
     return FromRocksDbStatus(it->status(), action, options.path);
@@ -1254,7 +1258,14 @@ absl::Status RocksDbStore::Impl::LoadFingerprints(rocksdb::DB* db) {
       uint64_t next,
       LoadIndex(db, "load fingerprints of store", std::string(1, fmt::kTagFingerprint),
                 std::string(1, static_cast<char>(fmt::kTagFingerprint + 1)),
-                &fmt::DecodeFingerprintKey, index.get()));
+                [](absl::string_view key,
+                   absl::string_view value) -> absl::StatusOr<SimHashIndex::Entry> {
+                  DEDUPD_ASSIGN_OR_RETURN(uint32_t id, fmt::DecodeFingerprintKey(key));
+                  DEDUPD_ASSIGN_OR_RETURN(fmt::FingerprintValue v,
+                                          fmt::DecodeFingerprintValue(value));
+                  return SimHashIndex::Entry{v.simhash, id};
+                },
+                index.get()));
   next_doc_id.store(next);
   return absl::OkStatus();
 }
@@ -1342,32 +1353,19 @@ absl::StatusOr<uint64_t> RocksDbStore::Impl::ConvertChunkTextsToIds(rocksdb::DB*
 }
 
 absl::Status RocksDbStore::Impl::LoadChunkTexts(rocksdb::DB* db) {
-  constexpr absl::string_view kLoad = "load chunk texts of store";
-  rocksdb::ReadOptions read;
-  read.fill_cache = false;  // one sequential pass; keep the cache for claims
-  read.readahead_size = 4 << 20;
-  const std::string end = fmt::ChunkTextByIdKeysEnd();
-  rocksdb::Slice upper(end);
-  read.iterate_upper_bound = &upper;
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read, content_cf));
-  std::vector<SimHashIndex::Entry> entries;
-  uint64_t next = 0;
-  for (it->Seek(fmt::ChunkTextByIdKeysBegin()); it->Valid(); it->Next()) {
-    const absl::string_view key(it->key().data(), it->key().size());
-    absl::StatusOr<uint32_t> id = fmt::DecodeChunkTextByIdKey(key);
-    absl::StatusOr<fmt::ChunkTextByIdValue> v = fmt::DecodeChunkTextByIdValue(
-        absl::string_view(it->value().data(), it->value().size()));
-    if (!id.ok() || !v.ok()) {
-      return absl::DataLossError(absl::StrCat(
-          kLoad, " at ", options.path, ": ",
-          (!id.ok() ? id.status() : v.status()).message()));
-    }
-    entries.push_back({v->simhash, *id});
-    chunk_text_ids.Insert(v->sha256, *id);
-    next = uint64_t{*id} + 1;  // keys ascend
-  }
-  if (!it->status().ok()) return FromRocksDbStatus(it->status(), kLoad, options.path);
-  chunk_index->BulkInsert(entries);
+  DEDUPD_ASSIGN_OR_RETURN(
+      uint64_t next,
+      LoadIndex(db, "load chunk texts of store", fmt::ChunkTextByIdKeysBegin(),
+                fmt::ChunkTextByIdKeysEnd(),
+                [this](absl::string_view key,
+                       absl::string_view value) -> absl::StatusOr<SimHashIndex::Entry> {
+                  DEDUPD_ASSIGN_OR_RETURN(uint32_t id, fmt::DecodeChunkTextByIdKey(key));
+                  DEDUPD_ASSIGN_OR_RETURN(fmt::ChunkTextByIdValue v,
+                                          fmt::DecodeChunkTextByIdValue(value));
+                  chunk_text_ids.Insert(v.sha256, id);
+                  return SimHashIndex::Entry{v.simhash, id};
+                },
+                chunk_index.get()));
   next_text_id.store(next);
   return absl::OkStatus();
 }
