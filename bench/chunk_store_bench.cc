@@ -17,8 +17,10 @@
 //   chunk_store phase=<p> docs=<d> chunks=<n> secs=<s> chunks_per_sec=<x>
 //       cpu_us_per_chunk=<c> new=<k> exact=<e> near=<r> replaced=<z>
 //
-// then `chunk_store disk_bytes_per_chunk=<b>` (the store's files after the
-// fill). cpu_us_per_chunk: this process's user + system CPU over the phase
+// then `chunk_store disk_bytes_per_chunk=<b> texts=<t>
+// index_bytes_per_text=<i> text_id_map_bytes_per_text=<m>` (the store's
+// files after the fill; the chunk index's and the SHA-256 -> text id map's
+// heap bytes per stored text at the end). cpu_us_per_chunk: this process's user + system CPU over the phase
 // (the callers and RocksDB's flush and compaction threads) per chunk. Exits
 // non-zero when a call fails or a verdict count differs from the one the
 // documents imply.
@@ -190,8 +192,13 @@ int main(int argc, char** argv) {
   }
   if (!RunPhase(store->get(), "measure", fill_docs, fill_docs + measure_docs, 0)) return 1;
   if (resend_docs > 0 && !RunPhase(store->get(), "resend", 0, resend_docs, 1)) return 1;
-  std::cout << absl::StrFormat("chunk_store disk_bytes_per_chunk=%.1f",
-                               double(disk) / double(fill_docs * per_doc))
+  const dedupd::RocksDbStore::IndexStats memory = (*store)->chunk_index_stats();
+  const double texts = double(std::max<size_t>(memory.fingerprints, 1));
+  std::cout << absl::StrFormat(
+                   "chunk_store disk_bytes_per_chunk=%.1f texts=%d index_bytes_per_text=%.1f "
+                   "text_id_map_bytes_per_text=%.1f",
+                   double(disk) / double(fill_docs * per_doc), memory.fingerprints,
+                   double(memory.memory_bytes) / texts, double(memory.text_id_map_bytes) / texts)
             << std::endl;
   absl::Status closed = (*store)->Close();
   if (!closed.ok()) {

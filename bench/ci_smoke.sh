@@ -95,7 +95,7 @@ step content_store_bench \
   --docs=3000
 
 step chunk_store_bench \
-  '^chunk_store disk_bytes_per_chunk=[0-9.]+$' \
+  '^chunk_store disk_bytes_per_chunk=[0-9.]+ texts=[0-9]+ index_bytes_per_text=[0-9.]+ text_id_map_bytes_per_text=[0-9.]+$' \
   "$build_dir/bench/dedupd_chunk_store_bench" --dir="$tmp/chunk_store" \
   --store_chunks=2000 --measure_docs=50 --resend_docs=60
 

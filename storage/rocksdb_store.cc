@@ -2437,7 +2437,8 @@ absl::StatusOr<ConsistencyReport> RocksDbStore::CheckConsistency() {
 }
 
 RocksDbStore::IndexStats RocksDbStore::chunk_index_stats() const {
-  return {impl_->chunk_index->size(), impl_->chunk_index->MemoryBytes()};
+  return {impl_->chunk_index->size(), impl_->chunk_index->MemoryBytes(),
+          impl_->chunk_text_ids.MemoryBytes()};
 }
 
 RocksDbStore::IndexStats RocksDbStore::index_stats() const {

@@ -482,6 +482,9 @@ class RocksDbStore final : public UrlStore, public ContentStore, public ChunkSto
   struct IndexStats {
     size_t fingerprints = 0;
     size_t memory_bytes = 0;
+    // The chunk layer only: the SHA-256 -> text id map's table bytes
+    // (ChunkTextIds::MemoryBytes); 0 for the content index.
+    size_t text_id_map_bytes = 0;
   };
   IndexStats index_stats() const;
   // chunk_index_stats: the same figures for the chunk layer's index.
