@@ -618,13 +618,13 @@ struct RocksDbStore::Impl {
   // Scans every fingerprint record into `index` and sets next_doc_id.
   absl::Status LoadFingerprints(rocksdb::DB* db);
 
-  // The chunk layer's index over every chunk fingerprint record (05 04),
+  // The chunk layer's index over every chunk text record (05 05),
   // rebuilt at Open like `index`, with the same layout options. Entries
   // are inserted after the WAL write that adds their records and removed
   // after the one that deletes them, so it may briefly name a text that
   // is not (or no longer) in a reader's snapshot: ChunkReader skips those.
   std::unique_ptr<SimHashIndex> chunk_index;
-  // The next chunk text id: one more than the largest chunk fingerprint
+  // The next chunk text id: one more than the largest chunk text record
   // key at Open, then incremented per new text (a failed write leaves a
   // gap).
   std::atomic<uint64_t> next_text_id{0};
@@ -1631,12 +1631,12 @@ std::string PrefixEnd(std::string prefix) {
 }  // namespace
 
 // The chunk planner's view of the store: reads of one snapshot (or of the
-// latest state when `snapshot` is null), so that a text record, its holder
-// keys and its fingerprint record are seen as one claim left them even
-// while other claims write. The chunk index is not part of the snapshot:
-// QueryNear drops the matches whose fingerprint record the snapshot lacks
+// latest state when `snapshot` is null), so that a text record and its
+// holder keys are seen as one claim left them even while other claims
+// write. The chunk index and the text id map are not part of the snapshot:
+// GetText and QueryNear drop the ids whose text record the snapshot lacks
 // (texts written after it, or deleted before it by a claim that has not
-// updated the index yet), so a near match always resolves.
+// updated the index and map yet), so a text found always resolves.
 class RocksDbStore::ChunkReader final : public ChunkStateReader {
  public:
   ChunkReader(Impl* impl, rocksdb::DB* db, const rocksdb::Snapshot* snapshot)
