@@ -363,6 +363,51 @@ bool HasChunkPrefix(absl::string_view key, char kind) {
   return key.size() >= 2 && key[0] == kTagChunk && key[1] == kind;
 }
 
+// Chunk keys of `kind` followed by a u32 text id (fingerprint 05 04, text by
+// id 05 05); `what` names the record in errors.
+std::string EncodeChunkIdKey(char kind, uint32_t id) {
+  std::string key = ChunkKeyPrefix(kind);
+  PutFixed32BE(&key, id);
+  return key;
+}
+
+absl::StatusOr<uint32_t> DecodeChunkIdKey(absl::string_view key, char kind,
+                                          absl::string_view what) {
+  if (key.size() != 6 || !HasChunkPrefix(key, kind)) {
+    return absl::DataLossError(absl::StrCat(what, " key of ", key.size(), " bytes is not 05 ",
+                                            absl::Hex(static_cast<uint8_t>(kind), absl::kZeroPad2), " and a u32"));
+  }
+  return GetFixed32BE(key.data() + 2);
+}
+
+// The owner that ends a chunk text value (versions 2 and 3): added (i64
+// micros), owner URL length L (u32, >= 1), the URL, the chunk id (the rest,
+// >= 1 byte).
+void PutChunkTextOwner(std::string* out, absl::Time added, absl::string_view url,
+                       absl::string_view chunk_id) {
+  PutFixed64BE(out, TimeToStoredMicros(added));
+  PutFixed32BE(out, static_cast<uint32_t>(url.size()));
+  out->append(url.data(), url.size());
+  out->append(chunk_id.data(), chunk_id.size());
+}
+
+// `tail`: the value from the owner's added time on.
+// REQUIRES: tail.size() >= 12 (the caller checked the value's length).
+absl::Status GetChunkTextOwner(absl::string_view tail, absl::Time* added, std::string* url,
+                               std::string* chunk_id) {
+  const uint32_t url_bytes = GetFixed32BE(tail.data() + 8);
+  const size_t rest = tail.size() - 12;
+  if (url_bytes == 0 || url_bytes >= rest) {
+    return absl::DataLossError(absl::StrCat(
+        "chunk text value has an owner URL of ", url_bytes, " bytes in ", rest,
+        " bytes of owner URL and chunk id (both at least 1)"));
+  }
+  *added = StoredMicrosToTime(GetFixed64BE(tail.data()));
+  *url = std::string(tail.substr(12, url_bytes));
+  *chunk_id = std::string(tail.substr(12 + url_bytes));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string EncodeChunkManifestKey(absl::string_view document_url) {
@@ -454,12 +499,7 @@ std::string EncodeChunkTextValue(const ChunkTextValue& v) {
   PutFixed32BE(&out, v.text_id);
   PutFixed64BE(&out, v.simhash);
   PutFixed64BE(&out, v.holders);
-  if (v.has_owner) {
-    PutFixed64BE(&out, TimeToStoredMicros(v.owner_added));
-    PutFixed32BE(&out, static_cast<uint32_t>(v.owner_url.size()));
-    out.append(v.owner_url);
-    out.append(v.owner_chunk_id);
-  }
+  if (v.has_owner) PutChunkTextOwner(&out, v.owner_added, v.owner_url, v.owner_chunk_id);
   return out;
 }
 
@@ -477,18 +517,10 @@ absl::StatusOr<ChunkTextValue> DecodeChunkTextValue(absl::string_view value) {
     absl::Status s = CheckValue(value, "chunk text", kChunkTextValueVersion,
                                 kChunkTextValueFixedBytes + 8 + 4 + 2, /*exact=*/false);
     if (!s.ok()) return s;
-    const char* p = value.data() + kChunkTextValueFixedBytes;
-    const uint32_t url_bytes = GetFixed32BE(p + 8);
-    const size_t rest = value.size() - kChunkTextValueFixedBytes - 8 - 4;
-    if (url_bytes == 0 || url_bytes >= rest) {
-      return absl::DataLossError(absl::StrCat(
-          "chunk text value has an owner URL of ", url_bytes, " bytes in ", rest,
-          " bytes of owner URL and chunk id (both at least 1)"));
-    }
+    s = GetChunkTextOwner(value.substr(kChunkTextValueFixedBytes), &v.owner_added,
+                          &v.owner_url, &v.owner_chunk_id);
+    if (!s.ok()) return s;
     v.has_owner = true;
-    v.owner_added = StoredMicrosToTime(GetFixed64BE(p));
-    v.owner_url = std::string(p + 12, url_bytes);
-    v.owner_chunk_id = std::string(p + 12 + url_bytes, rest - url_bytes);
   } else {
     return absl::DataLossError(absl::StrCat(
         "chunk text value has unknown value version ", static_cast<int>(version),
@@ -553,17 +585,11 @@ absl::Status CheckChunkHolderValue(absl::string_view value) {
 }
 
 std::string EncodeChunkFingerprintKey(uint32_t text_id) {
-  std::string key = ChunkKeyPrefix(kChunkFingerprint);
-  PutFixed32BE(&key, text_id);
-  return key;
+  return EncodeChunkIdKey(kChunkFingerprint, text_id);
 }
 
 absl::StatusOr<uint32_t> DecodeChunkFingerprintKey(absl::string_view key) {
-  if (key.size() != 6 || !HasChunkPrefix(key, kChunkFingerprint)) {
-    return absl::DataLossError(absl::StrCat("chunk fingerprint key of ", key.size(),
-                                            " bytes is not 05 04 and a u32"));
-  }
-  return GetFixed32BE(key.data() + 2);
+  return DecodeChunkIdKey(key, kChunkFingerprint, "chunk fingerprint");
 }
 
 std::string ChunkFingerprintKeysBegin() { return ChunkKeyPrefix(kChunkFingerprint); }
@@ -573,17 +599,11 @@ std::string ChunkFingerprintKeysEnd() {
 }
 
 std::string EncodeChunkTextByIdKey(uint32_t text_id) {
-  std::string key = ChunkKeyPrefix(kChunkTextById);
-  PutFixed32BE(&key, text_id);
-  return key;
+  return EncodeChunkIdKey(kChunkTextById, text_id);
 }
 
 absl::StatusOr<uint32_t> DecodeChunkTextByIdKey(absl::string_view key) {
-  if (key.size() != 6 || !HasChunkPrefix(key, kChunkTextById)) {
-    return absl::DataLossError(absl::StrCat("chunk text key of ", key.size(),
-                                            " bytes is not 05 05 and a u32"));
-  }
-  return GetFixed32BE(key.data() + 2);
+  return DecodeChunkIdKey(key, kChunkTextById, "chunk text");
 }
 
 std::string ChunkTextByIdKeysBegin() { return ChunkKeyPrefix(kChunkTextById); }
@@ -599,10 +619,7 @@ std::string EncodeChunkTextByIdValue(const ChunkTextByIdValue& v) {
   PutSha(&out, v.sha256);
   PutFixed64BE(&out, v.simhash);
   PutFixed64BE(&out, v.holders);
-  PutFixed64BE(&out, TimeToStoredMicros(v.owner_added));
-  PutFixed32BE(&out, static_cast<uint32_t>(v.owner_url.size()));
-  out.append(v.owner_url);
-  out.append(v.owner_chunk_id);
+  PutChunkTextOwner(&out, v.owner_added, v.owner_url, v.owner_chunk_id);
   return out;
 }
 
@@ -620,16 +637,9 @@ absl::StatusOr<ChunkTextByIdValue> DecodeChunkTextByIdValue(absl::string_view va
     return absl::DataLossError(
         "chunk text value counts 0 holders (a text no chunk holds is deleted)");
   }
-  v.owner_added = StoredMicrosToTime(GetFixed64BE(p + 48));
-  const uint32_t url_bytes = GetFixed32BE(p + 56);
-  const size_t rest = value.size() - kChunkTextByIdValueFixedBytes;
-  if (url_bytes == 0 || url_bytes >= rest) {
-    return absl::DataLossError(absl::StrCat(
-        "chunk text value has an owner URL of ", url_bytes, " bytes in ", rest,
-        " bytes of owner URL and chunk id (both at least 1)"));
-  }
-  v.owner_url = std::string(value.substr(kChunkTextByIdValueFixedBytes, url_bytes));
-  v.owner_chunk_id = std::string(value.substr(kChunkTextByIdValueFixedBytes + url_bytes));
+  s = GetChunkTextOwner(value.substr(1 + 32 + 8 + 8), &v.owner_added, &v.owner_url,
+                        &v.owner_chunk_id);
+  if (!s.ok()) return s;
   return v;
 }
 
