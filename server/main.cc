@@ -43,6 +43,12 @@ ABSL_FLAG(bool, sync_writes, false,
           "fsync the WAL before answering each claim batch (power-loss "
           "durability; a process crash loses nothing acknowledged either way)");
 ABSL_FLAG(int64_t, block_cache_mb, 256, "RocksDB block cache, in MiB");
+ABSL_FLAG(int64_t, write_buffer_mb, 64,
+          "size of one RocksDB memtable, in MiB (up to 3 per column family exist at once)");
+ABSL_FLAG(std::string, url_memtable, "hash",
+          "how the URL records' memtables are kept: hash (appended, hash-indexed, "
+          "sorted at flush: cheap inserts of random keys) or skiplist (RocksDB's "
+          "default)");
 ABSL_FLAG(int64_t, max_text_bytes, 8 << 20,
           "largest text of one CheckContent item, in bytes (larger: that "
           "item is INVALID)");
@@ -179,6 +185,7 @@ int main(int argc, char** argv) {
       !CheckRange("max_concurrent_rpcs", absl::GetFlag(FLAGS_max_concurrent_rpcs), 1, 1000000) ||
       !CheckRange("worker_threads", absl::GetFlag(FLAGS_worker_threads), 1, 1024) ||
       !CheckRange("block_cache_mb", absl::GetFlag(FLAGS_block_cache_mb), 1, 1 << 20) ||
+      !CheckRange("write_buffer_mb", absl::GetFlag(FLAGS_write_buffer_mb), 1, 4096) ||
       !CheckRange("max_text_bytes", absl::GetFlag(FLAGS_max_text_bytes), 1, INT32_MAX) ||
       !CheckRange("simhash_shingle_words", absl::GetFlag(FLAGS_simhash_shingle_words), 1, 16) ||
       !CheckRange("simhash_max_distance", absl::GetFlag(FLAGS_simhash_max_distance), 0,
@@ -214,6 +221,11 @@ int main(int argc, char** argv) {
   if (url_seen_mode != "exact" && url_seen_mode != "approximate") {
     std::cerr << "dedupd: --url_seen_mode=" << url_seen_mode
               << " must be exact or approximate\n";
+    return 2;
+  }
+  const std::string url_memtable = absl::GetFlag(FLAGS_url_memtable);
+  if (url_memtable != "hash" && url_memtable != "skiplist") {
+    std::cerr << "dedupd: --url_memtable=" << url_memtable << " must be hash or skiplist\n";
     return 2;
   }
   const double fp_rate = absl::GetFlag(FLAGS_url_filter_false_positive_rate);
@@ -269,6 +281,9 @@ int main(int argc, char** argv) {
   options.sync_writes = absl::GetFlag(FLAGS_sync_writes);
   options.block_cache_bytes =
       static_cast<size_t>(absl::GetFlag(FLAGS_block_cache_mb)) << 20;
+  options.write_buffer_bytes =
+      static_cast<size_t>(absl::GetFlag(FLAGS_write_buffer_mb)) << 20;
+  options.url_memtable_skiplist = url_memtable == "skiplist";
   options.max_text_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_text_bytes));
   options.simhash_shingle_words =
       static_cast<int>(absl::GetFlag(FLAGS_simhash_shingle_words));

@@ -450,6 +450,10 @@ absl::Status DedupServer::OpenStore() {
   store_options.path = options.data_dir;
   store_options.sync_writes = options.sync_writes;
   store_options.block_cache_bytes = options.block_cache_bytes;
+  store_options.write_buffer_bytes = options.write_buffer_bytes;
+  store_options.url_memtable = options.url_memtable_skiplist
+                                   ? RocksDbStoreOptions::UrlMemtable::kSkipList
+                                   : RocksDbStoreOptions::UrlMemtable::kHashVector;
   store_options.normalizer_version = UrlNormalizer::kVersion;
   store_options.simhash_shingle_words =
       static_cast<uint32_t>(options.simhash_shingle_words);

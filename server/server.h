@@ -45,6 +45,13 @@ struct ServerOptions {
   bool sync_writes = false;
   // RocksDB block cache, in bytes. Default: 256 MiB.
   size_t block_cache_bytes = 256 << 20;
+  // Size of one RocksDB memtable, in bytes (RocksDbStoreOptions::
+  // write_buffer_bytes). Default: 64 MiB.
+  size_t write_buffer_bytes = size_t{64} << 20;
+  // How the URL records' memtables are kept (RocksDbStoreOptions::
+  // url_memtable): a hash-indexed vector sorted at flush, or RocksDB's
+  // skip list. Default: hash.
+  bool url_memtable_skiplist = false;
   // Largest text of one CheckContent item, in bytes. Default: 8 MiB.
   size_t max_text_bytes = size_t{8} << 20;
   // Words per SimHash shingle; persisted in the store (a store created with

@@ -54,6 +54,7 @@
 #include "storage/chunk_planner.h"
 #include "storage/chunk_text_ids.h"
 #include "storage/content_planner.h"
+#include "storage/hash_vector_memtable.h"
 #include "storage/rocksdb_format.h"
 #include "storage/rocksdb_status.h"
 
@@ -383,6 +384,23 @@ rocksdb::Options MakeDbOptions(const RocksDbStoreOptions& o,
       rocksdb::BlockBasedTableOptions::kDataBlockBinaryAndHash;
   db.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   return db;
+}
+
+// The default column family's options: the URL records (and the meta
+// record). Claims write URL keys in random order and read them only by
+// whole key (scans are rare: export, the URL filter's rebuild, Stats), so
+// unless o.url_memtable says otherwise its memtables are hash-indexed
+// vectors sorted at flush (HashVectorMemTableRepFactory) instead of skip
+// lists, and need no memtable Bloom filter: a Get is one hash lookup.
+rocksdb::ColumnFamilyOptions UrlFamilyOptions(const rocksdb::Options& db,
+                                              const RocksDbStoreOptions& o) {
+  rocksdb::ColumnFamilyOptions cf(db);
+  if (o.url_memtable == RocksDbStoreOptions::UrlMemtable::kHashVector) {
+    cf.memtable_factory = std::make_shared<HashVectorMemTableRepFactory>();
+    cf.memtable_prefix_bloom_size_ratio = 0;
+    cf.memtable_whole_key_filtering = false;
+  }
+  return cf;
 }
 
 // Batch keys, encoded, sorted and deduplicated: RocksDB's MultiGet is
@@ -913,7 +931,7 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
       s.ok() && std::find(families.begin(), families.end(),
                           kContentColumnFamily) != families.end();
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors = {
-      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions(db_options)}};
+      {rocksdb::kDefaultColumnFamilyName, UrlFamilyOptions(db_options, options)}};
   if (has_content_family) {
     descriptors.push_back(
         {kContentColumnFamily, rocksdb::ColumnFamilyOptions(db_options)});

@@ -157,6 +157,16 @@ struct RocksDbStoreOptions {
   // Default: true.
   bool concurrent_memtable_writes = true;
 
+  // How the URL records' memtables (the default column family's) are
+  // kept. kHashVector: entries appended to a vector and indexed by key in
+  // a hash table, sorted when the memtable is flushed or scanned
+  // (HashVectorMemTableRepFactory): an insert costs a hash-table insert
+  // instead of a skip-list search. kSkipList: RocksDB's default skip list.
+  // The choice is not persisted; a store may be opened with either.
+  // Default: kHashVector
+  enum class UrlMemtable { kHashVector, kSkipList };
+  UrlMemtable url_memtable = UrlMemtable::kHashVector;
+
   // After a failure that makes RocksDB stop writes (see "Failed writes and
   // a full disk" above), the first write at least this long after the error
   // or the last recovery attempt tries to recover (DB::Resume, which flushes the memtables;

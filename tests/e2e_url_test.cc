@@ -337,6 +337,8 @@ TEST(E2eStartupTest, BadFlagsAndConfigGiveOneLineErrors) {
   } cases[] = {
       {{"--no_such_flag=1"}, "no_such_flag"},
       {{"--max_batch_items=0"}, "max_batch_items"},
+      {{"--write_buffer_mb=0"}, "write_buffer_mb"},
+      {{"--url_memtable=btree"}, "--url_memtable=btree must be hash or skiplist"},
       {{"--listen=nonsense"}, "--listen=nonsense"},
       {{"--config=" + dir + "/missing.conf"}, "missing.conf"},
       {{"stray"}, "unexpected argument"},

@@ -1,0 +1,307 @@
+#include "storage/hash_vector_memtable.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/hash/hash.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "rocksdb/slice.h"
+#include "rocksdb/version.h"
+
+namespace dedupd {
+namespace {
+
+static_assert(ROCKSDB_MAJOR == 7 && ROCKSDB_MINOR == 8,
+              "HashVectorMemTableRep reads rocksdb::LookupKey as RocksDB 7.8 lays it "
+              "out: compare LookupKeyLayout with db/lookup_key.h of this RocksDB");
+
+// rocksdb::LookupKey of RocksDB 7.8 (db/lookup_key.h, which is not
+// installed, so MemTableRep::Get's argument is an incomplete type here):
+// three pointers into its buffer, the memtable key (varint32 length +
+// internal key), the internal key (user key + 8 bytes of sequence number
+// and type), and the end. Its inline accessors compute the same slices.
+struct LookupKeyLayout {
+  const char* memtable_key;
+  const char* internal_key;
+  const char* end;
+};
+
+rocksdb::Slice InternalKeyOf(const rocksdb::LookupKey& key) {
+  const auto* layout = reinterpret_cast<const LookupKeyLayout*>(&key);
+  return rocksdb::Slice(layout->internal_key,
+                        static_cast<size_t>(layout->end - layout->internal_key));
+}
+
+// A memtable entry: varint32 length of the internal key, the internal key
+// (user key + 8 bytes), varint32 length of the value, the value. Returns
+// the user key.
+absl::string_view UserKeyOf(const char* entry) {
+  const auto* p = reinterpret_cast<const unsigned char*>(entry);
+  uint32_t length = 0;
+  for (int shift = 0; shift <= 28; shift += 7) {
+    const uint32_t byte = *p++;
+    length |= (byte & 0x7F) << shift;
+    if ((byte & 0x80) == 0) break;
+  }
+  return absl::string_view(reinterpret_cast<const char*>(p), length - 8);
+}
+
+size_t HashUserKey(absl::string_view user_key) {
+  return absl::Hash<absl::string_view>{}(user_key);
+}
+
+// Hash and equality of entries by user key, also looked up by the user
+// key itself.
+struct EntryHash {
+  using is_transparent = void;
+  size_t operator()(absl::string_view user_key) const { return HashUserKey(user_key); }
+  size_t operator()(const char* entry) const { return HashUserKey(UserKeyOf(entry)); }
+};
+struct EntryEq {
+  using is_transparent = void;
+  static absl::string_view Key(absl::string_view user_key) { return user_key; }
+  static absl::string_view Key(const char* entry) { return UserKeyOf(entry); }
+  template <typename A, typename B>
+  bool operator()(const A& a, const B& b) const {
+    return Key(a) == Key(b);
+  }
+};
+
+using Entries = std::vector<const char*>;
+
+// Iterates a sorted run of entries, shared with the memtable (and other
+// iterators) and never changed once built.
+class SortedIterator final : public rocksdb::MemTableRep::Iterator {
+ public:
+  SortedIterator(const rocksdb::MemTableRep::KeyComparator& cmp,
+                 std::shared_ptr<const Entries> entries)
+      : cmp_(cmp), entries_(std::move(entries)), pos_(entries_->size()) {}
+
+  bool Valid() const override { return pos_ < entries_->size(); }
+  const char* key() const override { return (*entries_)[pos_]; }
+  void Next() override { ++pos_; }
+  void Prev() override { pos_ = pos_ == 0 ? entries_->size() : pos_ - 1; }
+  void Seek(const rocksdb::Slice& internal_key, const char* memtable_key) override {
+    pos_ = Bound(internal_key, memtable_key, /*upper=*/false);
+  }
+  void SeekForPrev(const rocksdb::Slice& internal_key, const char* memtable_key) override {
+    const size_t after = Bound(internal_key, memtable_key, /*upper=*/true);
+    pos_ = after == 0 ? entries_->size() : after - 1;
+  }
+  void SeekToFirst() override { pos_ = 0; }
+  void SeekToLast() override {
+    pos_ = entries_->empty() ? 0 : entries_->size() - 1;
+  }
+
+ private:
+  // The position of the first entry not less than the target (lower
+  // bound), or with `upper` of the first one greater than it (upper bound).
+  // The target is the memtable key when RocksDB passes one, else the
+  // internal key.
+  size_t Bound(const rocksdb::Slice& internal_key, const char* memtable_key,
+                    bool upper) const {
+    auto before = [&](const char* entry) {
+      const int c = memtable_key != nullptr ? cmp_(entry, memtable_key)
+                                            : cmp_(entry, internal_key);
+      return upper ? c <= 0 : c < 0;
+    };
+    return static_cast<size_t>(
+        std::partition_point(entries_->begin(), entries_->end(), before) -
+        entries_->begin());
+  }
+
+  const rocksdb::MemTableRep::KeyComparator& cmp_;
+  const std::shared_ptr<const Entries> entries_;
+  size_t pos_;
+};
+
+class HashVectorRep final : public rocksdb::MemTableRep {
+ public:
+  HashVectorRep(const KeyComparator& cmp, rocksdb::Allocator* allocator, int shards)
+      : MemTableRep(allocator),
+        cmp_(cmp),
+        num_shards_(static_cast<size_t>(std::max(shards, 1))),
+        shards_(new Shard[num_shards_]),
+        covered_(num_shards_, 0) {}
+
+  void Insert(rocksdb::KeyHandle handle) override { Add(static_cast<const char*>(handle)); }
+  void InsertConcurrently(rocksdb::KeyHandle handle) override {
+    Add(static_cast<const char*>(handle));
+  }
+
+  bool Contains(const char* key) const override {
+    for (const char* entry : EntriesOf(UserKeyOf(key))) {
+      if (cmp_(entry, key) == 0) return true;
+    }
+    return false;
+  }
+
+  // Calls `callback` on the entries of the lookup key's user key, newest
+  // first, from the first one not newer than the lookup's sequence number,
+  // until it returns false. (The skip list would go on to the next user
+  // key, where RocksDB's callbacks stop: they check the user key.)
+  void Get(const rocksdb::LookupKey& k, void* callback_args,
+           bool (*callback_func)(void* arg, const char* entry)) override {
+    const rocksdb::Slice internal_key = InternalKeyOf(k);
+    if (internal_key.size() < 8) return;
+    const absl::string_view user_key(internal_key.data(), internal_key.size() - 8);
+    for (const char* entry : EntriesOf(user_key)) {
+      if (cmp_(entry, internal_key) < 0) continue;  // newer than the lookup
+      if (!callback_func(callback_args, entry)) return;
+    }
+  }
+
+  size_t ApproximateMemoryUsage() override {
+    return bytes_.load(std::memory_order_relaxed);
+  }
+
+  Iterator* GetIterator(rocksdb::Arena* arena) override {
+    std::shared_ptr<const Entries> sorted = Sorted();
+    if (arena == nullptr) return new SortedIterator(cmp_, std::move(sorted));
+    // With an arena, RocksDB only runs the iterator's destructor and leaves
+    // its memory to the arena's owner, but rocksdb::Arena's interface is not
+    // installed. Nor may the memory come from this memtable's allocator: an
+    // immutable memtable's size must not change (RocksDB asserts it when
+    // it frees the memtable). So it comes from the heap, kept until the
+    // memtable goes: one small block (sizeof(SortedIterator)) per iterator
+    // over the memtable's life; the sorted run it shares is released by
+    // its destructor.
+    absl::MutexLock lock(&slots_mu_);
+    slots_.push_back(std::make_unique<Slot>());
+    return new (slots_.back()->bytes) SortedIterator(cmp_, std::move(sorted));
+  }
+
+ private:
+  struct alignas(64) Shard {
+    absl::Mutex mu;
+    // Every entry of the shard, in insertion order.
+    Entries entries ABSL_GUARDED_BY(mu);
+    // The first entry of each user key.
+    absl::flat_hash_set<const char*, EntryHash, EntryEq> first ABSL_GUARDED_BY(mu);
+    // Every entry of each user key that has more than one (a record
+    // deleted and written again while the memtable is live): rare.
+    absl::flat_hash_map<absl::string_view, Entries> more ABSL_GUARDED_BY(mu);
+    // The shard's bytes as last added to bytes_.
+    size_t bytes ABSL_GUARDED_BY(mu) = 0;
+  };
+
+  // The entries of `user_key`, newest first (RocksDB's internal key order).
+  absl::InlinedVector<const char*, 2> EntriesOf(absl::string_view user_key) const {
+    const size_t hash = HashUserKey(user_key);
+    Shard& shard = ShardOf(hash);
+    absl::InlinedVector<const char*, 2> found;
+    {
+      absl::ReaderMutexLock lock(&shard.mu);
+      auto first = shard.first.find(user_key, hash);
+      if (first == shard.first.end()) return found;
+      if (!shard.more.empty()) {
+        auto more = shard.more.find(user_key);
+        if (more != shard.more.end()) found.assign(more->second.begin(), more->second.end());
+      }
+      if (found.empty()) found.push_back(*first);
+    }
+    if (found.size() > 1) {
+      std::sort(found.begin(), found.end(),
+                [this](const char* a, const char* b) { return cmp_(a, b) < 0; });
+    }
+    return found;
+  }
+
+  Shard& ShardOf(size_t hash) const {
+    // The top bits: the hash table inside the shard uses the low ones.
+    return shards_[(hash >> 48) % num_shards_];
+  }
+
+  void Add(const char* entry) {
+    const absl::string_view user_key = UserKeyOf(entry);
+    Shard& shard = ShardOf(HashUserKey(user_key));
+    absl::MutexLock lock(&shard.mu);
+    shard.entries.push_back(entry);
+    auto [first, inserted] = shard.first.insert(entry);
+    if (!inserted) {
+      Entries& all = shard.more[UserKeyOf(*first)];
+      if (all.empty()) all.push_back(*first);
+      all.push_back(entry);
+    }
+    const size_t bytes = shard.entries.capacity() * sizeof(const char*) +
+                         shard.first.capacity() * (sizeof(const char*) + 1) +
+                         shard.more.capacity() * (sizeof(absl::string_view) + sizeof(Entries) + 1);
+    if (bytes != shard.bytes) {
+      bytes_.fetch_add(bytes - shard.bytes, std::memory_order_relaxed);
+      shard.bytes = bytes;
+    }
+  }
+
+  // Every entry inserted so far, sorted: the previous sorted run, merged
+  // with the entries appended to the shards since (sorted on their own).
+  // An immutable memtable is sorted once, at its first iterator.
+  std::shared_ptr<const Entries> Sorted() {
+    absl::MutexLock lock(&sort_mu_);
+    Entries fresh;
+    for (size_t s = 0; s < num_shards_; ++s) {
+      Shard& shard = shards_[s];
+      absl::ReaderMutexLock shard_lock(&shard.mu);
+      fresh.insert(fresh.end(), shard.entries.begin() + static_cast<ptrdiff_t>(covered_[s]),
+                   shard.entries.end());
+      covered_[s] = shard.entries.size();
+    }
+    if (sorted_ != nullptr && fresh.empty()) return sorted_;
+    auto less = [this](const char* a, const char* b) { return cmp_(a, b) < 0; };
+    std::sort(fresh.begin(), fresh.end(), less);
+    std::shared_ptr<Entries> run;
+    if (sorted_ == nullptr || sorted_->empty()) {
+      run = std::make_shared<Entries>(std::move(fresh));
+    } else {
+      run = std::make_shared<Entries>();
+      run->reserve(sorted_->size() + fresh.size());
+      std::merge(sorted_->begin(), sorted_->end(), fresh.begin(), fresh.end(),
+                 std::back_inserter(*run), less);
+    }
+    // Not added to bytes_: an immutable memtable's size must not change.
+    sorted_ = std::move(run);
+    return sorted_;
+  }
+
+  // Memory for one iterator created with an arena (see GetIterator).
+  struct Slot {
+    alignas(SortedIterator) unsigned char bytes[sizeof(SortedIterator)];
+  };
+
+  const KeyComparator& cmp_;
+  const size_t num_shards_;
+  const std::unique_ptr<Shard[]> shards_;
+  std::atomic<size_t> bytes_{0};
+
+  // Taken before any shard's mu.
+  absl::Mutex sort_mu_;
+  std::shared_ptr<const Entries> sorted_ ABSL_GUARDED_BY(sort_mu_);
+  // covered_[s]: how many of shard s's entries sorted_ holds.
+  std::vector<size_t> covered_ ABSL_GUARDED_BY(sort_mu_);
+
+  absl::Mutex slots_mu_;
+  std::vector<std::unique_ptr<Slot>> slots_ ABSL_GUARDED_BY(slots_mu_);
+};
+
+}  // namespace
+
+HashVectorMemTableRepFactory::HashVectorMemTableRepFactory(int shards)
+    : shards_(std::max(shards, 1)) {}
+
+rocksdb::MemTableRep* HashVectorMemTableRepFactory::CreateMemTableRep(
+    const rocksdb::MemTableRep::KeyComparator& cmp, rocksdb::Allocator* allocator,
+    const rocksdb::SliceTransform* /*prefix_extractor*/, rocksdb::Logger* /*logger*/) {
+  return new HashVectorRep(cmp, allocator, shards_);
+}
+
+}  // namespace dedupd
