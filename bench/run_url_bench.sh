@@ -14,10 +14,15 @@
 # background flushes and compactions included), then
 #   ratio loaded/empty urls_per_sec=<x>
 #   store  urls=<n> bytes=<b> bytes_per_url=<y> peak_rss_mb=<z>
+#   closed  urls=<n> bytes=<b> bytes_per_url=<y>
 #   restart  urls=<n> secs_to_serving=<s>
-# where bytes is `du -sb` of the data dir right after the preload (WAL and
-# unflushed memtables included: what the disk holds at that moment), urls the
-# URLs stored then, and peak_rss_mb the server's VmHWM at the end.
+# where store's bytes is `du -sb` of the data dir right after the preload
+# (WAL and unflushed memtables included: what the disk holds at that
+# moment, which also counts the inputs of a compaction still running), urls
+# the URLs stored then, and peak_rss_mb the server's VmHWM at the end;
+# closed's are the same after the server stopped cleanly at the end of the
+# phases (every memtable flushed, no compaction running, the URL filter
+# file written), with every URL stored by then.
 # Exits non-zero when a tool fails, a call fails, or a verdict count is wrong.
 #
 # Usage: bench/run_url_bench.sh [--build_dir=DIR] [--measure=N] [--preload=N]
@@ -142,6 +147,7 @@ fi
 disk_bytes=$(du -sb "$data_dir" | cut -f1)
 run_phase loaded new "$preload" "$measure"
 loaded_rate=$(field urls_per_sec "$last_line")
+loaded_new=$(field new "$last_line")
 run_phase seen seen 0 "$measure"
 
 peak_rss_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$server_pid/status" 2>/dev/null)
@@ -153,6 +159,9 @@ awk -v n="${stored:-0}" -v b="$disk_bytes" -v r="${peak_rss_kb:-0}" 'BEGIN {
 # Restart on the loaded store: the time from exec to serving must not grow
 # with the store (nothing is rebuilt at startup).
 stop_server
+closed_bytes=$(du -sb "$data_dir" | cut -f1)
+awk -v n="$((stored + ${loaded_new:-0}))" -v b="$closed_bytes" 'BEGIN {
+  printf "closed  urls=%d bytes=%d bytes_per_url=%.1f\n", n, b, (n > 0 ? b / n : 0) }'
 restart_start=$(date +%s.%N)
 start_server
 restart_end=$(date +%s.%N)
