@@ -7,7 +7,7 @@
 # plus extra dedupd flags and extra dedupd_url_load flags, so two builds,
 # two server settings or two load settings can be compared. Prints one
 # line per run:
-#   ab  variant=<A|B> run=<i> urls_per_sec=<x> p50_ms=<a> server_us_per_url=<s> client_us_per_url=<c>
+#   ab  variant=<A|B> run=<i> urls_per_sec=<x> p50_ms=<a> p99_ms=<b> server_us_per_url=<s> client_us_per_url=<c>
 # then, per variant, the median of each figure over its runs:
 #   ab_median  variant=<A|B> runs=<n> urls_per_sec=<x> server_us_per_url=<s> client_us_per_url=<c>
 # server_us_per_url: the server's CPU (every thread) from the first call to
@@ -90,7 +90,7 @@ run() {
   ups=$(field urls_per_sec "$line")
   server=$(awk -v c="$(field server_cpu_secs "$line")" -v n="$urls" 'BEGIN { printf "%.2f", c * 1e6 / n }')
   client=$(awk -v c="$(field client_cpu_secs "$line")" -v n="$urls" 'BEGIN { printf "%.2f", c * 1e6 / n }')
-  echo "ab  variant=$variant run=$i urls_per_sec=$ups p50_ms=$(field p50_ms "$line")" \
+  echo "ab  variant=$variant run=$i urls_per_sec=$ups p50_ms=$(field p50_ms "$line") p99_ms=$(field p99_ms "$line")" \
     "server_us_per_url=$server client_us_per_url=$client"
   figures["$variant urls_per_sec"]+="$ups "
   figures["$variant server_us_per_url"]+="$server "

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <new>
 #include <utility>
@@ -61,20 +63,31 @@ size_t HashUserKey(absl::string_view user_key) {
   return absl::Hash<absl::string_view>{}(user_key);
 }
 
-// Hash and equality of entries by user key, also looked up by the user
-// key itself.
-struct EntryHash {
-  using is_transparent = void;
-  size_t operator()(absl::string_view user_key) const { return HashUserKey(user_key); }
-  size_t operator()(const char* entry) const { return HashUserKey(UserKeyOf(entry)); }
+// An entry in a shard's hash table, with its user key's hash: growing the
+// table then moves 16-byte elements without reading any key (each key sits
+// at a random place of the memtable: a cache miss), and a probe compares
+// the hashes before it reads a key.
+struct Indexed {
+  size_t hash;
+  const char* entry;
 };
-struct EntryEq {
+// What a lookup by user key probes with.
+struct Probe {
+  size_t hash;
+  absl::string_view user_key;
+};
+struct IndexedHash {
   using is_transparent = void;
-  static absl::string_view Key(absl::string_view user_key) { return user_key; }
-  static absl::string_view Key(const char* entry) { return UserKeyOf(entry); }
+  size_t operator()(const Indexed& i) const { return i.hash; }
+  size_t operator()(const Probe& p) const { return p.hash; }
+};
+struct IndexedEq {
+  using is_transparent = void;
+  static absl::string_view Key(const Indexed& i) { return UserKeyOf(i.entry); }
+  static absl::string_view Key(const Probe& p) { return p.user_key; }
   template <typename A, typename B>
   bool operator()(const A& a, const B& b) const {
-    return Key(a) == Key(b);
+    return a.hash == b.hash && Key(a) == Key(b);
   }
 };
 
@@ -188,7 +201,7 @@ class HashVectorRep final : public rocksdb::MemTableRep {
     // Every entry of the shard, in insertion order.
     Entries entries ABSL_GUARDED_BY(mu);
     // The first entry of each user key.
-    absl::flat_hash_set<const char*, EntryHash, EntryEq> first ABSL_GUARDED_BY(mu);
+    absl::flat_hash_set<Indexed, IndexedHash, IndexedEq> first ABSL_GUARDED_BY(mu);
     // Every entry of each user key that has more than one (a record
     // deleted and written again while the memtable is live): rare.
     absl::flat_hash_map<absl::string_view, Entries> more ABSL_GUARDED_BY(mu);
@@ -203,13 +216,13 @@ class HashVectorRep final : public rocksdb::MemTableRep {
     absl::InlinedVector<const char*, 2> found;
     {
       absl::ReaderMutexLock lock(&shard.mu);
-      auto first = shard.first.find(user_key, hash);
+      auto first = shard.first.find(Probe{hash, user_key});
       if (first == shard.first.end()) return found;
       if (!shard.more.empty()) {
         auto more = shard.more.find(user_key);
         if (more != shard.more.end()) found.assign(more->second.begin(), more->second.end());
       }
-      if (found.empty()) found.push_back(*first);
+      if (found.empty()) found.push_back(first->entry);
     }
     if (found.size() > 1) {
       std::sort(found.begin(), found.end(),
@@ -225,17 +238,18 @@ class HashVectorRep final : public rocksdb::MemTableRep {
 
   void Add(const char* entry) {
     const absl::string_view user_key = UserKeyOf(entry);
-    Shard& shard = ShardOf(HashUserKey(user_key));
+    const size_t hash = HashUserKey(user_key);
+    Shard& shard = ShardOf(hash);
     absl::MutexLock lock(&shard.mu);
     shard.entries.push_back(entry);
-    auto [first, inserted] = shard.first.insert(entry);
+    auto [first, inserted] = shard.first.insert(Indexed{hash, entry});
     if (!inserted) {
-      Entries& all = shard.more[UserKeyOf(*first)];
-      if (all.empty()) all.push_back(*first);
+      Entries& all = shard.more[user_key];
+      if (all.empty()) all.push_back(first->entry);
       all.push_back(entry);
     }
     const size_t bytes = shard.entries.capacity() * sizeof(const char*) +
-                         shard.first.capacity() * (sizeof(const char*) + 1) +
+                         shard.first.capacity() * (sizeof(Indexed) + 1) +
                          shard.more.capacity() * (sizeof(absl::string_view) + sizeof(Entries) + 1);
     if (bytes != shard.bytes) {
       bytes_.fetch_add(bytes - shard.bytes, std::memory_order_relaxed);
@@ -263,10 +277,26 @@ class HashVectorRep final : public rocksdb::MemTableRep {
     if (sorted_ == nullptr || sorted_->empty()) {
       run = std::make_shared<Entries>(std::move(fresh));
     } else {
+      const Entries& old = *sorted_;
       run = std::make_shared<Entries>();
-      run->reserve(sorted_->size() + fresh.size());
-      std::merge(sorted_->begin(), sorted_->end(), fresh.begin(), fresh.end(),
-                 std::back_inserter(*run), less);
+      run->reserve(old.size() + fresh.size());
+      if (fresh.size() * static_cast<size_t>(std::log2(old.size()) + 1) < old.size()) {
+        // Few new entries (a scan page by page while claims go on): find
+        // each one's place by binary search and copy the runs between
+        // them, instead of comparing every old entry (each comparison
+        // reads two keys at random places of the memtable).
+        auto from = old.begin();
+        for (const char* entry : fresh) {
+          auto at = std::lower_bound(from, old.end(), entry, less);
+          run->insert(run->end(), from, at);
+          run->push_back(entry);
+          from = at;
+        }
+        run->insert(run->end(), from, old.end());
+      } else {
+        std::merge(old.begin(), old.end(), fresh.begin(), fresh.end(),
+                   std::back_inserter(*run), less);
+      }
     }
     // Not added to bytes_: an immutable memtable's size must not change.
     sorted_ = std::move(run);

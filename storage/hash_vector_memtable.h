@@ -14,8 +14,8 @@
 // number as with any memtable). Concurrent inserts are supported, so the
 // database may keep allow_concurrent_memtable_write on.
 //
-// Memory: about 8 bytes per entry in the vector and 9-18 in the hash
-// table (counted in the memtable's size, so RocksDB flushes it at
+// Memory: 8 bytes per entry in the vector and 17 per slot of the hash
+// table, 20-40 per entry by its load (counted in the memtable's size, so RocksDB flushes it at
 // write_buffer_size as usual), plus, once iterated, 8 bytes per entry for
 // the sorted run and a few dozen bytes per iterator made over the
 // memtable's life (neither counted: an immutable memtable's size must not

@@ -471,11 +471,29 @@ TEST(HashVectorMemTableRepTest, IteratorsContainsAndSize) {
   EXPECT_THAT(Keys(arena_it), ::testing::ElementsAre(ik("b", 2), ik("c", 3), ik("m", 9),
                                                      ik("m", 7), ik("m", 5), ik("z", 1)));
   arena_it->~Iterator();
+  // One more (placed by binary search into the previous sorted run), then
+  // many (merged with it).
+  std::vector<std::string> more = {Entry("n", 4, "x")};
+  for (int i = 0; i < 12; ++i) more.push_back(Entry(absl::StrCat("k", i % 5), 20 + i, "x"));
+  std::vector<const char*> all;
+  for (const std::string& e : entries) all.push_back(e.data());
+  all.push_back(late.data());
+  for (size_t batch = 0; batch < 2; ++batch) {
+    for (size_t i = batch == 0 ? 0 : 1; i < (batch == 0 ? 1 : more.size()); ++i) {
+      rep->InsertConcurrently(more[i].data());
+      all.push_back(more[i].data());
+    }
+    std::sort(all.begin(), all.end(), [&](const char* a, const char* b) { return cmp(a, b) < 0; });
+    std::vector<std::string> want;
+    for (const char* e : all) want.push_back(InternalKey(e).ToString());
+    std::unique_ptr<rocksdb::MemTableRep::Iterator> next(rep->GetIterator(nullptr));
+    EXPECT_EQ(Keys(next.get()), want) << "after batch " << batch;
+  }
   // Once read-only, its size no longer changes, iterators or not.
   rep->MarkReadOnly();
   const size_t bytes = rep->ApproximateMemoryUsage();
   std::unique_ptr<rocksdb::MemTableRep::Iterator> last(rep->GetIterator(nullptr));
-  EXPECT_EQ(Keys(last.get()).size(), 6u);
+  EXPECT_EQ(Keys(last.get()).size(), all.size());
   EXPECT_EQ(rep->ApproximateMemoryUsage(), bytes);
 }
 
