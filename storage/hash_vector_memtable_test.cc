@@ -502,6 +502,60 @@ TEST(HashVectorMemTableRepTest, IteratorsContainsAndSize) {
   EXPECT_EQ(rep->ApproximateMemoryUsage(), bytes);
 }
 
+// User keys descending, then sequence numbers descending: not bytewise.
+class ReverseComparator : public rocksdb::MemTableRep::KeyComparator {
+ public:
+  int operator()(const char* a, const char* b) const override {
+    return -TestComparator()(a, b);
+  }
+  int operator()(const char* a, const rocksdb::Slice& b) const override {
+    return -TestComparator()(a, b);
+  }
+};
+
+// Iterators sort a memtable by 8-byte chunks of the keys, level by level;
+// the order must be the comparator's whatever the keys share: long common
+// prefixes (past 8 and 16 bytes), zero bytes inside and at the end, keys
+// that are prefixes of others, the empty key, a key written many times.
+TEST(HashVectorMemTableRepTest, SortsInTheComparatorsOrder) {
+  std::mt19937_64 rng(7);
+  const std::vector<std::string> stems = {
+      "", "https://", "https://host-1.example/", "https://host-1.example/docs/3/library/",
+      std::string("zero\0\0\0\0\0\0\0\0bytes", 21), "a"};
+  std::vector<std::string> entries;
+  entries.reserve(6000);
+  for (int i = 0; i < 6000; ++i) {
+    std::string key = stems[rng() % stems.size()];
+    const int tail = static_cast<int>(rng() % 24);
+    for (int t = 0; t < tail; ++t) {
+      const uint64_t r = rng() % 10;
+      key.push_back(r == 0 ? '\0' : r == 1 ? '\xff' : static_cast<char>('a' + r));
+    }
+    if (rng() % 10 == 0) key.append(static_cast<size_t>(rng() % 10), '\0');
+    if (i % 50 == 0) key = "repeated";
+    entries.push_back(Entry(key, static_cast<uint64_t>(i + 1), "v"));
+  }
+  TestComparator bytewise;
+  ReverseComparator reverse;
+  for (const rocksdb::MemTableRep::KeyComparator* cmp :
+       std::vector<const rocksdb::MemTableRep::KeyComparator*>{&bytewise, &reverse}) {
+    HashVectorMemTableRepFactory factory;
+    std::unique_ptr<rocksdb::MemTableRep> rep(
+        factory.CreateMemTableRep(*cmp, nullptr, nullptr, nullptr));
+    std::vector<const char*> want;
+    for (std::string& e : entries) {
+      rep->Insert(e.data());
+      want.push_back(e.data());
+    }
+    std::sort(want.begin(), want.end(),
+              [cmp](const char* a, const char* b) { return (*cmp)(a, b) < 0; });
+    std::unique_ptr<rocksdb::MemTableRep::Iterator> it(rep->GetIterator(nullptr));
+    std::vector<const char*> got;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) got.push_back(it->key());
+    EXPECT_TRUE(got == want) << (cmp == &bytewise ? "bytewise" : "reverse");
+  }
+}
+
 // A large memtable's range count is estimated from a sample (2,048 of its
 // 20,000 entries: a standard deviation of ~190 here): within 20%.
 TEST(HashVectorMemTableRepTest, RangeEstimateOfALargeMemtable) {
