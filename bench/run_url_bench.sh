@@ -6,34 +6,42 @@
 # the measured phases' requests are built before their clock starts):
 #   empty   claim --measure new URLs on the empty store      [0, M)
 #   preload claim new URLs until the store holds --preload    [M, P)
+#   (settle: wait, up to --settle_secs, until the server runs no flush or
+#   compaction and has none pending, so that the loaded phase, like the
+#   empty one, starts on an idle store and pays only for the background
+#   work its own writes cause, not for the rest of the preload's)
 #   loaded  claim --measure new URLs on the loaded store     [P, P+M)
 #   seen    claim --measure URLs already stored (all SEEN)   [0, M)
 # Prints each phase's checkurl line (see docs/benchmarks.md) and
 #   server  phase=<p> cpu_secs=<s> cpu_us_per_url=<u> rss_mb=<r>
 # (the server's CPU from the phase's first call to its last answer,
 # background flushes and compactions included), then
+#   settle  secs=<s> idle=<yes|no>
 #   ratio loaded/empty urls_per_sec=<x>
 #   store  urls=<n> bytes=<b> bytes_per_url=<y> peak_rss_mb=<z>
 #   closed  urls=<n> bytes=<b> bytes_per_url=<y>
 #   restart  urls=<n> secs_to_serving=<s>
-# where store's bytes is `du -sb` of the data dir right after the preload
-# (WAL and unflushed memtables included: what the disk holds at that
-# moment, which also counts the inputs of a compaction still running), urls
-# the URLs stored then, and peak_rss_mb the server's VmHWM at the end;
+# where store's bytes is `du -sb` of the data dir after the preload and the
+# settle (WAL and unflushed memtables included: what the disk holds at that
+# moment; without a settle it also counts the inputs of a compaction still
+# running), urls the URLs stored then, and peak_rss_mb the server's VmHWM at the end;
 # closed's are the same after the server stopped cleanly at the end of the
 # phases (every memtable flushed, no compaction running, the URL filter
 # file written), with every URL stored by then.
 # Exits non-zero when a tool fails, a call fails, or a verdict count is wrong.
 #
 # Usage: bench/run_url_bench.sh [--build_dir=DIR] [--measure=N] [--preload=N]
-#          [--batch=N] [--threads=N] [--phase_secs=S] [--tiny] [--keep_data]
-#          [-- extra dedupd flags, e.g. --sync_writes=true]
+#          [--batch=N] [--threads=N] [--phase_secs=S] [--settle_secs=S]
+#          [--tiny] [--keep_data] [-- extra dedupd flags, e.g. --sync_writes=true]
 #   --build_dir   where dedupd was built (default: build)
 #   --measure     URLs per measured phase (default 2000000)
 #   --preload     URLs in the store before the loaded phases (default 10000000)
 #   --batch       URLs per call (default 1000); --threads client threads (4)
 #   --phase_secs  time bound of each phase (default 3600); the line then shows
 #                 how many URLs were sent in that time
+#   --settle_secs longest wait for the store to go idle before the loaded
+#                 phase (default 300; 0: no wait, the loaded phase then also
+#                 pays for the preload's pending compactions)
 #   --tiny        CI size: --measure=20000 --preload=50000 --phase_secs=60
 #   --keep_data   leave the data dir (its path is printed)
 # Example:
@@ -47,6 +55,7 @@ preload=10000000
 batch=1000
 threads=4
 phase_secs=3600
+settle_secs=300
 keep_data=0
 server_flags=()
 while (($#)); do
@@ -57,6 +66,7 @@ while (($#)); do
     --batch=*) batch=${1#*=} ;;
     --threads=*) threads=${1#*=} ;;
     --phase_secs=*) phase_secs=${1#*=} ;;
+    --settle_secs=*) settle_secs=${1#*=} ;;
     --tiny) measure=20000; preload=50000; phase_secs=60 ;;
     --keep_data) keep_data=1 ;;
     --) shift; server_flags=("$@"); break ;;
@@ -65,7 +75,7 @@ while (($#)); do
   esac
   shift
 done
-for n in "$measure" "$preload" "$batch" "$threads" "$phase_secs"; do
+for n in "$measure" "$preload" "$batch" "$threads" "$phase_secs" "$settle_secs"; do
   [[ "$n" =~ ^[0-9]+$ ]] || { echo "run_url_bench: not a count: $n" >&2; exit 2; }
 done
 ((measure > 0 && batch > 0 && threads > 0 && phase_secs > 0)) ||
@@ -74,7 +84,8 @@ done
 
 server_bin="$build_dir/server/dedupd"
 load_bin="$build_dir/bench/dedupd_url_load"
-for b in "$server_bin" "$load_bin"; do
+ctl_bin="$build_dir/client/dedupctl"
+for b in "$server_bin" "$load_bin" "$ctl_bin"; do
   [[ -x "$b" ]] || { echo "run_url_bench: $b not built" >&2; exit 1; }
 done
 
@@ -144,6 +155,28 @@ if ((preload > measure)); then
   run_phase preload new "$measure" $((preload - measure)) --pregenerate=false
   stored=$((stored + $(field new "$last_line")))
 fi
+# settle: polls the server's Stats (dedupctl admin stats) until it runs no
+# flush or compaction and estimates no pending compaction bytes, for at
+# most --settle_secs.
+settle() {
+  local start idle=no stats running flushes pending
+  start=$(date +%s.%N)
+  while :; do
+    stats=$("$ctl_bin" admin stats --server="127.0.0.1:$port" 2>/dev/null) || break
+    running=$(grep -o '"num_running_compactions":"[0-9]*' <<<"$stats" | grep -o '[0-9]*$')
+    flushes=$(grep -o '"num_running_flushes":"[0-9]*' <<<"$stats" | grep -o '[0-9]*$')
+    pending=$(grep -o '"estimate_pending_compaction_bytes":"[0-9]*' <<<"$stats" | grep -o '[0-9]*$')
+    if [[ "$running" == 0 && "$flushes" == 0 && "$pending" == 0 ]]; then
+      idle=yes
+      break
+    fi
+    awk -v a="$start" -v b="$(date +%s.%N)" -v m="$settle_secs" 'BEGIN { exit !(b - a < m) }' || break
+    sleep 0.5
+  done
+  awk -v a="$start" -v b="$(date +%s.%N)" -v i="$idle" 'BEGIN {
+    printf "settle  secs=%.1f idle=%s\n", b - a, i }'
+}
+((settle_secs > 0)) && settle
 disk_bytes=$(du -sb "$data_dir" | cut -f1)
 run_phase loaded new "$preload" "$measure"
 loaded_rate=$(field urls_per_sec "$last_line")
