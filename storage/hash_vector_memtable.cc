@@ -41,9 +41,10 @@ struct LookupKeyLayout {
 };
 
 rocksdb::Slice InternalKeyOf(const rocksdb::LookupKey& key) {
-  const auto* layout = reinterpret_cast<const LookupKeyLayout*>(&key);
-  return rocksdb::Slice(layout->internal_key,
-                        static_cast<size_t>(layout->end - layout->internal_key));
+  LookupKeyLayout layout;
+  std::memcpy(&layout, &key, sizeof(layout));
+  return rocksdb::Slice(layout.internal_key,
+                        static_cast<size_t>(layout.end - layout.internal_key));
 }
 
 // A memtable entry: varint32 length of the internal key, the internal key

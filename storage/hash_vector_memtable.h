@@ -21,9 +21,21 @@
 // memtable's life (neither counted: an immutable memtable's size must not
 // change), all freed with the memtable.
 //
-// Only for RocksDB 7.8 (the build fails on another version): the lookup
-// key's layout is read directly, as RocksDB does not install its header
-// (see hash_vector_memtable.cc).
+// Limits, none of which the URL family meets (UrlFamilyOptions in
+// rocksdb_store.cc installs the factory only with the bytewise comparator):
+// - The user keys must be ordered bytewise (RocksDB's default comparator):
+//   the sort compares 8-byte chunks of them. A sample of neighbours is
+//   checked against the comparator after each sort (a disagreement falls
+//   back to a comparator sort), which catches a different order but is not
+//   a proof for one that differs on rare keys.
+// - An iterator holds the entries inserted before it was made: RocksDB's
+//   Iterator::Refresh with an unchanged memtable, tailing iterators, and
+//   the options that iterate the memtable on each write
+//   (max_successive_merges, inplace_update_support) would not see later
+//   writes, and mempurge (UniqueRandomSample) is not supported.
+// - Only for RocksDB 7.8 (the build fails on another version): the lookup
+//   key's layout is read directly, as RocksDB does not install its header
+//   (see hash_vector_memtable.cc).
 #ifndef DEDUPD_STORAGE_HASH_VECTOR_MEMTABLE_H_
 #define DEDUPD_STORAGE_HASH_VECTOR_MEMTABLE_H_
 

@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rocksdb/db.h"
+#include "rocksdb/merge_operator.h"
 #include "rocksdb/options.h"
 #include "rocksdb/slice.h"
 #include "rocksdb/write_batch.h"
@@ -41,9 +42,24 @@ struct Db {
   }
 };
 
+// Appends operands with ",": a Get of a merged key reads back through its
+// older entries (the memtable's callback goes on past the newest one).
+class AppendOperator : public rocksdb::AssociativeMergeOperator {
+ public:
+  bool Merge(const rocksdb::Slice& /*key*/, const rocksdb::Slice* existing,
+             const rocksdb::Slice& value, std::string* new_value,
+             rocksdb::Logger* /*logger*/) const override {
+    *new_value = existing == nullptr ? value.ToString()
+                                     : absl::StrCat(existing->ToString(), ",", value.ToString());
+    return true;
+  }
+  const char* Name() const override { return "DedupdTestAppend"; }
+};
+
 std::unique_ptr<Db> OpenDb(const std::string& path, bool hash_vector, bool concurrent) {
   rocksdb::Options options;
   options.create_if_missing = true;
+  options.merge_operator = std::make_shared<AppendOperator>();
   options.allow_concurrent_memtable_write = concurrent;
   options.write_buffer_size = 64 << 20;  // flushes happen when the test asks
   if (hash_vector) {
@@ -108,6 +124,8 @@ struct Config {
   bool concurrent;        // allow_concurrent_memtable_write
   int flush_every;        // a Flush every this many operations (0: none)
   int keys;               // size of the key space (small: keys repeat)
+  int immutable_every;    // every this many operations, reads with an
+                          // immutable memtable not yet flushed (0: never)
 };
 
 class HashVectorMemTableDifferentialTest : public ::testing::TestWithParam<Config> {};
@@ -123,6 +141,12 @@ TEST_P(HashVectorMemTableDifferentialTest, ReadsLikeTheSkipList) {
   // Keys with shared prefixes, different lengths, the empty key and bytes
   // that sort before and after ASCII.
   std::vector<std::string> keys = {"", "a", std::string("a\0b", 3), "ab", "\xff", "\xff\xff"};
+  // Long keys (a length varint of two and three bytes), one a prefix of
+  // another, sharing 120+ bytes.
+  keys.push_back(std::string(130, 'l'));
+  keys.push_back(std::string(299, 'l'));
+  keys.push_back(std::string(300, 'l') + "x");
+  keys.push_back(std::string(20000, 'm'));
   for (int i = 0; static_cast<int>(keys.size()) < config.keys; ++i) {
     keys.push_back(absl::StrCat("https://h", i % 7, ".example/p/", i * 7919 % 1000));
   }
@@ -153,10 +177,14 @@ TEST_P(HashVectorMemTableDifferentialTest, ReadsLikeTheSkipList) {
   constexpr int kOperations = 1500;
   for (int op = 1; op <= kOperations; ++op) {
     const uint64_t r = rng() % 100;
-    if (r < 50) {
+    if (r < 45) {
       const std::string k = key();
       const std::string v = absl::StrCat("v", op);
       both([&](rocksdb::DB* db) { return db->Put(write, k, v); });
+    } else if (r < 50) {
+      const std::string k = key();
+      const std::string v = absl::StrCat("m", op);
+      both([&](rocksdb::DB* db) { return db->Merge(write, k, v); });
     } else if (r < 70) {
       const std::string k = key();
       both([&](rocksdb::DB* db) { return db->Delete(write, k); });
@@ -190,6 +218,20 @@ TEST_P(HashVectorMemTableDifferentialTest, ReadsLikeTheSkipList) {
     if (config.flush_every > 0 && op % config.flush_every == 0) {
       both([&](rocksdb::DB* db) { return db->Flush(rocksdb::FlushOptions()); });
     }
+    if (config.immutable_every > 0 && op % config.immutable_every == 0) {
+      // Switch the memtable without flushing it (background work paused),
+      // read through the immutable one, then let the flush run.
+      both([&](rocksdb::DB* db) { return db->PauseBackgroundWork(); });
+      rocksdb::FlushOptions no_wait;
+      no_wait.wait = false;
+      no_wait.allow_write_stall = true;
+      both([&](rocksdb::DB* db) { return db->Flush(no_wait); });
+      uint64_t immutable = 0;
+      ASSERT_TRUE(hashed->db->GetIntProperty("rocksdb.num-immutable-mem-table", &immutable));
+      EXPECT_GE(immutable, 1u);
+      compare(op);
+      both([&](rocksdb::DB* db) { return db->ContinueBackgroundWork(); });
+    }
     if (op % 300 == 0) {
       compare(op);
       if (HasFatalFailure() || HasFailure()) break;
@@ -203,11 +245,13 @@ TEST_P(HashVectorMemTableDifferentialTest, ReadsLikeTheSkipList) {
 
 INSTANTIATE_TEST_SUITE_P(
     Configs, HashVectorMemTableDifferentialTest,
-    ::testing::Values(Config{"few_keys", false, 0, 12},
-                      Config{"few_keys_concurrent", true, 0, 12},
-                      Config{"many_keys", true, 0, 400},
-                      Config{"flushes", true, 400, 60},
-                      Config{"flushes_serial", false, 250, 400}),
+    ::testing::Values(Config{"few_keys", false, 0, 16, 0},
+                      Config{"few_keys_concurrent", true, 0, 16, 0},
+                      Config{"many_keys", true, 0, 400, 0},
+                      Config{"flushes", true, 400, 60, 0},
+                      Config{"flushes_serial", false, 250, 400, 0},
+                      Config{"immutable", true, 0, 60, 170},
+                      Config{"immutable_and_flushes", false, 500, 400, 230}),
     [](const ::testing::TestParamInfo<Config>& info) { return info.param.name; });
 
 // Through RocksDB (not under ThreadSanitizer: Debian's RocksDB is not
@@ -521,7 +565,9 @@ TEST(HashVectorMemTableRepTest, SortsInTheComparatorsOrder) {
   std::mt19937_64 rng(7);
   const std::vector<std::string> stems = {
       "", "https://", "https://host-1.example/", "https://host-1.example/docs/3/library/",
-      std::string("zero\0\0\0\0\0\0\0\0bytes", 21), "a"};
+      std::string("zero\0\0\0\0\0\0\0\0bytes", 17), "a",
+      // Past a one-byte length varint (internal keys of 128 bytes and more).
+      std::string(125, 'p') + "/", std::string(300, 'q')};
   std::vector<std::string> entries;
   entries.reserve(6000);
   for (int i = 0; i < 6000; ++i) {
@@ -554,6 +600,49 @@ TEST(HashVectorMemTableRepTest, SortsInTheComparatorsOrder) {
     for (it->SeekToFirst(); it->Valid(); it->Next()) got.push_back(it->key());
     EXPECT_TRUE(got == want) << (cmp == &bytewise ? "bytewise" : "reverse");
   }
+}
+
+// New entries after a sorted run: a few are placed into it by binary
+// search (new versions of stored keys, keys before the first and after
+// the last), many are merged with it; either way the order is the
+// comparator's.
+TEST(HashVectorMemTableRepTest, EntriesAddedAfterAnIteratorAreMergedInOrder) {
+  TestComparator cmp;
+  HashVectorMemTableRepFactory factory;
+  std::unique_ptr<rocksdb::MemTableRep> rep(
+      factory.CreateMemTableRep(cmp, nullptr, nullptr, nullptr));
+  std::vector<std::string> entries;
+  entries.reserve(4000);
+  uint64_t seq = 0;
+  for (int i = 0; i < 2000; ++i) {
+    entries.push_back(Entry(absl::StrCat("key/", i * 7 % 2000), ++seq, "v"));
+    rep->Insert(entries.back().data());
+  }
+  auto check = [&](const char* when) {
+    std::vector<const char*> want;
+    for (std::string& e : entries) want.push_back(e.data());
+    std::sort(want.begin(), want.end(), [&](const char* a, const char* b) { return cmp(a, b) < 0; });
+    std::unique_ptr<rocksdb::MemTableRep::Iterator> it(rep->GetIterator(nullptr));
+    std::vector<const char*> got;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) got.push_back(it->key());
+    EXPECT_TRUE(got == want) << when;
+  };
+  check("first sort");
+  // Few: placed by binary search (3 * log2(2000) < 2000).
+  for (const char* k : {"key/5", "key/1999", "a-first", "z-last"}) {
+    entries.push_back(Entry(k, ++seq, "v"));
+    rep->Insert(entries.back().data());
+  }
+  check("after 4 new entries");
+  entries.push_back(Entry("key/5", ++seq, "v"));  // a third version
+  rep->Insert(entries.back().data());
+  check("after 1 more");
+  // Many: merged.
+  for (int i = 0; i < 1500; ++i) {
+    entries.push_back(Entry(absl::StrCat("key/", i * 13 % 3000), ++seq, "v"));
+    rep->Insert(entries.back().data());
+  }
+  check("after 1,500 new entries");
 }
 
 // A large memtable's range count is estimated from a sample (2,048 of its
@@ -612,12 +701,26 @@ TEST(HashVectorMemTableRepConcurrentTest, InsertsIteratorsAndLookups) {
         if (previous != nullptr && cmp(previous, it->key()) >= 0) errors.fetch_add(1);
         previous = it->key();
       }
-      // A finished writer's entries are all found.
-      for (int w = 0; w < kWriters; ++w) {
-        if (finished[w].load() && !rep->Contains(entries[static_cast<size_t>(w)].back().data())) {
-          errors.fetch_add(1);
-        }
+      // A finished writer's entries are all found, and every one of them
+      // is in an iterator made after it finished.
+      bool done[kWriters];
+      for (int w = 0; w < kWriters; ++w) done[w] = finished[w].load();
+      std::unique_ptr<rocksdb::MemTableRep::Iterator> after(rep->GetIterator(nullptr));
+      size_t seen_of_done = 0;
+      for (after->SeekToFirst(); after->Valid(); after->Next()) {
+        // Keys are "k<i>/<writer>/<j>".
+        const std::string key = InternalKey(after->key()).ToString();
+        const size_t slash = key.find('/');
+        const int w = key[slash + 1] - '0';
+        if (w >= 0 && w < kWriters && done[w]) ++seen_of_done;
       }
+      size_t want_of_done = 0;
+      for (int w = 0; w < kWriters; ++w) {
+        if (!done[w]) continue;
+        want_of_done += static_cast<size_t>(kPerWriter);
+        if (!rep->Contains(entries[static_cast<size_t>(w)].back().data())) errors.fetch_add(1);
+      }
+      if (seen_of_done != want_of_done) errors.fetch_add(1);
     }
   });
   for (std::thread& t : threads) t.join();

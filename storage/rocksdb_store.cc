@@ -35,6 +35,7 @@
 #include "absl/time/clock.h"
 #include "core/status_macros.h"
 #include "rocksdb/cache.h"
+#include "rocksdb/comparator.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
@@ -395,7 +396,14 @@ rocksdb::Options MakeDbOptions(const RocksDbStoreOptions& o,
 rocksdb::ColumnFamilyOptions UrlFamilyOptions(const rocksdb::Options& db,
                                               const RocksDbStoreOptions& o) {
   rocksdb::ColumnFamilyOptions cf(db);
-  if (o.url_memtable == RocksDbStoreOptions::UrlMemtable::kHashVector) {
+  // The representation sorts by bytewise chunks of the keys, and its
+  // iterators do not follow later writes (HashVectorMemTableRepFactory's
+  // limits): only with the bytewise comparator and none of the options
+  // that need live memtable iterators.
+  const bool hash_vector_fits = cf.comparator == rocksdb::BytewiseComparator() &&
+                                cf.max_successive_merges == 0 &&
+                                !cf.inplace_update_support;
+  if (o.url_memtable == RocksDbStoreOptions::UrlMemtable::kHashVector && hash_vector_fits) {
     cf.memtable_factory = std::make_shared<HashVectorMemTableRepFactory>();
     cf.memtable_prefix_bloom_size_ratio = 0;
     cf.memtable_whole_key_filtering = false;
