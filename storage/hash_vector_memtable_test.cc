@@ -449,11 +449,17 @@ std::vector<std::string> Keys(rocksdb::MemTableRep::Iterator* it) {
   return keys;
 }
 
+// A representation from the factory, over `cmp`, with no allocator (the
+// tests allocate their entries themselves).
+std::unique_ptr<rocksdb::MemTableRep> NewRep(const rocksdb::MemTableRep::KeyComparator& cmp,
+                                             int shards = 16) {
+  return std::unique_ptr<rocksdb::MemTableRep>(
+      HashVectorMemTableRepFactory(shards).CreateMemTableRep(cmp, nullptr, nullptr, nullptr));
+}
+
 TEST(HashVectorMemTableRepTest, IteratorsContainsAndSize) {
   TestComparator cmp;
-  HashVectorMemTableRepFactory factory(3);
-  std::unique_ptr<rocksdb::MemTableRep> rep(
-      factory.CreateMemTableRep(cmp, /*allocator=*/nullptr, nullptr, nullptr));
+  std::unique_ptr<rocksdb::MemTableRep> rep = NewRep(cmp, 3);
   // Out of order, one user key three times.
   std::vector<std::string> entries = {Entry("m", 5, "x"), Entry("b", 2, "x"),
                                       Entry("m", 9, "y"), Entry("z", 1, "x"),
@@ -585,9 +591,7 @@ TEST(HashVectorMemTableRepTest, SortsInTheComparatorsOrder) {
   ReverseComparator reverse;
   for (const rocksdb::MemTableRep::KeyComparator* cmp :
        std::vector<const rocksdb::MemTableRep::KeyComparator*>{&bytewise, &reverse}) {
-    HashVectorMemTableRepFactory factory;
-    std::unique_ptr<rocksdb::MemTableRep> rep(
-        factory.CreateMemTableRep(*cmp, nullptr, nullptr, nullptr));
+    std::unique_ptr<rocksdb::MemTableRep> rep = NewRep(*cmp);
     std::vector<const char*> want;
     for (std::string& e : entries) {
       rep->Insert(e.data());
@@ -608,9 +612,7 @@ TEST(HashVectorMemTableRepTest, SortsInTheComparatorsOrder) {
 // comparator's.
 TEST(HashVectorMemTableRepTest, EntriesAddedAfterAnIteratorAreMergedInOrder) {
   TestComparator cmp;
-  HashVectorMemTableRepFactory factory;
-  std::unique_ptr<rocksdb::MemTableRep> rep(
-      factory.CreateMemTableRep(cmp, nullptr, nullptr, nullptr));
+  std::unique_ptr<rocksdb::MemTableRep> rep = NewRep(cmp);
   std::vector<std::string> entries;
   entries.reserve(4000);
   uint64_t seq = 0;
@@ -649,9 +651,7 @@ TEST(HashVectorMemTableRepTest, EntriesAddedAfterAnIteratorAreMergedInOrder) {
 // 20,000 entries: a standard deviation of ~190 here): within 20%.
 TEST(HashVectorMemTableRepTest, RangeEstimateOfALargeMemtable) {
   TestComparator cmp;
-  HashVectorMemTableRepFactory factory;
-  std::unique_ptr<rocksdb::MemTableRep> rep(
-      factory.CreateMemTableRep(cmp, nullptr, nullptr, nullptr));
+  std::unique_ptr<rocksdb::MemTableRep> rep = NewRep(cmp);
   std::vector<std::string> entries;
   entries.reserve(20000);
   for (int i = 0; i < 20000; ++i) {
@@ -671,9 +671,7 @@ TEST(HashVectorMemTableRepTest, RangeEstimateOfALargeMemtable) {
 // Under ThreadSanitizer too: inserters, iterators and lookups at once.
 TEST(HashVectorMemTableRepConcurrentTest, InsertsIteratorsAndLookups) {
   TestComparator cmp;
-  HashVectorMemTableRepFactory factory;
-  std::unique_ptr<rocksdb::MemTableRep> rep(
-      factory.CreateMemTableRep(cmp, nullptr, nullptr, nullptr));
+  std::unique_ptr<rocksdb::MemTableRep> rep = NewRep(cmp);
   constexpr int kWriters = 3;
   constexpr int kPerWriter = 2000;
   std::vector<std::vector<std::string>> entries(kWriters);
