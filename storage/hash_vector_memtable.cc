@@ -49,17 +49,18 @@ rocksdb::Slice InternalKeyOf(const rocksdb::LookupKey& key) {
 
 // A memtable entry: varint32 length of the internal key, the internal key
 // (user key + 8 bytes), varint32 length of the value, the value. Returns
-// the user key.
+// the user key (RocksDB's GetLengthPrefixedSlice, declared in
+// memtablerep.h, reads the internal key).
 absl::string_view UserKeyOf(const char* entry) {
-  const auto* p = reinterpret_cast<const unsigned char*>(entry);
-  uint32_t length = 0;
-  for (int shift = 0; shift <= 28; shift += 7) {
-    const uint32_t byte = *p++;
-    length |= (byte & 0x7F) << shift;
-    if ((byte & 0x80) == 0) break;
-  }
-  return absl::string_view(reinterpret_cast<const char*>(p), length - 8);
+  const rocksdb::Slice internal_key = rocksdb::GetLengthPrefixedSlice(entry);
+  return absl::string_view(internal_key.data(), internal_key.size() - 8);
 }
+
+// "a before b" in the memtable's order (RocksDB's internal key order).
+struct EntryLess {
+  const rocksdb::MemTableRep::KeyComparator& cmp;
+  bool operator()(const char* a, const char* b) const { return cmp(a, b) < 0; }
+};
 
 size_t HashUserKey(absl::string_view user_key) {
   return absl::Hash<absl::string_view>{}(user_key);
@@ -124,7 +125,7 @@ uint64_t ChunkAt(absl::string_view key, size_t depth) {
 // checked with `cmp`; should it disagree (a comparator that is not
 // bytewise), the entries are sorted with `cmp` alone.
 void SortEntries(const rocksdb::MemTableRep::KeyComparator& cmp, Entries* entries) {
-  auto less = [&cmp](const char* a, const char* b) { return cmp(a, b) < 0; };
+  const EntryLess less{cmp};
   struct Keyed {
     uint64_t chunk;
     const char* entry;
@@ -231,10 +232,11 @@ class SortedIterator final : public rocksdb::MemTableRep::Iterator {
 
 class HashVectorRep final : public rocksdb::MemTableRep {
  public:
+  // `shards` >= 1 (the factory's).
   HashVectorRep(const KeyComparator& cmp, rocksdb::Allocator* allocator, int shards)
       : MemTableRep(allocator),
         cmp_(cmp),
-        num_shards_(static_cast<size_t>(std::max(shards, 1))),
+        num_shards_(static_cast<size_t>(shards)),
         shards_(new Shard[num_shards_]),
         covered_(num_shards_, 0) {}
 
@@ -339,10 +341,7 @@ class HashVectorRep final : public rocksdb::MemTableRep {
       }
       if (found.empty()) found.push_back(first->entry);
     }
-    if (found.size() > 1) {
-      std::sort(found.begin(), found.end(),
-                [this](const char* a, const char* b) { return cmp_(a, b) < 0; });
-    }
+    if (found.size() > 1) std::sort(found.begin(), found.end(), EntryLess{cmp_});
     return found;
   }
 
@@ -386,7 +385,7 @@ class HashVectorRep final : public rocksdb::MemTableRep {
       covered_[s] = shard.entries.size();
     }
     if (sorted_ != nullptr && fresh.empty()) return sorted_;
-    auto less = [this](const char* a, const char* b) { return cmp_(a, b) < 0; };
+    const EntryLess less{cmp_};
     SortEntries(cmp_, &fresh);
     std::shared_ptr<Entries> run;
     if (sorted_ == nullptr || sorted_->empty()) {

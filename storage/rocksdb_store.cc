@@ -962,7 +962,9 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
   // (SortedBatch), so the next key's search starts near the last one: on
   // 5 alternated pairs of 2,000,000 claims the server's CPU per URL went
   // from 8.09 to 7.18 us (medians; docs/benchmarks.md, "Memtable
-  // inserts"). Ignored without concurrent memtable writes.
+  // inserts"). Ignored without concurrent memtable writes, and by the
+  // URL family's hash memtables (--url_memtable=hash, the default): it
+  // serves the content family and --url_memtable=skiplist.
   impl->write_options.memtable_insert_hint_per_batch = true;
   if (has_content_family) impl->content_cf = handles[1];
 
