@@ -65,6 +65,9 @@ using Rng = SplitMixRng;
 // Verdict counts and call figures of a run (or of one worker).
 struct LoadTotals {
   std::vector<double> latency_ms;  // one per call, failed ones included
+  // The calls among the first LoadSpec::mark_items items to finish (the
+  // call that reaches the mark included): their latencies.
+  std::vector<double> first_latency_ms;
   int64_t sent = 0;                // items sent
   std::map<std::string, int64_t> verdicts;  // verdict name -> items
   int64_t errors = 0;                       // failed calls
@@ -77,6 +80,8 @@ struct LoadTotals {
   }
   void Merge(const LoadTotals& o) {
     latency_ms.insert(latency_ms.end(), o.latency_ms.begin(), o.latency_ms.end());
+    first_latency_ms.insert(first_latency_ms.end(), o.first_latency_ms.begin(),
+                            o.first_latency_ms.end());
     sent += o.sent;
     for (const auto& [name, count] : o.verdicts) verdicts[name] += count;
     errors += o.errors;
@@ -127,21 +132,31 @@ class CpuWindow {
       : server_pid_(server_pid),
         client_start_(CpuSecs()),
         server_start_(ProcessCpuSecs(server_pid)) {}
-  void Stop() {
-    client_secs_ = CpuSecs() - client_start_;
-    const double server_end = ProcessCpuSecs(server_pid_);
-    server_secs_ = server_start_ < 0 || server_end < 0 ? -1 : server_end - server_start_;
-  }
+  void Stop() { Read(&client_secs_, &server_secs_); }
+  // Mark: the same figures up to now, kept apart (e.g. at the moment the
+  // first N items of a run are answered). Call at most once, and before
+  // reading them, e.g. from a worker that the reader joins.
+  void Mark() { Read(&mark_client_secs_, &mark_server_secs_); }
   double client_secs() const { return client_secs_; }
   // -1 when there is no server pid or its CPU could not be read.
   double server_secs() const { return server_secs_; }
+  double mark_client_secs() const { return mark_client_secs_; }
+  double mark_server_secs() const { return mark_server_secs_; }
 
  private:
+  void Read(double* client, double* server) const {
+    *client = CpuSecs() - client_start_;
+    const double server_now = ProcessCpuSecs(server_pid_);
+    *server = server_start_ < 0 || server_now < 0 ? -1 : server_now - server_start_;
+  }
+
   const int server_pid_;
   const double client_start_;
   const double server_start_;
   double client_secs_ = 0;
   double server_secs_ = -1;
+  double mark_client_secs_ = 0;
+  double mark_server_secs_ = -1;
 };
 
 // RequestSource: the requests of a run, numbered from 0, either all built
@@ -240,6 +255,12 @@ struct LoadSpec {
   int64_t batches = 0;  // batch indices 0..batches-1 are sent
   Clock::time_point stop_sending = Clock::time_point::max();
   int deadline_ms = 30000;
+  // When positive: the worker whose finished call brings the items of all
+  // finished calls to mark_items or more calls on_mark(items) once, and the
+  // calls finished up to then also go to LoadTotals::first_latency_ms (the
+  // figures of a run's first N items, e.g. an empty store's first memtables).
+  int64_t mark_items = 0;
+  std::function<void(int64_t)> on_mark;
 };
 
 // RunLoad: `spec.threads` workers take batch indices in order; for each,
@@ -259,6 +280,7 @@ LoadTotals RunLoad(
   // server/main.cc).
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   std::atomic<int64_t> next_batch{0};
+  std::atomic<int64_t> finished_items{0};
   std::vector<LoadTotals> stats(static_cast<size_t>(spec.threads));
   std::vector<std::thread> workers;
   for (int t = 0; t < spec.threads; ++t) {
@@ -280,9 +302,17 @@ LoadTotals RunLoad(
                          std::chrono::milliseconds(spec.deadline_ms));
         const Clock::time_point t0 = Clock::now();
         const grpc::Status s = call(stub.get(), &ctx, request, &response);
-        st.latency_ms.push_back(
-            std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        const double ms =
+            std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        st.latency_ms.push_back(ms);
         st.sent += n;
+        if (spec.mark_items > 0) {
+          const int64_t before = finished_items.fetch_add(n);
+          if (before < spec.mark_items) {
+            st.first_latency_ms.push_back(ms);
+            if (before + n >= spec.mark_items && spec.on_mark) spec.on_mark(before + n);
+          }
+        }
         if (!s.ok()) {
           ++st.errors;
           ++st.error_codes[absl::StrCat(CodeName(s.error_code()), ": ",

@@ -4,20 +4,31 @@
 #
 # Phases (all synthetic URLs from dedupd_url_load, seed 1, disjoint ranges;
 # the measured phases' requests are built before their clock starts):
-#   empty   claim --measure new URLs on the empty store      [0, M)
-#   preload claim new URLs until the store holds --preload    [M, P)
+#   empty   claim --measure new URLs, starting on the empty store  [0, M)
+#   preload (only when --preload > --measure) claim new URLs until the
+#           store holds --preload                                   [M, P)
 #   (settle: wait, up to --settle_secs, until the server runs no flush or
 #   compaction and has none pending, so that the loaded phase, like the
 #   empty one, starts on an idle store and pays only for the background
-#   work its own writes cause, not for the rest of the preload's)
-#   loaded  claim --measure new URLs on the loaded store     [P, P+M)
-#   seen    claim --measure URLs already stored (all SEEN)   [0, M)
-# Prints each phase's checkurl line (see docs/benchmarks.md) and
+#   work its own writes cause, not for the rest of the earlier phase's;
+#   the same before the seen phase)
+#   loaded  claim --measure new URLs, starting on the loaded store  [P, P+M)
+#   seen    claim --seen URLs already stored (all SEEN)             [0, S)
+# By default M = P = 10,000,000: the empty phase fills the empty store to
+# 10M (its flushes and its compactions into a growing tree included), the
+# loaded phase takes it from 10M to 20M; equal lengths, each long enough to
+# hold many flush and compaction cycles ("sustained"). The first --first
+# URLs of each (default 2,000,000: a few memtables, hardly any compaction
+# yet on the empty store) are reported apart as well.
+# Prints each phase's checkurl line (and checkurl_first line; see
+# docs/benchmarks.md) and
 #   server  phase=<p> cpu_secs=<s> cpu_us_per_url=<u> rss_mb=<r>
 # (the server's CPU from the phase's first call to its last answer,
-# background flushes and compactions included), then
-#   settle  secs=<s> idle=<yes|no>
+# background flushes and compactions included; phase empty_first and
+# loaded_first: up to the first --first URLs' last answer), then
+#   settle  secs=<s> idle=<yes|no> before=<loaded|seen>
 #   ratio loaded/empty urls_per_sec=<x>
+#   ratio_first loaded/empty urls_per_sec=<y> urls=<first>
 #   store  urls=<n> bytes=<b> bytes_per_url=<y> peak_rss_mb=<z>
 #   closed  urls=<n> bytes=<b> bytes_per_url=<y>
 #   restart  urls=<n> secs_to_serving=<s>
@@ -31,27 +42,38 @@
 # Exits non-zero when a tool fails, a call fails, or a verdict count is wrong.
 #
 # Usage: bench/run_url_bench.sh [--build_dir=DIR] [--measure=N] [--preload=N]
-#          [--batch=N] [--threads=N] [--phase_secs=S] [--settle_secs=S]
-#          [--tiny] [--keep_data] [-- extra dedupd flags, e.g. --sync_writes=true]
+#          [--first=N] [--seen=N] [--batch=N] [--threads=N] [--phase_secs=S]
+#          [--settle_secs=S] [--tiny] [--keep_data] [-- extra dedupd flags,
+#          e.g. --sync_writes=true]
 #   --build_dir   where dedupd was built (default: build)
-#   --measure     URLs per measured phase (default 2000000)
-#   --preload     URLs in the store before the loaded phases (default 10000000)
+#   --measure     URLs per measured phase (default 10000000)
+#   --preload     URLs in the store before the loaded phases (default
+#                 10000000; at most --measure: the empty phase is the preload)
+#   --first       also report each measured phase's first N URLs (default
+#                 2000000; 0: not)
+#   --seen        URLs in the all-seen phase (default 2000000; at most the
+#                 URLs stored by then)
 #   --batch       URLs per call (default 1000); --threads client threads (4)
 #   --phase_secs  time bound of each phase (default 3600); the line then shows
 #                 how many URLs were sent in that time
 #   --settle_secs longest wait for the store to go idle before the loaded
-#                 phase (default 300; 0: no wait, the loaded phase then also
-#                 pays for the preload's pending compactions)
-#   --tiny        CI size: --measure=20000 --preload=50000 --phase_secs=60
+#                 and the seen phase (default 300; 0: no wait, each then
+#                 also pays for the earlier phase's pending compactions)
+#   --tiny        CI size: --measure=20000 --preload=50000 --first=5000
+#                 --seen=20000 --phase_secs=60
 #   --keep_data   leave the data dir (its path is printed)
-# Example:
-#   bench/run_url_bench.sh --build_dir=build --measure=2000000 --preload=10000000
+# The client pregenerates each measured phase's requests: about 230 bytes of
+# its memory per URL (2.3 GB for --measure=10000000).
+# Example (the README's figures):
+#   bench/run_url_bench.sh --build_dir=build-rel
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 build_dir="$here/../build"
-measure=2000000
+measure=10000000
 preload=10000000
+first=2000000
+seen=2000000
 batch=1000
 threads=4
 phase_secs=3600
@@ -63,24 +85,27 @@ while (($#)); do
     --build_dir=*) build_dir=${1#*=} ;;
     --measure=*) measure=${1#*=} ;;
     --preload=*) preload=${1#*=} ;;
+    --first=*) first=${1#*=} ;;
+    --seen=*) seen=${1#*=} ;;
     --batch=*) batch=${1#*=} ;;
     --threads=*) threads=${1#*=} ;;
     --phase_secs=*) phase_secs=${1#*=} ;;
     --settle_secs=*) settle_secs=${1#*=} ;;
-    --tiny) measure=20000; preload=50000; phase_secs=60 ;;
+    --tiny) measure=20000; preload=50000; first=5000; seen=20000; phase_secs=60 ;;
     --keep_data) keep_data=1 ;;
     --) shift; server_flags=("$@"); break ;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,68p' "$0"; exit 0 ;;
     *) echo "run_url_bench: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
-for n in "$measure" "$preload" "$batch" "$threads" "$phase_secs" "$settle_secs"; do
+for n in "$measure" "$preload" "$first" "$seen" "$batch" "$threads" "$phase_secs" "$settle_secs"; do
   [[ "$n" =~ ^[0-9]+$ ]] || { echo "run_url_bench: not a count: $n" >&2; exit 2; }
 done
-((measure > 0 && batch > 0 && threads > 0 && phase_secs > 0)) ||
+((measure > 0 && seen > 0 && batch > 0 && threads > 0 && phase_secs > 0)) ||
   { echo "run_url_bench: sizes must be positive" >&2; exit 2; }
 ((preload >= measure)) || preload=$measure
+((first < measure)) || first=0
 
 server_bin="$build_dir/server/dedupd"
 load_bin="$build_dir/bench/dedupd_url_load"
@@ -105,34 +130,41 @@ for f in "${server_flags[@]}"; do
 done
 
 # run_phase NAME EXPECT OFFSET URLS [LOAD FLAGS]: runs one load phase,
-# prints its line, and checks that every URL got the EXPECTed verdict (new
-# or seen).
+# prints its line (and its checkurl_first line, when asked for with
+# --first_urls), and checks that every URL got the EXPECTed verdict (new or
+# seen). Sets last_line and first_line.
 last_line=""
+first_line=""
 run_phase() {
-  local name=$1 expect=$2 offset=$3 urls=$4 line rc
+  local name=$1 expect=$2 offset=$3 urls=$4 out rc
   shift 4
   echo "# $name: claim $urls URLs from synthetic offset $offset (expect all $expect)"
-  line=$(timeout --signal=TERM --kill-after=10 $((phase_secs + 120)) \
+  out=$(timeout --signal=TERM --kill-after=10 $((phase_secs + 120)) \
     "$load_bin" --target="127.0.0.1:$port" --synthetic --seed=1 \
     --offset="$offset" --urls="$urls" --seconds="$phase_secs" \
     --batch="$batch" --threads="$threads" --mode=claim --server_pid="$server_pid" "$@")
   rc=$?
-  echo "$line"
-  last_line=$line
-  if ((rc != 0)) || [[ -z "$line" ]]; then
+  last_line=$(grep '^checkurl ' <<<"$out")
+  first_line=$(grep '^checkurl_first ' <<<"$out")
+  echo "$last_line"
+  if ((rc != 0)) || [[ -z "$last_line" ]]; then
     echo "run_url_bench: $name: dedupd_url_load failed (status $rc)" >&2
     status=1
     return 1
   fi
   local sent got
-  sent=$(field urls "$line")
-  print_server_cpu "$name" "$line" "${sent:-0}" url
-  got=$(field "$expect" "$line")
+  sent=$(field urls "$last_line")
+  print_server_cpu "$name" "$last_line" "${sent:-0}" url
+  if [[ -n "$first_line" ]]; then
+    echo "$first_line"
+    print_server_cpu "${name}_first" "$first_line" "$(field urls "$first_line")" url
+  fi
+  got=$(field "$expect" "$last_line")
   if ((approximate)); then
     # The approximate seen-set answers SEEN_PROBABLY instead of SEEN, and a
     # false positive answers a new URL SEEN_PROBABLY: counted, not an error.
     if [[ "$expect" == seen ]]; then
-      got=$(field seen_probably "$line")
+      got=$(field seen_probably "$last_line")
     elif [[ "$sent" != "$got" ]]; then
       echo "# $name: $((sent - got)) of $sent new URLs answered seen_probably (false positives: skipped)"
       got=$sent
@@ -147,17 +179,20 @@ run_phase() {
   fi
 }
 
-run_phase empty new 0 "$measure"
+first_flags=()
+((first > 0)) && first_flags=(--first_urls="$first")
+run_phase empty new 0 "$measure" "${first_flags[@]}"
 empty_rate=$(field urls_per_sec "$last_line")
+empty_first_rate=$(field urls_per_sec "$first_line")
 stored=$(field new "$last_line")
 if ((preload > measure)); then
   # Not a figure: built as it goes, not held in memory all at once.
   run_phase preload new "$measure" $((preload - measure)) --pregenerate=false
   stored=$((stored + $(field new "$last_line")))
 fi
-# settle: polls the server's Stats (dedupctl admin stats) until it runs no
-# flush or compaction and estimates no pending compaction bytes, for at
-# most --settle_secs.
+# settle PHASE: polls the server's Stats (dedupctl admin stats) until it
+# runs no flush or compaction and estimates no pending compaction bytes, for
+# at most --settle_secs, before PHASE.
 settle() {
   local start idle=no stats running flushes pending
   start=$(date +%s.%N)
@@ -173,19 +208,26 @@ settle() {
     awk -v a="$start" -v b="$(date +%s.%N)" -v m="$settle_secs" 'BEGIN { exit !(b - a < m) }' || break
     sleep 0.5
   done
-  awk -v a="$start" -v b="$(date +%s.%N)" -v i="$idle" 'BEGIN {
-    printf "settle  secs=%.1f idle=%s\n", b - a, i }'
+  awk -v a="$start" -v b="$(date +%s.%N)" -v i="$idle" -v p="$1" 'BEGIN {
+    printf "settle  secs=%.1f idle=%s before=%s\n", b - a, i, p }'
 }
-((settle_secs > 0)) && settle
+((settle_secs > 0)) && settle loaded
 disk_bytes=$(du -sb "$data_dir" | cut -f1)
-run_phase loaded new "$preload" "$measure"
+run_phase loaded new "$preload" "$measure" "${first_flags[@]}"
 loaded_rate=$(field urls_per_sec "$last_line")
+loaded_first_rate=$(field urls_per_sec "$first_line")
 loaded_new=$(field new "$last_line")
-run_phase seen seen 0 "$measure"
+((seen <= preload)) || seen=$preload
+((settle_secs > 0)) && settle seen
+run_phase seen seen 0 "$seen"
 
 peak_rss_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$server_pid/status" 2>/dev/null)
 awk -v l="${loaded_rate:-0}" -v e="${empty_rate:-0}" 'BEGIN {
   printf "ratio loaded/empty urls_per_sec=%.2f\n", (e > 0 ? l / e : 0) }'
+if ((first > 0)); then
+  awk -v l="${loaded_first_rate:-0}" -v e="${empty_first_rate:-0}" -v n="$first" 'BEGIN {
+    printf "ratio_first loaded/empty urls_per_sec=%.2f urls=%d\n", (e > 0 ? l / e : 0), n }'
+fi
 awk -v n="${stored:-0}" -v b="$disk_bytes" -v r="${peak_rss_kb:-0}" 'BEGIN {
   printf "store  urls=%d bytes=%d bytes_per_url=%.1f peak_rss_mb=%.1f\n",
     n, b, (n > 0 ? b / n : 0), r / 1024 }'

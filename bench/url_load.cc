@@ -14,7 +14,14 @@
 // approximate seen-set's verdict; client_cpu_secs: this tool's own user +
 // system CPU from the first call to the last answer (it shares the machine
 // with the server); server_cpu_secs: the same for the process --server_pid
-// names (-1 without it). Exits 1 when any call failed, so a script notices.
+// names (-1 without it). With --first_urls=N, a second line gives the same
+// figures for the calls that finished until N URLs were answered:
+//
+//   checkurl_first  urls=<n> secs=<s> urls_per_sec=<x> p50_ms=<a>
+//       p99_ms=<b> client_cpu_secs=<c> server_cpu_secs=<v>
+//
+// (urls: the URLs of those calls, N or a little more). Exits 1 when any call
+// failed, so a script notices.
 // Every request is built before the clock starts (--pregenerate, the
 // default), so the figures hold the client's gRPC work but not the URL
 // synthesis or file cycling.
@@ -87,6 +94,10 @@ ABSL_FLAG(bool, pregenerate, true,
           "per URL), so that making the synthetic URLs (~1 us of this tool's CPU "
           "per URL) does not share the cores with the server during the "
           "measurement; false: build each request just before its call");
+ABSL_FLAG(int64_t, first_urls, 0,
+          "also print the figures of the run's first N URLs answered (a "
+          "checkurl_first line after the checkurl line; 0: none), e.g. the "
+          "first memtables of an empty store within a longer run");
 ABSL_FLAG(int64_t, print_urls, 0,
           "print this many URLs (from --offset) to stdout and exit");
 
@@ -238,12 +249,13 @@ int main(int argc, char** argv) {
   if (channels == 0) channels = threads;
   const int64_t urls_flag = absl::GetFlag(FLAGS_urls);
   const double seconds = absl::GetFlag(FLAGS_seconds);
+  const int64_t first_urls = absl::GetFlag(FLAGS_first_urls);
   const int deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
   const std::string mode_name = absl::AsciiStrToLower(absl::GetFlag(FLAGS_mode));
   if (batch < 1 || threads < 1 || channels < 1 || channels > threads ||
-      urls_flag < 0 || seconds < 0 || deadline_ms < 1) {
+      urls_flag < 0 || seconds < 0 || deadline_ms < 1 || first_urls < 0) {
     std::cerr << "url_load: need --batch >= 1, 1 <= --channels <= --threads, "
-                 "--urls >= 0, --seconds >= 0, --deadline_ms >= 1\n";
+                 "--urls >= 0, --seconds >= 0, --deadline_ms >= 1, --first_urls >= 0\n";
     return 2;
   }
   if (urls_flag == 0 && seconds == 0) {
@@ -288,6 +300,16 @@ int main(int argc, char** argv) {
   dedupd::bench::RequestSource<CheckUrlRequest> requests(
       spec.batches, absl::GetFlag(FLAGS_pregenerate) && urls_flag > 0, build);
   dedupd::bench::CpuWindow cpu(absl::GetFlag(FLAGS_server_pid));
+  // --first_urls: on_mark runs once, in the worker that reaches the mark;
+  // the main thread reads these after joining the workers.
+  int64_t first_items = 0;
+  Clock::time_point first_end;
+  spec.mark_items = first_urls;
+  spec.on_mark = [&](int64_t items) {
+    first_end = Clock::now();
+    first_items = items;
+    cpu.Mark();
+  };
   const Clock::time_point start = Clock::now();
   if (seconds > 0) {
     spec.stop_sending = start + std::chrono::duration_cast<Clock::duration>(
@@ -311,6 +333,8 @@ int main(int argc, char** argv) {
   const double secs =
       std::chrono::duration<double>(Clock::now() - start).count();
   cpu.Stop();
+  const double first_secs =
+      std::chrono::duration<double>(first_end - start).count();
 
   const double p50 = dedupd::bench::Percentile(&all.latency_ms, 0.50);
   const double p99 = dedupd::bench::Percentile(&all.latency_ms, 0.99);
@@ -327,6 +351,17 @@ int main(int argc, char** argv) {
                    all.verdicts["URL_VERDICT_SEEN_PROBABLY"], cpu.client_secs(),
                    cpu.server_secs())
             << std::endl;
+  if (first_items > 0) {
+    const double p50_first = dedupd::bench::Percentile(&all.first_latency_ms, 0.50);
+    const double p99_first = dedupd::bench::Percentile(&all.first_latency_ms, 0.99);
+    std::cout << absl::StrFormat(
+                     "checkurl_first  urls=%d secs=%.2f urls_per_sec=%.0f p50_ms=%.2f "
+                     "p99_ms=%.2f client_cpu_secs=%.2f server_cpu_secs=%.2f",
+                     first_items, first_secs,
+                     first_secs > 0 ? static_cast<double>(first_items) / first_secs : 0.0,
+                     p50_first, p99_first, cpu.mark_client_secs(), cpu.mark_server_secs())
+              << std::endl;
+  }
   dedupd::bench::PrintErrors("url_load", all);
   return all.errors == 0 ? 0 : 1;
 }
