@@ -25,14 +25,24 @@
 #   server  phase=<p> cpu_secs=<s> cpu_us_per_url=<u> rss_mb=<r>
 # (the server's CPU from the phase's first call to its last answer,
 # background flushes and compactions included; phase empty_first and
-# loaded_first: up to the first --first URLs' last answer), then
-#   settle  secs=<s> idle=<yes|no> before=<loaded|seen>
+# loaded_first: up to the first --first URLs' last answer); before the
+# loaded and the seen phase
+#   settle  secs=<s> idle=<yes|no> before=<loaded|seen> cpu_secs=<c>
+# and at the end
 #   ratio loaded/empty urls_per_sec=<x>
 #   ratio_first loaded/empty urls_per_sec=<y> urls=<first>
+#   debt  phase=<empty|loaded> settle_secs=<s> settle_cpu_secs=<c> cpu_us_per_url=<u>
+#   ratio_debt loaded/empty urls_per_server_cpu_sec=<r>
 #   store  urls=<n> bytes=<b> bytes_per_url=<y> peak_rss_mb=<z>
 #   closed  urls=<n> bytes=<b> bytes_per_url=<y>
 #   restart  urls=<n> secs_to_serving=<s>
-# where store's bytes is `du -sb` of the data dir after the preload and the
+# where settle's cpu_secs is the server's CPU while it waited: the flushes
+# and compactions the phase before left behind. A phase's debt line adds
+# that to the phase's own CPU (empty: only without a separate preload), the
+# server's whole cost per URL of the phase, and ratio_debt compares the two
+# (URLs per server CPU second, loaded over empty): the throughput ratio the
+# server's work allows, whether or not the work fell inside the phase;
+# store's bytes is `du -sb` of the data dir after the preload and the
 # settle (WAL and unflushed memtables included: what the disk holds at that
 # moment; without a settle it also counts the inputs of a compaction still
 # running), urls the URLs stored then, and peak_rss_mb the server's VmHWM at the end;
@@ -94,7 +104,7 @@ while (($#)); do
     --tiny) measure=20000; preload=50000; first=5000; seen=20000; phase_secs=60 ;;
     --keep_data) keep_data=1 ;;
     --) shift; server_flags=("$@"); break ;;
-    -h|--help) sed -n '2,68p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,78p' "$0"; exit 0 ;;
     *) echo "run_url_bench: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -193,9 +203,18 @@ fi
 # settle PHASE: polls the server's Stats (dedupctl admin stats) until it
 # runs no flush or compaction and estimates no pending compaction bytes, for
 # at most --settle_secs, before PHASE.
+# Sets settle_secs_taken and settle_cpu (the server's CPU meanwhile: the
+# flushes and compactions the earlier phases left, on one or two threads).
+settle_secs_taken=0
+settle_cpu=0
+server_cpu() {
+  awk -v t="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print ($12 + $13) / t }' \
+    "/proc/$server_pid/stat" 2>/dev/null || echo 0
+}
 settle() {
-  local start idle=no stats running flushes pending
+  local start idle=no stats running flushes pending cpu0
   start=$(date +%s.%N)
+  cpu0=$(server_cpu)
   while :; do
     stats=$("$ctl_bin" admin stats --server="127.0.0.1:$port" 2>/dev/null) || break
     running=$(grep -o '"num_running_compactions":"[0-9]*' <<<"$stats" | grep -o '[0-9]*$')
@@ -208,17 +227,39 @@ settle() {
     awk -v a="$start" -v b="$(date +%s.%N)" -v m="$settle_secs" 'BEGIN { exit !(b - a < m) }' || break
     sleep 0.5
   done
-  awk -v a="$start" -v b="$(date +%s.%N)" -v i="$idle" -v p="$1" 'BEGIN {
-    printf "settle  secs=%.1f idle=%s before=%s\n", b - a, i, p }'
+  settle_secs_taken=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  settle_cpu=$(awk -v a="$cpu0" -v b="$(server_cpu)" 'BEGIN { printf "%.2f", b - a }')
+  echo "settle  secs=$settle_secs_taken idle=$idle before=$1 cpu_secs=$settle_cpu"
 }
-((settle_secs > 0)) && settle loaded
+# debt_line PHASE LINE: the phase's server CPU plus that of the settle
+# after it (the flushes and compactions it left), per URL:
+#   debt  phase=<p> settle_secs=<s> settle_cpu_secs=<c> cpu_us_per_url=<u>
+debt_line() {
+  awk -v p="$1" -v c="$(field server_cpu_secs "$2")" -v n="$(field urls "$2")" \
+    -v s="$settle_secs_taken" -v d="$settle_cpu" 'BEGIN {
+    printf "debt  phase=%s settle_secs=%s settle_cpu_secs=%s cpu_us_per_url=%.2f\n",
+      p, s, d, (n > 0 ? (c + d) * 1e6 / n : 0) }'
+}
+empty_line=$last_line
+empty_debt=""
+if ((settle_secs > 0)); then
+  settle loaded
+  # The settle pays for the empty phase's leftover work only when there was
+  # no separate preload.
+  ((preload > measure)) || empty_debt=$(debt_line empty "$empty_line")
+fi
 disk_bytes=$(du -sb "$data_dir" | cut -f1)
 run_phase loaded new "$preload" "$measure" "${first_flags[@]}"
 loaded_rate=$(field urls_per_sec "$last_line")
 loaded_first_rate=$(field urls_per_sec "$first_line")
 loaded_new=$(field new "$last_line")
 ((seen <= preload)) || seen=$preload
-((settle_secs > 0)) && settle seen
+loaded_line=$last_line
+loaded_debt=""
+if ((settle_secs > 0)); then
+  settle seen
+  loaded_debt=$(debt_line loaded "$loaded_line")
+fi
 run_phase seen seen 0 "$seen"
 
 peak_rss_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$server_pid/status" 2>/dev/null)
@@ -227,6 +268,12 @@ awk -v l="${loaded_rate:-0}" -v e="${empty_rate:-0}" 'BEGIN {
 if ((first > 0)); then
   awk -v l="${loaded_first_rate:-0}" -v e="${empty_first_rate:-0}" -v n="$first" 'BEGIN {
     printf "ratio_first loaded/empty urls_per_sec=%.2f urls=%d\n", (e > 0 ? l / e : 0), n }'
+fi
+[[ -n "$empty_debt" ]] && echo "$empty_debt"
+[[ -n "$loaded_debt" ]] && echo "$loaded_debt"
+if [[ -n "$empty_debt" && -n "$loaded_debt" ]]; then
+  awk -v e="$(field cpu_us_per_url "$empty_debt")" -v l="$(field cpu_us_per_url "$loaded_debt")" 'BEGIN {
+    printf "ratio_debt loaded/empty urls_per_server_cpu_sec=%.2f\n", (l > 0 ? e / l : 0) }'
 fi
 awk -v n="${stored:-0}" -v b="$disk_bytes" -v r="${peak_rss_kb:-0}" 'BEGIN {
   printf "store  urls=%d bytes=%d bytes_per_url=%.1f peak_rss_mb=%.1f\n",
