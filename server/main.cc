@@ -49,6 +49,11 @@ ABSL_FLAG(std::string, url_memtable, "hash",
           "how the URL records' memtables are kept: hash (appended, hash-indexed, "
           "sorted at flush: cheap inserts of random keys) or skiplist (RocksDB's "
           "default)");
+ABSL_FLAG(std::string, url_compaction, "universal",
+          "how the URL records are compacted: universal (tiered: fewer rewrites "
+          "per record; a merge into the oldest run needs its size again in free "
+          "disk) or leveled (RocksDB's default: more rewrites, little temporary "
+          "space)");
 ABSL_FLAG(int64_t, max_text_bytes, 8 << 20,
           "largest text of one CheckContent item, in bytes (larger: that "
           "item is INVALID)");
@@ -228,6 +233,12 @@ int main(int argc, char** argv) {
     std::cerr << "dedupd: --url_memtable=" << url_memtable << " must be hash or skiplist\n";
     return 2;
   }
+  const std::string url_compaction = absl::GetFlag(FLAGS_url_compaction);
+  if (url_compaction != "universal" && url_compaction != "leveled") {
+    std::cerr << "dedupd: --url_compaction=" << url_compaction
+              << " must be universal or leveled\n";
+    return 2;
+  }
   const double fp_rate = absl::GetFlag(FLAGS_url_filter_false_positive_rate);
   if (!(fp_rate > 0 && fp_rate <= 0.5)) {
     std::cerr << "dedupd: --url_filter_false_positive_rate=" << fp_rate
@@ -284,6 +295,7 @@ int main(int argc, char** argv) {
   options.write_buffer_bytes =
       static_cast<size_t>(absl::GetFlag(FLAGS_write_buffer_mb)) << 20;
   options.url_memtable_skiplist = url_memtable == "skiplist";
+  options.url_compaction_leveled = url_compaction == "leveled";
   options.max_text_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_text_bytes));
   options.simhash_shingle_words =
       static_cast<int>(absl::GetFlag(FLAGS_simhash_shingle_words));

@@ -454,6 +454,9 @@ absl::Status DedupServer::OpenStore() {
   store_options.url_memtable = options.url_memtable_skiplist
                                    ? RocksDbStoreOptions::UrlMemtable::kSkipList
                                    : RocksDbStoreOptions::UrlMemtable::kHashVector;
+  store_options.url_compaction = options.url_compaction_leveled
+                                     ? RocksDbStoreOptions::UrlCompaction::kLeveled
+                                     : RocksDbStoreOptions::UrlCompaction::kUniversal;
   store_options.normalizer_version = UrlNormalizer::kVersion;
   store_options.simhash_shingle_words =
       static_cast<uint32_t>(options.simhash_shingle_words);

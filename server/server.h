@@ -52,6 +52,9 @@ struct ServerOptions {
   // url_memtable): a hash-indexed vector sorted at flush, or RocksDB's
   // skip list. Default: hash.
   bool url_memtable_skiplist = false;
+  // How the URL records' family is compacted (RocksDbStoreOptions::
+  // url_compaction): universal (tiered) or leveled. Default: universal.
+  bool url_compaction_leveled = false;
   // Largest text of one CheckContent item, in bytes. Default: 8 MiB.
   size_t max_text_bytes = size_t{8} << 20;
   // Words per SimHash shingle; persisted in the store (a store created with

@@ -392,7 +392,11 @@ rocksdb::Options MakeDbOptions(const RocksDbStoreOptions& o,
 // whole key (scans are rare: export, the URL filter's rebuild, Stats), so
 // unless o.url_memtable says otherwise its memtables are hash-indexed
 // vectors sorted at flush (HashVectorMemTableRepFactory) instead of skip
-// lists, and need no memtable Bloom filter: a Get is one hash lookup.
+// lists, and need no memtable Bloom filter: a Get is one hash lookup. The
+// records are only inserted (and rarely deleted by Forget), so unless
+// o.url_compaction says otherwise the family is compacted universal
+// (tiered): fewer rewrites per record than leveled compaction's merges of
+// each batch into the whole next level.
 rocksdb::ColumnFamilyOptions UrlFamilyOptions(const rocksdb::Options& db,
                                               const RocksDbStoreOptions& o) {
   rocksdb::ColumnFamilyOptions cf(db);
@@ -407,6 +411,18 @@ rocksdb::ColumnFamilyOptions UrlFamilyOptions(const rocksdb::Options& db,
     cf.memtable_factory = std::make_shared<HashVectorMemTableRepFactory>();
     cf.memtable_prefix_bloom_size_ratio = 0;
     cf.memtable_whole_key_filtering = false;
+  }
+  if (o.url_compaction == RocksDbStoreOptions::UrlCompaction::kUniversal) {
+    cf.compaction_style = rocksdb::kCompactionStyleUniversal;
+    // Merge once 8 sorted runs exist (4 merges more often, for little
+    // fewer lookups: a claim of a new URL is answered by the URL filter and
+    // reads no run at all).
+    cf.level0_file_num_compaction_trigger = 8;
+    // Claims only insert: the runs newer than the oldest are new records,
+    // not garbage. At the default of 200% every doubling-and-a-half of the
+    // family would force a merge of everything; at 1000% that happens only
+    // when the newer runs hold ten times the oldest.
+    cf.compaction_options_universal.max_size_amplification_percent = 1000;
   }
   return cf;
 }

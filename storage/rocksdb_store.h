@@ -167,6 +167,22 @@ struct RocksDbStoreOptions {
   enum class UrlMemtable { kHashVector, kSkipList };
   UrlMemtable url_memtable = UrlMemtable::kHashVector;
 
+  // How the URL records' family is compacted. kUniversal (tiered): sorted
+  // runs of similar size are merged once enough of them exist, so a record
+  // is rewritten a few times on its way to the oldest run; the records are
+  // insert-only (Forget deletes), so the size-amplification trigger is set
+  // high (newer runs are new records, not garbage). A merge that reaches
+  // the oldest run rewrites the whole family once: up to its size again in
+  // free disk while it runs, about each time the family doubles.
+  // kLeveled: RocksDB's default leveled compaction (dynamic level sizes):
+  // merges a batch into the whole next level, rewriting each record more
+  // often (59.6M records read by compactions against 36.0M universal, for
+  // 20M URLs; docs/benchmarks.md), with small temporary space. Not
+  // persisted: a store written with either opens with the other.
+  // Default: kUniversal
+  enum class UrlCompaction { kUniversal, kLeveled };
+  UrlCompaction url_compaction = UrlCompaction::kUniversal;
+
   // After a failure that makes RocksDB stop writes (see "Failed writes and
   // a full disk" above), the first write at least this long after the error
   // or the last recovery attempt tries to recover (DB::Resume, which flushes the memtables;

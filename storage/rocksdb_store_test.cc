@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -340,6 +341,48 @@ TEST_F(RocksDbStoreTest, ReopenKeepsEveryRecordAndFirstSeen) {
     for (size_t i = 0; i < keys.size(); ++i) {
       ASSERT_FALSE(out[i].is_new) << i;
       ASSERT_EQ(out[i].first_seen, T(100 + i / kBatchKeys)) << i;
+    }
+    ASSERT_THAT(store->Close(), IsOk());
+  }
+}
+
+// The compaction style is not persisted: a store written under one opens
+// under the other, in both directions, and keeps every record (leveled
+// files in levels 1+ are sorted runs to universal; universal's runs are
+// time-ordered levels to leveled). Small memtables make both styles flush
+// and compact while the batches go in (RocksDB's LOG showed the layouts:
+// leveled leaves files in L0 and L6, universal then adds runs in L0 and L5
+// on top of them, and so on).
+TEST_F(RocksDbStoreTest, UrlCompactionStylesOpenEachOthersStores) {
+  constexpr size_t kBatchKeys = 2'000;
+  constexpr size_t kBatchesPerRound = 40;
+  using Style = RocksDbStoreOptions::UrlCompaction;
+  const Style rounds[] = {Style::kLeveled, Style::kUniversal, Style::kLeveled,
+                          Style::kUniversal};
+  size_t stored = 0;
+  for (size_t r = 0; r < std::size(rounds); ++r) {
+    RocksDbStoreOptions options = SmallOptions(path_);
+    options.write_buffer_bytes = size_t{1} << 20;
+    options.url_compaction = rounds[r];
+    ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(options));
+    // Everything the earlier rounds stored, with its first-seen time.
+    std::vector<std::string> old_keys;
+    for (size_t i = 0; i < stored; ++i) old_keys.push_back(UrlKey(i));
+    std::vector<std::optional<absl::Time>> found;
+    ASSERT_THAT(store->LookupUrls(old_keys, &found), IsOk());
+    for (size_t i = 0; i < stored; ++i) {
+      ASSERT_EQ(found[i], T(100 + i / kBatchKeys)) << "round " << r << " key " << i;
+    }
+    for (size_t b = 0; b < kBatchesPerRound; ++b) {
+      const size_t batch = stored / kBatchKeys;
+      std::vector<std::string> keys;
+      for (size_t i = 0; i < kBatchKeys; ++i) keys.push_back(UrlKey(stored + i));
+      std::vector<UrlClaim> out;
+      ASSERT_THAT(store->ClaimUrls(keys, T(100 + batch), &out), IsOk());
+      for (size_t i = 0; i < kBatchKeys; ++i) {
+        ASSERT_TRUE(out[i].is_new) << "round " << r << " key " << stored + i;
+      }
+      stored += kBatchKeys;
     }
     ASSERT_THAT(store->Close(), IsOk());
   }
