@@ -132,7 +132,10 @@ class CpuWindow {
       : server_pid_(server_pid),
         client_start_(CpuSecs()),
         server_start_(ProcessCpuSecs(server_pid)) {}
-  void Stop() { Read(&client_secs_, &server_secs_); }
+  void Stop() {
+    Read(&client_secs_, &server_secs_);
+    server_total_secs_ = server_secs_ < 0 ? -1 : server_start_ + server_secs_;
+  }
   // Mark: the same figures up to now, kept apart (e.g. at the moment the
   // first N items of a run are answered). Call at most once, and before
   // reading them, e.g. from a worker that the reader joins.
@@ -140,6 +143,9 @@ class CpuWindow {
   double client_secs() const { return client_secs_; }
   // -1 when there is no server pid or its CPU could not be read.
   double server_secs() const { return server_secs_; }
+  // The server's CPU since it started, read at Stop (-1 as above): where a
+  // later reading of the same process picks up, e.g. a script's.
+  double server_total_secs() const { return server_total_secs_; }
   double mark_client_secs() const { return mark_client_secs_; }
   double mark_server_secs() const { return mark_server_secs_; }
 
@@ -155,6 +161,7 @@ class CpuWindow {
   const double server_start_;
   double client_secs_ = 0;
   double server_secs_ = -1;
+  double server_total_secs_ = -1;
   double mark_client_secs_ = 0;
   double mark_server_secs_ = -1;
 };

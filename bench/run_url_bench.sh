@@ -58,9 +58,10 @@
 #   --build_dir   where dedupd was built (default: build)
 #   --measure     URLs per measured phase (default 10000000)
 #   --preload     URLs in the store before the loaded phases (default
-#                 10000000; at most --measure: the empty phase is the preload)
+#                 10000000; raised to --measure when below it; equal: the
+#                 empty phase is the preload)
 #   --first       also report each measured phase's first N URLs (default
-#                 2000000; 0: not)
+#                 2000000; 0, or not below --measure: not)
 #   --seen        URLs in the all-seen phase (default 2000000; at most the
 #                 URLs stored by then)
 #   --batch       URLs per call (default 1000); --threads client threads (4)
@@ -104,7 +105,7 @@ while (($#)); do
     --tiny) measure=20000; preload=50000; first=5000; seen=20000; phase_secs=60 ;;
     --keep_data) keep_data=1 ;;
     --) shift; server_flags=("$@"); break ;;
-    -h|--help) sed -n '2,78p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,79p' "$0"; exit 0 ;;
     *) echo "run_url_bench: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -200,9 +201,13 @@ if ((preload > measure)); then
   run_phase preload new "$measure" $((preload - measure)) --pregenerate=false
   stored=$((stored + $(field new "$last_line")))
 fi
-# settle PHASE: polls the server's Stats (dedupctl admin stats) until it
-# runs no flush or compaction and estimates no pending compaction bytes, for
-# at most --settle_secs, before PHASE.
+# settle PHASE [CPU0]: polls the server's Stats (dedupctl admin stats) until
+# it runs no flush or compaction and estimates no pending compaction bytes
+# in two polls in a row (0.5 s apart: universal compaction estimates no
+# pending bytes, and one merge may start right after another ends), for at
+# most --settle_secs, before PHASE. CPU0: the server's total CPU at the end
+# of the phase before (its load line's server_cpu_total_secs), so that what
+# the server ran while the load tool exited counts too.
 # Sets settle_secs_taken and settle_cpu (the server's CPU meanwhile: the
 # flushes and compactions the earlier phases left, on one or two threads).
 settle_secs_taken=0
@@ -212,17 +217,22 @@ server_cpu() {
     "/proc/$server_pid/stat" 2>/dev/null || echo 0
 }
 settle() {
-  local start idle=no stats running flushes pending cpu0
+  local start idle=no stats running flushes pending cpu0=${2:-} quiet=0
   start=$(date +%s.%N)
-  cpu0=$(server_cpu)
+  [[ -n "$cpu0" && "$cpu0" != -* ]] || cpu0=$(server_cpu)
   while :; do
     stats=$("$ctl_bin" admin stats --server="127.0.0.1:$port" 2>/dev/null) || break
     running=$(grep -o '"num_running_compactions":"[0-9]*' <<<"$stats" | grep -o '[0-9]*$')
     flushes=$(grep -o '"num_running_flushes":"[0-9]*' <<<"$stats" | grep -o '[0-9]*$')
     pending=$(grep -o '"estimate_pending_compaction_bytes":"[0-9]*' <<<"$stats" | grep -o '[0-9]*$')
     if [[ "$running" == 0 && "$flushes" == 0 && "$pending" == 0 ]]; then
-      idle=yes
-      break
+      quiet=$((quiet + 1))
+      if ((quiet >= 2)); then
+        idle=yes
+        break
+      fi
+    else
+      quiet=0
     fi
     awk -v a="$start" -v b="$(date +%s.%N)" -v m="$settle_secs" 'BEGIN { exit !(b - a < m) }' || break
     sleep 0.5
@@ -240,13 +250,14 @@ debt_line() {
     printf "debt  phase=%s settle_secs=%s settle_cpu_secs=%s cpu_us_per_url=%.2f\n",
       p, s, d, (n > 0 ? (c + d) * 1e6 / n : 0) }'
 }
-empty_line=$last_line
+# The empty phase's line, or the preload's when there was one.
+before_loaded_line=$last_line
 empty_debt=""
 if ((settle_secs > 0)); then
-  settle loaded
+  settle loaded "$(field server_cpu_total_secs "$before_loaded_line")"
   # The settle pays for the empty phase's leftover work only when there was
   # no separate preload.
-  ((preload > measure)) || empty_debt=$(debt_line empty "$empty_line")
+  ((preload > measure)) || empty_debt=$(debt_line empty "$before_loaded_line")
 fi
 disk_bytes=$(du -sb "$data_dir" | cut -f1)
 run_phase loaded new "$preload" "$measure" "${first_flags[@]}"
@@ -257,7 +268,7 @@ loaded_new=$(field new "$last_line")
 loaded_line=$last_line
 loaded_debt=""
 if ((settle_secs > 0)); then
-  settle seen
+  settle seen "$(field server_cpu_total_secs "$loaded_line")"
   loaded_debt=$(debt_line loaded "$loaded_line")
 fi
 run_phase seen seen 0 "$seen"
@@ -265,7 +276,7 @@ run_phase seen seen 0 "$seen"
 peak_rss_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$server_pid/status" 2>/dev/null)
 awk -v l="${loaded_rate:-0}" -v e="${empty_rate:-0}" 'BEGIN {
   printf "ratio loaded/empty urls_per_sec=%.2f\n", (e > 0 ? l / e : 0) }'
-if ((first > 0)); then
+if [[ -n "$empty_first_rate" && -n "$loaded_first_rate" ]]; then
   awk -v l="${loaded_first_rate:-0}" -v e="${empty_first_rate:-0}" -v n="$first" 'BEGIN {
     printf "ratio_first loaded/empty urls_per_sec=%.2f urls=%d\n", (e > 0 ? l / e : 0), n }'
 fi

@@ -6,6 +6,7 @@
 //   checkurl  batch=<b> threads=<t> urls=<n> secs=<s> urls_per_sec=<x>
 //       p50_ms=<a> p99_ms=<b> new=<k> seen=<m> invalid=<i> errors=<e>
 //       seen_probably=<q> client_cpu_secs=<c> server_cpu_secs=<v>
+//       server_cpu_total_secs=<w>
 //
 // (one line). urls: URLs sent; secs: wall time from the first call to the
 // last answer; urls_per_sec: URLs answered (new + seen + invalid) per second;
@@ -14,7 +15,8 @@
 // approximate seen-set's verdict; client_cpu_secs: this tool's own user +
 // system CPU from the first call to the last answer (it shares the machine
 // with the server); server_cpu_secs: the same for the process --server_pid
-// names (-1 without it). With --first_urls=N, a second line gives the same
+// names (-1 without it); server_cpu_total_secs: that process's CPU since it
+// started, read after the last answer (-1 without it). With --first_urls=N, a second line gives the same
 // figures for the calls that finished until N URLs were answered:
 //
 //   checkurl_first  urls=<n> secs=<s> urls_per_sec=<x> p50_ms=<a>
@@ -342,14 +344,14 @@ int main(int argc, char** argv) {
                    "checkurl  batch=%d threads=%d urls=%d secs=%.2f "
                    "urls_per_sec=%.0f p50_ms=%.2f p99_ms=%.2f new=%d seen=%d "
                    "invalid=%d errors=%d seen_probably=%d client_cpu_secs=%.2f "
-                   "server_cpu_secs=%.2f",
+                   "server_cpu_secs=%.2f server_cpu_total_secs=%.2f",
                    batch, threads, all.sent, secs,
                    secs > 0 ? static_cast<double>(all.answered()) / secs : 0.0,
                    p50, p99, all.verdicts["URL_VERDICT_NEW"],
                    all.verdicts["URL_VERDICT_SEEN"],
                    all.verdicts["URL_VERDICT_INVALID"], all.errors,
                    all.verdicts["URL_VERDICT_SEEN_PROBABLY"], cpu.client_secs(),
-                   cpu.server_secs())
+                   cpu.server_secs(), cpu.server_total_secs())
             << std::endl;
   if (first_items > 0) {
     const double p50_first = dedupd::bench::Percentile(&all.first_latency_ms, 0.50);
@@ -361,6 +363,9 @@ int main(int argc, char** argv) {
                      first_secs > 0 ? static_cast<double>(first_items) / first_secs : 0.0,
                      p50_first, p99_first, cpu.mark_client_secs(), cpu.mark_server_secs())
               << std::endl;
+  } else if (first_urls > 0) {
+    std::cerr << "url_load: --first_urls=" << first_urls
+              << " not reached: no checkurl_first line\n";
   }
   dedupd::bench::PrintErrors("url_load", all);
   return all.errors == 0 ? 0 : 1;

@@ -419,10 +419,18 @@ rocksdb::ColumnFamilyOptions UrlFamilyOptions(const rocksdb::Options& db,
     // reads no run at all).
     cf.level0_file_num_compaction_trigger = 8;
     // Claims only insert: the runs newer than the oldest are new records,
-    // not garbage. At the default of 200% every doubling-and-a-half of the
-    // family would force a merge of everything; at 1000% that happens only
-    // when the newer runs hold ten times the oldest.
+    // not garbage. At the default of 200% a merge of everything would start
+    // whenever the newer runs hold twice the oldest; at 1000% that trigger
+    // stays out of the way, and merges into the oldest run come from the
+    // size-ratio rule, about once each time the family doubles.
     cf.compaction_options_universal.max_size_amplification_percent = 1000;
+    // RocksDB 7.8 gives every non-FIFO family a 30-day ttl, which universal
+    // compaction turns into a periodic merge of everything: a full rewrite
+    // of the URL records (and their size again in free disk) every month,
+    // and right after the first open of an older store. Records never
+    // expire here, so neither applies.
+    cf.ttl = 0;
+    cf.periodic_compaction_seconds = 0;
   }
   return cf;
 }

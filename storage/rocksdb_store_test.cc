@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <atomic>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iterator>
 #include <map>
@@ -23,6 +25,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <sstream>
 #include <thread>
 #include <string>
 #include <vector>
@@ -346,6 +349,30 @@ TEST_F(RocksDbStoreTest, ReopenKeepsEveryRecordAndFirstSeen) {
   }
 }
 
+// The options RocksDB wrote for the default (URL) family at the last Open:
+// its section of the newest OPTIONS-<n> file in `path`.
+std::string UrlFamilyOptionsFile(const std::string& path) {
+  std::string newest;
+  uint64_t newest_number = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(path)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("OPTIONS-", 0) != 0) continue;
+    const uint64_t number = std::stoull(name.substr(8));
+    if (newest.empty() || number > newest_number) {
+      newest = entry.path().string();
+      newest_number = number;
+    }
+  }
+  std::ifstream in(newest);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string all = text.str();
+  const size_t start = all.find("[CFOptions \"default\"]");
+  if (start == std::string::npos) return "";
+  const size_t end = all.find("\n[", start + 1);
+  return all.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
 // The compaction style is not persisted: a store written under one opens
 // under the other, in both directions, and keeps every record (leveled
 // files in levels 1+ are sorted runs to universal; universal's runs are
@@ -365,6 +392,16 @@ TEST_F(RocksDbStoreTest, UrlCompactionStylesOpenEachOthersStores) {
     options.write_buffer_bytes = size_t{1} << 20;
     options.url_compaction = rounds[r];
     ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(options));
+    // The style asked for is the one RocksDB runs; universal without the
+    // ttl that would turn into a monthly full merge.
+    const std::string written = UrlFamilyOptionsFile(path_);
+    if (rounds[r] == Style::kUniversal) {
+      EXPECT_THAT(written, HasSubstr("compaction_style=kCompactionStyleUniversal"));
+      EXPECT_THAT(written, HasSubstr("\n  ttl=0\n"));
+      EXPECT_THAT(written, HasSubstr("periodic_compaction_seconds=0"));
+    } else {
+      EXPECT_THAT(written, HasSubstr("compaction_style=kCompactionStyleLevel"));
+    }
     // Everything the earlier rounds stored, with its first-seen time.
     std::vector<std::string> old_keys;
     for (size_t i = 0; i < stored; ++i) old_keys.push_back(UrlKey(i));
