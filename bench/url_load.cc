@@ -16,8 +16,9 @@
 // system CPU from the first call to the last answer (it shares the machine
 // with the server); server_cpu_secs: the same for the process --server_pid
 // names (-1 without it); server_cpu_total_secs: that process's CPU since it
-// started, read after the last answer (-1 without it). With --first_urls=N, a second line gives the same
-// figures for the calls that finished until N URLs were answered:
+// started, read after the last answer (-1 without it). With --first_urls=N,
+// a second line gives the same figures for the calls that finished until N
+// URLs were answered:
 //
 //   checkurl_first  urls=<n> secs=<s> urls_per_sec=<x> p50_ms=<a>
 //       p99_ms=<b> client_cpu_secs=<c> server_cpu_secs=<v>
