@@ -117,6 +117,7 @@ done
   { echo "run_url_bench: sizes must be positive" >&2; exit 2; }
 ((preload >= measure)) || preload=$measure
 ((first < measure)) || first=0
+((seen <= preload)) || seen=$preload  # the seen phase claims [0, seen)
 
 server_bin="$build_dir/server/dedupd"
 load_bin="$build_dir/bench/dedupd_url_load"
@@ -264,7 +265,6 @@ run_phase loaded new "$preload" "$measure" "${first_flags[@]}"
 loaded_rate=$(field urls_per_sec "$last_line")
 loaded_first_rate=$(field urls_per_sec "$first_line")
 loaded_new=$(field new "$last_line")
-((seen <= preload)) || seen=$preload
 loaded_line=$last_line
 loaded_debt=""
 if ((settle_secs > 0)); then
