@@ -103,17 +103,22 @@ bool RpcObserver::IsOpenEndedStream(absl::string_view label) {
 }
 
 void RpcObserver::CallStarted(absl::string_view label) {
-  if (IsOpenEndedStream(label)) return;
-  if (metrics_ != nullptr) metrics_->CallStarted();
+  const bool stream = IsOpenEndedStream(label);
+  if (!stream && metrics_ != nullptr) metrics_->CallStarted();
   absl::MutexLock lock(&mu_);
-  ++in_flight_;
+  ++(stream ? open_streams_ : in_flight_);
 }
 
 void RpcObserver::CallEnded(absl::string_view label) {
-  if (IsOpenEndedStream(label)) return;
-  if (metrics_ != nullptr) metrics_->CallEnded();
+  const bool stream = IsOpenEndedStream(label);
+  if (!stream && metrics_ != nullptr) metrics_->CallEnded();
   absl::MutexLock lock(&mu_);
-  --in_flight_;
+  --(stream ? open_streams_ : in_flight_);
+}
+
+int64_t RpcObserver::OpenStreams() {
+  absl::MutexLock lock(&mu_);
+  return open_streams_;
 }
 
 bool RpcObserver::WaitForCalls(absl::Time deadline) {

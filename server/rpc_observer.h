@@ -71,6 +71,8 @@ class RpcObserver {
   // open-ended streams are left, which it then cancels instead of letting
   // them hold the shutdown until --drain_timeout.
   bool WaitForCalls(absl::Time deadline);
+  // Open-ended streams in flight (not counted above).
+  int64_t OpenStreams();
 
  private:
   std::vector<std::string> methods_;  // sorted
@@ -78,6 +80,7 @@ class RpcObserver {
   LogRateLimiter failure_log_{kFailureLogLinesPerSecond};
   absl::Mutex mu_;
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t open_streams_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace dedupd
