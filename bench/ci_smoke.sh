@@ -10,7 +10,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build_dir=${1:?usage: ci_smoke.sh BUILD_DIR}
 build_dir=$(cd "$build_dir" && pwd)
-sample="$here/sample_urls.txt"
+sample="$here/corpus/sample_urls.txt"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dedupd-bench-smoke.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
@@ -35,7 +35,7 @@ step() {
 }
 
 step corpus_builder '^' \
-  /usr/bin/python3 "$here/make_url_corpus.py" --size 1000 --out "$tmp/urls.txt"
+  /usr/bin/python3 "$here/corpus/make_url_corpus.py" --size 1000 --out "$tmp/urls.txt"
 if [[ -s "$tmp/urls.txt" && $(wc -l <"$tmp/urls.txt") -ne 1000 ]]; then
   echo "== corpus_builder: FAILED (expected 1000 lines)"
   failed+=(corpus_lines)
@@ -60,7 +60,7 @@ step ab_url_servers '^ab_median  variant=B runs=1 ' \
   --load="$build_dir/bench/dedupd_url_load" --pairs=1 --urls=2000
 
 step text_corpus_builder '^' \
-  /usr/bin/python3 "$here/make_text_corpus.py" --max_pages 5 --out "$tmp/pages"
+  /usr/bin/python3 "$here/corpus/make_text_corpus.py" --max_pages 5 --out "$tmp/pages"
 if [[ $(find "$tmp/pages" -name '*.txt' 2>/dev/null | wc -l) -ne 5 ]]; then
   echo "== text_corpus_builder: FAILED (expected 5 pages)"
   failed+=(text_corpus_pages)
@@ -69,12 +69,12 @@ fi
 step simhash_quality \
   '^quality k=3 pairs=[0-9]+ near=[0-9]+ far=[0-9]+ between=[0-9]+ tp=[0-9]+ fp=[0-9]+ fn=[0-9]+ tn=[0-9]+ precision=([0-9.]+|nan) recall=([0-9.]+|nan)$' \
   "$build_dir/bench/dedupd_simhash_quality" --tiny \
-  --pages_dir="$here/quality_sample_pages"
+  --pages_dir="$here/corpus/quality_sample_pages"
 
 step content_fingerprint_bench \
   '^fingerprint docs=5 bytes=[0-9]+ rounds=1 mb_per_sec=[0-9.]+ textbook_mb_per_sec=[0-9.]+ ratio=[0-9.]+ ' \
   "$build_dir/bench/dedupd_content_fingerprint_bench" --tiny \
-  --pages_dir="$here/sample_pages"
+  --pages_dir="$here/corpus/sample_pages"
 
 step simhash_index_bench \
   '^simhash_index n=20000 k=3 queries=2000 query_us=[0-9.]+ .* exact=yes$' \
@@ -83,11 +83,11 @@ step simhash_index_bench \
 
 step run_content_bench '^restart  docs=[0-9]+ secs_to_serving=' \
   "$here/run_content_bench.sh" --build_dir="$build_dir" --tiny \
-  --pages_dir="$here/sample_pages"
+  --pages_dir="$here/corpus/sample_pages"
 
 step run_chunk_bench '^restart  chunks=[0-9]+ secs_to_serving=' \
   "$here/run_chunk_bench.sh" --build_dir="$build_dir" --tiny \
-  --pages_dir="$here/sample_pages"
+  --pages_dir="$here/corpus/sample_pages"
 
 step content_store_bench \
   '^content_store docs=3000 .* index_fps=3000 .*near_probe_us=[0-9.]+ forgets=[0-9]+ forget_ms=[0-9.]+$' \
@@ -107,11 +107,11 @@ step url_store_bench \
 step results_dedup_bench \
   '^results_dedup hits=1000 dims=1024 base_cosine=[0-9.]+ top_k=100 measure=simhash calls=20 mean_us=[0-9.]+ p50_us=[0-9.]+ p99_us=[0-9.]+ cpu_mean_us=[0-9.]+ kept=[0-9]+ ' \
   "$build_dir/bench/dedupd_results_dedup_bench" --tiny \
-  --pages_dir="$here/sample_pages,$here/quality_sample_pages"
+  --pages_dir="$here/corpus/sample_pages,$here/corpus/quality_sample_pages"
 
 step chunk_quality \
   '^quality words=all k=3 pairs=[0-9]+ near=[0-9]+ between=[0-9]+ far=[0-9]+ precision=([0-9.]+|nan) unrelated=[0-9]+ unrelated_per_pair=[0-9.e+-]+ edits=[0-9]+ edits_near=[0-9]+ recall=([0-9.]+|nan) edits_found=([0-9.]+|nan)$' \
-  "$build_dir/bench/dedupd_chunk_quality" --tiny --pages_dir="$here/sample_pages"
+  "$build_dir/bench/dedupd_chunk_quality" --tiny --pages_dir="$here/corpus/sample_pages"
 
 step chunk_quality_preamble \
   '^preamble pages=30 k=3 rule=on chunks=[0-9]+ .* content_near_wrong=[0-9]+ ' \

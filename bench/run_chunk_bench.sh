@@ -24,7 +24,7 @@
 #          [--threads=N] [--tiny] [--keep_data] [-- extra dedupd flags]
 #   --build_dir     where dedupd was built (default: build)
 #   --pages_dir     page corpus (default bench/corpus/pages, from
-#                   make_text_corpus.py; falls back to bench/sample_pages)
+#                   make_text_corpus.py; falls back to bench/corpus/sample_pages)
 #   --store_chunks  chunks stored by the fill (default 1000000)
 #   --measure       new documents in the measure phase (default 20000)
 #   --measure_secs  its time bound (default 120); every phase is also
@@ -77,7 +77,7 @@ done
   { echo "run_chunk_bench: --store_chunks >= 20, other counts > 0" >&2; exit 2; }
 fill_docs=$(((store_chunks + 19) / 20))
 ((resend <= fill_docs)) || resend=$fill_docs
-if ! compgen -G "$pages_dir/*.txt" >/dev/null; then pages_dir="$here/sample_pages"; fi
+if ! compgen -G "$pages_dir/*.txt" >/dev/null; then pages_dir="$here/corpus/sample_pages"; fi
 
 server_bin="$build_dir/server/dedupd"
 load_bin="$build_dir/bench/dedupd_chunk_load"

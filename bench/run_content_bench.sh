@@ -19,7 +19,7 @@
 #          [--keep_data] [-- extra dedupd flags]
 #   --build_dir  where dedupd was built (default: build)
 #   --pages_dir  word source (default bench/corpus/pages, from
-#                make_text_corpus.py; falls back to bench/sample_pages)
+#                make_text_corpus.py; falls back to bench/corpus/sample_pages)
 #   --measure    documents per measured phase (default 100000)
 #   --preload    documents stored before them (default 1000000)
 #   --batch      documents per call (default 100); --threads (default 4)
@@ -58,7 +58,7 @@ for n in "$measure" "$preload" "$batch" "$threads"; do
     { echo "run_content_bench: not a positive count: $n" >&2; exit 2; }
 done
 ((preload >= measure)) || preload=$measure
-if ! compgen -G "$pages_dir/*.txt" >/dev/null; then pages_dir="$here/sample_pages"; fi
+if ! compgen -G "$pages_dir/*.txt" >/dev/null; then pages_dir="$here/corpus/sample_pages"; fi
 
 server_bin="$build_dir/server/dedupd"
 load_bin="$build_dir/bench/dedupd_content_load"

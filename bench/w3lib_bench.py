@@ -12,7 +12,7 @@ follow one untimed warm-up round. Run with /usr/bin/python3: the Debian
 w3lib is installed for the system interpreter only.
 
 Example:
-  /usr/bin/python3 bench/w3lib_bench.py --rounds 1 bench/sample_urls.txt
+  /usr/bin/python3 bench/w3lib_bench.py --rounds 1 bench/corpus/sample_urls.txt
 """
 
 import argparse

@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "client/fake_dedup_service.h"
+#include "client/testing/fake_dedup_service.h"
 #include "grpcpp/security/credentials.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -14,9 +14,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "core/status_macros.h"
+#include "common/status_macros.h"
 #include "google/protobuf/util/time_util.h"
-#include "storage/file_io.h"
+#include "common/file_io.h"
 
 namespace dedupd {
 namespace {

@@ -26,10 +26,10 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "core/url_normalizer.h"
+#include "core/url/url_normalizer.h"
 #include "dedupd/v1/admin.pb.h"
-#include "storage/bloom_url_store.h"
-#include "storage/rocksdb_store.h"
+#include "storage/bloom/bloom_url_store.h"
+#include "storage/rocksdb/rocksdb_store.h"
 
 namespace dedupd {
 

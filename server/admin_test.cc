@@ -2,7 +2,7 @@
 // batch limit, URLs normalized by the server's normalizer, a per-URL error
 // that leaves the rest forgotten, a URL the store does not know, and a
 // cancelled call that stops between URLs. The promotions and the texts are
-// covered by storage/rocksdb_forget_test.cc and tests/e2e_admin_test.cc.
+// covered by storage/rocksdb/rocksdb_forget_test.cc and tests/e2e_admin_test.cc.
 #include "server/admin.h"
 
 #include <filesystem>
@@ -14,11 +14,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "core/url_normalizer.h"
+#include "core/url/url_normalizer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "storage/rocksdb_store.h"
-#include "storage/test_temp_dir.h"
+#include "storage/rocksdb/rocksdb_store.h"
+#include "storage/testing/test_temp_dir.h"
 #include "tests/testing/status_matchers.h"
 
 namespace dedupd {

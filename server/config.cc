@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "core/status_macros.h"
+#include "common/status_macros.h"
 #include "dedupd/config/v1/config.pb.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"

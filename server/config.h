@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "core/url_policy.h"
+#include "core/url/url_policy.h"
 
 namespace dedupd {
 

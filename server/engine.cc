@@ -8,10 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/container/flat_hash_map.h"
-#include "core/chunk_near_rule.h"
-#include "core/content_fingerprint.h"
-#include "core/results_dedup.h"
-#include "core/sha256.h"
+#include "core/text/chunk_near_rule.h"
+#include "core/text/content_fingerprint.h"
+#include "core/results/results_dedup.h"
+#include "core/text/sha256.h"
 #include "google/protobuf/timestamp.pb.h"
 
 namespace dedupd {

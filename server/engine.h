@@ -15,9 +15,9 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "core/content_fingerprint.h"
-#include "core/simhash.h"
-#include "core/url_normalizer.h"
+#include "core/text/content_fingerprint.h"
+#include "core/text/simhash.h"
+#include "core/url/url_normalizer.h"
 #include "dedupd/v1/dedupd.pb.h"
 #include "storage/chunk_store.h"
 #include "storage/content_store.h"
@@ -84,7 +84,7 @@ class Engine {
   // gets CHUNK_VERDICT_INVALID with the reason and is not recorded; the
   // valid chunks replace the document's stored chunks (when none is valid,
   // nothing is recorded). Near matching uses ChunkNearDistance
-  // (core/chunk_near_rule.h): short chunks match at a stricter distance.
+  // (core/text/chunk_near_rule.h): short chunks match at a stricter distance.
   // Errors: InvalidArgument for no chunks, more than max_batch_items
   // chunks, a missing or bad document_url, or a max_hamming_distance above
   // the store's index limit (the messages name the limit); Unimplemented
@@ -93,7 +93,7 @@ class Engine {
   absl::Status CheckChunks(const v1::CheckChunksRequest& request,
                            v1::CheckChunksResponse* response) const;
 
-  // DedupResults deduplicates one query's hits (core/results_dedup.h;
+  // DedupResults deduplicates one query's hits (core/results/results_dedup.h;
   // stateless: needs no store). Errors: InvalidArgument naming the first
   // bad hit or setting (empty text, invalid UTF-8, a NaN score or embedding
   // element, embeddings of different sizes, top_k 0, more than

@@ -8,11 +8,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "core/simhash.h"
+#include "core/text/simhash.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "storage/memory_content_store.h"
-#include "storage/memory_url_store.h"
+#include "storage/memory/memory_content_store.h"
+#include "storage/memory/memory_url_store.h"
 #include "tests/testing/status_matchers.h"
 
 namespace dedupd {

@@ -17,7 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "core/simhash_index.h"
+#include "core/index/simhash_index.h"
 #include "server/auth.h"
 #include "server/admin.h"
 #include "server/log.h"

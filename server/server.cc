@@ -14,8 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
-#include "core/status_macros.h"
-#include "core/url_normalizer.h"
+#include "common/status_macros.h"
+#include "core/url/url_normalizer.h"
 #include "grpc/grpc.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
@@ -31,8 +31,8 @@
 #include "server/service.h"
 #include "server/worker_pool.h"
 #include "server/metrics.h"
-#include "storage/bloom_url_store.h"
-#include "storage/rocksdb_store.h"
+#include "storage/bloom/bloom_url_store.h"
+#include "storage/rocksdb/rocksdb_store.h"
 
 namespace dedupd {
 

@@ -25,7 +25,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "core/sha256.h"
+#include "core/text/sha256.h"
 
 namespace dedupd {
 
@@ -37,7 +37,7 @@ struct ChunkInput {
   Sha256Digest sha256{};
   uint64_t simhash = 0;
   // Largest Hamming distance that counts as near for this chunk; -1: exact
-  // matches only (short chunks, core/chunk_near_rule.h).
+  // matches only (short chunks, core/text/chunk_near_rule.h).
   // REQUIRES: -1 <= max_distance <= the store's max_near_distance().
   int max_distance = 3;
 };

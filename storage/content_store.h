@@ -25,7 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "core/sha256.h"
+#include "core/text/sha256.h"
 
 namespace dedupd {
 

@@ -16,7 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "bench/chunker.h"
+#include "bench/corpus/chunker.h"
 #include "client/client.h"
 #include "dedupd/v1/dedupd.pb.h"
 #include "gmock/gmock.h"

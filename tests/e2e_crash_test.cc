@@ -40,7 +40,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/client.h"
-#include "core/splitmix64.h"
+#include "core/text/splitmix64.h"
 #include "dedupd/v1/admin.pb.h"
 #include "dedupd/v1/dedupd.pb.h"
 #include "gmock/gmock.h"

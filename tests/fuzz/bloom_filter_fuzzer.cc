@@ -27,8 +27,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "core/bloom_filter.h"
-#include "core/stable_hash.h"
+#include "core/index/bloom_filter.h"
+#include "core/text/stable_hash.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // bloom_log_fuzzer.cc: libFuzzer target for the claim-log parser of the
-// Bloom URL store (storage/bloom_claim_log.h; docs/bloom_url_store.md,
+// Bloom URL store (storage/bloom/bloom_claim_log.h; docs/bloom_url_store.md,
 // "Claim log"), which reads files a crash or a disk may have damaged.
 //
 // Input: any bytes, read three ways: as a whole log (ParseLog), as a log
@@ -29,8 +29,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "core/stable_hash.h"
-#include "storage/bloom_claim_log.h"
+#include "core/text/stable_hash.h"
+#include "storage/bloom/bloom_claim_log.h"
 
 namespace {
 

@@ -79,15 +79,15 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "core/simhash.h"
-#include "core/url_normalizer.h"
+#include "core/text/simhash.h"
+#include "core/url/url_normalizer.h"
 #include "dedupd/v1/dedupd.pb.h"
 #include "google/protobuf/stubs/logging.h"
 #include "server/engine.h"
-#include "storage/memory_chunk_store.h"
-#include "storage/memory_content_store.h"
-#include "storage/memory_url_store.h"
-#include "storage/rocksdb_store.h"
+#include "storage/memory/memory_chunk_store.h"
+#include "storage/memory/memory_content_store.h"
+#include "storage/memory/memory_url_store.h"
+#include "storage/rocksdb/rocksdb_store.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // storage_format_fuzzer.cc: libFuzzer target for every decoder of the
-// RocksDB backend's stored records (storage/rocksdb_format.h;
+// RocksDB backend's stored records (storage/rocksdb/rocksdb_format.h;
 // docs/storage_format.md), which read bytes a crash, a disk or another
 // build may have damaged.
 //
@@ -46,8 +46,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "core/sha256.h"
-#include "storage/rocksdb_format.h"
+#include "core/text/sha256.h"
+#include "storage/rocksdb/rocksdb_format.h"
 
 namespace {
 

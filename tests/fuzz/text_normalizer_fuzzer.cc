@@ -21,10 +21,10 @@
 #include <string>
 
 #include "absl/strings/escaping.h"
-#include "core/content_fingerprint.h"
-#include "core/sha256.h"
-#include "core/simhash.h"
-#include "core/text_normalizer.h"
+#include "core/text/content_fingerprint.h"
+#include "core/text/sha256.h"
+#include "core/text/simhash.h"
+#include "core/text/text_normalizer.h"
 
 namespace {
 

@@ -31,9 +31,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
-#include "core/bloom_filter.h"
-#include "core/stable_hash.h"
-#include "storage/url_filter_front.h"
+#include "core/index/bloom_filter.h"
+#include "core/text/stable_hash.h"
+#include "storage/bloom/url_filter_front.h"
 
 namespace {
 

@@ -21,8 +21,8 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_join.h"
-#include "core/url_normalizer.h"
-#include "core/url_policy.h"
+#include "core/url/url_normalizer.h"
+#include "core/url/url_policy.h"
 
 namespace {
 

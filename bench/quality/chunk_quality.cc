@@ -1,0 +1,627 @@
+// chunk_quality: how well 64-bit SimHash at Hamming distance <= k finds
+// near-duplicate CHUNKS (CheckChunks, issue 4: ~500-byte RAG chunks and the
+// short chunks chunkers also emit), by chunk length, measured against the
+// exact answer on real text; and the "shared preamble" scenario of the issue.
+//
+// Quality mode (default). Every page of --pages_dir (one page per file,
+// bench/corpus/make_text_corpus.py) is cut by bench/corpus/chunker.h into chunks of at most
+// --chunk_bytes; each chunk is normalized (NormalizeText) and identical
+// normalized chunks are counted once (they are exact duplicates: SHA-256
+// finds them). Among the distinct chunks, every pair within Hamming distance
+// --max_k of each other is found by a SimHashIndex built for --max_k, which
+// returns exactly what an all-pairs scan would. For each pair the truth is
+// the exact Jaccard similarity J of the sets of 3-word shingles of the two
+// normalized texts (of their word sets when a text has fewer than 3 words):
+// J >= 0.8 is "near", J < 0.5 "far" (a false near duplicate), in between
+// "between", the thresholds of the page-level evaluation (simhash_quality).
+// Recall comes from controlled edits: up to --edits_per_bucket distinct
+// chunks per length bucket, drawn with --seed, each with one word
+// substituted, one inserted and one deleted (a word of another chunk).
+// A pair's bucket is the word count of its shorter text. Output, one
+// fixed-format line each:
+//
+//   # chunk_quality pages=<n> chunk_bytes=<b> chunks=<n> distinct=<n> ...
+//   bucket words=<range> distinct=<n> shingles_p50=<n> popcount_mean=<x>
+//   quality words=<range> k=<k> pairs=<n> near=<n> between=<n> far=<n> precision=<x> unrelated=<n> unrelated_per_pair=<x> edits=<n> edits_near=<n> recall=<x> edits_found=<x>
+//       (one per bucket and k = 0..max_k, then words=all)
+//   rule k=<k> words=<range> effective_k=<d> pairs=<n> near=<n> far=<n> precision=<x> recall=<x> edits_found=<x>
+//       (ChunkNearDistance applied to the shorter text, at --k)
+//
+// pairs: distinct-chunk pairs within distance k; precision = near / (near +
+// far); unrelated: far pairs with J = 0 (no shared shingle) whose texts are
+// both in the bucket, and unrelated_per_pair that count over all pairs of the
+// bucket's distinct chunks: the rate of chance collisions, which times a
+// store's size is the expected chance false matches per query (about 2e-15
+// at k = 3 for uniform 64-bit fingerprints). popcount_mean is the mean
+// number of 1 bits of the bucket's fingerprints: 32 when uniform; fewer for
+// texts of an even number of shingles, where a tied bit sum gives 0 (two
+// shingles: 16). recall = edits_near found within k / edits_near (edits that stay
+// J >= 0.8); edits_found = all edits found within k / edits (a one-word edit
+// of a 6-word heading is J < 0.8 but a human calls it a near duplicate).
+// "nan" when the denominator is 0. --worst=N prints to stderr the N far
+// pairs with the smallest distance.
+//
+// Preamble mode (--preamble_dir=DIR, DIR holding preamble.txt and
+// page_*.txt): each page is ingested as preamble + blank line + page, in
+// file-name order, at the library level: chunked, an exact match by
+// SHA-256 of the normalized chunk, else a near match in a SimHashIndex at
+// --k (without, then with, ChunkNearDistance), then stored. A chunk lies in
+// the preamble, in the page ("content"), or across the boundary ("mixed").
+//
+//   preamble pages=<n> k=<k> rule=<off|on> chunks=<n> preamble_chunks=<n> preamble_dup=<n> preamble_dup_of_first=<n> preamble_missed=<n> content_chunks=<n> content_exact=<n> content_near=<n> content_near_wrong=<n> content_near_far=<n> mixed_chunks=<n> mixed_exact=<n> mixed_near=<n> mixed_near_wrong=<n>
+//
+// preamble_* count the preamble chunks of pages 2..n; preamble_dup_of_first
+// those reported as a duplicate of a preamble chunk of the first page.
+// content_near_wrong: content chunks reported near whose J with the matched
+// chunk is < 0.8 (content_near_far: < 0.5).
+//
+// Example:
+//   build/bench/dedupd_chunk_quality --pages_dir=bench/corpus/pages
+//   build/bench/dedupd_chunk_quality --preamble_dir=tests/testdata/preamble
+//   build/bench/dedupd_chunk_quality --tiny --pages_dir=bench/corpus/sample_pages
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <iostream>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "bench/corpus/chunker.h"
+#include "bench/corpus/read_pages.h"
+#include "bench/quality/sorted_sets.h"
+#include "core/text/chunk_near_rule.h"
+#include "core/text/sha256.h"
+#include "core/text/simhash.h"
+#include "core/index/simhash_index.h"
+#include "core/text/text_normalizer.h"
+
+ABSL_FLAG(std::string, pages_dir, "bench/corpus/pages",
+          "directory of page texts (*.txt, one page per file, paragraphs "
+          "separated by blank lines)");
+ABSL_FLAG(int, max_pages, 0, "use only the first N pages in file-name order (0: all)");
+ABSL_FLAG(std::vector<std::string>, chunk_bytes, std::vector<std::string>({"500", "200", "100", "50"}),
+          "largest chunk, in bytes (bench/corpus/chunker.h); quality mode chunks every page once per "
+          "value and pools the distinct chunks (the smaller sizes add the short chunks); the "
+          "preamble mode uses the first value");
+ABSL_FLAG(uint64_t, seed, 1, "seed of the controlled edits");
+ABSL_FLAG(int, max_k, 6, "print quality lines for k = 0..max_k (at most 7)");
+ABSL_FLAG(int, k, 3, "Hamming distance of the rule and preamble lines (the default of CheckChunks)");
+ABSL_FLAG(int, edits_per_bucket, 1000,
+          "distinct chunks per length bucket given the three one-word edits");
+ABSL_FLAG(int, worst, 0, "print to stderr the N far pairs with the smallest distance");
+ABSL_FLAG(std::string, preamble_dir, "",
+          "run the shared-preamble scenario on DIR/preamble.txt and DIR/page_*.txt "
+          "instead of the quality measurement");
+ABSL_FLAG(bool, tiny, false, "CI size: --edits_per_bucket=20 (numbers mean nothing)");
+
+namespace {
+
+constexpr double kNearJaccard = 0.8;
+constexpr double kFarJaccard = 0.5;
+constexpr int kShingleWords = 3;  // SimHasher's default, which CheckChunks uses
+
+// Rng: a fixed-seed generator whose draws do not depend on the standard
+// library's distributions (those differ between implementations).
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : gen_(seed) {}
+  // Uniform returns a value in [0, n). REQUIRES: n > 0.
+  size_t Uniform(size_t n) { return static_cast<size_t>(gen_() % n); }
+
+ private:
+  std::mt19937_64 gen_;
+};
+
+// Words of a normalized text: NormalizeText leaves single ' ' between words.
+size_t WordCount(absl::string_view normalized) {
+  return static_cast<size_t>(std::count(normalized.begin(), normalized.end(), ' ')) + 1;
+}
+
+// The truth's feature set: sorted distinct 3-word shingles of a normalized
+// text, or its distinct words when it has fewer than 3.
+std::vector<absl::string_view> FeatureSet(absl::string_view text) {
+  std::vector<absl::string_view> words = absl::StrSplit(text, ' ', absl::SkipEmpty());
+  std::vector<absl::string_view> out;
+  if (words.size() < static_cast<size_t>(kShingleWords)) {
+    out = words;
+  } else {
+    for (size_t i = 0; i + kShingleWords <= words.size(); ++i) {
+      const char* b = words[i].data();
+      const char* e = words[i + kShingleWords - 1].data() + words[i + kShingleWords - 1].size();
+      out.emplace_back(b, static_cast<size_t>(e - b));
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+
+std::string Ratio(int64_t num, int64_t den) {
+  if (den == 0) return "nan";
+  return absl::StrFormat("%.3f", static_cast<double>(num) / den);
+}
+
+struct Bucket {
+  size_t lo, hi;  // words in [lo, hi)
+  const char* name;
+};
+constexpr Bucket kBuckets[] = {{0, 8, "1-7"},    {8, 16, "8-15"}, {16, 32, "16-31"},
+                               {32, 64, "32-63"}, {64, SIZE_MAX, "64+"}};
+constexpr size_t kNumBuckets = sizeof(kBuckets) / sizeof(kBuckets[0]);
+
+size_t BucketOf(size_t words) {
+  for (size_t b = 0; b < kNumBuckets; ++b) {
+    if (words >= kBuckets[b].lo && words < kBuckets[b].hi) return b;
+  }
+  return kNumBuckets - 1;
+}
+
+// One distinct normalized chunk.
+struct Chunk {
+  std::string text;  // normalized
+  size_t words = 0;
+  uint64_t simhash = 0;
+  std::vector<absl::string_view> features;  // into `text`
+};
+
+struct Pair {
+  size_t words;       // of the shorter text
+  size_t long_words;  // of the longer text
+  int distance;
+  double jaccard;
+  uint32_t a, b;
+};
+
+struct Edit {
+  size_t words;  // of the original chunk
+  int distance;
+  double jaccard;
+};
+
+// Counts of one (bucket, k) row.
+struct Row {
+  int64_t pairs = 0, near = 0, between = 0, far = 0;
+  int64_t unrelated = 0;  // J == 0 and both texts in the row's bucket
+  int64_t edits = 0, edits_near = 0, found_near = 0, found = 0;
+};
+
+std::string EditedText(const std::vector<absl::string_view>& words, int kind, size_t pos,
+                       absl::string_view other) {
+  std::vector<absl::string_view> out = words;
+  switch (kind) {
+    case 0:
+      out[pos] = other;
+      break;
+    case 1:
+      out.insert(out.begin() + pos, other);
+      break;
+    default:
+      out.erase(out.begin() + pos);
+      break;
+  }
+  return absl::StrJoin(out, " ");
+}
+
+// The --chunk_bytes values (validated in main).
+std::vector<size_t> ChunkSizes() {
+  std::vector<size_t> out;
+  for (const std::string& s : absl::GetFlag(FLAGS_chunk_bytes)) {
+    size_t v = 0;
+    if (absl::SimpleAtoi(s, &v)) out.push_back(v);
+  }
+  return out;
+}
+
+int RunQuality() {
+  const std::string dir = absl::GetFlag(FLAGS_pages_dir);
+  const std::vector<size_t> sizes = ChunkSizes();
+  const int max_k = absl::GetFlag(FLAGS_max_k);
+  const int k = absl::GetFlag(FLAGS_k);
+  const int edits_per_bucket =
+      absl::GetFlag(FLAGS_tiny) ? 20 : absl::GetFlag(FLAGS_edits_per_bucket);
+  const uint64_t seed = absl::GetFlag(FLAGS_seed);
+
+  std::vector<std::string> paths;
+  if (!dedupd::bench::ListPages(dir, &paths)) {
+    std::cerr << "chunk_quality: cannot list " << dir << "\n";
+    return 1;
+  }
+  if (int m = absl::GetFlag(FLAGS_max_pages); m > 0 && paths.size() > static_cast<size_t>(m)) {
+    paths.resize(m);
+  }
+
+  const dedupd::SimHasher hasher;
+  std::deque<Chunk> chunks;  // deque: `features` point into `text`, which must not move
+  absl::flat_hash_map<std::string, uint32_t> by_text;
+  int64_t raw_chunks = 0, unreadable = 0, normalize_errors = 0;
+  std::string normalized;
+  for (const std::string& path : paths) {
+    std::string page;
+    if (!dedupd::bench::ReadFile(path, &page)) {
+      ++unreadable;
+      continue;
+    }
+    for (size_t chunk_bytes : sizes) {
+    for (absl::string_view c : dedupd::bench::ChunkText(page, chunk_bytes)) {
+      if (!dedupd::NormalizeTextInto(c, &normalized).ok()) {
+        ++normalize_errors;
+        continue;
+      }
+      ++raw_chunks;
+      if (by_text.contains(normalized)) continue;
+      by_text.emplace(normalized, static_cast<uint32_t>(chunks.size()));
+      Chunk& ch = chunks.emplace_back();
+      ch.text = normalized;
+      ch.words = WordCount(ch.text);
+      ch.simhash = hasher.Fingerprint(ch.text);
+      ch.features = FeatureSet(ch.text);
+    }
+    }
+  }
+  if (chunks.size() < 2) {
+    std::cerr << "chunk_quality: " << dir << " gives fewer than 2 distinct chunks\n";
+    return 1;
+  }
+
+  // Candidates: every pair within max_k, exactly (SimHashIndex returns what
+  // a brute-force scan would).
+  dedupd::SimHashIndex index(max_k);
+  {
+    std::vector<dedupd::SimHashIndex::Entry> entries;
+    entries.reserve(chunks.size());
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      entries.push_back({chunks[i].simhash, static_cast<uint32_t>(i)});
+    }
+    index.BulkInsert(entries);
+  }
+  std::vector<Pair> pairs;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    for (const dedupd::SimHashIndex::Match& m :
+         index.Query(chunks[i].simhash, max_k, SIZE_MAX)) {
+      if (m.id <= i) continue;
+      const Chunk& a = chunks[i];
+      const Chunk& b = chunks[m.id];
+      pairs.push_back({std::min(a.words, b.words), std::max(a.words, b.words), m.distance, dedupd::bench::SortedJaccard(a.features, b.features),
+                       static_cast<uint32_t>(i), m.id});
+    }
+  }
+
+  // Controlled edits: per bucket, up to edits_per_bucket distinct chunks in a
+  // seeded random order, each with the three one-word edits.
+  std::vector<Edit> edits;
+  {
+    std::vector<std::vector<uint32_t>> members(kNumBuckets);
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      members[BucketOf(chunks[i].words)].push_back(static_cast<uint32_t>(i));
+    }
+    for (size_t b = 0; b < kNumBuckets; ++b) {
+      Rng rng(seed * 1000003 + b);  // one stream per bucket
+      std::vector<uint32_t>& m = members[b];
+      const size_t n = std::min(m.size(), static_cast<size_t>(edits_per_bucket));
+      for (size_t i = 0; i < n; ++i) std::swap(m[i], m[i + rng.Uniform(m.size() - i)]);
+      for (size_t i = 0; i < n; ++i) {
+        const Chunk& c = chunks[m[i]];
+        std::vector<absl::string_view> words = absl::StrSplit(c.text, ' ');
+        for (int kind = 0; kind < 3; ++kind) {
+          if (kind == 2 && words.size() < 2) continue;  // deleting the only word
+          // A word of another chunk, different from the one it replaces.
+          absl::string_view other;
+          const size_t pos = rng.Uniform(words.size() + (kind == 1 ? 1 : 0));
+          for (int tries = 0; tries < 100; ++tries) {
+            const Chunk& o = chunks[rng.Uniform(chunks.size())];
+            std::vector<absl::string_view> ow = absl::StrSplit(o.text, ' ');
+            other = ow[rng.Uniform(ow.size())];
+            if (kind != 0 || other != words[pos]) break;
+          }
+          const std::string edited = EditedText(words, kind, pos, other);
+          edits.push_back({c.words,
+                           dedupd::HammingDistance(c.simhash, hasher.Fingerprint(edited)),
+                           dedupd::bench::SortedJaccard(c.features, FeatureSet(edited))});
+        }
+      }
+    }
+  }
+
+  // Rows: rows[b][k], b == kNumBuckets is "all".
+  std::vector<std::vector<Row>> rows(kNumBuckets + 1, std::vector<Row>(max_k + 1));
+  for (const Pair& p : pairs) {
+    for (int kk = p.distance; kk <= max_k; ++kk) {
+      for (size_t b : {BucketOf(p.words), kNumBuckets}) {
+        Row& r = rows[b][kk];
+        ++r.pairs;
+        if (p.jaccard >= kNearJaccard) {
+          ++r.near;
+        } else if (p.jaccard < kFarJaccard) {
+          ++r.far;
+          r.unrelated += p.jaccard == 0 && (b == kNumBuckets || BucketOf(p.long_words) == b);
+        } else {
+          ++r.between;
+        }
+      }
+    }
+  }
+  for (const Edit& e : edits) {
+    for (int kk = 0; kk <= max_k; ++kk) {
+      for (size_t b : {BucketOf(e.words), kNumBuckets}) {
+        Row& r = rows[b][kk];
+        const bool is_near = e.jaccard >= kNearJaccard;
+        const bool found = e.distance <= kk;
+        ++r.edits;
+        r.edits_near += is_near;
+        r.found += found;
+        r.found_near += is_near && found;
+      }
+    }
+  }
+
+  std::vector<size_t> word_counts;
+  for (const Chunk& c : chunks) word_counts.push_back(c.words);
+  std::sort(word_counts.begin(), word_counts.end());
+  absl::PrintF(
+      "# chunk_quality pages=%d chunk_bytes=%s chunks=%d distinct=%d words_p10=%d "
+      "words_p50=%d words_p90=%d shingle_words=%d near=J>=%.1f far=J<%.1f max_k=%d "
+      "candidate_pairs=%d edits=%d seed=%d unreadable=%d normalize_errors=%d\n",
+      paths.size() - unreadable, absl::StrJoin(sizes, ","), raw_chunks, chunks.size(),
+      word_counts[word_counts.size() / 10], word_counts[word_counts.size() / 2],
+      word_counts[word_counts.size() * 9 / 10], kShingleWords, kNearJaccard, kFarJaccard, max_k,
+      pairs.size(), edits.size(), seed, unreadable, normalize_errors);
+  std::vector<double> bucket_size(kNumBuckets + 1);
+  bucket_size[kNumBuckets] = static_cast<double>(chunks.size());
+  for (size_t b = 0; b < kNumBuckets; ++b) {
+    std::vector<size_t> shingles;
+    double ones = 0;
+    for (const Chunk& c : chunks) {
+      if (BucketOf(c.words) != b) continue;
+      shingles.push_back(c.features.size());
+      ones += __builtin_popcountll(c.simhash);
+    }
+    std::sort(shingles.begin(), shingles.end());
+    bucket_size[b] = shingles.size();
+    absl::PrintF("bucket words=%s distinct=%d shingles_p50=%d popcount_mean=%.1f\n",
+                 kBuckets[b].name, shingles.size(),
+                 shingles.empty() ? 0 : shingles[shingles.size() / 2],
+                 shingles.empty() ? 0.0 : ones / shingles.size());
+  }
+  for (size_t b = 0; b <= kNumBuckets; ++b) {
+    for (int kk = 0; kk <= max_k; ++kk) {
+      const Row& r = rows[b][kk];
+      absl::PrintF(
+          "quality words=%s k=%d pairs=%d near=%d between=%d far=%d precision=%s "
+          "unrelated=%d unrelated_per_pair=%.1e edits=%d edits_near=%d recall=%s "
+          "edits_found=%s\n",
+          b < kNumBuckets ? kBuckets[b].name : "all", kk, r.pairs, r.near, r.between, r.far,
+          Ratio(r.near, r.near + r.far), r.unrelated,
+          r.unrelated / std::max(1.0, bucket_size[b] * (bucket_size[b] - 1) / 2), r.edits, r.edits_near, Ratio(r.found_near, r.edits_near),
+          Ratio(r.found, r.edits));
+    }
+  }
+
+  // The rule at k: the effective distance of the shorter text's word count.
+  if (k >= 0 && k <= max_k) {
+    Row total;
+    for (size_t b = 0; b <= kNumBuckets; ++b) {
+      Row r;
+      auto in_bucket = [&](size_t words) { return b == kNumBuckets || BucketOf(words) == b; };
+      for (const Pair& p : pairs) {
+        if (!in_bucket(p.words) || p.distance > dedupd::ChunkNearDistance(p.words, k)) continue;
+        ++r.pairs;
+        r.near += p.jaccard >= kNearJaccard;
+        r.far += p.jaccard < kFarJaccard;
+      }
+      for (const Edit& e : edits) {
+        if (!in_bucket(e.words)) continue;
+        const bool is_near = e.jaccard >= kNearJaccard;
+        const bool found = e.distance <= dedupd::ChunkNearDistance(e.words, k);
+        ++r.edits;
+        r.edits_near += is_near;
+        r.found += found;
+        r.found_near += is_near && found;
+      }
+      const std::string effective =
+          b == kNumBuckets
+              ? "-"
+              : absl::StrFormat("%d..%d", dedupd::ChunkNearDistance(kBuckets[b].lo, k),
+                                dedupd::ChunkNearDistance(
+                                    std::min<size_t>(kBuckets[b].hi - 1, 1 << 20), k));
+      absl::PrintF(
+          "rule k=%d words=%s effective_k=%s pairs=%d near=%d far=%d precision=%s recall=%s "
+          "edits_found=%s\n",
+          k, b < kNumBuckets ? kBuckets[b].name : "all", effective, r.pairs, r.near, r.far,
+          Ratio(r.near, r.near + r.far), Ratio(r.found_near, r.edits_near),
+          Ratio(r.found, r.edits));
+    }
+  }
+
+  if (int worst = absl::GetFlag(FLAGS_worst); worst > 0) {
+    std::vector<const Pair*> far;
+    for (const Pair& p : pairs) {
+      if (p.jaccard < kFarJaccard) far.push_back(&p);
+    }
+    std::stable_sort(far.begin(), far.end(),
+                     [](const Pair* x, const Pair* y) { return x->distance < y->distance; });
+    far.resize(std::min<size_t>(far.size(), worst));
+    for (const Pair* p : far) {
+      std::cerr << absl::StrFormat("worst_far distance=%d jaccard=%.3f words=%d/%d\n  a=\"%s\"\n  b=\"%s\"\n",
+                                   p->distance, p->jaccard, chunks[p->a].words,
+                                   chunks[p->b].words, chunks[p->a].text.substr(0, 160),
+                                   chunks[p->b].text.substr(0, 160));
+    }
+  }
+  return 0;
+}
+
+// --- preamble scenario -------------------------------------------------------
+
+enum class Part { kPreamble, kContent, kMixed };
+
+struct Ingested {
+  std::string text;  // normalized
+  std::vector<absl::string_view> features;
+  Part part;
+  size_t page;
+};
+
+struct ScenarioCounts {
+  int64_t chunks = 0, preamble = 0, preamble_dup = 0, preamble_dup_of_first = 0;
+  int64_t content = 0, content_exact = 0, content_near = 0, content_near_wrong = 0,
+          content_near_far = 0;
+  int64_t mixed = 0, mixed_exact = 0, mixed_near = 0, mixed_near_wrong = 0;
+};
+
+int RunPreamble() {
+  const std::string dir = absl::GetFlag(FLAGS_preamble_dir);
+  const size_t chunk_bytes = ChunkSizes()[0];
+  const int k = absl::GetFlag(FLAGS_k);
+  std::string preamble;
+  if (!dedupd::bench::ReadFile(dir + "/preamble.txt", &preamble)) {
+    std::cerr << "chunk_quality: cannot read " << dir << "/preamble.txt\n";
+    return 1;
+  }
+  std::vector<std::string> paths;
+  if (!dedupd::bench::ListPages(dir, &paths)) {
+    std::cerr << "chunk_quality: cannot list " << dir << "\n";
+    return 1;
+  }
+  std::vector<std::string> pages;
+  for (const std::string& p : paths) {
+    if (!absl::StartsWith(std::filesystem::path(p).filename().string(), "page_")) continue;
+    std::string text;
+    if (!dedupd::bench::ReadFile(p, &text)) {
+      std::cerr << "chunk_quality: cannot read " << p << "\n";
+      return 1;
+    }
+    pages.push_back(std::move(text));
+  }
+  if (pages.size() < 2) {
+    std::cerr << "chunk_quality: " << dir << " has fewer than 2 page_*.txt\n";
+    return 1;
+  }
+  // The preamble as the ingested text holds it (trailing whitespace goes).
+  while (!preamble.empty() && dedupd::bench::chunker_internal::IsSpace(preamble.back())) preamble.pop_back();
+
+  const dedupd::SimHasher hasher;
+  for (bool rule : {false, true}) {
+    std::deque<Ingested> stored;
+    absl::flat_hash_map<dedupd::Sha256Digest, uint32_t> by_sha;
+    dedupd::SimHashIndex index(k);
+    ScenarioCounts n;
+    for (size_t pi = 0; pi < pages.size(); ++pi) {
+      const std::string text = preamble + "\n\n" + pages[pi];
+      for (absl::string_view c : dedupd::bench::ChunkText(text, chunk_bytes)) {
+        absl::StatusOr<std::string> norm = dedupd::NormalizeText(c);
+        if (!norm.ok()) {
+          std::cerr << "chunk_quality: page " << pi << ": " << norm.status() << "\n";
+          return 1;
+        }
+        const size_t begin = static_cast<size_t>(c.data() - text.data());
+        const size_t end = begin + c.size();
+        const Part part = end <= preamble.size()   ? Part::kPreamble
+                          : begin > preamble.size() ? Part::kContent
+                                                    : Part::kMixed;
+        Ingested in{*std::move(norm), {}, part, pi};
+        in.features = FeatureSet(in.text);
+        const dedupd::Sha256Digest sha = dedupd::Sha256(in.text);
+        const uint64_t fp = hasher.Fingerprint(in.text);
+        // Exact first, then near: what the store does.
+        const Ingested* owner = nullptr;
+        bool exact = false;
+        if (auto it = by_sha.find(sha); it != by_sha.end()) {
+          owner = &stored[it->second];
+          exact = true;
+        } else {
+          const int d = rule ? dedupd::ChunkNearDistance(WordCount(in.text), k) : k;
+          if (d >= 0) {
+            std::vector<dedupd::SimHashIndex::Match> m = index.Query(fp, d, 1);
+            if (!m.empty()) owner = &stored[m[0].id];
+          }
+        }
+        ++n.chunks;
+        const double j = owner == nullptr ? 0 : dedupd::bench::SortedJaccard(in.features, owner->features);
+        switch (part) {
+          case Part::kPreamble:
+            if (pi == 0) break;
+            ++n.preamble;
+            n.preamble_dup += owner != nullptr;
+            n.preamble_dup_of_first +=
+                owner != nullptr && owner->page == 0 && owner->part == Part::kPreamble;
+            break;
+          case Part::kContent:
+            ++n.content;
+            n.content_exact += exact;
+            n.content_near += owner != nullptr && !exact;
+            n.content_near_wrong += owner != nullptr && !exact && j < kNearJaccard;
+            n.content_near_far += owner != nullptr && !exact && j < kFarJaccard;
+            break;
+          case Part::kMixed:
+            ++n.mixed;
+            n.mixed_exact += exact;
+            n.mixed_near += owner != nullptr && !exact;
+            n.mixed_near_wrong += owner != nullptr && !exact && j < kNearJaccard;
+            break;
+        }
+        if (!exact) {
+          const uint32_t id = static_cast<uint32_t>(stored.size());
+          by_sha.emplace(sha, id);
+          index.Insert(fp, id);
+          stored.push_back(std::move(in));
+        }
+      }
+    }
+    absl::PrintF(
+        "preamble pages=%d k=%d rule=%s chunks=%d preamble_chunks=%d preamble_dup=%d "
+        "preamble_dup_of_first=%d preamble_missed=%d content_chunks=%d content_exact=%d "
+        "content_near=%d content_near_wrong=%d content_near_far=%d mixed_chunks=%d "
+        "mixed_exact=%d mixed_near=%d mixed_near_wrong=%d\n",
+        pages.size(), k, rule ? "on" : "off", n.chunks, n.preamble, n.preamble_dup,
+        n.preamble_dup_of_first, n.preamble - n.preamble_dup, n.content, n.content_exact,
+        n.content_near, n.content_near_wrong, n.content_near_far, n.mixed, n.mixed_exact,
+        n.mixed_near, n.mixed_near_wrong);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "chunk_quality: SimHash near-duplicate precision and recall for RAG chunks by "
+      "chunk length, against exact shingle Jaccard; or the shared-preamble scenario.\n"
+      "Usage: dedupd_chunk_quality [--pages_dir=DIR] [--chunk_bytes=B] [--max_k=K] "
+      "[--edits_per_bucket=N] [--worst=N] [--tiny] | --preamble_dir=DIR [--k=K]");
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  if (args.size() != 1) {
+    std::cerr << "chunk_quality: unexpected argument " << args[1] << " (see --help)\n";
+    return 2;
+  }
+  const int max_k = absl::GetFlag(FLAGS_max_k);
+  const int k = absl::GetFlag(FLAGS_k);
+  const std::vector<size_t> sizes = ChunkSizes();
+  if (max_k < 0 || max_k > dedupd::SimHashIndex::kMaxSupportedDistance || k < 0 ||
+      k > dedupd::SimHashIndex::kMaxSupportedDistance ||
+      sizes.empty() || sizes.size() != absl::GetFlag(FLAGS_chunk_bytes).size() ||
+      *std::min_element(sizes.begin(), sizes.end()) < 4 ||
+      absl::GetFlag(FLAGS_edits_per_bucket) < 0) {
+    std::cerr << "chunk_quality: need 0 <= --max_k, --k <= "
+              << dedupd::SimHashIndex::kMaxSupportedDistance
+              << ", --chunk_bytes: a list of sizes >= 4, --edits_per_bucket >= 0\n";
+    return 2;
+  }
+  if (!absl::GetFlag(FLAGS_preamble_dir).empty()) return RunPreamble();
+  return RunQuality();
+}

@@ -1,0 +1,24 @@
+// content_fingerprint.cc: see content_fingerprint.h.
+#include "core/text/content_fingerprint.h"
+
+#include <string>
+
+#include "common/status_macros.h"
+#include "core/text/text_normalizer.h"
+
+namespace dedupd {
+
+absl::StatusOr<ContentFingerprint> FingerprintText(absl::string_view utf8,
+                                                   const SimHasher& hasher) {
+  // The normalized text only lives until it is hashed: a per-thread buffer
+  // saves an allocation (and its zero-filling) per page.
+  thread_local std::string normalized;
+  DEDUPD_RETURN_IF_ERROR(NormalizeTextInto(utf8, &normalized));
+  ContentFingerprint fp;
+  fp.sha256 = Sha256(normalized);
+  fp.simhash = hasher.Fingerprint(normalized, &fp.words);
+  fp.normalized_bytes = normalized.size();
+  return fp;
+}
+
+}  // namespace dedupd

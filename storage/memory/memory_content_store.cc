@@ -1,0 +1,126 @@
+#include "storage/memory/memory_content_store.h"
+
+#include <limits>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+
+namespace dedupd {
+
+// Reads the maps; the caller holds mu_ (shared for peeks, exclusive for
+// claims), which the analysis cannot see through the interface.
+class MemoryContentStore::Reader final : public ContentStateReader {
+ public:
+  explicit Reader(MemoryContentStore* s) : s_(s) {}
+
+  absl::StatusOr<std::optional<ContentRecord>> GetContent(
+      const Sha256Digest& sha) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    auto it = s_->contents_.find(DigestKey(sha));
+    if (it == s_->contents_.end()) return std::nullopt;
+    return it->second;
+  }
+  absl::StatusOr<bool> HasAlias(const Sha256Digest& sha, absl::string_view url)
+      override ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    auto it = s_->aliases_.find(DigestKey(sha));
+    return it != s_->aliases_.end() && it->second.contains(url);
+  }
+  absl::StatusOr<std::vector<std::string>> ListAliases(
+      const Sha256Digest& sha, size_t limit) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    std::vector<std::string> out;
+    auto it = s_->aliases_.find(DigestKey(sha));
+    if (it == s_->aliases_.end()) return out;
+    for (const std::string& url : it->second) {
+      if (out.size() == limit) break;
+      out.push_back(url);
+    }
+    return out;
+  }
+  absl::StatusOr<std::optional<FetchRecord>> GetFetch(absl::string_view url)
+      override ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    auto it = s_->fetches_.find(url);
+    if (it == s_->fetches_.end()) return std::nullopt;
+    return it->second;
+  }
+  absl::StatusOr<bool> HasUrl(absl::string_view url) override {
+    if (s_->urls_ == nullptr) return false;
+    std::vector<std::optional<absl::Time>> found;
+    absl::Status st = s_->urls_->LookupUrls({std::string(url)}, &found);
+    if (!st.ok()) return st;
+    return found[0].has_value();
+  }
+  std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance,
+                                             size_t limit, size_t* total) override {
+    return s_->index_.Query(simhash, max_distance, limit, total);
+  }
+  absl::StatusOr<FingerprintRecord> GetFingerprint(uint32_t doc_id) override
+      ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (doc_id >= s_->fingerprints_.size()) {
+      return absl::DataLossError(
+          absl::StrCat("index entry ", doc_id, " has no fingerprint record"));
+    }
+    return s_->fingerprints_[doc_id];
+  }
+  absl::StatusOr<uint32_t> AllocateDocId() override ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    const size_t next = s_->fingerprints_.size() + allocated_;
+    if (next > std::numeric_limits<uint32_t>::max()) {
+      return absl::ResourceExhaustedError("the store holds 2^32 texts, its limit");
+    }
+    ++allocated_;
+    return static_cast<uint32_t>(next);
+  }
+
+ private:
+  MemoryContentStore* s_;
+  size_t allocated_ = 0;
+};
+
+MemoryContentStore::MemoryContentStore(MemoryUrlStore* urls,
+                                       int max_near_distance,
+                                       int index_blocks)
+    : urls_(urls), index_(max_near_distance, index_blocks) {}
+
+int MemoryContentStore::max_near_distance() const { return index_.max_distance(); }
+
+absl::Status MemoryContentStore::CheckContent(
+    absl::Span<const ContentDoc> docs, bool claim, const ContentLimits& limits,
+    absl::Time now, std::vector<ContentOutcome>* outcomes) {
+  outcomes->clear();
+  if (absl::Status s = CheckContentDocs(docs, max_near_distance()); !s.ok()) {
+    return s;
+  }
+  Reader reader(this);
+  ContentPlan plan;
+  if (!claim) {
+    absl::ReaderMutexLock lock(&mu_);
+    absl::Status s = PlanContentBatch(docs, false, limits, now, &reader, &plan);
+    if (!s.ok()) return s;
+    *outcomes = std::move(plan.outcomes);
+    return absl::OkStatus();
+  }
+  absl::MutexLock lock(&mu_);
+  absl::Status s = PlanContentBatch(docs, true, limits, now, &reader, &plan);
+  if (!s.ok()) return s;
+  const ContentMutations& m = plan.mutations;
+  // The one step that can fail goes first, so a failure records nothing.
+  if (urls_ != nullptr && !m.urls.empty()) {
+    std::vector<std::string> keys;
+    for (const auto& [url, t] : m.urls) keys.push_back(url);
+    std::vector<UrlClaim> ignored;
+    s = urls_->ClaimUrls(keys, m.urls.front().second, &ignored);
+    if (!s.ok()) return s;
+  }
+  for (const auto& [sha, record] : m.contents) contents_[DigestKey(sha)] = record;
+  for (const ContentMutations::Alias& a : m.aliases) {
+    aliases_[DigestKey(a.sha256)].insert(a.url);
+  }
+  for (const auto& [url, record] : m.fetches) fetches_[url] = record;
+  for (const auto& [id, fp] : m.fingerprints) {
+    // Ids are allocated densely from fingerprints_.size().
+    fingerprints_.push_back(fp);
+    index_.Insert(fp.simhash, id);
+  }
+  *outcomes = std::move(plan.outcomes);
+  return absl::OkStatus();
+}
+
+}  // namespace dedupd

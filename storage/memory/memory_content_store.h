@@ -1,0 +1,68 @@
+// memory_content_store.h: an in-memory ContentStore, the fake engine and
+// server tests use, and the reference the content conformance suite
+// (content_store_conformance.h) holds the RocksDB backend to. Nothing is
+// persisted.
+//
+// Example:
+//   MemoryUrlStore urls;
+//   MemoryContentStore store(&urls, /*max_near_distance=*/3);
+//   std::vector<ContentOutcome> out;
+//   DEDUPD_RETURN_IF_ERROR(store.CheckContent(docs, /*claim=*/true,
+//                                             ContentLimits{}, absl::Now(), &out));
+//
+// Thread safety: thread-safe. A claim batch holds one exclusive lock for
+// the whole batch; peeks share it.
+#ifndef DEDUPD_STORAGE_MEMORY_MEMORY_CONTENT_STORE_H_
+#define DEDUPD_STORAGE_MEMORY_MEMORY_CONTENT_STORE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "core/index/simhash_index.h"
+#include "storage/plan/content_planner.h"
+#include "storage/content_store.h"
+#include "storage/memory/memory_url_store.h"
+
+namespace dedupd {
+
+class MemoryContentStore final : public ContentStore {
+ public:
+  // `urls`, when not null, is the URL seen-set claims add identity and
+  // fetched URLs to; it must outlive this store.
+  // `index_blocks` is the near-duplicate index's number of blocks
+  // (SimHashIndex's `blocks`; 0: its default).
+  // REQUIRES: SimHashIndex::IsValidLayout(max_near_distance, index_blocks).
+  explicit MemoryContentStore(MemoryUrlStore* urls, int max_near_distance = 3,
+                              int index_blocks = 0);
+  MemoryContentStore(const MemoryContentStore&) = delete;
+  MemoryContentStore& operator=(const MemoryContentStore&) = delete;
+
+  // See ContentStore. Errors: InvalidArgument (CheckContentDocs).
+  absl::Status CheckContent(absl::Span<const ContentDoc> docs, bool claim,
+                            const ContentLimits& limits, absl::Time now,
+                            std::vector<ContentOutcome>* outcomes) override;
+  int max_near_distance() const override;
+
+ private:
+  class Reader;
+
+  MemoryUrlStore* const urls_;
+  // Synchronized by itself; written only with mu_ held exclusively.
+  SimHashIndex index_;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, ContentRecord> contents_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, absl::btree_set<std::string>> aliases_
+      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, FetchRecord> fetches_ ABSL_GUARDED_BY(mu_);
+  std::vector<FingerprintRecord> fingerprints_ ABSL_GUARDED_BY(mu_);  // by doc id
+};
+
+}  // namespace dedupd
+
+#endif  // DEDUPD_STORAGE_MEMORY_MEMORY_CONTENT_STORE_H_

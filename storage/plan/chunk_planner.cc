@@ -1,0 +1,458 @@
+#include "storage/plan/chunk_planner.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "core/text/simhash.h"
+#include "common/status_macros.h"
+
+namespace dedupd {
+
+absl::Status CheckChunkDocument(const ChunkDocument& doc, int max_near_distance) {
+  if (doc.document_url.empty()) {
+    return absl::InvalidArgumentError("document_url is empty");
+  }
+  if (doc.document_url.find('\0') != std::string::npos) {
+    // Normalized URLs never hold one; stores may use it as a separator.
+    return absl::InvalidArgumentError("document_url holds a NUL byte");
+  }
+  absl::flat_hash_map<absl::string_view, size_t> seen;
+  for (size_t i = 0; i < doc.chunks.size(); ++i) {
+    const ChunkInput& c = doc.chunks[i];
+    if (c.chunk_id.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("chunk ", i, ": chunk id is empty"));
+    }
+    if (c.max_distance < -1 || c.max_distance > max_near_distance) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("chunk ", i, ": max_distance ", c.max_distance,
+                       " is outside [-1, ", max_near_distance, "]"));
+    }
+    auto [it, inserted] = seen.emplace(c.chunk_id, i);
+    if (!inserted) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "chunk ", i, ": chunk id \"", c.chunk_id, "\" repeats chunk ", it->second, "'s"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<ChunkHolder>> ListAllHolders(ChunkStateReader* reader,
+                                                        const Sha256Digest& sha256,
+                                                        const ChunkTextRecord& record,
+                                                        size_t limit) {
+  std::vector<ChunkHolder> out;
+  if (limit == 0) return out;
+  if (record.owner.has_value()) {
+    out.push_back(*record.owner);
+    --limit;
+    if (limit == 0) return out;
+  }
+  DEDUPD_ASSIGN_OR_RETURN(std::vector<ChunkHolder> records,
+                          reader->ListHolders(sha256, limit));
+  for (ChunkHolder& h : records) out.push_back(std::move(h));
+  return out;
+}
+
+std::vector<Sha256Digest> ChunkLockShas(const ChunkDocument& doc,
+                                        const std::optional<ChunkManifest>& stored) {
+  std::vector<Sha256Digest> shas;
+  for (const ChunkInput& c : doc.chunks) shas.push_back(c.sha256);
+  if (stored.has_value()) {
+    for (const StoredChunk& c : stored->chunks) shas.push_back(c.sha256);
+  }
+  std::sort(shas.begin(), shas.end());
+  shas.erase(std::unique(shas.begin(), shas.end()), shas.end());
+  return shas;
+}
+
+namespace {
+
+// A chunk that may be duplicated: a stored holder of another document, or an
+// earlier chunk of this call (`position` its index, else -1).
+struct Candidate {
+  int distance = 0;
+  absl::Time added;  // reported as first_seen
+  // Compared instead of `added`: a chunk of this call that takes no age
+  // from the stored document is younger than every stored one, whatever
+  // the clock says.
+  absl::Time rank;
+  int position = -1;  // -1: stored; stored ones win ties (they were first)
+  std::string document_url;
+  std::string chunk_id;
+  uint64_t simhash = 0;
+
+  // Nearest first, then oldest, then stored before this call's.
+  bool Before(const Candidate& o) const {
+    if (distance != o.distance) return distance < o.distance;
+    if (rank != o.rank) return rank < o.rank;
+    return position < o.position;
+  }
+};
+
+// Per-text facts the plan needs, read once per text.
+struct TextState {
+  std::optional<ChunkTextRecord> record;  // as stored before the call
+  uint64_t own_old = 0;                   // this document's stored chunks holding it
+  // The oldest holder in another document, once looked up.
+  bool other_looked_up = false;
+  std::optional<ChunkHolder> oldest_other;
+};
+
+class Planner {
+ public:
+  Planner(const ChunkDocument& doc, ChunkStateReader* reader)
+      : doc_(doc), reader_(reader) {}
+
+  // The pointer is valid until the next call of Text or OldestOther.
+  absl::StatusOr<TextState*> Text(const Sha256Digest& sha) {
+    auto it = texts_.find(sha);
+    if (it != texts_.end()) return &it->second;
+    TextState state;
+    DEDUPD_ASSIGN_OR_RETURN(state.record, reader_->GetText(sha));
+    auto own = own_old_.find(sha);
+    state.own_old = own == own_old_.end() ? 0 : own->second;
+    return &texts_.emplace(sha, std::move(state)).first->second;
+  }
+
+  // The oldest holder of `sha` outside this document, if any.
+  absl::StatusOr<std::optional<ChunkHolder>> OldestOther(const Sha256Digest& sha) {
+    DEDUPD_ASSIGN_OR_RETURN(TextState * t, Text(sha));
+    if (t->other_looked_up) return t->oldest_other;
+    t->other_looked_up = true;
+    if (!t->record.has_value() || t->record->holders <= t->own_old) {
+      return t->oldest_other;
+    }
+    const std::optional<ChunkHolder>& owner = t->record->owner;
+    if (owner.has_value() && owner->document_url != doc_.document_url) {
+      t->oldest_other = *owner;
+      return t->oldest_other;
+    }
+    // This document's holders are the only ones to skip: at most own_old
+    // of them come before the first other one.
+    DEDUPD_ASSIGN_OR_RETURN(std::vector<ChunkHolder> holders,
+                            ListAllHolders(reader_, sha, *t->record, t->own_old + 1));
+    for (ChunkHolder& h : holders) {
+      if (h.document_url != doc_.document_url) {
+        t->oldest_other = std::move(h);
+        break;
+      }
+    }
+    if (!t->oldest_other.has_value()) {
+      return absl::DataLossError(absl::StrCat(
+          "chunk text ", Sha256Hex(sha), " counts ", t->record->holders,
+          " holders but none outside ", doc_.document_url, " is stored"));
+    }
+    return t->oldest_other;
+  }
+
+  void CountOwnOld(const ChunkManifest& old) {
+    for (const StoredChunk& c : old.chunks) ++own_old_[c.sha256];
+  }
+
+ private:
+  const ChunkDocument& doc_;
+  ChunkStateReader* reader_;
+  absl::flat_hash_map<Sha256Digest, uint64_t> own_old_;
+  absl::flat_hash_map<Sha256Digest, TextState> texts_;
+};
+
+// How many index matches a near search resolves at first; when none of them
+// has a holder outside the document, the search is repeated for all.
+constexpr size_t kNearProbe = 16;
+
+// PlanTextHolders adds to `mut` the records that change when a claim drops
+// `gone` and adds `come` (this document's holders of text `sha`, each sorted
+// oldest first) given the text's record as it was (`was_record`; nullopt: no
+// chunk held the text): the text record with its holder count and owner
+// (the oldest holder), the holder records of every other holder, and the
+// index entry of a text that comes or goes.
+absl::Status PlanTextHolders(const Sha256Digest& sha,
+                             const std::optional<ChunkTextRecord>& was_record,
+                             const std::vector<ChunkHolder>& gone,
+                             const std::vector<ChunkHolder>& come, uint64_t simhash,
+                             absl::string_view document_url, ChunkStateReader* reader,
+                             ChunkMutations* mut) {
+  if (!was_record.has_value()) {
+    if (!gone.empty()) {
+      return absl::DataLossError(absl::StrCat(
+          "document ", document_url, " holds chunk text ", Sha256Hex(sha),
+          " which has no text record"));
+    }
+    // A new text: its oldest holder is the owner, the others get records.
+    DEDUPD_ASSIGN_OR_RETURN(uint32_t id, reader->AllocateTextId());
+    ChunkTextRecord r{id, simhash, come.size(), come.front()};
+    for (size_t k = 1; k < come.size(); ++k) mut->holders_added.emplace_back(sha, come[k]);
+    mut->texts_put.emplace_back(sha, r);
+    mut->fingerprints_added.emplace_back(id, FingerprintRecord{r.simhash, sha});
+    return absl::OkStatus();
+  }
+  const ChunkTextRecord& was = *was_record;
+  if (was.holders < gone.size()) {
+    return absl::DataLossError(absl::StrCat(
+        "chunk text ", Sha256Hex(sha), " counts ", was.holders,
+        " holders but document ", document_url, " alone held ", gone.size()));
+  }
+  const uint64_t count = was.holders - gone.size() + come.size();
+  const bool owner_gone = was.owner.has_value() &&
+                          std::binary_search(gone.begin(), gone.end(), *was.owner);
+  size_t gone_records = 0;  // the removed holders that have records
+  for (const ChunkHolder& h : gone) {
+    if (owner_gone && h == *was.owner) continue;
+    mut->holders_removed.emplace_back(sha, h);
+    ++gone_records;
+  }
+  if (count == 0) {
+    mut->texts_deleted.emplace_back(sha, was);
+    mut->fingerprints_removed.push_back({was.simhash, was.text_id});
+    return absl::OkStatus();
+  }
+  // The new owner: the oldest of the old owner (if it stays), the oldest
+  // remaining holder record (if the old owner goes, or the record names
+  // none) and the oldest added holder.
+  std::optional<ChunkHolder> owner;
+  bool owner_has_record = false;
+  if (was.owner.has_value() && !owner_gone) {
+    owner = was.owner;
+  } else if (count > come.size()) {
+    // Some holder stays; the removed records are at most gone_records
+    // of the records before the first that stays.
+    DEDUPD_ASSIGN_OR_RETURN(std::vector<ChunkHolder> records,
+                            reader->ListHolders(sha, gone_records + 1));
+    for (ChunkHolder& h : records) {
+      if (std::binary_search(gone.begin(), gone.end(), h)) continue;
+      owner = std::move(h);
+      owner_has_record = true;
+      break;
+    }
+    if (!owner.has_value()) {
+      return absl::DataLossError(absl::StrCat(
+          "chunk text ", Sha256Hex(sha), " counts ", was.holders,
+          " holders but none stays after document ", document_url,
+          " drops its ", gone.size()));
+    }
+  }
+  if (!come.empty() && (!owner.has_value() || come.front() < *owner)) {
+    owner = come.front();
+    owner_has_record = false;
+  }
+  for (const ChunkHolder& h : come) {
+    if (!(h == *owner)) mut->holders_added.emplace_back(sha, h);
+  }
+  // A holder record that becomes the owner loses its record; an owner
+  // that stays but is no longer the oldest gets one.
+  if (owner_has_record) mut->holders_removed.emplace_back(sha, *owner);
+  if (was.owner.has_value() && !owner_gone && !(*was.owner == *owner)) {
+    mut->holders_added.emplace_back(sha, *was.owner);
+  }
+  ChunkTextRecord r = was;
+  r.holders = count;
+  r.owner = std::move(owner);
+  if (!(r == was)) mut->texts_put.emplace_back(sha, std::move(r));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim,
+                               absl::Time now, ChunkStateReader* reader,
+                               ChunkPlan* plan) {
+  const absl::Time t = absl::FromUnixMicros(absl::ToUnixMicros(now));
+  plan->answer = ChunkAnswer{};
+  plan->mutations = ChunkMutations{};
+  ChunkAnswer& answer = plan->answer;
+  answer.outcomes.assign(doc.chunks.size(), ChunkOutcome{});
+
+  DEDUPD_ASSIGN_OR_RETURN(std::optional<ChunkManifest> old,
+                          reader->GetManifest(doc.document_url));
+  Planner planner(doc, reader);
+  if (old.has_value()) {
+    planner.CountOwnOld(*old);
+    answer.replaced_chunks = old->chunks.size();
+  }
+
+  // Each new chunk keeps the age of a stored chunk of this document with
+  // the same text (oldest first), so re-sending a document does not make
+  // it younger than the documents that copied it.
+  absl::flat_hash_map<Sha256Digest, std::vector<absl::Time>> old_ages;
+  if (old.has_value()) {
+    for (const StoredChunk& c : old->chunks) {
+      old_ages[c.sha256].push_back(c.added);
+    }
+    for (auto& [key, ages] : old_ages) {
+      std::sort(ages.begin(), ages.end(), std::greater<absl::Time>());
+    }
+  }
+  std::vector<absl::Time> added(doc.chunks.size(), t);
+  std::vector<absl::Time> rank(doc.chunks.size(), absl::InfiniteFuture());
+  std::vector<bool> carried(doc.chunks.size(), false);
+  for (size_t i = 0; i < doc.chunks.size(); ++i) {
+    auto it = old_ages.find(doc.chunks[i].sha256);
+    if (it == old_ages.end() || it->second.empty()) continue;
+    added[i] = rank[i] = it->second.back();
+    it->second.pop_back();
+    carried[i] = true;
+  }
+
+  // The first chunk of this call with each text.
+  absl::flat_hash_map<Sha256Digest, size_t> first_with_text;
+  first_with_text.reserve(doc.chunks.size());
+  for (size_t i = 0; i < doc.chunks.size(); ++i) {
+    const ChunkInput& chunk = doc.chunks[i];
+    ChunkOutcome& out = answer.outcomes[i];
+    DEDUPD_ASSIGN_OR_RETURN(TextState * text, planner.Text(chunk.sha256));
+    out.other_holders = text->record.has_value() && text->record->holders > text->own_old
+                            ? text->record->holders - text->own_old
+                            : 0;
+
+    // Exact: the oldest holder elsewhere or an earlier chunk of this call,
+    // when it is older than this chunk's text.
+    std::optional<Candidate> exact;
+    DEDUPD_ASSIGN_OR_RETURN(std::optional<ChunkHolder> other,
+                            planner.OldestOther(chunk.sha256));
+    if (other.has_value() && !carried[i] && added[i] <= other->added) {
+      // The clocks of concurrent calls can disagree: a call that took `now`
+      // earlier may record after another. A new holder is recorded as
+      // younger than the text's oldest holder, so the chunk that was
+      // answered kNew stays the owner.
+      added[i] = other->added + absl::Microseconds(1);
+    }
+    if (other.has_value()) {
+      exact = Candidate{0, other->added, other->added, -1, other->document_url,
+                        other->chunk_id, chunk.simhash};
+    }
+    auto earlier = first_with_text.find(chunk.sha256);
+    if (earlier != first_with_text.end()) {
+      const size_t j = earlier->second;
+      Candidate own{0, added[j], rank[j], static_cast<int>(j), doc.document_url,
+                    doc.chunks[j].chunk_id, chunk.simhash};
+      if (!exact.has_value() || own.Before(*exact)) exact = std::move(own);
+    } else {
+      first_with_text.emplace(chunk.sha256, i);
+    }
+    if (exact.has_value() && exact->rank <= rank[i]) {
+      out.verdict = ChunkVerdict::kExactDuplicate;
+      out.duplicate_document_url = exact->document_url;
+      out.duplicate_chunk_id = exact->chunk_id;
+      out.duplicate_simhash = exact->simhash;
+      out.distance = 0;
+      out.first_seen = exact->added;
+      continue;
+    }
+    // A text stored elsewhere but younger than this document's copy: this
+    // document owns it, whatever is near it.
+    const bool owns_stored_text = exact.has_value();
+
+    std::optional<Candidate> near;
+    if (!owns_stored_text && chunk.max_distance >= 0) {
+      size_t total = 0;
+      size_t limit = kNearProbe;
+      for (int pass = 0; pass < 2 && !near.has_value(); ++pass) {
+        std::vector<SimHashIndex::Match> matches =
+            reader->QueryNear(chunk.simhash, chunk.max_distance, limit, &total);
+        for (const SimHashIndex::Match& m : matches) {
+          if (near.has_value() && m.distance > near->distance) break;
+          DEDUPD_ASSIGN_OR_RETURN(FingerprintRecord fp,
+                                  reader->GetTextFingerprint(m.id));
+          if (fp.sha256 == chunk.sha256) continue;  // only this document's
+          DEDUPD_ASSIGN_OR_RETURN(std::optional<ChunkHolder> holder,
+                                  planner.OldestOther(fp.sha256));
+          if (!holder.has_value()) continue;
+          Candidate c{m.distance, holder->added, holder->added, -1, holder->document_url,
+                      holder->chunk_id, m.fingerprint};
+          if (!near.has_value() || c.Before(*near)) near = std::move(c);
+        }
+        if (total <= limit) break;
+        limit = total;
+      }
+      for (const auto& [key, j] : first_with_text) {
+        if (j >= i) continue;
+        const int d = HammingDistance(chunk.simhash, doc.chunks[j].simhash);
+        if (d > chunk.max_distance || doc.chunks[j].sha256 == chunk.sha256) continue;
+        Candidate c{d, added[j], rank[j], static_cast<int>(j), doc.document_url,
+                    doc.chunks[j].chunk_id, doc.chunks[j].simhash};
+        if (!near.has_value() || c.Before(*near)) near = std::move(c);
+      }
+    }
+    if (near.has_value()) {
+      out.verdict = ChunkVerdict::kNearDuplicate;
+      out.duplicate_document_url = near->document_url;
+      out.duplicate_chunk_id = near->chunk_id;
+      out.duplicate_simhash = near->simhash;
+      out.distance = near->distance;
+      out.first_seen = near->added;
+    } else {
+      out.verdict = ChunkVerdict::kNew;
+      if (claim || carried[i]) out.first_seen = added[i];
+    }
+  }
+  if (!claim) return absl::OkStatus();
+
+  // The records that replace the document's chunks.
+  ChunkMutations& mut = plan->mutations;
+  ChunkManifest next;
+  next.chunks.reserve(doc.chunks.size());
+  for (size_t i = 0; i < doc.chunks.size(); ++i) {
+    const ChunkInput& c = doc.chunks[i];
+    next.chunks.push_back({c.chunk_id, c.sha256, c.simhash, added[i]});
+  }
+  const ChunkManifest no_chunks;
+  const ChunkManifest& before = old.has_value() ? *old : no_chunks;
+  // Holders: the difference between the old and the new set, by text.
+  using Held = std::pair<Sha256Digest, ChunkHolder>;
+  auto less = [](const Held& a, const Held& b) {
+    return std::tie(a.first, a.second) < std::tie(b.first, b.second);
+  };
+  auto holders_of = [&](const ChunkManifest& m) {
+    std::vector<Held> out;
+    out.reserve(m.chunks.size());
+    for (const StoredChunk& c : m.chunks) {
+      out.push_back({c.sha256, {c.added, doc.document_url, c.chunk_id}});
+    }
+    std::sort(out.begin(), out.end(), less);
+    return out;
+  };
+  const std::vector<Held> old_holders = holders_of(before);
+  const std::vector<Held> new_holders = holders_of(next);
+  std::vector<Held> removed;
+  std::vector<Held> added_holders;
+  std::set_difference(old_holders.begin(), old_holders.end(), new_holders.begin(),
+                      new_holders.end(), std::back_inserter(removed), less);
+  std::set_difference(new_holders.begin(), new_holders.end(), old_holders.begin(),
+                      old_holders.end(), std::back_inserter(added_holders), less);
+  if (next.chunks.empty()) {
+    mut.delete_manifest = old.has_value();
+  } else if (!(next == before)) {
+    mut.manifest = std::move(next);
+  }
+  absl::flat_hash_map<Sha256Digest, uint64_t> simhash_of;
+  simhash_of.reserve(doc.chunks.size());
+  for (const ChunkInput& c : doc.chunks) simhash_of[c.sha256] = c.simhash;
+  // Text records, in SHA-256 order (deterministic ids and writes): both
+  // lists are sorted by text, then holder, so each text's removed and
+  // added holders are one run of each, oldest first.
+  auto r_it = removed.begin();
+  auto a_it = added_holders.begin();
+  while (r_it != removed.end() || a_it != added_holders.end()) {
+    const Sha256Digest sha =
+        r_it == removed.end() ? a_it->first
+        : a_it == added_holders.end() ? r_it->first
+                                      : std::min(r_it->first, a_it->first);
+    std::vector<ChunkHolder> gone;  // this text's removed holders, oldest first
+    for (; r_it != removed.end() && r_it->first == sha; ++r_it) gone.push_back(r_it->second);
+    std::vector<ChunkHolder> come;  // its added ones, oldest first
+    for (; a_it != added_holders.end() && a_it->first == sha; ++a_it) {
+      come.push_back(a_it->second);
+    }
+    DEDUPD_ASSIGN_OR_RETURN(TextState * text, planner.Text(sha));
+    auto simhash = simhash_of.find(sha);  // absent: a text the document drops
+    DEDUPD_RETURN_IF_ERROR(PlanTextHolders(sha, text->record, gone, come,
+                                           simhash == simhash_of.end() ? 0 : simhash->second,
+                                           doc.document_url, reader, &mut));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace dedupd

@@ -1,0 +1,190 @@
+// chunk_planner.h: the chunk layer's decision logic, shared by every
+// ChunkStore backend (as content_planner.h is for the content layer). A
+// backend reads the state a document needs through a ChunkStateReader (the
+// records as they were before the call, with the document's and its texts'
+// claim locks held), the planner decides each chunk's outcome and the
+// records to write, and the backend writes them atomically.
+//
+// Records (what a backend stores; docs/storage_format.md for RocksDB):
+//   manifest  document URL -> its chunks (id, SHA-256, SimHash, added)
+//   text      SHA-256 -> (text id, SimHash, number of chunks holding it,
+//             its owner: the oldest chunk holding it)
+//   holder    (SHA-256, added, document URL, chunk id): one per stored chunk
+//             other than its text's owner, so the holders after the owner
+//             are in that order (a text record without an owner, written
+//             by storage format 2, has a holder record for every holder)
+//   fingerprint  text id -> (SimHash, SHA-256), the chunk index's entries
+//             (the RocksDB backend keeps it in the text record, keyed by
+//             text id, with an in-memory SHA-256 -> id map)
+//
+// Example (inside a backend's CheckChunks, with its locks held):
+//   ChunkPlan plan;
+//   DEDUPD_RETURN_IF_ERROR(PlanChunkDocument(doc, claim, now, &reader, &plan));
+//   // write plan.mutations in one atomic batch, then update the index.
+//
+// Thread safety: PlanChunkDocument is thread-compatible; the reader's calls
+// happen on the calling thread.
+#ifndef DEDUPD_STORAGE_PLAN_CHUNK_PLANNER_H_
+#define DEDUPD_STORAGE_PLAN_CHUNK_PLANNER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "core/text/sha256.h"
+#include "core/index/simhash_index.h"
+#include "storage/chunk_store.h"
+#include "storage/plan/content_planner.h"
+
+namespace dedupd {
+
+// One chunk of a stored document (a manifest entry).
+struct StoredChunk {
+  std::string chunk_id;
+  Sha256Digest sha256{};
+  uint64_t simhash = 0;
+  // When the document first held this text (microseconds).
+  absl::Time added;
+
+  bool operator==(const StoredChunk& o) const {
+    return chunk_id == o.chunk_id && sha256 == o.sha256 &&
+           simhash == o.simhash && added == o.added;
+  }
+};
+
+// A document's stored chunks, in the order it was sent.
+struct ChunkManifest {
+  std::vector<StoredChunk> chunks;
+  bool operator==(const ChunkManifest& o) const { return chunks == o.chunks; }
+};
+
+// One stored chunk holding a text. Holders of a text are ordered by
+// (added, document_url, chunk_id): oldest first.
+struct ChunkHolder {
+  absl::Time added;
+  std::string document_url;
+  std::string chunk_id;
+
+  bool operator==(const ChunkHolder& o) const {
+    return added == o.added && document_url == o.document_url &&
+           chunk_id == o.chunk_id;
+  }
+  bool operator<(const ChunkHolder& o) const {
+    return std::tie(added, document_url, chunk_id) <
+           std::tie(o.added, o.document_url, o.chunk_id);
+  }
+};
+
+// What is stored per distinct chunk text.
+struct ChunkTextRecord {
+  // The text's id in the chunk index; allocated in increasing order.
+  uint32_t text_id = 0;
+  uint64_t simhash = 0;
+  // How many stored chunks (of all documents) hold the text; >= 1.
+  uint64_t holders = 0;
+  // The oldest holder, which has no holder record. Every record the
+  // planner writes has one; records of storage format 2 have none (every
+  // holder then has a holder record) until a claim rewrites them.
+  std::optional<ChunkHolder> owner;
+
+  bool operator==(const ChunkTextRecord& o) const {
+    return text_id == o.text_id && simhash == o.simhash && holders == o.holders &&
+           owner == o.owner;
+  }
+};
+
+// ChunkStateReader: the store's state before the call. Errors are the
+// backend's (Unavailable, DataLoss, ...), with context.
+class ChunkStateReader {
+ public:
+  virtual ~ChunkStateReader() = default;
+  virtual absl::StatusOr<std::optional<ChunkManifest>> GetManifest(
+      absl::string_view document_url) = 0;
+  virtual absl::StatusOr<std::optional<ChunkTextRecord>> GetText(
+      const Sha256Digest& sha256) = 0;
+  // The first `limit` holder records of the text, oldest first (the text's
+  // owner, when its record names one, is not among them).
+  virtual absl::StatusOr<std::vector<ChunkHolder>> ListHolders(
+      const Sha256Digest& sha256, size_t limit) = 0;
+  // The chunk index's answer (see SimHashIndex::Query).
+  virtual std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash,
+                                                     int max_distance,
+                                                     size_t limit,
+                                                     size_t* total) = 0;
+  // The fingerprint record of a text id the index returned. A backend whose
+  // index is updated outside its read view (after the write, by other
+  // calls) must not return such ids from QueryNear unless their records
+  // are in the view; an id without a record is then a broken invariant,
+  // reported as DataLoss.
+  virtual absl::StatusOr<FingerprintRecord> GetTextFingerprint(uint32_t text_id) = 0;
+  // A fresh text id, larger than every id in use.
+  // Errors: ResourceExhausted when ids run out.
+  virtual absl::StatusOr<uint32_t> AllocateTextId() = 0;
+};
+
+// The records a claim writes. A backend applies them in one atomic write:
+// deletions, then puts.
+struct ChunkMutations {
+  // The document's new manifest; nullopt with delete_manifest when the
+  // document now has no chunks; nullopt without it when unchanged.
+  std::optional<ChunkManifest> manifest;
+  bool delete_manifest = false;
+  // Holder records (not the holders a text record names as its owner).
+  std::vector<std::pair<Sha256Digest, ChunkHolder>> holders_removed;
+  std::vector<std::pair<Sha256Digest, ChunkHolder>> holders_added;
+  std::vector<std::pair<Sha256Digest, ChunkTextRecord>> texts_put;
+  // Texts no chunk holds any more, with their records as they were.
+  std::vector<std::pair<Sha256Digest, ChunkTextRecord>> texts_deleted;
+  // Index entries: the ones to insert (new texts) and the ones to remove
+  // (the texts_deleted, by id and SimHash).
+  std::vector<std::pair<uint32_t, FingerprintRecord>> fingerprints_added;
+  std::vector<SimHashIndex::Entry> fingerprints_removed;
+
+  bool empty() const {
+    return !manifest.has_value() && !delete_manifest &&
+           holders_removed.empty() && holders_added.empty() &&
+           texts_put.empty() && texts_deleted.empty();
+  }
+};
+
+struct ChunkPlan {
+  ChunkAnswer answer;
+  ChunkMutations mutations;  // empty unless claiming
+};
+
+// ListAllHolders returns the first `limit` holders of a text, oldest first:
+// its owner (when `record` names one) followed by its holder records.
+// `record` is the text's record as `reader` sees it.
+absl::StatusOr<std::vector<ChunkHolder>> ListAllHolders(ChunkStateReader* reader,
+                                                        const Sha256Digest& sha256,
+                                                        const ChunkTextRecord& record,
+                                                        size_t limit);
+
+// ChunkLockShas returns the distinct SHA-256s a claim of `doc` must hold
+// locks on, given the document's stored manifest: its new chunks' texts and
+// its stored chunks' texts, sorted.
+std::vector<Sha256Digest> ChunkLockShas(const ChunkDocument& doc,
+                                        const std::optional<ChunkManifest>& stored);
+
+// PlanChunkDocument decides every chunk's outcome (see
+// ChunkStore::CheckChunks) against `reader`'s state and, with `claim`,
+// collects the records that replace the document's chunks. `now` is
+// truncated to microseconds.
+// REQUIRES: CheckChunkDocument(doc, ...) is OK.
+// Errors: the reader's, unchanged; DataLoss for records that contradict
+// each other (an index entry without its text record).
+absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim,
+                               absl::Time now, ChunkStateReader* reader,
+                               ChunkPlan* plan);
+
+}  // namespace dedupd
+
+#endif  // DEDUPD_STORAGE_PLAN_CHUNK_PLANNER_H_

@@ -1,0 +1,154 @@
+// content_planner.h: the content layer's decision logic, shared by every
+// ContentStore backend. A backend gathers the state a batch needs through a
+// ContentStateReader (the records as they were before the batch), the
+// planner decides each document's outcome and the records to write, and the
+// backend writes them atomically. The planner keeps the batch's own writes
+// in an overlay, so later documents of a claim batch see earlier ones.
+//
+// Example (inside a backend's CheckContent, with its locks held):
+//   ContentPlan plan;
+//   DEDUPD_RETURN_IF_ERROR(PlanContentBatch(docs, claim, limits, now,
+//                                           &reader, &plan));
+//   // write plan.mutations in one atomic batch, then
+//   // index.Insert each plan.mutations.fingerprints entry.
+//
+// Thread safety: PlanContentBatch is thread-compatible; the reader's calls
+// happen on the calling thread.
+#ifndef DEDUPD_STORAGE_PLAN_CONTENT_PLANNER_H_
+#define DEDUPD_STORAGE_PLAN_CONTENT_PLANNER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "core/text/sha256.h"
+#include "core/index/simhash_index.h"
+#include "storage/content_store.h"
+
+namespace dedupd {
+
+// DigestKey returns the 32 bytes of `sha256` as a string: the key of
+// per-text maps (overlays, the memory store).
+inline std::string DigestKey(const Sha256Digest& sha256) {
+  return std::string(reinterpret_cast<const char*>(sha256.data()), sha256.size());
+}
+
+// What is stored per distinct text (keyed by its SHA-256).
+struct ContentRecord {
+  // Sequence number of the text, also its id in the near-duplicate index;
+  // allocated in increasing order, so smaller is older.
+  uint32_t doc_id = 0;
+  uint64_t simhash = 0;
+  absl::Time first_seen;
+  // Number of alias URLs recorded for the text.
+  uint64_t alias_count = 0;
+  // The identity URL of the first document that recorded the text.
+  std::string owner_url;
+
+  bool operator==(const ContentRecord& o) const {
+    return doc_id == o.doc_id && simhash == o.simhash &&
+           first_seen == o.first_seen && alias_count == o.alias_count &&
+           owner_url == o.owner_url;
+  }
+};
+
+// What is stored per fetched URL, for re-crawl status: the hash of its
+// last fetch, when it was first fetched, and since when it has had that
+// hash (the first fetch that saw it; unchanged re-fetches write nothing).
+struct FetchRecord {
+  Sha256Digest sha256{};
+  absl::Time first_fetch;
+  absl::Time hash_since;
+
+  bool operator==(const FetchRecord& o) const {
+    return sha256 == o.sha256 && first_fetch == o.first_fetch &&
+           hash_since == o.hash_since;
+  }
+};
+
+// What is stored per index entry: which text a doc_id is.
+struct FingerprintRecord {
+  uint64_t simhash = 0;
+  Sha256Digest sha256{};
+
+  bool operator==(const FingerprintRecord& o) const {
+    return simhash == o.simhash && sha256 == o.sha256;
+  }
+};
+
+// ContentStateReader: the store's state before the batch. Errors are the
+// backend's (Unavailable, DataLoss, ...), with context.
+class ContentStateReader {
+ public:
+  virtual ~ContentStateReader() = default;
+  virtual absl::StatusOr<std::optional<ContentRecord>> GetContent(
+      const Sha256Digest& sha256) = 0;
+  // True when `url` is recorded as an alias of the text `sha256`.
+  virtual absl::StatusOr<bool> HasAlias(const Sha256Digest& sha256,
+                                        absl::string_view url) = 0;
+  // The first `limit` alias URLs of the text, in byte order.
+  virtual absl::StatusOr<std::vector<std::string>> ListAliases(
+      const Sha256Digest& sha256, size_t limit) = 0;
+  virtual absl::StatusOr<std::optional<FetchRecord>> GetFetch(
+      absl::string_view fetched_url) = 0;
+  // True when `url` is in the URL seen-set.
+  virtual absl::StatusOr<bool> HasUrl(absl::string_view url) = 0;
+  // The near-duplicate index's answer (see SimHashIndex::Query).
+  virtual std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash,
+                                                     int max_distance,
+                                                     size_t limit,
+                                                     size_t* total) = 0;
+  // The fingerprint record of an id the index returned. NotFound is a
+  // broken invariant the backend reports as DataLoss.
+  virtual absl::StatusOr<FingerprintRecord> GetFingerprint(uint32_t doc_id) = 0;
+  // A fresh doc id, larger than every id allocated before.
+  // Errors: ResourceExhausted when ids run out.
+  virtual absl::StatusOr<uint32_t> AllocateDocId() = 0;
+};
+
+// The records a claim batch writes; each key appears at most once per
+// vector (content records carry their final alias count).
+struct ContentMutations {
+  std::vector<std::pair<Sha256Digest, ContentRecord>> contents;
+  struct Alias {
+    Sha256Digest sha256;
+    std::string url;
+    absl::Time added;
+  };
+  std::vector<Alias> aliases;
+  std::vector<std::pair<std::string, FetchRecord>> fetches;
+  // URLs to add to the seen-set, with their first-seen time.
+  std::vector<std::pair<std::string, absl::Time>> urls;
+  std::vector<std::pair<uint32_t, FingerprintRecord>> fingerprints;
+
+  bool empty() const {
+    return contents.empty() && aliases.empty() && fetches.empty() &&
+           urls.empty() && fingerprints.empty();
+  }
+};
+
+struct ContentPlan {
+  std::vector<ContentOutcome> outcomes;  // one per doc, in order
+  ContentMutations mutations;            // empty unless claiming
+};
+
+// PlanContentBatch decides the outcome of every doc (see
+// ContentStore::CheckContent for the semantics) against `reader`'s state
+// plus, with `claim`, the batch's own earlier documents, and collects the
+// records to write. `now` is truncated to microseconds.
+// Errors: the reader's, unchanged.
+absl::Status PlanContentBatch(absl::Span<const ContentDoc> docs, bool claim,
+                              const ContentLimits& limits, absl::Time now,
+                              ContentStateReader* reader, ContentPlan* plan);
+
+}  // namespace dedupd
+
+#endif  // DEDUPD_STORAGE_PLAN_CONTENT_PLANNER_H_

@@ -1,0 +1,345 @@
+// rocksdb_format.h: the RocksDB backend's on-disk key/value layout, as pure
+// encode/decode functions. This file and docs/storage_format.md are the only
+// definitions of the format; rocksdb_store.cc uses nothing else to build or
+// read keys and values. Nothing here includes RocksDB, so the format can be
+// golden-tested and fuzzed on its own.
+//
+// Every key starts with a one-byte tag naming the record kind (kTagMeta,
+// kTagUrl, ..., kTagChunk with a second byte naming the chunk record kind;
+// the unassigned tags are listed in docs/storage_format.md).
+// Integers are big-endian and fixed width.
+//
+// Changing any byte these functions produce or accept changes the on-disk
+// format and requires bumping kStorageFormatVersion (the golden test in
+// rocksdb_format_test.cc fails until you do).
+//
+// Example:
+//   std::string key = rocksdb_format::EncodeUrlKey("http://a.example/");
+//   std::string value = rocksdb_format::EncodeUrlValue(absl::Now());
+//   absl::StatusOr<absl::Time> first_seen =
+//       rocksdb_format::DecodeUrlValue(value);
+//
+// Thread safety: every function is pure and thread-safe.
+#ifndef DEDUPD_STORAGE_ROCKSDB_ROCKSDB_FORMAT_H_
+#define DEDUPD_STORAGE_ROCKSDB_ROCKSDB_FORMAT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "core/text/sha256.h"
+
+namespace dedupd::rocksdb_format {
+
+// The version of the whole layout (every key and value kind). Stored in the
+// meta record. A store of version kOldestUpgradableFormatVersion is read and
+// its meta record rewritten to kStorageFormatVersion at open (format 3 only
+// added a chunk text value version that format-2 builds cannot read; format
+// 2's records are all still read, docs/storage_format.md "Versions"); any
+// other version is refused.
+inline constexpr uint32_t kStorageFormatVersion = 4;
+inline constexpr uint32_t kOldestUpgradableFormatVersion = 2;
+
+// Key tags: the first byte of every key.
+inline constexpr char kTagMeta = '\x00';
+inline constexpr char kTagUrl = '\x01';
+inline constexpr char kTagContent = '\x02';
+inline constexpr char kTagAlias = '\x03';
+inline constexpr char kTagFingerprint = '\x04';
+inline constexpr char kTagChunk = '\x05';
+inline constexpr char kTagFetch = '\x06';
+// 0x07..0xFF are unassigned. See docs/storage_format.md.
+
+// The first byte of every URL value: the value layout's own version.
+inline constexpr uint8_t kUrlValueVersion = 1;
+// Size of a version-1 URL value: version byte + 8-byte big-endian micros.
+inline constexpr size_t kUrlValueBytes = 9;
+
+// The meta record's magic: the first 8 bytes of its value.
+inline constexpr absl::string_view kMetaMagic = "DEDUPDST";
+// Size of a version-1 meta value: magic, format version, normalizer
+// version, creation time.
+inline constexpr size_t kMetaBytes = 8 + 4 + 4 + 8;
+
+// The store-wide facts kept in the meta record.
+struct StoreMeta {
+  // The layout version the store was written with (kStorageFormatVersion
+  // when this build created it).
+  uint32_t format_version = kStorageFormatVersion;
+  // The URL normalizer version whose output the URL keys are. Keys written
+  // by another normalizer version would not match this build's keys.
+  uint32_t normalizer_version = 0;
+  // When the store was created, truncated to microseconds.
+  absl::Time created = absl::UnixEpoch();
+};
+
+// EncodeMetaKey returns the key of the (single) meta record: the one byte
+// kTagMeta. Keys that start with kTagMeta and have more bytes are reserved
+// for later meta records.
+std::string EncodeMetaKey();
+
+// EncodeMeta returns the meta value in the version-1 layout, writing
+// `meta.format_version` as given (tests use this to forge other versions).
+// Layout: kMetaMagic (8 bytes) | format_version (u32 BE) |
+// normalizer_version (u32 BE) | created (i64 BE microseconds since the Unix
+// epoch, truncated).
+std::string EncodeMeta(const StoreMeta& meta);
+
+// DecodeMetaFormatVersion reads only the magic and the format version,
+// which every format version keeps at the same offsets, so any build can
+// say which version a store was written with.
+// Errors: DataLoss when `value` is shorter than 12 bytes or the magic does
+// not match (not a dedupd meta record).
+absl::StatusOr<uint32_t> DecodeMetaFormatVersion(absl::string_view value);
+
+// DecodeMeta decodes a meta value.
+// Errors: DataLoss for bad bytes (wrong magic, wrong length);
+// FailedPrecondition when the format version is outside
+// [kOldestUpgradableFormatVersion, kStorageFormatVersion] (the remaining
+// fields' layout is then unknown to this build).
+absl::StatusOr<StoreMeta> DecodeMeta(absl::string_view value);
+
+// EncodeUrlKey returns the key of the URL record for `normalized_url`:
+// kTagUrl followed by the URL's bytes, unchanged. Byte order of keys is
+// byte order of URLs.
+// REQUIRES: normalized_url is non-empty.
+std::string EncodeUrlKey(absl::string_view normalized_url);
+
+// DecodeUrlKey returns the normalized URL of a URL record key.
+// Errors: DataLoss when `key` is not kTagUrl followed by at least one byte.
+// The returned view points into `key` and lives as long as it.
+absl::StatusOr<absl::string_view> DecodeUrlKey(absl::string_view key);
+
+// EncodeUrlValue returns the URL record value: kUrlValueVersion followed by
+// `first_seen` as i64 big-endian (two's complement) microseconds since the
+// Unix epoch, truncated toward negative infinity.
+std::string EncodeUrlValue(absl::Time first_seen);
+
+// DecodeUrlValue returns the first-seen time stored in a URL value.
+// Errors: DataLoss naming the defect (empty, unknown value version, wrong
+// length). Never crashes, whatever the bytes.
+absl::StatusOr<absl::Time> DecodeUrlValue(absl::string_view value);
+
+// ---- Content layer (format version 2) ----
+
+// The algorithms whose output the content records are: a store written
+// with other ones would not match this build's hashes and fingerprints.
+// Kept in the second meta record (key 00 01), written when the store is
+// created.
+struct ContentMeta {
+  uint32_t text_normalizer_version = 0;
+  uint32_t simhash_version = 0;
+  uint32_t shingle_words = 0;
+  uint64_t simhash_seed = 0;
+  bool operator==(const ContentMeta& o) const {
+    return text_normalizer_version == o.text_normalizer_version &&
+           simhash_version == o.simhash_version &&
+           shingle_words == o.shingle_words && simhash_seed == o.simhash_seed;
+  }
+};
+inline constexpr uint8_t kContentMetaVersion = 1;
+inline constexpr size_t kContentMetaBytes = 1 + 4 + 4 + 4 + 8;
+
+// EncodeContentMetaKey returns 00 01.
+std::string EncodeContentMetaKey();
+// Layout: version byte (1) | text normalizer version (u32) | SimHash
+// version (u32) | shingle words (u32) | SimHash seed (u64).
+std::string EncodeContentMeta(const ContentMeta& meta);
+// Errors: DataLoss naming the defect.
+absl::StatusOr<ContentMeta> DecodeContentMeta(absl::string_view value);
+
+// Content record: key 02 | SHA-256 (32 bytes); value version byte (1) |
+// doc id (u32) | SimHash (u64) | first seen (i64 micros) | alias count (u64)
+// | owner URL (the rest, at least one byte).
+inline constexpr uint8_t kContentValueVersion = 1;
+std::string EncodeContentKey(const Sha256Digest& sha256);
+struct ContentValue {
+  uint32_t doc_id = 0;
+  uint64_t simhash = 0;
+  absl::Time first_seen;
+  uint64_t alias_count = 0;
+  std::string owner_url;
+};
+std::string EncodeContentValue(const ContentValue& v);
+absl::StatusOr<ContentValue> DecodeContentValue(absl::string_view value);
+
+// Alias record: key 03 | SHA-256 (32) | alias URL bytes; value version byte
+// (1) | time added (i64 micros). EncodeAliasPrefix is the key prefix shared
+// by every alias of one text (iterate it for the list, in URL byte order).
+inline constexpr uint8_t kAliasValueVersion = 1;
+std::string EncodeAliasPrefix(const Sha256Digest& sha256);
+std::string EncodeAliasKey(const Sha256Digest& sha256, absl::string_view url);
+// The alias URL of an alias key (a view into `key`).
+// Errors: DataLoss when `key` is not an alias key.
+absl::StatusOr<absl::string_view> DecodeAliasKeyUrl(absl::string_view key);
+std::string EncodeAliasValue(absl::Time added);
+absl::StatusOr<absl::Time> DecodeAliasValue(absl::string_view value);
+
+// Fingerprint record: key 04 | doc id (u32); value version byte (1) |
+// SimHash (u64) | SHA-256 (32). Scanned at open to rebuild the in-memory
+// near-duplicate index; the largest key gives the next doc id.
+inline constexpr uint8_t kFingerprintValueVersion = 1;
+inline constexpr size_t kFingerprintValueBytes = 1 + 8 + 32;
+std::string EncodeFingerprintKey(uint32_t doc_id);
+absl::StatusOr<uint32_t> DecodeFingerprintKey(absl::string_view key);
+std::string EncodeFingerprintValue(uint64_t simhash, const Sha256Digest& sha256);
+struct FingerprintValue {
+  uint64_t simhash = 0;
+  Sha256Digest sha256{};
+};
+absl::StatusOr<FingerprintValue> DecodeFingerprintValue(absl::string_view value);
+
+// Fetch record: key 06 | fetched URL bytes; value version byte (1) |
+// SHA-256 of the last fetch (32) | first fetch (i64 micros) | hash since
+// (i64 micros: the first fetch that saw this hash).
+inline constexpr uint8_t kFetchValueVersion = 1;
+inline constexpr size_t kFetchValueBytes = 1 + 32 + 8 + 8;
+std::string EncodeFetchKey(absl::string_view fetched_url);
+struct FetchValue {
+  Sha256Digest sha256{};
+  absl::Time first_fetch;
+  absl::Time hash_since;
+};
+std::string EncodeFetchValue(const FetchValue& v);
+absl::StatusOr<FetchValue> DecodeFetchValue(absl::string_view value);
+
+// ---- Chunk layer (tag 0x05, column family "content"; format version 2) ----
+//
+// A second byte after kTagChunk names the chunk record kind. The records
+// are those of storage/plan/chunk_planner.h: manifest, text, holder and
+// fingerprint. They were added to format 2 without a bump: builds that
+// predate them never read or write keys starting with 05 (see
+// docs/storage_format.md, "Versions").
+inline constexpr char kChunkManifest = '\x01';
+inline constexpr char kChunkText = '\x02';
+inline constexpr char kChunkHolder = '\x03';
+inline constexpr char kChunkFingerprint = '\x04';
+inline constexpr char kChunkTextById = '\x05';
+
+// Chunk manifest: key 05 01 | document URL bytes (the rest of the key).
+// Value: version byte (1) | chunk count n (u32, >= 1) | n entries of
+// id length (u32, >= 1) | chunk id bytes | SHA-256 (32) | SimHash (u64) |
+// added (i64 micros).
+inline constexpr uint8_t kChunkManifestValueVersion = 1;
+// REQUIRES: document_url non-empty.
+std::string EncodeChunkManifestKey(absl::string_view document_url);
+struct ChunkManifestEntry {
+  std::string chunk_id;
+  Sha256Digest sha256{};
+  uint64_t simhash = 0;
+  absl::Time added;
+};
+// REQUIRES: entries non-empty, every chunk_id non-empty and shorter than
+// 2^32 bytes.
+std::string EncodeChunkManifestValue(const std::vector<ChunkManifestEntry>& entries);
+// Errors: DataLoss naming the defect (version, count, truncated entry,
+// trailing bytes). Never crashes, whatever the bytes.
+absl::StatusOr<std::vector<ChunkManifestEntry>> DecodeChunkManifestValue(
+    absl::string_view value);
+
+// Chunk text record: key 05 02 | SHA-256 (32). Value, version 2 (written
+// since storage format 3): version byte (2) | text id (u32) | SimHash (u64)
+// | holders (u64, >= 1) | owner added (i64 micros) | owner URL length (u32,
+// >= 1) | owner URL | owner chunk id (the rest, >= 1 byte). The owner is the
+// text's oldest holder (ChunkHolder order); it has no holder record, every
+// other holder has one. Version 1 (format 2, still read): the first 21
+// bytes alone, without an owner; then every holder has a holder record.
+inline constexpr uint8_t kChunkTextValueVersion = 2;
+inline constexpr uint8_t kChunkTextValueVersionWithoutOwner = 1;
+inline constexpr size_t kChunkTextValueFixedBytes = 1 + 4 + 8 + 8;
+std::string EncodeChunkTextKey(const Sha256Digest& sha256);
+// The key range of every chunk text record by SHA-256: [first, end).
+std::string ChunkTextKeysBegin();
+std::string ChunkTextKeysEnd();
+struct ChunkTextValue {
+  uint32_t text_id = 0;
+  uint64_t simhash = 0;
+  uint64_t holders = 0;
+  // Version 2 only (has_owner): the text's oldest holder.
+  bool has_owner = false;
+  absl::Time owner_added;
+  std::string owner_url;
+  std::string owner_chunk_id;
+};
+// Encodes version 2, or version 1 when !v.has_owner (tests and tools that
+// build format-2 stores).
+// REQUIRES: v.holders >= 1; with has_owner, owner_url and owner_chunk_id
+// non-empty and owner_url shorter than 2^32 bytes.
+std::string EncodeChunkTextValue(const ChunkTextValue& v);
+// Errors: DataLoss naming the defect (also for a holder count of 0).
+absl::StatusOr<ChunkTextValue> DecodeChunkTextValue(absl::string_view value);
+
+// Chunk holder record: key 05 03 | SHA-256 (32) | added (8 bytes: i64
+// micros with the sign bit flipped, big-endian, so that byte order is
+// numeric order before the epoch too) | document URL | 00 | chunk id.
+// Value: the version byte (1) alone. The holders of one text are the key
+// range EncodeChunkHolderPrefix(sha256), ordered oldest first, then by
+// document URL, then by chunk id (ChunkHolder::operator<): the URL's NUL
+// terminator sorts a URL before every longer URL it is a prefix of, as
+// std::string does, and the chunk id is last, so it may hold any bytes.
+inline constexpr uint8_t kChunkHolderValueVersion = 1;
+std::string EncodeChunkHolderPrefix(const Sha256Digest& sha256);
+struct ChunkHolderKey {
+  Sha256Digest sha256{};
+  absl::Time added;
+  std::string document_url;
+  std::string chunk_id;
+};
+// REQUIRES: document_url non-empty without a NUL byte; chunk_id non-empty.
+std::string EncodeChunkHolderKey(const ChunkHolderKey& k);
+// Errors: DataLoss when `key` is not a holder key (tag, length, no NUL
+// after a non-empty URL, empty chunk id).
+absl::StatusOr<ChunkHolderKey> DecodeChunkHolderKey(absl::string_view key);
+std::string EncodeChunkHolderValue();
+// Errors: DataLoss unless `value` is exactly the version-1 value.
+absl::Status CheckChunkHolderValue(absl::string_view value);
+
+// Chunk fingerprint record: key 05 04 | text id (u32). Value: the 41 bytes
+// of a fingerprint record (EncodeFingerprintValue: version, SimHash,
+// SHA-256). Scanned at open into the chunk index; the largest key gives the
+// next text id.
+std::string EncodeChunkFingerprintKey(uint32_t text_id);
+// Errors: DataLoss when `key` is not 05 04 and a u32.
+absl::StatusOr<uint32_t> DecodeChunkFingerprintKey(absl::string_view key);
+// The key range of every chunk fingerprint record: [first, end).
+std::string ChunkFingerprintKeysBegin();
+std::string ChunkFingerprintKeysEnd();
+
+// Chunk text record by id (storage format 4; replaces the text record by
+// SHA-256 and the fingerprint record): key 05 05 | text id (u32). Value,
+// version 3 (the text values' version sequence goes on): version byte (3) |
+// SHA-256 (32) | SimHash (u64) | holders (u64, >= 1) | owner added (i64
+// micros) | owner URL length (u32, >= 1) | owner URL | owner chunk id (the
+// rest, >= 1 byte). Keys grow with the ids a claim allocates, so new texts
+// append to the key space; the SHA-256 -> id map that finds a text by its
+// digest is in memory (ChunkTextIds), rebuilt from these records at open.
+inline constexpr uint8_t kChunkTextByIdValueVersion = 3;
+inline constexpr size_t kChunkTextByIdValueFixedBytes = 1 + 32 + 8 + 8 + 8 + 4;
+std::string EncodeChunkTextByIdKey(uint32_t text_id);
+// Errors: DataLoss when `key` is not 05 05 and a u32.
+absl::StatusOr<uint32_t> DecodeChunkTextByIdKey(absl::string_view key);
+// The key range of every chunk text record by id: [first, end).
+std::string ChunkTextByIdKeysBegin();
+std::string ChunkTextByIdKeysEnd();
+struct ChunkTextByIdValue {
+  Sha256Digest sha256{};
+  uint64_t simhash = 0;
+  uint64_t holders = 0;
+  absl::Time owner_added;
+  std::string owner_url;
+  std::string owner_chunk_id;
+};
+// REQUIRES: v.holders >= 1; owner_url and owner_chunk_id non-empty,
+// owner_url shorter than 2^32 bytes.
+std::string EncodeChunkTextByIdValue(const ChunkTextByIdValue& v);
+// Errors: DataLoss naming the defect (version, length, a holder count of 0,
+// an empty owner URL or chunk id).
+absl::StatusOr<ChunkTextByIdValue> DecodeChunkTextByIdValue(absl::string_view value);
+
+}  // namespace dedupd::rocksdb_format
+
+#endif  // DEDUPD_STORAGE_ROCKSDB_ROCKSDB_FORMAT_H_

@@ -1,0 +1,278 @@
+#include "storage/testing/chunk_store_conformance.h"
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "core/text/sha256.h"
+#include "gmock/gmock.h"
+#include "tests/testing/status_matchers.h"
+
+namespace dedupd::testing {
+
+void ChunkStoreConformanceTest::SetUp() {
+  ASSERT_OK_AND_ASSIGN(harness_, GetParam().make());
+  ASSERT_NE(harness_, nullptr);
+}
+
+void ChunkStoreConformanceTest::TearDown() { harness_.reset(); }
+
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+
+absl::Time T(int64_t seconds) { return absl::UnixEpoch() + absl::Seconds(seconds); }
+
+constexpr uint64_t kFp = 0x0123456789abcdefULL;
+// Far from kFp and from each other (Hamming distance 32).
+constexpr uint64_t kFarA = kFp ^ 0xffffffff00000000ULL;
+constexpr uint64_t kFarB = kFp ^ 0x00000000ffffffffULL;
+
+// A chunk whose text is identified by `text` (its digest is the SHA-256 of
+// that string) with SimHash `simhash`.
+ChunkInput Chunk(const std::string& id, const std::string& text, uint64_t simhash,
+                 int max_distance = 3) {
+  return ChunkInput{id, Sha256(text), simhash, max_distance};
+}
+
+ChunkDocument Doc(const std::string& url, std::vector<ChunkInput> chunks) {
+  return ChunkDocument{url, std::move(chunks)};
+}
+
+ChunkAnswer RunCheck(ChunkStore& store, const ChunkDocument& doc, bool claim, absl::Time now) {
+  ChunkAnswer answer;
+  EXPECT_THAT(store.CheckChunks(doc, claim, now, &answer), IsOk());
+  EXPECT_THAT(answer.outcomes, SizeIs(doc.chunks.size()));
+  answer.outcomes.resize(doc.chunks.size());
+  return answer;
+}
+ChunkAnswer Claim(ChunkStore& store, const ChunkDocument& doc, absl::Time now) {
+  return RunCheck(store, doc, true, now);
+}
+ChunkAnswer Peek(ChunkStore& store, const ChunkDocument& doc) {
+  return RunCheck(store, doc, false, T(0));
+}
+
+void ExpectDuplicate(const ChunkOutcome& o, ChunkVerdict verdict, const std::string& url,
+                     const std::string& id, int distance) {
+  EXPECT_EQ(o.verdict, verdict);
+  EXPECT_EQ(o.duplicate_document_url, url);
+  EXPECT_EQ(o.duplicate_chunk_id, id);
+  EXPECT_EQ(o.distance, distance);
+}
+
+TEST_P(ChunkStoreConformanceTest, NewThenExactDuplicateOfAnotherDocument) {
+  ChunkAnswer a = Claim(chunks(), Doc("https://a/", {Chunk("0", "t1", kFp),
+                                                     Chunk("1", "t2", kFarA)}), T(100));
+  EXPECT_EQ(a.outcomes[0].verdict, ChunkVerdict::kNew);
+  EXPECT_EQ(a.outcomes[0].first_seen, T(100));
+  EXPECT_EQ(a.outcomes[1].verdict, ChunkVerdict::kNew);
+  EXPECT_EQ(a.replaced_chunks, 0u);
+
+  ChunkAnswer b = Claim(chunks(), Doc("https://b/", {Chunk("x", "t2", kFarA),
+                                                     Chunk("y", "t3", kFarB)}), T(200));
+  ExpectDuplicate(b.outcomes[0], ChunkVerdict::kExactDuplicate, "https://a/", "1", 0);
+  EXPECT_EQ(b.outcomes[0].first_seen, T(100));
+  EXPECT_EQ(b.outcomes[0].other_holders, 1u);
+  EXPECT_EQ(b.outcomes[1].verdict, ChunkVerdict::kNew);
+
+  // A third holder: still the first one's duplicate, two others hold it.
+  ChunkAnswer c = Peek(chunks(), Doc("https://c/", {Chunk("0", "t2", kFarA)}));
+  ExpectDuplicate(c.outcomes[0], ChunkVerdict::kExactDuplicate, "https://a/", "1", 0);
+  EXPECT_EQ(c.outcomes[0].other_holders, 2u);
+}
+
+TEST_P(ChunkStoreConformanceTest, DuplicatesWithinTheRequestInBothModes) {
+  const ChunkDocument doc = Doc("https://a/", {Chunk("0", "t1", kFp),
+                                               Chunk("1", "t2", kFarA),
+                                               Chunk("2", "t1", kFp),
+                                               Chunk("3", "t4", kFp ^ 0b101)});
+  for (bool claim : {false, true}) {
+    SCOPED_TRACE(claim ? "claim" : "peek");
+    ChunkAnswer a = RunCheck(chunks(), doc, claim, T(100));
+    EXPECT_EQ(a.outcomes[0].verdict, ChunkVerdict::kNew);
+    EXPECT_EQ(a.outcomes[1].verdict, ChunkVerdict::kNew);
+    ExpectDuplicate(a.outcomes[2], ChunkVerdict::kExactDuplicate, "https://a/", "0", 0);
+    ExpectDuplicate(a.outcomes[3], ChunkVerdict::kNearDuplicate, "https://a/", "0", 2);
+    EXPECT_EQ(a.outcomes[3].duplicate_simhash, kFp);
+  }
+}
+
+TEST_P(ChunkStoreConformanceTest, ResendingReplacesInsteadOfDuplicatingItself) {
+  const ChunkDocument doc = Doc("https://a/", {Chunk("0", "t1", kFp),
+                                               Chunk("1", "t2", kFarA)});
+  Claim(chunks(), doc, T(100));
+  ChunkAnswer again = Claim(chunks(), doc, T(200));
+  EXPECT_EQ(again.replaced_chunks, 2u);
+  for (const ChunkOutcome& o : again.outcomes) {
+    EXPECT_EQ(o.verdict, ChunkVerdict::kNew);
+    EXPECT_EQ(o.first_seen, T(100)) << "a re-sent text keeps its age";
+    EXPECT_EQ(o.other_holders, 0u);
+  }
+  // A changed chunk is not a near duplicate of the version it replaces.
+  ChunkAnswer edited = Claim(
+      chunks(), Doc("https://a/", {Chunk("0", "t1-edited", kFp ^ 1), Chunk("1", "t2", kFarA)}),
+      T(300));
+  EXPECT_EQ(edited.outcomes[0].verdict, ChunkVerdict::kNew);
+  EXPECT_EQ(edited.outcomes[0].first_seen, T(300));
+  EXPECT_EQ(edited.outcomes[1].first_seen, T(100));
+  // The replaced text is gone: nothing matches it any more.
+  ChunkAnswer b = Peek(chunks(), Doc("https://b/", {Chunk("0", "t1", kFp ^ 0x300)}));
+  ExpectDuplicate(b.outcomes[0], ChunkVerdict::kNearDuplicate, "https://a/", "0", 3);
+}
+
+TEST_P(ChunkStoreConformanceTest, TheFirstHolderStaysOwnerAcrossRecrawls) {
+  Claim(chunks(), Doc("https://a/", {Chunk("0", "preamble", kFp)}), T(100));
+  ChunkAnswer b = Claim(chunks(), Doc("https://b/", {Chunk("0", "preamble", kFp)}), T(200));
+  ExpectDuplicate(b.outcomes[0], ChunkVerdict::kExactDuplicate, "https://a/", "0", 0);
+  // Re-crawling the owner: still NEW for it (it holds the oldest copy)...
+  ChunkAnswer a = Claim(chunks(), Doc("https://a/", {Chunk("0", "preamble", kFp)}), T(300));
+  EXPECT_EQ(a.outcomes[0].verdict, ChunkVerdict::kNew);
+  EXPECT_EQ(a.outcomes[0].other_holders, 1u);
+  // ...and re-crawling the copy: still the owner's duplicate.
+  b = Claim(chunks(), Doc("https://b/", {Chunk("0", "preamble", kFp)}), T(400));
+  ExpectDuplicate(b.outcomes[0], ChunkVerdict::kExactDuplicate, "https://a/", "0", 0);
+  EXPECT_EQ(b.outcomes[0].first_seen, T(100));
+}
+
+TEST_P(ChunkStoreConformanceTest, OwnershipPassesToTheNextHolderWhenTheOwnerDropsIt) {
+  Claim(chunks(), Doc("https://a/", {Chunk("0", "t1", kFp)}), T(100));
+  Claim(chunks(), Doc("https://b/", {Chunk("7", "t1", kFp)}), T(200));
+  ChunkAnswer a = Claim(chunks(), Doc("https://a/", {Chunk("0", "t9", kFarA)}), T(300));
+  EXPECT_EQ(a.replaced_chunks, 1u);
+  ChunkAnswer c = Peek(chunks(), Doc("https://c/", {Chunk("0", "t1", kFp)}));
+  ExpectDuplicate(c.outcomes[0], ChunkVerdict::kExactDuplicate, "https://b/", "7", 0);
+  EXPECT_EQ(c.outcomes[0].first_seen, T(200));
+}
+
+TEST_P(ChunkStoreConformanceTest, EmptyResendDeletesTheDocumentsChunks) {
+  Claim(chunks(), Doc("https://a/", {Chunk("0", "t1", kFp), Chunk("1", "t2", kFarA)}), T(100));
+  ChunkAnswer gone = Claim(chunks(), Doc("https://a/", {}), T(200));
+  EXPECT_EQ(gone.replaced_chunks, 2u);
+  ChunkAnswer b = Peek(chunks(), Doc("https://b/", {Chunk("0", "t1", kFp),
+                                                    Chunk("1", "t3", kFarA ^ 1)}));
+  EXPECT_EQ(b.outcomes[0].verdict, ChunkVerdict::kNew);
+  EXPECT_EQ(b.outcomes[1].verdict, ChunkVerdict::kNew) << "its text left the index";
+  EXPECT_EQ(Claim(chunks(), Doc("https://a/", {}), T(300)).replaced_chunks, 0u);
+}
+
+TEST_P(ChunkStoreConformanceTest, NearDuplicatesNearestFirstThenOldest) {
+  Claim(chunks(), Doc("https://a/", {Chunk("0", "ta", kFp ^ 0b111)}), T(100));
+  Claim(chunks(), Doc("https://b/", {Chunk("0", "tb", kFp ^ 0b11000)}), T(200));
+  Claim(chunks(), Doc("https://c/", {Chunk("0", "tc", kFp ^ 0b1100000)}), T(300));
+  ChunkAnswer q = Peek(chunks(), Doc("https://q/", {Chunk("0", "tq", kFp),
+                                                    Chunk("1", "tq2", kFp ^ 0b1111, 0),
+                                                    Chunk("2", "tq3", kFp ^ 0b1111, -1)}));
+  ExpectDuplicate(q.outcomes[0], ChunkVerdict::kNearDuplicate, "https://b/", "0", 2);
+  EXPECT_EQ(q.outcomes[0].first_seen, T(200));
+  EXPECT_EQ(q.outcomes[1].verdict, ChunkVerdict::kNew) << "distance 0 allowed only";
+  EXPECT_EQ(q.outcomes[2].verdict, ChunkVerdict::kNew) << "exact matches only";
+  // Beyond the distance: new.
+  ChunkAnswer far = Peek(chunks(), Doc("https://q/", {Chunk("0", "tf", kFp ^ 0xf0000)}));
+  EXPECT_EQ(far.outcomes[0].verdict, ChunkVerdict::kNew);
+  // Ties at one distance go to the oldest holder.
+  Claim(chunks(), Doc("https://d/", {Chunk("0", "td", kFp ^ 0b11 << 20)}), T(50));
+  q = Peek(chunks(), Doc("https://q/", {Chunk("0", "tq", kFp)}));
+  ExpectDuplicate(q.outcomes[0], ChunkVerdict::kNearDuplicate, "https://d/", "0", 2);
+}
+
+TEST_P(ChunkStoreConformanceTest, ExactOnlyChunksStillMatchExactly) {
+  Claim(chunks(), Doc("https://a/", {Chunk("h", "short heading", kFp, -1)}), T(100));
+  ChunkAnswer b = Peek(chunks(), Doc("https://b/", {Chunk("h", "short heading", kFp, -1)}));
+  ExpectDuplicate(b.outcomes[0], ChunkVerdict::kExactDuplicate, "https://a/", "h", 0);
+}
+
+TEST_P(ChunkStoreConformanceTest, PeekRecordsNothing) {
+  Peek(chunks(), Doc("https://a/", {Chunk("0", "t1", kFp)}));
+  ChunkAnswer b = Peek(chunks(), Doc("https://b/", {Chunk("0", "t1", kFp)}));
+  EXPECT_EQ(b.outcomes[0].verdict, ChunkVerdict::kNew);
+  EXPECT_EQ(b.outcomes[0].first_seen, absl::InfinitePast());
+  EXPECT_EQ(b.replaced_chunks, 0u);
+}
+
+TEST_P(ChunkStoreConformanceTest, RejectsBrokenDocuments) {
+  ChunkAnswer answer;
+  EXPECT_THAT(chunks().CheckChunks(Doc("", {Chunk("0", "t", kFp)}), true, T(1), &answer),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("document_url")));
+  EXPECT_THAT(chunks().CheckChunks(
+                  Doc("https://a/", {Chunk("x", "t", kFp), Chunk("x", "u", kFp)}), true,
+                  T(1), &answer),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("chunk 1: chunk id \"x\" repeats chunk 0's")));
+  EXPECT_THAT(chunks().CheckChunks(Doc("https://a/", {Chunk("", "t", kFp)}), true, T(1),
+                                   &answer),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("chunk id is empty")));
+  EXPECT_THAT(chunks().CheckChunks(Doc("https://a/", {Chunk("0", "t", kFp, 4)}), true,
+                                   T(1), &answer),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_distance 4")));
+  // Nothing was recorded by the rejected claims.
+  ChunkAnswer b = Peek(chunks(), Doc("https://b/", {Chunk("0", "t", kFp)}));
+  EXPECT_EQ(b.outcomes[0].verdict, ChunkVerdict::kNew);
+}
+
+TEST_P(ChunkStoreConformanceTest, ConcurrentClaimsOfOneTextHaveOneOwner) {
+  constexpr int kThreads = 8;
+  std::vector<ChunkAnswer> answers(kThreads);
+  std::vector<std::thread> threads;
+  std::atomic<bool> go{false};
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      while (!go.load()) std::this_thread::yield();
+      answers[i] = Claim(chunks(),
+                         Doc(absl::StrCat("https://d", i, "/"),
+                             {Chunk("0", "shared", kFp), Chunk("1", absl::StrCat("own", i),
+                                                              kFarA ^ (uint64_t{1} << (i + 8)))}),
+                         T(100 + i));
+    });
+  }
+  go.store(true);
+  for (std::thread& t : threads) t.join();
+  int owners = 0;
+  std::string owner;
+  for (int i = 0; i < kThreads; ++i) {
+    if (answers[i].outcomes[0].verdict == ChunkVerdict::kNew) {
+      ++owners;
+      owner = absl::StrCat("https://d", i, "/");
+    }
+  }
+  ASSERT_EQ(owners, 1);
+  for (int i = 0; i < kThreads; ++i) {
+    const ChunkOutcome& o = answers[i].outcomes[0];
+    if (o.verdict == ChunkVerdict::kNew) continue;
+    ExpectDuplicate(o, ChunkVerdict::kExactDuplicate, owner, "0", 0);
+  }
+  ChunkAnswer late = Peek(chunks(), Doc("https://late/", {Chunk("0", "shared", kFp)}));
+  ExpectDuplicate(late.outcomes[0], ChunkVerdict::kExactDuplicate, owner, "0", 0);
+  EXPECT_EQ(late.outcomes[0].other_holders, static_cast<uint64_t>(kThreads));
+}
+
+TEST_P(ChunkStoreConformanceTest, ReopenKeepsChunksAndTheIndex) {
+  Claim(chunks(), Doc("https://a/", {Chunk("0", "t1", kFp), Chunk("1", "t2", kFarA)}), T(100));
+  Claim(chunks(), Doc("https://b/", {Chunk("0", "t1", kFp)}), T(200));
+  Claim(chunks(), Doc("https://gone/", {Chunk("0", "t3", kFarB)}), T(250));
+  Claim(chunks(), Doc("https://gone/", {}), T(260));
+  ASSERT_OK_AND_ASSIGN(bool reopened, harness().Reopen());
+  if (!reopened) GTEST_SKIP() << GetParam().name << " does not persist";
+  ChunkAnswer q = Peek(chunks(), Doc("https://q/", {Chunk("0", "t1", kFp),
+                                                    Chunk("1", "t2x", kFarA ^ 0b11),
+                                                    Chunk("2", "t3", kFarB ^ 1)}));
+  ExpectDuplicate(q.outcomes[0], ChunkVerdict::kExactDuplicate, "https://a/", "0", 0);
+  EXPECT_EQ(q.outcomes[0].other_holders, 2u);
+  EXPECT_EQ(q.outcomes[0].first_seen, T(100));
+  ExpectDuplicate(q.outcomes[1], ChunkVerdict::kNearDuplicate, "https://a/", "1", 2);
+  EXPECT_EQ(q.outcomes[2].verdict, ChunkVerdict::kNew);
+  // The re-sent owner keeps its age after the restart too.
+  ChunkAnswer a = Claim(chunks(), Doc("https://a/", {Chunk("0", "t1", kFp)}), T(300));
+  EXPECT_EQ(a.outcomes[0].verdict, ChunkVerdict::kNew);
+  EXPECT_EQ(a.outcomes[0].first_seen, T(100));
+  EXPECT_EQ(a.replaced_chunks, 2u);
+}
+
+}  // namespace
+}  // namespace dedupd::testing

@@ -1,0 +1,344 @@
+#include "storage/testing/content_store_conformance.h"
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "core/text/sha256.h"
+#include "gmock/gmock.h"
+#include "tests/testing/status_matchers.h"
+
+namespace dedupd::testing {
+
+void ContentStoreConformanceTest::SetUp() {
+  ASSERT_OK_AND_ASSIGN(harness_, GetParam().make());
+  ASSERT_NE(harness_, nullptr);
+}
+
+void ContentStoreConformanceTest::TearDown() { harness_.reset(); }
+
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+
+absl::Time T(int64_t seconds) { return absl::UnixEpoch() + absl::Seconds(seconds); }
+
+// A document whose text is identified by `text_id` (its digest is the
+// SHA-256 of that string) with SimHash `simhash`.
+ContentDoc Doc(const std::string& identity, const std::string& fetched,
+               const std::string& text_id, uint64_t simhash) {
+  ContentDoc d;
+  d.identity_url = identity;
+  d.fetched_url = fetched;
+  d.sha256 = Sha256(text_id);
+  d.simhash = simhash;
+  return d;
+}
+
+ContentDoc Doc(const std::string& url, const std::string& text_id, uint64_t simhash) {
+  return Doc(url, url, text_id, simhash);
+}
+
+constexpr uint64_t kFp = 0x0123456789abcdefULL;
+
+class Checker {
+ public:
+  explicit Checker(ContentStore* store) : store_(store) {}
+  std::vector<ContentOutcome> Claim(std::vector<ContentDoc> docs, absl::Time now) {
+    return Run(docs, true, now);
+  }
+  std::vector<ContentOutcome> Peek(std::vector<ContentDoc> docs) {
+    return Run(docs, false, T(0));
+  }
+  ContentLimits limits;
+
+ private:
+  std::vector<ContentOutcome> Run(const std::vector<ContentDoc>& docs, bool claim,
+                                  absl::Time now) {
+    std::vector<ContentOutcome> out;
+    absl::Status s = store_->CheckContent(docs, claim, limits, now, &out);
+    EXPECT_THAT(s, IsOk());
+    EXPECT_THAT(out, SizeIs(docs.size()));
+    out.resize(docs.size());
+    return out;
+  }
+  ContentStore* store_;
+};
+
+TEST_P(ContentStoreConformanceTest, NewThenExactDuplicateWithAliases) {
+  Checker c(&content());
+  std::vector<ContentOutcome> out = c.Claim({Doc("https://a/", "text", kFp)}, T(100));
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+  EXPECT_EQ(out[0].owner_url, "https://a/");
+  EXPECT_EQ(out[0].first_seen, T(100));
+  EXPECT_THAT(out[0].aliases, IsEmpty());
+  EXPECT_EQ(out[0].alias_count, 0u);
+  EXPECT_EQ(out[0].recrawl, RecrawlStatus::kFirstSeen);
+
+  out = c.Claim({Doc("https://b/", "text", kFp)}, T(200));
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kExactDuplicate);
+  EXPECT_EQ(out[0].owner_url, "https://a/");
+  EXPECT_EQ(out[0].first_seen, T(100));
+  EXPECT_THAT(out[0].aliases, ElementsAre("https://b/"));
+  EXPECT_EQ(out[0].alias_count, 1u);
+  EXPECT_EQ(out[0].recrawl, RecrawlStatus::kFirstSeen);
+
+  // The same alias again is not counted twice; the owner is never an alias.
+  out = c.Claim({Doc("https://b/", "text", kFp), Doc("https://a/", "text", kFp)},
+                T(300));
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kExactDuplicate);
+  EXPECT_EQ(out[0].alias_count, 1u);
+  EXPECT_EQ(out[0].recrawl, RecrawlStatus::kUnchanged);
+  EXPECT_EQ(out[1].verdict, ContentVerdict::kExactDuplicate);
+  EXPECT_EQ(out[1].owner_url, "https://a/");
+  EXPECT_THAT(out[1].aliases, ElementsAre("https://b/"));
+}
+
+TEST_P(ContentStoreConformanceTest, CanonicalIsTheIdentityAndBothUrlsAreSeen) {
+  Checker c(&content());
+  std::vector<ContentOutcome> out =
+      c.Claim({Doc("https://c/canon", "https://c/canon?print=1", "t", kFp)}, T(100));
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+  EXPECT_EQ(out[0].owner_url, "https://c/canon");
+  EXPECT_THAT(out[0].aliases, ElementsAre("https://c/canon?print=1"));
+  EXPECT_EQ(out[0].alias_count, 1u);
+
+  std::vector<std::optional<absl::Time>> seen;
+  ASSERT_THAT(urls().LookupUrls({"https://c/canon", "https://c/canon?print=1",
+                                 "https://c/other"},
+                                &seen),
+              IsOk());
+  EXPECT_EQ(seen[0], T(100));
+  EXPECT_EQ(seen[1], T(100));
+  EXPECT_EQ(seen[2], std::nullopt);
+
+  // A URL already seen through CheckUrl keeps its first-seen time.
+  std::vector<UrlClaim> claims;
+  ASSERT_THAT(urls().ClaimUrls({"https://d/"}, T(50), &claims), IsOk());
+  c.Claim({Doc("https://d/", "other text", kFp ^ 0xFFFF)}, T(400));
+  ASSERT_THAT(urls().LookupUrls({"https://d/"}, &seen), IsOk());
+  EXPECT_EQ(seen[0], T(50));
+}
+
+TEST_P(ContentStoreConformanceTest, RecrawlStatusFollowsTheFetchedUrl) {
+  Checker c(&content());
+  struct Step {
+    std::string text;
+    RecrawlStatus want;
+  };
+  const std::vector<Step> steps = {
+      {"v1", RecrawlStatus::kFirstSeen}, {"v1", RecrawlStatus::kUnchanged},
+      {"v2", RecrawlStatus::kChanged},   {"v2", RecrawlStatus::kUnchanged},
+      {"v1", RecrawlStatus::kChanged},
+  };
+  int64_t t = 100;
+  for (const Step& step : steps) {
+    // Far-apart fingerprints, so versions are not near each other.
+    const uint64_t fp = step.text == "v1" ? 0 : ~uint64_t{0};
+    std::vector<ContentOutcome> out = c.Claim({Doc("https://u/", step.text, fp)}, T(t++));
+    EXPECT_EQ(out[0].recrawl, step.want) << step.text << " at " << t;
+  }
+  // Peek reports the status without recording the fetch.
+  EXPECT_EQ(c.Peek({Doc("https://u/", "v2", ~uint64_t{0})})[0].recrawl,
+            RecrawlStatus::kChanged);
+  EXPECT_EQ(c.Peek({Doc("https://u/", "v1", 0)})[0].recrawl,
+            RecrawlStatus::kUnchanged);
+}
+
+TEST_P(ContentStoreConformanceTest, NearDuplicatesWithinTheDistanceOnly) {
+  Checker c(&content());
+  c.Claim({Doc("https://orig/", "orig", kFp)}, T(100));
+  struct Case {
+    uint64_t flip;
+    int max_distance;
+    ContentVerdict want;
+  };
+  const std::vector<Case> cases = {
+      {0b1, 3, ContentVerdict::kNearDuplicate},
+      {0b111, 3, ContentVerdict::kNearDuplicate},
+      {0b1111, 3, ContentVerdict::kNew},
+      {0b111, 2, ContentVerdict::kNew},
+      {0b111ULL << 61, 3, ContentVerdict::kNearDuplicate},
+      {0, 0, ContentVerdict::kNearDuplicate},  // same SimHash, other text
+  };
+  for (const Case& k : cases) {
+    ContentDoc d = Doc("https://probe/", absl::StrCat("probe", k.flip), kFp ^ k.flip);
+    d.max_distance = k.max_distance;
+    ContentOutcome o = c.Peek({d})[0];
+    EXPECT_EQ(o.verdict, k.want) << "flip " << k.flip << " k " << k.max_distance;
+    if (k.want == ContentVerdict::kNearDuplicate) {
+      ASSERT_THAT(o.near_matches, SizeIs(1));
+      EXPECT_EQ(o.near_matches[0].owner_url, "https://orig/");
+      EXPECT_EQ(o.near_matches[0].simhash, kFp);
+      EXPECT_EQ(o.near_matches[0].distance, __builtin_popcountll(k.flip));
+      EXPECT_EQ(o.near_matches[0].sha256, Sha256("orig"));
+      EXPECT_EQ(o.owner_url, "https://orig/");
+      EXPECT_EQ(o.first_seen, T(100));
+      EXPECT_EQ(o.near_match_count, 1u);
+    } else {
+      EXPECT_THAT(o.near_matches, IsEmpty());
+    }
+  }
+}
+
+TEST_P(ContentStoreConformanceTest, NearMatchesNearestFirstBoundedWithTotal) {
+  Checker c(&content());
+  // Stored at distances 3, 1, 2, 1 from the probe, in that order.
+  c.Claim({Doc("https://d3/", "d3", kFp ^ 0b111), Doc("https://d1a/", "d1a", kFp ^ 0b1000),
+           Doc("https://d2/", "d2", kFp ^ 0b110000), Doc("https://d1b/", "d1b", kFp ^ 0b1000000)},
+          T(100));
+  c.limits.max_near_matches = 3;
+  ContentOutcome o = c.Peek({Doc("https://p/", "p", kFp)})[0];
+  EXPECT_EQ(o.verdict, ContentVerdict::kNearDuplicate);
+  EXPECT_EQ(o.near_match_count, 4u);
+  ASSERT_THAT(o.near_matches, SizeIs(3));
+  // Ties by age: d1a was recorded before d1b.
+  EXPECT_EQ(o.near_matches[0].owner_url, "https://d1a/");
+  EXPECT_EQ(o.near_matches[1].owner_url, "https://d1b/");
+  EXPECT_EQ(o.near_matches[2].owner_url, "https://d2/");
+  EXPECT_EQ(o.owner_url, "https://d1a/");
+}
+
+TEST_P(ContentStoreConformanceTest, NearOwnerIsNamedEvenWhenNoMatchIsListed) {
+  Checker c(&content());
+  c.Claim({Doc("https://orig/", "orig", kFp)}, T(100));
+  c.limits.max_near_matches = 0;
+  ContentOutcome o = c.Peek({Doc("https://p/", "p", kFp ^ 1)})[0];
+  EXPECT_EQ(o.verdict, ContentVerdict::kNearDuplicate);
+  EXPECT_THAT(o.near_matches, IsEmpty());
+  EXPECT_EQ(o.near_match_count, 1u);
+  EXPECT_EQ(o.owner_url, "https://orig/");
+  EXPECT_EQ(o.first_seen, T(100));
+}
+
+TEST_P(ContentStoreConformanceTest, ANearDuplicateIsRecordedToo) {
+  Checker c(&content());
+  c.Claim({Doc("https://a/", "a", kFp)}, T(100));
+  EXPECT_EQ(c.Claim({Doc("https://b/", "b", kFp ^ 1)}, T(200))[0].verdict,
+            ContentVerdict::kNearDuplicate);
+  ContentOutcome o = c.Claim({Doc("https://c/", "b", kFp ^ 1)}, T(300))[0];
+  EXPECT_EQ(o.verdict, ContentVerdict::kExactDuplicate);
+  EXPECT_EQ(o.owner_url, "https://b/");
+  EXPECT_EQ(o.first_seen, T(200));
+}
+
+TEST_P(ContentStoreConformanceTest, DuplicatesInsideOneClaimBatch) {
+  Checker c(&content());
+  std::vector<ContentOutcome> out =
+      c.Claim({Doc("https://a/", "x", kFp), Doc("https://b/", "x", kFp),
+               Doc("https://c/", "y", kFp ^ 0b11), Doc("https://a/", "x", kFp)},
+              T(100));
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+  EXPECT_EQ(out[1].verdict, ContentVerdict::kExactDuplicate);
+  EXPECT_EQ(out[1].owner_url, "https://a/");
+  EXPECT_THAT(out[1].aliases, ElementsAre("https://b/"));
+  EXPECT_EQ(out[2].verdict, ContentVerdict::kNearDuplicate);
+  ASSERT_THAT(out[2].near_matches, SizeIs(1));
+  EXPECT_EQ(out[2].near_matches[0].owner_url, "https://a/");
+  EXPECT_EQ(out[2].near_matches[0].distance, 2);
+  EXPECT_EQ(out[3].verdict, ContentVerdict::kExactDuplicate);
+  EXPECT_EQ(out[3].recrawl, RecrawlStatus::kUnchanged);
+  EXPECT_EQ(out[3].alias_count, 1u);
+}
+
+TEST_P(ContentStoreConformanceTest, PeekRecordsNothing) {
+  Checker c(&content());
+  std::vector<ContentOutcome> out =
+      c.Peek({Doc("https://a/", "x", kFp), Doc("https://b/", "x", kFp)});
+  // Like CheckUrl's peek: each answered against the store alone.
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+  EXPECT_EQ(out[1].verdict, ContentVerdict::kNew);
+  EXPECT_EQ(c.Peek({Doc("https://a/", "x", kFp)})[0].verdict, ContentVerdict::kNew);
+  std::vector<std::optional<absl::Time>> seen;
+  ASSERT_THAT(urls().LookupUrls({"https://a/"}, &seen), IsOk());
+  EXPECT_EQ(seen[0], std::nullopt);
+  EXPECT_EQ(c.Claim({Doc("https://a/", "x", kFp)}, T(1))[0].verdict, ContentVerdict::kNew);
+}
+
+TEST_P(ContentStoreConformanceTest, AliasListIsBoundedInByteOrderWithTotal) {
+  Checker c(&content());
+  c.Claim({Doc("https://owner/", "x", kFp)}, T(1));
+  std::vector<ContentDoc> docs;
+  for (int i = 14; i >= 0; --i) {
+    docs.push_back(Doc(absl::StrCat("https://alias/", i < 10 ? "0" : "", i), "x", kFp));
+  }
+  c.Claim({docs.begin(), docs.begin() + 7}, T(2));
+  c.limits.max_aliases = 4;
+  std::vector<ContentOutcome> out = c.Claim({docs.begin() + 7, docs.end()}, T(3));
+  const ContentOutcome& last = out.back();
+  EXPECT_EQ(last.alias_count, 15u);
+  EXPECT_THAT(last.aliases, ElementsAre("https://alias/00", "https://alias/01",
+                                        "https://alias/02", "https://alias/03"));
+  c.limits.max_aliases = 0;
+  ContentOutcome o = c.Peek({Doc("https://x/", "x", kFp)})[0];
+  EXPECT_THAT(o.aliases, IsEmpty());
+  EXPECT_EQ(o.alias_count, 15u);
+}
+
+TEST_P(ContentStoreConformanceTest, ConcurrentClaimsOfOneTextHaveOneOwner) {
+  constexpr int kThreads = 8;
+  constexpr int kRounds = 20;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string text = absl::StrCat("shared text ", round);
+    // Far from every other round's fingerprint (a multiplicative hash).
+    const uint64_t fp = (round + 1) * 0x9E3779B97F4A7C15ULL;
+    std::vector<ContentOutcome> got(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        std::vector<ContentOutcome> out;
+        absl::Status s = content().CheckContent(
+            {Doc(absl::StrCat("https://w", t, "/r", round), text, fp)},
+            true, ContentLimits{}, T(round), &out);
+        EXPECT_THAT(s, IsOk());
+        if (out.size() == 1) got[t] = out[0];
+      });
+    }
+    for (std::thread& th : threads) th.join();
+    int news = 0;
+    std::string owner;
+    for (const ContentOutcome& o : got) {
+      if (o.verdict == ContentVerdict::kNew) {
+        ++news;
+        owner = o.owner_url;
+      }
+    }
+    ASSERT_EQ(news, 1) << "round " << round;
+    for (const ContentOutcome& o : got) {
+      if (o.verdict != ContentVerdict::kNew) {
+        EXPECT_EQ(o.verdict, ContentVerdict::kExactDuplicate);
+        EXPECT_EQ(o.owner_url, owner);
+      }
+    }
+    // Every other URL ended up on the alias list.
+    ContentOutcome o = Checker(&content()).Peek({Doc("https://probe/", text, 0)})[0];
+    EXPECT_EQ(o.alias_count, kThreads - 1u) << "round " << round;
+  }
+}
+
+TEST_P(ContentStoreConformanceTest, BadDocsAreInvalidArgumentAndRecordNothing) {
+  std::vector<ContentOutcome> out;
+  ContentDoc good = Doc("https://a/", "x", kFp);
+  ContentDoc no_identity = Doc("", "https://a/", "y", kFp);
+  EXPECT_THAT(content().CheckContent({good, no_identity}, true, ContentLimits{}, T(1), &out),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("doc 1")));
+  ContentDoc far = good;
+  far.max_distance = content().max_near_distance() + 1;
+  EXPECT_THAT(content().CheckContent({far}, true, ContentLimits{}, T(1), &out),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_distance")));
+  EXPECT_EQ(Checker(&content()).Peek({good})[0].verdict, ContentVerdict::kNew);
+  EXPECT_THAT(content().CheckContent({}, true, ContentLimits{}, T(1), &out), IsOk());
+  EXPECT_THAT(out, IsEmpty());
+}
+
+}  // namespace
+}  // namespace dedupd::testing
