@@ -15,10 +15,18 @@ absl::Status ErrnoStatus(int err, absl::string_view path,
                          absl::string_view action) {
   const std::string message =
       absl::StrCat(path, ": ", action, ": ", std::strerror(err));
-  if (err == ENOSPC || err == EDQUOT) {
-    return absl::ResourceExhaustedError(message);
+  switch (err) {
+    case ENOENT:
+      return absl::NotFoundError(message);
+    case EACCES:
+    case EPERM:
+      return absl::PermissionDeniedError(message);
+    case ENOSPC:
+    case EDQUOT:
+      return absl::ResourceExhaustedError(message);
+    default:
+      return absl::UnavailableError(message);
   }
-  return absl::UnavailableError(message);
 }
 
 int WriteAll(int fd, absl::string_view data) {

@@ -1,7 +1,7 @@
-// file_io.h: the few POSIX file operations the storage layer's own files
-// need (the Bloom URL store's snapshots and claim logs, the exact mode's
-// saved URL filter), with one errno -> absl::Status conversion. RocksDB's
-// files are RocksDB's business, not these.
+// file_io.h: the few POSIX file operations dedupd's own files need (the
+// config file, TLS and token files, the Bloom URL store's snapshots and
+// claim logs, the exact mode's saved URL filter), with one errno ->
+// absl::Status conversion. RocksDB's files are RocksDB's business.
 //
 // Example:
 //   DEDUPD_RETURN_IF_ERROR(file_io::ErrnoStatus(errno, path, "open"));
@@ -18,8 +18,10 @@
 
 namespace dedupd::file_io {
 
-// ErrnoStatus: "<path>: <action>: <strerror>". A full disk (ENOSPC, EDQUOT)
-// is ResourceExhausted (free space, then retry); anything else Unavailable.
+// ErrnoStatus: "<path>: <action>: <strerror>", its code by what the caller
+// should do: a missing file (ENOENT) is NotFound, a refused one (EACCES,
+// EPERM) PermissionDenied, a full disk (ENOSPC, EDQUOT) ResourceExhausted
+// (free space, then retry); anything else Unavailable.
 absl::Status ErrnoStatus(int err, absl::string_view path, absl::string_view action);
 
 // WriteAll writes all of `data` to `fd`, retrying on EINTR and short

@@ -1,15 +1,12 @@
 #include "server/config.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/file_io.h"
 #include "common/status_macros.h"
 #include "dedupd/config/v1/config.pb.h"
 #include "google/protobuf/io/tokenizer.h"
@@ -84,20 +81,12 @@ absl::StatusOr<DedupConfig> ParseConfig(absl::string_view text,
 
 absl::StatusOr<DedupConfig> LoadConfigFile(const std::string& path) {
   if (path.empty()) return DedupConfig{};
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int err = errno;
-    std::string msg = absl::StrCat("read config ", path, ": ", std::strerror(err));
-    if (err == ENOENT) return absl::NotFoundError(msg);
-    if (err == EACCES) return absl::PermissionDeniedError(msg);
-    return absl::InvalidArgumentError(msg);
+  absl::StatusOr<std::string> text = file_io::ReadFile(path);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        absl::StrCat("read config ", text.status().message()));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    return absl::InvalidArgumentError(absl::StrCat("read config ", path, ": I/O error"));
-  }
-  return ParseConfig(text.str(), path);
+  return ParseConfig(*text, path);
 }
 
 }  // namespace dedupd

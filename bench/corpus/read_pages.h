@@ -11,10 +11,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/file_io.h"
 
 namespace dedupd::bench {
 
@@ -37,12 +39,10 @@ inline bool ListPages(const std::string& dir, std::vector<std::string>* paths) {
 // ReadFile sets `contents` to the bytes of the file at `path`. Returns false
 // when it cannot be opened or read.
 inline bool ReadFile(const std::string& path, std::string* contents) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream s;
-  s << in.rdbuf();
-  *contents = s.str();
-  return !in.bad();
+  absl::StatusOr<std::string> bytes = file_io::ReadFile(path);
+  if (!bytes.ok()) return false;
+  *contents = *std::move(bytes);
+  return true;
 }
 
 }  // namespace dedupd::bench

@@ -32,9 +32,10 @@
 #include <string>
 #include <utility>
 
-#include "absl/base/internal/raw_logging.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/check.h"
+#include "common/coding.h"
 #include "core/text/stable_hash.h"
 
 namespace dedupd {
@@ -127,23 +128,6 @@ inline Probe MakeProbe(const std::atomic<uint64_t>* words, uint64_t h,
   return p;
 }
 
-void Store32(char* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-void Store64(char* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-uint32_t Load32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
-}
-uint64_t Load64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
-}
-
 std::atomic<uint64_t>* AllocateWords(uint64_t num_blocks) {
   const size_t bytes = static_cast<size_t>(num_blocks) * kBlockBytes;
   void* p = nullptr;
@@ -165,7 +149,7 @@ std::atomic<uint64_t>* AllocateWords(uint64_t num_blocks) {
     p = std::aligned_alloc(kBlockBytes, bytes);  // bytes % 64 == 0
     if (p != nullptr) std::memset(p, 0, bytes);
   }
-  ABSL_RAW_CHECK(p != nullptr, "BloomFilter: out of memory");
+  DEDUPD_CHECK(p != nullptr, "BloomFilter: out of memory");
   // std::atomic<uint64_t> is lock-free with the size and layout of uint64_t
   // (static_assert below), and all-zero bytes are the value 0.
   return static_cast<std::atomic<uint64_t>*>(p);
@@ -262,9 +246,9 @@ double BloomFilter::BitsPerKeyFor(double rate) {
 
 BloomFilter::BloomFilter(uint64_t num_blocks, int num_probes)
     : num_blocks_(num_blocks), num_probes_(num_probes) {
-  ABSL_RAW_CHECK(num_blocks >= 1 && num_blocks <= kMaxBlocks,
+  DEDUPD_CHECK(num_blocks >= 1 && num_blocks <= kMaxBlocks,
                  "BloomFilter: num_blocks out of range");
-  ABSL_RAW_CHECK(num_probes >= kMinProbes && num_probes <= kMaxProbes,
+  DEDUPD_CHECK(num_probes >= kMinProbes && num_probes <= kMaxProbes,
                  "BloomFilter: num_probes out of range");
   words_ = AllocateWords(num_blocks_);
 }
@@ -378,13 +362,13 @@ std::string EncodeHeaderBytes(uint32_t num_probes, uint64_t num_blocks,
                               uint64_t words_checksum) {
   std::string h(BloomFilter::kHeaderBytes, '\0');
   std::memcpy(&h[kOffMagic], kMagic, sizeof(kMagic));
-  Store32(&h[kOffVersion], BloomFilter::kFormatVersion);
-  Store32(&h[kOffProbes], num_probes);
-  Store64(&h[kOffBlocks], num_blocks);
-  Store64(&h[kOffInsertedKeys], inserted_keys);
-  Store64(&h[kOffUserTag], user_tag);
-  Store64(&h[kOffWordsChecksum], words_checksum);
-  Store64(&h[kOffHeaderChecksum],
+  EncodeFixed32LE(&h[kOffVersion], BloomFilter::kFormatVersion);
+  EncodeFixed32LE(&h[kOffProbes], num_probes);
+  EncodeFixed64LE(&h[kOffBlocks], num_blocks);
+  EncodeFixed64LE(&h[kOffInsertedKeys], inserted_keys);
+  EncodeFixed64LE(&h[kOffUserTag], user_tag);
+  EncodeFixed64LE(&h[kOffWordsChecksum], words_checksum);
+  EncodeFixed64LE(&h[kOffHeaderChecksum],
           StableHash64(absl::string_view(h.data(), kOffHeaderChecksum),
                        BloomFilter::kSeed));
   // Bytes kOffPadding.. stay zero.
@@ -405,7 +389,7 @@ std::string BloomFilter::EncodeHeader(uint64_t inserted_keys,
     const size_t n = std::min(words_per_piece, num_words - start);
     piece.resize(n * 8);
     for (size_t i = 0; i < n; ++i) {
-      Store64(&piece[i * 8], words_[start + i].load(std::memory_order_relaxed));
+      EncodeFixed64LE(&piece[i * 8], words_[start + i].load(std::memory_order_relaxed));
     }
     c = StableHash64(piece, c);
   }
@@ -421,7 +405,7 @@ std::string BloomFilter::Serialize(uint64_t inserted_keys,
   char* w = &out[kHeaderBytes];
   const size_t num_words = num_blocks_ * kWordsPerBlock;
   for (size_t i = 0; i < num_words; ++i) {
-    Store64(w + i * 8, words_[i].load(std::memory_order_relaxed));
+    EncodeFixed64LE(w + i * 8, words_[i].load(std::memory_order_relaxed));
   }
   const std::string header = EncodeHeaderBytes(
       static_cast<uint32_t>(num_probes_), num_blocks_, inserted_keys, user_tag,
@@ -443,11 +427,11 @@ absl::StatusOr<BloomFilter::Header> BloomFilter::ParseHeader(
   }
   const uint64_t want =
       StableHash64(bytes.substr(0, kOffHeaderChecksum), kSeed);
-  if (Load64(p + kOffHeaderChecksum) != want) {
+  if (DecodeFixed64LE(p + kOffHeaderChecksum) != want) {
     return absl::DataLossError("bloom filter: header checksum mismatch");
   }
   Header h;
-  h.format_version = Load32(p + kOffVersion);
+  h.format_version = DecodeFixed32LE(p + kOffVersion);
   if (h.format_version != kFormatVersion) {
     return absl::FailedPreconditionError(
         absl::StrCat("bloom filter: format version ", h.format_version,
@@ -458,7 +442,7 @@ absl::StatusOr<BloomFilter::Header> BloomFilter::ParseHeader(
       return absl::DataLossError("bloom filter: non-zero header padding");
     }
   }
-  const uint32_t probes = Load32(p + kOffProbes);
+  const uint32_t probes = DecodeFixed32LE(p + kOffProbes);
   if (probes < static_cast<uint32_t>(kMinProbes) ||
       probes > static_cast<uint32_t>(kMaxProbes)) {
     return absl::DataLossError(absl::StrCat("bloom filter: num_probes ", probes,
@@ -466,15 +450,15 @@ absl::StatusOr<BloomFilter::Header> BloomFilter::ParseHeader(
                                             kMaxProbes, "]"));
   }
   h.num_probes = static_cast<int>(probes);
-  h.num_blocks = Load64(p + kOffBlocks);
+  h.num_blocks = DecodeFixed64LE(p + kOffBlocks);
   if (h.num_blocks < 1 || h.num_blocks > kMaxBlocks) {
     return absl::DataLossError(absl::StrCat("bloom filter: num_blocks ",
                                             h.num_blocks, " out of [1, ",
                                             kMaxBlocks, "]"));
   }
-  h.inserted_keys = Load64(p + kOffInsertedKeys);
-  h.user_tag = Load64(p + kOffUserTag);
-  h.words_checksum = Load64(p + kOffWordsChecksum);
+  h.inserted_keys = DecodeFixed64LE(p + kOffInsertedKeys);
+  h.user_tag = DecodeFixed64LE(p + kOffUserTag);
+  h.words_checksum = DecodeFixed64LE(p + kOffWordsChecksum);
   return h;
 }
 
@@ -504,7 +488,7 @@ absl::StatusOr<BloomFilter> BloomFilter::FromHeaderAndWords(
   BloomFilter filter(header.num_blocks, header.num_probes);
   const size_t num_words = header.num_blocks * kWordsPerBlock;
   for (size_t i = 0; i < num_words; ++i) {
-    const uint64_t v = Load64(word_bytes.data() + i * 8);
+    const uint64_t v = DecodeFixed64LE(word_bytes.data() + i * 8);
     // Leave untouched mmap pages unmaterialized: most of a sparse filter's
     // words are zero.
     if (v != 0) filter.words_[i].store(v, std::memory_order_relaxed);

@@ -43,9 +43,9 @@
 #include <new>
 #include <utility>
 
-#include "absl/base/internal/endian.h"
-#include "absl/base/internal/raw_logging.h"
 #include "absl/numeric/bits.h"
+#include "common/check.h"
+#include "common/coding.h"
 
 namespace dedupd {
 namespace {
@@ -75,7 +75,8 @@ constexpr uint32_t kPartMask = 0xFFFFFF;
 constexpr int kPartBits = 24;
 
 inline uint32_t LoadPart(const unsigned char* parts, uint32_t i) {
-  return absl::little_endian::Load32(parts + kPartBytes * size_t{i}) &
+  return DecodeFixed32LE(reinterpret_cast<const char*>(parts) +
+                         kPartBytes * size_t{i}) &
          kPartMask;
 }
 
@@ -500,7 +501,7 @@ class SimHashIndex::Directory {
   explicit Directory(size_t buckets)
       : count_(buckets), bytes_(RoundUp(buckets * sizeof(Bucket))) {
     void* p = std::aligned_alloc(kHugePageBytes, bytes_);
-    ABSL_RAW_CHECK(p != nullptr, "SimHashIndex: out of memory");
+    DEDUPD_CHECK(p != nullptr, "SimHashIndex: out of memory");
 #if defined(MADV_HUGEPAGE)
     // Advice only: without it (or when refused) the pages are just small.
     madvise(p, bytes_, MADV_HUGEPAGE);
@@ -551,11 +552,11 @@ bool SimHashIndex::IsValidLayout(int max_distance, int blocks) {
 namespace {
 
 int ResolveBlocks(int max_distance, int blocks) {
-  ABSL_RAW_CHECK(
+  DEDUPD_CHECK(
       max_distance >= 0 &&
           max_distance <= SimHashIndex::kMaxSupportedDistance,
       "SimHashIndex: max_distance out of [0, kMaxSupportedDistance]");
-  ABSL_RAW_CHECK(SimHashIndex::IsValidLayout(max_distance, blocks),
+  DEDUPD_CHECK(SimHashIndex::IsValidLayout(max_distance, blocks),
                  "SimHashIndex: blocks must be 0 or in [max_distance + 1, "
                  "max_distance + 1 + kMaxExtraBlocks] with at most "
                  "kMaxTables tables");
@@ -651,7 +652,7 @@ std::vector<SimHashIndex::Layout> SimHashIndex::MakeLayouts(int max_distance,
       l.earlier_blocks.push_back(l.Permute(earlier));
     }
     // The permuted prefix must be exactly the table's blocks.
-    ABSL_RAW_CHECK(l.prefix_bits == 64 || l.Permute(table_mask) ==
+    DEDUPD_CHECK(l.prefix_bits == 64 || l.Permute(table_mask) ==
                                               ~(~uint64_t{0} >> l.prefix_bits),
                    "SimHashIndex: bad permutation");
     table_masks.push_back(table_mask);
@@ -665,7 +666,7 @@ SimHashIndex::SimHashIndex(int max_distance, int blocks)
       blocks_(ResolveBlocks(max_distance, blocks)),
       layouts_(MakeLayouts(max_distance, blocks_)),
       probes_(MakeProbes(max_distance, blocks_)) {
-  ABSL_RAW_CHECK(probes_.back() == static_cast<int>(layouts_.size()),
+  DEDUPD_CHECK(probes_.back() == static_cast<int>(layouts_.size()),
                  "SimHashIndex: a query at max_distance must probe all tables");
   absl::MutexLock lock(&mu_);
   directory_ = std::make_unique<Directory>(layouts_.size() * kBucketCount);
@@ -723,7 +724,7 @@ bool SimHashIndex::Remove(uint64_t fingerprint, uint32_t id) {
     Bucket& bucket = tables_[t].buckets[p >> kRemBits];
     const uint64_t rem = p & kRemMask;
     const uint32_t pos = bucket.LowerBound(rem, id);
-    ABSL_RAW_CHECK(bucket.Has(pos, rem, id), "SimHashIndex: tables disagree");
+    DEDUPD_CHECK(bucket.Has(pos, rem, id), "SimHashIndex: tables disagree");
     bucket.EraseAt(pos);
   }
   --size_;
@@ -780,7 +781,7 @@ void SimHashIndex::BulkInsert(absl::Span<const Entry> entries) {
     }
     // Every table holds the same set of (fingerprint, id) pairs.
     if (t == 0) added = table_size - size_;
-    ABSL_RAW_CHECK(table_size == size_ + added,
+    DEDUPD_CHECK(table_size == size_ + added,
                    "SimHashIndex: tables disagree after BulkInsert");
   }
   size_ += added;
@@ -815,7 +816,7 @@ std::vector<SimHashIndex::Match> SimHashIndex::Query(uint64_t fingerprint,
                                                      int max_distance,
                                                      size_t limit,
                                                      size_t* total) const {
-  ABSL_RAW_CHECK(max_distance <= max_distance_,
+  DEDUPD_CHECK(max_distance <= max_distance_,
                  "SimHashIndex::Query: max_distance above the index's");
   std::vector<Match> out;
   if (max_distance >= 0) {

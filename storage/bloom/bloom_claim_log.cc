@@ -4,33 +4,11 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/coding.h"
 #include "core/text/stable_hash.h"
 
 namespace dedupd::bloom_claim_log {
 namespace {
-
-// Little-endian fixed-width integers, whatever the host's byte order: the
-// files move between machines.
-void PutU32(uint32_t v, std::string* out) {
-  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
-}
-void PutU64(uint64_t v, std::string* out) {
-  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
-}
-uint32_t GetU32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) {
-    v = (v << 8) | static_cast<unsigned char>(p[i]);
-  }
-  return v;
-}
-uint64_t GetU64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) {
-    v = (v << 8) | static_cast<unsigned char>(p[i]);
-  }
-  return v;
-}
 
 uint64_t Checksum(absl::string_view bytes) {
   return StableHash64(bytes, kChecksumSeed);
@@ -47,11 +25,11 @@ std::string EncodeLogHeader(const LogHeader& header) {
   std::string out;
   out.reserve(kHeaderBytes);
   out.append(kMagic.data(), kMagic.size());
-  PutU32(kVersion, &out);
-  PutU32(header.num_probes, &out);
-  PutU64(header.generation, &out);
-  PutU64(header.num_blocks, &out);
-  PutU64(Checksum(out), &out);
+  PutFixed32LE(&out, kVersion);
+  PutFixed32LE(&out, header.num_probes);
+  PutFixed64LE(&out, header.generation);
+  PutFixed64LE(&out, header.num_blocks);
+  PutFixed64LE(&out, Checksum(out));
   return out;
 }
 
@@ -63,19 +41,19 @@ absl::StatusOr<LogHeader> ParseLogHeader(absl::string_view bytes) {
   if (bytes.substr(0, kMagic.size()) != kMagic) {
     return absl::DataLossError("claim log header: wrong magic (not a claim log)");
   }
-  const uint32_t version = GetU32(bytes.data() + 8);
+  const uint32_t version = DecodeFixed32LE(bytes.data() + 8);
   if (version != kVersion) {
     return absl::FailedPreconditionError(
         absl::StrCat("claim log header: format version ", version,
                      ", this build reads version ", kVersion));
   }
-  if (GetU64(bytes.data() + 32) != Checksum(bytes.substr(0, 32))) {
+  if (DecodeFixed64LE(bytes.data() + 32) != Checksum(bytes.substr(0, 32))) {
     return absl::DataLossError("claim log header: checksum mismatch");
   }
   LogHeader header;
-  header.num_probes = GetU32(bytes.data() + 12);
-  header.generation = GetU64(bytes.data() + 16);
-  header.num_blocks = GetU64(bytes.data() + 24);
+  header.num_probes = DecodeFixed32LE(bytes.data() + 12);
+  header.generation = DecodeFixed64LE(bytes.data() + 16);
+  header.num_blocks = DecodeFixed64LE(bytes.data() + 24);
   return header;
 }
 
@@ -86,9 +64,9 @@ void AppendRecords(absl::Span<const uint64_t> key_hashes, std::string* out) {
         std::min<size_t>(key_hashes.size() - done, kMaxRecordKeys);
     const size_t start = out->size();
     out->reserve(start + RecordBytes(n));
-    PutU32(static_cast<uint32_t>(n), out);
-    for (size_t i = 0; i < n; ++i) PutU64(key_hashes[done + i], out);
-    PutU64(Checksum(absl::string_view(*out).substr(start)), out);
+    PutFixed32LE(out, static_cast<uint32_t>(n));
+    for (size_t i = 0; i < n; ++i) PutFixed64LE(out, key_hashes[done + i]);
+    PutFixed64LE(out, Checksum(absl::string_view(*out).substr(start)));
     done += n;
   }
 }
@@ -104,7 +82,7 @@ absl::StatusOr<ParsedRecords> ParseRecords(absl::string_view body,
       parsed.torn_tail = true;
       break;
     }
-    const uint32_t count = GetU32(rest.data());
+    const uint32_t count = DecodeFixed32LE(rest.data());
     if (count == 0 || count > kMaxRecordKeys) {
       // A file extended by the OS but whose data never reached the disk
       // reads as zeros (power loss without fsync): a torn tail. Anything
@@ -122,7 +100,7 @@ absl::StatusOr<ParsedRecords> ParseRecords(absl::string_view body,
       parsed.torn_tail = true;  // an append cut short
       break;
     }
-    const uint64_t want = GetU64(rest.data() + size - 8);
+    const uint64_t want = DecodeFixed64LE(rest.data() + size - 8);
     if (want != Checksum(rest.substr(0, size - 8))) {
       if (size == rest.size()) {
         // The last record, whole in length but not in content: the tail of
@@ -136,7 +114,7 @@ absl::StatusOr<ParsedRecords> ParseRecords(absl::string_view body,
     }
     parsed.record_keys.push_back(count);
     for (uint32_t i = 0; i < count; ++i) {
-      parsed.key_hashes.push_back(GetU64(rest.data() + 4 + 8 * size_t{i}));
+      parsed.key_hashes.push_back(DecodeFixed64LE(rest.data() + 4 + 8 * size_t{i}));
     }
     pos += size;
   }

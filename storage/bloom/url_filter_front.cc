@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "absl/base/internal/endian.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/coding.h"
 #include "core/text/stable_hash.h"
 #include "common/file_io.h"
 
@@ -50,13 +50,13 @@ std::string UrlFilterFront::EncodeFileHeader(uint32_t segments, uint64_t file_by
                                              double first_rate) {
   std::string h(kFileHeaderBytes, '\0');
   std::memcpy(&h[0], kFileMagic.data(), kFileMagic.size());
-  absl::little_endian::Store32(&h[8], kFileVersion);
-  absl::little_endian::Store32(&h[12], segments);
-  absl::little_endian::Store64(&h[16], file_bytes);
+  EncodeFixed32LE(&h[8], kFileVersion);
+  EncodeFixed32LE(&h[12], segments);
+  EncodeFixed64LE(&h[16], file_bytes);
   uint64_t rate_bits = 0;
   std::memcpy(&rate_bits, &first_rate, sizeof(rate_bits));
-  absl::little_endian::Store64(&h[24], rate_bits);
-  absl::little_endian::Store64(&h[32],
+  EncodeFixed64LE(&h[24], rate_bits);
+  EncodeFixed64LE(&h[32],
                                StableHash64(absl::string_view(h).substr(0, 32), kFileHeaderSeed));
   return h;
 }
@@ -75,22 +75,22 @@ absl::StatusOr<UrlFilterFront::FileContents> UrlFilterFront::ParseFile(
       return absl::DataLossError(absl::StrCat("filter file of ", bytes.size(),
                                               " bytes, shorter than its header"));
     }
-    if (absl::little_endian::Load64(bytes.data() + 32) != StableHash64(bytes.substr(0, 32), kFileHeaderSeed)) {
+    if (DecodeFixed64LE(bytes.data() + 32) != StableHash64(bytes.substr(0, 32), kFileHeaderSeed)) {
       return absl::DataLossError("filter file header checksum mismatch");
     }
-    const uint64_t version = absl::little_endian::Load32(bytes.data() + 8);
+    const uint64_t version = DecodeFixed32LE(bytes.data() + 8);
     if (version != kFileVersion) {
       return absl::FailedPreconditionError(absl::StrCat(
           "filter file version ", version, ", this build reads ", kFileVersion));
     }
-    want_segments = absl::little_endian::Load32(bytes.data() + 12);
-    const uint64_t file_bytes = absl::little_endian::Load64(bytes.data() + 16);
+    want_segments = DecodeFixed32LE(bytes.data() + 12);
+    const uint64_t file_bytes = DecodeFixed64LE(bytes.data() + 16);
     if (want_segments == 0) return absl::DataLossError("filter file of 0 segments");
     if (file_bytes != bytes.size()) {
       return absl::DataLossError(absl::StrCat("filter file of ", bytes.size(),
                                               " bytes, its header says ", file_bytes));
     }
-    const uint64_t rate_bits = absl::little_endian::Load64(bytes.data() + 24);
+    const uint64_t rate_bits = DecodeFixed64LE(bytes.data() + 24);
     std::memcpy(&first_rate, &rate_bits, sizeof(first_rate));
     if (!(first_rate > 0 && first_rate <= 0.5)) {
       return absl::DataLossError(absl::StrCat("filter file's first segment rate ", first_rate,

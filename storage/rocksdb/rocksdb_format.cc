@@ -7,39 +7,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/coding.h"
 
 namespace dedupd::rocksdb_format {
 namespace {
-
-// Big-endian fixed-width integers: byte order equals numeric order, which
-// matters once integers appear in keys, and the bytes do not depend on the
-// host. Written byte by byte so that no alignment or endianness assumption
-// is made about the buffer.
-void PutFixed32BE(std::string* out, uint32_t v) {
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    out->push_back(static_cast<char>((v >> shift) & 0xFF));
-  }
-}
-
-void PutFixed64BE(std::string* out, uint64_t v) {
-  for (int shift = 56; shift >= 0; shift -= 8) {
-    out->push_back(static_cast<char>((v >> shift) & 0xFF));
-  }
-}
-
-// REQUIRES: p points at 4 readable bytes.
-uint32_t GetFixed32BE(const char* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
-
-// REQUIRES: p points at 8 readable bytes.
-uint64_t GetFixed64BE(const char* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
 
 // Microseconds since the epoch as stored: i64, two's complement. The
 // conversion through uint64_t is well defined in both directions (C++17
@@ -81,7 +52,7 @@ absl::StatusOr<uint32_t> DecodeMetaFormatVersion(absl::string_view value) {
         "meta record does not start with the magic \"DEDUPDST\": not a dedupd "
         "store, or a damaged one");
   }
-  return GetFixed32BE(value.data() + kMetaMagic.size());
+  return DecodeFixed32BE(value.data() + kMetaMagic.size());
 }
 
 absl::StatusOr<StoreMeta> DecodeMeta(absl::string_view value) {
@@ -101,8 +72,8 @@ absl::StatusOr<StoreMeta> DecodeMeta(absl::string_view value) {
   StoreMeta meta;
   const char* p = value.data() + kMetaHeaderBytes;
   meta.format_version = *version;
-  meta.normalizer_version = GetFixed32BE(p);
-  meta.created = StoredMicrosToTime(GetFixed64BE(p + 4));
+  meta.normalizer_version = DecodeFixed32BE(p);
+  meta.created = StoredMicrosToTime(DecodeFixed64BE(p + 4));
   return meta;
 }
 
@@ -149,7 +120,7 @@ absl::StatusOr<absl::Time> DecodeUrlValue(absl::string_view value) {
                      static_cast<int>(kUrlValueVersion), " has ",
                      kUrlValueBytes));
   }
-  return StoredMicrosToTime(GetFixed64BE(value.data() + 1));
+  return StoredMicrosToTime(DecodeFixed64BE(value.data() + 1));
 }
 
 namespace {
@@ -208,10 +179,10 @@ absl::StatusOr<ContentMeta> DecodeContentMeta(absl::string_view value) {
   if (!s.ok()) return s;
   ContentMeta meta;
   const char* p = value.data() + 1;
-  meta.text_normalizer_version = GetFixed32BE(p);
-  meta.simhash_version = GetFixed32BE(p + 4);
-  meta.shingle_words = GetFixed32BE(p + 8);
-  meta.simhash_seed = GetFixed64BE(p + 12);
+  meta.text_normalizer_version = DecodeFixed32BE(p);
+  meta.simhash_version = DecodeFixed32BE(p + 4);
+  meta.shingle_words = DecodeFixed32BE(p + 8);
+  meta.simhash_seed = DecodeFixed64BE(p + 12);
   return meta;
 }
 
@@ -239,10 +210,10 @@ absl::StatusOr<ContentValue> DecodeContentValue(absl::string_view value) {
   if (!s.ok()) return s;
   ContentValue v;
   const char* p = value.data() + 1;
-  v.doc_id = GetFixed32BE(p);
-  v.simhash = GetFixed64BE(p + 4);
-  v.first_seen = StoredMicrosToTime(GetFixed64BE(p + 12));
-  v.alias_count = GetFixed64BE(p + 20);
+  v.doc_id = DecodeFixed32BE(p);
+  v.simhash = DecodeFixed64BE(p + 4);
+  v.first_seen = StoredMicrosToTime(DecodeFixed64BE(p + 12));
+  v.alias_count = DecodeFixed64BE(p + 20);
   v.owner_url = std::string(value.substr(kContentValueFixedBytes));
   return v;
 }
@@ -277,7 +248,7 @@ std::string EncodeAliasValue(absl::Time added) {
 absl::StatusOr<absl::Time> DecodeAliasValue(absl::string_view value) {
   absl::Status s = CheckValue(value, "alias", kAliasValueVersion, 9, true);
   if (!s.ok()) return s;
-  return StoredMicrosToTime(GetFixed64BE(value.data() + 1));
+  return StoredMicrosToTime(DecodeFixed64BE(value.data() + 1));
 }
 
 std::string EncodeFingerprintKey(uint32_t doc_id) {
@@ -291,7 +262,7 @@ absl::StatusOr<uint32_t> DecodeFingerprintKey(absl::string_view key) {
     return absl::DataLossError(absl::StrCat(
         "fingerprint key of ", key.size(), " bytes is not tag 4 and a u32"));
   }
-  return GetFixed32BE(key.data() + 1);
+  return DecodeFixed32BE(key.data() + 1);
 }
 
 std::string EncodeFingerprintValue(uint64_t simhash, const Sha256Digest& sha256) {
@@ -308,7 +279,7 @@ absl::StatusOr<FingerprintValue> DecodeFingerprintValue(absl::string_view value)
                               kFingerprintValueBytes, true);
   if (!s.ok()) return s;
   FingerprintValue v;
-  v.simhash = GetFixed64BE(value.data() + 1);
+  v.simhash = DecodeFixed64BE(value.data() + 1);
   v.sha256 = GetSha(value.data() + 9);
   return v;
 }
@@ -335,8 +306,8 @@ absl::StatusOr<FetchValue> DecodeFetchValue(absl::string_view value) {
   if (!s.ok()) return s;
   FetchValue v;
   v.sha256 = GetSha(value.data() + 1);
-  v.first_fetch = StoredMicrosToTime(GetFixed64BE(value.data() + 33));
-  v.hash_since = StoredMicrosToTime(GetFixed64BE(value.data() + 41));
+  v.first_fetch = StoredMicrosToTime(DecodeFixed64BE(value.data() + 33));
+  v.hash_since = StoredMicrosToTime(DecodeFixed64BE(value.data() + 41));
   return v;
 }
 
@@ -377,7 +348,7 @@ absl::StatusOr<uint32_t> DecodeChunkIdKey(absl::string_view key, char kind,
     return absl::DataLossError(absl::StrCat(what, " key of ", key.size(), " bytes is not 05 ",
                                             absl::Hex(static_cast<uint8_t>(kind), absl::kZeroPad2), " and a u32"));
   }
-  return GetFixed32BE(key.data() + 2);
+  return DecodeFixed32BE(key.data() + 2);
 }
 
 // The owner that ends a chunk text value (versions 2 and 3): added (i64
@@ -395,14 +366,14 @@ void PutChunkTextOwner(std::string* out, absl::Time added, absl::string_view url
 // REQUIRES: tail.size() >= 12 (the caller checked the value's length).
 absl::Status GetChunkTextOwner(absl::string_view tail, absl::Time* added, std::string* url,
                                std::string* chunk_id) {
-  const uint32_t url_bytes = GetFixed32BE(tail.data() + 8);
+  const uint32_t url_bytes = DecodeFixed32BE(tail.data() + 8);
   const size_t rest = tail.size() - 12;
   if (url_bytes == 0 || url_bytes >= rest) {
     return absl::DataLossError(absl::StrCat(
         "chunk text value has an owner URL of ", url_bytes, " bytes in ", rest,
         " bytes of owner URL and chunk id (both at least 1)"));
   }
-  *added = StoredMicrosToTime(GetFixed64BE(tail.data()));
+  *added = StoredMicrosToTime(DecodeFixed64BE(tail.data()));
   *url = std::string(tail.substr(12, url_bytes));
   *chunk_id = std::string(tail.substr(12 + url_bytes));
   return absl::OkStatus();
@@ -440,7 +411,7 @@ absl::StatusOr<std::vector<ChunkManifestEntry>> DecodeChunkManifestValue(
   absl::Status s = CheckValue(value, "chunk manifest", kChunkManifestValueVersion,
                               1 + 4, /*exact=*/false);
   if (!s.ok()) return s;
-  const uint32_t n = GetFixed32BE(value.data() + 1);
+  const uint32_t n = DecodeFixed32BE(value.data() + 1);
   absl::string_view rest = value.substr(1 + 4);
   if (n == 0) {
     return absl::DataLossError("chunk manifest value lists 0 chunks (at least 1 is stored)");
@@ -458,7 +429,7 @@ absl::StatusOr<std::vector<ChunkManifestEntry>> DecodeChunkManifestValue(
     if (rest.size() < 4) {
       return absl::DataLossError(absl::StrCat("chunk manifest value ends inside entry ", i));
     }
-    const uint32_t id_bytes = GetFixed32BE(rest.data());
+    const uint32_t id_bytes = DecodeFixed32BE(rest.data());
     if (id_bytes == 0) {
       return absl::DataLossError(absl::StrCat("chunk manifest entry ", i, " has an empty chunk id"));
     }
@@ -469,8 +440,8 @@ absl::StatusOr<std::vector<ChunkManifestEntry>> DecodeChunkManifestValue(
     e.chunk_id = std::string(rest.substr(4, id_bytes));
     const char* p = rest.data() + 4 + id_bytes;
     e.sha256 = GetSha(p);
-    e.simhash = GetFixed64BE(p + 32);
-    e.added = StoredMicrosToTime(GetFixed64BE(p + 40));
+    e.simhash = DecodeFixed64BE(p + 32);
+    e.added = StoredMicrosToTime(DecodeFixed64BE(p + 40));
     entries.push_back(std::move(e));
     rest.remove_prefix(kManifestEntryFixedBytes + id_bytes);
   }
@@ -526,9 +497,9 @@ absl::StatusOr<ChunkTextValue> DecodeChunkTextValue(absl::string_view value) {
         "chunk text value has unknown value version ", static_cast<int>(version),
         " (this build reads versions 1 and 2)"));
   }
-  v.text_id = GetFixed32BE(value.data() + 1);
-  v.simhash = GetFixed64BE(value.data() + 5);
-  v.holders = GetFixed64BE(value.data() + 13);
+  v.text_id = DecodeFixed32BE(value.data() + 1);
+  v.simhash = DecodeFixed64BE(value.data() + 5);
+  v.holders = DecodeFixed64BE(value.data() + 13);
   if (v.holders == 0) {
     return absl::DataLossError(
         "chunk text value counts 0 holders (a text no chunk holds is deleted)");
@@ -560,7 +531,7 @@ absl::StatusOr<ChunkHolderKey> DecodeChunkHolderKey(absl::string_view key) {
   }
   ChunkHolderKey k;
   k.sha256 = GetSha(key.data() + 2);
-  k.added = StoredMicrosToTime(GetFixed64BE(key.data() + 34) ^ kSignBit);
+  k.added = StoredMicrosToTime(DecodeFixed64BE(key.data() + 34) ^ kSignBit);
   const absl::string_view tail = key.substr(kHolderKeyFixedBytes);
   const size_t nul = tail.find('\0');
   if (nul == absl::string_view::npos || nul == 0 || nul + 1 == tail.size()) {
@@ -631,8 +602,8 @@ absl::StatusOr<ChunkTextByIdValue> DecodeChunkTextByIdValue(absl::string_view va
   const char* p = value.data() + 1;
   ChunkTextByIdValue v;
   v.sha256 = GetSha(p);
-  v.simhash = GetFixed64BE(p + 32);
-  v.holders = GetFixed64BE(p + 40);
+  v.simhash = DecodeFixed64BE(p + 32);
+  v.holders = DecodeFixed64BE(p + 40);
   if (v.holders == 0) {
     return absl::DataLossError(
         "chunk text value counts 0 holders (a text no chunk holds is deleted)");

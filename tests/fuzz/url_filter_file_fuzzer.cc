@@ -26,11 +26,11 @@
 #include <cstring>
 #include <string>
 
-#include "absl/base/internal/endian.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
+#include "common/coding.h"
 #include "core/index/bloom_filter.h"
 #include "core/text/stable_hash.h"
 #include "storage/bloom/url_filter_front.h"
@@ -95,8 +95,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (absl::StartsWith(input, kFileMagic) && size >= UrlFilterFront::kFileHeaderBytes) {
     // The same segment count and rate with a matching length and checksum.
     std::string fixed(input);
-    const uint32_t segments = absl::little_endian::Load32(fixed.data() + 12);
-    const uint64_t rate_bits = absl::little_endian::Load64(fixed.data() + 24);
+    const uint32_t segments = DecodeFixed32LE(fixed.data() + 12);
+    const uint64_t rate_bits = DecodeFixed64LE(fixed.data() + 24);
     double rate = 0;
     std::memcpy(&rate, &rate_bits, sizeof(rate));
     const std::string header = UrlFilterFront::EncodeFileHeader(segments, size, rate);
