@@ -221,7 +221,7 @@ TEST_F(AuthFilesTest, ServerCredentialsChecksFilesUpFront) {
        "--tls_client_ca_file needs"},
       {"missing cert",
        {missing, key, ""},
-       absl::StatusCode::kUnavailable,
+       absl::StatusCode::kNotFound,
        "--tls_cert_file: " + missing},
       {"garbage cert",
        {garbage, key, ""},
@@ -245,7 +245,7 @@ TEST_F(AuthFilesTest, ServerCredentialsChecksFilesUpFront) {
        "--tls_client_ca_file=" + garbage},
       {"missing client CA",
        {cert, key, missing},
-       absl::StatusCode::kUnavailable,
+       absl::StatusCode::kNotFound,
        "--tls_client_ca_file: " + missing},
   };
   for (const Case& c : cases) {
