@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run_chunk_bench.sh: CheckChunks throughput against the real server binary
 # on 127.0.0.1 with a fresh data dir, on a store that already holds
-# --store_chunks chunks (issue 4: >= 50,000 chunks/s, ~500-byte chunks, 20
+# --store_chunks chunks (>= 50,000 chunks/s, ~500-byte chunks, 20
 # per request, on a store of 1,000,000 chunks).
 #
 # Phases (documents of dedupd_chunk_load, seed 1; F = store_chunks / 20):

@@ -1,4 +1,4 @@
-// Crash consistency (issue 7) against the real dedupd binary: several client
+// Crash consistency against the real dedupd binary: several client
 // threads claim URLs, documents and chunks while the server is SIGKILLed at
 // random moments, several times, and restarted on the same data dir each
 // time. Every answer the clients received is an acknowledgement; after each

@@ -1,4 +1,4 @@
-// e2e_full_disk_test: the real dedupd on a full disk (issue 7). Its data
+// e2e_full_disk_test: the real dedupd on a full disk. Its data
 // directory is on a small tmpfs; a ballast file takes the room. Claims then
 // fail with RESOURCE_EXHAUSTED and a message that says what to do, nothing
 // failed is acknowledged, the server stays up and keeps answering reads

@@ -1,4 +1,4 @@
-// End-to-end tests of hostile clients (issue 7) against the real dedupd
+// End-to-end tests of hostile clients against the real dedupd
 // binary on 127.0.0.1 port 0: slow clients (a request never finished, a
 // response never read), clients that disconnect mid-batch, cancelled calls,
 // expired deadlines, 10,000 concurrent calls against --max_concurrent_rpcs,

@@ -1,4 +1,4 @@
-// End-to-end tests of observability (issue 6) through the real dedupd
+// End-to-end tests of observability through the real dedupd
 // binary on 127.0.0.1 port 0: the /metrics endpoint (per-RPC counters and
 // latency histograms, items per batch, verdicts per layer, process metrics,
 // naming conventions), the failure log and its rate limit, and gRPC health

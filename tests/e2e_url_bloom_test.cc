@@ -1,4 +1,4 @@
-// End-to-end tests of the URL layer's Bloom tier (issue 5) through the real
+// End-to-end tests of the URL layer's Bloom tier through the real
 // dedupd binary on 127.0.0.1 port 0: the exact mode's front (saved at a
 // clean stop, reloaded at start), and the approximate mode
 // (--url_seen_mode=approximate: SEEN_PROBABLY, one NEW per URL, restart

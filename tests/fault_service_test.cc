@@ -1,4 +1,4 @@
-// Store faults through the real request path (issue 7): DedupClient ->
+// Store faults through the real request path: DedupClient ->
 // gRPC on 127.0.0.1:0 -> DedupService -> Engine -> FaultInjectionStore ->
 // RocksDbStore in a temp directory. While a fault is set, the affected RPCs
 // answer its code (UNAVAILABLE, INTERNAL, RESOURCE_EXHAUSTED, ...) and the

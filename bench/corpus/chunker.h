@@ -1,6 +1,6 @@
 // chunker.h: a small deterministic text chunker of the kind RAG ingestion
 // pipelines run before embedding (a "recursive" splitter: paragraphs first,
-// then words), so that benchmarks and tests of CheckChunks (issue 4) see the
+// then words), so that benchmarks and tests of CheckChunks see the
 // chunks real clients send: ~max_bytes chunks of packed paragraphs, plus the
 // short ones such chunkers also emit (a heading followed by a long
 // paragraph, the tail of a long paragraph, the end of a page).

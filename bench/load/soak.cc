@@ -1,4 +1,4 @@
-// soak: a bounded soak of the real dedupd (issue 7). It starts the server
+// soak: a bounded soak of the real dedupd. It starts the server
 // binary on 127.0.0.1 port 0 with a fresh data dir, starts --clients client
 // processes (this program again, in client mode) that send a mixed
 // CheckUrl / CheckContent / CheckChunks CLAIM load, SIGKILLs the server every

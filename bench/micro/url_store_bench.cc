@@ -1,5 +1,5 @@
 // url_store_bench: the exact URL store alone (no gRPC), with and without its
-// Bloom front (issue 5). Fills a fresh RocksDbStore with --preload synthetic
+// Bloom front. Fills a fresh RocksDbStore with --preload synthetic
 // URLs, then for each filter setting (off, on) reopens it with a block
 // cache of --block_cache_mb (far smaller than the store) and runs two claim
 // workloads of --measure URLs each, --threads callers of --batch URLs:

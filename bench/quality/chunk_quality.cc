@@ -1,5 +1,5 @@
 // chunk_quality: how well 64-bit SimHash at Hamming distance <= k finds
-// near-duplicate CHUNKS (CheckChunks, issue 4: ~500-byte RAG chunks and the
+// near-duplicate CHUNKS (CheckChunks: ~500-byte RAG chunks and the
 // short chunks chunkers also emit), by chunk length, measured against the
 // exact answer on real text; and the "shared preamble" scenario of the issue.
 //

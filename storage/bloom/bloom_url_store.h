@@ -1,4 +1,4 @@
-// bloom_url_store.h: the URL layer's approximate mode (issue 5). The seen-set
+// bloom_url_store.h: the URL layer's approximate mode. The seen-set
 // IS a Bloom filter: no per-URL record is kept, memory is fixed (about 1.2 GB
 // for 10^9 URLs at 1%), and a false positive means a new URL is answered
 // "probably seen" and skipped (an accepted loss, said in the verdict:

@@ -1,4 +1,4 @@
-// url_filter_front.h: the exact URL store's in-memory Bloom front (issue 5,
+// url_filter_front.h: the exact URL store's in-memory Bloom front (the
 // default mode). A BloomFilter over the stored URL keys answers "definitely
 // not stored" so that a claim of a new URL skips the store read; "maybe
 // stored" goes to the store, so answers stay exact. The front owns the

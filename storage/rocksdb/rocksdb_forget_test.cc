@@ -1,4 +1,4 @@
-// Tests of RocksDbStore::Forget (issue 6, "Forget"): what it removes, what
+// Tests of RocksDbStore::Forget ("Forget"): what it removes, what
 // it promotes, that nothing dangles (CheckConsistency after every
 // scenario), that it survives a restart, and that it serializes with
 // concurrent claims of the same keys.

@@ -1,4 +1,4 @@
-// RocksDbStore on a full disk (issue 7), on a real file system: a small
+// RocksDbStore on a full disk, on a real file system: a small
 // tmpfs whose room a ballast file takes. Writes fail with ResourceExhausted
 // and are never acknowledged, reads go on, writes resume by themselves once
 // the ballast is gone, and Close on a still-full disk neither aborts nor

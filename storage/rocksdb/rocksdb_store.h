@@ -141,7 +141,7 @@ struct RocksDbStoreOptions {
   // (SimHashIndex::IsValidLayout).
   int simhash_index_blocks = 0;
 
-  // The in-memory Bloom front of the URL records (issue 5): a claim or
+  // The in-memory Bloom front of the URL records: a claim or
   // lookup of a URL the filter says was never stored skips the store read.
   // Answers stay exact. Persisted at Close in the file kUrlFilterFileName
   // of the directory, reloaded at Open when no write happened since,
