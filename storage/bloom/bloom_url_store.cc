@@ -447,19 +447,16 @@ void BloomUrlStore::Impl::ReleaseFiles() {
   lock_fd = -1;
 }
 
-absl::StatusOr<std::unique_ptr<BloomUrlStore>> BloomUrlStore::Open(
-    const BloomUrlStoreOptions& options) {
-  const absl::Time start = absl::Now();
-  DEDUPD_RETURN_IF_ERROR(CheckOptions(options));
-  const std::string& dir = options.path;
-  auto path = [&dir](absl::string_view name) {
-    return absl::StrCat(dir, "/", name);
-  };
+namespace {
 
+// LockDir creates `dir` if needed and takes its LOCK file's flock. Returns
+// the lock's descriptor (closing it releases the lock). FailedPrecondition
+// when another store holds it.
+absl::StatusOr<int> LockDir(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return ErrnoStatus(errno, dir, "create directory");
   }
-  const std::string lock_path = path("LOCK");
+  const std::string lock_path = absl::StrCat(dir, "/LOCK");
   const int lock_fd =
       ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock_fd < 0) return ErrnoStatus(errno, lock_path, "open");
@@ -474,143 +471,190 @@ absl::StatusOr<std::unique_ptr<BloomUrlStore>> BloomUrlStore::Open(
     }
     return ErrnoStatus(err, lock_path, "flock");
   }
-  // From here on, every error path must release the lock.
-  auto fail = [lock_fd](absl::Status s) {
-    ::close(lock_fd);
-    return s;
-  };
+  return lock_fd;
+}
 
-  absl::StatusOr<DirListing> listing = ListDir(dir);
-  if (!listing.ok()) return fail(listing.status());
-  for (const std::string& temp : listing->temps) {
-    // An unfinished snapshot: never renamed, so never relied on.
-    if (absl::Status s = RemoveFile(path(temp)); !s.ok()) return fail(s);
-  }
-
-  // The starting point: the newest snapshot, or an empty filter.
+// What Open recovers from a directory: the newest snapshot's filter (if
+// any) with the claim logs replayed into it.
+struct Recovered {
   std::optional<BloomFilter> filter;
   uint64_t inserted = 0;
-  uint64_t first_log = 1;  // logs with generation >= this are replayed
-  if (!listing->snapshots.empty()) {
-    // Only the newest snapshot is kept (older ones are deleted with the
-    // logs they cover), so a damaged one cannot be replaced: DataLoss.
-    const uint64_t g = listing->snapshots.back();
-    const std::string name = SnapshotName(g);
-    absl::StatusOr<std::string> bytes = ReadFile(path(name));
-    if (!bytes.ok()) return fail(bytes.status());
-    absl::StatusOr<BloomFilter::Loaded> loaded =
-        BloomFilter::Deserialize(*bytes);
-    if (!loaded.ok()) return fail(Annotate(loaded.status(), path(name)));
-    if (loaded->header.user_tag != g) {
-      return fail(absl::DataLossError(
-          absl::StrCat(path(name), ": snapshot tag ", loaded->header.user_tag,
-                       " does not match its file name")));
-    }
-    inserted = loaded->header.inserted_keys;
-    filter.emplace(std::move(loaded->filter));
-    first_log = g;
-  }
+  uint64_t first_log = 1;      // logs with generation >= this are replayed
+  std::vector<uint64_t> logs;  // replayed, in order, without gaps
+  uint64_t pending_log_bytes = 0;
+  uint64_t replayed_keys = 0;
+};
 
-  // The logs to replay: first_log, first_log + 1, ... without gaps.
-  std::vector<uint64_t> logs;
-  for (uint64_t g : listing->logs) {
-    if (g >= first_log) logs.push_back(g);
+// LoadSnapshot: the starting point, the newest snapshot, when there is one.
+// Only the newest is kept (older ones are deleted with the logs they
+// cover), so a damaged one cannot be replaced: DataLoss.
+absl::Status LoadSnapshot(const std::string& dir, const DirListing& listing,
+                          Recovered* r) {
+  if (listing.snapshots.empty()) return absl::OkStatus();
+  const uint64_t g = listing.snapshots.back();
+  const std::string file = absl::StrCat(dir, "/", SnapshotName(g));
+  DEDUPD_ASSIGN_OR_RETURN(std::string bytes, ReadFile(file));
+  absl::StatusOr<BloomFilter::Loaded> loaded = BloomFilter::Deserialize(bytes);
+  if (!loaded.ok()) return Annotate(loaded.status(), file);
+  if (loaded->header.user_tag != g) {
+    return absl::DataLossError(
+        absl::StrCat(file, ": snapshot tag ", loaded->header.user_tag,
+                     " does not match its file name"));
   }
-  if (!logs.empty() && logs.front() != first_log) {
-    return fail(absl::DataLossError(absl::StrCat(
-        dir, ": ", LogName(first_log), " is missing (",
-        filter.has_value() ? SnapshotName(first_log) : "the store",
-        " needs it before ", LogName(logs.front()), ")")));
+  r->inserted = loaded->header.inserted_keys;
+  r->filter.emplace(std::move(loaded->filter));
+  r->first_log = g;
+  return absl::OkStatus();
+}
+
+// SelectLogs: the logs to replay, first_log, first_log + 1, ... without
+// gaps; DataLoss naming the missing one otherwise.
+absl::Status SelectLogs(const std::string& dir, const DirListing& listing,
+                        Recovered* r) {
+  for (uint64_t g : listing.logs) {
+    if (g >= r->first_log) r->logs.push_back(g);
+  }
+  const std::vector<uint64_t>& logs = r->logs;
+  if (!logs.empty() && logs.front() != r->first_log) {
+    return absl::DataLossError(absl::StrCat(
+        dir, ": ", LogName(r->first_log), " is missing (",
+        r->filter.has_value() ? SnapshotName(r->first_log) : "the store",
+        " needs it before ", LogName(logs.front()), ")"));
   }
   for (size_t i = 1; i < logs.size(); ++i) {
     if (logs[i] != logs[i - 1] + 1) {
-      return fail(absl::DataLossError(
-          absl::StrCat(dir, ": ", LogName(logs[i - 1] + 1), " is missing")));
+      return absl::DataLossError(
+          absl::StrCat(dir, ": ", LogName(logs[i - 1] + 1), " is missing"));
     }
   }
+  return absl::OkStatus();
+}
 
-  uint64_t pending_log_bytes = 0;
-  uint64_t replayed_keys = 0;
-  for (size_t i = 0; i < logs.size(); ++i) {
-    const bool last = i + 1 == logs.size();
-    const std::string log_path = path(LogName(logs[i]));
-    absl::StatusOr<std::string> bytes = ReadFile(log_path);
-    if (!bytes.ok()) return fail(bytes.status());
-    const bool all_zero = std::all_of(bytes->begin(), bytes->end(),
-                                      [](char c) { return c == 0; });
-    if (last && (bytes->size() < log_format::kHeaderBytes || all_zero)) {
-      // A log whose creation was cut short: nothing was acknowledged in it.
-      if (absl::Status s = RemoveFile(log_path); !s.ok()) return fail(s);
-      logs.pop_back();
+// CheckLogHeader: the log's header matches its file name and the filter
+// (which the first log of a store without a snapshot creates: it fixes the
+// size the store was created with; the options may have changed since).
+absl::Status CheckLogHeader(const std::string& log_path, uint64_t generation,
+                            const log_format::LogHeader& header,
+                            std::optional<BloomFilter>* filter) {
+  if (!filter->has_value()) {
+    if (header.num_blocks < 1 || header.num_blocks > BloomFilter::kMaxBlocks ||
+        header.num_probes < BloomFilter::kMinProbes ||
+        header.num_probes > BloomFilter::kMaxProbes) {
+      return absl::DataLossError(absl::StrCat(
+          log_path, ": filter size out of range: ", header.num_blocks,
+          " blocks, ", header.num_probes, " probes"));
+    }
+    filter->emplace(header.num_blocks, static_cast<int>(header.num_probes));
+  }
+  const BloomFilter& f = **filter;
+  if (header.generation != generation || header.num_blocks != f.num_blocks() ||
+      header.num_probes != static_cast<uint32_t>(f.num_probes())) {
+    return absl::DataLossError(absl::StrCat(
+        log_path, ": header says generation ", header.generation, ", ",
+        header.num_blocks, " blocks, ", header.num_probes,
+        " probes; expected generation ", generation, ", ", f.num_blocks(),
+        " blocks, ", f.num_probes(), " probes"));
+  }
+  return absl::OkStatus();
+}
+
+// CutTornTail truncates the log to its whole records, so that it is whole
+// once a newer one follows it. Synced: should the cut be lost, the log
+// would be torn but no longer the last one.
+absl::Status CutTornTail(const std::string& log_path, uint64_t valid_end) {
+  const int fd = ::open(log_path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, log_path, "open torn log");
+  int err = 0;
+  if (::ftruncate(fd, static_cast<off_t>(valid_end)) != 0 ||
+      ::fdatasync(fd) != 0) {
+    err = errno;
+  }
+  ::close(fd);
+  if (err != 0) return ErrnoStatus(err, log_path, "truncate torn tail");
+  return absl::OkStatus();
+}
+
+// ReplayLogs replays r->logs into r->filter in order (creating the filter
+// from the first log when there was no snapshot). A last log whose
+// creation was cut short is deleted (nothing was acknowledged in it); a
+// torn record is cut off the last log and is DataLoss in any other.
+absl::Status ReplayLogs(const std::string& dir, Recovered* r) {
+  for (size_t i = 0; i < r->logs.size(); ++i) {
+    const bool last = i + 1 == r->logs.size();
+    const std::string log_path = absl::StrCat(dir, "/", LogName(r->logs[i]));
+    DEDUPD_ASSIGN_OR_RETURN(std::string bytes, ReadFile(log_path));
+    const bool all_zero =
+        std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
+    if (last && (bytes.size() < log_format::kHeaderBytes || all_zero)) {
+      DEDUPD_RETURN_IF_ERROR(RemoveFile(log_path));
+      r->logs.pop_back();
       break;
     }
-    absl::StatusOr<log_format::ParsedLog> parsed = log_format::ParseLog(*bytes);
-    if (!parsed.ok()) return fail(Annotate(parsed.status(), log_path));
-    if (!filter.has_value()) {
-      // No snapshot yet: the first log fixes the size the store was
-      // created with (the options may have changed since).
-      if (parsed->header.num_blocks < 1 ||
-          parsed->header.num_blocks > BloomFilter::kMaxBlocks ||
-          parsed->header.num_probes < BloomFilter::kMinProbes ||
-          parsed->header.num_probes > BloomFilter::kMaxProbes) {
-        return fail(absl::DataLossError(absl::StrCat(
-            log_path, ": filter size out of range: ",
-            parsed->header.num_blocks, " blocks, ", parsed->header.num_probes,
-            " probes")));
-      }
-      filter.emplace(parsed->header.num_blocks,
-                     static_cast<int>(parsed->header.num_probes));
-    }
-    if (parsed->header.generation != logs[i] ||
-        parsed->header.num_blocks != filter->num_blocks() ||
-        parsed->header.num_probes !=
-            static_cast<uint32_t>(filter->num_probes())) {
-      return fail(absl::DataLossError(absl::StrCat(
-          log_path, ": header says generation ", parsed->header.generation,
-          ", ", parsed->header.num_blocks, " blocks, ",
-          parsed->header.num_probes, " probes; expected generation ", logs[i],
-          ", ", filter->num_blocks(), " blocks, ", filter->num_probes(),
-          " probes")));
-    }
+    absl::StatusOr<log_format::ParsedLog> parsed = log_format::ParseLog(bytes);
+    if (!parsed.ok()) return Annotate(parsed.status(), log_path);
+    DEDUPD_RETURN_IF_ERROR(
+        CheckLogHeader(log_path, r->logs[i], parsed->header, &r->filter));
     const uint64_t valid_end =
         log_format::kHeaderBytes + parsed->records.valid_bytes;
     if (parsed->records.torn_tail) {
       if (!last) {
-        return fail(absl::DataLossError(absl::StrCat(
+        return absl::DataLossError(absl::StrCat(
             log_path, ": claim log record at offset ", valid_end,
-            " is torn, but this is not the last log")));
+            " is torn, but this is not the last log"));
       }
-      // Cut the torn record off, so that this log is whole once a newer
-      // one follows it.
-      // Synced: should the cut be lost, the log would be torn but no
-      // longer the last one.
-      const int fd = ::open(log_path.c_str(), O_WRONLY | O_CLOEXEC);
-      if (fd < 0) return fail(ErrnoStatus(errno, log_path, "open torn log"));
-      int err = 0;
-      if (::ftruncate(fd, static_cast<off_t>(valid_end)) != 0 ||
-          ::fdatasync(fd) != 0) {
-        err = errno;
-      }
-      ::close(fd);
-      if (err != 0) return fail(ErrnoStatus(err, log_path, "truncate torn tail"));
+      DEDUPD_RETURN_IF_ERROR(CutTornTail(log_path, valid_end));
     }
     // Each key answered new is in exactly one log, and the snapshot's
     // inserted_keys counts exactly the keys logged before its log: so
     // every replayed hash counts, also one whose bits the snapshot already
     // has (logged while the words were copied).
-    for (uint64_t h : parsed->records.key_hashes) filter->Insert(h);
-    inserted += parsed->records.key_hashes.size();
-    pending_log_bytes += valid_end;
-    replayed_keys += parsed->records.key_hashes.size();
+    for (uint64_t h : parsed->records.key_hashes) r->filter->Insert(h);
+    r->inserted += parsed->records.key_hashes.size();
+    r->pending_log_bytes += valid_end;
+    r->replayed_keys += parsed->records.key_hashes.size();
   }
-  if (!filter.has_value()) filter.emplace(NewFilter(options));
+  return absl::OkStatus();
+}
 
-  auto impl = std::make_unique<Impl>(options, *std::move(filter));
+// Recover: the filter and logs of `dir`, after deleting unfinished
+// snapshots (never renamed, so never relied on).
+absl::StatusOr<Recovered> Recover(const std::string& dir) {
+  DEDUPD_ASSIGN_OR_RETURN(DirListing listing, ListDir(dir));
+  for (const std::string& temp : listing.temps) {
+    DEDUPD_RETURN_IF_ERROR(RemoveFile(absl::StrCat(dir, "/", temp)));
+  }
+  Recovered r;
+  DEDUPD_RETURN_IF_ERROR(LoadSnapshot(dir, listing, &r));
+  DEDUPD_RETURN_IF_ERROR(SelectLogs(dir, listing, &r));
+  DEDUPD_RETURN_IF_ERROR(ReplayLogs(dir, &r));
+  return r;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<BloomUrlStore>> BloomUrlStore::Open(
+    const BloomUrlStoreOptions& options) {
+  const absl::Time start = absl::Now();
+  DEDUPD_RETURN_IF_ERROR(CheckOptions(options));
+  const std::string& dir = options.path;
+  DEDUPD_ASSIGN_OR_RETURN(const int lock_fd, LockDir(dir));
+  // From here on, every error path must release the lock.
+  auto fail = [lock_fd](absl::Status s) {
+    ::close(lock_fd);
+    return s;
+  };
+  absl::StatusOr<Recovered> recovered = Recover(dir);
+  if (!recovered.ok()) return fail(recovered.status());
+  Recovered& r = *recovered;
+  if (!r.filter.has_value()) r.filter.emplace(NewFilter(options));
+
+  auto impl = std::make_unique<Impl>(options, *std::move(r.filter));
   impl->lock_fd = lock_fd;
   impl->design_false_positive_rate = BloomFilter::BlockedFalsePositiveRate(
       options.expected_urls, impl->filter.num_blocks(),
       impl->filter.num_probes());
-  const uint64_t next_generation = logs.empty() ? first_log : logs.back() + 1;
+  const uint64_t next_generation =
+      r.logs.empty() ? r.first_log : r.logs.back() + 1;
   {
     absl::MutexLock lock(&impl->mu);
     absl::StatusOr<int> log_fd = impl->CreateLog(next_generation);
@@ -618,18 +662,18 @@ absl::StatusOr<std::unique_ptr<BloomUrlStore>> BloomUrlStore::Open(
     impl->log_fd = *log_fd;
     impl->log_generation = next_generation;
     impl->log_size = log_format::kHeaderBytes;
-    impl->pending_log_bytes = pending_log_bytes + log_format::kHeaderBytes;
-    impl->inserted = inserted;
+    impl->pending_log_bytes = r.pending_log_bytes + log_format::kHeaderBytes;
+    impl->inserted = r.inserted;
     // Replayed keys count toward the next snapshot: a restart now would
     // replay them again.
-    impl->logged_since_snapshot = replayed_keys;
+    impl->logged_since_snapshot = r.replayed_keys;
     impl->last_rotation = absl::Now();
-    if (inserted > options.expected_urls) {
+    if (r.inserted > options.expected_urls) {
       impl->warned_capacity = true;
       std::fprintf(stderr,
                    "dedupd: warning: %s: the Bloom URL store holds %llu URLs, "
                    "over its capacity of %llu: false positives exceed %g\n",
-                   dir.c_str(), static_cast<unsigned long long>(inserted),
+                   dir.c_str(), static_cast<unsigned long long>(r.inserted),
                    static_cast<unsigned long long>(options.expected_urls),
                    options.false_positive_rate);
     }
