@@ -2,7 +2,7 @@
 //
 // Mapping (docs/bloom_filter.md, "Hash to bits"; kFormatVersion 1):
 //   block = (h * num_blocks) >> 64                   (128-bit product)
-//   r     = Mix64(h + C) mod 2^64                    (SplitMix64 step)
+//   r     = SplitMix64(h): its finalizer of h + C    (SplitMix64 step)
 //   bit i = (r * C^i mod 2^64) >> 55, i = 0 .. num_probes-1,
 //           C = 0x9E3779B97F4A7C15 (2^64 / golden ratio, odd)
 // The block comes from the high bits of h by multiply-shift ("fastrange",
@@ -36,6 +36,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
 #include "common/coding.h"
+#include "core/text/splitmix64.h"
 #include "core/text/stable_hash.h"
 
 namespace dedupd {
@@ -66,17 +67,6 @@ constexpr size_t kOffWordsChecksum = 40;
 constexpr size_t kOffHeaderChecksum = 48;
 constexpr size_t kOffPadding = 56;
 
-// SplitMix64's finalizer (Steele, Lea, Flood 2014): a bijection of 64-bit
-// values whose every output bit depends on every input bit.
-inline uint64_t Mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xBF58476D1CE4E5B9ULL;
-  x ^= x >> 27;
-  x *= 0x94D049BB133111EBULL;
-  x ^= x >> 31;
-  return x;
-}
-
 // The per-word masks of one key's bits within its block.
 struct Probe {
   uint64_t block;
@@ -103,9 +93,10 @@ inline uint64_t BlockIndex(uint64_t h, uint64_t num_blocks) {
   return static_cast<uint64_t>((static_cast<Uint128>(h) * num_blocks) >> 64);
 }
 
-// SplitMix64's output for state h. Adding C first keeps h = 0 (a fixed
-// point of Mix64) from mapping to r = 0, whose positions would all be 0.
-inline uint64_t PositionSeed(uint64_t h) { return Mix64(h + kProbeMultiplier); }
+// SplitMix64's output for state h: its finalizer of h + C. Adding C first
+// keeps h = 0 (a fixed point of the finalizer) from mapping to r = 0, whose
+// positions would all be 0.
+inline uint64_t PositionSeed(uint64_t h) { return SplitMix64(h); }
 
 // Bit i of the key's block: the top 9 bits of r * C^i.
 inline uint32_t Position(uint64_t r, int i) {
