@@ -238,132 +238,159 @@ std::string SiteHeader(int64_t site) {
                       "your way; report errors in these pages on the issue tracker.");
 }
 
-}  // namespace
+// The flags, read once and checked, and the phase's document range.
+struct Options {
+  std::string phase;
+  int64_t store_chunks = 0;
+  int64_t docs = 0;
+  double seconds = 0;
+  uint64_t seed = 0;
+  int chunks_per_doc = 0;
+  int chunk_bytes = 0;
+  int sites = 0;
+  int threads = 0;
+  int max_distance = -1;  // -1: unset
+  std::string mode_name;  // lowercased
+  dedupd::v1::ClaimMode mode = dedupd::v1::CLAIM_MODE_CLAIM;
+  // The phase sends documents [first_doc, first_doc + total).
+  int64_t first_doc = 0;
+  int64_t total = 0;
+};
 
-int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "chunk_load: CheckChunks load generator; prints one line per run.\n"
-      "Usage: dedupd_chunk_load (--target=127.0.0.1:PORT | --port_file=F) "
-      "[--pages_dir=DIR] [--phase=fill|measure|resend] [--store_chunks=N] "
-      "[--docs=N] [--seconds=S] [--threads=T]");
-  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
-  if (rest.size() > 1) {
-    std::cerr << "chunk_load: unexpected argument '" << rest[1] << "'\n";
-    return 2;
-  }
-  const std::string phase = absl::GetFlag(FLAGS_phase);
-  const int64_t store_chunks = absl::GetFlag(FLAGS_store_chunks);
-  const int64_t docs_flag = absl::GetFlag(FLAGS_docs);
-  const double seconds = absl::GetFlag(FLAGS_seconds);
-  const uint64_t seed = absl::GetFlag(FLAGS_seed);
-  const int chunks_per_doc = absl::GetFlag(FLAGS_chunks_per_doc);
-  const int chunk_bytes = absl::GetFlag(FLAGS_chunk_bytes);
-  const int sites = absl::GetFlag(FLAGS_sites);
-  const int threads = absl::GetFlag(FLAGS_threads);
-  const int max_distance = absl::GetFlag(FLAGS_max_hamming_distance);
-  const std::string mode_name = absl::AsciiStrToLower(absl::GetFlag(FLAGS_mode));
-  if ((phase != "fill" && phase != "measure" && phase != "resend") || store_chunks < 0 ||
-      docs_flag < 1 || seconds <= 0 || chunks_per_doc < 2 || chunk_bytes < 4 ||
-      sites < 1 || threads < 1 || max_distance < -1 ||
-      (mode_name != "claim" && mode_name != "peek")) {
+// OptionsFromFlags reads the flags into `o`. Returns false, after saying
+// why on stderr, when one is out of range.
+bool OptionsFromFlags(Options* o) {
+  o->phase = absl::GetFlag(FLAGS_phase);
+  o->store_chunks = absl::GetFlag(FLAGS_store_chunks);
+  o->docs = absl::GetFlag(FLAGS_docs);
+  o->seconds = absl::GetFlag(FLAGS_seconds);
+  o->seed = absl::GetFlag(FLAGS_seed);
+  o->chunks_per_doc = absl::GetFlag(FLAGS_chunks_per_doc);
+  o->chunk_bytes = absl::GetFlag(FLAGS_chunk_bytes);
+  o->sites = absl::GetFlag(FLAGS_sites);
+  o->threads = absl::GetFlag(FLAGS_threads);
+  o->max_distance = absl::GetFlag(FLAGS_max_hamming_distance);
+  o->mode_name = absl::AsciiStrToLower(absl::GetFlag(FLAGS_mode));
+  if ((o->phase != "fill" && o->phase != "measure" && o->phase != "resend") ||
+      o->store_chunks < 0 || o->docs < 1 || o->seconds <= 0 || o->chunks_per_doc < 2 ||
+      o->chunk_bytes < 4 || o->sites < 1 || o->threads < 1 || o->max_distance < -1 ||
+      (o->mode_name != "claim" && o->mode_name != "peek")) {
     std::cerr << "chunk_load: need --phase fill|measure|resend, --store_chunks >= 0, "
                  "--docs >= 1, --seconds > 0, --chunks_per_doc >= 2, --chunk_bytes >= 4, "
                  "--sites, --threads >= 1, --max_hamming_distance >= -1, "
                  "--mode claim|peek\n";
-    return 2;
+    return false;
   }
-  const dedupd::v1::ClaimMode mode =
-      mode_name == "peek" ? dedupd::v1::CLAIM_MODE_PEEK : dedupd::v1::CLAIM_MODE_CLAIM;
-  const int64_t fill_docs = (store_chunks + chunks_per_doc - 1) / chunks_per_doc;
-  int64_t first_doc = 0;
-  int64_t total = fill_docs;
-  if (phase == "measure") {
-    first_doc = fill_docs;
-    total = docs_flag;
-  } else if (phase == "resend") {
-    total = docs_flag;
+  o->mode = o->mode_name == "peek" ? dedupd::v1::CLAIM_MODE_PEEK : dedupd::v1::CLAIM_MODE_CLAIM;
+  const int64_t fill_docs = (o->store_chunks + o->chunks_per_doc - 1) / o->chunks_per_doc;
+  o->first_doc = 0;
+  o->total = fill_docs;
+  if (o->phase == "measure") {
+    o->first_doc = fill_docs;
+    o->total = o->docs;
+  } else if (o->phase == "resend") {
+    o->total = o->docs;
   }
+  return true;
+}
 
-  ChunkCorpus corpus;
-  if (!corpus.Build(absl::GetFlag(FLAGS_pages_dir), static_cast<size_t>(chunk_bytes))) {
-    std::cerr << "chunk_load: no pages with text in --pages_dir="
-              << absl::GetFlag(FLAGS_pages_dir)
-              << " (build it with bench/corpus/make_text_corpus.py)\n";
-    return 1;
-  }
-  const size_t body = static_cast<size_t>(chunks_per_doc - 1);
-  const int64_t docs_per_round = static_cast<int64_t>(std::max<size_t>(1, corpus.size() / body));
-  std::cerr << absl::StrFormat(
-      "# chunk_load corpus pages=%d base_chunks=%d distinct_words=%d docs_per_round=%d "
-      "rounds=%d\n",
-      corpus.pages(), corpus.size(), corpus.distinct_words(), docs_per_round,
-      (first_doc + total + docs_per_round - 1) / docs_per_round);
+// The documents of the file comment, from a built corpus. Thread-safe.
+class Documents {
+ public:
+  // REQUIRES: `corpus` is built and outlives this.
+  Documents(const ChunkCorpus& corpus, const Options& o)
+      : corpus_(corpus),
+        seed_(o.seed),
+        sites_(o.sites),
+        chunks_per_doc_(o.chunks_per_doc),
+        body_(static_cast<size_t>(o.chunks_per_doc - 1)),
+        docs_per_round_(static_cast<int64_t>(std::max<size_t>(1, corpus.size() / body_))) {}
+
+  int64_t docs_per_round() const { return docs_per_round_; }
 
   // Document `i`: its URL and its chunks' texts.
-  auto make_doc = [&](int64_t i, std::string* url, std::vector<std::string>* chunks) {
-    const int64_t site = i % sites;
+  void Make(int64_t i, std::string* url, std::vector<std::string>* chunks) const {
+    const int64_t site = i % sites_;
     *url = absl::StrCat("https://site", site, ".example/docs/", i);
-    chunks->resize(static_cast<size_t>(chunks_per_doc));
+    chunks->resize(static_cast<size_t>(chunks_per_doc_));
     (*chunks)[0] = SiteHeader(site);
-    const uint64_t round = static_cast<uint64_t>(i / docs_per_round);
-    const size_t pos = static_cast<size_t>(i % docs_per_round) * body;
-    for (size_t c = 0; c < body; ++c) {
+    const uint64_t round = static_cast<uint64_t>(i / docs_per_round_);
+    const size_t pos = static_cast<size_t>(i % docs_per_round_) * body_;
+    for (size_t c = 0; c < body_; ++c) {
       std::string& text = (*chunks)[c + 1];
       text.clear();
-      corpus.AppendChunk(seed, round, pos + c, &text);
+      corpus_.AppendChunk(seed_, round, pos + c, &text);
     }
-  };
-
-  if (const int64_t n = absl::GetFlag(FLAGS_print_docs); n > 0) {
-    std::string url;
-    std::vector<std::string> chunks;
-    for (int64_t i = first_doc; i < first_doc + std::min(n, total); ++i) {
-      make_doc(i, &url, &chunks);
-      std::cout << "== document " << i << " " << url << "\n";
-      for (size_t c = 0; c < chunks.size(); ++c) {
-        std::cout << "-- chunk " << c << " (" << chunks[c].size() << " bytes)\n"
-                  << chunks[c] << "\n";
-      }
-    }
-    return 0;
   }
 
-  const std::vector<std::shared_ptr<grpc::Channel>> chans = dedupd::bench::Connect(
-      "chunk_load", absl::GetFlag(FLAGS_target), absl::GetFlag(FLAGS_port_file),
-      threads, absl::GetFlag(FLAGS_connect_timeout_s));
-  if (chans.empty()) return 1;
+ private:
+  const ChunkCorpus& corpus_;
+  const uint64_t seed_;
+  const int64_t sites_;
+  const int chunks_per_doc_;
+  const size_t body_;  // chunks after the header
+  const int64_t docs_per_round_;
+};
 
+// --print_docs: prints the phase's first `n` documents to stdout.
+void PrintDocs(const Documents& documents, const Options& o, int64_t n) {
+  std::string url;
+  std::vector<std::string> chunks;
+  for (int64_t i = o.first_doc; i < o.first_doc + std::min(n, o.total); ++i) {
+    documents.Make(i, &url, &chunks);
+    std::cout << "== document " << i << " " << url << "\n";
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      std::cout << "-- chunk " << c << " (" << chunks[c].size() << " bytes)\n"
+                << chunks[c] << "\n";
+    }
+  }
+}
+
+// What a phase's calls sent and got, and what they took.
+struct PhaseResult {
+  LoadTotals all;
+  double secs = 0;          // first call to last answer
+  int64_t text_bytes = 0;   // of the chunks sent
+  int64_t replaced = 0;     // stored chunks the calls replaced
+  double client_cpu_secs = 0;
+  double server_cpu_secs = -1;
+};
+
+// RunPhase sends the phase's documents on `chans` until all are sent or
+// o.seconds pass.
+PhaseResult RunPhase(const Options& o, const Documents& documents,
+                     const std::vector<std::shared_ptr<grpc::Channel>>& chans) {
   using dedupd::v1::CheckChunksRequest;
   using dedupd::v1::CheckChunksResponse;
-  std::atomic<int64_t> text_bytes{0};
   // build(i, request): document first_doc + i as a request.
   auto build = [&](int64_t i, CheckChunksRequest* request) {
     thread_local std::string url;
     thread_local std::vector<std::string> chunks;
-    make_doc(first_doc + i, &url, &chunks);
+    documents.Make(o.first_doc + i, &url, &chunks);
     request->set_document_url(url);
-    request->set_mode(mode);
-    if (max_distance >= 0) {
-      request->set_max_hamming_distance(static_cast<uint32_t>(max_distance));
+    request->set_mode(o.mode);
+    if (o.max_distance >= 0) {
+      request->set_max_hamming_distance(static_cast<uint32_t>(o.max_distance));
     }
     for (const std::string& text : chunks) request->add_chunks()->set_text(text);
   };
   // With --pregenerate, every request of the phase is built here: about
   // 0.5-1 GB for the default 1,000,000-chunk fill.
   dedupd::bench::RequestSource<CheckChunksRequest> requests(
-      total, absl::GetFlag(FLAGS_pregenerate), build);
-
+      o.total, absl::GetFlag(FLAGS_pregenerate), build);
 
   dedupd::bench::LoadSpec spec;
-  spec.threads = threads;
-  spec.batches = total;
+  spec.threads = o.threads;
+  spec.batches = o.total;
   spec.deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
   dedupd::bench::CpuWindow cpu(absl::GetFlag(FLAGS_server_pid));
   const Clock::time_point start = Clock::now();
   spec.stop_sending = start + std::chrono::duration_cast<Clock::duration>(
-                                  std::chrono::duration<double>(seconds));
+                                  std::chrono::duration<double>(o.seconds));
+  std::atomic<int64_t> text_bytes{0};
   std::atomic<int64_t> replaced{0};
-  LoadTotals all = dedupd::bench::RunLoad<CheckChunksRequest, CheckChunksResponse>(
+  PhaseResult result;
+  result.all = dedupd::bench::RunLoad<CheckChunksRequest, CheckChunksResponse>(
       spec, chans,
       [&](int64_t b, CheckChunksRequest* request) {
         requests.Take(b, request);
@@ -385,10 +412,21 @@ int main(int argc, char** argv) {
         }
         replaced += static_cast<int64_t>(response.replaced_chunks());
       });
-  const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  result.secs = std::chrono::duration<double>(Clock::now() - start).count();
   cpu.Stop();
+  result.text_bytes = text_bytes.load();
+  result.replaced = replaced.load();
+  result.client_cpu_secs = cpu.client_secs();
+  result.server_cpu_secs = cpu.server_secs();
+  return result;
+}
+
+// Prints the phase's "checkchunks" line (reorders r->all.latency_ms).
+void PrintPhase(const Options& o, PhaseResult* r) {
+  LoadTotals& all = r->all;
+  const double secs = r->secs;
   const int64_t answered = all.answered();
-  const int64_t docs_sent = all.sent / chunks_per_doc;
+  const int64_t docs_sent = all.sent / o.chunks_per_doc;
   const int64_t docs_answered = docs_sent - all.errors;
   const double p50 = dedupd::bench::Percentile(&all.latency_ms, 0.50);
   const double p99 = dedupd::bench::Percentile(&all.latency_ms, 0.99);
@@ -397,8 +435,8 @@ int main(int argc, char** argv) {
                    "docs=%d chunks=%d secs=%.2f chunks_per_sec=%.0f docs_per_sec=%.0f "
                    "p50_ms=%.2f p99_ms=%.2f new=%d exact=%d near=%d invalid=%d replaced=%d "
                    "errors=%d client_cpu_secs=%.2f server_cpu_secs=%.2f",
-                   phase, mode_name, threads, chunks_per_doc,
-                   all.sent > 0 ? static_cast<double>(text_bytes.load()) /
+                   o.phase, o.mode_name, o.threads, o.chunks_per_doc,
+                   all.sent > 0 ? static_cast<double>(r->text_bytes) /
                                       static_cast<double>(all.sent)
                                 : 0.0,
                    docs_sent, all.sent, secs,
@@ -407,9 +445,54 @@ int main(int argc, char** argv) {
                    all.verdicts["CHUNK_VERDICT_NEW"],
                    all.verdicts["CHUNK_VERDICT_EXACT_DUPLICATE"],
                    all.verdicts["CHUNK_VERDICT_NEAR_DUPLICATE"],
-                   all.verdicts["CHUNK_VERDICT_INVALID"], replaced.load(), all.errors,
-                   cpu.client_secs(), cpu.server_secs())
+                   all.verdicts["CHUNK_VERDICT_INVALID"], r->replaced, all.errors,
+                   r->client_cpu_secs, r->server_cpu_secs)
             << std::endl;
-  dedupd::bench::PrintErrors("chunk_load", all);
-  return all.errors == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "chunk_load: CheckChunks load generator; prints one line per run.\n"
+      "Usage: dedupd_chunk_load (--target=127.0.0.1:PORT | --port_file=F) "
+      "[--pages_dir=DIR] [--phase=fill|measure|resend] [--store_chunks=N] "
+      "[--docs=N] [--seconds=S] [--threads=T]");
+  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (rest.size() > 1) {
+    std::cerr << "chunk_load: unexpected argument '" << rest[1] << "'\n";
+    return 2;
+  }
+  Options o;
+  if (!OptionsFromFlags(&o)) return 2;
+
+  ChunkCorpus corpus;
+  if (!corpus.Build(absl::GetFlag(FLAGS_pages_dir), static_cast<size_t>(o.chunk_bytes))) {
+    std::cerr << "chunk_load: no pages with text in --pages_dir="
+              << absl::GetFlag(FLAGS_pages_dir)
+              << " (build it with bench/corpus/make_text_corpus.py)\n";
+    return 1;
+  }
+  const Documents documents(corpus, o);
+  const int64_t docs_per_round = documents.docs_per_round();
+  std::cerr << absl::StrFormat(
+      "# chunk_load corpus pages=%d base_chunks=%d distinct_words=%d docs_per_round=%d "
+      "rounds=%d\n",
+      corpus.pages(), corpus.size(), corpus.distinct_words(), docs_per_round,
+      (o.first_doc + o.total + docs_per_round - 1) / docs_per_round);
+
+  if (const int64_t n = absl::GetFlag(FLAGS_print_docs); n > 0) {
+    PrintDocs(documents, o, n);
+    return 0;
+  }
+
+  const std::vector<std::shared_ptr<grpc::Channel>> chans = dedupd::bench::Connect(
+      "chunk_load", absl::GetFlag(FLAGS_target), absl::GetFlag(FLAGS_port_file),
+      o.threads, absl::GetFlag(FLAGS_connect_timeout_s));
+  if (chans.empty()) return 1;
+
+  PhaseResult result = RunPhase(o, documents, chans);
+  PrintPhase(o, &result);
+  dedupd::bench::PrintErrors("chunk_load", result.all);
+  return result.all.errors == 0 ? 0 : 1;
 }

@@ -204,121 +204,145 @@ std::string SyntheticUrl(uint64_t seed, uint64_t index) {
   return url;
 }
 
+// Where the URLs come from: the generator or a file's lines, cycled.
+struct UrlSource {
+  bool synthetic = false;
+  uint64_t seed = 0;
+  int64_t offset = 0;  // number of the run's first URL
+  std::vector<std::string> file_urls;
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "url_load: CheckUrl load generator; prints one line per run.\n"
-      "Usage: dedupd_url_load --target=127.0.0.1:PORT (--synthetic | "
-      "--url_file=FILE) [--urls=N] [--seconds=S] [--batch=B] [--threads=T]");
-  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
-  if (rest.size() > 1) {
-    std::cerr << "url_load: unexpected argument '" << rest[1] << "'\n";
-    return 2;
+  // URL number i (of the generator, or line i of the file, cycled).
+  std::string At(int64_t i) const {
+    return synthetic ? SyntheticUrl(seed, static_cast<uint64_t>(i))
+                     : file_urls[static_cast<size_t>(i) % file_urls.size()];
   }
-  const bool synthetic = absl::GetFlag(FLAGS_synthetic);
-  const uint64_t seed = absl::GetFlag(FLAGS_seed);
-  const int64_t offset = absl::GetFlag(FLAGS_offset);
+};
+
+// ReadUrlSource fills `urls` from the flags. Returns 0, or after saying why
+// on stderr the exit status: 2 for contradicting flags, 1 for an unreadable
+// or empty --url_file.
+int ReadUrlSource(UrlSource* urls) {
+  urls->synthetic = absl::GetFlag(FLAGS_synthetic);
+  urls->seed = absl::GetFlag(FLAGS_seed);
+  urls->offset = absl::GetFlag(FLAGS_offset);
   const std::string url_file = absl::GetFlag(FLAGS_url_file);
-  if (synthetic == !url_file.empty()) {
+  if (urls->synthetic == !url_file.empty()) {
     std::cerr << "url_load: give exactly one of --synthetic and --url_file\n";
     return 2;
   }
-  if (offset < 0) {
+  if (urls->offset < 0) {
     std::cerr << "url_load: --offset must not be negative\n";
     return 2;
   }
-  std::vector<std::string> file_urls;
-  if (!synthetic) {
-    if (!dedupd::bench::ReadLines(url_file, &file_urls) || file_urls.empty()) {
+  if (!urls->synthetic) {
+    if (!dedupd::bench::ReadLines(url_file, &urls->file_urls) || urls->file_urls.empty()) {
       std::cerr << "url_load: cannot read URLs from " << url_file << "\n";
       return 1;
     }
   }
-  auto url_at = [&](int64_t i) -> std::string {
-    return synthetic ? SyntheticUrl(seed, static_cast<uint64_t>(i))
-                     : file_urls[static_cast<size_t>(i) % file_urls.size()];
-  };
+  return 0;
+}
 
-  if (const int64_t n = absl::GetFlag(FLAGS_print_urls); n > 0) {
-    for (int64_t i = offset; i < offset + n; ++i) std::cout << url_at(i) << "\n";
-    return 0;
-  }
+// The run's flags, read once and checked.
+struct RunOptions {
+  int batch = 0;
+  int threads = 0;
+  int channels = 0;  // 0 already replaced by threads
+  int64_t urls = 0;  // 0: bounded by seconds only
+  double seconds = 0;
+  int64_t first_urls = 0;
+  int deadline_ms = 0;
+  std::string mode_name;  // lowercased
+  dedupd::v1::ClaimMode mode = dedupd::v1::CLAIM_MODE_CLAIM;
+};
 
-  const int batch = absl::GetFlag(FLAGS_batch);
-  const int threads = absl::GetFlag(FLAGS_threads);
-  int channels = absl::GetFlag(FLAGS_channels);
-  if (channels == 0) channels = threads;
-  const int64_t urls_flag = absl::GetFlag(FLAGS_urls);
-  const double seconds = absl::GetFlag(FLAGS_seconds);
-  const int64_t first_urls = absl::GetFlag(FLAGS_first_urls);
-  const int deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
-  const std::string mode_name = absl::AsciiStrToLower(absl::GetFlag(FLAGS_mode));
-  if (batch < 1 || threads < 1 || channels < 1 || channels > threads ||
-      urls_flag < 0 || seconds < 0 || deadline_ms < 1 || first_urls < 0) {
+// RunOptionsFromFlags reads the flags into `o`. Returns false, after saying
+// why on stderr, when one is out of range.
+bool RunOptionsFromFlags(RunOptions* o) {
+  o->batch = absl::GetFlag(FLAGS_batch);
+  o->threads = absl::GetFlag(FLAGS_threads);
+  o->channels = absl::GetFlag(FLAGS_channels);
+  if (o->channels == 0) o->channels = o->threads;
+  o->urls = absl::GetFlag(FLAGS_urls);
+  o->seconds = absl::GetFlag(FLAGS_seconds);
+  o->first_urls = absl::GetFlag(FLAGS_first_urls);
+  o->deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
+  o->mode_name = absl::AsciiStrToLower(absl::GetFlag(FLAGS_mode));
+  if (o->batch < 1 || o->threads < 1 || o->channels < 1 || o->channels > o->threads ||
+      o->urls < 0 || o->seconds < 0 || o->deadline_ms < 1 || o->first_urls < 0) {
     std::cerr << "url_load: need --batch >= 1, 1 <= --channels <= --threads, "
                  "--urls >= 0, --seconds >= 0, --deadline_ms >= 1, --first_urls >= 0\n";
-    return 2;
+    return false;
   }
-  if (urls_flag == 0 && seconds == 0) {
+  if (o->urls == 0 && o->seconds == 0) {
     std::cerr << "url_load: --urls=0 needs a --seconds bound\n";
-    return 2;
+    return false;
   }
-  dedupd::v1::ClaimMode mode;
-  if (mode_name == "claim") {
-    mode = dedupd::v1::CLAIM_MODE_CLAIM;
-  } else if (mode_name == "peek") {
-    mode = dedupd::v1::CLAIM_MODE_PEEK;
+  if (o->mode_name == "claim") {
+    o->mode = dedupd::v1::CLAIM_MODE_CLAIM;
+  } else if (o->mode_name == "peek") {
+    o->mode = dedupd::v1::CLAIM_MODE_PEEK;
   } else {
     std::cerr << "url_load: --mode must be claim or peek\n";
-    return 2;
+    return false;
   }
+  return true;
+}
 
-  const std::vector<std::shared_ptr<grpc::Channel>> chans = dedupd::bench::Connect(
-      "url_load", absl::GetFlag(FLAGS_target), absl::GetFlag(FLAGS_port_file),
-      channels, absl::GetFlag(FLAGS_connect_timeout_s));
-  if (chans.empty()) return 1;
+// What a run's calls sent and got, and what they took.
+struct RunResult {
+  LoadTotals all;
+  double secs = 0;  // first call to last answer
+  // --first_urls: the URLs of the calls up to the mark (0: not reached),
+  // and the seconds to it.
+  int64_t first_items = 0;
+  double first_secs = 0;
+  double client_cpu_secs = 0, server_cpu_secs = -1, server_cpu_total_secs = -1;
+  double first_client_cpu_secs = 0, first_server_cpu_secs = -1;
+};
 
-  const int64_t total_urls =
-      urls_flag == 0 ? INT64_MAX / 2 : urls_flag;  // 0: bounded by time only
+// RunUrls sends the run's URLs on `chans` in batches until o.urls are sent
+// or o.seconds pass.
+RunResult RunUrls(const RunOptions& o, const UrlSource& urls,
+                  const std::vector<std::shared_ptr<grpc::Channel>>& chans) {
+  const int64_t total_urls = o.urls == 0 ? INT64_MAX / 2 : o.urls;  // 0: bounded by time only
   dedupd::bench::LoadSpec spec;
-  spec.threads = threads;
-  spec.batches = (total_urls + batch - 1) / batch;
-  spec.deadline_ms = deadline_ms;
+  spec.threads = o.threads;
+  spec.batches = (total_urls + o.batch - 1) / o.batch;
+  spec.deadline_ms = o.deadline_ms;
   using dedupd::v1::CheckUrlRequest;
   using dedupd::v1::CheckUrlResponse;
   // Request b: URLs [b * batch, b * batch + batch) of the run, from offset.
   auto build = [&](int64_t b, CheckUrlRequest* request) {
-    const int64_t first = b * batch;
-    const int64_t n = std::min<int64_t>(batch, total_urls - first);
-    request->set_mode(mode);
+    const int64_t first = b * o.batch;
+    const int64_t n = std::min<int64_t>(o.batch, total_urls - first);
+    request->set_mode(o.mode);
     request->mutable_items()->Reserve(static_cast<int>(n));
     for (int64_t i = 0; i < n; ++i) {
-      request->add_items()->set_url(url_at(offset + first + i));
+      request->add_items()->set_url(urls.At(urls.offset + first + i));
     }
   };
   // With --pregenerate, every request is built here. Needs a --urls
   // count: a time-bound run with --urls=0 builds its requests as it goes.
   dedupd::bench::RequestSource<CheckUrlRequest> requests(
-      spec.batches, absl::GetFlag(FLAGS_pregenerate) && urls_flag > 0, build);
+      spec.batches, absl::GetFlag(FLAGS_pregenerate) && o.urls > 0, build);
   dedupd::bench::CpuWindow cpu(absl::GetFlag(FLAGS_server_pid));
   // --first_urls: on_mark runs once, in the worker that reaches the mark;
-  // the main thread reads these after joining the workers.
-  int64_t first_items = 0;
+  // this thread reads these after RunLoad has joined the workers.
+  RunResult result;
   Clock::time_point first_end;
-  spec.mark_items = first_urls;
+  spec.mark_items = o.first_urls;
   spec.on_mark = [&](int64_t items) {
     first_end = Clock::now();
-    first_items = items;
+    result.first_items = items;
     cpu.Mark();
   };
   const Clock::time_point start = Clock::now();
-  if (seconds > 0) {
+  if (o.seconds > 0) {
     spec.stop_sending = start + std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(seconds));
+                                    std::chrono::duration<double>(o.seconds));
   }
-  LoadTotals all = dedupd::bench::RunLoad<CheckUrlRequest, CheckUrlResponse>(
+  result.all = dedupd::bench::RunLoad<CheckUrlRequest, CheckUrlResponse>(
       spec, chans,
       [&](int64_t b, CheckUrlRequest* request) {
         requests.Take(b, request);
@@ -333,12 +357,22 @@ int main(int argc, char** argv) {
           ++totals->verdicts[dedupd::v1::UrlVerdict_Name(r.verdict())];
         }
       });
-  const double secs =
-      std::chrono::duration<double>(Clock::now() - start).count();
+  result.secs = std::chrono::duration<double>(Clock::now() - start).count();
   cpu.Stop();
-  const double first_secs =
-      std::chrono::duration<double>(first_end - start).count();
+  result.first_secs = std::chrono::duration<double>(first_end - start).count();
+  result.client_cpu_secs = cpu.client_secs();
+  result.server_cpu_secs = cpu.server_secs();
+  result.server_cpu_total_secs = cpu.server_total_secs();
+  result.first_client_cpu_secs = cpu.mark_client_secs();
+  result.first_server_cpu_secs = cpu.mark_server_secs();
+  return result;
+}
 
+// Prints the run's "checkurl" line and, with --first_urls, its
+// "checkurl_first" line (reorders r's latencies).
+void PrintRun(const RunOptions& o, RunResult* r) {
+  LoadTotals& all = r->all;
+  const double secs = r->secs;
   const double p50 = dedupd::bench::Percentile(&all.latency_ms, 0.50);
   const double p99 = dedupd::bench::Percentile(&all.latency_ms, 0.99);
   std::cout << absl::StrFormat(
@@ -346,28 +380,59 @@ int main(int argc, char** argv) {
                    "urls_per_sec=%.0f p50_ms=%.2f p99_ms=%.2f new=%d seen=%d "
                    "invalid=%d errors=%d seen_probably=%d client_cpu_secs=%.2f "
                    "server_cpu_secs=%.2f server_cpu_total_secs=%.2f",
-                   batch, threads, all.sent, secs,
+                   o.batch, o.threads, all.sent, secs,
                    secs > 0 ? static_cast<double>(all.answered()) / secs : 0.0,
                    p50, p99, all.verdicts["URL_VERDICT_NEW"],
                    all.verdicts["URL_VERDICT_SEEN"],
                    all.verdicts["URL_VERDICT_INVALID"], all.errors,
-                   all.verdicts["URL_VERDICT_SEEN_PROBABLY"], cpu.client_secs(),
-                   cpu.server_secs(), cpu.server_total_secs())
+                   all.verdicts["URL_VERDICT_SEEN_PROBABLY"], r->client_cpu_secs,
+                   r->server_cpu_secs, r->server_cpu_total_secs)
             << std::endl;
-  if (first_items > 0) {
+  if (r->first_items > 0) {
+    const double first_secs = r->first_secs;
     const double p50_first = dedupd::bench::Percentile(&all.first_latency_ms, 0.50);
     const double p99_first = dedupd::bench::Percentile(&all.first_latency_ms, 0.99);
     std::cout << absl::StrFormat(
                      "checkurl_first  urls=%d secs=%.2f urls_per_sec=%.0f p50_ms=%.2f "
                      "p99_ms=%.2f client_cpu_secs=%.2f server_cpu_secs=%.2f",
-                     first_items, first_secs,
-                     first_secs > 0 ? static_cast<double>(first_items) / first_secs : 0.0,
-                     p50_first, p99_first, cpu.mark_client_secs(), cpu.mark_server_secs())
+                     r->first_items, first_secs,
+                     first_secs > 0 ? static_cast<double>(r->first_items) / first_secs : 0.0,
+                     p50_first, p99_first, r->first_client_cpu_secs, r->first_server_cpu_secs)
               << std::endl;
-  } else if (first_urls > 0) {
-    std::cerr << "url_load: --first_urls=" << first_urls
+  } else if (o.first_urls > 0) {
+    std::cerr << "url_load: --first_urls=" << o.first_urls
               << " not reached: no checkurl_first line\n";
   }
-  dedupd::bench::PrintErrors("url_load", all);
-  return all.errors == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "url_load: CheckUrl load generator; prints one line per run.\n"
+      "Usage: dedupd_url_load --target=127.0.0.1:PORT (--synthetic | "
+      "--url_file=FILE) [--urls=N] [--seconds=S] [--batch=B] [--threads=T]");
+  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (rest.size() > 1) {
+    std::cerr << "url_load: unexpected argument '" << rest[1] << "'\n";
+    return 2;
+  }
+  UrlSource urls;
+  if (const int status = ReadUrlSource(&urls); status != 0) return status;
+  if (const int64_t n = absl::GetFlag(FLAGS_print_urls); n > 0) {
+    for (int64_t i = urls.offset; i < urls.offset + n; ++i) std::cout << urls.At(i) << "\n";
+    return 0;
+  }
+  RunOptions o;
+  if (!RunOptionsFromFlags(&o)) return 2;
+
+  const std::vector<std::shared_ptr<grpc::Channel>> chans = dedupd::bench::Connect(
+      "url_load", absl::GetFlag(FLAGS_target), absl::GetFlag(FLAGS_port_file),
+      o.channels, absl::GetFlag(FLAGS_connect_timeout_s));
+  if (chans.empty()) return 1;
+
+  RunResult result = RunUrls(o, urls, chans);
+  PrintRun(o, &result);
+  dedupd::bench::PrintErrors("url_load", result.all);
+  return result.all.errors == 0 ? 0 : 1;
 }

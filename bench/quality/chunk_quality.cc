@@ -228,59 +228,89 @@ std::vector<size_t> ChunkSizes() {
   return out;
 }
 
-int RunQuality() {
-  const std::string dir = absl::GetFlag(FLAGS_pages_dir);
-  const std::vector<size_t> sizes = ChunkSizes();
-  const int max_k = absl::GetFlag(FLAGS_max_k);
-  const int k = absl::GetFlag(FLAGS_k);
-  const int edits_per_bucket =
-      absl::GetFlag(FLAGS_tiny) ? 20 : absl::GetFlag(FLAGS_edits_per_bucket);
-  const uint64_t seed = absl::GetFlag(FLAGS_seed);
+// The quality mode's flags, read once (main has validated them).
+struct QualityOptions {
+  std::string pages_dir;
+  std::vector<size_t> chunk_sizes;
+  int max_pages = 0;  // 0: all
+  int max_k = 0;
+  int k = 0;
+  int edits_per_bucket = 0;  // --tiny already applied
+  uint64_t seed = 0;
+  int worst = 0;
+};
 
-  std::vector<std::string> paths;
-  if (!dedupd::bench::ListPages(dir, &paths)) {
-    std::cerr << "chunk_quality: cannot list " << dir << "\n";
-    return 1;
-  }
-  if (int m = absl::GetFlag(FLAGS_max_pages); m > 0 && paths.size() > static_cast<size_t>(m)) {
-    paths.resize(m);
-  }
+QualityOptions QualityOptionsFromFlags() {
+  QualityOptions o;
+  o.pages_dir = absl::GetFlag(FLAGS_pages_dir);
+  o.chunk_sizes = ChunkSizes();
+  o.max_pages = absl::GetFlag(FLAGS_max_pages);
+  o.max_k = absl::GetFlag(FLAGS_max_k);
+  o.k = absl::GetFlag(FLAGS_k);
+  o.edits_per_bucket = absl::GetFlag(FLAGS_tiny) ? 20 : absl::GetFlag(FLAGS_edits_per_bucket);
+  o.seed = absl::GetFlag(FLAGS_seed);
+  o.worst = absl::GetFlag(FLAGS_worst);
+  return o;
+}
 
-  const dedupd::SimHasher hasher;
+// The distinct chunks of the pages, and what loading them counted.
+struct ChunkSet {
   std::deque<Chunk> chunks;  // deque: `features` point into `text`, which must not move
-  absl::flat_hash_map<std::string, uint32_t> by_text;
+  size_t pages = 0;          // listed, unreadable ones included
   int64_t raw_chunks = 0, unreadable = 0, normalize_errors = 0;
+};
+
+// LoadChunks cuts every page of o.pages_dir at every chunk size into
+// `corpus` (empty on entry), once per distinct normalized chunk. Returns
+// false, after saying why on stderr, when the directory cannot be listed or
+// gives fewer than 2 distinct chunks.
+bool LoadChunks(const QualityOptions& o, const dedupd::SimHasher& hasher, ChunkSet* corpus) {
+  std::vector<std::string> paths;
+  if (!dedupd::bench::ListPages(o.pages_dir, &paths)) {
+    std::cerr << "chunk_quality: cannot list " << o.pages_dir << "\n";
+    return false;
+  }
+  if (o.max_pages > 0 && paths.size() > static_cast<size_t>(o.max_pages)) {
+    paths.resize(o.max_pages);
+  }
+  corpus->pages = paths.size();
+  std::deque<Chunk>& chunks = corpus->chunks;
+  absl::flat_hash_map<std::string, uint32_t> by_text;
   std::string normalized;
   for (const std::string& path : paths) {
     std::string page;
     if (!dedupd::bench::ReadFile(path, &page)) {
-      ++unreadable;
+      ++corpus->unreadable;
       continue;
     }
-    for (size_t chunk_bytes : sizes) {
-    for (absl::string_view c : dedupd::bench::ChunkText(page, chunk_bytes)) {
-      if (!dedupd::NormalizeTextInto(c, &normalized).ok()) {
-        ++normalize_errors;
-        continue;
+    for (size_t chunk_bytes : o.chunk_sizes) {
+      for (absl::string_view c : dedupd::bench::ChunkText(page, chunk_bytes)) {
+        if (!dedupd::NormalizeTextInto(c, &normalized).ok()) {
+          ++corpus->normalize_errors;
+          continue;
+        }
+        ++corpus->raw_chunks;
+        if (by_text.contains(normalized)) continue;
+        by_text.emplace(normalized, static_cast<uint32_t>(chunks.size()));
+        Chunk& ch = chunks.emplace_back();
+        ch.text = normalized;
+        ch.words = WordCount(ch.text);
+        ch.simhash = hasher.Fingerprint(ch.text);
+        ch.features = FeatureSet(ch.text);
       }
-      ++raw_chunks;
-      if (by_text.contains(normalized)) continue;
-      by_text.emplace(normalized, static_cast<uint32_t>(chunks.size()));
-      Chunk& ch = chunks.emplace_back();
-      ch.text = normalized;
-      ch.words = WordCount(ch.text);
-      ch.simhash = hasher.Fingerprint(ch.text);
-      ch.features = FeatureSet(ch.text);
-    }
     }
   }
   if (chunks.size() < 2) {
-    std::cerr << "chunk_quality: " << dir << " gives fewer than 2 distinct chunks\n";
-    return 1;
+    std::cerr << "chunk_quality: " << o.pages_dir << " gives fewer than 2 distinct chunks\n";
+    return false;
   }
+  return true;
+}
 
-  // Candidates: every pair within max_k, exactly (SimHashIndex returns what
-  // a brute-force scan would).
+// FindPairs returns every pair of distinct chunks within Hamming distance
+// max_k, exactly (SimHashIndex returns what a brute-force scan would), each
+// once, in order of its first chunk.
+std::vector<Pair> FindPairs(const std::deque<Chunk>& chunks, int max_k) {
   dedupd::SimHashIndex index(max_k);
   {
     std::vector<dedupd::SimHashIndex::Entry> entries;
@@ -297,48 +327,66 @@ int RunQuality() {
       if (m.id <= i) continue;
       const Chunk& a = chunks[i];
       const Chunk& b = chunks[m.id];
-      pairs.push_back({std::min(a.words, b.words), std::max(a.words, b.words), m.distance, dedupd::bench::SortedJaccard(a.features, b.features),
+      pairs.push_back({std::min(a.words, b.words), std::max(a.words, b.words), m.distance,
+                       dedupd::bench::SortedJaccard(a.features, b.features),
                        static_cast<uint32_t>(i), m.id});
     }
   }
+  return pairs;
+}
 
-  // Controlled edits: per bucket, up to edits_per_bucket distinct chunks in a
-  // seeded random order, each with the three one-word edits.
+// MakeEdits returns the controlled edits: per bucket, up to
+// edits_per_bucket distinct chunks in a seeded random order, each with the
+// three one-word edits.
+std::vector<Edit> MakeEdits(const std::deque<Chunk>& chunks, const dedupd::SimHasher& hasher,
+                            int edits_per_bucket, uint64_t seed) {
   std::vector<Edit> edits;
-  {
-    std::vector<std::vector<uint32_t>> members(kNumBuckets);
-    for (size_t i = 0; i < chunks.size(); ++i) {
-      members[BucketOf(chunks[i].words)].push_back(static_cast<uint32_t>(i));
-    }
-    for (size_t b = 0; b < kNumBuckets; ++b) {
-      Rng rng(seed * 1000003 + b);  // one stream per bucket
-      std::vector<uint32_t>& m = members[b];
-      const size_t n = std::min(m.size(), static_cast<size_t>(edits_per_bucket));
-      for (size_t i = 0; i < n; ++i) std::swap(m[i], m[i + rng.Uniform(m.size() - i)]);
-      for (size_t i = 0; i < n; ++i) {
-        const Chunk& c = chunks[m[i]];
-        std::vector<absl::string_view> words = absl::StrSplit(c.text, ' ');
-        for (int kind = 0; kind < 3; ++kind) {
-          if (kind == 2 && words.size() < 2) continue;  // deleting the only word
-          // A word of another chunk, different from the one it replaces.
-          absl::string_view other;
-          const size_t pos = rng.Uniform(words.size() + (kind == 1 ? 1 : 0));
-          for (int tries = 0; tries < 100; ++tries) {
-            const Chunk& o = chunks[rng.Uniform(chunks.size())];
-            std::vector<absl::string_view> ow = absl::StrSplit(o.text, ' ');
-            other = ow[rng.Uniform(ow.size())];
-            if (kind != 0 || other != words[pos]) break;
-          }
-          const std::string edited = EditedText(words, kind, pos, other);
-          edits.push_back({c.words,
-                           dedupd::HammingDistance(c.simhash, hasher.Fingerprint(edited)),
-                           dedupd::bench::SortedJaccard(c.features, FeatureSet(edited))});
+  std::vector<std::vector<uint32_t>> members(kNumBuckets);
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    members[BucketOf(chunks[i].words)].push_back(static_cast<uint32_t>(i));
+  }
+  for (size_t b = 0; b < kNumBuckets; ++b) {
+    Rng rng(seed * 1000003 + b);  // one stream per bucket
+    std::vector<uint32_t>& m = members[b];
+    const size_t n = std::min(m.size(), static_cast<size_t>(edits_per_bucket));
+    for (size_t i = 0; i < n; ++i) std::swap(m[i], m[i + rng.Uniform(m.size() - i)]);
+    for (size_t i = 0; i < n; ++i) {
+      const Chunk& c = chunks[m[i]];
+      std::vector<absl::string_view> words = absl::StrSplit(c.text, ' ');
+      for (int kind = 0; kind < 3; ++kind) {
+        if (kind == 2 && words.size() < 2) continue;  // deleting the only word
+        // A word of another chunk, different from the one it replaces.
+        absl::string_view other;
+        const size_t pos = rng.Uniform(words.size() + (kind == 1 ? 1 : 0));
+        for (int tries = 0; tries < 100; ++tries) {
+          const Chunk& o = chunks[rng.Uniform(chunks.size())];
+          std::vector<absl::string_view> ow = absl::StrSplit(o.text, ' ');
+          other = ow[rng.Uniform(ow.size())];
+          if (kind != 0 || other != words[pos]) break;
         }
+        const std::string edited = EditedText(words, kind, pos, other);
+        edits.push_back({c.words,
+                         dedupd::HammingDistance(c.simhash, hasher.Fingerprint(edited)),
+                         dedupd::bench::SortedJaccard(c.features, FeatureSet(edited))});
       }
     }
   }
+  return edits;
+}
 
-  // Rows: rows[b][k], b == kNumBuckets is "all".
+// Adds edit `e` to row `r`, found when its distance is at most `within`.
+void AddEdit(const Edit& e, int within, Row* r) {
+  const bool is_near = e.jaccard >= kNearJaccard;
+  const bool found = e.distance <= within;
+  ++r->edits;
+  r->edits_near += is_near;
+  r->found += found;
+  r->found_near += is_near && found;
+}
+
+// CountRows returns rows[b][k] for k = 0..max_k; b == kNumBuckets is "all".
+std::vector<std::vector<Row>> CountRows(const std::vector<Pair>& pairs,
+                                        const std::vector<Edit>& edits, int max_k) {
   std::vector<std::vector<Row>> rows(kNumBuckets + 1, std::vector<Row>(max_k + 1));
   for (const Pair& p : pairs) {
     for (int kk = p.distance; kk <= max_k; ++kk) {
@@ -358,29 +406,32 @@ int RunQuality() {
   }
   for (const Edit& e : edits) {
     for (int kk = 0; kk <= max_k; ++kk) {
-      for (size_t b : {BucketOf(e.words), kNumBuckets}) {
-        Row& r = rows[b][kk];
-        const bool is_near = e.jaccard >= kNearJaccard;
-        const bool found = e.distance <= kk;
-        ++r.edits;
-        r.edits_near += is_near;
-        r.found += found;
-        r.found_near += is_near && found;
-      }
+      for (size_t b : {BucketOf(e.words), kNumBuckets}) AddEdit(e, kk, &rows[b][kk]);
     }
   }
+  return rows;
+}
 
+// Prints the "# chunk_quality" header line.
+void PrintHeader(const QualityOptions& o, const ChunkSet& corpus, size_t pairs,
+                 size_t edits) {
   std::vector<size_t> word_counts;
-  for (const Chunk& c : chunks) word_counts.push_back(c.words);
+  for (const Chunk& c : corpus.chunks) word_counts.push_back(c.words);
   std::sort(word_counts.begin(), word_counts.end());
   absl::PrintF(
       "# chunk_quality pages=%d chunk_bytes=%s chunks=%d distinct=%d words_p10=%d "
       "words_p50=%d words_p90=%d shingle_words=%d near=J>=%.1f far=J<%.1f max_k=%d "
       "candidate_pairs=%d edits=%d seed=%d unreadable=%d normalize_errors=%d\n",
-      paths.size() - unreadable, absl::StrJoin(sizes, ","), raw_chunks, chunks.size(),
-      word_counts[word_counts.size() / 10], word_counts[word_counts.size() / 2],
-      word_counts[word_counts.size() * 9 / 10], kShingleWords, kNearJaccard, kFarJaccard, max_k,
-      pairs.size(), edits.size(), seed, unreadable, normalize_errors);
+      corpus.pages - corpus.unreadable, absl::StrJoin(o.chunk_sizes, ","), corpus.raw_chunks,
+      corpus.chunks.size(), word_counts[word_counts.size() / 10],
+      word_counts[word_counts.size() / 2], word_counts[word_counts.size() * 9 / 10],
+      kShingleWords, kNearJaccard, kFarJaccard, o.max_k, pairs, edits, o.seed,
+      corpus.unreadable, corpus.normalize_errors);
+}
+
+// Prints one "bucket" line per bucket; returns the distinct chunks of each
+// bucket, [kNumBuckets] all of them.
+std::vector<double> PrintBuckets(const std::deque<Chunk>& chunks) {
   std::vector<double> bucket_size(kNumBuckets + 1);
   bucket_size[kNumBuckets] = static_cast<double>(chunks.size());
   for (size_t b = 0; b < kNumBuckets; ++b) {
@@ -398,8 +449,14 @@ int RunQuality() {
                  shingles.empty() ? 0 : shingles[shingles.size() / 2],
                  shingles.empty() ? 0.0 : ones / shingles.size());
   }
+  return bucket_size;
+}
+
+// Prints the "quality" lines: per bucket, then "all", for k = 0..max_k.
+void PrintQualityRows(const std::vector<std::vector<Row>>& rows,
+                      const std::vector<double>& bucket_size) {
   for (size_t b = 0; b <= kNumBuckets; ++b) {
-    for (int kk = 0; kk <= max_k; ++kk) {
+    for (size_t kk = 0; kk < rows[b].size(); ++kk) {
       const Row& r = rows[b][kk];
       absl::PrintF(
           "quality words=%s k=%d pairs=%d near=%d between=%d far=%d precision=%s "
@@ -407,62 +464,73 @@ int RunQuality() {
           "edits_found=%s\n",
           b < kNumBuckets ? kBuckets[b].name : "all", kk, r.pairs, r.near, r.between, r.far,
           Ratio(r.near, r.near + r.far), r.unrelated,
-          r.unrelated / std::max(1.0, bucket_size[b] * (bucket_size[b] - 1) / 2), r.edits, r.edits_near, Ratio(r.found_near, r.edits_near),
-          Ratio(r.found, r.edits));
+          r.unrelated / std::max(1.0, bucket_size[b] * (bucket_size[b] - 1) / 2), r.edits,
+          r.edits_near, Ratio(r.found_near, r.edits_near), Ratio(r.found, r.edits));
     }
   }
+}
 
-  // The rule at k: the effective distance of the shorter text's word count.
-  if (k >= 0 && k <= max_k) {
-    Row total;
-    for (size_t b = 0; b <= kNumBuckets; ++b) {
-      Row r;
-      auto in_bucket = [&](size_t words) { return b == kNumBuckets || BucketOf(words) == b; };
-      for (const Pair& p : pairs) {
-        if (!in_bucket(p.words) || p.distance > dedupd::ChunkNearDistance(p.words, k)) continue;
-        ++r.pairs;
-        r.near += p.jaccard >= kNearJaccard;
-        r.far += p.jaccard < kFarJaccard;
-      }
-      for (const Edit& e : edits) {
-        if (!in_bucket(e.words)) continue;
-        const bool is_near = e.jaccard >= kNearJaccard;
-        const bool found = e.distance <= dedupd::ChunkNearDistance(e.words, k);
-        ++r.edits;
-        r.edits_near += is_near;
-        r.found += found;
-        r.found_near += is_near && found;
-      }
-      const std::string effective =
-          b == kNumBuckets
-              ? "-"
-              : absl::StrFormat("%d..%d", dedupd::ChunkNearDistance(kBuckets[b].lo, k),
-                                dedupd::ChunkNearDistance(
-                                    std::min<size_t>(kBuckets[b].hi - 1, 1 << 20), k));
-      absl::PrintF(
-          "rule k=%d words=%s effective_k=%s pairs=%d near=%d far=%d precision=%s recall=%s "
-          "edits_found=%s\n",
-          k, b < kNumBuckets ? kBuckets[b].name : "all", effective, r.pairs, r.near, r.far,
-          Ratio(r.near, r.near + r.far), Ratio(r.found_near, r.edits_near),
-          Ratio(r.found, r.edits));
-    }
-  }
-
-  if (int worst = absl::GetFlag(FLAGS_worst); worst > 0) {
-    std::vector<const Pair*> far;
+// Prints the "rule" lines: ChunkNearDistance at k, the effective distance
+// of the shorter text's word count.
+void PrintRuleRows(const std::vector<Pair>& pairs, const std::vector<Edit>& edits, int k) {
+  for (size_t b = 0; b <= kNumBuckets; ++b) {
+    Row r;
+    auto in_bucket = [&](size_t words) { return b == kNumBuckets || BucketOf(words) == b; };
     for (const Pair& p : pairs) {
-      if (p.jaccard < kFarJaccard) far.push_back(&p);
+      if (!in_bucket(p.words) || p.distance > dedupd::ChunkNearDistance(p.words, k)) continue;
+      ++r.pairs;
+      r.near += p.jaccard >= kNearJaccard;
+      r.far += p.jaccard < kFarJaccard;
     }
-    std::stable_sort(far.begin(), far.end(),
-                     [](const Pair* x, const Pair* y) { return x->distance < y->distance; });
-    far.resize(std::min<size_t>(far.size(), worst));
-    for (const Pair* p : far) {
-      std::cerr << absl::StrFormat("worst_far distance=%d jaccard=%.3f words=%d/%d\n  a=\"%s\"\n  b=\"%s\"\n",
-                                   p->distance, p->jaccard, chunks[p->a].words,
-                                   chunks[p->b].words, chunks[p->a].text.substr(0, 160),
-                                   chunks[p->b].text.substr(0, 160));
+    for (const Edit& e : edits) {
+      if (in_bucket(e.words)) AddEdit(e, dedupd::ChunkNearDistance(e.words, k), &r);
     }
+    const std::string effective =
+        b == kNumBuckets
+            ? "-"
+            : absl::StrFormat("%d..%d", dedupd::ChunkNearDistance(kBuckets[b].lo, k),
+                              dedupd::ChunkNearDistance(
+                                  std::min<size_t>(kBuckets[b].hi - 1, 1 << 20), k));
+    absl::PrintF(
+        "rule k=%d words=%s effective_k=%s pairs=%d near=%d far=%d precision=%s recall=%s "
+        "edits_found=%s\n",
+        k, b < kNumBuckets ? kBuckets[b].name : "all", effective, r.pairs, r.near, r.far,
+        Ratio(r.near, r.near + r.far), Ratio(r.found_near, r.edits_near),
+        Ratio(r.found, r.edits));
   }
+}
+
+// Prints to stderr the `worst` far pairs with the smallest distance.
+void PrintWorstFar(const std::vector<Pair>& pairs, const std::deque<Chunk>& chunks, int worst) {
+  std::vector<const Pair*> far;
+  for (const Pair& p : pairs) {
+    if (p.jaccard < kFarJaccard) far.push_back(&p);
+  }
+  std::stable_sort(far.begin(), far.end(),
+                   [](const Pair* x, const Pair* y) { return x->distance < y->distance; });
+  far.resize(std::min<size_t>(far.size(), worst));
+  for (const Pair* p : far) {
+    std::cerr << absl::StrFormat(
+        "worst_far distance=%d jaccard=%.3f words=%d/%d\n  a=\"%s\"\n  b=\"%s\"\n", p->distance,
+        p->jaccard, chunks[p->a].words, chunks[p->b].words, chunks[p->a].text.substr(0, 160),
+        chunks[p->b].text.substr(0, 160));
+  }
+}
+
+int RunQuality() {
+  const QualityOptions o = QualityOptionsFromFlags();
+  const dedupd::SimHasher hasher;
+  ChunkSet corpus;
+  if (!LoadChunks(o, hasher, &corpus)) return 1;
+  const std::vector<Pair> pairs = FindPairs(corpus.chunks, o.max_k);
+  const std::vector<Edit> edits = MakeEdits(corpus.chunks, hasher, o.edits_per_bucket, o.seed);
+  const std::vector<std::vector<Row>> rows = CountRows(pairs, edits, o.max_k);
+
+  PrintHeader(o, corpus, pairs.size(), edits.size());
+  const std::vector<double> bucket_size = PrintBuckets(corpus.chunks);
+  PrintQualityRows(rows, bucket_size);
+  if (o.k >= 0 && o.k <= o.max_k) PrintRuleRows(pairs, edits, o.k);
+  if (o.worst > 0) PrintWorstFar(pairs, corpus.chunks, o.worst);
   return 0;
 }
 

@@ -41,6 +41,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -559,91 +560,99 @@ T Quantile(std::vector<T> v, double q) {
   return v[std::min(i, v.size() - 1)];
 }
 
-}  // namespace
+// The flags, read once and checked.
+struct Options {
+  std::string pages_dir;
+  int max_pages = 0;  // 0: all
+  uint64_t seed = 0;
+  int pairs_per_kind = 0;  // --tiny already applied
+  int k = 0;
+  int max_k = 0;
+  int shingle_words = 0;
+  int worst = 0;
+};
 
-int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "simhash_quality: SimHash near-duplicate precision and recall against "
-      "exact shingle Jaccard, on controlled edits of real pages.\n"
-      "Usage: dedupd_simhash_quality [--pages_dir=DIR] [--max_pages=N] "
-      "[--seed=S] [--pairs_per_kind=P] [--k=K] [--worst=N] [--tiny]");
-  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
-  if (args.size() != 1) {
-    std::cerr << "simhash_quality: unexpected argument " << args[1] << " (see --help)\n";
-    return 2;
-  }
-  const std::string dir = absl::GetFlag(FLAGS_pages_dir);
-  const uint64_t seed = absl::GetFlag(FLAGS_seed);
-  const int pairs_per_kind = absl::GetFlag(FLAGS_tiny) ? 10 : absl::GetFlag(FLAGS_pairs_per_kind);
-  const int k = absl::GetFlag(FLAGS_k);
-  const int max_k = absl::GetFlag(FLAGS_max_k);
-  const int shingle = absl::GetFlag(FLAGS_shingle_words);
-  if (pairs_per_kind < 1 || k < 0 || k > 64 || max_k < 1 || max_k > 64 || shingle < 1 ||
-      shingle > 16) {
+// OptionsFromFlags reads the flags into `o`. Returns false, after saying
+// why on stderr, when one is out of range.
+bool OptionsFromFlags(Options* o) {
+  o->pages_dir = absl::GetFlag(FLAGS_pages_dir);
+  o->max_pages = absl::GetFlag(FLAGS_max_pages);
+  o->seed = absl::GetFlag(FLAGS_seed);
+  o->pairs_per_kind = absl::GetFlag(FLAGS_tiny) ? 10 : absl::GetFlag(FLAGS_pairs_per_kind);
+  o->k = absl::GetFlag(FLAGS_k);
+  o->max_k = absl::GetFlag(FLAGS_max_k);
+  o->shingle_words = absl::GetFlag(FLAGS_shingle_words);
+  o->worst = absl::GetFlag(FLAGS_worst);
+  if (o->pairs_per_kind < 1 || o->k < 0 || o->k > 64 || o->max_k < 1 || o->max_k > 64 ||
+      o->shingle_words < 1 || o->shingle_words > 16) {
     std::cerr << "simhash_quality: need --pairs_per_kind >= 1, 0 <= --k <= 64, "
                  "1 <= --max_k <= 64, 1 <= --shingle_words <= 16\n";
-    return 2;
+    return false;
   }
+  return true;
+}
 
-  std::vector<Page> pages;
-  int unreadable = 0;
-  if (!LoadPages(dir, absl::GetFlag(FLAGS_max_pages), &pages, &unreadable)) return 1;
-  if (pages.size() < 2) {
-    std::cerr << "simhash_quality: " << dir << " has fewer than 2 usable pages "
-              << "(build them with bench/corpus/make_text_corpus.py)\n";
-    return 1;
-  }
+// MakeCorpus groups `pages` by family, keeping the families of 2 or more
+// pages, in family-name order. `pages` must outlive the result.
+Corpus MakeCorpus(const std::vector<Page>& pages) {
   Corpus corpus{&pages, {}};
-  {
-    std::map<std::string, std::vector<size_t>> by_family;
-    for (size_t i = 0; i < pages.size(); ++i) by_family[pages[i].family].push_back(i);
-    for (auto& [name, idx] : by_family) {
-      if (idx.size() >= 2) corpus.families.push_back(std::move(idx));
-    }
+  std::map<std::string, std::vector<size_t>> by_family;
+  for (size_t i = 0; i < pages.size(); ++i) by_family[pages[i].family].push_back(i);
+  for (auto& [name, idx] : by_family) {
+    if (idx.size() >= 2) corpus.families.push_back(std::move(idx));
   }
-  size_t total_words = 0;
-  for (const Page& p : pages) total_words += p.words;
+  return corpus;
+}
 
-  const std::vector<Kind> kinds = Kinds();
-  const dedupd::SimHasher hasher(dedupd::SimHashOptions{shingle});
+// MeasurePair returns the truth and SimHash's distance of pair `pt` of kind
+// `kind`; nullopt when the normalizer rejects one of its texts.
+std::optional<Result> MeasurePair(const Options& o, const dedupd::SimHasher& hasher, size_t kind,
+                                  const PairText& pt) {
+  absl::StatusOr<std::string> a = dedupd::NormalizeText(pt.a);
+  absl::StatusOr<std::string> b = dedupd::NormalizeText(pt.b);
+  if (!a.ok() || !b.ok()) return std::nullopt;
+  std::vector<absl::string_view> sa = ShingleSet(*a, o.shingle_words);
+  std::vector<absl::string_view> sb = ShingleSet(*b, o.shingle_words);
+  size_t inter = dedupd::bench::SortedIntersectionSize(sa, sb);
+  Result r;
+  r.kind = kind;
+  r.jaccard = static_cast<double>(inter) / (sa.size() + sb.size() - inter);
+  double cos = inter / std::sqrt(static_cast<double>(sa.size()) * sb.size());
+  r.hyperplane = 64.0 * std::acos(std::min(1.0, cos)) / kPi;
+  r.distance = dedupd::HammingDistance(hasher.Fingerprint(*a), hasher.Fingerprint(*b));
+  r.words = pt.words_a;
+  if (o.worst > 0) {
+    r.desc = absl::StrFormat("shingles=%d/%d first_words=\"%s\"", sa.size(), sb.size(),
+                             a->substr(0, 60));
+  }
+  return r;
+}
+
+// MeasureKinds makes up to o.pairs_per_kind pairs of every kind and measures
+// them; counts the pairs the normalizer rejects in *normalize_errors.
+std::vector<Result> MeasureKinds(const Options& o, const Corpus& corpus,
+                                 const std::vector<Kind>& kinds, int* normalize_errors) {
+  const dedupd::SimHasher hasher(dedupd::SimHashOptions{o.shingle_words});
   std::vector<Result> results;
-  int normalize_errors = 0;
   for (size_t ki = 0; ki < kinds.size(); ++ki) {
     // One generator per kind: adding a kind does not change the others' pairs.
-    Rng rng(seed * 1000003 + ki);
-    for (int n = 0; n < pairs_per_kind; ++n) {
+    Rng rng(o.seed * 1000003 + ki);
+    for (int n = 0; n < o.pairs_per_kind; ++n) {
       PairText pt;
       if (!kinds[ki].make(corpus, kinds[ki].name, rng, &pt)) break;
-      absl::StatusOr<std::string> a = dedupd::NormalizeText(pt.a);
-      absl::StatusOr<std::string> b = dedupd::NormalizeText(pt.b);
-      if (!a.ok() || !b.ok()) {
-        ++normalize_errors;
+      std::optional<Result> r = MeasurePair(o, hasher, ki, pt);
+      if (!r.has_value()) {
+        ++*normalize_errors;
         continue;
       }
-      std::vector<absl::string_view> sa = ShingleSet(*a, shingle);
-      std::vector<absl::string_view> sb = ShingleSet(*b, shingle);
-      size_t inter = dedupd::bench::SortedIntersectionSize(sa, sb);
-      Result r;
-      r.kind = ki;
-      r.jaccard = static_cast<double>(inter) / (sa.size() + sb.size() - inter);
-      double cos = inter / std::sqrt(static_cast<double>(sa.size()) * sb.size());
-      r.hyperplane = 64.0 * std::acos(std::min(1.0, cos)) / kPi;
-      r.distance = dedupd::HammingDistance(hasher.Fingerprint(*a), hasher.Fingerprint(*b));
-      r.words = pt.words_a;
-      if (absl::GetFlag(FLAGS_worst) > 0) {
-        r.desc = absl::StrFormat("shingles=%d/%d first_words=\"%s\"", sa.size(), sb.size(),
-                                 a->substr(0, 60));
-      }
-      results.push_back(std::move(r));
+      results.push_back(*std::move(r));
     }
   }
+  return results;
+}
 
-  absl::PrintF(
-      "# simhash_quality pages=%d words_mean=%d families=%d seed=%d pairs_per_kind=%d "
-      "shingle_words=%d near=J>=%.1f far=J<%.1f unusable_pages=%d normalize_errors=%d\n",
-      pages.size(), total_words / pages.size(), corpus.families.size(), seed,
-      pairs_per_kind, shingle, kNearJaccard, kFarJaccard, unreadable, normalize_errors);
-
+// Prints the "quality" lines, k = 1..max_k over all pairs.
+void PrintQuality(const std::vector<Result>& results, int max_k) {
   for (int kk = 1; kk <= max_k; ++kk) {
     Counts c;
     for (const Result& r : results) c.Add(LabelOf(r.jaccard), r.distance <= kk);
@@ -653,7 +662,10 @@ int main(int argc, char** argv) {
         kk, c.pairs, c.near, c.far, c.between, c.tp, c.fp, c.fn, c.tn,
         Ratio(c.tp, c.tp + c.fp), Ratio(c.tp, c.tp + c.fn));
   }
+}
 
+// Prints one "kind" line per pair kind, at k.
+void PrintKinds(const std::vector<Result>& results, const std::vector<Kind>& kinds, int k) {
   for (size_t ki = 0; ki < kinds.size(); ++ki) {
     Counts c;
     std::vector<double> js;
@@ -670,8 +682,11 @@ int main(int argc, char** argv) {
         kinds[ki].name, k, c.pairs, c.near, c.far, c.between, c.tp, c.fp, c.fn,
         Ratio(c.tp, c.tp + c.fn), Quantile(js, 0.5), Quantile(ds, 0.5), Quantile(ds, 0.9));
   }
+}
 
-  // Distance by Jaccard band and page length: what limits recall.
+// Prints the "distance" lines: distance by Jaccard band and page length,
+// what limits recall; a cell without pairs prints nothing.
+void PrintDistances(const std::vector<Result>& results, int k) {
   struct Band {
     double lo, hi;
   };
@@ -703,26 +718,71 @@ int main(int argc, char** argv) {
           Ratio(within, static_cast<int64_t>(ds.size())));
     }
   }
+}
 
-  if (int worst = absl::GetFlag(FLAGS_worst); worst > 0) {
-    // The near pairs SimHash places farthest apart (what limits recall) and
-    // the far pairs it places closest (what limits precision).
-    for (Label label : {Label::kNear, Label::kFar}) {
-      std::vector<const Result*> sel;
-      for (const Result& r : results) {
-        if (LabelOf(r.jaccard) == label) sel.push_back(&r);
-      }
-      std::stable_sort(sel.begin(), sel.end(), [label](const Result* x, const Result* y) {
-        return label == Label::kNear ? x->distance > y->distance : x->distance < y->distance;
-      });
-      sel.resize(std::min<size_t>(sel.size(), worst));
-      for (const Result* r : sel) {
-        std::cerr << absl::StrFormat("worst_%s kind=%s jaccard=%.3f distance=%d words=%d %s\n",
-                                     label == Label::kNear ? "near" : "far",
-                                     kinds[r->kind].name, r->jaccard, r->distance, r->words,
-                                     r->desc);
-      }
+// Prints to stderr the `worst` near pairs SimHash places farthest apart
+// (what limits recall) and the `worst` far pairs it places closest (what
+// limits precision).
+void PrintWorst(const std::vector<Result>& results, const std::vector<Kind>& kinds, int worst) {
+  for (Label label : {Label::kNear, Label::kFar}) {
+    std::vector<const Result*> sel;
+    for (const Result& r : results) {
+      if (LabelOf(r.jaccard) == label) sel.push_back(&r);
+    }
+    std::stable_sort(sel.begin(), sel.end(), [label](const Result* x, const Result* y) {
+      return label == Label::kNear ? x->distance > y->distance : x->distance < y->distance;
+    });
+    sel.resize(std::min<size_t>(sel.size(), worst));
+    for (const Result* r : sel) {
+      std::cerr << absl::StrFormat("worst_%s kind=%s jaccard=%.3f distance=%d words=%d %s\n",
+                                   label == Label::kNear ? "near" : "far",
+                                   kinds[r->kind].name, r->jaccard, r->distance, r->words,
+                                   r->desc);
     }
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "simhash_quality: SimHash near-duplicate precision and recall against "
+      "exact shingle Jaccard, on controlled edits of real pages.\n"
+      "Usage: dedupd_simhash_quality [--pages_dir=DIR] [--max_pages=N] "
+      "[--seed=S] [--pairs_per_kind=P] [--k=K] [--worst=N] [--tiny]");
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  if (args.size() != 1) {
+    std::cerr << "simhash_quality: unexpected argument " << args[1] << " (see --help)\n";
+    return 2;
+  }
+  Options o;
+  if (!OptionsFromFlags(&o)) return 2;
+
+  std::vector<Page> pages;
+  int unreadable = 0;
+  if (!LoadPages(o.pages_dir, o.max_pages, &pages, &unreadable)) return 1;
+  if (pages.size() < 2) {
+    std::cerr << "simhash_quality: " << o.pages_dir << " has fewer than 2 usable pages "
+              << "(build them with bench/corpus/make_text_corpus.py)\n";
+    return 1;
+  }
+  const Corpus corpus = MakeCorpus(pages);
+  size_t total_words = 0;
+  for (const Page& p : pages) total_words += p.words;
+
+  const std::vector<Kind> kinds = Kinds();
+  int normalize_errors = 0;
+  const std::vector<Result> results = MeasureKinds(o, corpus, kinds, &normalize_errors);
+
+  absl::PrintF(
+      "# simhash_quality pages=%d words_mean=%d families=%d seed=%d pairs_per_kind=%d "
+      "shingle_words=%d near=J>=%.1f far=J<%.1f unusable_pages=%d normalize_errors=%d\n",
+      pages.size(), total_words / pages.size(), corpus.families.size(), o.seed,
+      o.pairs_per_kind, o.shingle_words, kNearJaccard, kFarJaccard, unreadable,
+      normalize_errors);
+  PrintQuality(results, o.max_k);
+  PrintKinds(results, kinds, o.k);
+  PrintDistances(results, o.k);
+  if (o.worst > 0) PrintWorst(results, kinds, o.worst);
   return 0;
 }
