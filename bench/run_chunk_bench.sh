@@ -135,16 +135,7 @@ if ((resend > 0)); then
   run_phase resend "chunks=$((resend * 20)) replaced=$((resend * 20))" --docs="$resend"
 fi
 
-peak_rss_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$server_pid/status" 2>/dev/null)
-awk -v n="$stored" -v b="$disk_bytes" -v r="${peak_rss_kb:-0}" 'BEGIN {
-  printf "store  chunks=%d bytes=%d bytes_per_chunk=%.1f peak_rss_mb=%.1f\n",
-    n, b, (n > 0 ? b / n : 0), r / 1024 }'
+print_store chunk "$stored" "$disk_bytes"
 stop_server
-restart_start=$(date +%s.%N)
-start_server
-restart_end=$(date +%s.%N)
-awk -v n="$((stored + ${measured:-0}))" -v a="$restart_start" -v b="$restart_end" 'BEGIN {
-  printf "restart  chunks=%d secs_to_serving=%.3f\n", n, b - a }'
-echo "# end loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
-stop_server
+print_restart chunk "$((stored + ${measured:-0}))"
 exit "$status"

@@ -106,16 +106,7 @@ run_phase mixed $((preload + measure)) "$measure" claim 2 "exact=$((measure / 2)
 run_phase peek 0 "$measure" peek 0 "exact=$measure"
 stored=$((preload + measure + measure - measure / 2))
 
-peak_rss_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$server_pid/status" 2>/dev/null)
-awk -v n="$preload" -v b="$disk_bytes" -v r="${peak_rss_kb:-0}" 'BEGIN {
-  printf "store  docs=%d bytes=%d bytes_per_doc=%.1f peak_rss_mb=%.1f\n",
-    n, b, (n > 0 ? b / n : 0), r / 1024 }'
+print_store doc "$preload" "$disk_bytes"
 stop_server
-restart_start=$(date +%s.%N)
-start_server
-restart_end=$(date +%s.%N)
-awk -v n="$stored" -v a="$restart_start" -v b="$restart_end" 'BEGIN {
-  printf "restart  docs=%d secs_to_serving=%.3f\n", n, b - a }'
-echo "# end loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
-stop_server
+print_restart doc "$stored"
 exit "$status"

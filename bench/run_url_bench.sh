@@ -273,7 +273,6 @@ if ((settle_secs > 0)); then
 fi
 run_phase seen seen 0 "$seen"
 
-peak_rss_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$server_pid/status" 2>/dev/null)
 awk -v l="${loaded_rate:-0}" -v e="${empty_rate:-0}" 'BEGIN {
   printf "ratio loaded/empty urls_per_sec=%.2f\n", (e > 0 ? l / e : 0) }'
 if [[ -n "$empty_first_rate" && -n "$loaded_first_rate" ]]; then
@@ -286,20 +285,12 @@ if [[ -n "$empty_debt" && -n "$loaded_debt" ]]; then
   awk -v e="$(field cpu_us_per_url "$empty_debt")" -v l="$(field cpu_us_per_url "$loaded_debt")" 'BEGIN {
     printf "ratio_debt loaded/empty urls_per_server_cpu_sec=%.2f\n", (l > 0 ? e / l : 0) }'
 fi
-awk -v n="${stored:-0}" -v b="$disk_bytes" -v r="${peak_rss_kb:-0}" 'BEGIN {
-  printf "store  urls=%d bytes=%d bytes_per_url=%.1f peak_rss_mb=%.1f\n",
-    n, b, (n > 0 ? b / n : 0), r / 1024 }'
+print_store url "${stored:-0}" "$disk_bytes"
 # Restart on the loaded store: the time from exec to serving must not grow
 # with the store (nothing is rebuilt at startup).
 stop_server
 closed_bytes=$(du -sb "$data_dir" | cut -f1)
 awk -v n="$((stored + ${loaded_new:-0}))" -v b="$closed_bytes" 'BEGIN {
   printf "closed  urls=%d bytes=%d bytes_per_url=%.1f\n", n, b, (n > 0 ? b / n : 0) }'
-restart_start=$(date +%s.%N)
-start_server
-restart_end=$(date +%s.%N)
-awk -v n="${stored:-0}" -v a="$restart_start" -v b="$restart_end" 'BEGIN {
-  printf "restart  urls=%d secs_to_serving=%.3f\n", n, b - a }'
-echo "# end loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
-stop_server
+print_restart url "${stored:-0}"
 exit "$status"

@@ -8,7 +8,7 @@
 # It sets data_dir, port_file, server_log and status (0; 1 after a server
 # failure), installs the EXIT trap, and defines start_server (sets
 # server_pid and port), stop_server, field NAME LINE (a NAME=value field
-# of a fixed-format line) and print_server_cpu.
+# of a fixed-format line), print_server_cpu, print_store and print_restart.
 data_dir="$work/data"
 port_file="$work/port"
 server_log="$work/server.log"
@@ -94,4 +94,30 @@ print_server_cpu() {
     -v r="$(awk '/^VmRSS:/ {print $2}' "/proc/$server_pid/status" 2>/dev/null)" 'BEGIN {
     printf "server  phase=%s cpu_secs=%.2f cpu_us_per_%s=%.1f rss_mb=%.1f\n",
       p, c, u, (n > 0 ? c * 1e6 / n : 0), r / 1024 }'
+}
+
+# print_store UNIT N BYTES: the store line of N stored UNITs (url, doc,
+# chunk) taking BYTES on disk, with the running server's peak RSS:
+#   store  <unit>s=N bytes=BYTES bytes_per_<unit>=<y> peak_rss_mb=<z>
+print_store() {
+  local rss_kb
+  rss_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$server_pid/status" 2>/dev/null)
+  awk -v u="$1" -v n="$2" -v b="$3" -v r="${rss_kb:-0}" 'BEGIN {
+    printf "store  %ss=%d bytes=%d bytes_per_%s=%.1f peak_rss_mb=%.1f\n",
+      u, n, b, u, (n > 0 ? b / n : 0), r / 1024 }'
+}
+
+# print_restart UNIT N: with the server stopped, starts it on the same data
+# dir and prints how long it took to serve a store of N UNITs, then the
+# end line, and stops it:
+#   restart  <unit>s=N secs_to_serving=<s>
+print_restart() {
+  local restart_start restart_end
+  restart_start=$(date +%s.%N)
+  start_server
+  restart_end=$(date +%s.%N)
+  awk -v u="$1" -v n="$2" -v a="$restart_start" -v b="$restart_end" 'BEGIN {
+    printf "restart  %ss=%d secs_to_serving=%.3f\n", u, n, b - a }'
+  echo "# end loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
+  stop_server
 }
