@@ -1,0 +1,158 @@
+// url_chars.h: INTERNAL to core/url (not part of the public API; include
+// url_normalizer.h instead). The byte classes of RFC 3986 that every stage of
+// the URL normalizer tests, per character: all inline and constexpr, so that
+// no per-character loop calls across translation units.
+//
+// Example:
+//   using url_internal::HexValue;
+//   if (url_internal::IsHexDigit(hi) && url_internal::IsHexDigit(lo))
+//     c = HexValue(hi) * 16 + HexValue(lo);
+#ifndef DEDUPD_CORE_URL_URL_CHARS_H_
+#define DEDUPD_CORE_URL_URL_CHARS_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/strings/string_view.h"
+
+namespace dedupd {
+namespace url_internal {
+
+constexpr bool IsAsciiAlpha(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+constexpr bool IsAsciiDigit(unsigned char c) { return c >= '0' && c <= '9'; }
+constexpr bool IsHexDigit(unsigned char c) {
+  return IsAsciiDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+constexpr int HexValue(unsigned char c) {
+  return IsAsciiDigit(c) ? c - '0' : (c >= 'a' ? c - 'a' + 10 : c - 'A' + 10);
+}
+inline constexpr char kUpperHex[] = "0123456789ABCDEF";
+
+// RFC 3986 §2.3 unreserved: decoded wherever they appear percent-encoded.
+constexpr bool IsUnreserved(unsigned char c) {
+  return IsAsciiAlpha(c) || IsAsciiDigit(c) || c == '-' || c == '.' ||
+         c == '_' || c == '~';
+}
+constexpr bool IsSubDelim(unsigned char c) {
+  return c == '!' || c == '$' || c == '&' || c == '\'' || c == '(' ||
+         c == ')' || c == '*' || c == '+' || c == ',' || c == ';' || c == '=';
+}
+
+// Bytes that cannot appear in an RFC 3986 URI but that real links contain;
+// they are percent-encoded before parsing (as browsers do when they send
+// such a link).
+constexpr bool MustEncode(unsigned char c) {
+  return c >= 0x80 || c == ' ' || c == '"' || c == '<' || c == '>' ||
+         c == '\\' || c == '^' || c == '`' || c == '{' || c == '|' || c == '}';
+}
+
+// Characters of an ASCII host: letters, digits, '-', '_' (seen in real host
+// names although RFC 952 forbids it) and the label separator.
+constexpr bool IsHostChar(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || IsAsciiDigit(c) || c == '-' || c == '_' ||
+         c == '.';
+}
+
+// Byte classes for the single screening pass (steps 1-2).
+enum : uint8_t {
+  kScreenControl = 1,  // C0 control or DEL
+  kScreenEncode = 2,   // MustEncode, ASCII part
+  kScreenHigh = 4,     // >= 0x80: UTF-8 sequence, encoded
+  kScreenPercent = 8,
+  kScreenBracket = 16,
+  kScreenHash = 32,
+};
+
+// Byte classes of RFC 3986 for the fast parser; each scan uses one bit.
+enum : uint8_t {
+  kRfcRegName = 1,    // unreserved / sub-delims (plus '%' escapes)
+  kRfcPathQuery = 2,  // pchar / "/" / "?" (plus '%' escapes)
+  kRfcHost = 4,       // IsHostChar
+};
+
+struct ByteTables {
+  std::array<uint8_t, 256> screen{};
+  std::array<uint8_t, 256> rfc{};
+};
+
+constexpr ByteTables MakeByteTables() {
+  ByteTables t;
+  for (int i = 0; i < 256; ++i) {
+    const unsigned char c = static_cast<unsigned char>(i);
+    uint8_t s = 0;
+    if (c < 0x20 || c == 0x7F) s |= kScreenControl;
+    if (c >= 0x80) {
+      s |= kScreenHigh;
+    } else if (MustEncode(c)) {
+      s |= kScreenEncode;
+    }
+    if (c == '%') s |= kScreenPercent;
+    if (c == '[' || c == ']') s |= kScreenBracket;
+    if (c == '#') s |= kScreenHash;
+    t.screen[i] = s;
+    uint8_t r = 0;
+    if (IsUnreserved(c) || IsSubDelim(c)) r |= kRfcRegName;
+    if (IsUnreserved(c) || IsSubDelim(c) || c == ':' || c == '@' || c == '/' ||
+        c == '?') {
+      r |= kRfcPathQuery;
+    }
+    if (IsHostChar(c)) r |= kRfcHost;
+    t.rfc[i] = r;
+  }
+  return t;
+}
+inline constexpr ByteTables kTables = MakeByteTables();
+
+inline uint8_t RfcClass(char c) {
+  return kTables.rfc[static_cast<unsigned char>(c)];
+}
+inline bool IsHostByte(char c) { return (RfcClass(c) & kRfcHost) != 0; }
+
+// Utf8SequenceLength returns the length of the well-formed UTF-8 sequence
+// (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF) starting
+// at p[i] >= 0x80, or 0.
+inline size_t Utf8SequenceLength(const unsigned char* p, size_t i, size_t n) {
+  const unsigned char c = p[i];
+  size_t len;
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+  } else {
+    return 0;
+  }
+  if (n - i < len) return 0;
+  const unsigned char c1 = p[i + 1];
+  if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F) ||
+      (c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 > 0x8F)) {
+    return 0;
+  }
+  for (size_t k = 1; k < len; ++k) {
+    if ((p[i + k] & 0xC0) != 0x80) return 0;
+  }
+  return len;
+}
+
+inline bool IsValidUtf8(absl::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  for (size_t i = 0; i < s.size();) {
+    if (p[i] < 0x80) {
+      ++i;
+      continue;
+    }
+    const size_t len = Utf8SequenceLength(p, i, s.size());
+    if (len == 0) return false;
+    i += len;
+  }
+  return true;
+}
+
+}  // namespace url_internal
+}  // namespace dedupd
+
+#endif  // DEDUPD_CORE_URL_URL_CHARS_H_
