@@ -11,10 +11,7 @@
 #define DEDUPD_CORE_URL_URL_CHARS_H_
 
 #include <array>
-#include <cstddef>
 #include <cstdint>
-
-#include "absl/strings/string_view.h"
 
 namespace dedupd {
 namespace url_internal {
@@ -110,47 +107,6 @@ inline uint8_t RfcClass(char c) {
   return kTables.rfc[static_cast<unsigned char>(c)];
 }
 inline bool IsHostByte(char c) { return (RfcClass(c) & kRfcHost) != 0; }
-
-// Utf8SequenceLength returns the length of the well-formed UTF-8 sequence
-// (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF) starting
-// at p[i] >= 0x80, or 0.
-inline size_t Utf8SequenceLength(const unsigned char* p, size_t i, size_t n) {
-  const unsigned char c = p[i];
-  size_t len;
-  if (c >= 0xC2 && c <= 0xDF) {
-    len = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    len = 3;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    len = 4;
-  } else {
-    return 0;
-  }
-  if (n - i < len) return 0;
-  const unsigned char c1 = p[i + 1];
-  if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F) ||
-      (c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 > 0x8F)) {
-    return 0;
-  }
-  for (size_t k = 1; k < len; ++k) {
-    if ((p[i + k] & 0xC0) != 0x80) return 0;
-  }
-  return len;
-}
-
-inline bool IsValidUtf8(absl::string_view s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  for (size_t i = 0; i < s.size();) {
-    if (p[i] < 0x80) {
-      ++i;
-      continue;
-    }
-    const size_t len = Utf8SequenceLength(p, i, s.size());
-    if (len == 0) return false;
-    i += len;
-  }
-  return true;
-}
 
 }  // namespace url_internal
 }  // namespace dedupd

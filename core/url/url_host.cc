@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "core/text/utf8.h"
 #include "core/url/url_chars.h"
 #include "core/url/url_normalizer.h"
 

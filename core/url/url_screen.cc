@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/text/utf8.h"
 #include "core/url/url_chars.h"
 #include "core/url/url_normalizer.h"
 
@@ -142,7 +143,7 @@ absl::Status Screen(absl::string_view in, absl::string_view what,
     const uint8_t cls = table[p[i]];
     if (cls == 0) continue;
     if (cls & kScreenHigh) {
-      const size_t len = Utf8SequenceLength(p, i, e);
+      const size_t len = Utf8SequenceLength(p + i, e - i);
       if (len == 0) {
         return absl::InvalidArgumentError(
             absl::StrCat(what, " is not valid UTF-8 (byte offset ", i, ")"));
