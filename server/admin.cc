@@ -17,6 +17,7 @@
 #include "common/status_macros.h"
 #include "google/protobuf/util/time_util.h"
 #include "common/file_io.h"
+#include "core/text/sha256.h"
 
 namespace dedupd {
 namespace {
@@ -24,17 +25,8 @@ namespace {
 namespace fs = std::filesystem;
 
 google::protobuf::Timestamp ToTimestamp(absl::Time t) {
-  google::protobuf::Timestamp out;
-  const int64_t micros = absl::ToUnixMicros(t);
-  int64_t seconds = micros / 1000000;
-  int64_t rest = micros % 1000000;
-  if (rest < 0) {  // Timestamp.nanos is never negative
-    rest += 1000000;
-    --seconds;
-  }
-  out.set_seconds(seconds);
-  out.set_nanos(static_cast<int32_t>(rest * 1000));
-  return out;
+  return google::protobuf::util::TimeUtil::MicrosecondsToTimestamp(
+      absl::ToUnixMicros(t));
 }
 
 google::protobuf::Duration ToDuration(absl::Duration d) {
@@ -42,10 +34,8 @@ google::protobuf::Duration ToDuration(absl::Duration d) {
       absl::ToInt64Microseconds(d));
 }
 
-std::string HexOf(const Sha256Digest& d) {
-  return absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(d.data()), d.size()));
-}
+// HexOf is Sha256Hex under the name the Forget code uses.
+std::string HexOf(const Sha256Digest& d) { return Sha256Hex(d); }
 
 // The bytes of every regular file under `dir` (hard links count in full).
 uint64_t TreeBytes(const fs::path& dir) {
@@ -210,7 +200,7 @@ absl::Status AdminOps::NextExport(ExportCursor* cursor, v1::ExportResponse* resp
       }
       case ExportedRecord::Kind::kContent: {
         v1::ExportedContent* c = out->mutable_content();
-        c->set_content_hash(HexOf(r.sha256));
+        c->set_content_hash(Sha256Hex(r.sha256));
         c->set_owner_url(std::move(r.url));
         *c->mutable_first_seen() = ToTimestamp(r.time);
         c->set_simhash_hex(absl::StrFormat("%016x", r.simhash));
@@ -219,7 +209,7 @@ absl::Status AdminOps::NextExport(ExportCursor* cursor, v1::ExportResponse* resp
       }
       case ExportedRecord::Kind::kAlias: {
         v1::ExportedAlias* a = out->mutable_alias();
-        a->set_content_hash(HexOf(r.sha256));
+        a->set_content_hash(Sha256Hex(r.sha256));
         a->set_url(std::move(r.url));
         *a->mutable_added() = ToTimestamp(r.time);
         break;

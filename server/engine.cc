@@ -13,22 +13,12 @@
 #include "core/results/results_dedup.h"
 #include "core/text/sha256.h"
 #include "google/protobuf/timestamp.pb.h"
+#include "google/protobuf/util/time_util.h"
 
 namespace dedupd {
 namespace {
 
-void SetTimestamp(absl::Time t, google::protobuf::Timestamp* out) {
-  const int64_t micros = absl::ToUnixMicros(t);
-  // Floor division, so times before the epoch keep nanos in [0, 1e9).
-  int64_t seconds = micros / 1000000;
-  int64_t rem = micros % 1000000;
-  if (rem < 0) {
-    rem += 1000000;
-    --seconds;
-  }
-  out->set_seconds(seconds);
-  out->set_nanos(static_cast<int32_t>(rem * 1000));
-}
+using google::protobuf::util::TimeUtil;
 
 absl::Status WithContext(const absl::Status& s, absl::string_view context) {
   return absl::Status(s.code(), absl::StrCat(context, ": ", s.message()));
@@ -133,7 +123,8 @@ absl::Status Engine::CheckUrl(const v1::CheckUrlRequest& request,
       result->set_verdict(v1::URL_VERDICT_SEEN_PROBABLY);
     } else {
       result->set_verdict(v1::URL_VERDICT_SEEN);
-      SetTimestamp(first_seen, result->mutable_first_seen_time());
+      *result->mutable_first_seen_time() =
+          TimeUtil::MicrosecondsToTimestamp(absl::ToUnixMicros(first_seen));
     }
   };
   const bool peek = request.mode() == v1::CLAIM_MODE_PEEK;
@@ -298,7 +289,8 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
     }
     result->set_near_match_count(o.near_match_count);
     if (claim || o.verdict != ContentVerdict::kNew) {
-      SetTimestamp(o.first_seen, result->mutable_first_seen_time());
+      *result->mutable_first_seen_time() =
+          TimeUtil::MicrosecondsToTimestamp(absl::ToUnixMicros(o.first_seen));
     }
   }
   return absl::OkStatus();
@@ -409,7 +401,8 @@ absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
       result->set_distance(static_cast<uint32_t>(o.distance));
     }
     if (o.first_seen != absl::InfinitePast()) {
-      SetTimestamp(o.first_seen, result->mutable_first_seen_time());
+      *result->mutable_first_seen_time() =
+          TimeUtil::MicrosecondsToTimestamp(absl::ToUnixMicros(o.first_seen));
     }
   }
   return absl::OkStatus();

@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/index/simhash_index.h"
 #include "server/auth.h"
@@ -146,6 +149,21 @@ ABSL_FLAG(std::string, testing_open_gate, "",
           "(health answers NOT_SERVING meanwhile)");
 
 namespace {
+
+// WaitForTestingOpenGate is the --testing_open_gate hook, for tests only:
+// between Listen and OpenStore, waits until file `gate` exists (at most 10
+// minutes), so that a test can observe the NOT_SERVING phase
+// deterministically. An empty `gate` returns at once.
+void WaitForTestingOpenGate(const std::string& gate) {
+  if (gate.empty()) return;
+  dedupd::Log(dedupd::LogLevel::kInfo,
+              absl::StrCat("test only: waiting for ", gate, " before opening the store"));
+  std::error_code ec;
+  const absl::Time give_up = absl::Now() + absl::Minutes(10);
+  while (!std::filesystem::exists(gate, ec) && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+}
 
 // Fails with a one-line message when `value` is outside [lo, hi].
 bool CheckRange(const char* flag, int64_t value, int64_t lo, int64_t hi) {
@@ -294,8 +312,12 @@ int main(int argc, char** argv) {
       static_cast<size_t>(absl::GetFlag(FLAGS_block_cache_mb)) << 20;
   options.write_buffer_bytes =
       static_cast<size_t>(absl::GetFlag(FLAGS_write_buffer_mb)) << 20;
-  options.url_memtable_skiplist = url_memtable == "skiplist";
-  options.url_compaction_leveled = url_compaction == "leveled";
+  options.url_memtable = url_memtable == "skiplist"
+                             ? dedupd::RocksDbStoreOptions::UrlMemtable::kSkipList
+                             : dedupd::RocksDbStoreOptions::UrlMemtable::kHashVector;
+  options.url_compaction = url_compaction == "leveled"
+                               ? dedupd::RocksDbStoreOptions::UrlCompaction::kLeveled
+                               : dedupd::RocksDbStoreOptions::UrlCompaction::kUniversal;
   options.max_text_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_text_bytes));
   options.simhash_shingle_words =
       static_cast<int>(absl::GetFlag(FLAGS_simhash_shingle_words));
@@ -325,7 +347,6 @@ int main(int argc, char** argv) {
   options.max_connection_idle = absl::GetFlag(FLAGS_max_connection_idle);
   options.grpc_memory_quota_bytes =
       static_cast<size_t>(absl::GetFlag(FLAGS_grpc_memory_quota_mb)) << 20;
-  options.testing_open_gate = absl::GetFlag(FLAGS_testing_open_gate);
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert_file);
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key_file);
   options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
@@ -377,6 +398,7 @@ int main(int argc, char** argv) {
   }
   std::cerr << "dedupd: listening on " << (*server)->address()
             << " (health NOT_SERVING until the store is open)" << std::endl;
+  WaitForTestingOpenGate(absl::GetFlag(FLAGS_testing_open_gate));
   const absl::Status opened = (*server)->OpenStore();
   if (!opened.ok()) {
     std::cerr << "dedupd: " << opened.message() << "\n";

@@ -430,16 +430,6 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(
 absl::Status DedupServer::OpenStore() {
   Impl* impl = impl_.get();
   const ServerOptions& options = impl->options;
-  if (!options.testing_open_gate.empty()) {
-    Log(LogLevel::kInfo, absl::StrCat("test only: waiting for ", options.testing_open_gate,
-                                      " before opening the store"));
-    std::error_code ec;
-    const absl::Time give_up = absl::Now() + absl::Minutes(10);
-    while (!std::filesystem::exists(options.testing_open_gate, ec) &&
-           absl::Now() < give_up) {
-      absl::SleepFor(absl::Milliseconds(10));
-    }
-  }
   std::error_code ec;
   std::filesystem::create_directories(options.data_dir, ec);
   if (ec) {
@@ -451,12 +441,8 @@ absl::Status DedupServer::OpenStore() {
   store_options.sync_writes = options.sync_writes;
   store_options.block_cache_bytes = options.block_cache_bytes;
   store_options.write_buffer_bytes = options.write_buffer_bytes;
-  store_options.url_memtable = options.url_memtable_skiplist
-                                   ? RocksDbStoreOptions::UrlMemtable::kSkipList
-                                   : RocksDbStoreOptions::UrlMemtable::kHashVector;
-  store_options.url_compaction = options.url_compaction_leveled
-                                     ? RocksDbStoreOptions::UrlCompaction::kLeveled
-                                     : RocksDbStoreOptions::UrlCompaction::kUniversal;
+  store_options.url_memtable = options.url_memtable;
+  store_options.url_compaction = options.url_compaction;
   store_options.normalizer_version = UrlNormalizer::kVersion;
   store_options.simhash_shingle_words =
       static_cast<uint32_t>(options.simhash_shingle_words);

@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "storage/rocksdb/rocksdb_store.h"
 
 namespace dedupd {
 
@@ -48,13 +49,16 @@ struct ServerOptions {
   // Size of one RocksDB memtable, in bytes (RocksDbStoreOptions::
   // write_buffer_bytes). Default: 64 MiB.
   size_t write_buffer_bytes = size_t{64} << 20;
-  // How the URL records' memtables are kept (RocksDbStoreOptions::
-  // url_memtable): a hash-indexed vector sorted at flush, or RocksDB's
-  // skip list. Default: hash.
-  bool url_memtable_skiplist = false;
-  // How the URL records' family is compacted (RocksDbStoreOptions::
-  // url_compaction): universal (tiered) or leveled. Default: universal.
-  bool url_compaction_leveled = false;
+  // How the URL records' memtables are kept: a hash-indexed vector sorted
+  // at flush, or RocksDB's skip list; passed to the store as is (see
+  // RocksDbStoreOptions::UrlMemtable). Default: kHashVector.
+  RocksDbStoreOptions::UrlMemtable url_memtable =
+      RocksDbStoreOptions::UrlMemtable::kHashVector;
+  // How the URL records' family is compacted: universal (tiered) or
+  // leveled; passed to the store as is (see
+  // RocksDbStoreOptions::UrlCompaction). Default: kUniversal.
+  RocksDbStoreOptions::UrlCompaction url_compaction =
+      RocksDbStoreOptions::UrlCompaction::kUniversal;
   // Largest text of one CheckContent item, in bytes. Default: 8 MiB.
   size_t max_text_bytes = size_t{8} << 20;
   // Words per SimHash shingle; persisted in the store (a store created with
@@ -73,7 +77,7 @@ struct ServerOptions {
   size_t max_aliases_returned = 10;
   size_t max_near_matches = 10;
 
-  // How CheckUrl keeps the URL seen-set (issue 5):
+  // How CheckUrl keeps the URL seen-set:
   //   kExact: a record per URL in RocksDB, with an in-memory Bloom front
   //     (url_filter) that skips the store read for URLs never seen;
   //   kApproximate: no record; a Bloom filter in <data_dir>/url-bloom IS the
@@ -107,10 +111,6 @@ struct ServerOptions {
   // accepted and served, so load balancers and readiness probes see the
   // change before the port closes; then the drain starts. Default: 0.
   absl::Duration shutdown_delay = absl::ZeroDuration();
-  // Test only (--testing_open_gate): OpenStore waits until this file exists
-  // (at most 10 minutes) before opening the store, so a test can observe
-  // the NOT_SERVING phase deterministically. Default: empty (no wait).
-  std::string testing_open_gate;
 
   // TLS of the gRPC port (--listen): PEM certificate chain and private key,
   // both or neither (neither: plaintext). Checked at Start: a missing,

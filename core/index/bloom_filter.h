@@ -1,5 +1,5 @@
 // bloom_filter.h: a blocked Bloom filter over 64-bit key hashes, for the URL
-// layer's "definitely not seen" tier (issue 5). It answers "definitely not
+// layer's "definitely not seen" tier. It answers "definitely not
 // inserted" or "maybe inserted", never "not inserted" for an inserted key,
 // from a fixed amount of memory.
 //

@@ -1,6 +1,6 @@
 // chunk_near_rule.h: how far apart (Hamming distance of 64-bit SimHash) two
 // RAG chunks may be and still be reported as near duplicates, by the length
-// of the chunk (CheckChunks, issue 4). Short chunks have few shingles, so
+// of the chunk (the CheckChunks RPC). Short chunks have few shingles, so
 // their SimHash is noisy; this is the one rule that says how short is too
 // short.
 //

@@ -24,9 +24,10 @@
 //   turns a non-space into a space or back, and collapsing/trimming spaces
 //   never puts a combining mark next to a new base character (a single ' '
 //   always stays between two non-spaces).
-// - UTF-8 is validated here (Unicode 15 §3.9, Table 3-7: shortest form only,
-//   no surrogates, nothing above U+10FFFF) so that errors name the offset of
-//   the first bad byte; ICU only ever sees valid UTF-8.
+// - UTF-8 is validated here, with ICU's U8_NEXT (core/text/utf8.h: Unicode
+//   §3.9 Table 3-7, shortest form only, no surrogates, nothing above
+//   U+10FFFF), so that errors name the offset of the first bad byte; the
+//   normalizer and case map only ever see valid UTF-8.
 #include "core/text/text_normalizer.h"
 
 #include <unicode/bytestream.h>
@@ -34,6 +35,7 @@
 #include <unicode/edits.h>
 #include <unicode/normalizer2.h>
 #include <unicode/stringpiece.h>
+#include <unicode/utf8.h>
 #include <unicode/utypes.h>
 
 #include <array>
@@ -49,6 +51,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "core/text/utf8.h"
 
 namespace dedupd {
 
@@ -73,50 +76,6 @@ constexpr std::array<char, 128> MakeAsciiLower() {
   return t;
 }
 constexpr std::array<char, 128> kAsciiLower = MakeAsciiLower();
-
-// Utf8SequenceLength returns the length (2..4) of the well-formed UTF-8
-// sequence of a non-ASCII lead byte at p[0] (n bytes available), or 0 when
-// the sequence is ill-formed or truncated. Table 3-7 of the Unicode
-// standard, which excludes overlongs, surrogates and values > U+10FFFF.
-size_t Utf8SequenceLength(const unsigned char* p, size_t n) {
-  const unsigned char c = p[0];
-  auto cont = [&](size_t k, unsigned char lo, unsigned char hi) {
-    return k < n && p[k] >= lo && p[k] <= hi;
-  };
-  if (c >= 0xC2 && c <= 0xDF) return cont(1, 0x80, 0xBF) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    const unsigned char lo = c == 0xE0 ? 0xA0 : 0x80;
-    const unsigned char hi = c == 0xED ? 0x9F : 0xBF;
-    return cont(1, lo, hi) && cont(2, 0x80, 0xBF) ? 3 : 0;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    const unsigned char lo = c == 0xF0 ? 0x90 : 0x80;
-    const unsigned char hi = c == 0xF4 ? 0x8F : 0xBF;
-    return cont(1, lo, hi) && cont(2, 0x80, 0xBF) && cont(3, 0x80, 0xBF) ? 4
-                                                                         : 0;
-  }
-  return 0;  // 0x80..0xC1 (continuation or overlong lead), 0xF5..0xFF
-}
-
-// Decodes the well-formed sequence at p (length `len`).
-char32_t DecodeUtf8(const unsigned char* p, size_t len) {
-  switch (len) {
-    case 1:
-      return p[0];
-    case 2:
-      return (char32_t{p[0] & 0x1Fu} << 6) | (p[1] & 0x3Fu);
-    case 3:
-      return (char32_t{p[0] & 0x0Fu} << 12) | (char32_t{p[1] & 0x3Fu} << 6) |
-             (p[2] & 0x3Fu);
-    default:
-      return (char32_t{p[0] & 0x07u} << 18) | (char32_t{p[1] & 0x3Fu} << 12) |
-             (char32_t{p[2] & 0x3Fu} << 6) | (p[3] & 0x3Fu);
-  }
-}
-
-size_t Utf8LengthOfValid(unsigned char lead) {
-  return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
-}
 
 // CopyAsciiBlock normalizes the 16 bytes at `in` when they are ASCII
 // without NUL: writes them to `out` lowercased, with every space byte
@@ -237,14 +196,15 @@ absl::Status AppendUnicodeRun(const icu::Normalizer2& nfc,
   out->EnsureRoom(a.size() + left);
   const auto* p = reinterpret_cast<const unsigned char*>(a.data());
   for (size_t i = 0; i < a.size();) {
-    const size_t len = Utf8LengthOfValid(p[i]);
-    if (IsTextSpace(DecodeUtf8(p + i, len))) {
+    const size_t start = i;
+    UChar32 c;
+    U8_NEXT_UNSAFE(p, i, c);  // ICU's output is well-formed
+    if (IsTextSpace(static_cast<char32_t>(c))) {
       out->Space();
     } else {
-      std::memcpy(&out->buf[out->size], p + i, len);
-      out->size += len;
+      std::memcpy(&out->buf[out->size], p + start, i - start);
+      out->size += i - start;
     }
-    i += len;
   }
   return absl::OkStatus();
 }
