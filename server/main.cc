@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -184,25 +185,9 @@ bool WritePortFile(const std::string& path, int port) {
   return std::rename(tmp.c_str(), path.c_str()) == 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // Debian's Abseil is built without NDEBUG, so by default every
-  // absl::Mutex acquisition also maintains a global lock-order graph
-  // (deadlock detection: GraphCycles, itself behind a global lock). That is
-  // a debugging aid: the tests keep it on (their own mains), the server
-  // turns it off. Measured: ~2% of the server's CPU per CheckChunks chunk
-  // (perf, docs/benchmarks.md "Storage format 4").
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  absl::SetProgramUsageMessage(
-      "dedupd: deduplication service for crawlers and RAG ingestion.\n"
-      "Usage: dedupd [--listen=HOST:PORT] [--data_dir=DIR] [--config=FILE] ...");
-  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
-  if (rest.size() > 1) {
-    std::cerr << "dedupd: unexpected argument '" << rest[1]
-              << "' (flags are --name=value; see --help)\n";
-    return 2;
-  }
+// ValidateFlags prints a one-line message naming the first flag that is out
+// of range or has an unknown value, and returns false then.
+bool ValidateFlags() {
   if (!CheckRange("max_batch_items", absl::GetFlag(FLAGS_max_batch_items), 1, 1000000) ||
       !CheckRange("max_message_bytes", absl::GetFlag(FLAGS_max_message_bytes), 1024, INT32_MAX) ||
       !CheckRange("max_concurrent_rpcs", absl::GetFlag(FLAGS_max_concurrent_rpcs), 1, 1000000) ||
@@ -228,7 +213,7 @@ int main(int argc, char** argv) {
                   int64_t{1} << 30) ||
       !CheckRange("url_snapshot_every_urls", absl::GetFlag(FLAGS_url_snapshot_every_urls), 0,
                   int64_t{1} << 40)) {
-    return 2;
+    return false;
   }
   // A quota below two messages would make gRPC cancel legitimate requests
   // of the allowed size (it charges a message being received to the quota).
@@ -238,30 +223,30 @@ int main(int argc, char** argv) {
               << " is less than two messages of --max_message_bytes="
               << absl::GetFlag(FLAGS_max_message_bytes)
               << ": requests of the allowed size would be cancelled (raise it, or 0 for no cap)\n";
-    return 2;
+    return false;
   }
   const std::string url_seen_mode = absl::GetFlag(FLAGS_url_seen_mode);
   if (url_seen_mode != "exact" && url_seen_mode != "approximate") {
     std::cerr << "dedupd: --url_seen_mode=" << url_seen_mode
               << " must be exact or approximate\n";
-    return 2;
+    return false;
   }
   const std::string url_memtable = absl::GetFlag(FLAGS_url_memtable);
   if (url_memtable != "hash" && url_memtable != "skiplist") {
     std::cerr << "dedupd: --url_memtable=" << url_memtable << " must be hash or skiplist\n";
-    return 2;
+    return false;
   }
   const std::string url_compaction = absl::GetFlag(FLAGS_url_compaction);
   if (url_compaction != "universal" && url_compaction != "leveled") {
     std::cerr << "dedupd: --url_compaction=" << url_compaction
               << " must be universal or leveled\n";
-    return 2;
+    return false;
   }
   const double fp_rate = absl::GetFlag(FLAGS_url_filter_false_positive_rate);
   if (!(fp_rate > 0 && fp_rate <= 0.5)) {
     std::cerr << "dedupd: --url_filter_false_positive_rate=" << fp_rate
               << " is out of range (0, 0.5]\n";
-    return 2;
+    return false;
   }
   if (!dedupd::SimHashIndex::IsValidLayout(
           static_cast<int>(absl::GetFlag(FLAGS_simhash_max_distance)),
@@ -272,33 +257,32 @@ int main(int argc, char** argv) {
                  "simhash_max_distance + 3] with at most "
               << dedupd::SimHashIndex::kMaxTables
               << " tables (C(blocks, simhash_max_distance))\n";
-    return 2;
+    return false;
   }
   if (absl::GetFlag(FLAGS_drain_timeout) < absl::ZeroDuration()) {
     std::cerr << "dedupd: --drain_timeout must not be negative\n";
-    return 2;
+    return false;
   }
   if (absl::GetFlag(FLAGS_handshake_timeout) < absl::Milliseconds(1) ||
       absl::GetFlag(FLAGS_handshake_timeout) > absl::Hours(24)) {
     std::cerr << "dedupd: --handshake_timeout must be in [1ms, 24h]\n";
-    return 2;
+    return false;
   }
   if (absl::GetFlag(FLAGS_max_connection_idle) < absl::Milliseconds(1)) {
     std::cerr << "dedupd: --max_connection_idle must be at least 1ms\n";
-    return 2;
+    return false;
   }
   if (absl::GetFlag(FLAGS_shutdown_delay) < absl::ZeroDuration()) {
     std::cerr << "dedupd: --shutdown_delay must not be negative\n";
-    return 2;
+    return false;
   }
-  dedupd::LogLevel log_level;
-  if (!dedupd::ParseLogLevel(absl::GetFlag(FLAGS_log_level), &log_level)) {
-    std::cerr << "dedupd: --log_level=" << absl::GetFlag(FLAGS_log_level)
-              << " must be info, warning or error\n";
-    return 2;
-  }
-  dedupd::SetMinLogLevel(log_level);
+  return true;
+}
 
+// OptionsFromFlags: the server's options from the validated flags, with
+// the token files read (once: the server keeps the tokens only). nullopt,
+// with the message printed, when a token file cannot be read.
+std::optional<dedupd::ServerOptions> OptionsFromFlags() {
   dedupd::ServerOptions options;
   options.listen = absl::GetFlag(FLAGS_listen);
   options.data_dir = absl::GetFlag(FLAGS_data_dir);
@@ -312,10 +296,10 @@ int main(int argc, char** argv) {
       static_cast<size_t>(absl::GetFlag(FLAGS_block_cache_mb)) << 20;
   options.write_buffer_bytes =
       static_cast<size_t>(absl::GetFlag(FLAGS_write_buffer_mb)) << 20;
-  options.url_memtable = url_memtable == "skiplist"
+  options.url_memtable = absl::GetFlag(FLAGS_url_memtable) == "skiplist"
                              ? dedupd::RocksDbStoreOptions::UrlMemtable::kSkipList
                              : dedupd::RocksDbStoreOptions::UrlMemtable::kHashVector;
-  options.url_compaction = url_compaction == "leveled"
+  options.url_compaction = absl::GetFlag(FLAGS_url_compaction) == "leveled"
                                ? dedupd::RocksDbStoreOptions::UrlCompaction::kLeveled
                                : dedupd::RocksDbStoreOptions::UrlCompaction::kUniversal;
   options.max_text_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_text_bytes));
@@ -328,13 +312,13 @@ int main(int argc, char** argv) {
   options.max_aliases_returned =
       static_cast<size_t>(absl::GetFlag(FLAGS_max_aliases_returned));
   options.max_near_matches = static_cast<size_t>(absl::GetFlag(FLAGS_max_near_matches));
-  options.url_seen_mode = url_seen_mode == "approximate"
+  options.url_seen_mode = absl::GetFlag(FLAGS_url_seen_mode) == "approximate"
                               ? dedupd::ServerOptions::UrlSeenMode::kApproximate
                               : dedupd::ServerOptions::UrlSeenMode::kExact;
   options.url_filter = absl::GetFlag(FLAGS_url_filter);
   options.url_filter_expected_urls =
       static_cast<uint64_t>(absl::GetFlag(FLAGS_url_filter_expected_urls));
-  options.url_filter_false_positive_rate = fp_rate;
+  options.url_filter_false_positive_rate = absl::GetFlag(FLAGS_url_filter_false_positive_rate);
   options.url_filter_memory_bytes =
       static_cast<size_t>(absl::GetFlag(FLAGS_url_filter_memory_mb)) << 20;
   options.url_snapshot_every_urls =
@@ -366,9 +350,15 @@ int main(int argc, char** argv) {
                   &options.auth_token) ||
       !read_token("admin_token_file", absl::GetFlag(FLAGS_admin_token_file),
                   &options.admin_token)) {
-    return 2;
+    return std::nullopt;
   }
 
+  return options;
+}
+
+// Serve restores --restore_from if set, listens, opens the store and
+// serves until SIGTERM or SIGINT, then drains. Returns the exit code.
+int Serve(const dedupd::ServerOptions& options) {
   const std::string restore_from = absl::GetFlag(FLAGS_restore_from);
   if (!restore_from.empty()) {
     absl::Status restored = dedupd::RestoreBackup(restore_from, options.data_dir);
@@ -425,4 +415,37 @@ int main(int argc, char** argv) {
   (*server)->Shutdown(absl::GetFlag(FLAGS_drain_timeout));
   dedupd::Log(dedupd::LogLevel::kInfo, "stopped cleanly");
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Debian's Abseil is built without NDEBUG, so by default every
+  // absl::Mutex acquisition also maintains a global lock-order graph
+  // (deadlock detection: GraphCycles, itself behind a global lock). That is
+  // a debugging aid: the tests keep it on (their own mains), the server
+  // turns it off. Measured: ~2% of the server's CPU per CheckChunks chunk
+  // (perf, docs/benchmarks.md "Storage format 4").
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  absl::SetProgramUsageMessage(
+      "dedupd: deduplication service for crawlers and RAG ingestion.\n"
+      "Usage: dedupd [--listen=HOST:PORT] [--data_dir=DIR] [--config=FILE] ...");
+  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (rest.size() > 1) {
+    std::cerr << "dedupd: unexpected argument '" << rest[1]
+              << "' (flags are --name=value; see --help)\n";
+    return 2;
+  }
+  if (!ValidateFlags()) return 2;
+  dedupd::LogLevel log_level;
+  if (!dedupd::ParseLogLevel(absl::GetFlag(FLAGS_log_level), &log_level)) {
+    std::cerr << "dedupd: --log_level=" << absl::GetFlag(FLAGS_log_level)
+              << " must be info, warning or error\n";
+    return 2;
+  }
+  dedupd::SetMinLogLevel(log_level);
+
+  std::optional<dedupd::ServerOptions> options = OptionsFromFlags();
+  if (!options.has_value()) return 2;
+  return Serve(*options);
 }

@@ -95,8 +95,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (absl::StartsWith(input, kFileMagic) && size >= UrlFilterFront::kFileHeaderBytes) {
     // The same segment count and rate with a matching length and checksum.
     std::string fixed(input);
-    const uint32_t segments = DecodeFixed32LE(fixed.data() + 12);
-    const uint64_t rate_bits = DecodeFixed64LE(fixed.data() + 24);
+    const uint32_t segments = dedupd::DecodeFixed32LE(fixed.data() + 12);
+    const uint64_t rate_bits = dedupd::DecodeFixed64LE(fixed.data() + 24);
     double rate = 0;
     std::memcpy(&rate, &rate_bits, sizeof(rate));
     const std::string header = UrlFilterFront::EncodeFileHeader(segments, size, rate);
