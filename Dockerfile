@@ -9,7 +9,7 @@
 # and runs the binary there as USER with a read-only root except the VOLUME.
 # Keep those instructions one per line and ENTRYPOINT/CMD in JSON form.
 
-# --- build: the same scripts as README "Build" -------------------------------
+# --- build: the same scripts as docs/development.md "Build" -----------------
 FROM debian:12 AS build
 WORKDIR /src
 COPY scripts/install-deps.sh scripts/install-deps.sh

@@ -8,7 +8,7 @@
 //     ServerMetrics, the process metrics (process_*, read from /proc/self at
 //     each scrape) and plain samples a callback returns at each scrape (the
 //     stores' figures: read when Prometheus asks, never cached).
-// The names, types and labels are listed in README.md, Operations, Metrics.
+// The names, types and labels are listed in docs/operations.md, "Metrics".
 //
 // Example:
 //   ServerMetrics metrics({"dedupd.v1.Dedup/CheckUrl"});
