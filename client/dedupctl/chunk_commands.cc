@@ -36,51 +36,51 @@ constexpr size_t kMaxChunksLineBytes = 16 << 20;
 // Returns InvalidArgument saying what is wrong.
 absl::Status ParseChunkDocument(absl::string_view line,
                                 dedupd::v1::CheckChunksRequest* request) {
-  DEDUPD_ASSIGN_OR_RETURN(const google::protobuf::Value value,
-                          ParseJsonValue(line));
-  if (value.kind_case() != google::protobuf::Value::kStructValue) {
+  DEDUPD_ASSIGN_OR_RETURN(const JsonValue value,
+                          ParseInputJson(line));
+  if (value.type != JsonValue::Type::kObject) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a line must be a JSON object, not ", JsonKindName(value)));
   }
-  const google::protobuf::Struct& doc = value.struct_value();
+  const JsonValue& doc = value;
   std::string url;
   DEDUPD_RETURN_IF_ERROR(
       StringMember(doc, "document_url", "document_url", true, &url));
   request->set_document_url(url);
-  const google::protobuf::Value* chunks = Member(doc, "chunks");
+  const JsonValue* chunks = Member(doc, "chunks");
   if (chunks == nullptr) {
     return absl::InvalidArgumentError("missing \"chunks\"");
   }
-  if (chunks->kind_case() != google::protobuf::Value::kListValue) {
+  if (chunks->type != JsonValue::Type::kArray) {
     return WrongType("chunks", "an array", *chunks);
   }
-  if (chunks->list_value().values().empty()) {
+  if (chunks->array.empty()) {
     return absl::InvalidArgumentError(
         "\"chunks\" is empty (a document has at least one chunk)");
   }
-  for (int i = 0; i < chunks->list_value().values_size(); ++i) {
-    const google::protobuf::Value& chunk = chunks->list_value().values(i);
+  for (size_t i = 0; i < chunks->array.size(); ++i) {
+    const JsonValue& chunk = chunks->array[i];
     const std::string path = absl::StrCat("chunks[", i, "]");
     dedupd::v1::ChunkItem* item = request->add_chunks();
-    if (chunk.kind_case() == google::protobuf::Value::kStringValue) {
-      item->set_text(chunk.string_value());
+    if (chunk.type == JsonValue::Type::kString) {
+      item->set_text(chunk.string);
       continue;
     }
-    if (chunk.kind_case() != google::protobuf::Value::kStructValue) {
+    if (chunk.type != JsonValue::Type::kObject) {
       return WrongType(path, "a string or an object", chunk);
     }
     std::string text;
-    DEDUPD_RETURN_IF_ERROR(StringMember(chunk.struct_value(), "text",
+    DEDUPD_RETURN_IF_ERROR(StringMember(chunk, "text",
                                         absl::StrCat(path, ".text"), true,
                                         &text));
     item->set_text(std::move(text));
-    if (Member(chunk.struct_value(), "chunk_id") != nullptr) {
-      DEDUPD_RETURN_IF_ERROR(StringMember(chunk.struct_value(), "chunk_id",
+    if (Member(chunk, "chunk_id") != nullptr) {
+      DEDUPD_RETURN_IF_ERROR(StringMember(chunk, "chunk_id",
                                           absl::StrCat(path, ".chunk_id"), true,
                                           item->mutable_chunk_id()));
     }
   }
-  if (const google::protobuf::Value* d = Member(doc, "max_hamming_distance")) {
+  if (const JsonValue* d = Member(doc, "max_hamming_distance")) {
     DEDUPD_ASSIGN_OR_RETURN(const uint32_t k,
                             WholeNumber(*d, "max_hamming_distance", 0));
     request->set_max_hamming_distance(k);

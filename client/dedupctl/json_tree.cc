@@ -1,101 +1,105 @@
 #include "client/dedupctl/json_tree.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "client/dedupctl/line_io.h"
 #include "client/dedupctl/output_format.h"
-#include "google/protobuf/util/json_util.h"
 
 namespace dedupd::dedupctl {
+namespace {
 
-absl::StatusOr<google::protobuf::Value> ParseJsonValue(absl::string_view json) {
-  google::protobuf::Value value;
-  const auto status = google::protobuf::util::JsonStringToMessage(
-      google::protobuf::StringPiece(json.data(), json.size()), &value);
-  if (status.ok()) return value;
-  // protobuf's message is "<reason>\n<input around the error, about 20
-  // bytes either side>\n<spaces>^": keep the reason and the excerpt (its
-  // line breaks as spaces), on one line.
-  const std::string reason(status.message().data(), status.message().size());
-  const size_t first = reason.find('\n');
-  const size_t last = reason.rfind('\n');
-  std::string message = "invalid JSON";
-  if (!IsBlank(reason.substr(0, first))) {
-    absl::StrAppend(&message, ": ", reason.substr(0, first));
+// Bytes of input shown on either side of a syntax error.
+constexpr size_t kExcerptBytes = 20;
+
+}  // namespace
+
+absl::StatusOr<JsonValue> ParseInputJson(absl::string_view json) {
+  size_t offset = 0;
+  absl::StatusOr<JsonValue> value = ParseJsonValue(json, &offset);
+  if (value.ok()) return value;
+  // The reader's "at byte N: what" becomes "What. (near: <excerpt>)", the
+  // shape these commands' errors have always had, on one line.
+  absl::string_view what = value.status().message();
+  if (const size_t colon = what.find(": "); colon != absl::string_view::npos) {
+    what.remove_prefix(colon + 2);
   }
-  if (first != std::string::npos && last > first) {
-    const std::string excerpt = absl::StrReplaceAll(
-        reason.substr(first + 1, last - first - 1), {{"\n", " "}, {"\r", " "}});
-    if (!IsBlank(excerpt)) {
-      absl::StrAppend(&message, " (near: ", absl::StripAsciiWhitespace(excerpt),
-                      ")");
-    }
+  std::string reason(what);
+  if (!reason.empty()) {
+    reason[0] = absl::ascii_toupper(static_cast<unsigned char>(reason[0]));
+    reason.push_back('.');
+  }
+  const size_t from = offset > kExcerptBytes ? offset - kExcerptBytes : 0;
+  const std::string excerpt =
+      absl::StrReplaceAll(json.substr(from, offset - from + kExcerptBytes),
+                          {{"\n", " "}, {"\r", " "}});
+  std::string message = absl::StrCat("invalid JSON: ", reason);
+  if (!IsBlank(excerpt)) {
+    absl::StrAppend(&message, " (near: ", absl::StripAsciiWhitespace(excerpt),
+                    ")");
   }
   return absl::InvalidArgumentError(message);
 }
 
-absl::string_view JsonKindName(const google::protobuf::Value& value) {
-  switch (value.kind_case()) {
-    case google::protobuf::Value::kNullValue:
+absl::string_view JsonKindName(const JsonValue& value) {
+  switch (value.type) {
+    case JsonValue::Type::kNull:
       return "null";
-    case google::protobuf::Value::kNumberValue:
+    case JsonValue::Type::kNumber:
       return "a number";
-    case google::protobuf::Value::kStringValue:
+    case JsonValue::Type::kString:
       return "a string";
-    case google::protobuf::Value::kBoolValue:
+    case JsonValue::Type::kBool:
       return "a boolean";
-    case google::protobuf::Value::kStructValue:
+    case JsonValue::Type::kObject:
       return "an object";
-    case google::protobuf::Value::kListValue:
+    case JsonValue::Type::kArray:
       return "an array";
-    default:
-      return "nothing";
   }
+  return "nothing";
 }
 
 absl::Status WrongType(absl::string_view path, absl::string_view want,
-                       const google::protobuf::Value& got) {
+                       const JsonValue& got) {
   return absl::InvalidArgumentError(absl::StrCat(
       "\"", path, "\" must be ", want, ", not ", JsonKindName(got)));
 }
 
-const google::protobuf::Value* Member(const google::protobuf::Struct& object,
-                                      const std::string& name) {
-  auto it = object.fields().find(name);
-  if (it == object.fields().end() ||
-      it->second.kind_case() == google::protobuf::Value::kNullValue) {
-    return nullptr;
-  }
-  return &it->second;
+const JsonValue* Member(const JsonValue& object, absl::string_view name) {
+  const JsonValue* v = object.Find(name);
+  if (v == nullptr || v->type == JsonValue::Type::kNull) return nullptr;
+  return v;
 }
 
-absl::Status StringMember(const google::protobuf::Struct& object,
-                          const std::string& name, absl::string_view path,
-                          bool required, std::string* out) {
-  const google::protobuf::Value* v = Member(object, name);
+absl::Status StringMember(const JsonValue& object, absl::string_view name,
+                          absl::string_view path, bool required,
+                          std::string* out) {
+  const JsonValue* v = Member(object, name);
   if (v == nullptr) {
     return required ? absl::InvalidArgumentError(
                           absl::StrCat("missing \"", path, "\""))
                     : absl::OkStatus();
   }
-  if (v->kind_case() != google::protobuf::Value::kStringValue) {
+  if (v->type != JsonValue::Type::kString) {
     return WrongType(path, "a string", *v);
   }
-  *out = v->string_value();
+  *out = v->string;
   return absl::OkStatus();
 }
 
-absl::StatusOr<uint32_t> WholeNumber(const google::protobuf::Value& value,
+absl::StatusOr<uint32_t> WholeNumber(const JsonValue& value,
                                      absl::string_view path, uint32_t min) {
   constexpr uint32_t kMax = UINT32_MAX;
   const std::string want = absl::StrCat("a whole number in ", min, "..", kMax);
-  if (value.kind_case() != google::protobuf::Value::kNumberValue) {
+  if (value.type != JsonValue::Type::kNumber) {
     return WrongType(path, want, value);
   }
-  const double d = value.number_value();
+  const double d = value.number;
   if (!(d >= min && d <= kMax && d == std::floor(d))) {
     return absl::InvalidArgumentError(
         absl::StrCat("\"", path, "\" must be ", want, ", not ", JsonNumber(d)));
@@ -103,12 +107,11 @@ absl::StatusOr<uint32_t> WholeNumber(const google::protobuf::Value& value,
   return static_cast<uint32_t>(d);
 }
 
-absl::StatusOr<double> Number(const google::protobuf::Value& value,
-                              absl::string_view path) {
-  if (value.kind_case() != google::protobuf::Value::kNumberValue) {
+absl::StatusOr<double> Number(const JsonValue& value, absl::string_view path) {
+  if (value.type != JsonValue::Type::kNumber) {
     return WrongType(path, "a number", value);
   }
-  return value.number_value();
+  return value.number;
 }
 
 }  // namespace dedupd::dedupctl

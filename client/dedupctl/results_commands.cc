@@ -32,19 +32,19 @@ constexpr size_t kMaxResultsInputBytes = 64 << 20;
 // "score" (number) required; "source_url" (string) and "embedding" (array
 // of numbers within the float range) optional; null counts as absent,
 // other members are ignored.
-absl::Status ParseHit(const google::protobuf::Value& value,
+absl::Status ParseHit(const JsonValue& value,
                       absl::string_view path, dedupd::v1::ResultHit* hit) {
-  if (value.kind_case() != google::protobuf::Value::kStructValue) {
+  if (value.type != JsonValue::Type::kObject) {
     return WrongType(path, "an object", value);
   }
-  const google::protobuf::Struct& object = value.struct_value();
+  const JsonValue& object = value;
   DEDUPD_RETURN_IF_ERROR(StringMember(object, "id", absl::StrCat(path, ".id"),
                                       true, hit->mutable_id()));
   std::string text;
   DEDUPD_RETURN_IF_ERROR(
       StringMember(object, "text", absl::StrCat(path, ".text"), true, &text));
   hit->set_text(std::move(text));
-  const google::protobuf::Value* score = Member(object, "score");
+  const JsonValue* score = Member(object, "score");
   if (score == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat("missing \"", path, ".score\""));
@@ -55,16 +55,16 @@ absl::Status ParseHit(const google::protobuf::Value& value,
   DEDUPD_RETURN_IF_ERROR(StringMember(object, "source_url",
                                       absl::StrCat(path, ".source_url"), false,
                                       hit->mutable_source_url()));
-  if (const google::protobuf::Value* e = Member(object, "embedding")) {
+  if (const JsonValue* e = Member(object, "embedding")) {
     const std::string epath = absl::StrCat(path, ".embedding");
-    if (e->kind_case() != google::protobuf::Value::kListValue) {
+    if (e->type != JsonValue::Type::kArray) {
       return WrongType(epath, "an array of numbers", *e);
     }
-    hit->mutable_embedding()->Reserve(e->list_value().values_size());
-    for (int j = 0; j < e->list_value().values_size(); ++j) {
+    hit->mutable_embedding()->Reserve(static_cast<int>(e->array.size()));
+    for (size_t j = 0; j < e->array.size(); ++j) {
       const std::string xpath = absl::StrCat(epath, "[", j, "]");
       DEDUPD_ASSIGN_OR_RETURN(const double x,
-                              Number(e->list_value().values(j), xpath));
+                              Number(e->array[j], xpath));
       if (std::fabs(x) > std::numeric_limits<float>::max()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "\"", xpath, "\" is outside the float range: ", JsonNumber(x)));
@@ -86,18 +86,18 @@ absl::Status ParseHit(const google::protobuf::Value& value,
 // InvalidArgument saying what is wrong.
 absl::Status ParseResultsInput(absl::string_view json,
                                dedupd::v1::DedupResultsRequest* request) {
-  DEDUPD_ASSIGN_OR_RETURN(const google::protobuf::Value value,
-                          ParseJsonValue(json));
-  const google::protobuf::ListValue* hits = nullptr;
-  if (value.kind_case() == google::protobuf::Value::kListValue) {
-    hits = &value.list_value();
-  } else if (value.kind_case() == google::protobuf::Value::kStructValue) {
-    const google::protobuf::Struct& object = value.struct_value();
+  DEDUPD_ASSIGN_OR_RETURN(const JsonValue value,
+                          ParseInputJson(json));
+  const std::vector<JsonValue>* hits = nullptr;
+  if (value.type == JsonValue::Type::kArray) {
+    hits = &value.array;
+  } else if (value.type == JsonValue::Type::kObject) {
+    const JsonValue& object = value;
     static const char* const kMembers[] = {
         "hits",        "top_k",     "per_source_cap", "max_hamming_distance",
         "min_jaccard", "min_cosine"};
     std::vector<std::string> unknown;
-    for (const auto& field : object.fields()) {
+    for (const auto& field : object.object) {
       // Not a structured binding: C++17 lambdas cannot capture one (clang).
       const std::string& name = field.first;
       if (std::find_if(std::begin(kMembers), std::end(kMembers),
@@ -113,24 +113,24 @@ absl::Status ParseResultsInput(absl::string_view json,
           "top_k, per_source_cap, max_hamming_distance, min_jaccard, ",
           "min_cosine)"));
     }
-    const google::protobuf::Value* h = Member(object, "hits");
+    const JsonValue* h = Member(object, "hits");
     if (h == nullptr) return absl::InvalidArgumentError("missing \"hits\"");
-    if (h->kind_case() != google::protobuf::Value::kListValue) {
+    if (h->type != JsonValue::Type::kArray) {
       return WrongType("hits", "an array", *h);
     }
-    hits = &h->list_value();
-    if (const google::protobuf::Value* v = Member(object, "top_k")) {
+    hits = &h->array;
+    if (const JsonValue* v = Member(object, "top_k")) {
       DEDUPD_ASSIGN_OR_RETURN(const uint32_t n, WholeNumber(*v, "top_k", 1));
       request->set_top_k(n);
     }
-    if (const google::protobuf::Value* v = Member(object, "per_source_cap")) {
+    if (const JsonValue* v = Member(object, "per_source_cap")) {
       DEDUPD_ASSIGN_OR_RETURN(const uint32_t n,
                               WholeNumber(*v, "per_source_cap", 0));
       request->set_per_source_cap(n);
     }
-    const google::protobuf::Value* distance =
+    const JsonValue* distance =
         Member(object, "max_hamming_distance");
-    const google::protobuf::Value* jaccard = Member(object, "min_jaccard");
+    const JsonValue* jaccard = Member(object, "min_jaccard");
     if (distance != nullptr && jaccard != nullptr) {
       return absl::InvalidArgumentError(
           "set \"max_hamming_distance\" or \"min_jaccard\", not both");
@@ -146,7 +146,7 @@ absl::Status ParseResultsInput(absl::string_view json,
       request->set_near_text_measure(dedupd::v1::NEAR_TEXT_MEASURE_JACCARD);
       request->set_min_jaccard(j);
     }
-    if (const google::protobuf::Value* v = Member(object, "min_cosine")) {
+    if (const JsonValue* v = Member(object, "min_cosine")) {
       DEDUPD_ASSIGN_OR_RETURN(const double c, Number(*v, "min_cosine"));
       request->set_min_cosine(c);
     }
@@ -156,13 +156,13 @@ absl::Status ParseResultsInput(absl::string_view json,
         "not ",
         JsonKindName(value)));
   }
-  if (hits->values().empty()) {
+  if (hits->empty()) {
     return absl::InvalidArgumentError("no hits (\"hits\" is empty)");
   }
-  request->mutable_hits()->Reserve(hits->values_size());
-  for (int i = 0; i < hits->values_size(); ++i) {
+  request->mutable_hits()->Reserve(static_cast<int>(hits->size()));
+  for (size_t i = 0; i < hits->size(); ++i) {
     DEDUPD_RETURN_IF_ERROR(ParseHit(
-        hits->values(i), absl::StrCat("hits[", i, "]"), request->add_hits()));
+        (*hits)[i], absl::StrCat("hits[", i, "]"), request->add_hits()));
   }
   return absl::OkStatus();
 }
