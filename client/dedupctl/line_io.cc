@@ -2,10 +2,12 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <utility>
@@ -213,8 +215,16 @@ absl::Status ReadWholeInput(const std::string& path, size_t max_bytes,
                             std::string* text, bool* too_long) {
   // /dev/stdin: file_io::ReadFile reads a pipe or a redirected file alike.
   const bool is_stdin = path == "-";
-  absl::StatusOr<std::string> data =
-      file_io::ReadFile(is_stdin ? "/dev/stdin" : path);
+  const std::string name = is_stdin ? "/dev/stdin" : path;
+  // A regular file too large is refused unread (a pipe is read whole).
+  struct stat st;
+  if (::stat(name.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+      static_cast<uint64_t>(st.st_size) > max_bytes) {
+    text->clear();
+    *too_long = true;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::string> data = file_io::ReadFile(name);
   if (!data.ok()) {
     absl::string_view message = data.status().message();
     if (is_stdin && absl::ConsumePrefix(&message, "/dev/stdin: ")) {

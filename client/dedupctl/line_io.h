@@ -186,7 +186,9 @@ class InputFile {
 
 // ReadWholeInput reads all of `path` ("-": standard input) with
 // file_io::ReadFile. `*too_long` is set when it holds more than `max_bytes`
-// (then `*text` is cleared).
+// (then `*text` is cleared; a regular file that large is not read at all,
+// a pipe is). Errors: file_io::ErrnoStatus of the failed open or read
+// ("standard input: read: ..." for "-").
 absl::Status ReadWholeInput(const std::string& path, size_t max_bytes,
                             std::string* text, bool* too_long);
 
