@@ -199,6 +199,37 @@ std::string CliErrorMessage(const CLI::ParseError& e) {
   return std::string(what);
 }
 
+bool IsSwitch(absl::string_view flag) {
+  return std::find(std::begin(kSwitches), std::end(kSwitches), flag) !=
+         std::end(kSwitches);
+}
+
+// RewriteEqualsForms handles the two "--flag=..." spellings CLI11 reads
+// otherwise, in `*args` before "--": a switch with "=value" (CLI11 takes
+// "=true") is an error, and "--flag=" is an empty value (CLI11 would take
+// the next word instead), so it becomes "--flag" "".
+absl::Status RewriteEqualsForms(const std::vector<absl::string_view>& allowed,
+                                std::vector<std::string>* args) {
+  for (size_t i = 0; i < args->size() && (*args)[i] != "--"; ++i) {
+    std::string& arg = (*args)[i];
+    const size_t eq = arg.find('=');
+    if (!absl::StartsWith(arg, "--") || eq == std::string::npos) continue;
+    const absl::string_view name = absl::string_view(arg).substr(0, eq);
+    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+      continue;
+    }
+    if (IsSwitch(name)) {
+      return absl::InvalidArgumentError(absl::StrCat(name, " takes no value"));
+    }
+    if (eq + 1 == arg.size()) {
+      arg.pop_back();
+      args->insert(args->begin() + static_cast<std::ptrdiff_t>(i) + 1, "");
+      ++i;
+    }
+  }
+  return absl::OkStatus();
+}
+
 // ParseFlags reads `args` (the words after the command words) with CLI11,
 // knowing only the flags in `allowed`. Flags and arguments may be mixed;
 // "--" ends flags; a flag given twice keeps its last value. Returns
@@ -214,36 +245,14 @@ absl::StatusOr<RawFlags> ParseFlags(
   std::vector<std::string> slots(allowed.size());
   for (size_t i = 0; i < allowed.size(); ++i) {
     const std::string name(allowed[i]);
-    const bool is_switch = std::find(std::begin(kSwitches), std::end(kSwitches),
-                                     allowed[i]) != std::end(kSwitches);
     CLI::Option* option =
-        is_switch ? app.add_flag(name)->disable_flag_override()
+        IsSwitch(name) ? app.add_flag(name)->disable_flag_override()
                   : app.add_option(name, slots[i])->multi_option_policy(
                         CLI::MultiOptionPolicy::TakeLast);
     options.emplace_back(name, option);
   }
   app.add_option("args", raw.positional);
-  // Two spellings CLI11 reads otherwise: a switch with "=value" (CLI11
-  // takes "=true") is an error, and "--flag=" is an empty value (CLI11
-  // would take the next word instead).
-  for (size_t i = 0; i < args.size() && args[i] != "--"; ++i) {
-    const size_t eq = args[i].find('=');
-    if (!absl::StartsWith(args[i], "--") || eq == std::string::npos) continue;
-    const absl::string_view name = absl::string_view(args[i]).substr(0, eq);
-    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
-      continue;
-    }
-    if (std::find(std::begin(kSwitches), std::end(kSwitches), name) !=
-        std::end(kSwitches)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, " takes no value"));
-    }
-    if (eq + 1 == args[i].size()) {
-      args[i].pop_back();
-      args.insert(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, "");
-      ++i;
-    }
-  }
+  DEDUPD_RETURN_IF_ERROR(RewriteEqualsForms(allowed, &args));
   std::reverse(args.begin(), args.end());  // CLI11 reads from the back
   // CLI11 reports errors as exceptions: this is the one place they are
   // caught, and each becomes a status.
