@@ -3,17 +3,14 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <functional>
-#include <sstream>
 #include <utility>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
+#include "common/file_io.h"
 #include "dedupd/v1/admin.grpc.pb.h"
 #include "dedupd/v1/dedupd.grpc.pb.h"
 
@@ -50,22 +47,14 @@ absl::Duration Backoff(const ClientOptions& options, int retry,
   return wait * absl::Uniform(gen, 0.8, 1.2);
 }
 
-// ReadFileToString reads `path` whole; errors name the path and errno.
-absl::StatusOr<std::string> ReadFileToString(absl::string_view what, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int err = errno;
-    const std::string message = absl::StrCat(what, " ", path, ": ", std::strerror(err));
-    if (err == ENOENT) return absl::NotFoundError(message);
-    if (err == EACCES) return absl::PermissionDeniedError(message);
-    return absl::UnavailableError(message);
+// ReadNamedFile reads `path` whole with file_io::ReadFile, its error
+// prefixed with what the file is for ("token file: /x: open: ...").
+absl::StatusOr<std::string> ReadNamedFile(absl::string_view what, const std::string& path) {
+  absl::StatusOr<std::string> data = file_io::ReadFile(path);
+  if (!data.ok()) {
+    return absl::Status(data.status().code(), absl::StrCat(what, ": ", data.status().message()));
   }
-  std::ostringstream data;
-  data << in.rdbuf();
-  if (in.bad()) {
-    return absl::UnavailableError(absl::StrCat(what, " ", path, ": read error"));
-  }
-  return data.str();
+  return data;
 }
 
 // ValidToken: printable ASCII without spaces, the characters a gRPC
@@ -99,16 +88,16 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials
   }
   grpc::SslCredentialsOptions ssl;
   if (!options.tls_ca_file.empty()) {
-    absl::StatusOr<std::string> ca = ReadFileToString("connect: TLS CA file", options.tls_ca_file);
+    absl::StatusOr<std::string> ca = ReadNamedFile("connect: TLS CA file", options.tls_ca_file);
     if (!ca.ok()) return ca.status();
     ssl.pem_root_certs = *std::move(ca);
   }
   if (!options.tls_cert_file.empty()) {
     absl::StatusOr<std::string> cert =
-        ReadFileToString("connect: TLS certificate file", options.tls_cert_file);
+        ReadNamedFile("connect: TLS certificate file", options.tls_cert_file);
     if (!cert.ok()) return cert.status();
     absl::StatusOr<std::string> key =
-        ReadFileToString("connect: TLS key file", options.tls_key_file);
+        ReadNamedFile("connect: TLS key file", options.tls_key_file);
     if (!key.ok()) return key.status();
     ssl.pem_cert_chain = *std::move(cert);
     ssl.pem_private_key = *std::move(key);
@@ -119,7 +108,7 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials
 }  // namespace
 
 absl::StatusOr<std::string> ReadBearerTokenFile(const std::string& path) {
-  absl::StatusOr<std::string> token = ReadFileToString("token file", path);
+  absl::StatusOr<std::string> token = ReadNamedFile("token file", path);
   if (!token.ok()) return token.status();
   while (!token->empty() && (token->back() == '\n' || token->back() == '\r')) {
     token->pop_back();

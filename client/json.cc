@@ -1,11 +1,16 @@
 #include "client/json.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace dedupd {
@@ -183,12 +188,15 @@ std::string JsonObjectWriter::Finish() && {
 
 namespace {
 
-// FlatObjectParser: a hand-written recursive-descent parser for the one
-// shape ParseJsonFlatObject accepts (RFC 8259 grammar, restricted). One
-// instance per call; every error names the byte offset where it was found.
-class FlatObjectParser {
+// JsonParser: a hand-written recursive-descent parser (RFC 8259 grammar)
+// for the flat objects of ParseJsonFlatObject and the trees of
+// ParseJsonValue. One instance per call; every error names the byte offset
+// where it was found (error_offset()).
+class JsonParser {
  public:
-  explicit FlatObjectParser(absl::string_view in) : in_(in) {}
+  explicit JsonParser(absl::string_view in) : in_(in) {}
+
+  size_t error_offset() const { return error_offset_; }
 
   absl::StatusOr<JsonFlatObject> Parse() {
     JsonFlatObject object;
@@ -237,10 +245,11 @@ class FlatObjectParser {
       ++pos_;
     }
   }
-  absl::Status ErrorAt(size_t at, absl::string_view what) const {
+  absl::Status ErrorAt(size_t at, absl::string_view what) {
+    error_offset_ = at;
     return absl::InvalidArgumentError(absl::StrCat("at byte ", at, ": ", what));
   }
-  absl::Status Error(absl::string_view what) const {
+  absl::Status Error(absl::string_view what) {
     if (pos_ < in_.size()) return ErrorAt(pos_, what);
     return ErrorAt(pos_, absl::StrCat(what, " (end of input)"));
   }
@@ -338,15 +347,17 @@ class FlatObjectParser {
     }
   }
 
-  // REQUIRES: Peek() == '"'.
+  // REQUIRES: Peek() is the opening quote: '"', or '\'' (only ParseTree
+  // lets strings be single-quoted).
   absl::Status ParseString(std::string* out) {
     const size_t open = pos_;
+    const char quote = in_[pos_];
     ++pos_;
     out->clear();
     while (true) {
       if (pos_ >= in_.size()) return ErrorAt(open, "unterminated string");
       const unsigned char c = static_cast<unsigned char>(in_[pos_]);
-      if (c == '"') {
+      if (c == static_cast<unsigned char>(quote)) {
         ++pos_;
         return absl::OkStatus();
       }
@@ -370,6 +381,10 @@ class FlatObjectParser {
       switch (e) {
         case '"':
           out->push_back('"');
+          break;
+        case '\'':
+          if (quote != '\'') return ErrorAt(escape_at, "bad escape");
+          out->push_back('\'');
           break;
         case '\\':
           out->push_back('\\');
@@ -421,14 +436,166 @@ class FlatObjectParser {
     }
   }
 
+  // ParseTree parses one value of any shape at nesting `depth` (a tree's
+  // strings may be single-quoted; arrays and objects may end with a comma).
+  absl::Status ParseTree(JsonValue* value, int depth) {
+    const int c = Peek();
+    if (c == '"' || c == '\'') {
+      value->type = JsonValue::Type::kString;
+      return ParseString(&value->string);
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+      value->type = JsonValue::Type::kNumber;
+      return ParseNumber(&value->number);
+    }
+    if (c == '[' || c == '{') {
+      if (depth >= kMaxJsonDepth) {
+        return Error(absl::StrCat("nesting deeper than ", kMaxJsonDepth));
+      }
+      return c == '[' ? ParseArray(value, depth + 1)
+                      : ParseObject(value, depth + 1);
+    }
+    for (const auto& [word, type, boolean] :
+         {std::tuple<absl::string_view, JsonValue::Type, bool>{
+              "null", JsonValue::Type::kNull, false},
+          {"true", JsonValue::Type::kBool, true},
+          {"false", JsonValue::Type::kBool, false}}) {
+      if (in_.substr(pos_, word.size()) == word) {
+        pos_ += word.size();
+        value->type = type;
+        value->boolean = boolean;
+        return absl::OkStatus();
+      }
+    }
+    return Error("unexpected token");
+  }
+
+  // REQUIRES: Peek() == '['.
+  absl::Status ParseArray(JsonValue* value, int depth) {
+    value->type = JsonValue::Type::kArray;
+    ++pos_;
+    SkipSpace();
+    while (!Consume(']')) {
+      JsonValue& element = value->array.emplace_back();
+      if (absl::Status s = ParseTree(&element, depth); !s.ok()) return s;
+      SkipSpace();
+      if (Consume(']')) break;
+      if (!Consume(',')) return Error("expected ',' or ']'");
+      SkipSpace();  // a trailing comma: ']' next
+    }
+    return absl::OkStatus();
+  }
+
+  // REQUIRES: Peek() == '{'.
+  absl::Status ParseObject(JsonValue* value, int depth) {
+    value->type = JsonValue::Type::kObject;
+    ++pos_;
+    SkipSpace();
+    std::vector<size_t> key_offsets;
+    while (!Consume('}')) {
+      if (Peek() != '"' && Peek() != '\'') {
+        return Error("expected a member name string");
+      }
+      key_offsets.push_back(pos_);
+      auto& [key, member] = value->object.emplace_back();
+      if (absl::Status s = ParseString(&key); !s.ok()) return s;
+      SkipSpace();
+      if (!Consume(':')) return Error("expected ':'");
+      SkipSpace();
+      if (absl::Status s = ParseTree(&member, depth); !s.ok()) return s;
+      SkipSpace();
+      if (Consume('}')) break;
+      if (!Consume(',')) return Error("expected ',' or '}'");
+      SkipSpace();  // a trailing comma: '}' next
+    }
+    // Sort by name for Find; a name twice is an error at its later place.
+    std::vector<size_t> order(value->object.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return value->object[a].first < value->object[b].first;
+    });
+    for (size_t i = 1; i < order.size(); ++i) {
+      if (value->object[order[i]].first == value->object[order[i - 1]].first) {
+        return ErrorAt(key_offsets[std::max(order[i], order[i - 1])],
+                       absl::StrCat("duplicate member name \"",
+                                    value->object[order[i]].first, "\""));
+      }
+    }
+    std::vector<std::pair<std::string, JsonValue>> sorted;
+    sorted.reserve(order.size());
+    for (size_t i : order) sorted.push_back(std::move(value->object[i]));
+    value->object = std::move(sorted);
+    return absl::OkStatus();
+  }
+
+  // -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?, as a finite double.
+  absl::Status ParseNumber(double* out) {
+    const size_t start = pos_;
+    const auto digits = [&] {
+      const size_t from = pos_;
+      while (Peek() >= '0' && Peek() <= '9') ++pos_;
+      return pos_ > from;
+    };
+    Consume('-');
+    if (Consume('0')) {
+      if (Peek() >= '0' && Peek() <= '9') {
+        return Error("leading zeros are not allowed");
+      }
+    } else if (!digits()) {
+      return Error("expected a digit");
+    }
+    if (Consume('.') && !digits()) return Error("expected a digit");
+    if (Peek() == 'e' || Peek() == 'E') {
+      ++pos_;
+      if (!Consume('+')) Consume('-');
+      if (!digits()) return Error("expected a digit");
+    }
+    if (!absl::SimpleAtod(in_.substr(start, pos_ - start), out) ||
+        !std::isfinite(*out)) {
+      return ErrorAt(start, "number out of the double range");
+    }
+    return absl::OkStatus();
+  }
+
+ public:
+  absl::StatusOr<JsonValue> ParseTreeDocument() {
+    JsonValue value;
+    SkipSpace();
+    if (absl::Status s = ParseTree(&value, 0); !s.ok()) return s;
+    SkipSpace();
+    if (pos_ != in_.size()) return Error("unexpected data after the value");
+    return value;
+  }
+
+ private:
   const absl::string_view in_;
   size_t pos_ = 0;
+  size_t error_offset_ = 0;
 };
 
 }  // namespace
 
 absl::StatusOr<JsonFlatObject> ParseJsonFlatObject(absl::string_view json) {
-  return FlatObjectParser(json).Parse();
+  return JsonParser(json).Parse();
+}
+
+const JsonValue* JsonValue::Find(absl::string_view name) const {
+  auto it = std::lower_bound(
+      object.begin(), object.end(), name,
+      [](const std::pair<std::string, JsonValue>& member,
+         absl::string_view n) { return member.first < n; });
+  if (it == object.end() || it->first != name) return nullptr;
+  return &it->second;
+}
+
+absl::StatusOr<JsonValue> ParseJsonValue(absl::string_view json,
+                                         size_t* error_offset) {
+  JsonParser parser(json);
+  absl::StatusOr<JsonValue> value = parser.ParseTreeDocument();
+  if (!value.ok() && error_offset != nullptr) {
+    *error_offset = parser.error_offset();
+  }
+  return value;
 }
 
 }  // namespace dedupd

@@ -1,9 +1,10 @@
-// json.h: the little JSON that dedupctl writes and reads. It writes one
-// object per line (string, integer, string-array and object-array values);
-// strings are escaped so that any input bytes, including invalid UTF-8 and
-// control characters, give valid JSON (RFC 8259) that still shows where the
-// input was bad. It reads one *flat* object per line (string, integer and
-// null values only), strictly (ParseJsonFlatObject).
+// json.h: the JSON that dedupctl writes and reads. It writes one object per
+// line (string, integer, string-array and object-array values); strings are
+// escaped so that any input bytes, including invalid UTF-8 and control
+// characters, give valid JSON (RFC 8259) that still shows where the input
+// was bad. It reads one *flat* object per line (string, integer and null
+// values only), strictly (ParseJsonFlatObject), and nested values into a
+// tree (ParseJsonValue), with the same lexer.
 //
 // Escaping (JsonString / AppendJsonString):
 // - `"` and `\` become \" and \\; \b \f \n \r \t use their short forms;
@@ -29,8 +30,11 @@
 #define DEDUPD_CLIENT_JSON_H_
 
 #include <cstdint>
+#include <cstddef>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -132,6 +136,48 @@ using JsonFlatObject = std::map<std::string, JsonScalar>;
 //   ParseJsonFlatObject(R"({"a":1.5})").status().code()
 //       == absl::StatusCode::kInvalidArgument
 absl::StatusOr<JsonFlatObject> ParseJsonFlatObject(absl::string_view json);
+
+// One value of a JSON tree (ParseJsonValue). A value type; not
+// thread-safe to mutate, safe to read from many threads.
+struct JsonValue {
+  enum class Type { kNull, kBool, kNumber, kString, kArray, kObject };
+  Type type = Type::kNull;
+  bool boolean = false;      // kBool
+  double number = 0;         // kNumber: finite
+  std::string string;        // kString: decoded, well-formed UTF-8
+  std::vector<JsonValue> array;  // kArray: in input order
+  // kObject: members sorted by name (byte order); names are unique.
+  std::vector<std::pair<std::string, JsonValue>> object;
+
+  // Find returns the member `name` of an object, or nullptr (also when
+  // this is not an object). O(log members); the pointer lives as long as
+  // this value is not changed.
+  const JsonValue* Find(absl::string_view name) const;
+};
+
+// The deepest nesting of arrays and objects ParseJsonValue accepts (bounds
+// its recursion).
+constexpr int kMaxJsonDepth = 100;
+
+// ParseJsonValue parses `json` as exactly one JSON value of any shape: the
+// nested input of `dedupctl chunks` and `dedupctl results`. The same
+// strictness as ParseJsonFlatObject for whitespace, strings (UTF-8,
+// escapes, surrogate pairs) and duplicate member names, plus what those
+// commands have always accepted: single-quoted strings (where \' is an
+// escape too) and one trailing comma before a closing bracket or brace.
+// Numbers follow RFC 8259's grammar and are read as doubles; one beyond the
+// double range is an error, as are NaN and Infinity (not JSON). At most
+// kMaxJsonDepth nested arrays and objects.
+// Returns InvalidArgument "at byte N: <what>" (N counts from 0), and sets
+// `*error_offset` to N when given. Total; O(json.size() log) time.
+//
+// Example:
+//   absl::StatusOr<JsonValue> v = ParseJsonValue(R"({"a":[1,"x",null],})");
+//   // v->Find("a")->array[0].number == 1
+//   ParseJsonValue("not json").status().message()
+//       == "at byte 0: unexpected token"
+absl::StatusOr<JsonValue> ParseJsonValue(absl::string_view json,
+                                         size_t* error_offset = nullptr);
 
 }  // namespace dedupd
 

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -127,6 +129,9 @@ TEST(JsonObjectWriterTest, NumbersNullAndRawArrays) {
 
 using ::dedupd::testing::StatusIs;
 using ::testing::HasSubstr;
+using ::dedupd::testing::IsOk;
+using ::testing::AllOf;
+using ::testing::StartsWith;
 
 JsonScalar Str(std::string s) {
   JsonScalar v;
@@ -279,6 +284,120 @@ TEST(ParseJsonFlatObjectTest, ReadsWhatTheWriterWrites) {
                                  {"z", Null()},
                                  {"", Str("")}}));
 }
+
+// ---------------------------------------------------------- ParseJsonValue
+
+TEST(ParseJsonValueTest, ReadsEveryKindNested) {
+  ASSERT_OK_AND_ASSIGN(
+      JsonValue v,
+      ParseJsonValue(
+          R"( {"b":[1,-0.5,2.5e3,"x\u00e9",true,false,null],"a":{"c":{}}} )"));
+  ASSERT_EQ(v.type, JsonValue::Type::kObject);
+  // Members are sorted by name, whatever their input order.
+  ASSERT_EQ(v.object.size(), 2u);
+  EXPECT_EQ(v.object[0].first, "a");
+  EXPECT_EQ(v.object[1].first, "b");
+  const JsonValue* b = v.Find("b");
+  ASSERT_NE(b, nullptr);
+  ASSERT_EQ(b->type, JsonValue::Type::kArray);
+  ASSERT_EQ(b->array.size(), 7u);
+  EXPECT_EQ(b->array[0].number, 1);
+  EXPECT_EQ(b->array[1].number, -0.5);
+  EXPECT_EQ(b->array[2].number, 2500);
+  EXPECT_EQ(b->array[3].string, "x\xc3\xa9");
+  EXPECT_EQ(b->array[4].type, JsonValue::Type::kBool);
+  EXPECT_TRUE(b->array[4].boolean);
+  EXPECT_FALSE(b->array[5].boolean);
+  EXPECT_EQ(b->array[6].type, JsonValue::Type::kNull);
+  ASSERT_NE(v.Find("a"), nullptr);
+  ASSERT_NE(v.Find("a")->Find("c"), nullptr);
+  EXPECT_EQ(v.Find("a")->Find("c")->type, JsonValue::Type::kObject);
+  EXPECT_EQ(v.Find("z"), nullptr);
+  EXPECT_EQ(b->Find("b"), nullptr);  // not an object
+}
+
+TEST(ParseJsonValueTest, AcceptsSingleQuotesAndATrailingComma) {
+  ASSERT_OK_AND_ASSIGN(JsonValue v,
+                       ParseJsonValue(R"({'a':'it\'s "x"','b':[1,2,],})"));
+  ASSERT_NE(v.Find("a"), nullptr);
+  EXPECT_EQ(v.Find("a")->string, "it's \"x\"");
+  ASSERT_NE(v.Find("b"), nullptr);
+  EXPECT_EQ(v.Find("b")->array.size(), 2u);
+}
+
+TEST(ParseJsonValueTest, ScalarsAtTheTop) {
+  ASSERT_OK_AND_ASSIGN(JsonValue n, ParseJsonValue("  -0 "));
+  EXPECT_EQ(n.type, JsonValue::Type::kNumber);
+  ASSERT_OK_AND_ASSIGN(JsonValue s, ParseJsonValue(R"("\ud83d\ude00")"));
+  EXPECT_EQ(s.string, "\xf0\x9f\x98\x80");
+  ASSERT_OK_AND_ASSIGN(JsonValue e, ParseJsonValue("[]"));
+  EXPECT_TRUE(e.array.empty());
+}
+
+TEST(ParseJsonValueTest, NestingIsBounded) {
+  const std::string ok = std::string(kMaxJsonDepth, '[') +
+                         std::string(kMaxJsonDepth, ']');
+  EXPECT_THAT(ParseJsonValue(ok), IsOk());
+  const std::string deep = std::string(kMaxJsonDepth + 1, '[') +
+                           std::string(kMaxJsonDepth + 1, ']');
+  EXPECT_THAT(ParseJsonValue(deep),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("nesting deeper than 100")));
+}
+
+struct TreeRejectCase {
+  const char* name;
+  std::string input;
+  std::string message;  // a substring of the error
+  size_t offset;        // where the error is
+};
+void PrintTo(const TreeRejectCase& c, std::ostream* os) { *os << c.name; }
+
+class ParseJsonValueRejectTest
+    : public ::testing::TestWithParam<TreeRejectCase> {};
+
+TEST_P(ParseJsonValueRejectTest, Rejects) {
+  size_t offset = 12345;
+  EXPECT_THAT(ParseJsonValue(GetParam().input, &offset),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(StartsWith(absl::StrCat("at byte ",
+                                                     GetParam().offset, ": ")),
+                             HasSubstr(GetParam().message))));
+  EXPECT_EQ(offset, GetParam().offset);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, ParseJsonValueRejectTest,
+    ::testing::Values(
+        TreeRejectCase{"Empty", "", "unexpected token (end of input)", 0},
+        TreeRejectCase{"NotJson", "not json", "unexpected token", 0},
+        TreeRejectCase{"TwoValues", "[1]\n[2]", "unexpected data", 4},
+        TreeRejectCase{"DoubleComma", "[1,,2]", "unexpected token", 3},
+        TreeRejectCase{"OnlyComma", "[,]", "unexpected token", 1},
+        TreeRejectCase{"MissingColon", R"({"a" 1})", "expected ':'", 5},
+        TreeRejectCase{"MissingComma", R"({"a":1 "b":2})",
+                       "expected ',' or '}'", 7},
+        TreeRejectCase{"ArrayMissingComma", "[1 2]", "expected ',' or ']'", 3},
+        TreeRejectCase{"UnquotedName", "{a:1}", "member name", 1},
+        TreeRejectCase{"Duplicate", R"({"a":1,"b":2,"a":3})",
+                       "duplicate member name \"a\"", 13},
+        TreeRejectCase{"LeadingZero", "01", "leading zeros", 1},
+        TreeRejectCase{"BareFraction", "1.", "expected a digit", 2},
+        TreeRejectCase{"BareExponent", "1e", "expected a digit", 2},
+        TreeRejectCase{"Plus", "+1", "unexpected token", 0},
+        TreeRejectCase{"NaN", "NaN", "unexpected token", 0},
+        TreeRejectCase{"Infinity", "[Infinity]", "unexpected token", 1},
+        TreeRejectCase{"BeyondDouble", "[1e400]", "double range", 1},
+        TreeRejectCase{"QuoteEscapeInDoubleQuotes", R"(["\'"])",
+                       "bad escape", 2},
+        TreeRejectCase{"InvalidUtf8", "[\"\xff\"]", "invalid UTF-8", 2},
+        TreeRejectCase{"LoneSurrogate", R"(["\ud83d"])", "without a low one",
+                       2},
+        TreeRejectCase{"ControlCharacter", "[\"\t\"]", "control character", 2},
+        TreeRejectCase{"Unterminated", "['abc", "unterminated string", 1}),
+    [](const ::testing::TestParamInfo<TreeRejectCase>& info) {
+      return std::string(info.param.name);
+    });
 
 }  // namespace
 }  // namespace dedupd

@@ -35,6 +35,9 @@ packages=(
   python3 python3-w3lib python3-doc postgresql-doc-15
   # content fingerprints: Unicode NFC + case folding (ICU 72)
   libicu-dev
+  # dedupctl's command line: CLI11 (header-only), one parser for every
+  # command's flags
+  libcli11-dev
   # tests use these to drive the real binary
   procps
   # tests/deploy: parse the rendered Kubernetes manifests; unshare/mount/chroot

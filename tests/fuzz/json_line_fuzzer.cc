@@ -1,13 +1,16 @@
-// json_line_fuzzer.cc: libFuzzer target for ParseJsonFlatObject, the reader
-// of `dedupctl content` input lines.
+// json_line_fuzzer.cc: libFuzzer target for the readers of dedupctl's input
+// lines: ParseJsonFlatObject (`content`) and ParseJsonValue (the nested
+// input of `chunks` and `results`).
 //
-// Input: one candidate line, any bytes.
-// Checks: the parser never crashes (ASan/UBSan catch memory bugs and UB);
+// Input: one candidate line, any bytes, given to both readers.
+// Checks: neither parser crashes (ASan/UBSan catch memory bugs and UB);
 // every error is InvalidArgument and starts with "at byte N" where N is at
-// most the input size; every success round-trips: the object written back
-// with JsonObjectWriter parses to an equal object (so every decoded string
-// is well-formed UTF-8, which the writer would otherwise replace, and the
-// reader and writer agree on every escape). Any violation aborts.
+// most the input size (and, for ParseJsonValue, is the offset it reports);
+// every success round-trips: the value written back (JsonObjectWriter for
+// the flat object; JsonString and 17-digit numbers for the tree) parses to
+// an equal value (so every decoded string is well-formed UTF-8, which the
+// writer would otherwise replace, and the readers and writer agree on every
+// escape). Any violation aborts.
 //
 // Example:
 //   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DDEDUPD_FUZZ=ON
@@ -18,6 +21,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -36,27 +40,110 @@ namespace {
   std::abort();
 }
 
+// CheckError aborts unless `status` is InvalidArgument "at byte N: ..."
+// with N <= size + 1; returns N.
+size_t CheckError(const absl::Status& status, absl::string_view input) {
+  if (status.code() != absl::StatusCode::kInvalidArgument) {
+    Fail("error is not InvalidArgument", input);
+  }
+  absl::string_view message = status.message();
+  if (!absl::ConsumePrefix(&message, "at byte ")) {
+    Fail("error does not start with \"at byte \"", input);
+  }
+  const size_t colon = message.find(':');
+  size_t offset = 0;
+  if (colon == absl::string_view::npos ||
+      !absl::SimpleAtoi(message.substr(0, colon), &offset) ||
+      offset > input.size() + 1) {
+    Fail("error offset missing or past the input", input);
+  }
+  return offset;
+}
+
+// WriteTree writes `v` back as JSON: strings with JsonString, numbers with
+// 17 significant digits (enough to read back the same double).
+void WriteTree(const dedupd::JsonValue& v, std::string* out) {
+  using Type = dedupd::JsonValue::Type;
+  switch (v.type) {
+    case Type::kNull:
+      out->append("null");
+      return;
+    case Type::kBool:
+      out->append(v.boolean ? "true" : "false");
+      return;
+    case Type::kNumber: {
+      char buffer[32];
+      std::snprintf(buffer, sizeof(buffer), "%.17g", v.number);
+      out->append(buffer);
+      return;
+    }
+    case Type::kString:
+      dedupd::AppendJsonString(v.string, out);
+      return;
+    case Type::kArray:
+      out->push_back('[');
+      for (size_t i = 0; i < v.array.size(); ++i) {
+        if (i > 0) out->push_back(',');
+        WriteTree(v.array[i], out);
+      }
+      out->push_back(']');
+      return;
+    case Type::kObject:
+      out->push_back('{');
+      for (size_t i = 0; i < v.object.size(); ++i) {
+        if (i > 0) out->push_back(',');
+        dedupd::AppendJsonString(v.object[i].first, out);
+        out->push_back(':');
+        WriteTree(v.object[i].second, out);
+      }
+      out->push_back('}');
+      return;
+  }
+}
+
+bool SameTree(const dedupd::JsonValue& a, const dedupd::JsonValue& b) {
+  if (a.type != b.type || a.boolean != b.boolean || a.string != b.string ||
+      std::memcmp(&a.number, &b.number, sizeof(double)) != 0 ||
+      a.array.size() != b.array.size() || a.object.size() != b.object.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.array.size(); ++i) {
+    if (!SameTree(a.array[i], b.array[i])) return false;
+  }
+  for (size_t i = 0; i < a.object.size(); ++i) {
+    if (a.object[i].first != b.object[i].first ||
+        !SameTree(a.object[i].second, b.object[i].second)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void FuzzTree(absl::string_view input) {
+  size_t offset = 0;
+  absl::StatusOr<dedupd::JsonValue> tree = dedupd::ParseJsonValue(input, &offset);
+  if (!tree.ok()) {
+    if (CheckError(tree.status(), input) != offset) {
+      Fail("error_offset differs from the message's offset", input);
+    }
+    return;
+  }
+  std::string written;
+  WriteTree(*tree, &written);
+  absl::StatusOr<dedupd::JsonValue> again = dedupd::ParseJsonValue(written);
+  if (!again.ok()) Fail("the written tree does not parse", input);
+  if (!SameTree(*again, *tree)) Fail("tree round trip changed the value", input);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view input(reinterpret_cast<const char*>(data), size);
+  FuzzTree(input);
   absl::StatusOr<dedupd::JsonFlatObject> parsed =
       dedupd::ParseJsonFlatObject(input);
   if (!parsed.ok()) {
-    if (parsed.status().code() != absl::StatusCode::kInvalidArgument) {
-      Fail("error is not InvalidArgument", input);
-    }
-    absl::string_view message = parsed.status().message();
-    if (!absl::ConsumePrefix(&message, "at byte ")) {
-      Fail("error does not start with \"at byte \"", input);
-    }
-    const size_t colon = message.find(':');
-    size_t offset = 0;
-    if (colon == absl::string_view::npos ||
-        !absl::SimpleAtoi(message.substr(0, colon), &offset) ||
-        offset > size + 1) {
-      Fail("error offset missing or past the input", input);
-    }
+    CheckError(parsed.status(), input);
     return 0;
   }
 

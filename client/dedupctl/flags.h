@@ -1,0 +1,120 @@
+// flags.h: dedupctl's command line, parsed once (with CLI11) into the typed
+// options of one command. Every flag is checked here, with the one-line
+// messages docs/dedupctl.md shows; the commands read only these structs.
+//
+// Example:
+//   absl::StatusOr<CommandLine> line = ParseCommandLine(argc, argv);
+//   if (!line.ok()) return UsageError(line.status().message());
+//   if (const auto* url = std::get_if<UrlOptions>(&line->options)) ...
+//
+// Thread-safe: pure functions (ParseCommandLine reads --token_file).
+#ifndef DEDUPD_CLIENT_DEDUPCTL_FLAGS_H_
+#define DEDUPD_CLIENT_DEDUPCTL_FLAGS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "client/client.h"
+#include "dedupd/v1/dedupd.pb.h"
+
+namespace dedupd::dedupctl {
+
+// The usage text (docs/dedupctl.md is the long form).
+extern const char kUsage[];
+
+// UsageError prints "dedupctl: <message>" and the usage text on stderr;
+// returns kExitError.
+int UsageError(absl::string_view message);
+
+// The server and how to talk to it: --server, --batch, --deadline and the
+// connection flags (--tls*, --token_file).
+struct ServerOptions {
+  // --server: host:port. Never empty.
+  std::string address;
+  // max_items_per_request from --batch, deadline from --deadline, TLS and
+  // the bearer token from the connection flags.
+  ClientOptions client;
+};
+
+// `help`, `-h`, `--help` anywhere the flags are read.
+struct HelpOptions {};
+
+// `normalize [--config FILE] [--base URL] [--explain] [URL...]`.
+struct NormalizeOptions {
+  std::string config_file;          // "": the built-in policy
+  std::optional<std::string> base;  // --base, checked by the command
+  bool explain = false;
+  std::vector<std::string> urls;  // empty: standard input
+};
+
+// `url check|peek`.
+struct UrlOptions {
+  dedupd::v1::ClaimMode mode = dedupd::v1::CLAIM_MODE_CLAIM;
+  ServerOptions server;
+  std::optional<std::string> base;
+  std::vector<std::string> urls;  // empty: standard input
+};
+
+// `content check|peek`: JSON lines from `file`, or with `url` set one
+// document whose text is read from `text_file`.
+struct ContentOptions {
+  dedupd::v1::ClaimMode mode = dedupd::v1::CLAIM_MODE_CLAIM;
+  ServerOptions server;
+  std::optional<uint32_t> max_hamming_distance;
+  std::optional<std::string> file;  // JSON lines; absent or "-": stdin
+  std::optional<std::string> url;   // the --url form
+  std::optional<std::string> canonical_url;
+  std::string text_file = "-";  // with url
+};
+
+// `chunks check|peek`.
+struct ChunksOptions {
+  dedupd::v1::ClaimMode mode = dedupd::v1::CLAIM_MODE_CLAIM;
+  ServerOptions server;
+  std::optional<uint32_t> max_hamming_distance;
+  std::optional<std::string> file;  // absent or "-": stdin
+};
+
+// `results dedup`: the settings each override the input's.
+struct ResultsOptions {
+  ServerOptions server;
+  std::optional<uint32_t> top_k, per_source_cap, max_hamming_distance;
+  std::optional<double> min_jaccard, min_cosine;
+  std::string file = "-";
+};
+
+// `admin stats|backup|export|forget`.
+struct AdminOptions {
+  enum class Command { kStats, kBackup, kExport, kForget };
+  Command command = Command::kStats;
+  // The deadline defaults to 3600 s for export, backup and exact stats,
+  // 600 s for forget.
+  ServerOptions server;
+  bool exact = false;         // stats
+  bool skip_urls = false;     // export
+  bool skip_content = false;  // export
+  std::string backup_dir;     // backup
+  std::vector<std::string> urls;  // forget; empty: standard input
+};
+
+struct CommandLine {
+  std::variant<HelpOptions, NormalizeOptions, UrlOptions, ContentOptions,
+               ChunksOptions, ResultsOptions, AdminOptions>
+      options;
+};
+
+// ParseCommandLine reads `dedupctl <command> [<subcommand>] [flags] [args]`.
+// Flags and arguments may be mixed; "--" ends flags. Returns
+// InvalidArgument with a one-line message for a usage error (an unknown
+// command or flag, a bad flag value, flags that exclude each other, the
+// wrong number of arguments, an unreadable --token_file).
+absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv);
+
+}  // namespace dedupd::dedupctl
+
+#endif  // DEDUPD_CLIENT_DEDUPCTL_FLAGS_H_
