@@ -42,12 +42,10 @@ int WriteAll(int fd, absl::string_view data) {
   return 0;
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, path, "open");
+absl::StatusOr<std::string> ReadFd(int fd, absl::string_view name) {
   std::string out;
   struct stat st;
-  if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
     out.reserve(static_cast<size_t>(st.st_size));
   }
   char buf[1 << 16];
@@ -55,13 +53,18 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
     const ssize_t n = ::read(fd, buf, sizeof(buf));
     if (n < 0) {
       if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      return ErrnoStatus(err, path, "read");
+      return ErrnoStatus(errno, name, "read");
     }
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
   }
+  return out;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, path, "open");
+  absl::StatusOr<std::string> out = ReadFd(fd, path);
   ::close(fd);
   return out;
 }

@@ -33,6 +33,11 @@ int WriteAll(int fd, absl::string_view data);
 // failed open or read.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
+// ReadFd reads `fd` (a file, pipe or socket) to its end; `name` names it in
+// errors (e.g. "standard input"). Does not close it. Errors: ErrnoStatus of
+// the failed read.
+absl::StatusOr<std::string> ReadFd(int fd, absl::string_view name);
+
 // SyncDir fsyncs the directory `dir`, making renames and unlinks in it
 // durable. Errors: ErrnoStatus.
 absl::Status SyncDir(const std::string& dir);

@@ -14,7 +14,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/file_io.h"
 
@@ -213,26 +212,18 @@ absl::Status InputFile::Open(const std::optional<std::string>& path) {
 
 absl::Status ReadWholeInput(const std::string& path, size_t max_bytes,
                             std::string* text, bool* too_long) {
-  // /dev/stdin: file_io::ReadFile reads a pipe or a redirected file alike.
   const bool is_stdin = path == "-";
-  const std::string name = is_stdin ? "/dev/stdin" : path;
   // A regular file too large is refused unread (a pipe is read whole).
   struct stat st;
-  if (::stat(name.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-      static_cast<uint64_t>(st.st_size) > max_bytes) {
+  const int stat_rc = is_stdin ? ::fstat(STDIN_FILENO, &st) : ::stat(path.c_str(), &st);
+  if (stat_rc == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > max_bytes) {
     text->clear();
     *too_long = true;
     return absl::OkStatus();
   }
-  absl::StatusOr<std::string> data = file_io::ReadFile(name);
-  if (!data.ok()) {
-    absl::string_view message = data.status().message();
-    if (is_stdin && absl::ConsumePrefix(&message, "/dev/stdin: ")) {
-      return absl::Status(data.status().code(),
-                          absl::StrCat("standard input: ", message));
-    }
-    return data.status();
-  }
+  absl::StatusOr<std::string> data =
+      is_stdin ? file_io::ReadFd(STDIN_FILENO, "standard input") : file_io::ReadFile(path);
+  if (!data.ok()) return data.status();
   *too_long = data->size() > max_bytes;
   if (*too_long) {
     text->clear();
