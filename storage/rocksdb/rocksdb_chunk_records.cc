@@ -18,18 +18,12 @@ absl::StatusOr<std::optional<ChunkManifest>> RocksDbStore::ChunkReader::GetManif
   std::string value;
   DEDUPD_ASSIGN_OR_RETURN(bool found, reads_.Get(fmt::EncodeChunkManifestKey(url), &value));
   if (!found) return std::nullopt;
-  absl::StatusOr<std::vector<fmt::ChunkManifestEntry>> v =
-      fmt::DecodeChunkManifestValue(value);
+  absl::StatusOr<std::vector<StoredChunk>> v = fmt::DecodeChunkManifestValue(value);
   if (!v.ok()) {
     return reads_.Damaged(absl::StrCat("chunk manifest of \"", PrintableKey(url), "\""),
                           v.status());
   }
-  ChunkManifest m;
-  m.chunks.reserve(v->size());
-  for (fmt::ChunkManifestEntry& e : *v) {
-    m.chunks.push_back({std::move(e.chunk_id), e.sha256, e.simhash, e.added});
-  }
-  return m;
+  return ChunkManifest{*std::move(v)};
 }
 
 absl::StatusOr<std::optional<ChunkTextRecord>> RocksDbStore::ChunkReader::GetText(
@@ -129,14 +123,7 @@ rocksdb::Status RocksDbStore::Impl::AddChunkMutations(const ChunkMutations& m,
   for (const auto& [sha, h] : m.holders_removed) del(holder_key(sha, h));
   for (const auto& [sha, r] : m.texts_deleted) del(fmt::EncodeChunkTextByIdKey(r.text_id));
   if (m.delete_manifest) del(doc_key);
-  if (m.manifest.has_value()) {
-    std::vector<fmt::ChunkManifestEntry> entries;
-    entries.reserve(m.manifest->chunks.size());
-    for (const StoredChunk& c : m.manifest->chunks) {
-      entries.push_back({c.chunk_id, c.sha256, c.simhash, c.added});
-    }
-    put(doc_key, fmt::EncodeChunkManifestValue(entries));
-  }
+  if (m.manifest.has_value()) put(doc_key, fmt::EncodeChunkManifestValue(m.manifest->chunks));
   for (const auto& [sha, h] : m.holders_added) {
     put(holder_key(sha, h), fmt::EncodeChunkHolderValue());
   }

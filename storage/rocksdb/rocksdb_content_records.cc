@@ -32,17 +32,11 @@ class RocksDbStore::ContentReader final : public ContentStateReader {
     std::string value;
     DEDUPD_ASSIGN_OR_RETURN(bool found, reads_.Get(fmt::EncodeContentKey(sha), &value));
     if (!found) return std::nullopt;
-    absl::StatusOr<fmt::ContentValue> v = fmt::DecodeContentValue(value);
+    absl::StatusOr<ContentRecord> v = fmt::DecodeContentValue(value);
     if (!v.ok()) {
       return reads_.Damaged("content record of text " + Sha256Hex(sha), v.status());
     }
-    ContentRecord r;
-    r.doc_id = v->doc_id;
-    r.simhash = v->simhash;
-    r.first_seen = v->first_seen;
-    r.alias_count = v->alias_count;
-    r.owner_url = std::move(v->owner_url);
-    return r;
+    return *std::move(v);
   }
   absl::StatusOr<bool> HasAlias(const Sha256Digest& sha,
                                 absl::string_view url) override {
@@ -71,12 +65,12 @@ class RocksDbStore::ContentReader final : public ContentStateReader {
     std::string value;
     DEDUPD_ASSIGN_OR_RETURN(bool found, reads_.Get(fmt::EncodeFetchKey(url), &value));
     if (!found) return std::nullopt;
-    absl::StatusOr<fmt::FetchValue> v = fmt::DecodeFetchValue(value);
+    absl::StatusOr<FetchRecord> v = fmt::DecodeFetchValue(value);
     if (!v.ok()) {
       return reads_.Damaged(absl::StrCat("fetch record of \"", PrintableKey(url), "\""),
                             v.status());
     }
-    return FetchRecord{v->sha256, v->first_fetch, v->hash_since};
+    return *v;
   }
   absl::StatusOr<bool> HasUrl(absl::string_view url) override {
     std::string value;
@@ -105,9 +99,9 @@ class RocksDbStore::ContentReader final : public ContentStateReader {
     DEDUPD_ASSIGN_OR_RETURN(bool found,
                             reads_.Get(fmt::EncodeFingerprintKey(doc_id), &value));
     if (!found) return std::nullopt;
-    absl::StatusOr<fmt::FingerprintValue> v = fmt::DecodeFingerprintValue(value);
+    absl::StatusOr<FingerprintRecord> v = fmt::DecodeFingerprintValue(value);
     if (!v.ok()) return reads_.Damaged(absl::StrCat("fingerprint ", doc_id), v.status());
-    return FingerprintRecord{v->simhash, v->sha256};
+    return *v;
   }
 
   Impl* const impl_;
@@ -160,16 +154,13 @@ absl::Status RocksDbStore::CheckContent(absl::Span<const ContentDoc> docs,
       if (s.ok()) s = batch.Put(impl_->content_cf, k, v);
     };
     for (const auto& [sha, r] : m.contents) {
-      put(fmt::EncodeContentKey(sha),
-          fmt::EncodeContentValue(
-              {r.doc_id, r.simhash, r.first_seen, r.alias_count, r.owner_url}));
+      put(fmt::EncodeContentKey(sha), fmt::EncodeContentValue(r));
     }
     for (const ContentMutations::Alias& a : m.aliases) {
       put(fmt::EncodeAliasKey(a.sha256, a.url), fmt::EncodeAliasValue(a.added));
     }
     for (const auto& [url, f] : m.fetches) {
-      put(fmt::EncodeFetchKey(url),
-          fmt::EncodeFetchValue({f.sha256, f.first_fetch, f.hash_since}));
+      put(fmt::EncodeFetchKey(url), fmt::EncodeFetchValue(f));
     }
     for (const auto& [url, t] : m.urls) {
       if (s.ok()) s = batch.Put(fmt::EncodeUrlKey(url), fmt::EncodeUrlValue(t));
