@@ -53,6 +53,7 @@
 #include "rocksdb/write_batch.h"
 #include "storage/plan/chunk_planner.h"
 #include "storage/plan/content_planner.h"
+#include "storage/plan/forget_planner.h"
 #include "storage/rocksdb/chunk_text_ids.h"
 #include "storage/rocksdb/rocksdb_format.h"
 #include "storage/rocksdb/rocksdb_key_locks.h"
@@ -389,6 +390,33 @@ struct RocksDbStore::Impl {
   // takes the new ones (only then, so it never names a text before its
   // records exist; readers skip the ones it still names after deletion).
   void ApplyChunkIndex(const ChunkMutations& m);
+
+  // ---- Forget (rocksdb_forget.cc) ----
+  // The WriteBatch of one Forget, with the index entries it deletes.
+  struct ForgetBatch;
+  // TextsNamingUrl returns the texts whose content record names `url` as
+  // owner or that have an alias record of it: a scan of every content and
+  // alias record of the latest state. Sorted, distinct.
+  absl::StatusOr<std::vector<Sha256Digest>> TextsNamingUrl(rocksdb::DB* db,
+                                                           const std::string& url);
+  // ReadAliases returns every alias record of the text `sha` in `read`'s
+  // snapshot, in URL byte order.
+  absl::StatusOr<std::vector<AliasRecord>> ReadAliases(rocksdb::DB* db,
+                                                       const rocksdb::ReadOptions& read,
+                                                       const Sha256Digest& sha);
+  // ForgetTexts adds to `out` what forgetting `url` does to each of `texts`
+  // (PlanTextForget), read from `read`'s snapshot, and counts it in
+  // `result`. REQUIRES: the texts' content keys locked.
+  absl::Status ForgetTexts(rocksdb::DB* db, const rocksdb::ReadOptions& read,
+                           const std::string& url, absl::Span<const Sha256Digest> texts,
+                           ForgetBatch* out, ForgetResult* result);
+  // ForgetChunks adds to `out` the chunk records a claim of the document
+  // `url` (manifest key `doc_key`, stored `manifest`) with no chunks
+  // removes or rewrites, and counts them and the promoted owners in
+  // `result`. REQUIRES: the manifest key and the texts' keys locked.
+  absl::Status ForgetChunks(ChunkReader* reader, const std::string& url,
+                            const ChunkManifest& manifest, const std::string& doc_key,
+                            absl::Time now, ForgetBatch* out, ForgetResult* result);
 
   // Closes `db` (which must not be used afterwards). Returns the first error.
   absl::Status CloseDb(rocksdb::DB* db, bool sync_wal);
