@@ -119,103 +119,16 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
   s = db->DestroyColumnFamilyHandle(handles[0]);
   if (!s.ok()) return fail(FromRocksDbStatus(s, kOpen, path));
 
-  const std::string meta_key = fmt::EncodeMetaKey();
   std::string meta_value;
-  s = db->Get(rocksdb::ReadOptions(), meta_key, &meta_value);
+  s = db->Get(rocksdb::ReadOptions(), fmt::EncodeMetaKey(), &meta_value);
   if (s.IsNotFound()) {
-    // A new store, unless the directory holds someone else's database.
-    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
-    it->SeekToFirst();
-    const bool empty = !it->Valid();
-    rocksdb::Status it_status = it->status();
-    it.reset();
-    if (!it_status.ok()) return fail(FromRocksDbStatus(it_status, kOpen, path));
-    if (!empty) {
-      return fail(absl::FailedPreconditionError(absl::StrCat(
-          "store at ", path,
-          " holds a RocksDB database without a dedupd meta record: not a "
-          "dedupd store; point the store at an empty or dedupd directory")));
-    }
-    fmt::StoreMeta meta;
-    meta.format_version = fmt::kStorageFormatVersion;
-    meta.normalizer_version = options.normalizer_version;
-    meta.created = absl::FromUnixMicros(absl::ToUnixMicros(absl::Now()));
-    rocksdb::WriteOptions sync_write;
-    sync_write.sync = true;  // once per store: always durable
-    if (impl->content_cf == nullptr) {
-      s = db->CreateColumnFamily(rocksdb::ColumnFamilyOptions(db_options),
-                                 kContentColumnFamily, &impl->content_cf);
-      if (!s.ok()) return fail(FromRocksDbStatus(s, kOpen, path));
-    }
-    rocksdb::WriteBatch metas;
-    s = metas.Put(impl->content_cf, fmt::EncodeContentMetaKey(),
-                  fmt::EncodeContentMeta(impl->WantedContentMeta()));
-    // The meta record last in the batch, and the batch atomic: a store with
-    // a meta record always has its content meta record too.
-    if (s.ok()) s = metas.Put(meta_key, fmt::EncodeMeta(meta));
-    if (s.ok()) s = db->Write(sync_write, &metas);
-    if (!s.ok()) return fail(FromRocksDbStatus(s, kOpen, path));
-    impl->created = meta.created;
+    if (absl::Status c = impl->CreateMeta(db.get(), db_options); !c.ok()) return fail(c);
   } else if (!s.ok()) {
     return fail(FromRocksDbStatus(s, kOpen, path));
-  } else {
-    absl::StatusOr<uint32_t> version = fmt::DecodeMetaFormatVersion(meta_value);
-    if (!version.ok()) {
-      return fail(absl::DataLossError(absl::StrCat(
-          "store at ", path, ": ", version.status().message())));
-    }
-    if (*version < fmt::kOldestUpgradableFormatVersion ||
-        *version > fmt::kStorageFormatVersion) {
-      return fail(absl::FailedPreconditionError(absl::StrCat(
-          "store at ", path, " was written with storage format version ",
-          *version, ", this build reads versions ", fmt::kOldestUpgradableFormatVersion,
-          " to ", fmt::kStorageFormatVersion,
-          ": run the matching dedupd version or rebuild the store")));
-    }
-    absl::StatusOr<fmt::StoreMeta> meta = fmt::DecodeMeta(meta_value);
-    if (!meta.ok()) {
-      return fail(absl::Status(
-          meta.status().code(),
-          absl::StrCat("store at ", path, ": ", meta.status().message())));
-    }
-    if (meta->normalizer_version != options.normalizer_version) {
-      return fail(absl::FailedPreconditionError(absl::StrCat(
-          "store at ", path, " was written with normalizer version ",
-          meta->normalizer_version, ", this build uses ",
-          options.normalizer_version,
-          "; keys would not match: rebuild the store or run the matching "
-          "dedupd version")));
-    }
-    impl->created = meta->created;
-    if (absl::Status c = impl->CheckContentMeta(db.get()); !c.ok()) {
-      return fail(c);
-    }
-    if (meta->format_version < fmt::kStorageFormatVersion) {
-      // Formats 2 and 3 differ from 4 only in the chunk text records, which
-      // ConvertChunkTextsToIds rewrites below. The version goes first (and
-      // durably), so that older builds, which cannot read a half-converted
-      // store, refuse it from now on.
-      fmt::StoreMeta upgraded = *meta;
-      upgraded.format_version = fmt::kStorageFormatVersion;
-      rocksdb::WriteOptions sync_write;
-      sync_write.sync = true;
-      s = db->Put(sync_write, meta_key, fmt::EncodeMeta(upgraded));
-      if (!s.ok()) return fail(FromRocksDbStatus(s, kOpen, path));
-    }
+  } else if (absl::Status c = impl->CheckMeta(db.get(), meta_value); !c.ok()) {
+    return fail(c);
   }
-  impl->index = std::make_unique<SimHashIndex>(options.simhash_max_distance,
-                                               options.simhash_index_blocks);
-  if (absl::Status l = impl->LoadFingerprints(db.get()); !l.ok()) {
-    return fail(l);
-  }
-  impl->chunk_index = std::make_unique<SimHashIndex>(options.simhash_max_distance,
-                                                     options.simhash_index_blocks);
-  if (absl::StatusOr<uint64_t> c = impl->ConvertChunkTextsToIds(db.get()); !c.ok()) {
-    return fail(c.status());
-  }
-  if (absl::Status l = impl->LoadChunkTexts(db.get()); !l.ok()) {
-    return fail(l);
-  }
+  if (absl::Status l = impl->LoadIndexes(db.get()); !l.ok()) return fail(l);
 
   uint64_t store_tag = 0;
   {
@@ -232,6 +145,100 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
       (std::filesystem::path(path) / kUrlFilterFileName).string());
   impl->url_front->Start(store_tag);
   return std::unique_ptr<RocksDbStore>(new RocksDbStore(std::move(impl)));
+}
+
+absl::Status RocksDbStore::Impl::CreateMeta(rocksdb::DB* db, const rocksdb::Options& db_options) {
+  constexpr absl::string_view kOpen = "open store";
+  // A new store, unless the directory holds someone else's database.
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+  it->SeekToFirst();
+  const bool empty = !it->Valid();
+  rocksdb::Status it_status = it->status();
+  it.reset();
+  if (!it_status.ok()) return FromRocksDbStatus(it_status, kOpen, options.path);
+  if (!empty) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "store at ", options.path,
+        " holds a RocksDB database without a dedupd meta record: not a "
+        "dedupd store; point the store at an empty or dedupd directory"));
+  }
+  fmt::StoreMeta meta;
+  meta.format_version = fmt::kStorageFormatVersion;
+  meta.normalizer_version = options.normalizer_version;
+  meta.created = absl::FromUnixMicros(absl::ToUnixMicros(absl::Now()));
+  rocksdb::WriteOptions sync_write;
+  sync_write.sync = true;  // once per store: always durable
+  rocksdb::Status s;
+  if (content_cf == nullptr) {
+    s = db->CreateColumnFamily(rocksdb::ColumnFamilyOptions(db_options),
+                               kContentColumnFamily, &content_cf);
+    if (!s.ok()) return FromRocksDbStatus(s, kOpen, options.path);
+  }
+  rocksdb::WriteBatch metas;
+  s = metas.Put(content_cf, fmt::EncodeContentMetaKey(),
+                fmt::EncodeContentMeta(WantedContentMeta()));
+  // The meta record last in the batch, and the batch atomic: a store with
+  // a meta record always has its content meta record too.
+  if (s.ok()) s = metas.Put(fmt::EncodeMetaKey(), fmt::EncodeMeta(meta));
+  if (s.ok()) s = db->Write(sync_write, &metas);
+  if (!s.ok()) return FromRocksDbStatus(s, kOpen, options.path);
+  created = meta.created;
+  return absl::OkStatus();
+}
+
+absl::Status RocksDbStore::Impl::CheckMeta(rocksdb::DB* db, const std::string& meta_value) {
+  constexpr absl::string_view kOpen = "open store";
+  absl::StatusOr<uint32_t> version = fmt::DecodeMetaFormatVersion(meta_value);
+  if (!version.ok()) {
+    return absl::DataLossError(
+        absl::StrCat("store at ", options.path, ": ", version.status().message()));
+  }
+  if (*version < fmt::kOldestUpgradableFormatVersion ||
+      *version > fmt::kStorageFormatVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "store at ", options.path, " was written with storage format version ",
+        *version, ", this build reads versions ", fmt::kOldestUpgradableFormatVersion,
+        " to ", fmt::kStorageFormatVersion,
+        ": run the matching dedupd version or rebuild the store"));
+  }
+  absl::StatusOr<fmt::StoreMeta> meta = fmt::DecodeMeta(meta_value);
+  if (!meta.ok()) {
+    return absl::Status(meta.status().code(), absl::StrCat("store at ", options.path, ": ",
+                                                           meta.status().message()));
+  }
+  if (meta->normalizer_version != options.normalizer_version) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "store at ", options.path, " was written with normalizer version ",
+        meta->normalizer_version, ", this build uses ", options.normalizer_version,
+        "; keys would not match: rebuild the store or run the matching "
+        "dedupd version"));
+  }
+  created = meta->created;
+  DEDUPD_RETURN_IF_ERROR(CheckContentMeta(db));
+  if (meta->format_version < fmt::kStorageFormatVersion) {
+    // Formats 2 and 3 differ from 4 only in the chunk text records, which
+    // ConvertChunkTextsToIds (LoadIndexes) rewrites. The version goes first (and
+    // durably), so that older builds, which cannot read a half-converted
+    // store, refuse it from now on.
+    fmt::StoreMeta upgraded = *meta;
+    upgraded.format_version = fmt::kStorageFormatVersion;
+    rocksdb::WriteOptions sync_write;
+    sync_write.sync = true;
+    const rocksdb::Status s = db->Put(sync_write, fmt::EncodeMetaKey(), fmt::EncodeMeta(upgraded));
+    if (!s.ok()) return FromRocksDbStatus(s, kOpen, options.path);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RocksDbStore::Impl::LoadIndexes(rocksdb::DB* db) {
+  index = std::make_unique<SimHashIndex>(options.simhash_max_distance,
+                                         options.simhash_index_blocks);
+  DEDUPD_RETURN_IF_ERROR(LoadFingerprints(db));
+  chunk_index = std::make_unique<SimHashIndex>(options.simhash_max_distance,
+                                               options.simhash_index_blocks);
+  DEDUPD_RETURN_IF_ERROR(ConvertChunkTextsToIds(db).status());
+  DEDUPD_RETURN_IF_ERROR(LoadChunkTexts(db));
+  return absl::OkStatus();
 }
 
 absl::Status RocksDbStore::Impl::CheckContentMeta(rocksdb::DB* db) {

@@ -450,6 +450,19 @@ struct RocksDbStore::Impl {
     m.simhash_seed = options.simhash_seed;
     return m;
   }
+  // ---- Open (rocksdb_open.cc) ----
+  // CreateMeta makes `db` (which has no meta record) a new store: refuses
+  // a non-empty database, creates the content column family and writes
+  // the meta and content meta records in one synced batch; sets `created`.
+  absl::Status CreateMeta(rocksdb::DB* db, const rocksdb::Options& db_options);
+  // CheckMeta checks an existing store's meta record `meta_value` (format
+  // and normalizer version) and content meta record against this build's,
+  // sets `created`, and records the upgrade of an older format's version
+  // (durably, before ConvertChunkTextsToIds converts its records).
+  absl::Status CheckMeta(rocksdb::DB* db, const std::string& meta_value);
+  // LoadIndexes converts older chunk text records and rebuilds both
+  // in-memory indexes from the fingerprint and chunk text records.
+  absl::Status LoadIndexes(rocksdb::DB* db);
   // Checks an existing store's content meta record against this build's.
   absl::Status CheckContentMeta(rocksdb::DB* db);
   // Scans every fingerprint record into `index` and sets next_doc_id.
