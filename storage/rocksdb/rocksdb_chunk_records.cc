@@ -195,7 +195,9 @@ absl::Status RocksDbStore::CheckChunks(const ChunkDocument& doc, bool claim,
   // locked texts' records, holders or this manifest until we unlock.
   rocksdb::ManagedSnapshot snapshot(db);
   ChunkReader reader(impl_.get(), db, snapshot.snapshot());
-  DEDUPD_RETURN_IF_ERROR(PlanChunkDocument(doc, true, now, &reader, &plan));
+  // The manifest read above is the snapshot's too (only a claim holding the
+  // document's lock writes it): the planner is given it, not asked again.
+  DEDUPD_RETURN_IF_ERROR(PlanChunkDocument(doc, true, now, stored, &reader, &plan));
   const ChunkMutations& m = plan.mutations;
   if (!m.empty()) {
     rocksdb::WriteBatch batch;

@@ -152,19 +152,19 @@ absl::Status RocksDbStore::Impl::ForgetTexts(rocksdb::DB* db,
 }
 
 absl::Status RocksDbStore::Impl::ForgetChunks(ChunkReader* reader, const std::string& url,
-                                              const ChunkManifest& manifest,
+                                              const std::optional<ChunkManifest>& manifest,
                                               const std::string& doc_key, absl::Time now,
                                               ForgetBatch* out, ForgetResult* result) {
   // The owners before, to report the texts whose owner changes.
   DEDUPD_ASSIGN_OR_RETURN(result->chunk_owners_promoted,
-                          PlanChunkOwnerPromotions(url, manifest, reader));
+                          PlanChunkOwnerPromotions(url, *manifest, reader));
   // Exactly what a claim of the document with no chunks does.
   ChunkPlan plan;
-  DEDUPD_RETURN_IF_ERROR(
-      PlanChunkDocument(ChunkDocument{url, {}}, /*claim=*/true, now, reader, &plan));
+  DEDUPD_RETURN_IF_ERROR(PlanChunkDocument(ChunkDocument{url, {}}, /*claim=*/true, now,
+                                           manifest, reader, &plan));
   out->chunk_mutations = std::move(plan.mutations);
   result->chunk_manifest_removed = out->chunk_mutations.delete_manifest;
-  result->chunk_holders_removed = manifest.chunks.size();
+  result->chunk_holders_removed = manifest->chunks.size();
   result->chunk_texts_removed = out->chunk_mutations.texts_deleted.size();
   if (out->status.ok()) {
     out->status = AddChunkMutations(out->chunk_mutations, doc_key, &out->batch);
@@ -246,7 +246,7 @@ absl::StatusOr<ForgetResult> RocksDbStore::Forget(const std::string& normalized_
   if (manifest.has_value()) {
     ChunkReader reader(impl_.get(), db, snapshot.snapshot());
     DEDUPD_RETURN_IF_ERROR(
-        impl_->ForgetChunks(&reader, url, *manifest, doc_key, now, &out, &result));
+        impl_->ForgetChunks(&reader, url, manifest, doc_key, now, &out, &result));
   }
 
   if (!out.status.ok()) return FromRocksDbStatus(out.status, kForget, path);

@@ -413,9 +413,10 @@ struct RocksDbStore::Impl {
   // ForgetChunks adds to `out` the chunk records a claim of the document
   // `url` (manifest key `doc_key`, stored `manifest`) with no chunks
   // removes or rewrites, and counts them and the promoted owners in
-  // `result`. REQUIRES: the manifest key and the texts' keys locked.
+  // `result`. REQUIRES: manifest.has_value(); the manifest key and the
+  // texts' keys locked.
   absl::Status ForgetChunks(ChunkReader* reader, const std::string& url,
-                            const ChunkManifest& manifest, const std::string& doc_key,
+                            const std::optional<ChunkManifest>& manifest, const std::string& doc_key,
                             absl::Time now, ForgetBatch* out, ForgetResult* result);
 
   // Closes `db` (which must not be used afterwards). Returns the first error.
