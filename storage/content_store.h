@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "core/text/sha256.h"
@@ -88,6 +89,55 @@ struct ContentLimits {
   size_t max_near_matches = 10;
 };
 
+// What ContentStore::Forget removed or rewrote. Every count is of records
+// deleted in the call's one atomic write; all zero/false (found() is
+// false) when the store held nothing of the URL.
+struct ForgetResult {
+  // The URL record (seen-set) existed and was deleted: CheckUrl answers NEW
+  // for the URL again.
+  bool url_found = false;
+  // The URL's fetch record (re-crawl state) was deleted.
+  bool fetch_removed = false;
+  // Alias records deleted: texts owned by another URL that the forgotten URL
+  // also served. Their content records stay, with one alias less.
+  uint64_t aliases_removed = 0;
+  // Texts the URL owned alone: content record, fingerprint record and
+  // near-duplicate index entry deleted (the text is NEW again).
+  uint64_t contents_removed = 0;
+  // A text the URL owned that other URLs also served: its oldest alias (by
+  // time added, then URL bytes) became its owner, and that alias record was
+  // deleted. The previous owner is the forgotten URL.
+  struct ContentPromotion {
+    Sha256Digest sha256{};
+    std::string new_owner_url;
+  };
+  std::vector<ContentPromotion> contents_promoted;
+  // The URL's chunk manifest was deleted (the document held chunks).
+  bool chunk_manifest_removed = false;
+  // Chunk holders removed: one per chunk the document held (a holder
+  // record deleted, or a text record that named it as the owner rewritten).
+  uint64_t chunk_holders_removed = 0;
+  // Chunk texts no other document holds: text record, chunk fingerprint
+  // record and chunk index entry deleted.
+  uint64_t chunk_texts_removed = 0;
+  // A chunk text whose oldest holder (its owner, the chunk that duplicates
+  // name) was a chunk of the forgotten document and that other chunks still
+  // hold: the next oldest holder is its owner now.
+  struct ChunkPromotion {
+    Sha256Digest sha256{};
+    std::string new_owner_document_url;
+    std::string new_owner_chunk_id;
+  };
+  std::vector<ChunkPromotion> chunk_owners_promoted;
+
+  // found returns whether the store held any record of the URL.
+  bool found() const {
+    return url_found || fetch_removed || aliases_removed > 0 ||
+           contents_removed > 0 || !contents_promoted.empty() ||
+           chunk_manifest_removed;
+  }
+};
+
 // ContentStore: implementations are thread-safe.
 class ContentStore {
  public:
@@ -128,6 +178,25 @@ class ContentStore {
   // max_near_distance returns the largest max_distance the store's
   // near-duplicate index answers exactly.
   virtual int max_near_distance() const = 0;
+
+  // Forget removes `normalized_url` from the store, leaving no record that
+  // names it: its seen-set record (when the backend is also the UrlStore),
+  // its fetch record, its alias records (those texts keep their owner, with
+  // one alias less), and each text it owns: when other URLs served the same
+  // text, the oldest alias (time added, then URL bytes) becomes the owner,
+  // keeping the doc id, fingerprint and first-seen time; otherwise the text
+  // and its fingerprint are deleted (it is NEW again). A backend that is
+  // also the ChunkStore removes the URL's chunks too, as CheckChunks with
+  // no chunks would. The decisions are forget_planner.h's, so every backend
+  // makes the same ones. Atomic against every concurrent call.
+  // A URL the store does not know is not an error: the result's found() is
+  // false. `now` is the time the chunk planner is given (nothing forgotten
+  // records it).
+  // Errors: InvalidArgument for an empty URL; the backend's (Unavailable,
+  // ResourceExhausted, DataLoss, FailedPrecondition after Close). On error
+  // nothing was removed.
+  virtual absl::StatusOr<ForgetResult> Forget(const std::string& normalized_url,
+                                              absl::Time now) = 0;
 };
 
 // CheckContentDocs returns InvalidArgument naming the first doc of `docs`

@@ -1,9 +1,12 @@
 #include "storage/memory/memory_content_store.h"
 
+#include <algorithm>
 #include <limits>
+#include <utility>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "storage/plan/forget_planner.h"
 
 namespace dedupd {
 
@@ -54,7 +57,7 @@ class MemoryContentStore::Reader final : public ContentStateReader {
   }
   absl::StatusOr<FingerprintRecord> GetFingerprint(uint32_t doc_id) override
       ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    if (doc_id >= s_->fingerprints_.size()) {
+    if (doc_id >= s_->fingerprints_.size() || s_->forgotten_ids_.contains(doc_id)) {
       return absl::DataLossError(
           absl::StrCat("index entry ", doc_id, " has no fingerprint record"));
     }
@@ -111,7 +114,9 @@ absl::Status MemoryContentStore::CheckContent(
   }
   for (const auto& [sha, record] : m.contents) contents_[DigestKey(sha)] = record;
   for (const ContentMutations::Alias& a : m.aliases) {
-    aliases_[DigestKey(a.sha256)].insert(a.url);
+    const std::string key = DigestKey(a.sha256);
+    aliases_[key].insert(a.url);
+    alias_added_[{key, a.url}] = a.added;
   }
   for (const auto& [url, record] : m.fetches) fetches_[url] = record;
   for (const auto& [id, fp] : m.fingerprints) {
@@ -121,6 +126,61 @@ absl::Status MemoryContentStore::CheckContent(
   }
   *outcomes = std::move(plan.outcomes);
   return absl::OkStatus();
+}
+
+absl::StatusOr<ForgetResult> MemoryContentStore::Forget(const std::string& normalized_url,
+                                                        absl::Time /*now*/) {
+  const std::string& url = normalized_url;
+  if (url.empty()) return absl::InvalidArgumentError("forget: the URL is empty");
+  ForgetResult result;
+  absl::MutexLock lock(&mu_);
+  if (urls_ != nullptr) result.url_found = urls_->Erase(url);
+  result.fetch_removed = fetches_.erase(url) > 0;
+  // The texts that name the URL, as owner or alias, in SHA-256 order (the
+  // order the RocksDB backend reports promotions in).
+  std::vector<std::string> texts;
+  for (const auto& [key, record] : contents_) {
+    auto a = aliases_.find(key);
+    if (record.owner_url == url || (a != aliases_.end() && a->second.contains(url))) {
+      texts.push_back(key);
+    }
+  }
+  std::sort(texts.begin(), texts.end());
+  for (const std::string& key : texts) {
+    ContentRecord& record = contents_[key];
+    absl::btree_set<std::string>& alias_set = aliases_[key];
+    std::vector<AliasRecord> aliases;
+    aliases.reserve(alias_set.size());
+    for (const std::string& a : alias_set) aliases.push_back({a, alias_added_[{key, a}]});
+    const TextForgetPlan plan = PlanTextForget(url, record, aliases);
+    Sha256Digest sha{};
+    std::copy(key.begin(), key.end(), sha.begin());
+    plan.Count(sha, &result);
+    if (plan.remove_url_alias) {
+      alias_set.erase(url);
+      alias_added_.erase({key, url});
+    }
+    switch (plan.action) {
+      case TextForgetPlan::Action::kNone:
+        break;
+      case TextForgetPlan::Action::kPromoteAlias:
+        alias_set.erase(plan.new_owner);
+        alias_added_.erase({key, plan.new_owner});
+        [[fallthrough]];
+      case TextForgetPlan::Action::kDropAlias:
+        record = plan.record;
+        break;
+      case TextForgetPlan::Action::kDeleteText:
+        // The doc id stays allocated (ids are dense indexes of
+        // fingerprints_); only the index entry goes, as in RocksDB.
+        index_.Remove(record.simhash, record.doc_id);
+        forgotten_ids_.insert(record.doc_id);
+        contents_.erase(key);
+        break;
+    }
+    if (alias_set.empty()) aliases_.erase(key);
+  }
+  return result;
 }
 
 }  // namespace dedupd

@@ -11,18 +11,20 @@
 //                                             ContentLimits{}, absl::Now(), &out));
 //
 // Thread safety: thread-safe. A claim batch holds one exclusive lock for
-// the whole batch; peeks share it.
+// the whole batch (and Forget for the whole call); peeks share it.
 #ifndef DEDUPD_STORAGE_MEMORY_MEMORY_CONTENT_STORE_H_
 #define DEDUPD_STORAGE_MEMORY_MEMORY_CONTENT_STORE_H_
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "core/index/simhash_index.h"
 #include "storage/plan/content_planner.h"
@@ -49,6 +51,13 @@ class MemoryContentStore final : public ContentStore {
                             std::vector<ContentOutcome>* outcomes) override;
   int max_near_distance() const override;
 
+  // See ContentStore. The URL's seen-set record is erased from `urls`
+  // (when not null); this store holds no chunks, so the chunk fields of the
+  // result stay zero. Errors: InvalidArgument for an empty URL.
+  // Complexity: O(texts) (a scan of every text and alias list).
+  absl::StatusOr<ForgetResult> Forget(const std::string& normalized_url,
+                                      absl::Time now) override;
+
  private:
   class Reader;
 
@@ -61,6 +70,13 @@ class MemoryContentStore final : public ContentStore {
       ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, FetchRecord> fetches_ ABSL_GUARDED_BY(mu_);
   std::vector<FingerprintRecord> fingerprints_ ABSL_GUARDED_BY(mu_);  // by doc id
+  // When each alias was added, by (text, alias URL): Forget's promotion
+  // picks the oldest.
+  absl::flat_hash_map<std::pair<std::string, std::string>, absl::Time> alias_added_
+      ABSL_GUARDED_BY(mu_);
+  // Doc ids of texts Forget deleted (their fingerprints_ slot stays, since
+  // ids index it densely).
+  absl::flat_hash_set<uint32_t> forgotten_ids_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace dedupd

@@ -39,6 +39,11 @@ absl::Status MemoryUrlStore::LookupUrls(
   return absl::OkStatus();
 }
 
+bool MemoryUrlStore::Erase(const std::string& key) {
+  absl::MutexLock lock(&mu_);
+  return first_seen_.erase(key) > 0;
+}
+
 size_t MemoryUrlStore::size() const {
   absl::ReaderMutexLock lock(&mu_);
   return first_seen_.size();

@@ -46,6 +46,10 @@ class MemoryUrlStore final : public UrlStore {
       absl::Span<const std::string> keys,
       std::vector<std::optional<absl::Time>>* results) override;
 
+  // Erase removes `key` (LookupUrls misses it, a claim is new again);
+  // returns whether it was recorded. For MemoryContentStore::Forget.
+  bool Erase(const std::string& key);
+
   // size returns how many distinct keys are recorded.
   size_t size() const;
 

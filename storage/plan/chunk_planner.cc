@@ -254,28 +254,22 @@ absl::Status PlanTextHolders(const Sha256Digest& sha,
   return absl::OkStatus();
 }
 
-}  // namespace
+// The ages of a document's new chunks (one per chunk).
+struct ChunkAges {
+  // Recorded as the chunk's time added.
+  std::vector<absl::Time> added;
+  // Compared instead of `added` (Candidate::rank).
+  std::vector<absl::Time> rank;
+  // The chunk took the age of a stored chunk of this document.
+  std::vector<bool> carried;
+};
 
-absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim,
-                               absl::Time now, ChunkStateReader* reader,
-                               ChunkPlan* plan) {
-  const absl::Time t = absl::FromUnixMicros(absl::ToUnixMicros(now));
-  plan->answer = ChunkAnswer{};
-  plan->mutations = ChunkMutations{};
-  ChunkAnswer& answer = plan->answer;
-  answer.outcomes.assign(doc.chunks.size(), ChunkOutcome{});
-
-  DEDUPD_ASSIGN_OR_RETURN(std::optional<ChunkManifest> old,
-                          reader->GetManifest(doc.document_url));
-  Planner planner(doc, reader);
-  if (old.has_value()) {
-    planner.CountOwnOld(*old);
-    answer.replaced_chunks = old->chunks.size();
-  }
-
-  // Each new chunk keeps the age of a stored chunk of this document with
-  // the same text (oldest first), so re-sending a document does not make
-  // it younger than the documents that copied it.
+// CarryStoredAges: each new chunk keeps the age of a stored chunk of this
+// document with the same text (oldest first), so re-sending a document does
+// not make it younger than the documents that copied it; the others are
+// added at `t`.
+ChunkAges CarryStoredAges(const ChunkDocument& doc, const std::optional<ChunkManifest>& old,
+                          absl::Time t) {
   absl::flat_hash_map<Sha256Digest, std::vector<absl::Time>> old_ages;
   if (old.has_value()) {
     for (const StoredChunk& c : old->chunks) {
@@ -285,113 +279,148 @@ absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim,
       std::sort(ages.begin(), ages.end(), std::greater<absl::Time>());
     }
   }
-  std::vector<absl::Time> added(doc.chunks.size(), t);
-  std::vector<absl::Time> rank(doc.chunks.size(), absl::InfiniteFuture());
-  std::vector<bool> carried(doc.chunks.size(), false);
+  ChunkAges ages;
+  ages.added.assign(doc.chunks.size(), t);
+  ages.rank.assign(doc.chunks.size(), absl::InfiniteFuture());
+  ages.carried.assign(doc.chunks.size(), false);
   for (size_t i = 0; i < doc.chunks.size(); ++i) {
     auto it = old_ages.find(doc.chunks[i].sha256);
     if (it == old_ages.end() || it->second.empty()) continue;
-    added[i] = rank[i] = it->second.back();
+    ages.added[i] = ages.rank[i] = it->second.back();
     it->second.pop_back();
-    carried[i] = true;
+    ages.carried[i] = true;
   }
+  return ages;
+}
 
-  // The first chunk of this call with each text.
-  absl::flat_hash_map<Sha256Digest, size_t> first_with_text;
+// The first chunk of the call with each text.
+using FirstWithText = absl::flat_hash_map<Sha256Digest, size_t>;
+
+// ExactCandidate returns what chunk `i` would duplicate exactly: the oldest
+// holder of its text elsewhere, or an earlier chunk of this call with the
+// same text, whichever is older. Makes a new holder younger than the
+// text's oldest holder (ages->added[i]); registers chunk i in
+// `first_with_text` when it is the first with its text.
+absl::StatusOr<std::optional<Candidate>> ExactCandidate(const ChunkDocument& doc, size_t i,
+                                                        Planner* planner, ChunkAges* ages,
+                                                        FirstWithText* first_with_text) {
+  const ChunkInput& chunk = doc.chunks[i];
+  std::optional<Candidate> exact;
+  DEDUPD_ASSIGN_OR_RETURN(std::optional<ChunkHolder> other,
+                          planner->OldestOther(chunk.sha256));
+  if (other.has_value() && !ages->carried[i] && ages->added[i] <= other->added) {
+    // The clocks of concurrent calls can disagree: a call that took `now`
+    // earlier may record after another. A new holder is recorded as
+    // younger than the text's oldest holder, so the chunk that was
+    // answered kNew stays the owner.
+    ages->added[i] = other->added + absl::Microseconds(1);
+  }
+  if (other.has_value()) {
+    exact = Candidate{0, other->added, other->added, -1, other->document_url,
+                      other->chunk_id, chunk.simhash};
+  }
+  auto earlier = first_with_text->find(chunk.sha256);
+  if (earlier != first_with_text->end()) {
+    const size_t j = earlier->second;
+    Candidate own{0, ages->added[j], ages->rank[j], static_cast<int>(j), doc.document_url,
+                  doc.chunks[j].chunk_id, chunk.simhash};
+    if (!exact.has_value() || own.Before(*exact)) exact = std::move(own);
+  } else {
+    first_with_text->emplace(chunk.sha256, i);
+  }
+  return exact;
+}
+
+// NearCandidate returns the nearest text within chunk `i`'s max_distance:
+// a stored one (from the index, whose matches of this chunk's own text are
+// this document's) or an earlier chunk of this call; ties by age.
+absl::StatusOr<std::optional<Candidate>> NearCandidate(const ChunkDocument& doc, size_t i,
+                                                       const ChunkAges& ages,
+                                                       const FirstWithText& first_with_text,
+                                                       Planner* planner,
+                                                       ChunkStateReader* reader) {
+  const ChunkInput& chunk = doc.chunks[i];
+  std::optional<Candidate> near;
+  size_t total = 0;
+  size_t limit = kNearProbe;
+  for (int pass = 0; pass < 2 && !near.has_value(); ++pass) {
+    std::vector<SimHashIndex::Match> matches =
+        reader->QueryNear(chunk.simhash, chunk.max_distance, limit, &total);
+    for (const SimHashIndex::Match& m : matches) {
+      if (near.has_value() && m.distance > near->distance) break;
+      DEDUPD_ASSIGN_OR_RETURN(FingerprintRecord fp, reader->GetTextFingerprint(m.id));
+      if (fp.sha256 == chunk.sha256) continue;  // only this document's
+      DEDUPD_ASSIGN_OR_RETURN(std::optional<ChunkHolder> holder,
+                              planner->OldestOther(fp.sha256));
+      if (!holder.has_value()) continue;
+      Candidate c{m.distance, holder->added, holder->added, -1, holder->document_url,
+                  holder->chunk_id, m.fingerprint};
+      if (!near.has_value() || c.Before(*near)) near = std::move(c);
+    }
+    if (total <= limit) break;
+    limit = total;
+  }
+  for (const auto& [key, j] : first_with_text) {
+    if (j >= i) continue;
+    const int d = HammingDistance(chunk.simhash, doc.chunks[j].simhash);
+    if (d > chunk.max_distance || doc.chunks[j].sha256 == chunk.sha256) continue;
+    Candidate c{d, ages.added[j], ages.rank[j], static_cast<int>(j), doc.document_url,
+                doc.chunks[j].chunk_id, doc.chunks[j].simhash};
+    if (!near.has_value() || c.Before(*near)) near = std::move(c);
+  }
+  return near;
+}
+
+void SetDuplicate(ChunkVerdict verdict, const Candidate& c, ChunkOutcome* out) {
+  out->verdict = verdict;
+  out->duplicate_document_url = c.document_url;
+  out->duplicate_chunk_id = c.chunk_id;
+  out->duplicate_simhash = c.simhash;
+  out->distance = c.distance;
+  out->first_seen = c.added;
+}
+
+// AnswerChunks decides every chunk's outcome (ages->added may move later,
+// see ExactCandidate).
+absl::Status AnswerChunks(const ChunkDocument& doc, bool claim, Planner* planner,
+                          ChunkStateReader* reader, ChunkAges* ages, ChunkAnswer* answer) {
+  FirstWithText first_with_text;
   first_with_text.reserve(doc.chunks.size());
   for (size_t i = 0; i < doc.chunks.size(); ++i) {
     const ChunkInput& chunk = doc.chunks[i];
-    ChunkOutcome& out = answer.outcomes[i];
-    DEDUPD_ASSIGN_OR_RETURN(TextState * text, planner.Text(chunk.sha256));
+    ChunkOutcome& out = answer->outcomes[i];
+    DEDUPD_ASSIGN_OR_RETURN(TextState * text, planner->Text(chunk.sha256));
     out.other_holders = text->record.has_value() && text->record->holders > text->own_old
                             ? text->record->holders - text->own_old
                             : 0;
-
-    // Exact: the oldest holder elsewhere or an earlier chunk of this call,
-    // when it is older than this chunk's text.
-    std::optional<Candidate> exact;
-    DEDUPD_ASSIGN_OR_RETURN(std::optional<ChunkHolder> other,
-                            planner.OldestOther(chunk.sha256));
-    if (other.has_value() && !carried[i] && added[i] <= other->added) {
-      // The clocks of concurrent calls can disagree: a call that took `now`
-      // earlier may record after another. A new holder is recorded as
-      // younger than the text's oldest holder, so the chunk that was
-      // answered kNew stays the owner.
-      added[i] = other->added + absl::Microseconds(1);
-    }
-    if (other.has_value()) {
-      exact = Candidate{0, other->added, other->added, -1, other->document_url,
-                        other->chunk_id, chunk.simhash};
-    }
-    auto earlier = first_with_text.find(chunk.sha256);
-    if (earlier != first_with_text.end()) {
-      const size_t j = earlier->second;
-      Candidate own{0, added[j], rank[j], static_cast<int>(j), doc.document_url,
-                    doc.chunks[j].chunk_id, chunk.simhash};
-      if (!exact.has_value() || own.Before(*exact)) exact = std::move(own);
-    } else {
-      first_with_text.emplace(chunk.sha256, i);
-    }
-    if (exact.has_value() && exact->rank <= rank[i]) {
-      out.verdict = ChunkVerdict::kExactDuplicate;
-      out.duplicate_document_url = exact->document_url;
-      out.duplicate_chunk_id = exact->chunk_id;
-      out.duplicate_simhash = exact->simhash;
-      out.distance = 0;
-      out.first_seen = exact->added;
+    DEDUPD_ASSIGN_OR_RETURN(std::optional<Candidate> exact,
+                            ExactCandidate(doc, i, planner, ages, &first_with_text));
+    if (exact.has_value() && exact->rank <= ages->rank[i]) {
+      SetDuplicate(ChunkVerdict::kExactDuplicate, *exact, &out);
       continue;
     }
     // A text stored elsewhere but younger than this document's copy: this
     // document owns it, whatever is near it.
-    const bool owns_stored_text = exact.has_value();
-
     std::optional<Candidate> near;
-    if (!owns_stored_text && chunk.max_distance >= 0) {
-      size_t total = 0;
-      size_t limit = kNearProbe;
-      for (int pass = 0; pass < 2 && !near.has_value(); ++pass) {
-        std::vector<SimHashIndex::Match> matches =
-            reader->QueryNear(chunk.simhash, chunk.max_distance, limit, &total);
-        for (const SimHashIndex::Match& m : matches) {
-          if (near.has_value() && m.distance > near->distance) break;
-          DEDUPD_ASSIGN_OR_RETURN(FingerprintRecord fp,
-                                  reader->GetTextFingerprint(m.id));
-          if (fp.sha256 == chunk.sha256) continue;  // only this document's
-          DEDUPD_ASSIGN_OR_RETURN(std::optional<ChunkHolder> holder,
-                                  planner.OldestOther(fp.sha256));
-          if (!holder.has_value()) continue;
-          Candidate c{m.distance, holder->added, holder->added, -1, holder->document_url,
-                      holder->chunk_id, m.fingerprint};
-          if (!near.has_value() || c.Before(*near)) near = std::move(c);
-        }
-        if (total <= limit) break;
-        limit = total;
-      }
-      for (const auto& [key, j] : first_with_text) {
-        if (j >= i) continue;
-        const int d = HammingDistance(chunk.simhash, doc.chunks[j].simhash);
-        if (d > chunk.max_distance || doc.chunks[j].sha256 == chunk.sha256) continue;
-        Candidate c{d, added[j], rank[j], static_cast<int>(j), doc.document_url,
-                    doc.chunks[j].chunk_id, doc.chunks[j].simhash};
-        if (!near.has_value() || c.Before(*near)) near = std::move(c);
-      }
+    if (!exact.has_value() && chunk.max_distance >= 0) {
+      DEDUPD_ASSIGN_OR_RETURN(
+          near, NearCandidate(doc, i, *ages, first_with_text, planner, reader));
     }
     if (near.has_value()) {
-      out.verdict = ChunkVerdict::kNearDuplicate;
-      out.duplicate_document_url = near->document_url;
-      out.duplicate_chunk_id = near->chunk_id;
-      out.duplicate_simhash = near->simhash;
-      out.distance = near->distance;
-      out.first_seen = near->added;
+      SetDuplicate(ChunkVerdict::kNearDuplicate, *near, &out);
     } else {
       out.verdict = ChunkVerdict::kNew;
-      if (claim || carried[i]) out.first_seen = added[i];
+      if (claim || ages->carried[i]) out.first_seen = ages->added[i];
     }
   }
-  if (!claim) return absl::OkStatus();
+  return absl::OkStatus();
+}
 
-  // The records that replace the document's chunks.
-  ChunkMutations& mut = plan->mutations;
+// PlanReplacement collects the records that replace the document's stored
+// chunks (`old`) with its new ones, added at `added`.
+absl::Status PlanReplacement(const ChunkDocument& doc, const std::optional<ChunkManifest>& old,
+                             const std::vector<absl::Time>& added, Planner* planner,
+                             ChunkStateReader* reader, ChunkMutations* mut) {
   ChunkManifest next;
   next.chunks.reserve(doc.chunks.size());
   for (size_t i = 0; i < doc.chunks.size(); ++i) {
@@ -423,9 +452,9 @@ absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim,
   std::set_difference(new_holders.begin(), new_holders.end(), old_holders.begin(),
                       old_holders.end(), std::back_inserter(added_holders), less);
   if (next.chunks.empty()) {
-    mut.delete_manifest = old.has_value();
+    mut->delete_manifest = old.has_value();
   } else if (!(next == before)) {
-    mut.manifest = std::move(next);
+    mut->manifest = std::move(next);
   }
   absl::flat_hash_map<Sha256Digest, uint64_t> simhash_of;
   simhash_of.reserve(doc.chunks.size());
@@ -446,13 +475,41 @@ absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim,
     for (; a_it != added_holders.end() && a_it->first == sha; ++a_it) {
       come.push_back(a_it->second);
     }
-    DEDUPD_ASSIGN_OR_RETURN(TextState * text, planner.Text(sha));
+    DEDUPD_ASSIGN_OR_RETURN(TextState * text, planner->Text(sha));
     auto simhash = simhash_of.find(sha);  // absent: a text the document drops
     DEDUPD_RETURN_IF_ERROR(PlanTextHolders(sha, text->record, gone, come,
                                            simhash == simhash_of.end() ? 0 : simhash->second,
-                                           doc.document_url, reader, &mut));
+                                           doc.document_url, reader, mut));
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim,
+                               absl::Time now, ChunkStateReader* reader,
+                               ChunkPlan* plan) {
+  DEDUPD_ASSIGN_OR_RETURN(std::optional<ChunkManifest> stored,
+                          reader->GetManifest(doc.document_url));
+  return PlanChunkDocument(doc, claim, now, stored, reader, plan);
+}
+
+absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim, absl::Time now,
+                               const std::optional<ChunkManifest>& stored,
+                               ChunkStateReader* reader, ChunkPlan* plan) {
+  const absl::Time t = absl::FromUnixMicros(absl::ToUnixMicros(now));
+  plan->answer = ChunkAnswer{};
+  plan->mutations = ChunkMutations{};
+  plan->answer.outcomes.assign(doc.chunks.size(), ChunkOutcome{});
+  Planner planner(doc, reader);
+  if (stored.has_value()) {
+    planner.CountOwnOld(*stored);
+    plan->answer.replaced_chunks = stored->chunks.size();
+  }
+  ChunkAges ages = CarryStoredAges(doc, stored, t);
+  DEDUPD_RETURN_IF_ERROR(AnswerChunks(doc, claim, &planner, reader, &ages, &plan->answer));
+  if (!claim) return absl::OkStatus();
+  return PlanReplacement(doc, stored, ages.added, &planner, reader, &plan->mutations);
 }
 
 }  // namespace dedupd

@@ -184,6 +184,13 @@ std::vector<Sha256Digest> ChunkLockShas(const ChunkDocument& doc,
 absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim,
                                absl::Time now, ChunkStateReader* reader,
                                ChunkPlan* plan);
+// The same, given the document's stored manifest (`stored`: what
+// reader->GetManifest(doc.document_url) returns), for a backend that read
+// it already (to know which texts to lock) and holds the document's lock,
+// so that it cannot have changed: the planner then does not read it again.
+absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim, absl::Time now,
+                               const std::optional<ChunkManifest>& stored,
+                               ChunkStateReader* reader, ChunkPlan* plan);
 
 }  // namespace dedupd
 

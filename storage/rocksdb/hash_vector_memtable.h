@@ -22,7 +22,7 @@
 // change), all freed with the memtable.
 //
 // Limits, none of which the URL family meets (UrlFamilyOptions in
-// rocksdb_store.cc installs the factory only with the bytewise comparator):
+// rocksdb_options.cc installs the factory only with the bytewise comparator):
 // - The user keys must be ordered bytewise (RocksDB's default comparator):
 //   the sort compares 8-byte chunks of them. A sample of neighbours is
 //   checked against the comparator after each sort (a disagreement falls

@@ -1,6 +1,6 @@
 // rocksdb_format.h: the RocksDB backend's on-disk key/value layout, as pure
 // encode/decode functions. This file and docs/storage_format.md are the only
-// definitions of the format; rocksdb_store.cc uses nothing else to build or
+// definitions of the format; RocksDbStore (rocksdb_*.cc) uses nothing else to build or
 // read keys and values. Nothing here includes RocksDB, so the format can be
 // golden-tested and fuzzed on its own.
 //
@@ -32,6 +32,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/text/sha256.h"
+#include "storage/plan/chunk_planner.h"
+#include "storage/plan/content_planner.h"
 
 namespace dedupd::rocksdb_format {
 
@@ -157,13 +159,9 @@ absl::StatusOr<ContentMeta> DecodeContentMeta(absl::string_view value);
 // | owner URL (the rest, at least one byte).
 inline constexpr uint8_t kContentValueVersion = 1;
 std::string EncodeContentKey(const Sha256Digest& sha256);
-struct ContentValue {
-  uint32_t doc_id = 0;
-  uint64_t simhash = 0;
-  absl::Time first_seen;
-  uint64_t alias_count = 0;
-  std::string owner_url;
-};
+// The planner's record, field for field (doc id, SimHash, first seen,
+// alias count, owner URL): one type, no copies between two.
+using ContentValue = ContentRecord;
 std::string EncodeContentValue(const ContentValue& v);
 absl::StatusOr<ContentValue> DecodeContentValue(absl::string_view value);
 
@@ -187,10 +185,8 @@ inline constexpr size_t kFingerprintValueBytes = 1 + 8 + 32;
 std::string EncodeFingerprintKey(uint32_t doc_id);
 absl::StatusOr<uint32_t> DecodeFingerprintKey(absl::string_view key);
 std::string EncodeFingerprintValue(uint64_t simhash, const Sha256Digest& sha256);
-struct FingerprintValue {
-  uint64_t simhash = 0;
-  Sha256Digest sha256{};
-};
+// The planner's record (SimHash, SHA-256).
+using FingerprintValue = FingerprintRecord;
 absl::StatusOr<FingerprintValue> DecodeFingerprintValue(absl::string_view value);
 
 // Fetch record: key 06 | fetched URL bytes; value version byte (1) |
@@ -199,11 +195,8 @@ absl::StatusOr<FingerprintValue> DecodeFingerprintValue(absl::string_view value)
 inline constexpr uint8_t kFetchValueVersion = 1;
 inline constexpr size_t kFetchValueBytes = 1 + 32 + 8 + 8;
 std::string EncodeFetchKey(absl::string_view fetched_url);
-struct FetchValue {
-  Sha256Digest sha256{};
-  absl::Time first_fetch;
-  absl::Time hash_since;
-};
+// The planner's record (SHA-256, first fetch, hash since).
+using FetchValue = FetchRecord;
 std::string EncodeFetchValue(const FetchValue& v);
 absl::StatusOr<FetchValue> DecodeFetchValue(absl::string_view value);
 
@@ -227,12 +220,8 @@ inline constexpr char kChunkTextById = '\x05';
 inline constexpr uint8_t kChunkManifestValueVersion = 1;
 // REQUIRES: document_url non-empty.
 std::string EncodeChunkManifestKey(absl::string_view document_url);
-struct ChunkManifestEntry {
-  std::string chunk_id;
-  Sha256Digest sha256{};
-  uint64_t simhash = 0;
-  absl::Time added;
-};
+// The chunk planner's StoredChunk (chunk id, SHA-256, SimHash, added).
+using ChunkManifestEntry = StoredChunk;
 // REQUIRES: entries non-empty, every chunk_id non-empty and shorter than
 // 2^32 bytes.
 std::string EncodeChunkManifestValue(const std::vector<ChunkManifestEntry>& entries);

@@ -1,10 +1,11 @@
 // rocksdb_status.h: the one conversion of a RocksDB status to an
 // absl::Status, declared apart from rocksdb_store.h so that its test can
-// call it. Internal to the RocksDB backend: only rocksdb_store.cc and
-// rocksdb_store_test.cc include this header. It forward-declares
-// rocksdb::Status instead of including RocksDB.
+// call it. Internal to the RocksDB backend: only RocksDbStore's files
+// (rocksdb_*.cc, through rocksdb_store_internal.h) and rocksdb_store_test.cc
+// include this header. It forward-declares rocksdb::Status instead of
+// including RocksDB.
 //
-// Example (inside rocksdb_store.cc):
+// Example (inside RocksDbStore, e.g. rocksdb_url_records.cc):
 //   return FromRocksDbStatus(db->Write(wo, &batch), "claim URLs in store",
 //                            path);
 //   // e.g. ResourceExhausted "claim URLs in store at /data: IO error: No

@@ -199,55 +199,6 @@ struct RocksDbStoreOptions {
   bool collect_statistics = false;
 };
 
-// What RocksDbStore::Forget removed or rewrote. Every count is of records
-// deleted in the one atomic write of the call; all zero/false (found() is
-// false) when the store held nothing of the URL.
-struct ForgetResult {
-  // The URL record (seen-set) existed and was deleted: CheckUrl answers NEW
-  // for the URL again.
-  bool url_found = false;
-  // The URL's fetch record (re-crawl state) was deleted.
-  bool fetch_removed = false;
-  // Alias records deleted: texts owned by another URL that the forgotten URL
-  // also served. Their content records stay, with one alias less.
-  uint64_t aliases_removed = 0;
-  // Texts the URL owned alone: content record, fingerprint record and
-  // near-duplicate index entry deleted (the text is NEW again).
-  uint64_t contents_removed = 0;
-  // A text the URL owned that other URLs also served: its oldest alias (by
-  // time added, then URL bytes) became its owner, and that alias record was
-  // deleted. The previous owner is the forgotten URL.
-  struct ContentPromotion {
-    Sha256Digest sha256{};
-    std::string new_owner_url;
-  };
-  std::vector<ContentPromotion> contents_promoted;
-  // The URL's chunk manifest was deleted (the document held chunks).
-  bool chunk_manifest_removed = false;
-  // Chunk holders removed: one per chunk the document held (a holder
-  // record deleted, or a text record that named it as the owner rewritten).
-  uint64_t chunk_holders_removed = 0;
-  // Chunk texts no other document holds: text record, chunk fingerprint
-  // record and chunk index entry deleted.
-  uint64_t chunk_texts_removed = 0;
-  // A chunk text whose oldest holder (its owner, the chunk that duplicates
-  // name) was a chunk of the forgotten document and that other chunks still
-  // hold: the next oldest holder is its owner now.
-  struct ChunkPromotion {
-    Sha256Digest sha256{};
-    std::string new_owner_document_url;
-    std::string new_owner_chunk_id;
-  };
-  std::vector<ChunkPromotion> chunk_owners_promoted;
-
-  // found returns whether the store held any record of the URL.
-  bool found() const {
-    return url_found || fetch_removed || aliases_removed > 0 ||
-           contents_removed > 0 || !contents_promoted.empty() ||
-           chunk_manifest_removed;
-  }
-};
-
 // What RocksDbStore::CheckConsistency found: the records per kind, and the
 // broken invariants (empty when the store is consistent).
 struct ConsistencyReport {
@@ -472,7 +423,7 @@ class RocksDbStore final : public UrlStore, public ContentStore, public ChunkSto
   //   // r.url_found: CheckUrl("https://a.example/post") is NEW again;
   //   // r.contents_promoted[i].new_owner_url now owns a text it owned.
   absl::StatusOr<ForgetResult> Forget(const std::string& normalized_url,
-                                      absl::Time now);
+                                      absl::Time now) override;
 
   // CheckConsistency reads every record from one snapshot and checks the
   // invariants that tie the kinds together (docs/storage_format.md,

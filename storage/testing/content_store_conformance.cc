@@ -340,5 +340,200 @@ TEST_P(ContentStoreConformanceTest, BadDocsAreInvalidArgumentAndRecordNothing) {
   EXPECT_THAT(out, IsEmpty());
 }
 
+// ---- Forget (forget_planner.h's decisions, as every backend makes them) ----
+
+// The texts of the Forget cases: far apart, except kNearB (one bit from B).
+struct ForgetText {
+  const char* id;
+  uint64_t simhash;
+};
+constexpr ForgetText kTextA{"forget text a", 0x1111111111111111ULL};
+constexpr ForgetText kTextB{"forget text b", 0x2222222222222222ULL};
+constexpr ForgetText kTextC{"forget text c", 0x4444444444444444ULL};
+constexpr ForgetText kNearB{"forget text near b", 0x2222222222222223ULL};
+
+ContentDoc Doc(const std::string& identity, const std::string& fetched, const ForgetText& t) {
+  return Doc(identity, fetched, t.id, t.simhash);
+}
+ContentDoc Doc(const std::string& url, const ForgetText& t) { return Doc(url, url, t); }
+
+const char kO[] = "http://o.example/";
+const char kZ[] = "http://z.example/";
+const char kBUrl[] = "http://b.example/";
+const char kP[] = "http://p.example/";
+const char kQ[] = "http://q.example/";
+const char kF[] = "http://q.example/?print=1";
+const char kM1[] = "http://m1.example/";
+const char kM2[] = "http://m2.example/";
+
+ForgetResult ForgetOk(ContentStore& store, const std::string& url) {
+  absl::StatusOr<ForgetResult> r = store.Forget(url, T(2000));
+  EXPECT_THAT(r.status(), IsOk());
+  return r.ok() ? *r : ForgetResult{};
+}
+
+bool UrlStored(UrlStore& urls, const std::string& url) {
+  std::vector<std::optional<absl::Time>> out;
+  EXPECT_THAT(urls.LookupUrls({url}, &out), IsOk());
+  return !out.empty() && out[0].has_value();
+}
+
+std::vector<std::string> NewOwners(const ForgetResult& r) {
+  std::vector<std::string> owners;
+  for (const ForgetResult::ContentPromotion& p : r.contents_promoted) {
+    owners.push_back(p.new_owner_url);
+  }
+  return owners;
+}
+
+TEST_P(ContentStoreConformanceTest, ForgetOfAnUnknownUrlFindsNothing) {
+  const ForgetResult r = ForgetOk(content(), "http://unknown.example/");
+  EXPECT_FALSE(r.found());
+  EXPECT_THAT(content().Forget("", T(1)).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+// One store layout, forgotten in turn by each case (a fresh store each):
+//   text A: owner O (t=10), aliases Z (t=20) and B (t=30), so the oldest
+//           alias is not the first in byte order;
+//   text B: owner P alone (t=40);
+//   text C: owner Q (t=50) fetched from F (alias F), then aliases M2 and M1
+//           added in one batch (t=60, the same time).
+TEST_P(ContentStoreConformanceTest, ForgetRemovesAliasesAndPromotesTheOldestAlias) {
+  struct Case {
+    const char* name;
+    std::string forget;
+    uint64_t aliases_removed;
+    uint64_t contents_removed;
+    std::vector<std::string> promoted_to;  // new owners, in SHA-256 order
+    bool fetch_removed;
+    // After: each text's owner ("" when it is gone) and aliases.
+    std::string owner_a, owner_b, owner_c;
+    std::vector<std::string> aliases_a, aliases_c;
+  };
+  const std::vector<Case> cases = {
+      {"Alias", kZ, 1, 0, {}, true, kO, kP, kQ, {kBUrl}, {kM1, kM2, kF}},
+      // The oldest alias (Z, t=20) wins over the first in byte order (B).
+      {"OwnerWithAliases", kO, 0, 0, {kZ}, true, kZ, kP, kQ, {kBUrl}, {kM1, kM2, kF}},
+      {"OnlyOwner", kP, 0, 1, {}, true, kO, "", kQ, {kBUrl, kZ}, {kM1, kM2, kF}},
+      // Q's fetched URL F is its alias (t=50): the oldest.
+      {"OwnerFetchedElsewhere", kQ, 0, 0, {kF}, false, kO, kP, kF, {kBUrl, kZ}, {kM1, kM2}},
+      // The fetched URL itself: an alias with a fetch record.
+      {"FetchedAlias", kF, 1, 0, {}, true, kO, kP, kQ, {kBUrl, kZ}, {kM1, kM2}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<ContentStoreHarness> h, GetParam().make());
+    Checker check(&h->content());
+    check.Claim({Doc(kO, kTextA)}, T(10));
+    check.Claim({Doc(kZ, kTextA)}, T(20));
+    check.Claim({Doc(kBUrl, kTextA)}, T(30));
+    check.Claim({Doc(kP, kTextB)}, T(40));
+    check.Claim({Doc(kQ, kF, kTextC)}, T(50));
+    check.Claim({Doc(kM2, kTextC), Doc(kM1, kTextC)}, T(60));
+
+    const ForgetResult r = ForgetOk(h->content(), c.forget);
+    EXPECT_TRUE(r.url_found);
+    EXPECT_TRUE(r.found());
+    EXPECT_EQ(r.aliases_removed, c.aliases_removed);
+    EXPECT_EQ(r.contents_removed, c.contents_removed);
+    EXPECT_EQ(r.fetch_removed, c.fetch_removed);
+    EXPECT_EQ(NewOwners(r), c.promoted_to);
+    EXPECT_FALSE(UrlStored(h->urls(), c.forget));
+
+    // Each text as a newcomer sees it now.
+    const std::vector<std::string> none;
+    const struct {
+      const ForgetText& text;
+      const std::string& owner;
+      const std::vector<std::string>& aliases;
+    } expected[] = {{kTextA, c.owner_a, c.aliases_a},
+                    {kTextB, c.owner_b, none},
+                    {kTextC, c.owner_c, c.aliases_c}};
+    for (const auto& e : expected) {
+      SCOPED_TRACE(e.text.id);
+      const ContentOutcome out = check.Peek({Doc("http://newcomer.example/", e.text)})[0];
+      if (e.owner.empty()) {
+        EXPECT_EQ(out.verdict, ContentVerdict::kNew);
+      } else {
+        EXPECT_EQ(out.verdict, ContentVerdict::kExactDuplicate);
+        EXPECT_EQ(out.owner_url, e.owner);
+        EXPECT_EQ(out.aliases, e.aliases);
+        EXPECT_EQ(out.alias_count, e.aliases.size());
+      }
+    }
+  }
+}
+
+TEST_P(ContentStoreConformanceTest, ForgetPromotesSameTimeAliasesInUrlByteOrder) {
+  Checker c(&content());
+  c.Claim({Doc(kQ, kTextC)}, T(50));
+  c.Claim({Doc(kM2, kTextC), Doc(kM1, kTextC)}, T(60));
+  const ForgetResult r = ForgetOk(content(), kQ);
+  ASSERT_EQ(r.contents_promoted.size(), 1u);
+  EXPECT_EQ(r.contents_promoted[0].new_owner_url, kM1);
+  EXPECT_EQ(r.contents_promoted[0].sha256, Sha256(kTextC.id));
+  const ContentOutcome out = c.Peek({Doc("http://x.example/", kTextC)})[0];
+  EXPECT_EQ(out.owner_url, kM1);
+  EXPECT_THAT(out.aliases, ElementsAre(kM2));
+  EXPECT_EQ(out.alias_count, 1u);
+}
+
+TEST_P(ContentStoreConformanceTest, ForgetOfTheOnlyOwnerLeavesNoNearMatch) {
+  Checker c(&content());
+  c.Claim({Doc(kP, kTextB)}, T(40));
+  const ContentOutcome near = c.Peek({Doc("http://x.example/", kNearB)})[0];
+  ASSERT_EQ(near.verdict, ContentVerdict::kNearDuplicate);
+  ASSERT_EQ(near.owner_url, kP);
+
+  const ForgetResult r = ForgetOk(content(), kP);
+  EXPECT_EQ(r.contents_removed, 1u);
+  EXPECT_TRUE(r.fetch_removed);
+  EXPECT_EQ(c.Peek({Doc("http://x.example/", kNearB)})[0].verdict, ContentVerdict::kNew);
+  const ContentOutcome same = c.Peek({Doc(kP, kTextB)})[0];
+  EXPECT_EQ(same.verdict, ContentVerdict::kNew);
+  EXPECT_EQ(same.recrawl, RecrawlStatus::kFirstSeen);
+
+  // Re-claimed: NEW again, a fresh record, and near matches find it again.
+  const std::vector<ContentOutcome> again = c.Claim({Doc(kP, kTextB)}, T(70));
+  EXPECT_EQ(again[0].verdict, ContentVerdict::kNew);
+  EXPECT_EQ(again[0].first_seen, T(70));
+  EXPECT_EQ(c.Peek({Doc("http://x.example/", kNearB)})[0].owner_url, kP);
+}
+
+TEST_P(ContentStoreConformanceTest, ForgetOfAnOwnerOfSeveralTextsRemovesOrPromotesEach) {
+  Checker c(&content());
+  c.Claim({Doc(kP, kTextB)}, T(40));
+  c.Claim({Doc(kP, kTextC)}, T(41));  // re-crawled with another text
+  c.Claim({Doc(kO, kTextC)}, T(42));  // C has an alias, B does not
+  const ForgetResult r = ForgetOk(content(), kP);
+  EXPECT_EQ(r.contents_removed, 1u);
+  EXPECT_THAT(NewOwners(r), ElementsAre(kO));
+  EXPECT_TRUE(r.fetch_removed);
+  EXPECT_EQ(c.Peek({Doc("http://x.example/", kTextB)})[0].verdict, ContentVerdict::kNew);
+  const ContentOutcome out = c.Peek({Doc("http://x.example/", kTextC)})[0];
+  EXPECT_EQ(out.owner_url, kO);
+  EXPECT_THAT(out.aliases, IsEmpty());
+  EXPECT_EQ(out.alias_count, 0u);
+}
+
+TEST_P(ContentStoreConformanceTest, ForgottenOwnerComesBackAsAnAlias) {
+  Checker c(&content());
+  c.Claim({Doc(kO, kTextA)}, T(10));
+  c.Claim({Doc(kZ, kTextA)}, T(20));
+  EXPECT_THAT(NewOwners(ForgetOk(content(), kO)), ElementsAre(kZ));
+  EXPECT_FALSE(UrlStored(urls(), kO));
+  const std::vector<ContentOutcome> out = c.Claim({Doc(kO, kTextA)}, T(30));
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kExactDuplicate);
+  EXPECT_EQ(out[0].owner_url, kZ);
+  EXPECT_THAT(out[0].aliases, ElementsAre(kO));
+  EXPECT_EQ(out[0].recrawl, RecrawlStatus::kFirstSeen);
+  EXPECT_TRUE(UrlStored(urls(), kO));
+  // Forgetting it again finds it as an alias only.
+  const ForgetResult again = ForgetOk(content(), kO);
+  EXPECT_EQ(again.aliases_removed, 1u);
+  EXPECT_THAT(again.contents_promoted, IsEmpty());
+}
+
 }  // namespace
 }  // namespace dedupd::testing

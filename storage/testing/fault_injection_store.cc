@@ -149,6 +149,18 @@ absl::Status FaultInjectionStore::CheckContent(absl::Span<const ContentDoc> docs
   });
 }
 
+absl::StatusOr<ForgetResult> FaultInjectionStore::Forget(const std::string& normalized_url,
+                                                         absl::Time now) {
+  if (content_ == nullptr) return NoStore("content");
+  absl::StatusOr<ForgetResult> result;
+  absl::Status s = Run(StoreOp::kContentWrite, [&] {
+    result = content_->Forget(normalized_url, now);
+    return result.status();
+  });
+  if (!s.ok()) return s;
+  return result;
+}
+
 absl::Status FaultInjectionStore::CheckChunks(const ChunkDocument& doc, bool claim,
                                               absl::Time now, ChunkAnswer* answer) {
   if (chunks_ == nullptr) return NoStore("chunk");

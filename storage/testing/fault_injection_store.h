@@ -63,7 +63,7 @@ enum class StoreOp : uint32_t {
   kUrlRead = 0,      // UrlStore::LookupUrls
   kUrlWrite = 1,     // UrlStore::ClaimUrls
   kContentRead = 2,  // ContentStore::CheckContent with claim = false
-  kContentWrite = 3, // ContentStore::CheckContent with claim = true
+  kContentWrite = 3, // ContentStore::CheckContent with claim = true; Forget
   kChunkRead = 4,    // ChunkStore::CheckChunks with claim = false
   kChunkWrite = 5,   // ChunkStore::CheckChunks with claim = true
 };
@@ -183,6 +183,9 @@ class FaultInjectionStore final : public UrlStore, public ContentStore, public C
   absl::Status CheckContent(absl::Span<const ContentDoc> docs, bool claim,
                             const ContentLimits& limits, absl::Time now,
                             std::vector<ContentOutcome>* outcomes) override;
+  // Forget is a content write (StoreOp::kContentWrite).
+  absl::StatusOr<ForgetResult> Forget(const std::string& normalized_url,
+                                      absl::Time now) override;
   absl::Status CheckChunks(const ChunkDocument& doc, bool claim, absl::Time now,
                            ChunkAnswer* answer) override;
 

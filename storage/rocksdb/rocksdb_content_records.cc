@@ -1,0 +1,197 @@
+// RocksDbStore: the content layer (CheckContent) and its planner's reader.
+
+#include "storage/rocksdb/rocksdb_store_internal.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+
+namespace dedupd {
+
+// The planner's view of the store: reads of one snapshot, taken after the
+// batch's claim locks (when claiming), so it holds every write of the calls
+// that held them before. Nothing else writes the locked keys (content,
+// fetch and URL records) while the batch runs; the snapshot also keeps the
+// records of *other* texts that a near match resolves (fingerprint, content
+// record) consistent while Forget deletes texts. The index is not part of
+// the snapshot: QueryNear drops the matches whose fingerprint record the
+// snapshot lacks (texts written after it, or deleted by a Forget that has
+// not updated the index yet), as ChunkReader does.
+class RocksDbStore::ContentReader final : public ContentStateReader {
+ public:
+  ContentReader(Impl* impl, rocksdb::DB* db, const rocksdb::Snapshot* snapshot)
+      : impl_(impl),
+        urls_family_(db->DefaultColumnFamily()),
+        reads_(db, impl->content_cf, snapshot, kAction, impl->options.path) {}
+
+  absl::StatusOr<std::optional<ContentRecord>> GetContent(
+      const Sha256Digest& sha) override {
+    std::string value;
+    DEDUPD_ASSIGN_OR_RETURN(bool found, reads_.Get(fmt::EncodeContentKey(sha), &value));
+    if (!found) return std::nullopt;
+    absl::StatusOr<ContentRecord> v = fmt::DecodeContentValue(value);
+    if (!v.ok()) {
+      return reads_.Damaged("content record of text " + Sha256Hex(sha), v.status());
+    }
+    return *std::move(v);
+  }
+  absl::StatusOr<bool> HasAlias(const Sha256Digest& sha,
+                                absl::string_view url) override {
+    std::string value;
+    return reads_.Get(fmt::EncodeAliasKey(sha, url), &value);
+  }
+  absl::StatusOr<std::vector<std::string>> ListAliases(const Sha256Digest& sha,
+                                                       size_t limit) override {
+    std::vector<std::string> out;
+    const std::string prefix = fmt::EncodeAliasPrefix(sha);
+    std::unique_ptr<rocksdb::Iterator> it = reads_.NewIterator(/*upper=*/nullptr);
+    for (it->Seek(prefix); it->Valid() && out.size() < limit; it->Next()) {
+      const absl::string_view key(it->key().data(), it->key().size());
+      if (!absl::StartsWith(key, prefix)) break;
+      absl::StatusOr<absl::string_view> url = fmt::DecodeAliasKeyUrl(key);
+      if (!url.ok()) {
+        return reads_.Damaged("alias list of text " + Sha256Hex(sha), url.status());
+      }
+      out.emplace_back(*url);
+    }
+    if (!it->status().ok()) return reads_.Failed(it->status());
+    return out;
+  }
+  absl::StatusOr<std::optional<FetchRecord>> GetFetch(
+      absl::string_view url) override {
+    std::string value;
+    DEDUPD_ASSIGN_OR_RETURN(bool found, reads_.Get(fmt::EncodeFetchKey(url), &value));
+    if (!found) return std::nullopt;
+    absl::StatusOr<FetchRecord> v = fmt::DecodeFetchValue(value);
+    if (!v.ok()) {
+      return reads_.Damaged(absl::StrCat("fetch record of \"", PrintableKey(url), "\""),
+                            v.status());
+    }
+    return *v;
+  }
+  absl::StatusOr<bool> HasUrl(absl::string_view url) override {
+    std::string value;
+    return reads_.Get(fmt::EncodeUrlKey(url), &value, urls_family_);
+  }
+  std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance,
+                                             size_t limit, size_t* total) override {
+    return reads_.KeepInSnapshot(
+        impl_->index->Query(simhash, max_distance, limit, total),
+        [this](uint32_t id) { return ReadFingerprint(id); }, total);
+  }
+  absl::StatusOr<FingerprintRecord> GetFingerprint(uint32_t doc_id) override {
+    return reads_.CachedFingerprint(
+        doc_id, [this](uint32_t id) { return ReadFingerprint(id); },
+        absl::StrCat("index entry ", doc_id, " has no fingerprint record"));
+  }
+  absl::StatusOr<uint32_t> AllocateDocId() override {
+    return impl_->AllocateIndexId(&impl_->next_doc_id, kAction, "text");
+  }
+
+ private:
+  static constexpr absl::string_view kAction = "check content in store";
+
+  absl::StatusOr<std::optional<FingerprintRecord>> ReadFingerprint(uint32_t doc_id) {
+    std::string value;
+    DEDUPD_ASSIGN_OR_RETURN(bool found,
+                            reads_.Get(fmt::EncodeFingerprintKey(doc_id), &value));
+    if (!found) return std::nullopt;
+    absl::StatusOr<FingerprintRecord> v = fmt::DecodeFingerprintValue(value);
+    if (!v.ok()) return reads_.Damaged(absl::StrCat("fingerprint ", doc_id), v.status());
+    return *v;
+  }
+
+  Impl* const impl_;
+  rocksdb::ColumnFamilyHandle* const urls_family_;
+  SnapshotReads reads_;
+};
+
+absl::Status RocksDbStore::CheckContent(absl::Span<const ContentDoc> docs,
+                                        bool claim, const ContentLimits& limits,
+                                        absl::Time now,
+                                        std::vector<ContentOutcome>* outcomes) {
+  constexpr absl::string_view kAction = "check content in store";
+  outcomes->clear();
+  if (docs.empty()) return absl::OkStatus();
+  DEDUPD_RETURN_IF_ERROR(CheckContentDocs(docs, max_near_distance()));
+
+  // The keys a claim reads and writes, locked for the whole batch: the
+  // texts' content records (first writer wins, alias counts), the fetched
+  // URLs' fetch records, and both URLs' seen-set records (the same locks
+  // ClaimUrls takes, so exactly one of a content claim and a URL claim
+  // records a URL). Alias records change only under their text's lock.
+  std::vector<std::string> keys;
+  std::vector<absl::string_view> locked;
+  if (claim) {
+    keys.reserve(docs.size() * 4);
+    for (const ContentDoc& d : docs) {
+      keys.push_back(fmt::EncodeContentKey(d.sha256));
+      keys.push_back(fmt::EncodeFetchKey(d.fetched_url));
+      keys.push_back(fmt::EncodeUrlKey(d.identity_url));
+      keys.push_back(fmt::EncodeUrlKey(d.fetched_url));
+    }
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    locked.assign(keys.begin(), keys.end());
+  }
+
+  absl::ReaderMutexLock lifecycle(&impl_->mu);
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
+  const KeyLocks locks(&impl_->key_locks, std::move(locked));
+  // After the locks: see ContentReader.
+  rocksdb::ManagedSnapshot snapshot(db);
+  ContentReader reader(impl_.get(), db, snapshot.snapshot());
+  ContentPlan plan;
+  DEDUPD_RETURN_IF_ERROR(PlanContentBatch(docs, claim, limits, now, &reader, &plan));
+  const ContentMutations& m = plan.mutations;
+  if (claim && !m.empty()) {
+    rocksdb::WriteBatch batch;
+    rocksdb::Status s;
+    auto put = [&](const std::string& k, const std::string& v) {
+      if (s.ok()) s = batch.Put(impl_->content_cf, k, v);
+    };
+    for (const auto& [sha, r] : m.contents) {
+      put(fmt::EncodeContentKey(sha), fmt::EncodeContentValue(r));
+    }
+    for (const ContentMutations::Alias& a : m.aliases) {
+      put(fmt::EncodeAliasKey(a.sha256, a.url), fmt::EncodeAliasValue(a.added));
+    }
+    for (const auto& [url, f] : m.fetches) {
+      put(fmt::EncodeFetchKey(url), fmt::EncodeFetchValue(f));
+    }
+    for (const auto& [url, t] : m.urls) {
+      if (s.ok()) s = batch.Put(fmt::EncodeUrlKey(url), fmt::EncodeUrlValue(t));
+    }
+    for (const auto& [id, fp] : m.fingerprints) {
+      put(fmt::EncodeFingerprintKey(id),
+          fmt::EncodeFingerprintValue(fp.simhash, fp.sha256));
+    }
+    if (!s.ok()) return FromRocksDbStatus(s, kAction, impl_->options.path);
+    DEDUPD_RETURN_IF_ERROR(impl_->BeforeWrite(db, kAction));
+    s = db->Write(impl_->write_options, &batch);
+    if (!s.ok()) return impl_->WriteFailed(s, kAction);
+    // Only after the write: the index never names a text the store lacks.
+    for (const auto& [id, fp] : m.fingerprints) impl_->index->Insert(fp.simhash, id);
+    // The URL records, to the URL filter while their claim locks are held
+    // (as ClaimUrls does).
+    if (!m.urls.empty()) {
+      std::vector<uint64_t> url_hashes;
+      url_hashes.reserve(m.urls.size());
+      for (const auto& [url, t] : m.urls) {
+        url_hashes.push_back(UrlFilterFront::KeyHash(fmt::EncodeUrlKey(url)));
+      }
+      impl_->url_front->Inserted(url_hashes);
+    }
+  }
+  *outcomes = std::move(plan.outcomes);
+  return absl::OkStatus();
+}
+
+int RocksDbStore::max_near_distance() const {
+  return impl_->options.simhash_max_distance;
+}
+
+}  // namespace dedupd
