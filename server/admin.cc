@@ -34,9 +34,6 @@ google::protobuf::Duration ToDuration(absl::Duration d) {
       absl::ToInt64Microseconds(d));
 }
 
-// HexOf is Sha256Hex under the name the Forget code uses.
-std::string HexOf(const Sha256Digest& d) { return Sha256Hex(d); }
-
 // The bytes of every regular file under `dir` (hard links count in full).
 uint64_t TreeBytes(const fs::path& dir) {
   uint64_t bytes = 0;
@@ -260,7 +257,7 @@ absl::Status AdminOps::Forget(const v1::ForgetRequest& request,
     out->set_contents_removed(r.contents_removed);
     for (const ForgetResult::ContentPromotion& p : r.contents_promoted) {
       v1::ContentPromotion* c = out->add_contents_promoted();
-      c->set_content_hash(HexOf(p.sha256));
+      c->set_content_hash(Sha256Hex(p.sha256));
       c->set_new_owner_url(p.new_owner_url);
     }
     out->set_chunk_manifest_removed(r.chunk_manifest_removed);
@@ -268,7 +265,7 @@ absl::Status AdminOps::Forget(const v1::ForgetRequest& request,
     out->set_chunk_texts_removed(r.chunk_texts_removed);
     for (const ForgetResult::ChunkPromotion& p : r.chunk_owners_promoted) {
       v1::ChunkPromotion* c = out->add_chunk_owners_promoted();
-      c->set_chunk_hash(HexOf(p.sha256));
+      c->set_chunk_hash(Sha256Hex(p.sha256));
       c->set_new_owner_document_url(p.new_owner_document_url);
       c->set_new_owner_chunk_id(p.new_owner_chunk_id);
     }
