@@ -15,6 +15,8 @@ packages=(
   # toolchain
   build-essential cmake ninja-build pkg-config git ca-certificates
   clang libclang-rt-14-dev llvm
+  # the format check of the test suite (scripts/check_format.sh)
+  clang-format
   # gRPC + Protobuf (API, server, client)
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # Abseil (status, strings, flags, synchronization)
