@@ -109,8 +109,7 @@ class AdminClientTest : public ::testing::Test {
     options.initial_backoff = absl::Milliseconds(1);
     options.max_backoff = absl::Milliseconds(5);
     options.bearer_token = token;
-    ASSERT_OK_AND_ASSIGN(client_,
-                         DedupClient::Connect(absl::StrCat("127.0.0.1:", port_), options));
+    ASSERT_OK_AND_ASSIGN(client_, DedupClient::Connect(absl::StrCat("127.0.0.1:", port_), options));
   }
   void TearDown() override { server_->Shutdown(); }
 
@@ -142,12 +141,13 @@ TEST_F(AdminClientTest, ExportDeliversEveryMessageInOrder) {
   std::vector<std::string> urls;
   ASSERT_THAT(client_->AdminExport(v1::ExportRequest(),
                                    [&](const v1::ExportResponse& m) {
-                                     for (const auto& r : m.records()) urls.push_back(r.url().url());
+                                     for (const auto& r : m.records())
+                                       urls.push_back(r.url().url());
                                      return absl::OkStatus();
                                    }),
               IsOk());
-  EXPECT_EQ(urls, (std::vector<std::string>{"http://e/0", "http://e/1", "http://e/2",
-                                            "http://e/3", "http://e/4"}));
+  EXPECT_EQ(urls, (std::vector<std::string>{"http://e/0", "http://e/1", "http://e/2", "http://e/3",
+                                            "http://e/4"}));
 }
 
 TEST_F(AdminClientTest, ReaderErrorCancelsTheStreamAndIsReturned) {

@@ -28,8 +28,7 @@ constexpr size_t kItemFramingBytes = 6;
 // FromGrpcStatus is the one place a grpc::Status becomes an absl::Status:
 // same code (the numeric values are the same by design), message prefixed
 // with the RPC's method name so that the caller knows which call failed.
-absl::Status FromGrpcStatus(const grpc::Status& status,
-                            absl::string_view method) {
+absl::Status FromGrpcStatus(const grpc::Status& status, absl::string_view method) {
   if (status.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
                       absl::StrCat(method, ": ", status.error_message()));
@@ -37,8 +36,7 @@ absl::Status FromGrpcStatus(const grpc::Status& status,
 
 // The wait before retry number `retry` (1 for the first retry): exponential,
 // capped, then jittered by +/-20% (as gRPC's own connection backoff does).
-absl::Duration Backoff(const ClientOptions& options, int retry,
-                       absl::BitGen& gen) {
+absl::Duration Backoff(const ClientOptions& options, int retry, absl::BitGen& gen) {
   absl::Duration wait = options.initial_backoff;
   for (int i = 1; i < retry && wait < options.max_backoff; ++i) {
     wait *= options.backoff_multiplier;
@@ -71,9 +69,8 @@ bool ValidToken(absl::string_view token) {
 // the tls_* files, else plaintext.
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
     const ClientOptions& options) {
-  const bool tls = options.tls || !options.tls_ca_file.empty() ||
-                   !options.tls_cert_file.empty() || !options.tls_key_file.empty() ||
-                   !options.tls_server_name.empty();
+  const bool tls = options.tls || !options.tls_ca_file.empty() || !options.tls_cert_file.empty() ||
+                   !options.tls_key_file.empty() || !options.tls_server_name.empty();
   if (options.credentials != nullptr) {
     if (tls) {
       return absl::InvalidArgumentError(
@@ -96,8 +93,7 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials
     absl::StatusOr<std::string> cert =
         ReadNamedFile("connect: TLS certificate file", options.tls_cert_file);
     if (!cert.ok()) return cert.status();
-    absl::StatusOr<std::string> key =
-        ReadNamedFile("connect: TLS key file", options.tls_key_file);
+    absl::StatusOr<std::string> key = ReadNamedFile("connect: TLS key file", options.tls_key_file);
     if (!key.ok()) return key.status();
     ssl.pem_cert_chain = *std::move(cert);
     ssl.pem_private_key = *std::move(key);
@@ -114,10 +110,11 @@ absl::StatusOr<std::string> ReadBearerTokenFile(const std::string& path) {
     token->pop_back();
   }
   if (!ValidToken(*token)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "token file ", path,
-        token->empty() ? ": the file is empty" : ": want one token of printable ASCII "
-                                                 "without spaces"));
+    return absl::InvalidArgumentError(absl::StrCat("token file ", path,
+                                                   token->empty()
+                                                       ? ": the file is empty"
+                                                       : ": want one token of printable ASCII "
+                                                         "without spaces"));
   }
   return token;
 }
@@ -128,24 +125,21 @@ struct DedupClient::Rpc {
   std::unique_ptr<dedupd::v1::Admin::Stub> admin;
 };
 
-absl::StatusOr<std::unique_ptr<DedupClient>> DedupClient::Connect(
-    const std::string& address, const ClientOptions& options) {
+absl::StatusOr<std::unique_ptr<DedupClient>> DedupClient::Connect(const std::string& address,
+                                                                  const ClientOptions& options) {
   if (address.empty()) {
     return absl::InvalidArgumentError("connect: empty server address");
   }
-  if (options.deadline <= absl::ZeroDuration() ||
-      options.deadline == absl::InfiniteDuration()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("connect: deadline must be finite and > 0, got ",
-                     absl::FormatDuration(options.deadline)));
+  if (options.deadline <= absl::ZeroDuration() || options.deadline == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat("connect: deadline must be finite and > 0, got ",
+                                                   absl::FormatDuration(options.deadline)));
   }
   if (options.max_attempts < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "connect: max_attempts must be >= 1, got ", options.max_attempts));
+    return absl::InvalidArgumentError(
+        absl::StrCat("connect: max_attempts must be >= 1, got ", options.max_attempts));
   }
   if (options.initial_backoff < absl::ZeroDuration() ||
-      options.max_backoff < options.initial_backoff ||
-      !(options.backoff_multiplier >= 1.0)) {
+      options.max_backoff < options.initial_backoff || !(options.backoff_multiplier >= 1.0)) {
     return absl::InvalidArgumentError(
         "connect: backoff needs 0 <= initial_backoff <= max_backoff and "
         "backoff_multiplier >= 1");
@@ -198,17 +192,17 @@ void PrepareContext(const ClientOptions& options, grpc::ClientContext* context) 
 // CallWithRetry runs `attempt` (one RPC with a fresh context whose deadline
 // is options.deadline from now) until it answers anything but UNAVAILABLE
 // or max_attempts are used up, sleeping Backoff() between attempts.
-absl::Status CallWithRetry(
-    const ClientOptions& options, absl::string_view method, absl::BitGen& gen,
-    const std::function<grpc::Status(grpc::ClientContext*)>& attempt) {
+absl::Status CallWithRetry(const ClientOptions& options, absl::string_view method,
+                           absl::BitGen& gen,
+                           const std::function<grpc::Status(grpc::ClientContext*)>& attempt) {
   for (int n = 1;; ++n) {
     grpc::ClientContext context;
     PrepareContext(options, &context);
     absl::Status status = FromGrpcStatus(attempt(&context), method);
     if (!absl::IsUnavailable(status)) return status;
     if (n >= options.max_attempts) {
-      return absl::UnavailableError(absl::StrCat(
-          status.message(), " (gave up after ", n, " attempts)"));
+      return absl::UnavailableError(
+          absl::StrCat(status.message(), " (gave up after ", n, " attempts)"));
     }
     absl::SleepFor(Backoff(options, n, gen));
   }
@@ -220,10 +214,9 @@ absl::Status CallWithRetry(
 // order. `rpc` is the stub method.
 template <typename Request, typename Response, typename Item, typename Result>
 absl::StatusOr<std::vector<Result>> CheckBatched(
-    const ClientOptions& options, absl::string_view method,
-    absl::Span<const Item> items, dedupd::v1::ClaimMode mode,
-    const std::function<grpc::Status(grpc::ClientContext*, const Request&,
-                                     Response*)>& rpc,
+    const ClientOptions& options, absl::string_view method, absl::Span<const Item> items,
+    dedupd::v1::ClaimMode mode,
+    const std::function<grpc::Status(grpc::ClientContext*, const Request&, Response*)>& rpc,
     const ProgressCallback& progress) {
   std::vector<Result> results;
   results.reserve(items.size());
@@ -235,11 +228,10 @@ absl::StatusOr<std::vector<Result>> CheckBatched(
     Request request;
     request.set_mode(mode);
     size_t bytes = 0;
-    while (next < items.size() && static_cast<size_t>(request.items_size()) <
-                                      options.max_items_per_request) {
+    while (next < items.size() &&
+           static_cast<size_t>(request.items_size()) < options.max_items_per_request) {
       const size_t item_bytes = items[next].ByteSizeLong() + kItemFramingBytes;
-      if (request.items_size() > 0 &&
-          bytes + item_bytes > options.max_request_bytes) {
+      if (request.items_size() > 0 && bytes + item_bytes > options.max_request_bytes) {
         break;
       }
       bytes += item_bytes;
@@ -248,17 +240,15 @@ absl::StatusOr<std::vector<Result>> CheckBatched(
     }
 
     Response response;
-    absl::Status status =
-        CallWithRetry(options, method, gen, [&](grpc::ClientContext* context) {
-          response.Clear();
-          return rpc(context, request, &response);
-        });
+    absl::Status status = CallWithRetry(options, method, gen, [&](grpc::ClientContext* context) {
+      response.Clear();
+      return rpc(context, request, &response);
+    });
     if (!status.ok()) return status;
 
     if (response.results_size() != request.items_size()) {
-      return absl::InternalError(
-          absl::StrCat(method, ": server answered ", response.results_size(),
-                       " results for ", request.items_size(), " items"));
+      return absl::InternalError(absl::StrCat(method, ": server answered ", response.results_size(),
+                                              " results for ", request.items_size(), " items"));
     }
     for (Result& result : *response.mutable_results()) {
       results.push_back(std::move(result));
@@ -277,25 +267,21 @@ absl::StatusOr<std::vector<dedupd::v1::UrlResult>> DedupClient::CheckUrls(
   return CheckBatched<dedupd::v1::CheckUrlRequest, dedupd::v1::CheckUrlResponse,
                       dedupd::v1::UrlItem, dedupd::v1::UrlResult>(
       options_, "CheckUrl", items, mode,
-      [stub](grpc::ClientContext* context,
-             const dedupd::v1::CheckUrlRequest& request,
+      [stub](grpc::ClientContext* context, const dedupd::v1::CheckUrlRequest& request,
              dedupd::v1::CheckUrlResponse* response) {
         return stub->CheckUrl(context, request, response);
       },
       progress);
 }
 
-absl::StatusOr<std::vector<dedupd::v1::ContentResult>>
-DedupClient::CheckContent(absl::Span<const dedupd::v1::ContentItem> items,
-                          dedupd::v1::ClaimMode mode,
-                          const ProgressCallback& progress) const {
+absl::StatusOr<std::vector<dedupd::v1::ContentResult>> DedupClient::CheckContent(
+    absl::Span<const dedupd::v1::ContentItem> items, dedupd::v1::ClaimMode mode,
+    const ProgressCallback& progress) const {
   dedupd::v1::Dedup::Stub* stub = rpc_->stub.get();
-  return CheckBatched<dedupd::v1::CheckContentRequest,
-                      dedupd::v1::CheckContentResponse,
+  return CheckBatched<dedupd::v1::CheckContentRequest, dedupd::v1::CheckContentResponse,
                       dedupd::v1::ContentItem, dedupd::v1::ContentResult>(
       options_, "CheckContent", items, mode,
-      [stub](grpc::ClientContext* context,
-             const dedupd::v1::CheckContentRequest& request,
+      [stub](grpc::ClientContext* context, const dedupd::v1::CheckContentRequest& request,
              dedupd::v1::CheckContentResponse* response) {
         return stub->CheckContent(context, request, response);
       },
@@ -307,16 +293,14 @@ absl::StatusOr<dedupd::v1::CheckChunksResponse> DedupClient::CheckChunks(
   constexpr absl::string_view kMethod = "CheckChunks";
   dedupd::v1::CheckChunksResponse response;
   absl::BitGen gen;
-  absl::Status status =
-      CallWithRetry(options_, kMethod, gen, [&](grpc::ClientContext* context) {
-        response.Clear();
-        return rpc_->stub->CheckChunks(context, request, &response);
-      });
+  absl::Status status = CallWithRetry(options_, kMethod, gen, [&](grpc::ClientContext* context) {
+    response.Clear();
+    return rpc_->stub->CheckChunks(context, request, &response);
+  });
   if (!status.ok()) return status;
   if (response.results_size() != request.chunks_size()) {
-    return absl::InternalError(absl::StrCat(kMethod, ": server answered ",
-                                            response.results_size(), " results for ",
-                                            request.chunks_size(), " chunks"));
+    return absl::InternalError(absl::StrCat(kMethod, ": server answered ", response.results_size(),
+                                            " results for ", request.chunks_size(), " chunks"));
   }
   return response;
 }
@@ -371,8 +355,7 @@ absl::StatusOr<dedupd::v1::ForgetResponse> DedupClient::AdminForget(
 
 absl::Status DedupClient::AdminExport(
     const dedupd::v1::ExportRequest& request,
-    const std::function<absl::Status(const dedupd::v1::ExportResponse&)>& on_message)
-    const {
+    const std::function<absl::Status(const dedupd::v1::ExportResponse&)>& on_message) const {
   grpc::ClientContext context;
   PrepareContext(options_, &context);  // the token too (no retry here)
   std::unique_ptr<grpc::ClientReader<dedupd::v1::ExportResponse>> reader =

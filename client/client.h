@@ -137,8 +137,8 @@ class DedupClient {
   //   ClientOptions options;
   //   options.deadline = absl::Seconds(5);
   //   auto client = DedupClient::Connect("127.0.0.1:7000", options);
-  static absl::StatusOr<std::unique_ptr<DedupClient>> Connect(
-      const std::string& address, const ClientOptions& options);
+  static absl::StatusOr<std::unique_ptr<DedupClient>> Connect(const std::string& address,
+                                                              const ClientOptions& options);
 
   ~DedupClient();
   DedupClient(const DedupClient&) = delete;
@@ -200,8 +200,7 @@ class DedupClient {
   // `progress`, when set, is called after each request is answered.
   // Complexity: ceil(items / max_items_per_request) RPCs at least.
   absl::StatusOr<std::vector<dedupd::v1::ContentResult>> CheckContent(
-      absl::Span<const dedupd::v1::ContentItem> items,
-      dedupd::v1::ClaimMode mode,
+      absl::Span<const dedupd::v1::ContentItem> items, dedupd::v1::ClaimMode mode,
       const ProgressCallback& progress = nullptr) const;
 
   // CheckChunks sends one document's chunks (`request`: document_url,
@@ -253,8 +252,7 @@ class DedupClient {
   // (ClientOptions::deadline) covers the whole stream.
   absl::Status AdminExport(
       const dedupd::v1::ExportRequest& request,
-      const std::function<absl::Status(const dedupd::v1::ExportResponse&)>&
-          on_message) const;
+      const std::function<absl::Status(const dedupd::v1::ExportResponse&)>& on_message) const;
 
   const ClientOptions& options() const { return options_; }
 

@@ -14,8 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "client/testing/fake_dedup_service.h"
-#include "grpcpp/security/credentials.h"
 #include "gmock/gmock.h"
+#include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
 
@@ -39,8 +39,8 @@ ClientOptions FastOptions() {
   return options;
 }
 
-std::vector<dedupd::v1::UrlItem> Items(
-    size_t n, absl::string_view prefix = "https://example.com/") {
+std::vector<dedupd::v1::UrlItem> Items(size_t n,
+                                       absl::string_view prefix = "https://example.com/") {
   std::vector<dedupd::v1::UrlItem> items(n);
   for (size_t i = 0; i < n; ++i) items[i].set_url(absl::StrCat(prefix, i));
   return items;
@@ -48,9 +48,7 @@ std::vector<dedupd::v1::UrlItem> Items(
 
 class ClientTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    ASSERT_OK_AND_ASSIGN(server_, FakeDedupServer::Start());
-  }
+  void SetUp() override { ASSERT_OK_AND_ASSIGN(server_, FakeDedupServer::Start()); }
 
   std::unique_ptr<DedupClient> Connect(const ClientOptions& options) {
     absl::StatusOr<std::unique_ptr<DedupClient>> client =
@@ -73,8 +71,7 @@ void PrintTo(const BatchCase& c, std::ostream* os) {
   *os << c.items << " items, max " << c.max_items;
 }
 
-class ClientBatchingTest : public ClientTest,
-                           public ::testing::WithParamInterface<BatchCase> {};
+class ClientBatchingTest : public ClientTest, public ::testing::WithParamInterface<BatchCase> {};
 
 TEST_P(ClientBatchingTest, SplitsIntoCeilRequestsAndKeepsOrder) {
   const BatchCase& c = GetParam();
@@ -85,12 +82,12 @@ TEST_P(ClientBatchingTest, SplitsIntoCeilRequestsAndKeepsOrder) {
   const std::vector<dedupd::v1::UrlItem> items = Items(c.items);
 
   std::vector<size_t> progress;
-  ASSERT_OK_AND_ASSIGN(std::vector<dedupd::v1::UrlResult> results,
-                       client->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM,
-                                         [&](size_t done, size_t total) {
-                                           EXPECT_EQ(total, c.items);
-                                           progress.push_back(done);
-                                         }));
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<dedupd::v1::UrlResult> results,
+      client->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM, [&](size_t done, size_t total) {
+        EXPECT_EQ(total, c.items);
+        progress.push_back(done);
+      }));
 
   const std::vector<FakeDedupService::Call> calls = fake().calls();
   ASSERT_THAT(calls, SizeIs(c.want_requests));
@@ -105,8 +102,7 @@ TEST_P(ClientBatchingTest, SplitsIntoCeilRequestsAndKeepsOrder) {
   ASSERT_THAT(sent, SizeIs(c.items));
   for (size_t i = 0; i < c.items; ++i) {
     EXPECT_EQ(sent[i], items[i].url()) << "request order at " << i;
-    EXPECT_EQ(results[i].normalized_url(), items[i].url())
-        << "result order at " << i;
+    EXPECT_EQ(results[i].normalized_url(), items[i].url()) << "result order at " << i;
     EXPECT_EQ(results[i].verdict(), dedupd::v1::URL_VERDICT_NEW);
   }
   ASSERT_THAT(progress, SizeIs(c.want_requests));
@@ -115,15 +111,14 @@ TEST_P(ClientBatchingTest, SplitsIntoCeilRequestsAndKeepsOrder) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Table, ClientBatchingTest,
-    ::testing::Values(BatchCase{0, 3, 0}, BatchCase{1, 3, 1},
-                      BatchCase{3, 3, 1}, BatchCase{4, 3, 2},
-                      BatchCase{10, 3, 4}, BatchCase{7, 1, 7},
-                      BatchCase{2500, 1000, 3}, BatchCase{1000, 1000, 1}),
-    [](const ::testing::TestParamInfo<BatchCase>& info) {
-      return absl::StrCat(info.param.items, "ItemsMax", info.param.max_items);
-    });
+INSTANTIATE_TEST_SUITE_P(Table, ClientBatchingTest,
+                         ::testing::Values(BatchCase{0, 3, 0}, BatchCase{1, 3, 1},
+                                           BatchCase{3, 3, 1}, BatchCase{4, 3, 2},
+                                           BatchCase{10, 3, 4}, BatchCase{7, 1, 7},
+                                           BatchCase{2500, 1000, 3}, BatchCase{1000, 1000, 1}),
+                         [](const ::testing::TestParamInfo<BatchCase>& info) {
+                           return absl::StrCat(info.param.items, "ItemsMax", info.param.max_items);
+                         });
 
 TEST_F(ClientTest, DefaultOptionsAreDocumentedValues) {
   const ClientOptions options;
@@ -161,17 +156,13 @@ TEST_F(ClientTest, SendsModeAndBaseUrl) {
   std::vector<dedupd::v1::UrlItem> items = Items(1);
   items[0].set_base_url("https://example.com/dir/");
 
-  ASSERT_OK_AND_ASSIGN(auto peek,
-                       client->CheckUrls(items, dedupd::v1::CLAIM_MODE_PEEK));
-  ASSERT_OK_AND_ASSIGN(auto claim,
-                       client->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM));
-  ASSERT_OK_AND_ASSIGN(auto again,
-                       client->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM));
+  ASSERT_OK_AND_ASSIGN(auto peek, client->CheckUrls(items, dedupd::v1::CLAIM_MODE_PEEK));
+  ASSERT_OK_AND_ASSIGN(auto claim, client->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM));
+  ASSERT_OK_AND_ASSIGN(auto again, client->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM));
   EXPECT_EQ(peek[0].verdict(), dedupd::v1::URL_VERDICT_NEW);
   EXPECT_EQ(claim[0].verdict(), dedupd::v1::URL_VERDICT_NEW);
   EXPECT_EQ(again[0].verdict(), dedupd::v1::URL_VERDICT_SEEN);
-  EXPECT_EQ(again[0].first_seen_time().seconds(),
-            FakeDedupService::kFirstSeenSeconds);
+  EXPECT_EQ(again[0].first_seen_time().seconds(), FakeDedupService::kFirstSeenSeconds);
 
   const std::vector<FakeDedupService::Call> calls = fake().calls();
   ASSERT_THAT(calls, SizeIs(3));
@@ -185,8 +176,7 @@ TEST_F(ClientTest, InvalidItemIsAResultNotAnError) {
   ASSERT_NE(client, nullptr);
   std::vector<dedupd::v1::UrlItem> items = Items(3);
   items[1].set_url("bad:url");
-  ASSERT_OK_AND_ASSIGN(auto results,
-                       client->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM));
+  ASSERT_OK_AND_ASSIGN(auto results, client->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM));
   ASSERT_THAT(results, SizeIs(3));
   EXPECT_EQ(results[1].verdict(), dedupd::v1::URL_VERDICT_INVALID);
   EXPECT_EQ(results[1].error(), "fake: invalid url");
@@ -199,16 +189,14 @@ TEST_F(ClientTest, UnavailableIsRetriedThenSucceeds) {
   fake().FailNext(absl::UnavailableError("restarting"));
   fake().FailNext(absl::UnavailableError("restarting"));
 
-  ASSERT_OK_AND_ASSIGN(
-      auto results, client->CheckUrls(Items(2), dedupd::v1::CLAIM_MODE_CLAIM));
+  ASSERT_OK_AND_ASSIGN(auto results, client->CheckUrls(Items(2), dedupd::v1::CLAIM_MODE_CLAIM));
   EXPECT_THAT(results, SizeIs(2));
   const std::vector<FakeDedupService::Call> calls = fake().calls();
   ASSERT_THAT(calls, SizeIs(3));
   EXPECT_EQ(calls[2].urls, calls[0].urls);  // the same request, resent
 }
 
-class ClientMaxAttemptsTest : public ClientTest,
-                              public ::testing::WithParamInterface<int> {};
+class ClientMaxAttemptsTest : public ClientTest, public ::testing::WithParamInterface<int> {};
 
 TEST_P(ClientMaxAttemptsTest, UnavailableSurfacesAfterMaxAttempts) {
   const int max_attempts = GetParam();
@@ -220,21 +208,17 @@ TEST_P(ClientMaxAttemptsTest, UnavailableSurfacesAfterMaxAttempts) {
     fake().FailNext(absl::UnavailableError("overloaded node"));
   }
 
-  EXPECT_THAT(
-      client->CheckUrls(Items(3), dedupd::v1::CLAIM_MODE_CLAIM),
-      StatusIs(
-          absl::StatusCode::kUnavailable,
-          AllOf(StartsWith("CheckUrl: overloaded node"),
-                HasSubstr(absl::StrCat("after ", max_attempts, " attempts")))));
+  EXPECT_THAT(client->CheckUrls(Items(3), dedupd::v1::CLAIM_MODE_CLAIM),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       AllOf(StartsWith("CheckUrl: overloaded node"),
+                             HasSubstr(absl::StrCat("after ", max_attempts, " attempts")))));
   EXPECT_THAT(fake().calls(), SizeIs(max_attempts));
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, ClientMaxAttemptsTest,
-                         ::testing::Values(1, 2, 4, 6));
+INSTANTIATE_TEST_SUITE_P(Table, ClientMaxAttemptsTest, ::testing::Values(1, 2, 4, 6));
 
-class ClientNoRetryTest
-    : public ClientTest,
-      public ::testing::WithParamInterface<absl::StatusCode> {};
+class ClientNoRetryTest : public ClientTest,
+                          public ::testing::WithParamInterface<absl::StatusCode> {};
 
 TEST_P(ClientNoRetryTest, OtherCodesAreNotRetriedAndKeepTheirCode) {
   const absl::StatusCode code = GetParam();
@@ -251,13 +235,11 @@ TEST_P(ClientNoRetryTest, OtherCodesAreNotRetriedAndKeepTheirCode) {
 
 INSTANTIATE_TEST_SUITE_P(
     Table, ClientNoRetryTest,
-    ::testing::Values(
-        absl::StatusCode::kInvalidArgument,
-        absl::StatusCode::kResourceExhausted, absl::StatusCode::kInternal,
-        absl::StatusCode::kFailedPrecondition,
-        absl::StatusCode::kPermissionDenied, absl::StatusCode::kUnauthenticated,
-        absl::StatusCode::kDeadlineExceeded, absl::StatusCode::kAborted,
-        absl::StatusCode::kUnknown, absl::StatusCode::kDataLoss),
+    ::testing::Values(absl::StatusCode::kInvalidArgument, absl::StatusCode::kResourceExhausted,
+                      absl::StatusCode::kInternal, absl::StatusCode::kFailedPrecondition,
+                      absl::StatusCode::kPermissionDenied, absl::StatusCode::kUnauthenticated,
+                      absl::StatusCode::kDeadlineExceeded, absl::StatusCode::kAborted,
+                      absl::StatusCode::kUnknown, absl::StatusCode::kDataLoss),
     [](const ::testing::TestParamInfo<absl::StatusCode>& info) {
       std::string name = absl::StatusCodeToString(info.param);
       name.erase(std::remove(name.begin(), name.end(), '_'), name.end());
@@ -272,9 +254,8 @@ TEST_F(ClientTest, ErrorInALaterRequestFailsTheCall) {
   fake().AnswerNext();
   fake().FailNext(absl::InvalidArgumentError("bad request"));
 
-  EXPECT_THAT(
-      client->CheckUrls(Items(5), dedupd::v1::CLAIM_MODE_CLAIM),
-      StatusIs(absl::StatusCode::kInvalidArgument, "CheckUrl: bad request"));
+  EXPECT_THAT(client->CheckUrls(Items(5), dedupd::v1::CLAIM_MODE_CLAIM),
+              StatusIs(absl::StatusCode::kInvalidArgument, "CheckUrl: bad request"));
   EXPECT_THAT(fake().calls(), SizeIs(2));  // the third request is not sent
 }
 
@@ -286,8 +267,7 @@ TEST_F(ClientTest, DeadlineIsSetOnEveryCallIncludingRetries) {
   ASSERT_NE(client, nullptr);
   fake().FailNext(absl::UnavailableError("blip"));
 
-  ASSERT_OK_AND_ASSIGN(
-      auto results, client->CheckUrls(Items(5), dedupd::v1::CLAIM_MODE_CLAIM));
+  ASSERT_OK_AND_ASSIGN(auto results, client->CheckUrls(Items(5), dedupd::v1::CLAIM_MODE_CLAIM));
   EXPECT_THAT(results, SizeIs(5));
   const std::vector<FakeDedupService::Call> calls = fake().calls();
   ASSERT_THAT(calls, SizeIs(4));  // 3 requests, the first one twice
@@ -307,9 +287,8 @@ TEST_F(ClientTest, DeadlineExceededSurfacesAndIsNotRetried) {
   fake().HangNext();
   fake().HangNext();
 
-  EXPECT_THAT(
-      client->CheckUrls(Items(1), dedupd::v1::CLAIM_MODE_CLAIM),
-      StatusIs(absl::StatusCode::kDeadlineExceeded, StartsWith("CheckUrl: ")));
+  EXPECT_THAT(client->CheckUrls(Items(1), dedupd::v1::CLAIM_MODE_CLAIM),
+              StatusIs(absl::StatusCode::kDeadlineExceeded, StartsWith("CheckUrl: ")));
   EXPECT_THAT(fake().calls(), SizeIs(1));
 }
 
@@ -317,16 +296,15 @@ TEST_F(ClientTest, WrongResultCountIsInternal) {
   std::unique_ptr<DedupClient> client = Connect(FastOptions());
   ASSERT_NE(client, nullptr);
   fake().WrongCountNext();
-  EXPECT_THAT(client->CheckUrls(Items(3), dedupd::v1::CLAIM_MODE_CLAIM),
-              StatusIs(absl::StatusCode::kInternal,
-                       "CheckUrl: server answered 2 results for 3 items"));
+  EXPECT_THAT(
+      client->CheckUrls(Items(3), dedupd::v1::CLAIM_MODE_CLAIM),
+      StatusIs(absl::StatusCode::kInternal, "CheckUrl: server answered 2 results for 3 items"));
 }
 
 TEST_F(ClientTest, EmptySpanMakesNoCall) {
   std::unique_ptr<DedupClient> client = Connect(FastOptions());
   ASSERT_NE(client, nullptr);
-  ASSERT_OK_AND_ASSIGN(auto results,
-                       client->CheckUrls({}, dedupd::v1::CLAIM_MODE_CLAIM));
+  ASSERT_OK_AND_ASSIGN(auto results, client->CheckUrls({}, dedupd::v1::CLAIM_MODE_CLAIM));
   EXPECT_TRUE(results.empty());
   EXPECT_TRUE(fake().calls().empty());
 }
@@ -383,12 +361,11 @@ TEST_F(ClientTest, CheckContentRoundTrip) {
   options.max_items_per_request = 2;
   std::unique_ptr<DedupClient> client = Connect(options);
   ASSERT_NE(client, nullptr);
-  std::vector<dedupd::v1::ContentItem> docs =
-      Docs({{"https://a.example/1", "hello world"},
-            {"https://a.example/2", "hello world"},
-            {"bad:x", "text"},
-            {"https://a.example/3", "hello world!!"},
-            {"https://a.example/1", "changed text"}});
+  std::vector<dedupd::v1::ContentItem> docs = Docs({{"https://a.example/1", "hello world"},
+                                                    {"https://a.example/2", "hello world"},
+                                                    {"bad:x", "text"},
+                                                    {"https://a.example/3", "hello world!!"},
+                                                    {"https://a.example/1", "changed text"}});
   docs[1].set_canonical_url("https://a.example/canonical");
   docs[3].set_max_hamming_distance(2);
 
@@ -396,9 +373,7 @@ TEST_F(ClientTest, CheckContentRoundTrip) {
   ASSERT_OK_AND_ASSIGN(
       std::vector<dedupd::v1::ContentResult> r,
       client->CheckContent(docs, dedupd::v1::CLAIM_MODE_CLAIM,
-                           [&](size_t done, size_t) {
-                             progress.push_back(done);
-                           }));
+                           [&](size_t done, size_t) { progress.push_back(done); }));
   ASSERT_THAT(r, SizeIs(5));
   EXPECT_EQ(r[0].verdict(), dedupd::v1::CONTENT_VERDICT_NEW);
   EXPECT_EQ(r[0].owner_url(), "https://a.example/1");
@@ -425,8 +400,7 @@ TEST_F(ClientTest, CheckContentRoundTrip) {
   for (const FakeDedupService::Call& call : calls) {
     EXPECT_EQ(call.method, "CheckContent");
     EXPECT_EQ(call.mode, dedupd::v1::CLAIM_MODE_CLAIM);
-    sent.insert(sent.end(), call.content_items.begin(),
-                call.content_items.end());
+    sent.insert(sent.end(), call.content_items.begin(), call.content_items.end());
   }
   ASSERT_THAT(sent, SizeIs(docs.size()));
   for (size_t i = 0; i < docs.size(); ++i) {
@@ -442,8 +416,7 @@ TEST_F(ClientTest, CheckContentPeekRecordsNothing) {
   ASSERT_NE(client, nullptr);
   const auto docs = Docs({{"https://a.example/", "same"}});
   for (int i = 0; i < 2; ++i) {
-    ASSERT_OK_AND_ASSIGN(auto r,
-                         client->CheckContent(docs, dedupd::v1::CLAIM_MODE_PEEK));
+    ASSERT_OK_AND_ASSIGN(auto r, client->CheckContent(docs, dedupd::v1::CLAIM_MODE_PEEK));
     ASSERT_THAT(r, SizeIs(1));
     EXPECT_EQ(r[0].verdict(), dedupd::v1::CONTENT_VERDICT_NEW);
     EXPECT_FALSE(r[0].has_first_seen_time());
@@ -460,8 +433,7 @@ TEST_F(ClientTest, CheckContentCutsRequestsByBytes) {
                           {"https://a.example/2", std::string(400, 'b')},
                           {"https://a.example/3", std::string(5000, 'c')},
                           {"https://a.example/4", "d"}});
-  ASSERT_OK_AND_ASSIGN(auto r,
-                       client->CheckContent(docs, dedupd::v1::CLAIM_MODE_CLAIM));
+  ASSERT_OK_AND_ASSIGN(auto r, client->CheckContent(docs, dedupd::v1::CLAIM_MODE_CLAIM));
   EXPECT_THAT(r, SizeIs(4));
   std::vector<size_t> sizes;
   for (const FakeDedupService::Call& call : fake().calls()) {
@@ -475,9 +447,8 @@ TEST_F(ClientTest, CheckContentRetriesUnavailable) {
   ASSERT_NE(client, nullptr);
   fake().FailNext(absl::UnavailableError("restarting"));
   fake().FailNext(absl::UnavailableError("restarting"));
-  ASSERT_OK_AND_ASSIGN(
-      auto r, client->CheckContent(Docs({{"https://a.example/", "t"}}),
-                                   dedupd::v1::CLAIM_MODE_CLAIM));
+  ASSERT_OK_AND_ASSIGN(auto r, client->CheckContent(Docs({{"https://a.example/", "t"}}),
+                                                    dedupd::v1::CLAIM_MODE_CLAIM));
   EXPECT_EQ(r[0].verdict(), dedupd::v1::CONTENT_VERDICT_NEW);
   EXPECT_THAT(fake().calls(), SizeIs(3));
 }
@@ -491,9 +462,8 @@ struct ContentErrorCase {
 };
 void PrintTo(const ContentErrorCase& c, std::ostream* os) { *os << c.name; }
 
-class ClientCheckContentErrorTest
-    : public ClientTest,
-      public ::testing::WithParamInterface<ContentErrorCase> {};
+class ClientCheckContentErrorTest : public ClientTest,
+                                    public ::testing::WithParamInterface<ContentErrorCase> {};
 
 TEST_P(ClientCheckContentErrorTest, Surfaces) {
   const ContentErrorCase& c = GetParam();
@@ -504,11 +474,9 @@ TEST_P(ClientCheckContentErrorTest, Surfaces) {
   ASSERT_NE(client, nullptr);
   c.script(fake());
   EXPECT_THAT(
-      client->CheckContent(Docs({{"https://a.example/1", "x"},
-                                 {"https://a.example/2", "y"}}),
+      client->CheckContent(Docs({{"https://a.example/1", "x"}, {"https://a.example/2", "y"}}),
                            dedupd::v1::CLAIM_MODE_CLAIM),
-      StatusIs(c.code, AllOf(StartsWith("CheckContent: "),
-                             HasSubstr(c.message))));
+      StatusIs(c.code, AllOf(StartsWith("CheckContent: "), HasSubstr(c.message))));
   EXPECT_THAT(fake().calls(), SizeIs(c.calls));
 }
 
@@ -520,33 +488,24 @@ INSTANTIATE_TEST_SUITE_P(
                            f.FailNext(absl::UnavailableError("down"));
                            f.FailNext(absl::UnavailableError("down"));
                          },
-                         absl::StatusCode::kUnavailable,
-                         "down (gave up after 2 attempts)", 2},
+                         absl::StatusCode::kUnavailable, "down (gave up after 2 attempts)", 2},
         ContentErrorCase{"TooManyItemsNotRetried",
                          [](FakeDedupService& f) {
-                           f.FailNext(absl::InvalidArgumentError(
-                               "too many items: 2 > max 1"));
+                           f.FailNext(absl::InvalidArgumentError("too many items: 2 > max 1"));
                          },
-                         absl::StatusCode::kInvalidArgument,
-                         "too many items: 2 > max 1", 1},
+                         absl::StatusCode::kInvalidArgument, "too many items: 2 > max 1", 1},
         ContentErrorCase{"MessageTooLarge",
                          [](FakeDedupService& f) {
-                           f.FailNext(absl::ResourceExhaustedError(
-                               "message larger than max"));
+                           f.FailNext(absl::ResourceExhaustedError("message larger than max"));
                          },
-                         absl::StatusCode::kResourceExhausted,
-                         "message larger than max", 1},
-        ContentErrorCase{"NoContentLayer",
-                         [](FakeDedupService& f) {
-                           f.FailNext(absl::UnimplementedError("no content"));
-                         },
-                         absl::StatusCode::kUnimplemented, "no content", 1},
-        ContentErrorCase{"WrongCount",
-                         [](FakeDedupService& f) { f.WrongCountNext(); },
-                         absl::StatusCode::kInternal,
-                         "server answered 1 results for 2 items", 1},
-        ContentErrorCase{"Deadline",
-                         [](FakeDedupService& f) { f.HangNext(); },
+                         absl::StatusCode::kResourceExhausted, "message larger than max", 1},
+        ContentErrorCase{
+            "NoContentLayer",
+            [](FakeDedupService& f) { f.FailNext(absl::UnimplementedError("no content")); },
+            absl::StatusCode::kUnimplemented, "no content", 1},
+        ContentErrorCase{"WrongCount", [](FakeDedupService& f) { f.WrongCountNext(); },
+                         absl::StatusCode::kInternal, "server answered 1 results for 2 items", 1},
+        ContentErrorCase{"Deadline", [](FakeDedupService& f) { f.HangNext(); },
                          absl::StatusCode::kDeadlineExceeded, "", 1}),
     [](const ::testing::TestParamInfo<ContentErrorCase>& info) {
       return std::string(info.param.name);
@@ -555,8 +514,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST_F(ClientTest, CheckContentEmptySpanMakesNoCall) {
   std::unique_ptr<DedupClient> client = Connect(FastOptions());
   ASSERT_NE(client, nullptr);
-  ASSERT_OK_AND_ASSIGN(auto r,
-                       client->CheckContent({}, dedupd::v1::CLAIM_MODE_CLAIM));
+  ASSERT_OK_AND_ASSIGN(auto r, client->CheckContent({}, dedupd::v1::CLAIM_MODE_CLAIM));
   EXPECT_TRUE(r.empty());
   EXPECT_TRUE(fake().calls().empty());
 }
@@ -570,10 +528,9 @@ TEST(ClientConnectTest, UnreachableServerIsUnavailableAfterRetries) {
   ClientOptions options = FastOptions();
   options.max_attempts = 2;
   ASSERT_OK_AND_ASSIGN(auto client, DedupClient::Connect(address, options));
-  EXPECT_THAT(
-      client->CheckUrls(Items(1), dedupd::v1::CLAIM_MODE_PEEK),
-      StatusIs(absl::StatusCode::kUnavailable,
-               AllOf(StartsWith("CheckUrl: "), HasSubstr("after 2 attempts"))));
+  EXPECT_THAT(client->CheckUrls(Items(1), dedupd::v1::CLAIM_MODE_PEEK),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       AllOf(StartsWith("CheckUrl: "), HasSubstr("after 2 attempts"))));
 }
 
 TEST(ClientConnectTest, UnreadableTlsFileNamesIt) {
@@ -609,8 +566,7 @@ TEST(ClientConnectTest, ReadBearerTokenFile) {
       EXPECT_EQ(*got, c.token);
     }
   }
-  EXPECT_THAT(ReadBearerTokenFile(dir + "/no_such_token"),
-              StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(ReadBearerTokenFile(dir + "/no_such_token"), StatusIs(absl::StatusCode::kNotFound));
 }
 
 struct BadOptionsCase {
@@ -620,8 +576,7 @@ struct BadOptionsCase {
 };
 void PrintTo(const BadOptionsCase& c, std::ostream* os) { *os << c.name; }
 
-class ClientConnectBadOptionsTest
-    : public ::testing::TestWithParam<BadOptionsCase> {};
+class ClientConnectBadOptionsTest : public ::testing::TestWithParam<BadOptionsCase> {};
 
 TEST_P(ClientConnectBadOptionsTest, IsInvalidArgument) {
   EXPECT_THAT(DedupClient::Connect(GetParam().address, GetParam().options),
@@ -640,17 +595,13 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Bad(
             "EmptyAddress", [](ClientOptions&) {}, ""),
-        Bad("ZeroDeadline",
-            [](ClientOptions& o) { o.deadline = absl::ZeroDuration(); }),
-        Bad("InfiniteDeadline",
-            [](ClientOptions& o) { o.deadline = absl::InfiniteDuration(); }),
+        Bad("ZeroDeadline", [](ClientOptions& o) { o.deadline = absl::ZeroDuration(); }),
+        Bad("InfiniteDeadline", [](ClientOptions& o) { o.deadline = absl::InfiniteDuration(); }),
         Bad("ZeroAttempts", [](ClientOptions& o) { o.max_attempts = 0; }),
-        Bad("NegativeBackoff",
-            [](ClientOptions& o) { o.initial_backoff = absl::Seconds(-1); }),
+        Bad("NegativeBackoff", [](ClientOptions& o) { o.initial_backoff = absl::Seconds(-1); }),
         Bad("MaxBelowInitialBackoff",
             [](ClientOptions& o) { o.max_backoff = absl::Milliseconds(1); }),
-        Bad("ShrinkingBackoff",
-            [](ClientOptions& o) { o.backoff_multiplier = 0.5; }),
+        Bad("ShrinkingBackoff", [](ClientOptions& o) { o.backoff_multiplier = 0.5; }),
         Bad("ZeroItems", [](ClientOptions& o) { o.max_items_per_request = 0; }),
         Bad("ZeroBytes", [](ClientOptions& o) { o.max_request_bytes = 0; }),
         Bad("ClientCertWithoutKey", [](ClientOptions& o) { o.tls_cert_file = "/c.pem"; }),

@@ -29,9 +29,7 @@ void AppendU00(unsigned char c, std::string* out) {
 // sequences in Unicode 15, section 3.9 (Table 3-7): it rejects overlong
 // forms, surrogates (U+D800..U+DFFF) and code points above U+10FFFF.
 size_t Utf8SequenceLength(absl::string_view s, size_t i) {
-  const auto byte = [&](size_t k) -> unsigned {
-    return static_cast<unsigned char>(s[k]);
-  };
+  const auto byte = [&](size_t k) -> unsigned { return static_cast<unsigned char>(s[k]); };
   const auto in = [&](size_t k, unsigned lo, unsigned hi) {
     return k < s.size() && byte(k) >= lo && byte(k) <= hi;
   };
@@ -46,9 +44,7 @@ size_t Utf8SequenceLength(absl::string_view s, size_t i) {
   if (b0 >= 0xF0 && b0 <= 0xF4) {
     const unsigned lo = b0 == 0xF0 ? 0x90 : 0x80;  // no overlongs
     const unsigned hi = b0 == 0xF4 ? 0x8F : 0xBF;  // <= U+10FFFF
-    return in(i + 1, lo, hi) && in(i + 2, 0x80, 0xBF) && in(i + 3, 0x80, 0xBF)
-               ? 4
-               : 0;
+    return in(i + 1, lo, hi) && in(i + 2, 0x80, 0xBF) && in(i + 3, 0x80, 0xBF) ? 4 : 0;
   }
   return 0;  // 0x80..0xC1 (continuation or overlong lead), 0xF5..0xFF
 }
@@ -105,8 +101,7 @@ void AppendJsonString(absl::string_view s, std::string* out) {
     // U+2028 LINE SEPARATOR and U+2029 PARAGRAPH SEPARATOR are E2 80 A8/A9.
     if (n == 3 && c == 0xE2 && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
         (static_cast<unsigned char>(s[i + 2]) & 0xFE) == 0xA8) {
-      out->append(static_cast<unsigned char>(s[i + 2]) == 0xA8 ? "\\u2028"
-                                                               : "\\u2029");
+      out->append(static_cast<unsigned char>(s[i + 2]) == 0xA8 ? "\\u2028" : "\\u2029");
     } else {
       out->append(s.data() + i, n);
     }
@@ -128,15 +123,14 @@ void JsonObjectWriter::Key(absl::string_view key) {
   json_.push_back(':');
 }
 
-JsonObjectWriter& JsonObjectWriter::String(absl::string_view key,
-                                           absl::string_view value) {
+JsonObjectWriter& JsonObjectWriter::String(absl::string_view key, absl::string_view value) {
   Key(key);
   AppendJsonString(value, &json_);
   return *this;
 }
 
-JsonObjectWriter& JsonObjectWriter::StringArray(
-    absl::string_view key, absl::Span<const absl::string_view> values) {
+JsonObjectWriter& JsonObjectWriter::StringArray(absl::string_view key,
+                                                absl::Span<const absl::string_view> values) {
   Key(key);
   json_.push_back('[');
   for (size_t i = 0; i < values.size(); ++i) {
@@ -147,15 +141,13 @@ JsonObjectWriter& JsonObjectWriter::StringArray(
   return *this;
 }
 
-JsonObjectWriter& JsonObjectWriter::Int(absl::string_view key,
-                                        int64_t value) {
+JsonObjectWriter& JsonObjectWriter::Int(absl::string_view key, int64_t value) {
   Key(key);
   absl::StrAppend(&json_, value);
   return *this;
 }
 
-JsonObjectWriter& JsonObjectWriter::Uint(absl::string_view key,
-                                         uint64_t value) {
+JsonObjectWriter& JsonObjectWriter::Uint(absl::string_view key, uint64_t value) {
   Key(key);
   absl::StrAppend(&json_, value);
   return *this;
@@ -167,8 +159,8 @@ JsonObjectWriter& JsonObjectWriter::Null(absl::string_view key) {
   return *this;
 }
 
-JsonObjectWriter& JsonObjectWriter::RawArray(
-    absl::string_view key, absl::Span<const std::string> json_values) {
+JsonObjectWriter& JsonObjectWriter::RawArray(absl::string_view key,
+                                             absl::Span<const std::string> json_values) {
   Key(key);
   json_.push_back('[');
   for (size_t i = 0; i < json_values.size(); ++i) {
@@ -231,17 +223,15 @@ class JsonParser {
 
  private:
   // -1 at the end of the input.
-  int Peek() const {
-    return pos_ < in_.size() ? static_cast<unsigned char>(in_[pos_]) : -1;
-  }
+  int Peek() const { return pos_ < in_.size() ? static_cast<unsigned char>(in_[pos_]) : -1; }
   bool Consume(char c) {
     if (Peek() != static_cast<unsigned char>(c)) return false;
     ++pos_;
     return true;
   }
   void SkipSpace() {
-    while (pos_ < in_.size() && (in_[pos_] == ' ' || in_[pos_] == '\t' ||
-                                 in_[pos_] == '\n' || in_[pos_] == '\r')) {
+    while (pos_ < in_.size() &&
+           (in_[pos_] == ' ' || in_[pos_] == '\t' || in_[pos_] == '\n' || in_[pos_] == '\r')) {
       ++pos_;
     }
   }
@@ -282,8 +272,7 @@ class JsonParser {
     if (Peek() < '0' || Peek() > '9') return Error("expected a digit");
     // Accumulate the magnitude as unsigned: -2^63 fits, 2^63 does not.
     const uint64_t limit =
-        negative ? uint64_t{1} << 63
-                 : static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+        negative ? uint64_t{1} << 63 : static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
     uint64_t magnitude = 0;
     if (Consume('0')) {
       if (Peek() >= '0' && Peek() <= '9') {
@@ -302,8 +291,7 @@ class JsonParser {
     if (Peek() == '.' || Peek() == 'e' || Peek() == 'E') {
       return Error("only integers are supported (no fraction or exponent)");
     }
-    *out = negative ? static_cast<int64_t>(0 - magnitude)
-                    : static_cast<int64_t>(magnitude);
+    *out = negative ? static_cast<int64_t>(0 - magnitude) : static_cast<int64_t>(magnitude);
     return absl::OkStatus();
   }
 
@@ -424,8 +412,7 @@ class JsonParser {
             if (low < 0xDC00 || low > 0xDFFF) {
               return ErrorAt(escape_at, "high surrogate escape without a low one");
             }
-            cp = 0x10000 + ((cp - 0xD800) << 10) +
-                 (static_cast<uint32_t>(low) - 0xDC00);
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (static_cast<uint32_t>(low) - 0xDC00);
           }
           AppendUtf8(cp, out);
           break;
@@ -452,14 +439,12 @@ class JsonParser {
       if (depth >= kMaxJsonDepth) {
         return Error(absl::StrCat("nesting deeper than ", kMaxJsonDepth));
       }
-      return c == '[' ? ParseArray(value, depth + 1)
-                      : ParseObject(value, depth + 1);
+      return c == '[' ? ParseArray(value, depth + 1) : ParseObject(value, depth + 1);
     }
-    for (const auto& [word, type, boolean] :
-         {std::tuple<absl::string_view, JsonValue::Type, bool>{
-              "null", JsonValue::Type::kNull, false},
-          {"true", JsonValue::Type::kBool, true},
-          {"false", JsonValue::Type::kBool, false}}) {
+    for (const auto& [word, type, boolean] : {std::tuple<absl::string_view, JsonValue::Type, bool>{
+                                                  "null", JsonValue::Type::kNull, false},
+                                              {"true", JsonValue::Type::kBool, true},
+                                              {"false", JsonValue::Type::kBool, false}}) {
       if (in_.substr(pos_, word.size()) == word) {
         pos_ += word.size();
         value->type = type;
@@ -516,9 +501,9 @@ class JsonParser {
     });
     for (size_t i = 1; i < order.size(); ++i) {
       if (value->object[order[i]].first == value->object[order[i - 1]].first) {
-        return ErrorAt(key_offsets[std::max(order[i], order[i - 1])],
-                       absl::StrCat("duplicate member name \"",
-                                    value->object[order[i]].first, "\""));
+        return ErrorAt(
+            key_offsets[std::max(order[i], order[i - 1])],
+            absl::StrCat("duplicate member name \"", value->object[order[i]].first, "\""));
       }
     }
     std::vector<std::pair<std::string, JsonValue>> sorted;
@@ -550,8 +535,7 @@ class JsonParser {
       if (!Consume('+')) Consume('-');
       if (!digits()) return Error("expected a digit");
     }
-    if (!absl::SimpleAtod(in_.substr(start, pos_ - start), out) ||
-        !std::isfinite(*out)) {
+    if (!absl::SimpleAtod(in_.substr(start, pos_ - start), out) || !std::isfinite(*out)) {
       return ErrorAt(start, "number out of the double range");
     }
     return absl::OkStatus();
@@ -580,16 +564,14 @@ absl::StatusOr<JsonFlatObject> ParseJsonFlatObject(absl::string_view json) {
 }
 
 const JsonValue* JsonValue::Find(absl::string_view name) const {
-  auto it = std::lower_bound(
-      object.begin(), object.end(), name,
-      [](const std::pair<std::string, JsonValue>& member,
-         absl::string_view n) { return member.first < n; });
+  auto it = std::lower_bound(object.begin(), object.end(), name,
+                             [](const std::pair<std::string, JsonValue>& member,
+                                absl::string_view n) { return member.first < n; });
   if (it == object.end() || it->first != name) return nullptr;
   return &it->second;
 }
 
-absl::StatusOr<JsonValue> ParseJsonValue(absl::string_view json,
-                                         size_t* error_offset) {
+absl::StatusOr<JsonValue> ParseJsonValue(absl::string_view json, size_t* error_offset) {
   JsonParser parser(json);
   absl::StatusOr<JsonValue> value = parser.ParseTreeDocument();
   if (!value.ok() && error_offset != nullptr) {

@@ -29,8 +29,8 @@
 #ifndef DEDUPD_CLIENT_JSON_H_
 #define DEDUPD_CLIENT_JSON_H_
 
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -69,8 +69,7 @@ class JsonObjectWriter {
   JsonObjectWriter& String(absl::string_view key, absl::string_view value);
 
   // StringArray adds `"key":["v1","v2",...]` (`[]` when empty).
-  JsonObjectWriter& StringArray(absl::string_view key,
-                                absl::Span<const absl::string_view> values);
+  JsonObjectWriter& StringArray(absl::string_view key, absl::Span<const absl::string_view> values);
 
   // Int / Uint add `"key":123` (decimal, exact for every value).
   JsonObjectWriter& Int(absl::string_view key, int64_t value);
@@ -82,8 +81,7 @@ class JsonObjectWriter {
   // RawArray adds `"key":[v1,v2,...]` with each value copied as is, e.g.
   // objects from other writers' Finish().
   // REQUIRES: every value is one valid JSON value.
-  JsonObjectWriter& RawArray(absl::string_view key,
-                             absl::Span<const std::string> json_values);
+  JsonObjectWriter& RawArray(absl::string_view key, absl::Span<const std::string> json_values);
 
   // Finish closes the object and returns it, without a trailing newline.
   std::string Finish() &&;
@@ -142,9 +140,9 @@ absl::StatusOr<JsonFlatObject> ParseJsonFlatObject(absl::string_view json);
 struct JsonValue {
   enum class Type { kNull, kBool, kNumber, kString, kArray, kObject };
   Type type = Type::kNull;
-  bool boolean = false;      // kBool
-  double number = 0;         // kNumber: finite
-  std::string string;        // kString: decoded, well-formed UTF-8
+  bool boolean = false;          // kBool
+  double number = 0;             // kNumber: finite
+  std::string string;            // kString: decoded, well-formed UTF-8
   std::vector<JsonValue> array;  // kArray: in input order
   // kObject: members sorted by name (byte order); names are unique.
   std::vector<std::pair<std::string, JsonValue>> object;
@@ -176,8 +174,7 @@ constexpr int kMaxJsonDepth = 100;
 //   // v->Find("a")->array[0].number == 1
 //   ParseJsonValue("not json").status().message()
 //       == "at byte 0: unexpected token"
-absl::StatusOr<JsonValue> ParseJsonValue(absl::string_view json,
-                                         size_t* error_offset = nullptr);
+absl::StatusOr<JsonValue> ParseJsonValue(absl::string_view json, size_t* error_offset = nullptr);
 
 }  // namespace dedupd
 

@@ -25,9 +25,7 @@ void PrintTo(const EscapeCase& c, std::ostream* os) { *os << c.name; }
 
 class JsonStringTest : public ::testing::TestWithParam<EscapeCase> {};
 
-TEST_P(JsonStringTest, Escapes) {
-  EXPECT_EQ(JsonString(GetParam().input), GetParam().want);
-}
+TEST_P(JsonStringTest, Escapes) { EXPECT_EQ(JsonString(GetParam().input), GetParam().want); }
 
 // Builds a std::string from bytes that may contain NUL.
 std::string Bytes(absl::string_view s) { return std::string(s); }
@@ -36,38 +34,29 @@ INSTANTIATE_TEST_SUITE_P(
     Table, JsonStringTest,
     ::testing::Values(
         EscapeCase{"Empty", "", R"("")"},
-        EscapeCase{"PlainAscii", "https://example.com/a?b=1",
-                   R"("https://example.com/a?b=1")"},
-        EscapeCase{"Quote", "a\"b", R"("a\"b")"},
-        EscapeCase{"Backslash", "a\\b", R"("a\\b")"},
+        EscapeCase{"PlainAscii", "https://example.com/a?b=1", R"("https://example.com/a?b=1")"},
+        EscapeCase{"Quote", "a\"b", R"("a\"b")"}, EscapeCase{"Backslash", "a\\b", R"("a\\b")"},
         EscapeCase{"Slash", "a/b", R"("a/b")"},
         EscapeCase{"ShortForms", "\b\f\n\r\t", R"("\b\f\n\r\t")"},
         EscapeCase{"Nul", Bytes(absl::string_view("a\0b", 3)), R"("a\u0000b")"},
         EscapeCase{"OtherControls", "\x01\x1f\x0b", R"("\u0001\u001f\u000b")"},
-        EscapeCase{"Del", "\x7f", R"("\u007f")"},
-        EscapeCase{"Space", " ", R"(" ")"},
+        EscapeCase{"Del", "\x7f", R"("\u007f")"}, EscapeCase{"Space", " ", R"(" ")"},
         EscapeCase{"TwoByteUtf8", "caf\xc3\xa9", "\"caf\xc3\xa9\""},
         EscapeCase{"ThreeByteUtf8", "\xe4\xbe\x8b", "\"\xe4\xbe\x8b\""},
         EscapeCase{"FourByteUtf8", "\xf0\x9f\x98\x80", "\"\xf0\x9f\x98\x80\""},
         EscapeCase{"MaxCodePoint", "\xf4\x8f\xbf\xbf", "\"\xf4\x8f\xbf\xbf\""},
-        EscapeCase{"LineSeparators", "\xe2\x80\xa8\xe2\x80\xa9",
-                   R"("\u2028\u2029")"},
+        EscapeCase{"LineSeparators", "\xe2\x80\xa8\xe2\x80\xa9", R"("\u2028\u2029")"},
         EscapeCase{"LoneContinuation", "a\x80z", R"("a\ufffdz")"},
-        EscapeCase{"InvalidLeadBytes", "\xc0\xc1\xf5\xff",
-                   R"("\ufffd\ufffd\ufffd\ufffd")"},
+        EscapeCase{"InvalidLeadBytes", "\xc0\xc1\xf5\xff", R"("\ufffd\ufffd\ufffd\ufffd")"},
         EscapeCase{"OverlongSlash", "\xc0\xaf", R"("\ufffd\ufffd")"},
-        EscapeCase{"OverlongThreeByte", "\xe0\x80\xaf",
-                   R"("\ufffd\ufffd\ufffd")"},
+        EscapeCase{"OverlongThreeByte", "\xe0\x80\xaf", R"("\ufffd\ufffd\ufffd")"},
         EscapeCase{"Surrogate", "\xed\xa0\x80", R"("\ufffd\ufffd\ufffd")"},
-        EscapeCase{"AboveMaxCodePoint", "\xf4\x90\x80\x80",
-                   R"("\ufffd\ufffd\ufffd\ufffd")"},
+        EscapeCase{"AboveMaxCodePoint", "\xf4\x90\x80\x80", R"("\ufffd\ufffd\ufffd\ufffd")"},
         EscapeCase{"TruncatedAtEnd", "ok\xe4\xbe", R"("ok\ufffd\ufffd")"},
         EscapeCase{"TruncatedBeforeAscii", "\xe4\xbe\"", R"("\ufffd\ufffd\"")"},
         EscapeCase{"Latin1Byte", "caf\xe9", R"("caf\ufffd")"},
         EscapeCase{"BadThenGood", "\xff\xc3\xa9", "\"\\ufffd\xc3\xa9\""}),
-    [](const ::testing::TestParamInfo<EscapeCase>& info) {
-      return std::string(info.param.name);
-    });
+    [](const ::testing::TestParamInfo<EscapeCase>& info) { return std::string(info.param.name); });
 
 TEST(JsonStringTest, AppendKeepsExistingContent) {
   std::string out = "x=";
@@ -88,9 +77,7 @@ TEST(JsonStringTest, EveryByteGivesPrintableAsciiOrValidUtf8) {
   }
 }
 
-TEST(JsonObjectWriterTest, EmptyObject) {
-  EXPECT_EQ(std::move(JsonObjectWriter()).Finish(), "{}");
-}
+TEST(JsonObjectWriterTest, EmptyObject) { EXPECT_EQ(std::move(JsonObjectWriter()).Finish(), "{}"); }
 
 TEST(JsonObjectWriterTest, MembersInOrder) {
   JsonObjectWriter w;
@@ -112,25 +99,24 @@ TEST(JsonObjectWriterTest, KeysAreEscaped) {
 }
 
 TEST(JsonObjectWriterTest, NumbersNullAndRawArrays) {
-  const std::vector<std::string> objects = {
-      std::move(JsonObjectWriter().Int("d", 2)).Finish(), "{}"};
+  const std::vector<std::string> objects = {std::move(JsonObjectWriter().Int("d", 2)).Finish(),
+                                            "{}"};
   JsonObjectWriter w;
   w.Int("min", INT64_MIN)
       .Uint("max", UINT64_MAX)
       .Null("none")
       .RawArray("objs", objects)
       .RawArray("empty", {});
-  EXPECT_EQ(std::move(w).Finish(),
-            R"({"min":-9223372036854775808,"max":18446744073709551615,)"
-            R"("none":null,"objs":[{"d":2},{}],"empty":[]})");
+  EXPECT_EQ(std::move(w).Finish(), R"({"min":-9223372036854775808,"max":18446744073709551615,)"
+                                   R"("none":null,"objs":[{"d":2},{}],"empty":[]})");
 }
 
 // ------------------------------------------------------------ the reader
 
-using ::dedupd::testing::StatusIs;
-using ::testing::HasSubstr;
 using ::dedupd::testing::IsOk;
+using ::dedupd::testing::StatusIs;
 using ::testing::AllOf;
+using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 JsonScalar Str(std::string s) {
@@ -165,38 +151,30 @@ TEST_P(ParseJsonFlatObjectTest, Parses) {
 INSTANTIATE_TEST_SUITE_P(
     Table, ParseJsonFlatObjectTest,
     ::testing::Values(
-        ParseCase{"Empty", "{}", {}},
-        ParseCase{"EmptyWithSpace", " \t{ \r\n} \r\n", {}},
+        ParseCase{"Empty", "{}", {}}, ParseCase{"EmptyWithSpace", " \t{ \r\n} \r\n", {}},
         ParseCase{"Document",
                   R"({"url": "https://a.example/", "text": "hi", "max_hamming_distance": 3})",
                   {{"url", Str("https://a.example/")},
                    {"text", Str("hi")},
                    {"max_hamming_distance", Int(3)}}},
-        ParseCase{"Null", R"({"canonical_url":null})",
-                  {{"canonical_url", Null()}}},
-        ParseCase{"ShortEscapes", R"({"s":"\"\\\/\b\f\n\r\t"})",
-                  {{"s", Str("\"\\/\b\f\n\r\t")}}},
-        ParseCase{"UnicodeEscapes", R"({"s":"\u0041\u00e9\u4F8B"})",
+        ParseCase{"Null", R"({"canonical_url":null})", {{"canonical_url", Null()}}},
+        ParseCase{"ShortEscapes", R"({"s":"\"\\\/\b\f\n\r\t"})", {{"s", Str("\"\\/\b\f\n\r\t")}}},
+        ParseCase{"UnicodeEscapes",
+                  R"({"s":"\u0041\u00e9\u4F8B"})",
                   {{"s", Str("A\xc3\xa9\xe4\xbe\x8b")}}},
-        ParseCase{"NulEscape", R"({"s":"a\u0000b"})",
-                  {{"s", Str(std::string("a\0b", 3))}}},
-        ParseCase{"SurrogatePair", R"({"s":"\ud83d\ude00"})",
-                  {{"s", Str("\xf0\x9f\x98\x80")}}},
-        ParseCase{"MaxCodePointPair", R"({"s":"\uDBFF\uDFFF"})",
-                  {{"s", Str("\xf4\x8f\xbf\xbf")}}},
-        ParseCase{"RawUtf8", "{\"s\":\"caf\xc3\xa9 \xf0\x9f\x98\x80\"}",
+        ParseCase{"NulEscape", R"({"s":"a\u0000b"})", {{"s", Str(std::string("a\0b", 3))}}},
+        ParseCase{"SurrogatePair", R"({"s":"\ud83d\ude00"})", {{"s", Str("\xf0\x9f\x98\x80")}}},
+        ParseCase{"MaxCodePointPair", R"({"s":"\uDBFF\uDFFF"})", {{"s", Str("\xf4\x8f\xbf\xbf")}}},
+        ParseCase{"RawUtf8",
+                  "{\"s\":\"caf\xc3\xa9 \xf0\x9f\x98\x80\"}",
                   {{"s", Str("caf\xc3\xa9 \xf0\x9f\x98\x80")}}},
         ParseCase{"EscapedKey", R"({"\u0075rl":"x"})", {{"url", Str("x")}}},
         ParseCase{"Zero", R"({"n":0})", {{"n", Int(0)}}},
         ParseCase{"NegativeZero", R"({"n":-0})", {{"n", Int(0)}}},
-        ParseCase{"Int64Max", R"({"n":9223372036854775807})",
-                  {{"n", Int(INT64_MAX)}}},
-        ParseCase{"Int64Min", R"({"n":-9223372036854775808})",
-                  {{"n", Int(INT64_MIN)}}},
+        ParseCase{"Int64Max", R"({"n":9223372036854775807})", {{"n", Int(INT64_MAX)}}},
+        ParseCase{"Int64Min", R"({"n":-9223372036854775808})", {{"n", Int(INT64_MIN)}}},
         ParseCase{"DelIsRaw", "{\"s\":\"\x7f\"}", {{"s", Str("\x7f")}}}),
-    [](const ::testing::TestParamInfo<ParseCase>& info) {
-      return std::string(info.param.name);
-    });
+    [](const ::testing::TestParamInfo<ParseCase>& info) { return std::string(info.param.name); });
 
 struct RejectCase {
   const char* name;
@@ -205,13 +183,11 @@ struct RejectCase {
 };
 void PrintTo(const RejectCase& c, std::ostream* os) { *os << c.name; }
 
-class ParseJsonFlatObjectRejectTest
-    : public ::testing::TestWithParam<RejectCase> {};
+class ParseJsonFlatObjectRejectTest : public ::testing::TestWithParam<RejectCase> {};
 
 TEST_P(ParseJsonFlatObjectRejectTest, IsInvalidArgument) {
   EXPECT_THAT(ParseJsonFlatObject(GetParam().input),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr(GetParam().want)));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(GetParam().want)));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -227,8 +203,7 @@ INSTANTIATE_TEST_SUITE_P(
         RejectCase{"SingleQuotes", R"({'a':1})", "member name"},
         RejectCase{"MissingColon", R"({"a" 1})", "expected ':'"},
         RejectCase{"MissingValue", R"({"a":})", "expected a value"},
-        RejectCase{"DuplicateKey", R"({"a":1,"a":2})",
-                   "at byte 7: duplicate member name"},
+        RejectCase{"DuplicateKey", R"({"a":1,"a":2})", "at byte 7: duplicate member name"},
         RejectCase{"True", R"({"a":true})", "only string, integer and null"},
         RejectCase{"Array", R"({"a":[]})", "only string, integer and null"},
         RejectCase{"Nested", R"({"a":{}})", "only string, integer and null"},
@@ -237,36 +212,27 @@ INSTANTIATE_TEST_SUITE_P(
         RejectCase{"LeadingZero", R"({"a":01})", "leading zeros"},
         RejectCase{"Plus", R"({"a":+1})", "expected a value"},
         RejectCase{"LoneMinus", R"({"a":-})", "expected a digit"},
-        RejectCase{"Overflow", R"({"a":9223372036854775808})",
-                   "out of the 64-bit range"},
-        RejectCase{"Underflow", R"({"a":-9223372036854775809})",
-                   "out of the 64-bit range"},
-        RejectCase{"HugeNumber", R"({"a":99999999999999999999999})",
-                   "out of the 64-bit range"},
-        RejectCase{"UnterminatedString", R"({"a":"xyz)",
-                   "at byte 5: unterminated string"},
+        RejectCase{"Overflow", R"({"a":9223372036854775808})", "out of the 64-bit range"},
+        RejectCase{"Underflow", R"({"a":-9223372036854775809})", "out of the 64-bit range"},
+        RejectCase{"HugeNumber", R"({"a":99999999999999999999999})", "out of the 64-bit range"},
+        RejectCase{"UnterminatedString", R"({"a":"xyz)", "at byte 5: unterminated string"},
         RejectCase{"RawNewline", "{\"a\":\"x\ny\"}", "control character"},
         RejectCase{"RawTab", "{\"a\":\"x\ty\"}", "control character"},
-        RejectCase{"RawNul", std::string("{\"a\":\"\0\"}", 9),
-                   "control character"},
+        RejectCase{"RawNul", std::string("{\"a\":\"\0\"}", 9), "control character"},
         RejectCase{"BadEscape", R"({"a":"\x41"})", "at byte 6: bad escape"},
         RejectCase{"EscapeAtEnd", "{\"a\":\"\\", "bad escape"},
         RejectCase{"ShortUnicode", R"({"a":"\u12"})", "bad \\u escape"},
         RejectCase{"NonHexUnicode", R"({"a":"\u12g4"})", "bad \\u escape"},
         RejectCase{"LoneHigh", R"({"a":"\ud83d"})", "without a low one"},
         RejectCase{"HighThenText", R"({"a":"\ud83dx"})", "without a low one"},
-        RejectCase{"HighThenHigh", R"({"a":"\ud83d\ud83d"})",
-                   "without a low one"},
+        RejectCase{"HighThenHigh", R"({"a":"\ud83d\ud83d"})", "without a low one"},
         RejectCase{"LoneLow", R"({"a":"\ude00"})", "lone low surrogate"},
         RejectCase{"InvalidUtf8", "{\"a\":\"\xff\"}", "invalid UTF-8"},
         RejectCase{"OverlongUtf8", "{\"a\":\"\xc0\xaf\"}", "invalid UTF-8"},
-        RejectCase{"SurrogateUtf8", "{\"a\":\"\xed\xa0\x80\"}",
-                   "invalid UTF-8"},
+        RejectCase{"SurrogateUtf8", "{\"a\":\"\xed\xa0\x80\"}", "invalid UTF-8"},
         RejectCase{"TruncatedUtf8", "{\"a\":\"\xe4\xbe\"}", "invalid UTF-8"},
         RejectCase{"Bom", "\xef\xbb\xbf{}", "expected '{'"}),
-    [](const ::testing::TestParamInfo<RejectCase>& info) {
-      return std::string(info.param.name);
-    });
+    [](const ::testing::TestParamInfo<RejectCase>& info) { return std::string(info.param.name); });
 
 // The writer's output always parses back to what was written: the reader
 // and writer agree on every escape (the fuzzer checks the same invariant
@@ -277,12 +243,9 @@ TEST(ParseJsonFlatObjectTest, ReadsWhatTheWriterWrites) {
   all_bytes_utf8 += std::string("\0\xe2\x80\xa8\xe2\x80\xa9\xf0\x9f\x98\x80", 11);
   JsonObjectWriter w;
   w.String("text", all_bytes_utf8).Int("n", -7).Null("z").String("", "");
-  ASSERT_OK_AND_ASSIGN(JsonFlatObject got,
-                       ParseJsonFlatObject(std::move(w).Finish()));
-  EXPECT_EQ(got, (JsonFlatObject{{"text", Str(all_bytes_utf8)},
-                                 {"n", Int(-7)},
-                                 {"z", Null()},
-                                 {"", Str("")}}));
+  ASSERT_OK_AND_ASSIGN(JsonFlatObject got, ParseJsonFlatObject(std::move(w).Finish()));
+  EXPECT_EQ(got, (JsonFlatObject{
+                     {"text", Str(all_bytes_utf8)}, {"n", Int(-7)}, {"z", Null()}, {"", Str("")}}));
 }
 
 // ---------------------------------------------------------- ParseJsonValue
@@ -290,8 +253,7 @@ TEST(ParseJsonFlatObjectTest, ReadsWhatTheWriterWrites) {
 TEST(ParseJsonValueTest, ReadsEveryKindNested) {
   ASSERT_OK_AND_ASSIGN(
       JsonValue v,
-      ParseJsonValue(
-          R"( {"b":[1,-0.5,2.5e3,"x\u00e9",true,false,null],"a":{"c":{}}} )"));
+      ParseJsonValue(R"( {"b":[1,-0.5,2.5e3,"x\u00e9",true,false,null],"a":{"c":{}}} )"));
   ASSERT_EQ(v.type, JsonValue::Type::kObject);
   // Members are sorted by name, whatever their input order.
   ASSERT_EQ(v.object.size(), 2u);
@@ -317,8 +279,7 @@ TEST(ParseJsonValueTest, ReadsEveryKindNested) {
 }
 
 TEST(ParseJsonValueTest, AcceptsSingleQuotesAndATrailingComma) {
-  ASSERT_OK_AND_ASSIGN(JsonValue v,
-                       ParseJsonValue(R"({'a':'it\'s "x"','b':[1,2,],})"));
+  ASSERT_OK_AND_ASSIGN(JsonValue v, ParseJsonValue(R"({'a':'it\'s "x"','b':[1,2,],})"));
   ASSERT_NE(v.Find("a"), nullptr);
   EXPECT_EQ(v.Find("a")->string, "it's \"x\"");
   ASSERT_NE(v.Find("b"), nullptr);
@@ -335,14 +296,12 @@ TEST(ParseJsonValueTest, ScalarsAtTheTop) {
 }
 
 TEST(ParseJsonValueTest, NestingIsBounded) {
-  const std::string ok = std::string(kMaxJsonDepth, '[') +
-                         std::string(kMaxJsonDepth, ']');
+  const std::string ok = std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']');
   EXPECT_THAT(ParseJsonValue(ok), IsOk());
-  const std::string deep = std::string(kMaxJsonDepth + 1, '[') +
-                           std::string(kMaxJsonDepth + 1, ']');
+  const std::string deep =
+      std::string(kMaxJsonDepth + 1, '[') + std::string(kMaxJsonDepth + 1, ']');
   EXPECT_THAT(ParseJsonValue(deep),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("nesting deeper than 100")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("nesting deeper than 100")));
 }
 
 struct TreeRejectCase {
@@ -353,48 +312,42 @@ struct TreeRejectCase {
 };
 void PrintTo(const TreeRejectCase& c, std::ostream* os) { *os << c.name; }
 
-class ParseJsonValueRejectTest
-    : public ::testing::TestWithParam<TreeRejectCase> {};
+class ParseJsonValueRejectTest : public ::testing::TestWithParam<TreeRejectCase> {};
 
 TEST_P(ParseJsonValueRejectTest, Rejects) {
   size_t offset = 12345;
   EXPECT_THAT(ParseJsonValue(GetParam().input, &offset),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(StartsWith(absl::StrCat("at byte ",
-                                                     GetParam().offset, ": ")),
+                       AllOf(StartsWith(absl::StrCat("at byte ", GetParam().offset, ": ")),
                              HasSubstr(GetParam().message))));
   EXPECT_EQ(offset, GetParam().offset);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Table, ParseJsonValueRejectTest,
-    ::testing::Values(
-        TreeRejectCase{"Empty", "", "unexpected token (end of input)", 0},
-        TreeRejectCase{"NotJson", "not json", "unexpected token", 0},
-        TreeRejectCase{"TwoValues", "[1]\n[2]", "unexpected data", 4},
-        TreeRejectCase{"DoubleComma", "[1,,2]", "unexpected token", 3},
-        TreeRejectCase{"OnlyComma", "[,]", "unexpected token", 1},
-        TreeRejectCase{"MissingColon", R"({"a" 1})", "expected ':'", 5},
-        TreeRejectCase{"MissingComma", R"({"a":1 "b":2})",
-                       "expected ',' or '}'", 7},
-        TreeRejectCase{"ArrayMissingComma", "[1 2]", "expected ',' or ']'", 3},
-        TreeRejectCase{"UnquotedName", "{a:1}", "member name", 1},
-        TreeRejectCase{"Duplicate", R"({"a":1,"b":2,"a":3})",
-                       "duplicate member name \"a\"", 13},
-        TreeRejectCase{"LeadingZero", "01", "leading zeros", 1},
-        TreeRejectCase{"BareFraction", "1.", "expected a digit", 2},
-        TreeRejectCase{"BareExponent", "1e", "expected a digit", 2},
-        TreeRejectCase{"Plus", "+1", "unexpected token", 0},
-        TreeRejectCase{"NaN", "NaN", "unexpected token", 0},
-        TreeRejectCase{"Infinity", "[Infinity]", "unexpected token", 1},
-        TreeRejectCase{"BeyondDouble", "[1e400]", "double range", 1},
-        TreeRejectCase{"QuoteEscapeInDoubleQuotes", R"(["\'"])",
-                       "bad escape", 2},
-        TreeRejectCase{"InvalidUtf8", "[\"\xff\"]", "invalid UTF-8", 2},
-        TreeRejectCase{"LoneSurrogate", R"(["\ud83d"])", "without a low one",
-                       2},
-        TreeRejectCase{"ControlCharacter", "[\"\t\"]", "control character", 2},
-        TreeRejectCase{"Unterminated", "['abc", "unterminated string", 1}),
+    ::testing::Values(TreeRejectCase{"Empty", "", "unexpected token (end of input)", 0},
+                      TreeRejectCase{"NotJson", "not json", "unexpected token", 0},
+                      TreeRejectCase{"TwoValues", "[1]\n[2]", "unexpected data", 4},
+                      TreeRejectCase{"DoubleComma", "[1,,2]", "unexpected token", 3},
+                      TreeRejectCase{"OnlyComma", "[,]", "unexpected token", 1},
+                      TreeRejectCase{"MissingColon", R"({"a" 1})", "expected ':'", 5},
+                      TreeRejectCase{"MissingComma", R"({"a":1 "b":2})", "expected ',' or '}'", 7},
+                      TreeRejectCase{"ArrayMissingComma", "[1 2]", "expected ',' or ']'", 3},
+                      TreeRejectCase{"UnquotedName", "{a:1}", "member name", 1},
+                      TreeRejectCase{"Duplicate", R"({"a":1,"b":2,"a":3})",
+                                     "duplicate member name \"a\"", 13},
+                      TreeRejectCase{"LeadingZero", "01", "leading zeros", 1},
+                      TreeRejectCase{"BareFraction", "1.", "expected a digit", 2},
+                      TreeRejectCase{"BareExponent", "1e", "expected a digit", 2},
+                      TreeRejectCase{"Plus", "+1", "unexpected token", 0},
+                      TreeRejectCase{"NaN", "NaN", "unexpected token", 0},
+                      TreeRejectCase{"Infinity", "[Infinity]", "unexpected token", 1},
+                      TreeRejectCase{"BeyondDouble", "[1e400]", "double range", 1},
+                      TreeRejectCase{"QuoteEscapeInDoubleQuotes", R"(["\'"])", "bad escape", 2},
+                      TreeRejectCase{"InvalidUtf8", "[\"\xff\"]", "invalid UTF-8", 2},
+                      TreeRejectCase{"LoneSurrogate", R"(["\ud83d"])", "without a low one", 2},
+                      TreeRejectCase{"ControlCharacter", "[\"\t\"]", "control character", 2},
+                      TreeRejectCase{"Unterminated", "['abc", "unterminated string", 1}),
     [](const ::testing::TestParamInfo<TreeRejectCase>& info) {
       return std::string(info.param.name);
     });

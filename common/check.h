@@ -14,13 +14,13 @@
 // Writes "<file>:<line>: check failed: <condition>: <message>" to stderr
 // and aborts when `condition` is false. Allocates nothing, so it works
 // when memory is exhausted.
-#define DEDUPD_CHECK(condition, message)                                \
-  do {                                                                  \
-    if (!(condition)) {                                                 \
-      std::fprintf(stderr, "%s:%d: check failed: %s: %s\n", __FILE__,   \
-                   __LINE__, #condition, message);                      \
-      std::abort();                                                     \
-    }                                                                   \
+#define DEDUPD_CHECK(condition, message)                                                    \
+  do {                                                                                      \
+    if (!(condition)) {                                                                     \
+      std::fprintf(stderr, "%s:%d: check failed: %s: %s\n", __FILE__, __LINE__, #condition, \
+                   message);                                                                \
+      std::abort();                                                                         \
+    }                                                                                       \
   } while (false)
 
 #endif  // DEDUPD_COMMON_CHECK_H_

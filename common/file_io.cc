@@ -11,10 +11,8 @@
 
 namespace dedupd::file_io {
 
-absl::Status ErrnoStatus(int err, absl::string_view path,
-                         absl::string_view action) {
-  const std::string message =
-      absl::StrCat(path, ": ", action, ": ", std::strerror(err));
+absl::Status ErrnoStatus(int err, absl::string_view path, absl::string_view action) {
+  const std::string message = absl::StrCat(path, ": ", action, ": ", std::strerror(err));
   switch (err) {
     case ENOENT:
       return absl::NotFoundError(message);

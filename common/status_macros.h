@@ -30,8 +30,7 @@
 // Evaluates `rexpr` (an absl::StatusOr<T>); on error returns its status,
 // otherwise moves the value into `lhs` (a declaration or an lvalue).
 #define DEDUPD_ASSIGN_OR_RETURN(lhs, rexpr) \
-  DEDUPD_ASSIGN_OR_RETURN_IMPL_(            \
-      DEDUPD_STATUS_CONCAT_(dedupd_statusor_, __LINE__), lhs, rexpr)
+  DEDUPD_ASSIGN_OR_RETURN_IMPL_(DEDUPD_STATUS_CONCAT_(dedupd_statusor_, __LINE__), lhs, rexpr)
 
 #define DEDUPD_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, rexpr) \
   auto statusor = (rexpr);                                  \

@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <optional>
 #include <filesystem>
+#include <optional>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -14,10 +14,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "common/status_macros.h"
-#include "google/protobuf/util/time_util.h"
 #include "common/file_io.h"
+#include "common/status_macros.h"
 #include "core/text/sha256.h"
+#include "google/protobuf/util/time_util.h"
 
 namespace dedupd {
 namespace {
@@ -25,21 +25,18 @@ namespace {
 namespace fs = std::filesystem;
 
 google::protobuf::Timestamp ToTimestamp(absl::Time t) {
-  return google::protobuf::util::TimeUtil::MicrosecondsToTimestamp(
-      absl::ToUnixMicros(t));
+  return google::protobuf::util::TimeUtil::MicrosecondsToTimestamp(absl::ToUnixMicros(t));
 }
 
 google::protobuf::Duration ToDuration(absl::Duration d) {
-  return google::protobuf::util::TimeUtil::MicrosecondsToDuration(
-      absl::ToInt64Microseconds(d));
+  return google::protobuf::util::TimeUtil::MicrosecondsToDuration(absl::ToInt64Microseconds(d));
 }
 
 // The bytes of every regular file under `dir` (hard links count in full).
 uint64_t TreeBytes(const fs::path& dir) {
   uint64_t bytes = 0;
   std::error_code ec;
-  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end;
-       it.increment(ec)) {
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code file_ec;
     if (it->is_regular_file(file_ec)) {
       const uintmax_t n = it->file_size(file_ec);
@@ -49,8 +46,7 @@ uint64_t TreeBytes(const fs::path& dir) {
   return bytes;
 }
 
-absl::Status FsError(const std::error_code& ec, absl::string_view action,
-                     const std::string& path) {
+absl::Status FsError(const std::error_code& ec, absl::string_view action, const std::string& path) {
   const std::string message = absl::StrCat(action, " ", path, ": ", ec.message());
   if (ec == std::errc::no_space_on_device) return absl::ResourceExhaustedError(message);
   if (ec == std::errc::permission_denied || ec == std::errc::read_only_file_system) {
@@ -65,8 +61,7 @@ absl::Status FsError(const std::error_code& ec, absl::string_view action,
 absl::Status SyncTree(const fs::path& dir) {
   std::error_code ec;
   std::vector<std::string> dirs = {dir.string()};
-  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end;
-       it.increment(ec)) {
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code type_ec;
     if (it->is_directory(type_ec)) {
       dirs.push_back(it->path().string());
@@ -87,12 +82,11 @@ absl::Status SyncTree(const fs::path& dir) {
 
 }  // namespace
 
-AdminOps::AdminOps(RocksDbStore* store, BloomUrlStore* url_bloom,
-                   const UrlNormalizer* normalizer, absl::Time started)
+AdminOps::AdminOps(RocksDbStore* store, BloomUrlStore* url_bloom, const UrlNormalizer* normalizer,
+                   absl::Time started)
     : store_(store), url_bloom_(url_bloom), normalizer_(normalizer), started_(started) {}
 
-absl::Status AdminOps::Stats(const v1::StatsRequest& request,
-                             v1::StatsResponse* response) const {
+absl::Status AdminOps::Stats(const v1::StatsRequest& request, v1::StatsResponse* response) const {
   DEDUPD_ASSIGN_OR_RETURN(const StoreStats st, store_->Stats(request.exact()));
   response->set_storage_format_version(st.storage_format_version);
   response->set_normalizer_version(st.normalizer_version);
@@ -130,8 +124,7 @@ absl::Status AdminOps::Stats(const v1::StatsRequest& request,
   return absl::OkStatus();
 }
 
-absl::Status AdminOps::Backup(const v1::BackupRequest& request,
-                              v1::BackupResponse* response) {
+absl::Status AdminOps::Backup(const v1::BackupRequest& request, v1::BackupResponse* response) {
   const std::string& dir = request.directory();
   if (dir.empty()) {
     return absl::InvalidArgumentError(
@@ -139,9 +132,9 @@ absl::Status AdminOps::Backup(const v1::BackupRequest& request,
         "of a directory that does not exist yet)");
   }
   if (!fs::path(dir).is_absolute()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "directory \"", absl::CHexEscape(dir),
-        "\" is relative; give an absolute path on the server"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("directory \"", absl::CHexEscape(dir),
+                     "\" is relative; give an absolute path on the server"));
   }
   if (!backup_mu_.TryLock()) {
     return absl::UnavailableError("another backup is running; retry later");
@@ -181,8 +174,7 @@ absl::StatusOr<std::unique_ptr<ExportCursor>> AdminOps::StartExport(
   return store_->NewExport(!request.skip_urls(), !request.skip_content());
 }
 
-absl::Status AdminOps::NextExport(ExportCursor* cursor, v1::ExportResponse* response,
-                                  bool* done) {
+absl::Status AdminOps::NextExport(ExportCursor* cursor, v1::ExportResponse* response, bool* done) {
   response->Clear();
   std::vector<ExportedRecord> records;
   DEDUPD_RETURN_IF_ERROR(cursor->Next(kExportMessageBytes, &records, done));
@@ -216,24 +208,22 @@ absl::Status AdminOps::NextExport(ExportCursor* cursor, v1::ExportResponse* resp
   return absl::OkStatus();
 }
 
-absl::Status AdminOps::Forget(const v1::ForgetRequest& request,
-                              v1::ForgetResponse* response,
+absl::Status AdminOps::Forget(const v1::ForgetRequest& request, v1::ForgetResponse* response,
                               const std::function<bool()>& cancelled) {
   response->Clear();
   const int n = request.urls_size();
   if (n == 0) return absl::InvalidArgumentError("urls is empty (want 1 to 100 URLs)");
   if (n > kMaxForgetUrls) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "urls has ", n, " URLs, over the limit of ", kMaxForgetUrls,
-        " per Forget call (each URL is a scan of every content record); "
-        "split the batch"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("urls has ", n, " URLs, over the limit of ", kMaxForgetUrls,
+                     " per Forget call (each URL is a scan of every content record); "
+                     "split the batch"));
   }
   response->mutable_results()->Reserve(n);
   for (const std::string& url : request.urls()) {
     if (cancelled && cancelled()) {
-      return absl::CancelledError(absl::StrCat("forget cancelled after ",
-                                               response->results_size(), " of ", n,
-                                               " URLs (those stay forgotten)"));
+      return absl::CancelledError(absl::StrCat("forget cancelled after ", response->results_size(),
+                                               " of ", n, " URLs (those stay forgotten)"));
     }
     v1::ForgetResult* out = response->add_results();
     out->set_url(url);
@@ -246,8 +236,7 @@ absl::Status AdminOps::Forget(const v1::ForgetRequest& request,
     absl::StatusOr<ForgetResult> forgotten = store_->Forget(*normalized, absl::Now());
     if (!forgotten.ok()) {
       return absl::Status(forgotten.status().code(),
-                          absl::StrCat("forget ", *normalized, ": ",
-                                       forgotten.status().message()));
+                          absl::StrCat("forget ", *normalized, ": ", forgotten.status().message()));
     }
     const ForgetResult& r = *forgotten;
     out->set_found(r.found());
@@ -274,9 +263,9 @@ absl::Status AdminOps::Forget(const v1::ForgetRequest& request,
       std::vector<std::optional<absl::Time>> seen;
       const absl::Status looked = url_bloom_->LookupUrls({*normalized}, &seen);
       if (!looked.ok()) {
-        return absl::Status(looked.code(), absl::StrCat("forget ", *normalized,
-                                                        ": approximate seen-set: ",
-                                                        looked.message()));
+        return absl::Status(
+            looked.code(),
+            absl::StrCat("forget ", *normalized, ": approximate seen-set: ", looked.message()));
       }
       out->set_url_stays_seen_probably(!seen.empty() && seen[0].has_value());
     }
@@ -291,10 +280,10 @@ absl::Status RestoreBackup(const std::string& backup_dir, const std::string& dat
   }
   std::error_code ec;
   if (!fs::is_regular_file(fs::path(backup_dir) / "CURRENT", ec)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "restore from ", backup_dir,
-        ": not a dedupd backup (no RocksDB CURRENT file; make one with "
-        "`dedupctl admin backup DIR`)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("restore from ", backup_dir,
+                     ": not a dedupd backup (no RocksDB CURRENT file; make one with "
+                     "`dedupctl admin backup DIR`)"));
   }
   // "/data/" and "/data" are one directory: without the trailing
   // separator the temporary copy is a sibling ("/data.restore-tmp"), not a
@@ -306,26 +295,25 @@ absl::Status RestoreBackup(const std::string& backup_dir, const std::string& dat
   const fs::file_status target_status = fs::status(target, ec);
   if (fs::exists(target_status)) {
     if (!fs::is_directory(target_status)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "restore into ", data_dir, ": exists and is not a directory"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("restore into ", data_dir, ": exists and is not a directory"));
     }
     if (!fs::is_empty(target, ec) || ec) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "restore into ", data_dir,
-          ": the data directory is not empty; restore only into an empty or "
-          "new --data_dir (move the old one away first)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("restore into ", data_dir,
+                       ": the data directory is not empty; restore only into an empty or "
+                       "new --data_dir (move the old one away first)"));
     }
   }
   const fs::path temp = fs::path(target.string() + ".restore-tmp");
   if (fs::exists(temp, ec)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "restore into ", data_dir, ": ", temp.string(),
-        " exists (left by an interrupted restore?); remove it and retry"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("restore into ", data_dir, ": ", temp.string(),
+                     " exists (left by an interrupted restore?); remove it and retry"));
   }
   fs::copy(backup_dir, temp, fs::copy_options::recursive, ec);
   if (ec) {
-    absl::Status s = FsError(ec, absl::StrCat("restore: copy ", backup_dir, " to"),
-                             temp.string());
+    absl::Status s = FsError(ec, absl::StrCat("restore: copy ", backup_dir, " to"), temp.string());
     std::error_code cleanup;
     fs::remove_all(temp, cleanup);
     return s;

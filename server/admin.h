@@ -52,13 +52,12 @@ class AdminOps {
   // `normalizer` (the one CheckUrl uses, so that Forget removes the same
   // keys) outlive this object. `started`: when the server started, for the
   // uptime.
-  AdminOps(RocksDbStore* store, BloomUrlStore* url_bloom,
-           const UrlNormalizer* normalizer, absl::Time started);
+  AdminOps(RocksDbStore* store, BloomUrlStore* url_bloom, const UrlNormalizer* normalizer,
+           absl::Time started);
 
   // Stats fills `response` from RocksDbStore::Stats(request.exact()) (see
   // admin.proto for each field). Errors: as RocksDbStore::Stats.
-  absl::Status Stats(const v1::StatsRequest& request,
-                     v1::StatsResponse* response) const;
+  absl::Status Stats(const v1::StatsRequest& request, v1::StatsResponse* response) const;
 
   // Backup checkpoints the store into request.directory() and, in
   // approximate URL mode, writes the seen-set to its url-bloom
@@ -67,19 +66,16 @@ class AdminOps {
   // on the server; a relative one would depend on its working directory);
   // FailedPrecondition when it exists or its parent does not; Unavailable
   // while another backup runs; the store's I/O errors otherwise.
-  absl::Status Backup(const v1::BackupRequest& request,
-                      v1::BackupResponse* response);
+  absl::Status Backup(const v1::BackupRequest& request, v1::BackupResponse* response);
 
   // StartExport opens a cursor over one snapshot of the store (see
   // RocksDbStore::NewExport). Errors: FailedPrecondition after Close.
-  absl::StatusOr<std::unique_ptr<ExportCursor>> StartExport(
-      const v1::ExportRequest& request) const;
+  absl::StatusOr<std::unique_ptr<ExportCursor>> StartExport(const v1::ExportRequest& request) const;
 
   // NextExport fills `response` (cleared first) with the cursor's next
   // records, about kExportMessageBytes at most, and sets *done after the
   // last. Errors: as ExportCursor::Next.
-  static absl::Status NextExport(ExportCursor* cursor, v1::ExportResponse* response,
-                                 bool* done);
+  static absl::Status NextExport(ExportCursor* cursor, v1::ExportResponse* response, bool* done);
 
   // Forget normalizes each request URL and calls RocksDbStore::Forget for
   // it, one after another, filling one result per URL in request order (see

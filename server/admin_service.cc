@@ -9,8 +9,7 @@
 
 namespace dedupd {
 
-AdminService::AdminService(AdminOps* ops, WorkerPool* workers,
-                           size_t max_concurrent_rpcs)
+AdminService::AdminService(AdminOps* ops, WorkerPool* workers, size_t max_concurrent_rpcs)
     : ops_(ops), workers_(workers), max_concurrent_rpcs_(max_concurrent_rpcs) {}
 
 grpc::Status AdminService::Admit(grpc::CallbackServerContext* context, AdminOps** ops) {
@@ -24,15 +23,15 @@ grpc::Status AdminService::Admit(grpc::CallbackServerContext* context, AdminOps*
   }
   if (in_flight_.fetch_add(1, std::memory_order_acq_rel) >= max_concurrent_rpcs_) {
     Release();
-    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                        absl::StrCat("more than ", max_concurrent_rpcs_,
-                                     " admin calls in flight; retry later"));
+    return grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("more than ", max_concurrent_rpcs_, " admin calls in flight; retry later"));
   }
   return grpc::Status::OK;
 }
 
-grpc::ServerUnaryReactor* AdminService::RunAdmitted(
-    grpc::CallbackServerContext* context, std::function<absl::Status(AdminOps*)> work) {
+grpc::ServerUnaryReactor* AdminService::RunAdmitted(grpc::CallbackServerContext* context,
+                                                    std::function<absl::Status(AdminOps*)> work) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   AdminOps* ops = nullptr;
   if (grpc::Status admitted = Admit(context, &ops); !admitted.ok()) {
@@ -40,10 +39,9 @@ grpc::ServerUnaryReactor* AdminService::RunAdmitted(
     return reactor;
   }
   const bool scheduled = workers_->Schedule([this, context, reactor, ops, work] {
-    const grpc::Status status =
-        context->IsCancelled()
-            ? grpc::Status(grpc::StatusCode::CANCELLED, "cancelled before it started")
-            : ToGrpcStatus(work(ops));
+    const grpc::Status status = context->IsCancelled() ? grpc::Status(grpc::StatusCode::CANCELLED,
+                                                                      "cancelled before it started")
+                                                       : ToGrpcStatus(work(ops));
     // Released before the answer goes out, so a client's next call never
     // finds its own finished call still holding a slot.
     Release();
@@ -81,8 +79,7 @@ grpc::ServerUnaryReactor* AdminService::Forget(grpc::CallbackServerContext* cont
 // previous write completed, so a slow reader holds the server to one
 // message (about kExportMessageBytes) and one snapshot, never the store.
 // Exactly one Finish: from Fill (done or error) or from OnWriteDone(false).
-class AdminService::ExportReactor final
-    : public grpc::ServerWriteReactor<v1::ExportResponse> {
+class AdminService::ExportReactor final : public grpc::ServerWriteReactor<v1::ExportResponse> {
  public:
   ExportReactor(AdminService* service, AdminOps* ops, grpc::CallbackServerContext* context,
                 v1::ExportRequest request)
@@ -123,8 +120,7 @@ class AdminService::ExportReactor final
       return;
     }
     if (cursor_ == nullptr) {
-      absl::StatusOr<std::unique_ptr<ExportCursor>> cursor =
-          ops_->StartExport(request_);
+      absl::StatusOr<std::unique_ptr<ExportCursor>> cursor = ops_->StartExport(request_);
       if (!cursor.ok()) {
         Finish(ToGrpcStatus(cursor.status()));
         return;

@@ -55,8 +55,8 @@ class AdminService final : public v1::Admin::CallbackService {
   grpc::ServerUnaryReactor* Forget(grpc::CallbackServerContext* context,
                                    const v1::ForgetRequest* request,
                                    v1::ForgetResponse* response) override;
-  grpc::ServerWriteReactor<v1::ExportResponse>* Export(
-      grpc::CallbackServerContext* context, const v1::ExportRequest* request) override;
+  grpc::ServerWriteReactor<v1::ExportResponse>* Export(grpc::CallbackServerContext* context,
+                                                       const v1::ExportRequest* request) override;
 
  private:
   class ExportReactor;

@@ -50,8 +50,7 @@ class ChunkEngineTest : public ::testing::Test {
   ChunkEngineTest()
       : content_store_(&url_store_, 3),
         chunk_store_(3),
-        engine_(&normalizer_, &url_store_, &hasher_, &content_store_, &chunk_store_,
-                Options()) {}
+        engine_(&normalizer_, &url_store_, &hasher_, &content_store_, &chunk_store_, Options()) {}
 
   EngineOptions Options() {
     EngineOptions o;

@@ -45,15 +45,13 @@ TrailingSlash FromProto(cfg::TrailingSlash t) {
 
 }  // namespace
 
-absl::StatusOr<DedupConfig> ParseConfig(absl::string_view text,
-                                        absl::string_view source_name) {
+absl::StatusOr<DedupConfig> ParseConfig(absl::string_view text, absl::string_view source_name) {
   cfg::Config proto;
   google::protobuf::TextFormat::Parser parser;
   FirstErrorCollector errors;
   parser.RecordErrorsTo(&errors);
   if (!parser.ParseFromString(std::string(text), &proto)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source_name, ":", errors.error()));
+    return absl::InvalidArgumentError(absl::StrCat(source_name, ":", errors.error()));
   }
   std::vector<HostRule> rules;
   rules.reserve(proto.host_rules_size());
@@ -66,13 +64,10 @@ absl::StatusOr<DedupConfig> ParseConfig(absl::string_view text,
     rule.case_insensitive_path = r.case_insensitive_path();
     rules.push_back(std::move(rule));
   }
-  std::vector<std::string> drop(proto.drop_params().begin(),
-                                proto.drop_params().end());
-  absl::StatusOr<UrlPolicy> policy =
-      UrlPolicy::Create(std::move(rules), std::move(drop));
+  std::vector<std::string> drop(proto.drop_params().begin(), proto.drop_params().end());
+  absl::StatusOr<UrlPolicy> policy = UrlPolicy::Create(std::move(rules), std::move(drop));
   if (!policy.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source_name, ": ", policy.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat(source_name, ": ", policy.status().message()));
   }
   DedupConfig config;
   config.url_policy = *std::move(policy);

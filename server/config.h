@@ -27,8 +27,7 @@ struct DedupConfig {
 // Returns InvalidArgument "<source>:<line>:<column>: <what>" for a syntax
 // error or an unknown field, and "<source>: host_rules[i]: <what>" for a
 // rule the policy rejects.
-absl::StatusOr<DedupConfig> ParseConfig(absl::string_view text,
-                                        absl::string_view source_name);
+absl::StatusOr<DedupConfig> ParseConfig(absl::string_view text, absl::string_view source_name);
 
 // LoadConfigFile reads and parses the file at `path`. An empty path gives
 // the defaults. Returns NotFound/PermissionDenied/InvalidArgument with the

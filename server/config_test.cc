@@ -36,7 +36,8 @@ TEST(ParseConfigTest, HostRulesBecomeThePolicy) {
       trailing_slash: TRAILING_SLASH_ADD
     }
     drop_params: "ref"
-  )", "t.conf"));
+  )",
+                                                  "t.conf"));
   const HostRule* shop = c.url_policy.Find("shop.example.com");
   ASSERT_NE(shop, nullptr);
   EXPECT_THAT(shop->allow_params, ::testing::ElementsAre("id", "page"));
@@ -63,8 +64,7 @@ TEST(ParseConfigTest, BadConfigsNameTheLineAndTheProblem) {
       {"drop_params: 5 6\n", "t.conf:1:"},
       {"host_rules { trailing_slash: SIDEWAYS hosts: \"a.com\" }", "SIDEWAYS"},
       {"host_rules { allow_params: \"id\" }", "t.conf: "},
-      {"host_rules { hosts: \"a.com\" } host_rules { hosts: \"a.com\" }",
-       "a.com"},
+      {"host_rules { hosts: \"a.com\" } host_rules { hosts: \"a.com\" }", "a.com"},
   };
   for (const BadConfigCase& c : cases) {
     EXPECT_THAT(ParseConfig(c.text, "t.conf"),
@@ -73,14 +73,11 @@ TEST(ParseConfigTest, BadConfigsNameTheLineAndTheProblem) {
   }
 }
 
-TEST(LoadConfigFileTest, EmptyPathIsTheDefaults) {
-  EXPECT_THAT(LoadConfigFile(""), IsOk());
-}
+TEST(LoadConfigFileTest, EmptyPathIsTheDefaults) { EXPECT_THAT(LoadConfigFile(""), IsOk()); }
 
 TEST(LoadConfigFileTest, MissingFileIsNotFoundWithThePath) {
   EXPECT_THAT(LoadConfigFile("/nonexistent/dedupd.conf"),
-              StatusIs(absl::StatusCode::kNotFound,
-                       HasSubstr("/nonexistent/dedupd.conf")));
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("/nonexistent/dedupd.conf")));
 }
 
 TEST(LoadConfigFileTest, ReadsAFile) {

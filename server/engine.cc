@@ -6,11 +6,11 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "core/results/results_dedup.h"
 #include "core/text/chunk_near_rule.h"
 #include "core/text/content_fingerprint.h"
-#include "core/results/results_dedup.h"
 #include "core/text/sha256.h"
 #include "google/protobuf/timestamp.pb.h"
 #include "google/protobuf/util/time_util.h"
@@ -26,22 +26,19 @@ absl::Status WithContext(const absl::Status& s, absl::string_view context) {
 
 }  // namespace
 
-Engine::Engine(const UrlNormalizer* normalizer, UrlStore* store,
-               EngineOptions options)
+Engine::Engine(const UrlNormalizer* normalizer, UrlStore* store, EngineOptions options)
     : normalizer_(normalizer), store_(store), options_(std::move(options)) {}
 
-Engine::Engine(const UrlNormalizer* normalizer, UrlStore* store,
-               const SimHasher* hasher, ContentStore* content_store,
-               EngineOptions options)
+Engine::Engine(const UrlNormalizer* normalizer, UrlStore* store, const SimHasher* hasher,
+               ContentStore* content_store, EngineOptions options)
     : normalizer_(normalizer),
       store_(store),
       hasher_(hasher),
       content_store_(content_store),
       options_(std::move(options)) {}
 
-Engine::Engine(const UrlNormalizer* normalizer, UrlStore* store,
-               const SimHasher* hasher, ContentStore* content_store,
-               ChunkStore* chunk_store, EngineOptions options)
+Engine::Engine(const UrlNormalizer* normalizer, UrlStore* store, const SimHasher* hasher,
+               ContentStore* content_store, ChunkStore* chunk_store, EngineOptions options)
     : normalizer_(normalizer),
       store_(store),
       hasher_(hasher),
@@ -54,31 +51,28 @@ absl::Status Engine::CheckBatchSize(int n) const {
     return absl::InvalidArgumentError("the request has no items");
   }
   if (static_cast<size_t>(n) > options_.max_batch_items) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the request has ", n, " items; the limit is ",
-        options_.max_batch_items,
-        " per request (--max_batch_items): split it into smaller batches"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the request has ", n, " items; the limit is ", options_.max_batch_items,
+                     " per request (--max_batch_items): split it into smaller batches"));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<int> Engine::ResolveDistance(bool has, uint32_t requested,
-                                            int index_limit) const {
+absl::StatusOr<int> Engine::ResolveDistance(bool has, uint32_t requested, int index_limit) const {
   if (!has) return options_.default_max_hamming_distance;
   if (requested > static_cast<uint32_t>(index_limit)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_hamming_distance ", requested, " is above this server's limit of ",
-        index_limit, " (--simhash_max_distance)"));
+    return absl::InvalidArgumentError(absl::StrCat("max_hamming_distance ", requested,
+                                                   " is above this server's limit of ", index_limit,
+                                                   " (--simhash_max_distance)"));
   }
   return static_cast<int>(requested);
 }
 
-absl::StatusOr<ContentFingerprint> Engine::FingerprintItemText(
-    absl::string_view text) const {
+absl::StatusOr<ContentFingerprint> Engine::FingerprintItemText(absl::string_view text) const {
   if (text.size() > options_.max_text_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "text: is ", text.size(), " bytes; the limit is ", options_.max_text_bytes,
-        " (--max_text_bytes)"));
+    return absl::InvalidArgumentError(absl::StrCat("text: is ", text.size(),
+                                                   " bytes; the limit is ", options_.max_text_bytes,
+                                                   " (--max_text_bytes)"));
   }
   absl::StatusOr<ContentFingerprint> fp = FingerprintText(text, *hasher_);
   if (!fp.ok()) {
@@ -102,8 +96,7 @@ absl::Status Engine::CheckUrl(const v1::CheckUrlRequest& request,
   for (int i = 0; i < n; ++i) {
     const v1::UrlItem& item = request.items(i);
     v1::UrlResult* result = response->add_results();
-    absl::StatusOr<std::string> normalized =
-        normalizer_->Normalize(item.url(), item.base_url());
+    absl::StatusOr<std::string> normalized = normalizer_->Normalize(item.url(), item.base_url());
     if (!normalized.ok()) {
       result->set_verdict(v1::URL_VERDICT_INVALID);
       result->set_error(std::string(normalized.status().message()));
@@ -229,8 +222,8 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
     }
     result->set_url(*fetched);
     result->set_canonical_url(identity);
-    absl::StatusOr<int> distance = ResolveDistance(
-        item.has_max_hamming_distance(), item.max_hamming_distance(), index_limit);
+    absl::StatusOr<int> distance =
+        ResolveDistance(item.has_max_hamming_distance(), item.max_hamming_distance(), index_limit);
     if (!distance.ok()) {
       invalid(distance.status().message());
       continue;
@@ -255,8 +248,8 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
 
   const bool claim = request.mode() != v1::CLAIM_MODE_PEEK;
   std::vector<ContentOutcome> outcomes;
-  absl::Status s = content_store_->CheckContent(
-      docs, claim, options_.content_limits, options_.clock(), &outcomes);
+  absl::Status s = content_store_->CheckContent(docs, claim, options_.content_limits,
+                                                options_.clock(), &outcomes);
   if (!s.ok()) return WithContext(s, claim ? "claim content" : "look up content");
   if (claim && store_->approximate()) {
     // The content store recorded both URLs of every document as seen; in
@@ -320,21 +313,20 @@ absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
   const int n = request.chunks_size();
   if (n == 0) return absl::InvalidArgumentError("the request has no chunks");
   if (static_cast<size_t>(n) > options_.max_batch_items) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the request has ", n, " chunks; the limit is ", options_.max_batch_items,
-        " per request (--max_batch_items)"));
+    return absl::InvalidArgumentError(absl::StrCat("the request has ", n, " chunks; the limit is ",
+                                                   options_.max_batch_items,
+                                                   " per request (--max_batch_items)"));
   }
   if (request.document_url().empty()) {
     return absl::InvalidArgumentError("document_url: is empty (the document's URL is required)");
   }
   absl::StatusOr<std::string> url = normalizer_->Normalize(request.document_url(), "");
   if (!url.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("document_url: ", url.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat("document_url: ", url.status().message()));
   }
   const int index_limit = chunk_store_->max_near_distance();
-  absl::StatusOr<int> distance = ResolveDistance(
-      request.has_max_hamming_distance(), request.max_hamming_distance(), index_limit);
+  absl::StatusOr<int> distance = ResolveDistance(request.has_max_hamming_distance(),
+                                                 request.max_hamming_distance(), index_limit);
   if (!distance.ok()) return distance.status();
   response->Clear();
   response->set_document_url(*url);
@@ -356,8 +348,7 @@ absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
     };
     std::string id = item.has_chunk_id() ? item.chunk_id() : absl::StrCat(i);
     if (id.size() > kMaxChunkIdBytes) {
-      invalid(absl::StrCat("chunk_id: is ", id.size(), " bytes; the limit is ",
-                           kMaxChunkIdBytes));
+      invalid(absl::StrCat("chunk_id: is ", id.size(), " bytes; the limit is ", kMaxChunkIdBytes));
       continue;
     }
     result->set_chunk_id(id);
@@ -446,8 +437,8 @@ absl::Status Engine::DedupResults(const v1::DedupResultsRequest& request,
     options.near_text_measure = NearTextMeasure::kJaccard;
   } else if (request.near_text_measure() != v1::NEAR_TEXT_MEASURE_SIMHASH &&
              request.near_text_measure() != v1::NEAR_TEXT_MEASURE_UNSPECIFIED) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "near_text_measure: unknown value ", request.near_text_measure()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("near_text_measure: unknown value ", request.near_text_measure()));
   }
   if (request.has_max_hamming_distance()) {
     options.max_hamming_distance =

@@ -44,17 +44,14 @@ struct EngineOptions {
 class Engine {
  public:
   // REQUIRES: `normalizer` and `store` outlive the engine.
-  Engine(const UrlNormalizer* normalizer, UrlStore* store,
-         EngineOptions options);
+  Engine(const UrlNormalizer* normalizer, UrlStore* store, EngineOptions options);
   // With the content layer. REQUIRES: every pointer outlives the engine.
-  Engine(const UrlNormalizer* normalizer, UrlStore* store,
-         const SimHasher* hasher, ContentStore* content_store,
-         EngineOptions options);
+  Engine(const UrlNormalizer* normalizer, UrlStore* store, const SimHasher* hasher,
+         ContentStore* content_store, EngineOptions options);
   // With the content and chunk layers. REQUIRES: every pointer outlives the
   // engine.
-  Engine(const UrlNormalizer* normalizer, UrlStore* store,
-         const SimHasher* hasher, ContentStore* content_store,
-         ChunkStore* chunk_store, EngineOptions options);
+  Engine(const UrlNormalizer* normalizer, UrlStore* store, const SimHasher* hasher,
+         ContentStore* content_store, ChunkStore* chunk_store, EngineOptions options);
 
   // CheckUrl answers one result per request item, in order (see
   // proto/dedupd/v1/dedupd.proto). A bad item gets URL_VERDICT_INVALID with
@@ -63,8 +60,7 @@ class Engine {
   // max_batch_items items (the message names the limit); the store's code
   // (Unavailable, ResourceExhausted, DataLoss, Internal), with context, when
   // the store fails — then nothing in the response is an answer.
-  absl::Status CheckUrl(const v1::CheckUrlRequest& request,
-                        v1::CheckUrlResponse* response) const;
+  absl::Status CheckUrl(const v1::CheckUrlRequest& request, v1::CheckUrlResponse* response) const;
 
   // CheckContent answers one result per request item, in order (see
   // proto/dedupd/v1/dedupd.proto). A bad item (bad URL, invalid UTF-8, NUL,
@@ -109,8 +105,7 @@ class Engine {
   // The Hamming distance an item or request asks for (`has`: whether it set
   // one), or the default; InvalidArgument naming the limit when above
   // `index_limit`.
-  absl::StatusOr<int> ResolveDistance(bool has, uint32_t requested,
-                                      int index_limit) const;
+  absl::StatusOr<int> ResolveDistance(bool has, uint32_t requested, int index_limit) const;
   // FingerprintText of an item's text, after the max_text_bytes check;
   // InvalidArgument with a "text: " message for the item's INVALID result.
   absl::StatusOr<ContentFingerprint> FingerprintItemText(absl::string_view text) const;

@@ -54,9 +54,8 @@ class EngineTest : public ::testing::Test {
     return o;
   }
 
-  static v1::CheckUrlRequest Request(
-      std::vector<std::pair<std::string, std::string>> items,
-      v1::ClaimMode mode = v1::CLAIM_MODE_CLAIM) {
+  static v1::CheckUrlRequest Request(std::vector<std::pair<std::string, std::string>> items,
+                                     v1::ClaimMode mode = v1::CLAIM_MODE_CLAIM) {
     v1::CheckUrlRequest r;
     r.set_mode(mode);
     for (auto& [url, base] : items) {
@@ -83,8 +82,7 @@ TEST_F(EngineTest, OversizedBatchNamesTheLimit) {
   v1::CheckUrlResponse response;
   std::vector<std::pair<std::string, std::string>> items(6, {"http://a.example/", ""});
   EXPECT_THAT(engine_.CheckUrl(Request(items), &response),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("6 items; the limit is 5")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("6 items; the limit is 5")));
 }
 
 TEST_F(EngineTest, OneResultPerItemInOrderWithVerdicts) {
@@ -121,29 +119,35 @@ TEST_F(EngineTest, ClaimRecordsAndAnswersSeenWithFirstSeenTime) {
 
 TEST_F(EngineTest, PeekRecordsNothing) {
   v1::CheckUrlResponse peek1, claim, peek2;
-  ASSERT_THAT(engine_.CheckUrl(Request({{"http://a.example/q", ""}}, v1::CLAIM_MODE_PEEK), &peek1), IsOk());
+  ASSERT_THAT(engine_.CheckUrl(Request({{"http://a.example/q", ""}}, v1::CLAIM_MODE_PEEK), &peek1),
+              IsOk());
   EXPECT_EQ(peek1.results(0).verdict(), v1::URL_VERDICT_NEW);
   // Had the peek recorded, this claim would be SEEN.
   ASSERT_THAT(engine_.CheckUrl(Request({{"http://a.example/q", ""}}), &claim), IsOk());
   EXPECT_EQ(claim.results(0).verdict(), v1::URL_VERDICT_NEW);
-  ASSERT_THAT(engine_.CheckUrl(Request({{"http://a.example/q", ""}}, v1::CLAIM_MODE_PEEK), &peek2), IsOk());
+  ASSERT_THAT(engine_.CheckUrl(Request({{"http://a.example/q", ""}}, v1::CLAIM_MODE_PEEK), &peek2),
+              IsOk());
   EXPECT_EQ(peek2.results(0).verdict(), v1::URL_VERDICT_SEEN);
   EXPECT_TRUE(peek2.results(0).has_first_seen_time());
 }
 
 TEST_F(EngineTest, UnspecifiedModeClaims) {
   v1::CheckUrlResponse r1, r2;
-  ASSERT_THAT(engine_.CheckUrl(Request({{"http://a.example/u", ""}}, v1::CLAIM_MODE_UNSPECIFIED), &r1), IsOk());
-  ASSERT_THAT(engine_.CheckUrl(Request({{"http://a.example/u", ""}}, v1::CLAIM_MODE_UNSPECIFIED), &r2), IsOk());
+  ASSERT_THAT(
+      engine_.CheckUrl(Request({{"http://a.example/u", ""}}, v1::CLAIM_MODE_UNSPECIFIED), &r1),
+      IsOk());
+  ASSERT_THAT(
+      engine_.CheckUrl(Request({{"http://a.example/u", ""}}, v1::CLAIM_MODE_UNSPECIFIED), &r2),
+      IsOk());
   EXPECT_EQ(r1.results(0).verdict(), v1::URL_VERDICT_NEW);
   EXPECT_EQ(r2.results(0).verdict(), v1::URL_VERDICT_SEEN);
 }
 
 TEST_F(EngineTest, EveryBadItemGetsItsOwnErrorAndTheRestSucceed) {
   const std::string bad[] = {
-      "",                                  // empty
-      std::string(1 << 20, 'a'),           // 1 MB
-      "http://a.example/\xff\xfe",          // invalid UTF-8
+      "",                                       // empty
+      std::string(1 << 20, 'a'),                // 1 MB
+      "http://a.example/\xff\xfe",              // invalid UTF-8
       std::string("http://a.example/\0x", 19),  // NUL byte
       "javascript:alert(1)",
       "mailto:x@example.com",
@@ -165,9 +169,9 @@ TEST_F(EngineTest, EveryBadItemGetsItsOwnErrorAndTheRestSucceed) {
 
 TEST(EngineStoreFailureTest, StoreErrorsKeepTheirCodeAndGainContext) {
   UrlNormalizer normalizer;
-  for (absl::Status cause : {absl::UnavailableError("disk busy"),
-                             absl::ResourceExhaustedError("no space"),
-                             absl::DataLossError("bad block")}) {
+  for (absl::Status cause :
+       {absl::UnavailableError("disk busy"), absl::ResourceExhaustedError("no space"),
+        absl::DataLossError("bad block")}) {
     FailingUrlStore store(cause);
     Engine engine(&normalizer, &store, EngineOptions{});
     v1::CheckUrlRequest claim;
@@ -197,8 +201,7 @@ TEST(EngineStoreFailureTest, AllInvalidBatchDoesNotTouchTheStore) {
 // ~980 words of real prose (the "Python Packaging" chapter of the Debian
 // Python Policy, /usr/share/doc/python3/python-policy.html, tags stripped).
 std::string ReadTestdata(const std::string& name) {
-  std::ifstream in(std::string(DEDUPD_SERVER_TESTDATA_DIR) + "/" + name,
-                   std::ios::binary);
+  std::ifstream in(std::string(DEDUPD_SERVER_TESTDATA_DIR) + "/" + name, std::ios::binary);
   std::ostringstream out;
   out << in.rdbuf();
   return out.str();
@@ -287,18 +290,20 @@ TEST_F(ContentEngineTest, BadItemsAreInvalidInOneBatchAndGoodOnesSucceed) {
       {"empty text", Item("https://bad.example/1", ""), "text: text is empty or only whitespace"},
       {"whitespace only", Item("https://bad.example/2", " \t\r\n \u00a0 \n"),
        "empty or only whitespace"},
-      {"invalid UTF-8", Item("https://bad.example/3", "caf\xc3\x28 au lait"), "invalid UTF-8 at byte 3"},
+      {"invalid UTF-8", Item("https://bad.example/3", "caf\xc3\x28 au lait"),
+       "invalid UTF-8 at byte 3"},
       {"lone continuation byte", Item("https://bad.example/4", "ok \x80"), "invalid UTF-8"},
       {"NUL byte", Item("https://bad.example/5", std::string("before\0after", 12)),
        "NUL byte at byte 6"},
-      {"text over max_text_bytes", Item("https://bad.example/6", std::string(kMaxTextBytes + 1, 'a')),
+      {"text over max_text_bytes",
+       Item("https://bad.example/6", std::string(kMaxTextBytes + 1, 'a')),
        "text: is 16385 bytes; the limit is 16384 (--max_text_bytes)"},
       {"empty url", Item("", "a document without a URL"), "url: is empty"},
       {"mailto url", Item("mailto:x@example.com", "a document from a mailbox"), "url: "},
       {"relative url", Item("relative/path.html", "relative fetched URL"), "url: "},
       {"invalid UTF-8 url", Item("https://bad.example/\xff", "bad bytes in URL"), "url: "},
-      {"javascript canonical", Item("https://bad.example/7", "bad canonical", "javascript:alert(1)"),
-       "canonical_url: "},
+      {"javascript canonical",
+       Item("https://bad.example/7", "bad canonical", "javascript:alert(1)"), "canonical_url: "},
       {"distance over index limit", far,
        "max_hamming_distance 4 is above this server's limit of 3 (--simhash_max_distance)"},
       {"huge distance", huge_distance, "max_hamming_distance 4000000000 is above"},
@@ -341,8 +346,8 @@ TEST_F(ContentEngineTest, BadItemsAreInvalidInOneBatchAndGoodOnesSucceed) {
     EXPECT_FALSE(res.has_first_seen_time());
   }
   // Nothing of a bad item was recorded: its URL is not seen.
-  for (const char* url : {"https://bad.example/1", "https://bad.example/6",
-                          "https://bad.example/distance"}) {
+  for (const char* url :
+       {"https://bad.example/1", "https://bad.example/6", "https://bad.example/distance"}) {
     EXPECT_EQ(UrlVerdict(url), v1::URL_VERDICT_NEW) << url;
   }
   EXPECT_EQ(UrlVerdict("https://good.example/0"), v1::URL_VERDICT_SEEN);
@@ -352,7 +357,8 @@ TEST_F(ContentEngineTest, BadItemsAreInvalidInOneBatchAndGoodOnesSucceed) {
 TEST_F(ContentEngineTest, ExplicitDistanceWithinTheLimitIsAccepted) {
   std::vector<v1::ContentItem> items;
   for (uint32_t d : {0u, 1u, 3u}) {
-    items.push_back(Item(absl::StrCat("https://d.example/", d), absl::StrCat("distance ", d, " text")));
+    items.push_back(
+        Item(absl::StrCat("https://d.example/", d), absl::StrCat("distance ", d, " text")));
     items.back().set_max_hamming_distance(d);
   }
   for (const v1::ContentResult& r : Check(items)) {
@@ -392,9 +398,9 @@ TEST_F(ContentEngineTest, NewThenExactDuplicateWithOwnerAndAliases) {
              Item("https://b.example/c", "hello, world! a short post.")});
   ASSERT_EQ(more.size(), 2u);
   EXPECT_EQ(more[1].verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
-  EXPECT_THAT(more[1].alias_urls(),
-              ElementsAre("https://b.example/c", "https://mirror.example/copy",
-                          "https://z.example/c"));
+  EXPECT_THAT(
+      more[1].alias_urls(),
+      ElementsAre("https://b.example/c", "https://mirror.example/copy", "https://z.example/c"));
   EXPECT_EQ(more[1].alias_count(), 3u);
 
   // The owner re-fetching its own text is not its own alias.
@@ -459,8 +465,7 @@ TEST_F(ContentEngineTest, CanonicalUrlIsTheIdentityAndBothUrlsBecomeSeen) {
       Check({Item("https://site.example/print/post.html", "The canonical story.", canonical)});
   EXPECT_EQ(print[0].verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
   EXPECT_EQ(print[0].owner_url(), canonical);
-  EXPECT_THAT(print[0].alias_urls(),
-              ElementsAre(fetched, "https://site.example/print/post.html"));
+  EXPECT_THAT(print[0].alias_urls(), ElementsAre(fetched, "https://site.example/print/post.html"));
   EXPECT_EQ(print[0].alias_count(), 2u);
   EXPECT_EQ(UrlVerdict("https://site.example/print/post.html"), v1::URL_VERDICT_SEEN);
 }
@@ -468,7 +473,8 @@ TEST_F(ContentEngineTest, CanonicalUrlIsTheIdentityAndBothUrlsBecomeSeen) {
 TEST_F(ContentEngineTest, OneWordEditOfARealPageIsANearDuplicate) {
   const std::string original = ReadTestdata("python_policy_packaging.txt");
   ASSERT_GT(original.size(), 5000u) << "missing testdata";
-  const std::vector<std::string> words = absl::StrSplit(original, absl::ByAnyChar(" \n"), absl::SkipWhitespace());
+  const std::vector<std::string> words =
+      absl::StrSplit(original, absl::ByAnyChar(" \n"), absl::SkipWhitespace());
   ASSERT_GT(words.size(), 950u);
   // One word replaced, about half way through the page.
   const std::string from = "As far as is reasonable";
@@ -482,8 +488,8 @@ TEST_F(ContentEngineTest, OneWordEditOfARealPageIsANearDuplicate) {
   now_ += absl::Minutes(1);
   v1::ContentResult near = CheckOne("https://mirror.example/policy", edited);
   const int distance = HammingDistance(first.simhash(), near.simhash());
-  std::cout << "one-word edit of " << words.size() << " words: SimHash distance "
-            << distance << "\n";
+  std::cout << "one-word edit of " << words.size() << " words: SimHash distance " << distance
+            << "\n";
   ASSERT_THAT(distance, Le(3));
   EXPECT_NE(near.content_hash(), first.content_hash());
   EXPECT_EQ(near.verdict(), v1::CONTENT_VERDICT_NEAR_DUPLICATE);
@@ -504,7 +510,8 @@ TEST_F(ContentEngineTest, OneWordEditOfARealPageIsANearDuplicate) {
   EXPECT_EQ(repeat.owner_url(), "https://mirror.example/policy");
 
   // An unrelated page is not near either of them.
-  v1::ContentResult other = CheckOne("https://garden.example/", "An entirely different page "
+  v1::ContentResult other = CheckOne("https://garden.example/",
+                                     "An entirely different page "
                                      "about gardening: tomatoes, soil and spring weather.");
   EXPECT_EQ(other.verdict(), v1::CONTENT_VERDICT_NEW);
   EXPECT_EQ(other.near_match_count(), 0u);
@@ -563,9 +570,8 @@ TEST_F(ContentEngineTest, PeekRecordsNothing) {
   EXPECT_EQ(UrlVerdict("https://p.example/a"), v1::URL_VERDICT_NEW);
 
   // A repeat within one peek gets the same answer.
-  std::vector<v1::ContentResult> twice =
-      Check({Item("https://p.example/b", text), Item("https://p.example/c", text)},
-            v1::CLAIM_MODE_PEEK);
+  std::vector<v1::ContentResult> twice = Check(
+      {Item("https://p.example/b", text), Item("https://p.example/c", text)}, v1::CLAIM_MODE_PEEK);
   ASSERT_EQ(twice.size(), 2u);
   EXPECT_EQ(twice[0].verdict(), v1::CONTENT_VERDICT_NEW);
   EXPECT_EQ(twice[1].verdict(), v1::CONTENT_VERDICT_NEW);
@@ -591,8 +597,10 @@ TEST_F(ContentEngineTest, PeekRecordsNothing) {
 }
 
 TEST_F(ContentEngineTest, UnspecifiedModeClaims) {
-  v1::ContentResult r1 = CheckOne("https://u.example/1", "unspecified mode", v1::CLAIM_MODE_UNSPECIFIED);
-  v1::ContentResult r2 = CheckOne("https://u.example/2", "unspecified mode", v1::CLAIM_MODE_UNSPECIFIED);
+  v1::ContentResult r1 =
+      CheckOne("https://u.example/1", "unspecified mode", v1::CLAIM_MODE_UNSPECIFIED);
+  v1::ContentResult r2 =
+      CheckOne("https://u.example/2", "unspecified mode", v1::CLAIM_MODE_UNSPECIFIED);
   EXPECT_EQ(r1.verdict(), v1::CONTENT_VERDICT_NEW);
   EXPECT_EQ(r2.verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
 }

@@ -22,8 +22,8 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/index/simhash_index.h"
-#include "server/auth.h"
 #include "server/admin.h"
+#include "server/auth.h"
 #include "server/log.h"
 #include "server/server.h"
 
@@ -34,13 +34,10 @@ ABSL_FLAG(std::string, data_dir, "./data",
 ABSL_FLAG(std::string, config, "",
           "config file (protobuf text format; README.md, Configuration); empty: "
           "built-in defaults");
-ABSL_FLAG(std::string, port_file, "",
-          "if set, write the bound port to this file once serving");
+ABSL_FLAG(std::string, port_file, "", "if set, write the bound port to this file once serving");
 ABSL_FLAG(int64_t, max_batch_items, 10000, "most items per request");
-ABSL_FLAG(int64_t, max_message_bytes, 16 << 20,
-          "largest request or response message, in bytes");
-ABSL_FLAG(int64_t, max_concurrent_rpcs, 256,
-          "most calls in flight; more get RESOURCE_EXHAUSTED");
+ABSL_FLAG(int64_t, max_message_bytes, 16 << 20, "largest request or response message, in bytes");
+ABSL_FLAG(int64_t, max_concurrent_rpcs, 256, "most calls in flight; more get RESOURCE_EXHAUSTED");
 ABSL_FLAG(int64_t, worker_threads, 8,
           "threads that run calls' work (normalizing, store reads and writes)");
 ABSL_FLAG(bool, sync_writes, false,
@@ -74,8 +71,7 @@ ABSL_FLAG(int64_t, simhash_index_blocks, 0,
           "faster queries at 10^8 fingerprints; docs/simhash_index.md)");
 ABSL_FLAG(int64_t, max_aliases_returned, 10,
           "alias URLs listed per CheckContent result (the count is always total)");
-ABSL_FLAG(int64_t, max_near_matches, 10,
-          "near matches listed per CheckContent result");
+ABSL_FLAG(int64_t, max_near_matches, 10, "near matches listed per CheckContent result");
 ABSL_FLAG(std::string, url_seen_mode, "exact",
           "exact: a RocksDB record per URL, behind an in-memory Bloom front; "
           "approximate: the seen-set is a Bloom filter in DATA_DIR/url-bloom "
@@ -105,8 +101,7 @@ ABSL_FLAG(std::string, metrics_listen, "",
 ABSL_FLAG(std::string, tls_cert_file, "",
           "PEM certificate chain of the gRPC port; with --tls_key_file turns on "
           "TLS; empty: plaintext");
-ABSL_FLAG(std::string, tls_key_file, "",
-          "PEM private key (unencrypted) of --tls_cert_file");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key (unencrypted) of --tls_cert_file");
 ABSL_FLAG(std::string, tls_client_ca_file, "",
           "mutual TLS: PEM CA certificates; clients must present a certificate "
           "signed by one; empty: no client certificate asked");
@@ -143,8 +138,7 @@ ABSL_FLAG(int64_t, grpc_memory_quota_mb, 1024,
           "received, in MiB; past it new connections are refused and calls "
           "cancelled (a message over --max_message_bytes is only refused "
           "once it is all in, so this is what bounds one); 0: no cap");
-ABSL_FLAG(std::string, log_level, "info",
-          "least severe log lines written: info, warning or error");
+ABSL_FLAG(std::string, log_level, "info", "least severe log lines written: info, warning or error");
 ABSL_FLAG(std::string, testing_open_gate, "",
           "TEST ONLY: wait until this file exists before opening the store "
           "(health answers NOT_SERVING meanwhile)");
@@ -169,8 +163,8 @@ void WaitForTestingOpenGate(const std::string& gate) {
 // Fails with a one-line message when `value` is outside [lo, hi].
 bool CheckRange(const char* flag, int64_t value, int64_t lo, int64_t hi) {
   if (value >= lo && value <= hi) return true;
-  std::cerr << "dedupd: --" << flag << "=" << value << " is out of range ["
-            << lo << ", " << hi << "]\n";
+  std::cerr << "dedupd: --" << flag << "=" << value << " is out of range [" << lo << ", " << hi
+            << "]\n";
   return false;
 }
 
@@ -198,13 +192,13 @@ bool ValidateFlags() {
       !CheckRange("simhash_shingle_words", absl::GetFlag(FLAGS_simhash_shingle_words), 1, 16) ||
       !CheckRange("simhash_max_distance", absl::GetFlag(FLAGS_simhash_max_distance), 0,
                   dedupd::SimHashIndex::kMaxSupportedDistance) ||
-      !CheckRange("simhash_index_blocks", absl::GetFlag(FLAGS_simhash_index_blocks), 0,
-                  absl::GetFlag(FLAGS_simhash_max_distance) + 1 +
-                      dedupd::SimHashIndex::kMaxExtraBlocks) ||
+      !CheckRange(
+          "simhash_index_blocks", absl::GetFlag(FLAGS_simhash_index_blocks), 0,
+          absl::GetFlag(FLAGS_simhash_max_distance) + 1 + dedupd::SimHashIndex::kMaxExtraBlocks) ||
       !CheckRange("max_aliases_returned", absl::GetFlag(FLAGS_max_aliases_returned), 0, 10000) ||
       !CheckRange("max_near_matches", absl::GetFlag(FLAGS_max_near_matches), 0, 10000) ||
-      !CheckRange("url_filter_expected_urls", absl::GetFlag(FLAGS_url_filter_expected_urls),
-                  1, int64_t{1} << 40) ||
+      !CheckRange("url_filter_expected_urls", absl::GetFlag(FLAGS_url_filter_expected_urls), 1,
+                  int64_t{1} << 40) ||
       !CheckRange("url_filter_memory_mb", absl::GetFlag(FLAGS_url_filter_memory_mb), 0,
                   int64_t{1} << 20) ||
       !CheckRange("max_concurrent_streams", absl::GetFlag(FLAGS_max_concurrent_streams), 1,
@@ -227,8 +221,7 @@ bool ValidateFlags() {
   }
   const std::string url_seen_mode = absl::GetFlag(FLAGS_url_seen_mode);
   if (url_seen_mode != "exact" && url_seen_mode != "approximate") {
-    std::cerr << "dedupd: --url_seen_mode=" << url_seen_mode
-              << " must be exact or approximate\n";
+    std::cerr << "dedupd: --url_seen_mode=" << url_seen_mode << " must be exact or approximate\n";
     return false;
   }
   const std::string url_memtable = absl::GetFlag(FLAGS_url_memtable);
@@ -238,8 +231,7 @@ bool ValidateFlags() {
   }
   const std::string url_compaction = absl::GetFlag(FLAGS_url_compaction);
   if (url_compaction != "universal" && url_compaction != "leveled") {
-    std::cerr << "dedupd: --url_compaction=" << url_compaction
-              << " must be universal or leveled\n";
+    std::cerr << "dedupd: --url_compaction=" << url_compaction << " must be universal or leveled\n";
     return false;
   }
   const double fp_rate = absl::GetFlag(FLAGS_url_filter_false_positive_rate);
@@ -251,12 +243,10 @@ bool ValidateFlags() {
   if (!dedupd::SimHashIndex::IsValidLayout(
           static_cast<int>(absl::GetFlag(FLAGS_simhash_max_distance)),
           static_cast<int>(absl::GetFlag(FLAGS_simhash_index_blocks)))) {
-    std::cerr << "dedupd: --simhash_index_blocks="
-              << absl::GetFlag(FLAGS_simhash_index_blocks)
+    std::cerr << "dedupd: --simhash_index_blocks=" << absl::GetFlag(FLAGS_simhash_index_blocks)
               << " must be 0 or in [simhash_max_distance + 1, "
                  "simhash_max_distance + 3] with at most "
-              << dedupd::SimHashIndex::kMaxTables
-              << " tables (C(blocks, simhash_max_distance))\n";
+              << dedupd::SimHashIndex::kMaxTables << " tables (C(blocks, simhash_max_distance))\n";
     return false;
   }
   if (absl::GetFlag(FLAGS_drain_timeout) < absl::ZeroDuration()) {
@@ -292,10 +282,8 @@ std::optional<dedupd::ServerOptions> OptionsFromFlags() {
   options.max_concurrent_rpcs = absl::GetFlag(FLAGS_max_concurrent_rpcs);
   options.worker_threads = static_cast<int>(absl::GetFlag(FLAGS_worker_threads));
   options.sync_writes = absl::GetFlag(FLAGS_sync_writes);
-  options.block_cache_bytes =
-      static_cast<size_t>(absl::GetFlag(FLAGS_block_cache_mb)) << 20;
-  options.write_buffer_bytes =
-      static_cast<size_t>(absl::GetFlag(FLAGS_write_buffer_mb)) << 20;
+  options.block_cache_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_block_cache_mb)) << 20;
+  options.write_buffer_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_write_buffer_mb)) << 20;
   options.url_memtable = absl::GetFlag(FLAGS_url_memtable) == "skiplist"
                              ? dedupd::RocksDbStoreOptions::UrlMemtable::kSkipList
                              : dedupd::RocksDbStoreOptions::UrlMemtable::kHashVector;
@@ -303,14 +291,10 @@ std::optional<dedupd::ServerOptions> OptionsFromFlags() {
                                ? dedupd::RocksDbStoreOptions::UrlCompaction::kLeveled
                                : dedupd::RocksDbStoreOptions::UrlCompaction::kUniversal;
   options.max_text_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_text_bytes));
-  options.simhash_shingle_words =
-      static_cast<int>(absl::GetFlag(FLAGS_simhash_shingle_words));
-  options.simhash_max_distance =
-      static_cast<int>(absl::GetFlag(FLAGS_simhash_max_distance));
-  options.simhash_index_blocks =
-      static_cast<int>(absl::GetFlag(FLAGS_simhash_index_blocks));
-  options.max_aliases_returned =
-      static_cast<size_t>(absl::GetFlag(FLAGS_max_aliases_returned));
+  options.simhash_shingle_words = static_cast<int>(absl::GetFlag(FLAGS_simhash_shingle_words));
+  options.simhash_max_distance = static_cast<int>(absl::GetFlag(FLAGS_simhash_max_distance));
+  options.simhash_index_blocks = static_cast<int>(absl::GetFlag(FLAGS_simhash_index_blocks));
+  options.max_aliases_returned = static_cast<size_t>(absl::GetFlag(FLAGS_max_aliases_returned));
   options.max_near_matches = static_cast<size_t>(absl::GetFlag(FLAGS_max_near_matches));
   options.url_seen_mode = absl::GetFlag(FLAGS_url_seen_mode) == "approximate"
                               ? dedupd::ServerOptions::UrlSeenMode::kApproximate
@@ -319,8 +303,8 @@ std::optional<dedupd::ServerOptions> OptionsFromFlags() {
   options.url_filter_expected_urls =
       static_cast<uint64_t>(absl::GetFlag(FLAGS_url_filter_expected_urls));
   options.url_filter_false_positive_rate = absl::GetFlag(FLAGS_url_filter_false_positive_rate);
-  options.url_filter_memory_bytes =
-      static_cast<size_t>(absl::GetFlag(FLAGS_url_filter_memory_mb)) << 20;
+  options.url_filter_memory_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_url_filter_memory_mb))
+                                    << 20;
   options.url_snapshot_every_urls =
       static_cast<uint64_t>(absl::GetFlag(FLAGS_url_snapshot_every_urls));
   options.url_snapshot_interval = absl::GetFlag(FLAGS_url_snapshot_interval);
@@ -329,8 +313,8 @@ std::optional<dedupd::ServerOptions> OptionsFromFlags() {
   options.handshake_timeout = absl::GetFlag(FLAGS_handshake_timeout);
   options.max_concurrent_streams = static_cast<int>(absl::GetFlag(FLAGS_max_concurrent_streams));
   options.max_connection_idle = absl::GetFlag(FLAGS_max_connection_idle);
-  options.grpc_memory_quota_bytes =
-      static_cast<size_t>(absl::GetFlag(FLAGS_grpc_memory_quota_mb)) << 20;
+  options.grpc_memory_quota_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_grpc_memory_quota_mb))
+                                    << 20;
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert_file);
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key_file);
   options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
@@ -346,8 +330,7 @@ std::optional<dedupd::ServerOptions> OptionsFromFlags() {
     *token = *std::move(read);
     return true;
   };
-  if (!read_token("auth_token_file", absl::GetFlag(FLAGS_auth_token_file),
-                  &options.auth_token) ||
+  if (!read_token("auth_token_file", absl::GetFlag(FLAGS_auth_token_file), &options.auth_token) ||
       !read_token("admin_token_file", absl::GetFlag(FLAGS_admin_token_file),
                   &options.admin_token)) {
     return std::nullopt;
@@ -395,8 +378,7 @@ int Serve(const dedupd::ServerOptions& options) {
     (*server)->Shutdown(absl::ZeroDuration());
     return 1;
   }
-  dedupd::Log(dedupd::LogLevel::kInfo,
-              absl::StrCat("store open at ", options.data_dir));
+  dedupd::Log(dedupd::LogLevel::kInfo, absl::StrCat("store open at ", options.data_dir));
   // "serving on" means accepting calls with the store open: scripts and
   // tests wait for this line.
   std::cerr << "dedupd: serving on " << (*server)->address() << std::endl;

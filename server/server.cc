@@ -27,10 +27,10 @@
 #include "server/config.h"
 #include "server/engine.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/rpc_observer.h"
 #include "server/service.h"
 #include "server/worker_pool.h"
-#include "server/metrics.h"
 #include "storage/bloom/bloom_url_store.h"
 #include "storage/rocksdb/rocksdb_store.h"
 
@@ -77,16 +77,13 @@ namespace {
 
 // SplitHostPort splits "host:port" and "[v6]:port"; the host keeps its
 // brackets. InvalidArgument when there is no numeric port.
-absl::Status SplitHostPort(const std::string& listen, std::string* host,
-                           int* port) {
+absl::Status SplitHostPort(const std::string& listen, std::string* host, int* port) {
   const size_t colon = listen.rfind(':');
   int p = -1;
-  if (colon == std::string::npos || colon == 0 ||
-      !absl::SimpleAtoi(listen.substr(colon + 1), &p) || p < 0 || p > 65535 ||
-      (listen[0] == '[' && listen[colon - 1] != ']')) {
+  if (colon == std::string::npos || colon == 0 || !absl::SimpleAtoi(listen.substr(colon + 1), &p) ||
+      p < 0 || p > 65535 || (listen[0] == '[' && listen[colon - 1] != ']')) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--listen=", listen,
-        ": want host:port (e.g. 127.0.0.1:50051, [::1]:0, 0.0.0.0:50051)"));
+        "--listen=", listen, ": want host:port (e.g. 127.0.0.1:50051, [::1]:0, 0.0.0.0:50051)"));
   }
   *host = listen.substr(0, colon);
   *port = p;
@@ -128,8 +125,7 @@ std::vector<MetricSample> UrlTierSamples(const DedupServer::Impl& impl) {
           st.ready ? 1 : 0);
     gauge("dedupd_url_filter_rebuilding", "1 while the URL Bloom front is rebuilt.",
           st.rebuilding ? 1 : 0);
-    gauge("dedupd_url_filter_urls", "URLs in the URL Bloom front.",
-          static_cast<double>(st.keys));
+    gauge("dedupd_url_filter_urls", "URLs in the URL Bloom front.", static_cast<double>(st.keys));
     gauge("dedupd_url_filter_design_urls", "Design size of the URL Bloom front, in URLs.",
           static_cast<double>(st.design_keys));
     gauge("dedupd_url_filter_segments",
@@ -143,11 +139,10 @@ std::vector<MetricSample> UrlTierSamples(const DedupServer::Impl& impl) {
     counter("dedupd_url_filter_store_reads_skipped_total",
             "URL lookups answered 'never stored' by the front without a store read.",
             static_cast<double>(st.keys_skipped));
-    counter("dedupd_url_filter_store_reads_total",
-            "URL lookups that read the store.", static_cast<double>(st.keys_read));
+    counter("dedupd_url_filter_store_reads_total", "URL lookups that read the store.",
+            static_cast<double>(st.keys_read));
     counter("dedupd_url_filter_rebuilds_total",
-            "URL Bloom front rebuilds finished by this process.",
-            static_cast<double>(st.rebuilds));
+            "URL Bloom front rebuilds finished by this process.", static_cast<double>(st.rebuilds));
   }
   return out;
 }
@@ -165,10 +160,10 @@ void AppendStoreStats(const StoreStats& st, std::vector<MetricSample>* out) {
       "chunk_text are the near-duplicate indexes' exact sizes.";
   gauge("dedupd_store_records", records_help, static_cast<double>(st.estimated_url_records),
         {{"kind", "url"}});
-  gauge("dedupd_store_records", records_help,
-        static_cast<double>(st.content_fingerprints_indexed), {{"kind", "content"}});
-  gauge("dedupd_store_records", records_help,
-        static_cast<double>(st.chunk_fingerprints_indexed), {{"kind", "chunk_text"}});
+  gauge("dedupd_store_records", records_help, static_cast<double>(st.content_fingerprints_indexed),
+        {{"kind", "content"}});
+  gauge("dedupd_store_records", records_help, static_cast<double>(st.chunk_fingerprints_indexed),
+        {{"kind", "chunk_text"}});
   for (const StoreStats::RecordKind& kind : st.kinds) {
     gauge("dedupd_store_kind_bytes",
           "RocksDB's estimate of the bytes of each record kind's key range "
@@ -217,9 +212,8 @@ std::vector<MetricSample> StoreSamples(const DedupServer::Impl& impl) {
   if (stats.ok()) {
     AppendStoreStats(*stats, &out);
   } else {
-    Log(LogLevel::kWarning,
-        absl::StrCat("metrics: store figures left out of this scrape: ",
-                     stats.status().ToString()));
+    Log(LogLevel::kWarning, absl::StrCat("metrics: store figures left out of this scrape: ",
+                                         stats.status().ToString()));
   }
   return out;
 }
@@ -259,8 +253,8 @@ void AddConnectionLimits(const ServerOptions& options, grpc::ServerBuilder* buil
   // client hold many descriptors for two minutes each.
   builder->AddChannelArgument(
       GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
-      static_cast<int>(std::clamp<int64_t>(absl::ToInt64Milliseconds(options.handshake_timeout),
-                                           1, INT32_MAX)));
+      static_cast<int>(
+          std::clamp<int64_t>(absl::ToInt64Milliseconds(options.handshake_timeout), 1, INT32_MAX)));
 }
 
 // The health listener's own message limit and memory quota: health
@@ -271,7 +265,7 @@ constexpr size_t kHealthMemoryQuotaBytes = size_t{16} << 20;
 
 // StartHealthServer serves grpc.health.v1 alone, in plaintext, on `listen`.
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartHealthServer(const ServerOptions& options,
-                                                               int* port) {
+                                                                int* port) {
   const std::string& listen = options.health_listen;
   std::string host;
   int requested = 0;
@@ -295,9 +289,9 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartHealthServer(const ServerOpti
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || *port == 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "--health_listen=", listen,
-        ": could not bind (address in use, or not an address of this host)"));
+    return absl::UnavailableError(
+        absl::StrCat("--health_listen=", listen,
+                     ": could not bind (address in use, or not an address of this host)"));
   }
   return server;
 }
@@ -308,20 +302,17 @@ DedupServer::DedupServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 DedupServer::~DedupServer() { Shutdown(absl::ZeroDuration()); }
 
-absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(
-    const ServerOptions& options) {
+absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(const ServerOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   int requested_port = 0;
   DEDUPD_RETURN_IF_ERROR(SplitHostPort(options.listen, &impl->host, &requested_port));
   // TLS files are checked before the store opens: a bad file fails fast.
-  DEDUPD_ASSIGN_OR_RETURN(
-      std::shared_ptr<grpc::ServerCredentials> credentials,
-      MakeServerCredentials({options.tls_cert_file, options.tls_key_file,
-                             options.tls_client_ca_file}));
+  DEDUPD_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                          MakeServerCredentials({options.tls_cert_file, options.tls_key_file,
+                                                 options.tls_client_ca_file}));
   if (!options.auth_token.empty() || !options.admin_token.empty()) {
-    impl->authorizer =
-        std::make_shared<CallAuthorizer>(options.auth_token, options.admin_token);
+    impl->authorizer = std::make_shared<CallAuthorizer>(options.auth_token, options.admin_token);
   }
   Log(LogLevel::kInfo,
       absl::StrCat("gRPC port: ",
@@ -343,8 +334,7 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(
   if (!options.metrics_listen.empty()) {
     impl->server_metrics = std::make_unique<ServerMetrics>(methods);
   }
-  impl->observer =
-      std::make_unique<RpcObserver>(std::move(methods), impl->server_metrics.get());
+  impl->observer = std::make_unique<RpcObserver>(std::move(methods), impl->server_metrics.get());
   impl->workers = std::make_unique<WorkerPool>(options.worker_threads);
   impl->service = std::make_unique<DedupService>(
       /*engine=*/nullptr, options.max_concurrent_rpcs, impl->workers.get(),
@@ -377,8 +367,8 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(
   // The observer first, so that it also counts the calls the token check
   // rejects; the token check covers every service (Dedup, health exempt,
   // reflection, Admin): see server/auth.cc for why an interceptor.
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
-      interceptors = impl->observer->Factories();
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors =
+      impl->observer->Factories();
   if (impl->authorizer != nullptr) {
     interceptors.push_back(MakeAuthInterceptorFactory(impl->authorizer));
     impl->service->set_authorizer(impl->authorizer.get());
@@ -388,9 +378,9 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(
   impl->server = builder.BuildAndStart();
   if (impl->server == nullptr || impl->port == 0) {
     impl->server.reset();
-    return absl::UnavailableError(absl::StrCat(
-        "listen on ", options.listen,
-        ": could not bind (address in use, or not an address of this host)"));
+    return absl::UnavailableError(
+        absl::StrCat("listen on ", options.listen,
+                     ": could not bind (address in use, or not an address of this host)"));
   }
   // The default health service starts SERVING; the store is not open yet.
   // (No address has been announced before this line.)
@@ -398,8 +388,7 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(
   if (!options.metrics_listen.empty()) {
     const DedupServer::Impl* raw = impl.get();
     absl::StatusOr<std::unique_ptr<MetricsExporter>> metrics = MetricsExporter::Start(
-        options.metrics_listen, impl->server_metrics.get(),
-        [raw] { return StoreSamples(*raw); });
+        options.metrics_listen, impl->server_metrics.get(), [raw] { return StoreSamples(*raw); });
     if (!metrics.ok()) {
       DedupServer failed(std::move(impl));
       failed.Shutdown(absl::ZeroDuration());
@@ -407,8 +396,8 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(
     }
     impl->metrics = *std::move(metrics);
     const size_t colon = options.metrics_listen.rfind(':');
-    Log(LogLevel::kInfo, absl::StrCat("metrics on ", options.metrics_listen.substr(0, colon),
-                                      ":", impl->metrics->port()));
+    Log(LogLevel::kInfo, absl::StrCat("metrics on ", options.metrics_listen.substr(0, colon), ":",
+                                      impl->metrics->port()));
   }
   if (!options.health_listen.empty()) {
     absl::StatusOr<std::unique_ptr<grpc::Server>> health_server =
@@ -421,8 +410,8 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(
     impl->health_server = *std::move(health_server);
     SetServing(*impl, false);
     const size_t colon = options.health_listen.rfind(':');
-    Log(LogLevel::kInfo, absl::StrCat("health on ", options.health_listen.substr(0, colon),
-                                      ":", impl->health_port));
+    Log(LogLevel::kInfo,
+        absl::StrCat("health on ", options.health_listen.substr(0, colon), ":", impl->health_port));
   }
   return std::unique_ptr<DedupServer>(new DedupServer(std::move(impl)));
 }
@@ -433,8 +422,8 @@ absl::Status DedupServer::OpenStore() {
   std::error_code ec;
   std::filesystem::create_directories(options.data_dir, ec);
   if (ec) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "create data directory ", options.data_dir, ": ", ec.message()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("create data directory ", options.data_dir, ": ", ec.message()));
   }
   RocksDbStoreOptions store_options;
   store_options.path = options.data_dir;
@@ -444,8 +433,7 @@ absl::Status DedupServer::OpenStore() {
   store_options.url_memtable = options.url_memtable;
   store_options.url_compaction = options.url_compaction;
   store_options.normalizer_version = UrlNormalizer::kVersion;
-  store_options.simhash_shingle_words =
-      static_cast<uint32_t>(options.simhash_shingle_words);
+  store_options.simhash_shingle_words = static_cast<uint32_t>(options.simhash_shingle_words);
   store_options.simhash_max_distance = options.simhash_max_distance;
   store_options.simhash_index_blocks = options.simhash_index_blocks;
   const bool approximate = options.url_seen_mode == ServerOptions::UrlSeenMode::kApproximate;
@@ -476,14 +464,14 @@ absl::Status DedupServer::OpenStore() {
     url_store = impl->url_bloom.get();
     const BloomUrlStore::Stats st = impl->url_bloom->stats();
     Log(LogLevel::kInfo,
-        absl::StrCat("approximate URL seen-set at ", bloom.path, ": ",
-                     st.inserted_urls, " URLs of a design capacity of ",
-                     st.capacity_urls, ", ", st.memory_bytes, " bytes, estimated "
-                     "false positive rate ", st.estimated_false_positive_rate,
-                     ", loaded in ", absl::FormatDuration(st.last_open_time)));
+        absl::StrCat("approximate URL seen-set at ", bloom.path, ": ", st.inserted_urls,
+                     " URLs of a design capacity of ", st.capacity_urls, ", ", st.memory_bytes,
+                     " bytes, estimated "
+                     "false positive rate ",
+                     st.estimated_false_positive_rate, ", loaded in ",
+                     absl::FormatDuration(st.last_open_time)));
   } else {
-    Log(LogLevel::kInfo, absl::StrCat("URL filter: ",
-                                      impl->store->url_filter_stats().load_result));
+    Log(LogLevel::kInfo, absl::StrCat("URL filter: ", impl->store->url_filter_stats().load_result));
   }
   impl->store_open.store(true, std::memory_order_release);
   SimHashOptions simhash_options;
@@ -493,13 +481,11 @@ absl::Status DedupServer::OpenStore() {
   EngineOptions engine_options;
   engine_options.max_batch_items = options.max_batch_items;
   engine_options.max_text_bytes = options.max_text_bytes;
-  engine_options.default_max_hamming_distance =
-      std::min(3, options.simhash_max_distance);
+  engine_options.default_max_hamming_distance = std::min(3, options.simhash_max_distance);
   engine_options.content_limits.max_aliases = options.max_aliases_returned;
   engine_options.content_limits.max_near_matches = options.max_near_matches;
-  impl->engine = std::make_unique<Engine>(
-      impl->normalizer.get(), url_store, impl->hasher.get(),
-      impl->store.get(), impl->store.get(), engine_options);
+  impl->engine = std::make_unique<Engine>(impl->normalizer.get(), url_store, impl->hasher.get(),
+                                          impl->store.get(), impl->store.get(), engine_options);
   impl->service->SetEngine(impl->engine.get());
   impl->admin = std::make_unique<AdminOps>(impl->store.get(), impl->url_bloom.get(),
                                            impl->normalizer.get(), impl->started);
@@ -508,8 +494,7 @@ absl::Status DedupServer::OpenStore() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Start(
-    const ServerOptions& options) {
+absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Start(const ServerOptions& options) {
   DEDUPD_ASSIGN_OR_RETURN(std::unique_ptr<DedupServer> server, Listen(options));
   DEDUPD_RETURN_IF_ERROR(server->OpenStore());
   return server;
@@ -519,9 +504,7 @@ int DedupServer::port() const { return impl_->port; }
 
 int DedupServer::health_port() const { return impl_->health_port; }
 
-std::string DedupServer::address() const {
-  return absl::StrCat(impl_->host, ":", impl_->port);
-}
+std::string DedupServer::address() const { return absl::StrCat(impl_->host, ":", impl_->port); }
 
 void DedupServer::Shutdown(absl::Duration drain) {
   if (impl_ == nullptr || impl_->shut_down) return;
@@ -531,10 +514,9 @@ void DedupServer::Shutdown(absl::Duration drain) {
     // probes and load balancers see it before the port closes.
     SetServing(*impl_, false);
     if (impl_->options.shutdown_delay > absl::ZeroDuration()) {
-      Log(LogLevel::kInfo,
-          absl::StrCat("health NOT_SERVING; still serving for ",
-                       absl::FormatDuration(impl_->options.shutdown_delay),
-                       " (--shutdown_delay) before draining"));
+      Log(LogLevel::kInfo, absl::StrCat("health NOT_SERVING; still serving for ",
+                                        absl::FormatDuration(impl_->options.shutdown_delay),
+                                        " (--shutdown_delay) before draining"));
       absl::SleepFor(impl_->options.shutdown_delay);
     }
     // Server::Shutdown stops accepting calls and waits for those in flight
@@ -588,8 +570,8 @@ void DedupServer::Shutdown(absl::Duration drain) {
     Log(LogLevel::kInfo,
         absl::StrCat("approximate URL seen-set: ", st.inserted_urls,
                      " URLs of a design capacity of ", st.capacity_urls,
-                     ", estimated false positive rate ",
-                     st.estimated_false_positive_rate, "; writing its final snapshot"));
+                     ", estimated false positive rate ", st.estimated_false_positive_rate,
+                     "; writing its final snapshot"));
     absl::Status bloom_closed = impl_->url_bloom->Close();
     if (!bloom_closed.ok()) {
       Log(LogLevel::kError,

@@ -52,8 +52,7 @@ struct ServerOptions {
   // How the URL records' memtables are kept: a hash-indexed vector sorted
   // at flush, or RocksDB's skip list; passed to the store as is (see
   // RocksDbStoreOptions::UrlMemtable). Default: kHashVector.
-  RocksDbStoreOptions::UrlMemtable url_memtable =
-      RocksDbStoreOptions::UrlMemtable::kHashVector;
+  RocksDbStoreOptions::UrlMemtable url_memtable = RocksDbStoreOptions::UrlMemtable::kHashVector;
   // How the URL records' family is compacted: universal (tiered) or
   // leveled; passed to the store as is (see
   // RocksDbStoreOptions::UrlCompaction). Default: kUniversal.
@@ -172,8 +171,7 @@ class DedupServer {
   // the Dedup service answering UNAVAILABLE "store is opening") and the
   // metrics endpoint, without opening the store. Errors: InvalidArgument
   // (bad config or listen address), Unavailable (port in use).
-  static absl::StatusOr<std::unique_ptr<DedupServer>> Listen(
-      const ServerOptions& options);
+  static absl::StatusOr<std::unique_ptr<DedupServer>> Listen(const ServerOptions& options);
 
   // OpenStore opens the store, builds the engine and turns health SERVING.
   // Errors carry context ("open store at ./data: ...") and the code of the
@@ -184,8 +182,7 @@ class DedupServer {
 
   // Start is Listen then OpenStore. TLS files are checked by Listen
   // (InvalidArgument: see MakeServerCredentials in server/auth.h).
-  static absl::StatusOr<std::unique_ptr<DedupServer>> Start(
-      const ServerOptions& options);
+  static absl::StatusOr<std::unique_ptr<DedupServer>> Start(const ServerOptions& options);
 
   ~DedupServer();
 

@@ -21,11 +21,20 @@ void CountVerdicts(const v1::CheckUrlResponse& r, ServerMetrics* m) {
   std::array<uint64_t, 4> n{};  // new, seen, seen_probably, invalid
   for (const v1::UrlResult& x : r.results()) {
     switch (x.verdict()) {
-      case v1::URL_VERDICT_NEW: ++n[0]; break;
-      case v1::URL_VERDICT_SEEN: ++n[1]; break;
-      case v1::URL_VERDICT_SEEN_PROBABLY: ++n[2]; break;
-      case v1::URL_VERDICT_INVALID: ++n[3]; break;
-      default: break;
+      case v1::URL_VERDICT_NEW:
+        ++n[0];
+        break;
+      case v1::URL_VERDICT_SEEN:
+        ++n[1];
+        break;
+      case v1::URL_VERDICT_SEEN_PROBABLY:
+        ++n[2];
+        break;
+      case v1::URL_VERDICT_INVALID:
+        ++n[3];
+        break;
+      default:
+        break;
     }
   }
   m->AddVerdicts(ServerMetrics::Layer::kUrl, n);
@@ -45,8 +54,7 @@ std::array<uint64_t, 4> ContentLikeTally(
 }
 static_assert(v1::CONTENT_VERDICT_INVALID == 4 && v1::CHUNK_VERDICT_INVALID == 4 &&
                   v1::CONTENT_VERDICT_NEW == 1 && v1::CHUNK_VERDICT_NEW == 1 &&
-                  v1::CONTENT_VERDICT_NEAR_DUPLICATE == 3 &&
-                  v1::CHUNK_VERDICT_NEAR_DUPLICATE == 3,
+                  v1::CONTENT_VERDICT_NEAR_DUPLICATE == 3 && v1::CHUNK_VERDICT_NEAR_DUPLICATE == 3,
               "ContentLikeTally assumes content and chunk verdicts share numbers");
 
 void CountVerdicts(const v1::CheckContentResponse& r, ServerMetrics* m) {
@@ -69,8 +77,8 @@ void CountVerdicts(const v1::DedupResultsResponse& r, ServerMetrics* m) {
 
 }  // namespace
 
-DedupService::DedupService(const Engine* engine, size_t max_concurrent_rpcs,
-                           WorkerPool* workers, ServerMetrics* metrics)
+DedupService::DedupService(const Engine* engine, size_t max_concurrent_rpcs, WorkerPool* workers,
+                           ServerMetrics* metrics)
     : engine_(engine),
       workers_(workers),
       metrics_(metrics),
@@ -85,41 +93,35 @@ void DedupService::SetEngine(const Engine* engine) {
   engine_.store(engine, std::memory_order_release);
 }
 
-grpc::ServerUnaryReactor* DedupService::CheckUrl(
-    grpc::CallbackServerContext* context, const v1::CheckUrlRequest* request,
-    v1::CheckUrlResponse* response) {
+grpc::ServerUnaryReactor* DedupService::CheckUrl(grpc::CallbackServerContext* context,
+                                                 const v1::CheckUrlRequest* request,
+                                                 v1::CheckUrlResponse* response) {
   return Run("dedupd.v1.Dedup/CheckUrl", context, request, response, &Engine::CheckUrl);
 }
 
-grpc::ServerUnaryReactor* DedupService::CheckContent(
-    grpc::CallbackServerContext* context,
-    const v1::CheckContentRequest* request,
-    v1::CheckContentResponse* response) {
-  return Run("dedupd.v1.Dedup/CheckContent", context, request, response,
-             &Engine::CheckContent);
+grpc::ServerUnaryReactor* DedupService::CheckContent(grpc::CallbackServerContext* context,
+                                                     const v1::CheckContentRequest* request,
+                                                     v1::CheckContentResponse* response) {
+  return Run("dedupd.v1.Dedup/CheckContent", context, request, response, &Engine::CheckContent);
 }
 
-grpc::ServerUnaryReactor* DedupService::CheckChunks(
-    grpc::CallbackServerContext* context,
-    const v1::CheckChunksRequest* request,
-    v1::CheckChunksResponse* response) {
-  return Run("dedupd.v1.Dedup/CheckChunks", context, request, response,
-             &Engine::CheckChunks);
+grpc::ServerUnaryReactor* DedupService::CheckChunks(grpc::CallbackServerContext* context,
+                                                    const v1::CheckChunksRequest* request,
+                                                    v1::CheckChunksResponse* response) {
+  return Run("dedupd.v1.Dedup/CheckChunks", context, request, response, &Engine::CheckChunks);
 }
 
-grpc::ServerUnaryReactor* DedupService::DedupResults(
-    grpc::CallbackServerContext* context,
-    const v1::DedupResultsRequest* request,
-    v1::DedupResultsResponse* response) {
-  return Run("dedupd.v1.Dedup/DedupResults", context, request, response,
-             &Engine::DedupResults);
+grpc::ServerUnaryReactor* DedupService::DedupResults(grpc::CallbackServerContext* context,
+                                                     const v1::DedupResultsRequest* request,
+                                                     v1::DedupResultsResponse* response) {
+  return Run("dedupd.v1.Dedup/DedupResults", context, request, response, &Engine::DedupResults);
 }
 
 template <typename Request, typename Response>
-grpc::ServerUnaryReactor* DedupService::Run(
-    const char* label, grpc::CallbackServerContext* context,
-    const Request* request, Response* response,
-    absl::Status (Engine::*method)(const Request&, Response*) const) {
+grpc::ServerUnaryReactor* DedupService::Run(const char* label, grpc::CallbackServerContext* context,
+                                            const Request* request, Response* response,
+                                            absl::Status (Engine::*method)(const Request&,
+                                                                           Response*) const) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (authorizer_ != nullptr) {
     // Every Dedup method is under the same rule; the prefix names them.
@@ -132,18 +134,17 @@ grpc::ServerUnaryReactor* DedupService::Run(
   if (metrics_ != nullptr) metrics_->RecordBatchItems(label, Items(*request));
   const Engine* engine = engine_.load(std::memory_order_acquire);
   if (engine == nullptr) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                 "store is opening; retry later"));
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "store is opening; retry later"));
     return reactor;
   }
   // Admission: the slot is held until the call's work has run, so at most
   // max_concurrent_rpcs_ calls are queued or running at any time.
   if (in_flight_.fetch_add(1, std::memory_order_acq_rel) >= max_concurrent_rpcs_) {
     in_flight_.fetch_sub(1, std::memory_order_acq_rel);
-    reactor->Finish(grpc::Status(
-        grpc::StatusCode::RESOURCE_EXHAUSTED,
-        absl::StrCat("more than ", max_concurrent_rpcs_,
-                     " calls in flight (--max_concurrent_rpcs); retry later")));
+    reactor->Finish(
+        grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                     absl::StrCat("more than ", max_concurrent_rpcs_,
+                                  " calls in flight (--max_concurrent_rpcs); retry later")));
     return reactor;
   }
   const bool scheduled = workers_->Schedule([=] {
@@ -165,8 +166,7 @@ grpc::ServerUnaryReactor* DedupService::Run(
   });
   if (!scheduled) {
     in_flight_.fetch_sub(1, std::memory_order_acq_rel);
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                 "server is shutting down"));
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "server is shutting down"));
   }
   return reactor;
 }

@@ -36,8 +36,8 @@ class DedupService final : public v1::Dedup::CallbackService {
   // `metrics` may be null (no metrics): otherwise each call's item count
   // and each answered batch's verdicts are added to it.
   // REQUIRES: `engine`, `workers` and `metrics` outlive the service.
-  DedupService(const Engine* engine, size_t max_concurrent_rpcs,
-               WorkerPool* workers, ServerMetrics* metrics = nullptr);
+  DedupService(const Engine* engine, size_t max_concurrent_rpcs, WorkerPool* workers,
+               ServerMetrics* metrics = nullptr);
 
   // SetEngine makes the service answer with `engine` from now on.
   // REQUIRES: `engine` outlives the service.
@@ -52,18 +52,15 @@ class DedupService final : public v1::Dedup::CallbackService {
   grpc::ServerUnaryReactor* CheckUrl(grpc::CallbackServerContext* context,
                                      const v1::CheckUrlRequest* request,
                                      v1::CheckUrlResponse* response) override;
-  grpc::ServerUnaryReactor* CheckContent(
-      grpc::CallbackServerContext* context,
-      const v1::CheckContentRequest* request,
-      v1::CheckContentResponse* response) override;
-  grpc::ServerUnaryReactor* CheckChunks(
-      grpc::CallbackServerContext* context,
-      const v1::CheckChunksRequest* request,
-      v1::CheckChunksResponse* response) override;
-  grpc::ServerUnaryReactor* DedupResults(
-      grpc::CallbackServerContext* context,
-      const v1::DedupResultsRequest* request,
-      v1::DedupResultsResponse* response) override;
+  grpc::ServerUnaryReactor* CheckContent(grpc::CallbackServerContext* context,
+                                         const v1::CheckContentRequest* request,
+                                         v1::CheckContentResponse* response) override;
+  grpc::ServerUnaryReactor* CheckChunks(grpc::CallbackServerContext* context,
+                                        const v1::CheckChunksRequest* request,
+                                        v1::CheckChunksResponse* response) override;
+  grpc::ServerUnaryReactor* DedupResults(grpc::CallbackServerContext* context,
+                                         const v1::DedupResultsRequest* request,
+                                         v1::DedupResultsResponse* response) override;
 
  private:
   // ArenaMessages: every call's request and response live on one protobuf
@@ -73,9 +70,7 @@ class DedupService final : public v1::Dedup::CallbackService {
   template <typename Request, typename Response>
   class ArenaMessages final : public grpc::MessageAllocator<Request, Response> {
    public:
-    grpc::MessageHolder<Request, Response>* AllocateMessages() override {
-      return new Holder();
-    }
+    grpc::MessageHolder<Request, Response>* AllocateMessages() override { return new Holder(); }
 
    private:
     class Holder final : public grpc::MessageHolder<Request, Response> {
@@ -101,10 +96,9 @@ class DedupService final : public v1::Dedup::CallbackService {
   // SetEngine) and runs (engine->*method)(*request, response) on the worker
   // pool; `label` names the method in the metrics.
   template <typename Request, typename Response>
-  grpc::ServerUnaryReactor* Run(
-      const char* label, grpc::CallbackServerContext* context,
-      const Request* request, Response* response,
-      absl::Status (Engine::*method)(const Request&, Response*) const);
+  grpc::ServerUnaryReactor* Run(const char* label, grpc::CallbackServerContext* context,
+                                const Request* request, Response* response,
+                                absl::Status (Engine::*method)(const Request&, Response*) const);
 
   std::atomic<const Engine*> engine_;
   WorkerPool* workers_;

@@ -107,8 +107,8 @@ class ChunkStore {
   // Errors: InvalidArgument for a doc that breaks a REQUIRES (nothing
   // recorded); Unavailable (transient: retry), ResourceExhausted, DataLoss,
   // Internal. On error no outcome is an answer.
-  virtual absl::Status CheckChunks(const ChunkDocument& doc, bool claim,
-                                   absl::Time now, ChunkAnswer* answer) = 0;
+  virtual absl::Status CheckChunks(const ChunkDocument& doc, bool claim, absl::Time now,
+                                   ChunkAnswer* answer) = 0;
 
   // max_near_distance returns the largest max_distance the store's chunk
   // index answers exactly.

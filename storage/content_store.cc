@@ -4,8 +4,7 @@
 
 namespace dedupd {
 
-absl::Status CheckContentDocs(absl::Span<const ContentDoc> docs,
-                              int max_near_distance) {
+absl::Status CheckContentDocs(absl::Span<const ContentDoc> docs, int max_near_distance) {
   for (size_t i = 0; i < docs.size(); ++i) {
     const ContentDoc& d = docs[i];
     absl::string_view problem;
@@ -14,13 +13,12 @@ absl::Status CheckContentDocs(absl::Span<const ContentDoc> docs,
     } else if (d.fetched_url.empty()) {
       problem = "fetched_url is empty";
     } else if (d.max_distance < 0 || d.max_distance > max_near_distance) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "doc ", i, " of the batch: max_distance ", d.max_distance,
-          " is outside [0, ", max_near_distance, "]"));
+      return absl::InvalidArgumentError(absl::StrCat("doc ", i, " of the batch: max_distance ",
+                                                     d.max_distance, " is outside [0, ",
+                                                     max_near_distance, "]"));
     }
     if (!problem.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("doc ", i, " of the batch: ", problem));
+      return absl::InvalidArgumentError(absl::StrCat("doc ", i, " of the batch: ", problem));
     }
   }
   return absl::OkStatus();

@@ -132,9 +132,8 @@ struct ForgetResult {
 
   // found returns whether the store held any record of the URL.
   bool found() const {
-    return url_found || fetch_removed || aliases_removed > 0 ||
-           contents_removed > 0 || !contents_promoted.empty() ||
-           chunk_manifest_removed;
+    return url_found || fetch_removed || aliases_removed > 0 || contents_removed > 0 ||
+           !contents_promoted.empty() || chunk_manifest_removed;
   }
 };
 
@@ -170,9 +169,8 @@ class ContentStore {
   // recorded); Unavailable (transient: retry), ResourceExhausted, DataLoss,
   // Internal. On error no outcome is an answer and the batch may be partly
   // recorded only in ways a retry answers consistently (as duplicates).
-  virtual absl::Status CheckContent(absl::Span<const ContentDoc> docs,
-                                    bool claim, const ContentLimits& limits,
-                                    absl::Time now,
+  virtual absl::Status CheckContent(absl::Span<const ContentDoc> docs, bool claim,
+                                    const ContentLimits& limits, absl::Time now,
                                     std::vector<ContentOutcome>* outcomes) = 0;
 
   // max_near_distance returns the largest max_distance the store's
@@ -202,8 +200,7 @@ class ContentStore {
 // CheckContentDocs returns InvalidArgument naming the first doc of `docs`
 // that breaks a REQUIRES of ContentDoc ("doc 3 of the batch: identity_url
 // is empty"), OK otherwise. Every backend checks its input with it.
-absl::Status CheckContentDocs(absl::Span<const ContentDoc> docs,
-                              int max_near_distance);
+absl::Status CheckContentDocs(absl::Span<const ContentDoc> docs, int max_near_distance);
 
 }  // namespace dedupd
 

@@ -7,8 +7,7 @@ namespace dedupd {
 absl::Status CheckUrlKeys(absl::Span<const std::string> keys) {
   for (size_t i = 0; i < keys.size(); ++i) {
     if (keys[i].empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("key ", i, " of the batch is empty"));
+      return absl::InvalidArgumentError(absl::StrCat("key ", i, " of the batch is empty"));
     }
   }
   return absl::OkStatus();

@@ -48,15 +48,13 @@ class UrlStore {
   // (disk full), DataLoss, Internal. On error `results` is unspecified and no
   // key may be treated as claimed.
   // REQUIRES: every key non-empty.
-  virtual absl::Status ClaimUrls(absl::Span<const std::string> keys,
-                                 absl::Time now,
+  virtual absl::Status ClaimUrls(absl::Span<const std::string> keys, absl::Time now,
                                  std::vector<UrlClaim>* results) = 0;
 
   // LookupUrls sets (*results)[i] to the first-seen time of keys[i], or
   // nullopt when it is not recorded. Records nothing.
-  virtual absl::Status LookupUrls(
-      absl::Span<const std::string> keys,
-      std::vector<std::optional<absl::Time>>* results) = 0;
+  virtual absl::Status LookupUrls(absl::Span<const std::string> keys,
+                                  std::vector<std::optional<absl::Time>>* results) = 0;
 
   // approximate returns true for a backend whose seen-set is approximate
   // (BloomUrlStore): a key it reports as seen was *probably* recorded (a

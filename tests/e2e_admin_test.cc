@@ -218,8 +218,8 @@ TEST_F(E2eAdminTest, ForgetPromotesAliasesFreesTextsAndSurvivesRestart) {
   EXPECT_EQ(ExactCount(middle, "chunk_text"), 1u);
 
   // Forget the last URL that served the text (from standard input): NEW.
-  absl::StatusOr<testing::CommandResult> piped = RunCommand(
-      {DEDUPCTL_BINARY, "admin", "forget", "--server", server_->address()}, b + "\n");
+  absl::StatusOr<testing::CommandResult> piped =
+      RunCommand({DEDUPCTL_BINARY, "admin", "forget", "--server", server_->address()}, b + "\n");
   ASSERT_THAT(piped, IsOk());
   ASSERT_EQ(piped->exit_code, 0) << piped->err;
   results = ForgetLines(piped->out);
@@ -270,8 +270,7 @@ TEST_F(E2eAdminTest, ForgetBatchHasPerUrlErrorsAndALimit) {
   // Over the limit: the whole call is rejected, naming the limit.
   v1::ForgetRequest request;
   for (int i = 0; i < 101; ++i) request.add_urls(absl::StrCat("http://batch.example/", i));
-  ASSERT_THAT(client_->CheckUrls(Items({"http://batch.example/0"}), v1::CLAIM_MODE_CLAIM),
-              IsOk());
+  ASSERT_THAT(client_->CheckUrls(Items({"http://batch.example/0"}), v1::CLAIM_MODE_CLAIM), IsOk());
   EXPECT_THAT(client_->AdminForget(request),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("limit of 100")));
   ExpectAllSeen(client_.get(), {"http://batch.example/0"}, v1::URL_VERDICT_SEEN);
@@ -281,8 +280,8 @@ TEST_F(E2eAdminTest, ForgetBatchHasPerUrlErrorsAndALimit) {
   // dedupctl splits a longer input into batches the server accepts.
   std::string input;
   for (int i = 0; i < 150; ++i) input += absl::StrCat("http://batch.example/", i, "\n");
-  absl::StatusOr<testing::CommandResult> piped = RunCommand(
-      {DEDUPCTL_BINARY, "admin", "forget", "--server", server_->address()}, input);
+  absl::StatusOr<testing::CommandResult> piped =
+      RunCommand({DEDUPCTL_BINARY, "admin", "forget", "--server", server_->address()}, input);
   ASSERT_THAT(piped, IsOk());
   ASSERT_EQ(piped->exit_code, 0) << piped->err;
   results = ForgetLines(piped->out);
@@ -299,8 +298,8 @@ TEST_F(E2eAdminTest, ForgetNeedsTheAdminToken) {
   const std::string admin_token_file = dir_ + "/admin-token";
   std::ofstream(token_file) << "normal-token-0123456789\n";
   std::ofstream(admin_token_file) << "admin-token-9876543210\n";
-  StartServer({kDrain, "--auth_token_file=" + token_file,
-               "--admin_token_file=" + admin_token_file});
+  StartServer(
+      {kDrain, "--auth_token_file=" + token_file, "--admin_token_file=" + admin_token_file});
   ClientOptions options;
   options.deadline = absl::Seconds(30);
   options.bearer_token = "normal-token-0123456789";
@@ -348,9 +347,9 @@ TEST_F(E2eAdminTest, ApproximateModeForgetSaysTheUrlStaysSeen) {
 
 TEST_F(E2eAdminTest, StatsThroughDedupctl) {
   StartServer({kDrain});
-  ASSERT_THAT(client_->CheckUrls(Items({"http://a.example/1", "http://a.example/2"}),
-                                 v1::CLAIM_MODE_CLAIM),
-              IsOk());
+  ASSERT_THAT(
+      client_->CheckUrls(Items({"http://a.example/1", "http://a.example/2"}), v1::CLAIM_MODE_CLAIM),
+      IsOk());
   const std::string out = Dedupctl({"admin", "stats", "--exact"}, server_->address());
   v1::StatsResponse stats;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out, &stats).ok()) << out;
@@ -445,8 +444,7 @@ TEST_F(E2eAdminTest, BackupWhileClaimingRestoreRestartFindsEveryAcknowledgedReco
     for (const std::string& u : BatchUrls(b)) want.insert(u);
   }
   int contents = 0, aliases = 0;
-  EXPECT_EQ(ExportedUrls(Dedupctl({"admin", "export"}, server_->address()), &contents,
-                         &aliases),
+  EXPECT_EQ(ExportedUrls(Dedupctl({"admin", "export"}, server_->address()), &contents, &aliases),
             want);
   EXPECT_EQ(contents, 1);
   EXPECT_EQ(aliases, 1);
@@ -579,10 +577,10 @@ TEST_F(E2eAdminTest, ApproximateModeBackupCarriesTheSeenSet) {
   EXPECT_EQ(stats.approximate_urls_inserted(), 200u);
   ASSERT_THAT(server_->Terminate(), IsOk());
 
-  absl::StatusOr<std::unique_ptr<ServerProcess>> s = ServerProcess::Start(
-      DEDUPD_BINARY, dir_ + "/restored",
-      {kDrain, "--restore_from=" + backup, "--url_seen_mode=approximate",
-       "--url_filter_expected_urls=100000"});
+  absl::StatusOr<std::unique_ptr<ServerProcess>> s =
+      ServerProcess::Start(DEDUPD_BINARY, dir_ + "/restored",
+                           {kDrain, "--restore_from=" + backup, "--url_seen_mode=approximate",
+                            "--url_filter_expected_urls=100000"});
   ASSERT_THAT(s, IsOk());
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<DedupClient> client,
                        DedupClient::Connect((*s)->address(), ClientOptions()));

@@ -28,9 +28,9 @@
 namespace dedupd {
 namespace {
 
+using ::dedupd::testing::ClientServerTest;
 using ::dedupd::testing::IsOk;
 using ::dedupd::testing::RunCommand;
-using ::dedupd::testing::ClientServerTest;
 using ::dedupd::testing::ServerTest;
 using ::dedupd::testing::StatusIs;
 using ::testing::HasSubstr;
@@ -69,7 +69,6 @@ class E2eChunksTest : public ClientServerTest {
     EXPECT_THAT(r, IsOk());
     return r.ok() ? *r : v1::CheckChunksResponse{};
   }
-
 };
 
 TEST_F(E2eChunksTest, SharedPreambleOfRealPagesIsFoundAndNothingElseIsMerged) {
@@ -118,15 +117,14 @@ TEST_F(E2eChunksTest, SharedPreambleOfRealPagesIsFoundAndNothingElseIsMerged) {
         ++false_merges;
         ADD_FAILURE() << url << " chunk " << i << " (" << chunks[i].substr(0, 80)
                       << "...) reported as a duplicate of " << c.duplicate_of_document_url()
-                      << " chunk " << c.duplicate_of_chunk_id() << " at distance "
-                      << c.distance();
+                      << " chunk " << c.duplicate_of_chunk_id() << " at distance " << c.distance();
       }
     }
   }
-  std::cout << pages.size() << " pages: " << preamble_chunks.size()
-            << " preamble chunks each, " << preamble_duplicates
-            << " preamble duplicates found, " << preamble_misses << " missed; "
-            << content_chunks << " content chunks, " << false_merges << " false merges\n";
+  std::cout << pages.size() << " pages: " << preamble_chunks.size() << " preamble chunks each, "
+            << preamble_duplicates << " preamble duplicates found, " << preamble_misses
+            << " missed; " << content_chunks << " content chunks, " << false_merges
+            << " false merges\n";
   EXPECT_EQ(preamble_duplicates, (pages.size() - 1) * preamble_chunks.size());
   EXPECT_EQ(preamble_misses, 0u);
   EXPECT_EQ(false_merges, 0u);
@@ -198,9 +196,9 @@ TEST_F(E2eChunksTest, ConcurrentDocumentsSharingAChunkGetOneOwner) {
       threads.emplace_back([&, t] {
         ++ready;
         while (ready.load() < kThreads) std::this_thread::yield();
-        out[t] = Check(Request(absl::StrCat("https://c.example/", round, "/", t),
-                               {absl::StrCat("Page ", t, " of round ", round, " has its own text."),
-                                shared}));
+        out[t] = Check(
+            Request(absl::StrCat("https://c.example/", round, "/", t),
+                    {absl::StrCat("Page ", t, " of round ", round, " has its own text."), shared}));
       });
     }
     for (std::thread& th : threads) th.join();
@@ -300,12 +298,12 @@ TEST_F(E2eChunksTest, DedupResultsKeepsOneOfEachClusterAndCapsSources) {
   request.set_top_k(3);
   *request.add_hits() = Hit("a", para, 0.9, "https://one.example/");
   *request.add_hits() = Hit("b", "  " + para + " ", 0.95, "https://two.example/");
-  *request.add_hits() = Hit("c", "Gardening in spring: tomatoes need sun.", 0.5,
-                            "https://three.example/");
-  *request.add_hits() = Hit("d", "Another page about soil and compost.", 0.4,
-                            "https://three.example/");
-  *request.add_hits() = Hit("e", "Watering schedules for dry summers.", 0.3,
-                            "https://three.example/");
+  *request.add_hits() =
+      Hit("c", "Gardening in spring: tomatoes need sun.", 0.5, "https://three.example/");
+  *request.add_hits() =
+      Hit("d", "Another page about soil and compost.", 0.4, "https://three.example/");
+  *request.add_hits() =
+      Hit("e", "Watering schedules for dry summers.", 0.3, "https://three.example/");
   absl::StatusOr<v1::DedupResultsResponse> r = client_->DedupResults(request);
   ASSERT_THAT(r, IsOk());
   // top_k 3: the per-source cap is 2.
@@ -327,8 +325,7 @@ TEST_F(E2eChunksTest, DedupResultsKeepsOneOfEachClusterAndCapsSources) {
   *emb.add_hits() = Hit("x", "How do I install it?", 0.9, "https://a.example/");
   *emb.add_hits() = Hit("y", "Installation steps, briefly.", 0.8, "https://b.example/");
   *emb.add_hits() = Hit("z", "Unrelated text about the weather.", 0.7, "https://c.example/");
-  const std::vector<std::vector<float>> vectors = {
-      {1, 0, 0, 0}, {0.99f, 0.1f, 0, 0}, {0, 0, 1, 0}};
+  const std::vector<std::vector<float>> vectors = {{1, 0, 0, 0}, {0.99f, 0.1f, 0, 0}, {0, 0, 1, 0}};
   for (int i = 0; i < 3; ++i) {
     for (float v : vectors[i]) emb.mutable_hits(i)->add_embedding(v);
   }
@@ -367,9 +364,9 @@ TEST_F(E2eChunksTest, DedupctlChunksCheckAndResultsDedupInAPipeline) {
       "{\"document_url\":\"https://p.example/b\",\"chunks\":[{\"text\":\"shared intro "
       "paragraph of the docs.\",\"chunk_id\":\"intro\"},{\"text\":\" \"}]}\n"
       "{\"document_url\":\"https://p.example/c\",\"chunks\":\"not a list\"}\n";
-  auto r = RunCommand({DEDUPCTL_BINARY, "chunks", "check", "--server", server_->address(),
-                       "--deadline", "30"},
-                      input);
+  auto r = RunCommand(
+      {DEDUPCTL_BINARY, "chunks", "check", "--server", server_->address(), "--deadline", "30"},
+      input);
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->exit_code, 1) << r->err;  // a bad line and an INVALID chunk
   std::vector<std::string> lines = absl::StrSplit(r->out, '\n', absl::SkipEmpty());
@@ -382,8 +379,8 @@ TEST_F(E2eChunksTest, DedupctlChunksCheckAndResultsDedupInAPipeline) {
   EXPECT_THAT(lines[1], HasSubstr("\"verdict\":\"INVALID\""));
   EXPECT_THAT(lines[2], HasSubstr("\"line\":3"));
   // What dedupctl claimed is in the server.
-  v1::CheckChunksResponse peek = Check(Request(
-      "https://p.example/z", {"Shared intro paragraph of the docs."}, v1::CLAIM_MODE_PEEK));
+  v1::CheckChunksResponse peek = Check(
+      Request("https://p.example/z", {"Shared intro paragraph of the docs."}, v1::CLAIM_MODE_PEEK));
   EXPECT_EQ(peek.results(0).verdict(), v1::CHUNK_VERDICT_EXACT_DUPLICATE);
   EXPECT_EQ(peek.results(0).duplicate_of_document_url(), "https://p.example/a");
 
@@ -393,9 +390,8 @@ TEST_F(E2eChunksTest, DedupctlChunksCheckAndResultsDedupInAPipeline) {
       "{\"id\":\"h2\",\"text\":\"install WITH pip.\",\"score\":0.8,"
       "\"source_url\":\"https://s.example/2\"},"
       "{\"id\":\"h3\",\"text\":\"Something else.\",\"score\":0.7}]";
-  auto d = RunCommand({DEDUPCTL_BINARY, "results", "dedup", "--server", server_->address(),
-                       "--top_k", "5"},
-                      hits);
+  auto d = RunCommand(
+      {DEDUPCTL_BINARY, "results", "dedup", "--server", server_->address(), "--top_k", "5"}, hits);
   ASSERT_THAT(d, IsOk());
   EXPECT_EQ(d->exit_code, 0) << d->err;
   EXPECT_THAT(d->out, HasSubstr("\"kept\":[{\"index\":0,\"id\":\"h1\""));

@@ -176,8 +176,7 @@ TEST_F(E2eContentTest, MixedBatchAnswersEveryItemAndBadOnesAreInvalid) {
   EXPECT_EQ(r[bad.size() + 2].verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
   EXPECT_EQ(r[bad.size() + 2].owner_url(), "https://good.example/1");
   // Still serving; the bad items' URLs were not recorded.
-  EXPECT_EQ(CheckOne("https://good.example/4", "a later text").verdict(),
-            v1::CONTENT_VERDICT_NEW);
+  EXPECT_EQ(CheckOne("https://good.example/4", "a later text").verdict(), v1::CONTENT_VERDICT_NEW);
   EXPECT_EQ(PeekUrl("https://bad.example/empty"), v1::URL_VERDICT_NEW);
   EXPECT_EQ(PeekUrl("https://good.example/2"), v1::URL_VERDICT_SEEN);
 }
@@ -204,8 +203,8 @@ std::string RaceText(int round) {
 TEST_F(E2eContentTest, ConcurrentSendersOfOneTextGetExactlyOneNew) {
   constexpr int kThreads = 8, kRounds = 10;
   // results[round][thread]
-  std::vector<std::vector<v1::ContentResult>> results(
-      kRounds, std::vector<v1::ContentResult>(kThreads));
+  std::vector<std::vector<v1::ContentResult>> results(kRounds,
+                                                      std::vector<v1::ContentResult>(kThreads));
   std::atomic<int> errors{0};
   RoundBarrier barrier(kThreads);
   std::vector<std::thread> threads;
@@ -296,8 +295,8 @@ TEST_F(E2eContentTest, RestartKeepsDuplicatesAliasesRecrawlAndNearDuplicates) {
               ElementsAre("https://b.example/1", "https://c.example/1", "https://e.example/1"));
   EXPECT_EQ(dup.alias_count(), 3u);
   // Canonical identity and seen URLs.
-  v1::ContentResult story = CheckOne("https://d.example/story", "A story with a canonical URL.",
-                                     v1::CLAIM_MODE_PEEK);
+  v1::ContentResult story =
+      CheckOne("https://d.example/story", "A story with a canonical URL.", v1::CLAIM_MODE_PEEK);
   EXPECT_EQ(story.verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
   EXPECT_EQ(story.owner_url(), "https://d.example/story");
   EXPECT_THAT(story.alias_urls(), ElementsAre("https://d.example/amp/story"));
@@ -435,7 +434,6 @@ TEST_F(E2eContentTest, StoreOfAnotherShingleSizeFailsToStartClearly) {
             v1::CONTENT_VERDICT_EXACT_DUPLICATE);
 }
 
-
 #ifdef DEDUPCTL_BINARY
 TEST_F(E2eContentTest, DedupctlContentCheckReadsJsonLines) {
   const std::string input =
@@ -445,9 +443,9 @@ TEST_F(E2eContentTest, DedupctlContentCheckReadsJsonLines) {
       "{\"url\":\"https://j.example/d\"}\n"
       "{\"url\":\"https://j.example/e\",\"text\":\" \\t \"}\n"
       "not json\n";
-  auto r = RunCommand({DEDUPCTL_BINARY, "content", "check", "--server", server_->address(),
-                       "--deadline", "30"},
-                      input);
+  auto r = RunCommand(
+      {DEDUPCTL_BINARY, "content", "check", "--server", server_->address(), "--deadline", "30"},
+      input);
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->exit_code, 1) << r->err;  // some documents are INVALID
   std::vector<std::string> lines = absl::StrSplit(r->out, '\n', absl::SkipEmpty());

@@ -142,7 +142,8 @@ class Ledger {
 
   void OnUrl(const v1::UrlResult& r, absl::Time sent, absl::Time answered) {
     absl::MutexLock lock(&mu_);
-    if (r.normalized_url().empty()) return ViolationLocked(absl::StrCat("url: no key: ", r.error()));
+    if (r.normalized_url().empty())
+      return ViolationLocked(absl::StrCat("url: no key: ", r.error()));
     UrlFact& f = urls_[r.normalized_url()];
     if (r.verdict() == v1::URL_VERDICT_NEW) {
       if (++f.news > 1) ViolationLocked(absl::StrCat("url ", r.normalized_url(), ": NEW again"));
@@ -180,8 +181,7 @@ class Ledger {
     f.urls.insert(r.canonical_url());
   }
 
-  void OnChunk(const std::string& document_url, const std::string& text,
-               const v1::ChunkResult& r) {
+  void OnChunk(const std::string& document_url, const std::string& text, const v1::ChunkResult& r) {
     absl::MutexLock lock(&mu_);
     const std::string what =
         absl::StrCat("chunk ", r.content_hash(), " (", document_url, "#", r.chunk_id(), ")");
@@ -243,8 +243,8 @@ class Ledger {
     if (!known->has_value()) {
       *known = got;
     } else if (**known != got) {
-      ViolationLocked(absl::StrCat(what, ": first_seen ", StampStr(got), ", acknowledged ",
-                                   StampStr(**known)));
+      ViolationLocked(
+          absl::StrCat(what, ": first_seen ", StampStr(got), ", acknowledged ", StampStr(**known)));
     }
   }
   void SameOwner(std::optional<Owner>* known, const Owner& got, const std::string& what)
@@ -299,10 +299,9 @@ class E2eCrashTest : public ClientServerTest {
         case 0: {  // URLs: half shared, half this call's own
           std::vector<v1::UrlItem> items(10);
           for (int i = 0; i < 10; ++i) {
-            items[i].set_url(i % 2 == 0 ? absl::StrCat("https://shared.example/p/",
-                                                       rng.Below(kSharedUrls))
-                                        : absl::StrCat("https://u.example/", tag, "/", call,
-                                                       "/", i));
+            items[i].set_url(i % 2 == 0
+                                 ? absl::StrCat("https://shared.example/p/", rng.Below(kSharedUrls))
+                                 : absl::StrCat("https://u.example/", tag, "/", call, "/", i));
           }
           absl::StatusOr<std::vector<v1::UrlResult>> r =
               (*client)->CheckUrls(items, v1::CLAIM_MODE_CLAIM);
@@ -319,9 +318,9 @@ class E2eCrashTest : public ClientServerTest {
           std::vector<std::string> texts(6);
           for (int i = 0; i < 6; ++i) {
             const bool shared = rng.Below(2) == 0;
-            texts[i] = shared ? Words("page", rng.Below(kSharedTexts), 40)
-                              : Words("own page", Mix(seed) + static_cast<uint64_t>(call * 8 + i),
-                                      40);
+            texts[i] = shared
+                           ? Words("page", rng.Below(kSharedTexts), 40)
+                           : Words("own page", Mix(seed) + static_cast<uint64_t>(call * 8 + i), 40);
             items[i].set_url(absl::StrCat("https://c.example/", tag, "/", call, "/", i));
             if (rng.Below(3) == 0) {
               items[i].set_canonical_url(
@@ -398,21 +397,21 @@ class E2eCrashTest : public ClientServerTest {
     std::vector<std::string> keys;
     for (const auto& [url, f] : urls) keys.push_back(url);
     // The content documents' URLs count as seen too.
-    for (const auto& [hash, f] : ledger_.Texts()) keys.insert(keys.end(), f.urls.begin(), f.urls.end());
+    for (const auto& [hash, f] : ledger_.Texts())
+      keys.insert(keys.end(), f.urls.begin(), f.urls.end());
     for (size_t start = 0; start < keys.size(); start += 1000) {
       std::vector<v1::UrlItem> items;
       for (size_t i = start; i < std::min(keys.size(), start + 1000); ++i) {
         items.emplace_back().set_url(keys[i]);
       }
-      absl::StatusOr<std::vector<v1::UrlResult>> r =
-          client_->CheckUrls(items, v1::CLAIM_MODE_PEEK);
+      absl::StatusOr<std::vector<v1::UrlResult>> r = client_->CheckUrls(items, v1::CLAIM_MODE_PEEK);
       ASSERT_THAT(r, IsOk());
       for (size_t j = 0; j < r->size(); ++j) {
         const std::string& url = keys[start + j];
         const v1::UrlResult& res = (*r)[j];
         if (res.verdict() != v1::URL_VERDICT_SEEN || res.normalized_url() != url) {
-          ledger_.Violation(absl::StrCat("check url ", url, ": verdict ", res.verdict(),
-                                         " key ", res.normalized_url()));
+          ledger_.Violation(absl::StrCat("check url ", url, ": verdict ", res.verdict(), " key ",
+                                         res.normalized_url()));
           continue;
         }
         auto it = urls.find(url);
@@ -425,9 +424,8 @@ class E2eCrashTest : public ClientServerTest {
         if (f.news > 0 && (StampTime(got) < f.new_sent - absl::Seconds(1) ||
                            StampTime(got) > f.new_answered + absl::Seconds(1))) {
           ledger_.Violation(absl::StrCat("check url ", url, ": first_seen ", StampStr(got),
-                                         " outside its NEW call [",
-                                         absl::FormatTime(f.new_sent), ", ",
-                                         absl::FormatTime(f.new_answered), "]"));
+                                         " outside its NEW call [", absl::FormatTime(f.new_sent),
+                                         ", ", absl::FormatTime(f.new_answered), "]"));
         }
       }
     }
@@ -456,8 +454,8 @@ class E2eCrashTest : public ClientServerTest {
           continue;
         }
         if (res.owner_url() != f.owner->url) {
-          ledger_.Violation(absl::StrCat(what, ": owner ", res.owner_url(), ", acknowledged ",
-                                         f.owner->url));
+          ledger_.Violation(
+              absl::StrCat(what, ": owner ", res.owner_url(), ", acknowledged ", f.owner->url));
         }
         if (ToStamp(res.first_seen_time()) != *f.first_seen) {
           ledger_.Violation(absl::StrCat(what, ": first_seen ",
@@ -466,8 +464,8 @@ class E2eCrashTest : public ClientServerTest {
         }
         const uint64_t others = f.urls.size() - (f.urls.count(f.owner->url) ? 1 : 0);
         if (res.alias_count() < others) {
-          ledger_.Violation(absl::StrCat(what, ": alias_count ", res.alias_count(), " < ",
-                                         others, " acknowledged"));
+          ledger_.Violation(absl::StrCat(what, ": alias_count ", res.alias_count(), " < ", others,
+                                         " acknowledged"));
         }
       }
     }
@@ -525,34 +523,33 @@ class E2eCrashTest : public ClientServerTest {
     };
     std::map<std::string, Content> contents;
     std::string current;  // the hash whose aliases may follow
-    absl::Status s = client_->AdminExport(
-        v1::ExportRequest(), [&](const v1::ExportResponse& m) {
-          for (const v1::ExportRecord& rec : m.records()) {
-            if (rec.has_url()) {
-              url_records[rec.url().url()] = ToStamp(rec.url().first_seen());
-            } else if (rec.has_content()) {
-              if (!current.empty() && contents[current].aliases.size() !=
-                                          contents[current].alias_count) {
-                ledger_.Violation(absl::StrCat("export: content ", current, " alias_count ",
-                                               contents[current].alias_count, " but ",
-                                               contents[current].aliases.size(), " aliases"));
-              }
-              current = rec.content().content_hash();
-              Content& c = contents[current];
-              c.owner = rec.content().owner_url();
-              c.alias_count = rec.content().alias_count();
-            } else if (rec.has_alias()) {
-              if (rec.alias().content_hash() != current) {
-                ledger_.Violation(absl::StrCat("export: alias ", rec.alias().url(), " of ",
-                                               rec.alias().content_hash(),
-                                               " without its content record"));
-                continue;
-              }
-              contents[current].aliases.insert(rec.alias().url());
-            }
+    absl::Status s = client_->AdminExport(v1::ExportRequest(), [&](const v1::ExportResponse& m) {
+      for (const v1::ExportRecord& rec : m.records()) {
+        if (rec.has_url()) {
+          url_records[rec.url().url()] = ToStamp(rec.url().first_seen());
+        } else if (rec.has_content()) {
+          if (!current.empty() &&
+              contents[current].aliases.size() != contents[current].alias_count) {
+            ledger_.Violation(absl::StrCat("export: content ", current, " alias_count ",
+                                           contents[current].alias_count, " but ",
+                                           contents[current].aliases.size(), " aliases"));
           }
-          return absl::OkStatus();
-        });
+          current = rec.content().content_hash();
+          Content& c = contents[current];
+          c.owner = rec.content().owner_url();
+          c.alias_count = rec.content().alias_count();
+        } else if (rec.has_alias()) {
+          if (rec.alias().content_hash() != current) {
+            ledger_.Violation(absl::StrCat("export: alias ", rec.alias().url(), " of ",
+                                           rec.alias().content_hash(),
+                                           " without its content record"));
+            continue;
+          }
+          contents[current].aliases.insert(rec.alias().url());
+        }
+      }
+      return absl::OkStatus();
+    });
     ASSERT_THAT(s, IsOk());
     if (!current.empty() && contents[current].aliases.size() != contents[current].alias_count) {
       ledger_.Violation(absl::StrCat("export: content ", current, " alias_count ",
@@ -564,9 +561,8 @@ class E2eCrashTest : public ClientServerTest {
       if (it == url_records.end()) {
         ledger_.Violation(absl::StrCat("export: no URL record for ", url));
       } else if (f.first_seen.has_value() && it->second != *f.first_seen) {
-        ledger_.Violation(absl::StrCat("export: url ", url, " first_seen ",
-                                       StampStr(it->second), ", acknowledged ",
-                                       StampStr(*f.first_seen)));
+        ledger_.Violation(absl::StrCat("export: url ", url, " first_seen ", StampStr(it->second),
+                                       ", acknowledged ", StampStr(*f.first_seen)));
       }
     }
     for (const auto& [hash, f] : ledger_.Texts()) {
@@ -623,8 +619,8 @@ TEST_F(E2eCrashTest, RepeatedKillMinus9KeepsEveryAcknowledgedClaimAndWholeRecord
     stop.store(true);
     for (std::thread& w : workers) w.join();
     std::cout << "e2e_crash: round " << round << ": killed " << delay_ms << " ms after "
-              << kMinAcked << " calls; " << acked.load() << " calls acknowledged ("
-              << acked_at_kill << " at the kill)\n";
+              << kMinAcked << " calls; " << acked.load() << " calls acknowledged (" << acked_at_kill
+              << " at the kill)\n";
     total_acked += acked.load();
     total_early_failures += early_failures.load();
     EXPECT_GE(acked.load(), kMinAcked) << "the load did not get going";
@@ -634,9 +630,9 @@ TEST_F(E2eCrashTest, RepeatedKillMinus9KeepsEveryAcknowledgedClaimAndWholeRecord
   }
   const size_t urls = ledger_.Urls().size(), texts = ledger_.Texts().size(),
                chunks = ledger_.Chunks().size();
-  std::cout << "e2e_crash: " << total_acked << " calls acknowledged; checked " << urls
-            << " URLs, " << texts << " texts, " << chunks << " chunk texts; "
-            << ledger_.violations() << " violations\n";
+  std::cout << "e2e_crash: " << total_acked << " calls acknowledged; checked " << urls << " URLs, "
+            << texts << " texts, " << chunks << " chunk texts; " << ledger_.violations()
+            << " violations\n";
   EXPECT_EQ(total_early_failures, 0) << "calls failed before any kill";
   EXPECT_EQ(ledger_.violations(), 0u) << ledger_.ViolationText();
   // The check covered real work: shared claims raced, owners have aliases.

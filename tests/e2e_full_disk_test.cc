@@ -67,11 +67,11 @@ class E2eFullDiskTest : public ::testing::Test {
   }
 
   void Start() {
-    absl::StatusOr<std::unique_ptr<ServerProcess>> s = ServerProcess::Start(
-        DEDUPD_BINARY, mnt_->path() + "/data",
-        {"--block_cache_mb=16", "--url_filter_expected_urls=100000", "--worker_threads=2",
-         "--metrics_listen=127.0.0.1:0"},
-        absl::Seconds(60));
+    absl::StatusOr<std::unique_ptr<ServerProcess>> s =
+        ServerProcess::Start(DEDUPD_BINARY, mnt_->path() + "/data",
+                             {"--block_cache_mb=16", "--url_filter_expected_urls=100000",
+                              "--worker_threads=2", "--metrics_listen=127.0.0.1:0"},
+                             absl::Seconds(60));
     ASSERT_THAT(s, IsOk());
     server_ = *std::move(s);
     metrics_port_ = ::dedupd::testing::MetricsPort(server_->Logs());
@@ -100,8 +100,8 @@ class E2eFullDiskTest : public ::testing::Test {
   std::vector<std::string> Batch(int b) {
     std::vector<std::string> urls;
     for (int i = 0; i < kBatch; ++i) {
-      urls.push_back(absl::StrCat("https://full.example/a/path/to/page/", round_, "/", b, "/",
-                                  i, "?id=", i));
+      urls.push_back(
+          absl::StrCat("https://full.example/a/path/to/page/", round_, "/", b, "/", i, "?id=", i));
     }
     return urls;
   }
@@ -162,15 +162,13 @@ TEST_F(E2eFullDiskTest, WritesFailReadsGoOnRecoversWithoutRestart) {
   const absl::Status full = FillUntilFull();
   ASSERT_THAT(full, StatusIs(absl::StatusCode::kResourceExhausted,
                              AllOf(HasSubstr("No space left on device"),
-                                   HasSubstr("free disk space"),
-                                   HasSubstr("reads still work"))))
+                                   HasSubstr("free disk space"), HasSubstr("reads still work"))))
       << server_->Logs();
   ASSERT_FALSE(acked_.empty());
 
   // Full: more writes fail the same way; reads answer; health stays
   // SERVING (reads are served; a restart would not free the disk).
-  EXPECT_THAT(client_->CheckUrls(Items({"https://full.example/one-more"}),
-                                 v1::CLAIM_MODE_CLAIM),
+  EXPECT_THAT(client_->CheckUrls(Items({"https://full.example/one-more"}), v1::CLAIM_MODE_CLAIM),
               StatusIs(absl::StatusCode::kResourceExhausted));
   std::vector<v1::ContentItem> doc(1);
   doc[0].set_url("https://full.example/doc");

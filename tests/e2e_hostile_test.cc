@@ -140,7 +140,8 @@ class RawConn {
     size_t off = 0;
     const absl::Time give_up = absl::Now() + absl::Seconds(5);
     while (off < bytes.size() && absl::Now() < give_up) {
-      const ssize_t n = send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+      const ssize_t n =
+          send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n > 0) {
         off += static_cast<size_t>(n);
       } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
@@ -162,8 +163,8 @@ class RawConn {
     char buf[16384];
     while (absl::Now() < give_up) {
       pollfd p{fd_, POLLIN, 0};
-      const int left_ms = static_cast<int>(
-          std::max<int64_t>(1, absl::ToInt64Milliseconds(give_up - absl::Now())));
+      const int left_ms =
+          static_cast<int>(std::max<int64_t>(1, absl::ToInt64Milliseconds(give_up - absl::Now())));
       if (poll(&p, 1, std::min(left_ms, 200)) <= 0) continue;
       const ssize_t n = recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
       if (n > 0) {
@@ -302,10 +303,12 @@ std::string HeaderBlock(const std::vector<std::pair<std::string, std::string>>& 
 // The HEADERS frame of a gRPC call of `path` on `stream` (odd); `timeout`
 // is a grpc-timeout value ("2S", "1m") or empty for none.
 std::string CallHeaders(uint32_t stream, const std::string& path, const std::string& timeout = "") {
-  std::vector<std::pair<std::string, std::string>> h = {
-      {":method", "POST"},         {":scheme", "http"},
-      {":path", path},             {":authority", "127.0.0.1"},
-      {"content-type", "application/grpc"}, {"te", "trailers"}};
+  std::vector<std::pair<std::string, std::string>> h = {{":method", "POST"},
+                                                        {":scheme", "http"},
+                                                        {":path", path},
+                                                        {":authority", "127.0.0.1"},
+                                                        {"content-type", "application/grpc"},
+                                                        {"te", "trailers"}};
   if (!timeout.empty()) h.push_back({"grpc-timeout", timeout});
   return Frame(kHeaders, kEndHeaders, stream, HeaderBlock(h));
 }
@@ -344,7 +347,9 @@ std::vector<ParsedFrame> ParseFrames(const std::string& bytes) {
   std::vector<ParsedFrame> frames;
   size_t off = 0;
   while (off + 9 <= bytes.size()) {
-    const auto u = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(bytes[off + i])); };
+    const auto u = [&](size_t i) {
+      return static_cast<uint32_t>(static_cast<uint8_t>(bytes[off + i]));
+    };
     const uint32_t len = (u(0) << 16) | (u(1) << 8) | u(2);
     if (off + 9 + len > bytes.size()) break;
     ParsedFrame f;
@@ -366,7 +371,8 @@ std::vector<ParsedFrame> ParseFrames(const std::string& bytes) {
 // server let in; *refused tells whether it ended the stream or connection.
 size_t StreamOversize(RawConn* conn, size_t max_bytes, absl::Duration timeout, bool* refused) {
   *refused = false;
-  std::string first = std::string(kPreface) + Settings({}) + CallHeaders(1, "/dedupd.v1.Dedup/CheckUrl");
+  std::string first =
+      std::string(kPreface) + Settings({}) + CallHeaders(1, "/dedupd.v1.Dedup/CheckUrl");
   if (!conn->Send(first)) {
     *refused = true;
     return 0;
@@ -381,7 +387,8 @@ size_t StreamOversize(RawConn* conn, size_t max_bytes, absl::Duration timeout, b
   const absl::Time give_up = absl::Now() + timeout;
   while (absl::Now() < give_up && sent < max_bytes) {
     bool closed = false;
-    pending += conn->ReadFor(absl::Milliseconds(conn_window > 0 && stream_window > 0 ? 1 : 50), &closed);
+    pending +=
+        conn->ReadFor(absl::Milliseconds(conn_window > 0 && stream_window > 0 ? 1 : 50), &closed);
     size_t used = 0;
     for (const ParsedFrame& f : ParseFrames(pending)) {
       used += 9 + f.payload.size();
@@ -430,15 +437,17 @@ size_t StreamOversize(RawConn* conn, size_t max_bytes, absl::Duration timeout, b
 std::string CheckUrlBytes(int n, const std::string& tag) {
   v1::CheckUrlRequest r;
   r.set_mode(v1::CLAIM_MODE_CLAIM);
-  for (int i = 0; i < n; ++i) r.add_items()->set_url(absl::StrCat("https://", tag, ".example/p/", i));
+  for (int i = 0; i < n; ++i)
+    r.add_items()->set_url(absl::StrCat("https://", tag, ".example/p/", i));
   return r.SerializeAsString();
 }
 
 // Text of `words` pseudo-random words (seeded), distinct per seed.
 std::string Text(uint64_t seed, int words) {
-  static const char* kWords[] = {"river", "otter", "stone", "bridge", "lamp", "window", "garden",
-                                 "paper", "orbit", "copper", "meadow", "signal", "harbor", "ember",
-                                 "quartz", "violet", "tunnel", "falcon", "mirror", "pepper"};
+  static const char* kWords[] = {"river",  "otter",  "stone",  "bridge", "lamp",
+                                 "window", "garden", "paper",  "orbit",  "copper",
+                                 "meadow", "signal", "harbor", "ember",  "quartz",
+                                 "violet", "tunnel", "falcon", "mirror", "pepper"};
   std::mt19937_64 rng(seed);
   std::string t;
   for (int i = 0; i < words; ++i) {
@@ -502,8 +511,8 @@ class E2eHostileTest : public ServerTest {
     const absl::Time start = absl::Now();
     grpc::Status s = stub_->CheckUrl(&context, request, &response);
     if (took != nullptr) *took = absl::Now() - start;
-    if (s.ok() && (response.results_size() != 1 ||
-                   response.results(0).verdict() != v1::URL_VERDICT_NEW)) {
+    if (s.ok() &&
+        (response.results_size() != 1 || response.results(0).verdict() != v1::URL_VERDICT_NEW)) {
       return grpc::Status(grpc::StatusCode::INTERNAL, "probe: unexpected answer");
     }
     return s;
@@ -552,7 +561,8 @@ class E2eHostileTest : public ServerTest {
         v1::CheckUrlResponse response;
         grpc::ClientContext context;
         context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-        statuses[static_cast<size_t>(i)] = stubs[static_cast<size_t>(i)]->CheckUrl(&context, request, &response);
+        statuses[static_cast<size_t>(i)] =
+            stubs[static_cast<size_t>(i)]->CheckUrl(&context, request, &response);
       });
     }
     for (std::thread& t : threads) t.join();
@@ -615,11 +625,10 @@ TEST_F(E2eHostileTest, SlowClientsDoNotHoldOtherClientsOrSlots) {
   for (int i = 0; i < 20; ++i) {
     auto c = std::make_unique<RawConn>(server_->port());
     ASSERT_TRUE(c->ok());
-    ASSERT_TRUE(c->Send(std::string(kPreface) +
-                        Settings({{kSettingsInitialWindowSize, 0}}) +
-                        CallHeaders(1, "/dedupd.v1.Dedup/CheckUrl") +
-                        DataFrames(1, GrpcMessage(CheckUrlBytes(1000, absl::StrCat("unread", i))),
-                                   true)));
+    ASSERT_TRUE(
+        c->Send(std::string(kPreface) + Settings({{kSettingsInitialWindowSize, 0}}) +
+                CallHeaders(1, "/dedupd.v1.Dedup/CheckUrl") +
+                DataFrames(1, GrpcMessage(CheckUrlBytes(1000, absl::StrCat("unread", i))), true)));
     std::string got;
     bool headers = false;
     bool ended = false;
@@ -663,9 +672,9 @@ TEST_F(E2eHostileTest, SlowClientsDoNotHoldOtherClientsOrSlots) {
   const int64_t rss_after = RssMiB(server_->pid());
   EXPECT_LT(rss_after, rss_before + kRssSlackMiB);
   std::cout << "[figures] slow clients: slowest normal call " << absl::FormatDuration(slowest)
-            << ", in flight while stalled " << stalled_in_flight << ", fds " << fds_before
-            << " -> " << fds_after << ", pinned " << pinned << ", RSS MiB " << rss_before << " / " << rss_stalled << " / "
-            << rss_after << std::endl;
+            << ", in flight while stalled " << stalled_in_flight << ", fds " << fds_before << " -> "
+            << fds_after << ", pinned " << pinned << ", RSS MiB " << rss_before << " / "
+            << rss_stalled << " / " << rss_after << std::endl;
 }
 
 // Clients that disconnect mid-batch (a TCP reset right after a 1,000-item
@@ -683,9 +692,9 @@ TEST_F(E2eHostileTest, DisconnectsAndCancellationsFreeEverything) {
   for (int i = 0; i < 60; ++i) {
     RawConn c(server_->port());
     ASSERT_TRUE(c.ok());
-    std::string bytes = std::string(kPreface) + Settings({}) +
-                        CallHeaders(1, "/dedupd.v1.Dedup/CheckUrl") +
-                        DataFrames(1, GrpcMessage(CheckUrlBytes(1000, absl::StrCat("gone", i))), true);
+    std::string bytes =
+        std::string(kPreface) + Settings({}) + CallHeaders(1, "/dedupd.v1.Dedup/CheckUrl") +
+        DataFrames(1, GrpcMessage(CheckUrlBytes(1000, absl::StrCat("gone", i))), true);
     if (i % 2 == 1) bytes.resize(bytes.size() / 2);
     ASSERT_TRUE(c.Send(bytes));
     if (i % 10 == 0) absl::SleepFor(absl::Milliseconds(20));  // some reach the workers
@@ -828,8 +837,8 @@ TEST_F(E2eHostileTest, TenThousandConcurrentCallsAgainstTheLimit) {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection each
     args.SetInt("dedupd.test.channel", i);
-    stubs.push_back(v1::Dedup::NewStub(grpc::CreateCustomChannel(
-        server_->address(), grpc::InsecureChannelCredentials(), args)));
+    stubs.push_back(v1::Dedup::NewStub(
+        grpc::CreateCustomChannel(server_->address(), grpc::InsecureChannelCredentials(), args)));
   }
   struct Call {
     grpc::ClientContext context;
@@ -847,8 +856,8 @@ TEST_F(E2eHostileTest, TenThousandConcurrentCallsAgainstTheLimit) {
     v1::CheckUrlRequest request;
     request.set_mode(v1::CLAIM_MODE_CLAIM);
     request.add_items()->set_url(absl::StrCat("https://flood.example/", i));
-    call->reader = stubs[static_cast<size_t>(i % kChannels)]->PrepareAsyncCheckUrl(
-        &call->context, request, &cq);
+    call->reader = stubs[static_cast<size_t>(i % kChannels)]->PrepareAsyncCheckUrl(&call->context,
+                                                                                   request, &cq);
     call->reader->StartCall();
     call->reader->Finish(&call->response, &call->status, call.get());
     calls.push_back(std::move(call));
@@ -886,10 +895,9 @@ TEST_F(E2eHostileTest, TenThousandConcurrentCallsAgainstTheLimit) {
   const int64_t rss_after = RssMiB(server_->pid());
   EXPECT_LT(hwm_after, hwm_before + kFloodPeakMiB);
   std::cout << "[figures] 10,000 calls in " << absl::FormatDuration(took) << ": OK " << ok_calls
-            << ", RESOURCE_EXHAUSTED " << exhausted << ", other "
-            << kCalls - ok_calls - exhausted << "; server RSS MiB " << rss_before << " -> "
-            << rss_after << ", peak (VmHWM) " << hwm_before << " -> "
-            << std::max(hwm_during, hwm_after) << std::endl;
+            << ", RESOURCE_EXHAUSTED " << exhausted << ", other " << kCalls - ok_calls - exhausted
+            << "; server RSS MiB " << rss_before << " -> " << rss_after << ", peak (VmHWM) "
+            << hwm_before << " -> " << std::max(hwm_during, hwm_after) << std::endl;
 }
 
 // Oversize messages: a request over --max_message_bytes is refused with
@@ -919,7 +927,8 @@ TEST_F(E2eHostileTest, OversizeMessagesGetTheirDocumentedErrors) {
   }
   {
     v1::CheckUrlRequest request;
-    for (int i = 0; i < 101; ++i) request.add_items()->set_url(absl::StrCat("https://n.example/", i));
+    for (int i = 0; i < 101; ++i)
+      request.add_items()->set_url(absl::StrCat("https://n.example/", i));
     v1::CheckUrlResponse response;
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
@@ -952,8 +961,8 @@ TEST_F(E2eHostileTest, OversizeMessagesGetTheirDocumentedErrors) {
     const absl::Duration took = absl::Now() - t0;
     const int64_t rss_streamed = RssMiB(server_->pid());
     std::cout << "[figures] announced 4 GiB message: server let in " << let_in << " bytes in "
-              << absl::FormatDuration(took) << ", refused " << refused << ", RSS MiB "
-              << rss_before << " -> " << rss_streamed << std::endl;
+              << absl::FormatDuration(took) << ", refused " << refused << ", RSS MiB " << rss_before
+              << " -> " << rss_streamed << std::endl;
     // gRPC 1.51 checks --max_message_bytes only once the whole message is
     // in (grpc/grpc#43012): without a memory quota this stream let 64 MiB
     // in, unrefused. The quota (32 MiB here) cancels it.
@@ -988,8 +997,8 @@ TEST_F(E2eHostileTest, RawTcpGarbageIsClosedAndForgotten) {
   };
   std::vector<std::string> payloads;
   payloads.push_back("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n");
-  payloads.push_back(std::string(kPreface, 12));                              // truncated
-  payloads.push_back("");                                                     // nothing at all
+  payloads.push_back(std::string(kPreface, 12));  // truncated
+  payloads.push_back("");                         // nothing at all
   payloads.push_back(std::string(kPreface) + Settings({}) + Frame(0xfa, 0, 1, random_bytes(64)) +
                      Frame(kPing, 0, 0, random_bytes(8)) + random_bytes(256));
   {
@@ -1012,9 +1021,9 @@ TEST_F(E2eHostileTest, RawTcpGarbageIsClosedAndForgotten) {
     ASSERT_TRUE(c->ok()) << i;
     // Kinds 0..7 above, then seeded random bytes of random length.
     const int kind = i % 10;
-    const std::string bytes =
-        kind < static_cast<int>(payloads.size()) ? payloads[static_cast<size_t>(kind)]
-                                                 : random_bytes(1 + rng() % 4096);
+    const std::string bytes = kind < static_cast<int>(payloads.size())
+                                  ? payloads[static_cast<size_t>(kind)]
+                                  : random_bytes(1 + rng() % 4096);
     c->Send(bytes);  // may fail: the server is allowed to close early
     conns.push_back(std::move(c));
     kinds.push_back(kind);
@@ -1029,7 +1038,8 @@ TEST_F(E2eHostileTest, RawTcpGarbageIsClosedAndForgotten) {
     const absl::Duration left = std::max(absl::Milliseconds(10), give_up - absl::Now());
     if (!conns[i]->WaitClosed(left)) ++open_by_kind[kinds[i]];
   }
-  EXPECT_TRUE(open_by_kind.empty()) << "kinds left open: " << ::testing::PrintToString(open_by_kind);
+  EXPECT_TRUE(open_by_kind.empty())
+      << "kinds left open: " << ::testing::PrintToString(open_by_kind);
   const int fds_closed = WaitFdsAtMost(fds_before + 2, absl::Seconds(10));
   EXPECT_LE(fds_closed, fds_before + 2);
   conns.clear();
@@ -1056,8 +1066,7 @@ TEST_F(E2eHostileTest, ConnectionLimitsTakeEffect) {
     // The connection that sent its SETTINGS is past the handshake: open.
     EXPECT_TRUE(h.finished_stays_open);
     std::cout << "[figures] --handshake_timeout=1s: " << h.closed
-              << "/20 stalled connections closed in " << absl::FormatDuration(h.took)
-              << std::endl;
+              << "/20 stalled connections closed in " << absl::FormatDuration(h.took) << std::endl;
   }
 
   Start({"--max_connection_idle=1s", "--max_concurrent_streams=7"});
@@ -1171,19 +1180,18 @@ TEST_F(E2eHostileTest, HealthListenerHasTheConnectionLimitsToo) {
 // A memory quota smaller than two messages of the allowed size would make
 // gRPC cancel legitimate requests: dedupd refuses to start with it.
 TEST(E2eHostileFlags, MemoryQuotaBelowTwoMessagesIsRefused) {
-  absl::StatusOr<testing::CommandResult> r = testing::RunCommand(
-      {DEDUPD_BINARY, "--listen=127.0.0.1:0", "--data_dir=/dev/null/dedupd",
-       "--max_message_bytes=16777216", "--grpc_memory_quota_mb=16"},
-      "", absl::Seconds(30));
+  absl::StatusOr<testing::CommandResult> r =
+      testing::RunCommand({DEDUPD_BINARY, "--listen=127.0.0.1:0", "--data_dir=/dev/null/dedupd",
+                           "--max_message_bytes=16777216", "--grpc_memory_quota_mb=16"},
+                          "", absl::Seconds(30));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->exit_code, 2) << r->err;
   EXPECT_THAT(r->err, HasSubstr("--grpc_memory_quota_mb=16 is less than two messages"));
   // 32 MiB holds two 16 MiB messages: accepted (the start then fails later,
   // on the data directory under /dev/null, not on the flags).
-  r = testing::RunCommand(
-      {DEDUPD_BINARY, "--listen=127.0.0.1:0", "--data_dir=/dev/null/dedupd",
-       "--max_message_bytes=16777216", "--grpc_memory_quota_mb=32"},
-      "", absl::Seconds(30));
+  r = testing::RunCommand({DEDUPD_BINARY, "--listen=127.0.0.1:0", "--data_dir=/dev/null/dedupd",
+                           "--max_message_bytes=16777216", "--grpc_memory_quota_mb=32"},
+                          "", absl::Seconds(30));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_THAT(r->err, ::testing::Not(HasSubstr("less than two messages"))) << r->err;
 }

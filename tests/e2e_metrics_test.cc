@@ -285,10 +285,10 @@ TEST_F(E2eMetricsTest, StoreGaugesFollowTheStore) {
   const double urls_before = before.Value("dedupd_store_records", {{"kind", "url"}});
   ASSERT_GE(urls_before, 0);
   v1::CheckUrlResponse r;
-  ASSERT_TRUE(CheckUrls({"https://store-a.example/", "https://store-b.example/",
-                         "https://store-c.example/"},
-                        &r)
-                  .ok());
+  ASSERT_TRUE(
+      CheckUrls(
+          {"https://store-a.example/", "https://store-b.example/", "https://store-c.example/"}, &r)
+          .ok());
   const Exposition e = Scrape();
   EXPECT_EQ(e.Value("dedupd_store_records", {{"kind", "url"}}), urls_before + 3);
   EXPECT_EQ(e.Value("dedupd_store_records", {{"kind", "content"}}), 0);

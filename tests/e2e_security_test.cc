@@ -295,14 +295,13 @@ TEST_F(E2eSecurityTest, AdminMethodsNeedTheAdminToken) {
   // interceptor cancelled, so the handler's own check must stop it.
   v1::BackupRequest backup;
   backup.set_directory(dir_ + "/backup-rejected");
-  EXPECT_EQ(CallMethod("/dedupd.v1.Admin/Backup", kToken, backup.SerializeAsString())
-                .error_code(),
+  EXPECT_EQ(CallMethod("/dedupd.v1.Admin/Backup", kToken, backup.SerializeAsString()).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_FALSE(std::filesystem::exists(backup.directory()));
   backup.set_directory(dir_ + "/backup-accepted");
-  EXPECT_EQ(CallMethod("/dedupd.v1.Admin/Backup", kAdminToken, backup.SerializeAsString())
-                .error_code(),
-            grpc::StatusCode::OK);
+  EXPECT_EQ(
+      CallMethod("/dedupd.v1.Admin/Backup", kAdminToken, backup.SerializeAsString()).error_code(),
+      grpc::StatusCode::OK);
   EXPECT_TRUE(std::filesystem::exists(backup.directory()));
 }
 

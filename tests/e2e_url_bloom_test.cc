@@ -27,17 +27,17 @@
 namespace dedupd {
 namespace {
 
+using ::dedupd::testing::ClientServerTest;
 using ::dedupd::testing::IsOk;
 using ::dedupd::testing::MetricsPort;
-using ::dedupd::testing::ScrapeMetrics;
 using ::dedupd::testing::RunCommand;
-using ::dedupd::testing::ClientServerTest;
+using ::dedupd::testing::ScrapeMetrics;
 using ::dedupd::testing::ServerTest;
 using ::testing::HasSubstr;
 
-const std::vector<std::string> kApproximate = {
-    "--url_seen_mode=approximate", "--url_filter_expected_urls=200000",
-    "--url_snapshot_every_urls=5000"};
+const std::vector<std::string> kApproximate = {"--url_seen_mode=approximate",
+                                               "--url_filter_expected_urls=200000",
+                                               "--url_snapshot_every_urls=5000"};
 
 // The value of the unlabeled sample `name` in a scrape, or -1.
 double MetricValue(const std::string& scrape, const std::string& name) {
@@ -160,8 +160,7 @@ TEST_F(E2eUrlBloomTest, ApproximateModeKeepsAcknowledgedNewAcrossRestartAndKill)
   const std::vector<std::string> first = Urls("https://r.example/", 8000);
   EXPECT_EQ(Count(Check(first), v1::URL_VERDICT_NEW), 8000u);
   Restart(kApproximate);
-  EXPECT_EQ(Count(Check(first, v1::CLAIM_MODE_PEEK), v1::URL_VERDICT_SEEN_PROBABLY),
-            8000u);
+  EXPECT_EQ(Count(Check(first, v1::CLAIM_MODE_PEEK), v1::URL_VERDICT_SEEN_PROBABLY), 8000u);
 
   // Claims run while the server is SIGKILLed: every acknowledged NEW (some
   // in a snapshot, the rest only in the claim log) is seen afterwards.
@@ -198,10 +197,8 @@ TEST_F(E2eUrlBloomTest, ApproximateModeKeepsAcknowledgedNewAcrossRestartAndKill)
   all.insert(all.end(), acked[1].begin(), acked[1].end());
   ASSERT_GT(all.size(), 0u);
   StartServer(kApproximate);
-  EXPECT_EQ(Count(Check(all, v1::CLAIM_MODE_PEEK), v1::URL_VERDICT_SEEN_PROBABLY),
-            all.size());
-  EXPECT_EQ(Count(Check(first, v1::CLAIM_MODE_PEEK), v1::URL_VERDICT_SEEN_PROBABLY),
-            8000u);
+  EXPECT_EQ(Count(Check(all, v1::CLAIM_MODE_PEEK), v1::URL_VERDICT_SEEN_PROBABLY), all.size());
+  EXPECT_EQ(Count(Check(first, v1::CLAIM_MODE_PEEK), v1::URL_VERDICT_SEEN_PROBABLY), 8000u);
 }
 
 TEST_F(E2eUrlBloomTest, ApproximateModeCountsContentUrlsAsSeen) {
@@ -218,9 +215,9 @@ TEST_F(E2eUrlBloomTest, ApproximateModeCountsContentUrlsAsSeen) {
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   ASSERT_TRUE(stub->CheckContent(&context, request, &response).ok());
   ASSERT_EQ(response.results(0).verdict(), v1::CONTENT_VERDICT_NEW);
-  const std::vector<v1::UrlResult> r = Check(
-      {"https://mirror.example/article", "https://origin.example/article",
-       "https://other.example/"});
+  const std::vector<v1::UrlResult> r =
+      Check({"https://mirror.example/article", "https://origin.example/article",
+             "https://other.example/"});
   EXPECT_EQ(r[0].verdict(), v1::URL_VERDICT_SEEN_PROBABLY);
   EXPECT_EQ(r[1].verdict(), v1::URL_VERDICT_SEEN_PROBABLY);
   EXPECT_EQ(r[2].verdict(), v1::URL_VERDICT_NEW);
@@ -258,9 +255,9 @@ TEST_F(E2eUrlBloomTest, ExactModesFrontGrowsBySegmentsAcrossARestart) {
   // first segment's ~100, the second the next one's ~200; the third fits
   // in the third (~400).
   for (int b = 0; b < 3; ++b) {
-    EXPECT_EQ(Count(Check(Urls(absl::StrCat("https://g.example/", b, "/"), 300)),
-                    v1::URL_VERDICT_NEW),
-              300u);
+    EXPECT_EQ(
+        Count(Check(Urls(absl::StrCat("https://g.example/", b, "/"), 300)), v1::URL_VERDICT_NEW),
+        300u);
   }
   scrape = ScrapeMetrics(port);
   EXPECT_EQ(MetricValue(scrape, "dedupd_url_filter_segments"), 3) << scrape;
@@ -271,9 +268,9 @@ TEST_F(E2eUrlBloomTest, ExactModesFrontGrowsBySegmentsAcrossARestart) {
   Restart({"--url_filter_expected_urls=100"});
   EXPECT_THAT(server_->Logs(), HasSubstr("URL filter: loaded"));
   for (int b = 0; b < 3; ++b) {
-    EXPECT_EQ(Count(Check(Urls(absl::StrCat("https://g.example/", b, "/"), 300)),
-                    v1::URL_VERDICT_SEEN),
-              300u);
+    EXPECT_EQ(
+        Count(Check(Urls(absl::StrCat("https://g.example/", b, "/"), 300)), v1::URL_VERDICT_SEEN),
+        300u);
   }
   EXPECT_EQ(Count(Check(Urls("https://g.example/3/", 300)), v1::URL_VERDICT_NEW), 300u);
 }
@@ -297,13 +294,12 @@ TEST_F(E2eUrlBloomTest, MetricsShowTheApproximateSeenSet) {
 
 TEST(E2eUrlBloomStartupTest, BadFlagsGiveOneLineErrors) {
   for (const std::string& flag :
-       {std::string("--url_seen_mode=fuzzy"),
-        std::string("--url_filter_false_positive_rate=0"),
+       {std::string("--url_seen_mode=fuzzy"), std::string("--url_filter_false_positive_rate=0"),
         std::string("--url_filter_expected_urls=0")}) {
     const std::string dir = ::dedupd::testing::MakeTempDir("e2e_url_bloom_flags_");
-    absl::StatusOr<testing::CommandResult> r = RunCommand(
-        {DEDUPD_BINARY, "--listen=127.0.0.1:0", "--data_dir=" + dir + "/data", flag},
-        "", absl::Seconds(30));
+    absl::StatusOr<testing::CommandResult> r =
+        RunCommand({DEDUPD_BINARY, "--listen=127.0.0.1:0", "--data_dir=" + dir + "/data", flag}, "",
+                   absl::Seconds(30));
     ASSERT_THAT(r, IsOk());
     EXPECT_EQ(r->exit_code, 2) << flag << ": " << r->err;
     EXPECT_THAT(r->err, HasSubstr(flag.substr(2, flag.find('=') - 2))) << flag;

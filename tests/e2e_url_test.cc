@@ -24,26 +24,25 @@
 namespace dedupd {
 namespace {
 
+using ::dedupd::testing::ClientServerTest;
 using ::dedupd::testing::IsOk;
 using ::dedupd::testing::MakeTempDir;
 using ::dedupd::testing::RemoveTree;
 using ::dedupd::testing::RunCommand;
 using ::dedupd::testing::ServerProcess;
-using ::dedupd::testing::ClientServerTest;
 using ::dedupd::testing::ServerTest;
 using ::dedupd::testing::StatusIs;
 using ::testing::HasSubstr;
-using ::testing::Not;
 using ::testing::IsEmpty;
-
+using ::testing::Not;
 
 class E2eTest : public ClientServerTest {
  protected:
   E2eTest() : ClientServerTest(DEDUPD_BINARY, "e2e_url_") {}
 
   std::unique_ptr<v1::Dedup::Stub> RawStub() {
-    return v1::Dedup::NewStub(grpc::CreateChannel(
-        server_->address(), grpc::InsecureChannelCredentials()));
+    return v1::Dedup::NewStub(
+        grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
   }
 
   static std::vector<v1::UrlItem> Items(const std::vector<std::string>& urls,
@@ -62,13 +61,12 @@ class E2eTest : public ClientServerTest {
     EXPECT_THAT(r, IsOk());
     return r.ok() ? *r : std::vector<v1::UrlResult>{};
   }
-
 };
 
 TEST_F(E2eTest, ClaimThenSeenWithNormalization) {
-  std::vector<v1::UrlResult> first = Check(
-      {"https://Docs.Example.com:443/a/./b/?utm_source=x&b=2&a=1#top",
-       "https://docs.example.com/a/b?a=1&b=2"});
+  std::vector<v1::UrlResult> first =
+      Check({"https://Docs.Example.com:443/a/./b/?utm_source=x&b=2&a=1#top",
+             "https://docs.example.com/a/b?a=1&b=2"});
   ASSERT_EQ(first.size(), 2u);
   EXPECT_EQ(first[0].verdict(), v1::URL_VERDICT_NEW);
   EXPECT_EQ(first[0].normalized_url(), "https://docs.example.com/a/b?a=1&b=2");
@@ -80,10 +78,10 @@ TEST_F(E2eTest, ClaimThenSeenWithNormalization) {
 }
 
 TEST_F(E2eTest, RelativeUrlsResolveAgainstTheBase) {
-  absl::StatusOr<std::vector<v1::UrlResult>> r = client_->CheckUrls(
-      Items({"../c/d.html", "/root", "?q=1", "//other.example/x"},
-            "http://site.example/a/b/page.html"),
-      v1::CLAIM_MODE_CLAIM);
+  absl::StatusOr<std::vector<v1::UrlResult>> r =
+      client_->CheckUrls(Items({"../c/d.html", "/root", "?q=1", "//other.example/x"},
+                               "http://site.example/a/b/page.html"),
+                         v1::CLAIM_MODE_CLAIM);
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ((*r)[0].normalized_url(), "http://site.example/a/c/d.html");
   EXPECT_EQ((*r)[1].normalized_url(), "http://site.example/root");
@@ -134,7 +132,8 @@ TEST_F(E2eTest, WholeRequestLimitsNameTheLimit) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     v1::CheckUrlRequest req;
-    for (int i = 0; i < 10001; ++i) req.add_items()->set_url("http://a.example/" + std::to_string(i));
+    for (int i = 0; i < 10001; ++i)
+      req.add_items()->set_url("http://a.example/" + std::to_string(i));
     v1::CheckUrlResponse resp;
     grpc::Status s = stub->CheckUrl(&ctx, req, &resp);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
@@ -305,7 +304,8 @@ TEST_F(E2eTest, DedupctlChecksAgainstTheServer) {
   EXPECT_THAT(lines[1], HasSubstr("\"verdict\":\"INVALID\""));
   EXPECT_THAT(lines[2], HasSubstr("\"verdict\":\"SEEN\""));
   auto peek = RunCommand({DEDUPCTL_BINARY, "url", "peek", "--server", server_->address(),
-                          "https://d.example/x", "https://d.example/new"}, "");
+                          "https://d.example/x", "https://d.example/new"},
+                         "");
   ASSERT_THAT(peek, IsOk());
   EXPECT_EQ(peek->exit_code, 0) << peek->err;
   EXPECT_THAT(peek->out, HasSubstr("\"verdict\":\"SEEN\""));
@@ -314,16 +314,16 @@ TEST_F(E2eTest, DedupctlChecksAgainstTheServer) {
 
 TEST_F(E2eTest, DedupctlConnectionErrorExits2) {
   server_->Kill();
-  auto r = RunCommand({DEDUPCTL_BINARY, "url", "check", "--server", "127.0.0.1:1",
-                       "--deadline", "5", "http://a.example/"}, "");
+  auto r = RunCommand({DEDUPCTL_BINARY, "url", "check", "--server", "127.0.0.1:1", "--deadline",
+                       "5", "http://a.example/"},
+                      "");
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->exit_code, 2);
   EXPECT_THAT(r->err, Not(IsEmpty()));
 }
 
 TEST_F(E2eTest, SecondServerOnTheSameDataDirFailsClearly) {
-  auto second = RunCommand({DEDUPD_BINARY, "--listen=127.0.0.1:0",
-                            "--data_dir=" + DataDir()}, "");
+  auto second = RunCommand({DEDUPD_BINARY, "--listen=127.0.0.1:0", "--data_dir=" + DataDir()}, "");
   ASSERT_THAT(second, IsOk());
   EXPECT_NE(second->exit_code, 0);
   EXPECT_THAT(second->err, HasSubstr("in use by another process"));
@@ -359,7 +359,8 @@ TEST(E2eStartupTest, BadFlagsAndConfigGiveOneLineErrors) {
     std::fputs("host_rules {\n  hosts: \"a.example\"\n  bogus_field: 1\n}\n", f);
     std::fclose(f);
     auto r = RunCommand({DEDUPD_BINARY, "--data_dir=" + dir + "/d", "--listen=127.0.0.1:0",
-                         "--config=" + dir + "/bad.conf"}, "");
+                         "--config=" + dir + "/bad.conf"},
+                        "");
     ASSERT_THAT(r, IsOk());
     EXPECT_NE(r->exit_code, 0);
     EXPECT_THAT(r->err, HasSubstr("bad.conf:3:"));

@@ -24,8 +24,8 @@
 #include "server/engine.h"
 #include "server/service.h"
 #include "server/worker_pool.h"
-#include "storage/testing/fault_injection_store.h"
 #include "storage/rocksdb/rocksdb_store.h"
+#include "storage/testing/fault_injection_store.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/status_matchers.h"
 
@@ -61,11 +61,11 @@ class FaultServiceTest : public ::testing::Test {
     ASSERT_THAT(store, IsOk());
     store_ = *std::move(store);
     faults_ = std::make_unique<FaultInjectionStore>(store_.get(), store_.get(), store_.get());
-    engine_ = std::make_unique<Engine>(&normalizer_, faults_.get(), &hasher_,
-                                       faults_.get(), faults_.get(), EngineOptions{});
+    engine_ = std::make_unique<Engine>(&normalizer_, faults_.get(), &hasher_, faults_.get(),
+                                       faults_.get(), EngineOptions{});
     workers_ = std::make_unique<WorkerPool>(2);
-    service_ = std::make_unique<DedupService>(engine_.get(), /*max_concurrent_rpcs=*/64,
-                                              workers_.get());
+    service_ =
+        std::make_unique<DedupService>(engine_.get(), /*max_concurrent_rpcs=*/64, workers_.get());
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -158,8 +158,7 @@ struct FaultCase {
 
 void PrintTo(const FaultCase& c, std::ostream* os) { *os << c.name; }
 
-class FaultTableTest : public FaultServiceTest,
-                       public ::testing::WithParamInterface<FaultCase> {};
+class FaultTableTest : public FaultServiceTest, public ::testing::WithParamInterface<FaultCase> {};
 
 // For every RPC kind (URL, content, chunk; claim and peek): while the fault
 // is set, the call fails with the fault's code exactly when the fault
@@ -243,23 +242,22 @@ TEST_P(FaultTableTest, AffectedRpcsFailOthersWorkClearingRecovers) {
 INSTANTIATE_TEST_SUITE_P(
     Faults, FaultTableTest,
     ::testing::Values(
-        FaultCase{"UrlWritesUnavailable", StoreOp::kUrlWrite,
-                  absl::StatusCode::kUnavailable, StoreFault::When::kBeforeCall},
+        FaultCase{"UrlWritesUnavailable", StoreOp::kUrlWrite, absl::StatusCode::kUnavailable,
+                  StoreFault::When::kBeforeCall},
         FaultCase{"AllWritesInternal", StoreOpSet::Writes(), absl::StatusCode::kInternal,
                   StoreFault::When::kBeforeCall},
-        FaultCase{"AllWritesDiskFull", StoreOpSet::Writes(),
-                  absl::StatusCode::kResourceExhausted, StoreFault::When::kBeforeCall},
-        FaultCase{"AllReadsUnavailable", StoreOpSet::Reads(),
-                  absl::StatusCode::kUnavailable, StoreFault::When::kBeforeCall},
-        FaultCase{"ContentAndChunkWritesDataLoss",
-                  StoreOp::kContentWrite | StoreOp::kChunkWrite,
+        FaultCase{"AllWritesDiskFull", StoreOpSet::Writes(), absl::StatusCode::kResourceExhausted,
+                  StoreFault::When::kBeforeCall},
+        FaultCase{"AllReadsUnavailable", StoreOpSet::Reads(), absl::StatusCode::kUnavailable,
+                  StoreFault::When::kBeforeCall},
+        FaultCase{"ContentAndChunkWritesDataLoss", StoreOp::kContentWrite | StoreOp::kChunkWrite,
                   absl::StatusCode::kDataLoss, StoreFault::When::kBeforeCall},
-        FaultCase{"WritesLandThenFailInternal", StoreOpSet::Writes(),
-                  absl::StatusCode::kInternal, StoreFault::When::kAfterCall},
+        FaultCase{"WritesLandThenFailInternal", StoreOpSet::Writes(), absl::StatusCode::kInternal,
+                  StoreFault::When::kAfterCall},
         FaultCase{"WritesLandThenFailUnavailable", StoreOp::kUrlWrite | StoreOp::kContentWrite,
                   absl::StatusCode::kUnavailable, StoreFault::When::kAfterCall},
-        FaultCase{"EverythingUnavailable", StoreOpSet::All(),
-                  absl::StatusCode::kUnavailable, StoreFault::When::kBeforeCall}),
+        FaultCase{"EverythingUnavailable", StoreOpSet::All(), absl::StatusCode::kUnavailable,
+                  StoreFault::When::kBeforeCall}),
     [](const ::testing::TestParamInfo<FaultCase>& info) { return info.param.name; });
 
 // The gRPC codes on the wire (server/grpc_status.cc), read with the raw
@@ -336,8 +334,7 @@ TEST_F(FaultServiceTest, WriteThatLandedBeforeFailingIsNeverNew) {
   Inject(fault);
   std::vector<v1::UrlItem> items(1);
   items[0].set_url("https://landed.example/a");
-  absl::StatusOr<std::vector<v1::UrlResult>> r =
-      retrying->CheckUrls(items, v1::CLAIM_MODE_CLAIM);
+  absl::StatusOr<std::vector<v1::UrlResult>> r = retrying->CheckUrls(items, v1::CLAIM_MODE_CLAIM);
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ((*r)[0].verdict(), v1::URL_VERDICT_SEEN);
   EXPECT_GT((*r)[0].first_seen_time().seconds(), 0);

@@ -54,12 +54,11 @@ namespace {
 // inline namespace ("debian3" on Debian 12) comes from absl's own config.
 void* Real(const char* suffix, bool is_const = false) {
   const std::string ns = DEDUPD_TSAN_STR(ABSL_OPTION_INLINE_NAMESPACE_NAME);
-  const std::string name = std::string(is_const ? "_ZNK" : "_ZN") + "4absl" +
-                           std::to_string(ns.size()) + ns + suffix;
+  const std::string name =
+      std::string(is_const ? "_ZNK" : "_ZN") + "4absl" + std::to_string(ns.size()) + ns + suffix;
   void* fn = dlsym(RTLD_NEXT, name.c_str());
   if (fn == nullptr) {
-    std::fprintf(stderr, "tsan_absl_sync: %s not found in the Abseil library\n",
-                 name.c_str());
+    std::fprintf(stderr, "tsan_absl_sync: %s not found in the Abseil library\n", name.c_str());
     std::abort();
   }
   return fn;
@@ -154,9 +153,8 @@ bool Mutex::TryLock() {
   DEDUPD_TSAN_PASS_NESTED(this);
   __tsan_mutex_pre_lock(this, __tsan_mutex_try_lock);
   const bool locked = real(this);
-  __tsan_mutex_post_lock(
-      this, __tsan_mutex_try_lock | (locked ? 0 : __tsan_mutex_try_lock_failed),
-      0);
+  __tsan_mutex_post_lock(this, __tsan_mutex_try_lock | (locked ? 0 : __tsan_mutex_try_lock_failed),
+                         0);
   return locked;
 }
 
@@ -166,8 +164,7 @@ bool Mutex::ReaderTryLock() {
   const unsigned flags = __tsan_mutex_read_lock | __tsan_mutex_try_lock;
   __tsan_mutex_pre_lock(this, flags);
   const bool locked = real(this);
-  __tsan_mutex_post_lock(
-      this, flags | (locked ? 0 : __tsan_mutex_try_lock_failed), 0);
+  __tsan_mutex_post_lock(this, flags | (locked ? 0 : __tsan_mutex_try_lock_failed), 0);
   return locked;
 }
 
@@ -188,8 +185,7 @@ void Mutex::ReaderUnlock() {
 // Await*: the lock is held on entry and on return; absl releases it while
 // waiting.
 void Mutex::Await(const Condition& cond) {
-  static auto real =
-      RealAs<void (*)(Mutex*, const Condition&)>("5Mutex5AwaitERKNS0_9ConditionE");
+  static auto real = RealAs<void (*)(Mutex*, const Condition&)>("5Mutex5AwaitERKNS0_9ConditionE");
   DEDUPD_TSAN_PASS_NESTED(this, cond);
   AnnotatedCondition c(this, cond);
   AnnotateUnlocking(this, 0);
@@ -221,8 +217,8 @@ bool Mutex::AwaitWithDeadline(const Condition& cond, absl::Time deadline) {
 
 // LockWhen*: not held on entry, held on return.
 void Mutex::LockWhen(const Condition& cond) {
-  static auto real = RealAs<void (*)(Mutex*, const Condition&)>(
-      "5Mutex8LockWhenERKNS0_9ConditionE");
+  static auto real =
+      RealAs<void (*)(Mutex*, const Condition&)>("5Mutex8LockWhenERKNS0_9ConditionE");
   DEDUPD_TSAN_PASS_NESTED(this, cond);
   AnnotatedCondition c(this, cond);
   real(this, c.wrapped);
@@ -230,8 +226,8 @@ void Mutex::LockWhen(const Condition& cond) {
 }
 
 void Mutex::ReaderLockWhen(const Condition& cond) {
-  static auto real = RealAs<void (*)(Mutex*, const Condition&)>(
-      "5Mutex14ReaderLockWhenERKNS0_9ConditionE");
+  static auto real =
+      RealAs<void (*)(Mutex*, const Condition&)>("5Mutex14ReaderLockWhenERKNS0_9ConditionE");
   DEDUPD_TSAN_PASS_NESTED(this, cond);
   AnnotatedCondition c(this, cond);
   real(this, c.wrapped);
@@ -258,8 +254,7 @@ bool Mutex::LockWhenWithDeadline(const Condition& cond, absl::Time deadline) {
   return ok;
 }
 
-bool Mutex::ReaderLockWhenWithTimeout(const Condition& cond,
-                                      absl::Duration timeout) {
+bool Mutex::ReaderLockWhenWithTimeout(const Condition& cond, absl::Duration timeout) {
   static auto real = RealAs<bool (*)(Mutex*, const Condition&, absl::Duration)>(
       "5Mutex25ReaderLockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE");
   DEDUPD_TSAN_PASS_NESTED(this, cond, timeout);
@@ -269,8 +264,7 @@ bool Mutex::ReaderLockWhenWithTimeout(const Condition& cond,
   return ok;
 }
 
-bool Mutex::ReaderLockWhenWithDeadline(const Condition& cond,
-                                       absl::Time deadline) {
+bool Mutex::ReaderLockWhenWithDeadline(const Condition& cond, absl::Time deadline) {
   static auto real = RealAs<bool (*)(Mutex*, const Condition&, absl::Time)>(
       "5Mutex26ReaderLockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE");
   DEDUPD_TSAN_PASS_NESTED(this, cond, deadline);
@@ -282,8 +276,7 @@ bool Mutex::ReaderLockWhenWithDeadline(const Condition& cond,
 
 // CondVar waits: `mu` is held (exclusively) on entry and on return.
 void CondVar::Wait(Mutex* mu) {
-  static auto real =
-      RealAs<void (*)(CondVar*, Mutex*)>("7CondVar4WaitEPNS0_5MutexE");
+  static auto real = RealAs<void (*)(CondVar*, Mutex*)>("7CondVar4WaitEPNS0_5MutexE");
   DEDUPD_TSAN_PASS_NESTED(this, mu);
   AnnotateUnlocking(mu, 0);
   real(this, mu);
@@ -312,23 +305,21 @@ bool CondVar::WaitWithDeadline(Mutex* mu, absl::Time deadline) {
 
 // Notification: Notify() happens before every wait that sees it.
 void Notification::Notify() {
-  static auto real =
-      RealAs<void (*)(Notification*)>("12Notification6NotifyEv");
+  static auto real = RealAs<void (*)(Notification*)>("12Notification6NotifyEv");
   DEDUPD_TSAN_PASS_NESTED(this);
   __tsan_release(this);
   real(this);
 }
 
 void Notification::WaitForNotification() const {
-  static auto real = RealAs<void (*)(const Notification*)>(
-      "12Notification19WaitForNotificationEv", /*is_const=*/true);
+  static auto real = RealAs<void (*)(const Notification*)>("12Notification19WaitForNotificationEv",
+                                                           /*is_const=*/true);
   DEDUPD_TSAN_PASS_NESTED(this);
   real(this);
   __tsan_acquire(const_cast<Notification*>(this));
 }
 
-bool Notification::WaitForNotificationWithTimeout(
-    absl::Duration timeout) const {
+bool Notification::WaitForNotificationWithTimeout(absl::Duration timeout) const {
   static auto real = RealAs<bool (*)(const Notification*, absl::Duration)>(
       "12Notification30WaitForNotificationWithTimeoutENS0_8DurationE",
       /*is_const=*/true);

@@ -70,8 +70,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "bench/corpus/chunker.h"
-#include "bench/load/load_driver.h"
 #include "bench/corpus/read_pages.h"
+#include "bench/load/load_driver.h"
 #include "dedupd/v1/dedupd.pb.h"
 
 ABSL_FLAG(std::string, target, "",
@@ -229,8 +229,8 @@ class ChunkCorpus {
 // of them the site's name, so headers of different sites differ.
 std::string SiteHeader(int64_t site) {
   static constexpr const char* kNames[] = {
-      "Acme",   "Borealis", "Cobalt", "Delta",  "Ember",  "Fjord", "Granite", "Harbor",
-      "Indigo", "Juniper",  "Kestrel", "Lumen", "Meridian", "Nimbus", "Onyx",   "Prism"};
+      "Acme",   "Borealis", "Cobalt",  "Delta", "Ember",    "Fjord",  "Granite", "Harbor",
+      "Indigo", "Juniper",  "Kestrel", "Lumen", "Meridian", "Nimbus", "Onyx",    "Prism"};
   const uint64_t h = Mix(static_cast<uint64_t>(site) + 0x51);
   return absl::StrCat("Welcome to the ", kNames[h % 16], " ", kNames[(h >> 8) % 16],
                       " documentation, site ", site,
@@ -340,8 +340,7 @@ void PrintDocs(const Documents& documents, const Options& o, int64_t n) {
     documents.Make(i, &url, &chunks);
     std::cout << "== document " << i << " " << url << "\n";
     for (size_t c = 0; c < chunks.size(); ++c) {
-      std::cout << "-- chunk " << c << " (" << chunks[c].size() << " bytes)\n"
-                << chunks[c] << "\n";
+      std::cout << "-- chunk " << c << " (" << chunks[c].size() << " bytes)\n" << chunks[c] << "\n";
     }
   }
 }
@@ -349,9 +348,9 @@ void PrintDocs(const Documents& documents, const Options& o, int64_t n) {
 // What a phase's calls sent and got, and what they took.
 struct PhaseResult {
   LoadTotals all;
-  double secs = 0;          // first call to last answer
-  int64_t text_bytes = 0;   // of the chunks sent
-  int64_t replaced = 0;     // stored chunks the calls replaced
+  double secs = 0;         // first call to last answer
+  int64_t text_bytes = 0;  // of the chunks sent
+  int64_t replaced = 0;    // stored chunks the calls replaced
   double client_cpu_secs = 0;
   double server_cpu_secs = -1;
 };
@@ -385,8 +384,8 @@ PhaseResult RunPhase(const Options& o, const Documents& documents,
   spec.deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
   dedupd::bench::CpuWindow cpu(absl::GetFlag(FLAGS_server_pid));
   const Clock::time_point start = Clock::now();
-  spec.stop_sending = start + std::chrono::duration_cast<Clock::duration>(
-                                  std::chrono::duration<double>(o.seconds));
+  spec.stop_sending =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds));
   std::atomic<int64_t> text_bytes{0};
   std::atomic<int64_t> replaced{0};
   PhaseResult result;
@@ -402,10 +401,8 @@ PhaseResult RunPhase(const Options& o, const Documents& documents,
         text_bytes += bytes;
         return static_cast<int64_t>(request->chunks_size());
       },
-      [](dedupd::v1::Dedup::Stub* stub, grpc::ClientContext* ctx,
-         const CheckChunksRequest& request, CheckChunksResponse* response) {
-        return stub->CheckChunks(ctx, request, response);
-      },
+      [](dedupd::v1::Dedup::Stub* stub, grpc::ClientContext* ctx, const CheckChunksRequest& request,
+         CheckChunksResponse* response) { return stub->CheckChunks(ctx, request, response); },
       [&](const CheckChunksResponse& response, LoadTotals* totals) {
         for (const dedupd::v1::ChunkResult& r : response.results()) {
           ++totals->verdicts[dedupd::v1::ChunkVerdict_Name(r.verdict())];
@@ -436,14 +433,11 @@ void PrintPhase(const Options& o, PhaseResult* r) {
                    "p50_ms=%.2f p99_ms=%.2f new=%d exact=%d near=%d invalid=%d replaced=%d "
                    "errors=%d client_cpu_secs=%.2f server_cpu_secs=%.2f",
                    o.phase, o.mode_name, o.threads, o.chunks_per_doc,
-                   all.sent > 0 ? static_cast<double>(r->text_bytes) /
-                                      static_cast<double>(all.sent)
+                   all.sent > 0 ? static_cast<double>(r->text_bytes) / static_cast<double>(all.sent)
                                 : 0.0,
-                   docs_sent, all.sent, secs,
-                   secs > 0 ? static_cast<double>(answered) / secs : 0.0,
+                   docs_sent, all.sent, secs, secs > 0 ? static_cast<double>(answered) / secs : 0.0,
                    secs > 0 ? static_cast<double>(docs_answered) / secs : 0.0, p50, p99,
-                   all.verdicts["CHUNK_VERDICT_NEW"],
-                   all.verdicts["CHUNK_VERDICT_EXACT_DUPLICATE"],
+                   all.verdicts["CHUNK_VERDICT_NEW"], all.verdicts["CHUNK_VERDICT_EXACT_DUPLICATE"],
                    all.verdicts["CHUNK_VERDICT_NEAR_DUPLICATE"],
                    all.verdicts["CHUNK_VERDICT_INVALID"], r->replaced, all.errors,
                    r->client_cpu_secs, r->server_cpu_secs)
@@ -468,8 +462,7 @@ int main(int argc, char** argv) {
 
   ChunkCorpus corpus;
   if (!corpus.Build(absl::GetFlag(FLAGS_pages_dir), static_cast<size_t>(o.chunk_bytes))) {
-    std::cerr << "chunk_load: no pages with text in --pages_dir="
-              << absl::GetFlag(FLAGS_pages_dir)
+    std::cerr << "chunk_load: no pages with text in --pages_dir=" << absl::GetFlag(FLAGS_pages_dir)
               << " (build it with bench/corpus/make_text_corpus.py)\n";
     return 1;
   }
@@ -487,8 +480,8 @@ int main(int argc, char** argv) {
   }
 
   const std::vector<std::shared_ptr<grpc::Channel>> chans = dedupd::bench::Connect(
-      "chunk_load", absl::GetFlag(FLAGS_target), absl::GetFlag(FLAGS_port_file),
-      o.threads, absl::GetFlag(FLAGS_connect_timeout_s));
+      "chunk_load", absl::GetFlag(FLAGS_target), absl::GetFlag(FLAGS_port_file), o.threads,
+      absl::GetFlag(FLAGS_connect_timeout_s));
   if (chans.empty()) return 1;
 
   PhaseResult result = RunPhase(o, documents, chans);

@@ -43,8 +43,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "bench/load/load_driver.h"
 #include "bench/corpus/read_pages.h"
+#include "bench/load/load_driver.h"
 #include "dedupd/v1/dedupd.pb.h"
 
 ABSL_FLAG(std::string, target, "",
@@ -97,8 +97,7 @@ std::string ReadCorpus(const std::string& dir) {
 // cheap to make (a few memcpy per document, so the load generator does not
 // compete with the server for the CPU), and with 8 independent places no
 // two documents share more than a sliver of their shingles.
-std::string DocumentText(const std::string& corpus, uint64_t seed,
-                         uint64_t index, size_t bytes) {
+std::string DocumentText(const std::string& corpus, uint64_t seed, uint64_t index, size_t bytes) {
   constexpr size_t kPieces = 8;
   Rng rng(Mix(seed) ^ Mix(index * 0x2545F4914F6CDD1DULL + 7));
   const size_t piece = std::max<size_t>(1, bytes / kPieces);
@@ -136,9 +135,9 @@ int main(int argc, char** argv) {
   const int batch = absl::GetFlag(FLAGS_batch);
   const int threads = absl::GetFlag(FLAGS_threads);
   const std::string mode_name = absl::AsciiStrToLower(absl::GetFlag(FLAGS_mode));
-  if (offset < 0 || docs_flag < 0 || seconds < 0 || doc_bytes < 1 ||
-      repeat_every < 0 || batch < 1 || threads < 1 ||
-      (docs_flag == 0 && seconds == 0) || (mode_name != "claim" && mode_name != "peek")) {
+  if (offset < 0 || docs_flag < 0 || seconds < 0 || doc_bytes < 1 || repeat_every < 0 ||
+      batch < 1 || threads < 1 || (docs_flag == 0 && seconds == 0) ||
+      (mode_name != "claim" && mode_name != "peek")) {
     std::cerr << "content_load: need --offset, --docs, --seconds, --repeat_every >= 0, "
                  "--doc_bytes, --batch, --threads >= 1, a --docs or --seconds bound, "
                  "--mode claim|peek\n";
@@ -155,8 +154,8 @@ int main(int argc, char** argv) {
   }
 
   const std::vector<std::shared_ptr<grpc::Channel>> chans = dedupd::bench::Connect(
-      "content_load", absl::GetFlag(FLAGS_target), absl::GetFlag(FLAGS_port_file),
-      threads, absl::GetFlag(FLAGS_connect_timeout_s));
+      "content_load", absl::GetFlag(FLAGS_target), absl::GetFlag(FLAGS_port_file), threads,
+      absl::GetFlag(FLAGS_connect_timeout_s));
   if (chans.empty()) return 1;
 
   const int64_t total = docs_flag == 0 ? INT64_MAX / 2 : docs_flag;
@@ -166,8 +165,8 @@ int main(int argc, char** argv) {
   spec.deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
   const Clock::time_point start = Clock::now();
   if (seconds > 0) {
-    spec.stop_sending = start + std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(seconds));
+    spec.stop_sending =
+        start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   }
   std::atomic<int64_t> text_bytes{0};
   using dedupd::v1::CheckContentRequest;
@@ -191,9 +190,8 @@ int main(int argc, char** argv) {
         return n;
       },
       [](dedupd::v1::Dedup::Stub* stub, grpc::ClientContext* ctx,
-         const CheckContentRequest& request, CheckContentResponse* response) {
-        return stub->CheckContent(ctx, request, response);
-      },
+         const CheckContentRequest& request,
+         CheckContentResponse* response) { return stub->CheckContent(ctx, request, response); },
       [](const CheckContentResponse& response, LoadTotals* totals) {
         for (const dedupd::v1::ContentResult& r : response.results()) {
           ++totals->verdicts[dedupd::v1::ContentVerdict_Name(r.verdict())];
@@ -208,8 +206,8 @@ int main(int argc, char** argv) {
                    "new=%d exact=%d near=%d invalid=%d errors=%d",
                    batch, threads, doc_bytes, all.sent, secs,
                    secs > 0 ? static_cast<double>(all.answered()) / secs : 0.0,
-                   secs > 0 ? static_cast<double>(text_bytes.load()) / secs / 1e6 : 0.0,
-                   p50, p99, all.verdicts["CONTENT_VERDICT_NEW"],
+                   secs > 0 ? static_cast<double>(text_bytes.load()) / secs / 1e6 : 0.0, p50, p99,
+                   all.verdicts["CONTENT_VERDICT_NEW"],
                    all.verdicts["CONTENT_VERDICT_EXACT_DUPLICATE"],
                    all.verdicts["CONTENT_VERDICT_NEAR_DUPLICATE"],
                    all.verdicts["CONTENT_VERDICT_INVALID"], all.errors)

@@ -18,6 +18,10 @@
 #ifndef DEDUPD_BENCH_LOAD_LOAD_DRIVER_H_
 #define DEDUPD_BENCH_LOAD_LOAD_DRIVER_H_
 
+#include <grpcpp/grpcpp.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -31,11 +35,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <sys/resource.h>
-#include <unistd.h>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -68,9 +67,9 @@ struct LoadTotals {
   // The calls among the first LoadSpec::mark_items items to finish (the
   // call that reaches the mark included): their latencies.
   std::vector<double> first_latency_ms;
-  int64_t sent = 0;                // items sent
-  std::map<std::string, int64_t> verdicts;  // verdict name -> items
-  int64_t errors = 0;                       // failed calls
+  int64_t sent = 0;                            // items sent
+  std::map<std::string, int64_t> verdicts;     // verdict name -> items
+  int64_t errors = 0;                          // failed calls
   std::map<std::string, int64_t> error_codes;  // "CODE: message" -> calls
 
   int64_t answered() const {
@@ -173,8 +172,7 @@ class CpuWindow {
 template <typename Request>
 class RequestSource {
  public:
-  RequestSource(int64_t count, bool pregenerate,
-                std::function<void(int64_t, Request*)> build)
+  RequestSource(int64_t count, bool pregenerate, std::function<void(int64_t, Request*)> build)
       : build_(std::move(build)) {
     if (!pregenerate) return;
     prebuilt_.resize(static_cast<size_t>(count));
@@ -197,23 +195,31 @@ class RequestSource {
 // Percentile p (0..1) of `v` (reordered).
 inline double Percentile(std::vector<double>* v, double p) {
   if (v->empty()) return 0;
-  const size_t k = std::min(v->size() - 1,
-                            static_cast<size_t>(p * static_cast<double>(v->size())));
+  const size_t k = std::min(v->size() - 1, static_cast<size_t>(p * static_cast<double>(v->size())));
   std::nth_element(v->begin(), v->begin() + static_cast<ptrdiff_t>(k), v->end());
   return (*v)[k];
 }
 
 inline const char* CodeName(grpc::StatusCode code) {
   switch (code) {
-    case grpc::StatusCode::CANCELLED: return "CANCELLED";
-    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case grpc::StatusCode::INTERNAL: return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
-    default: return "OTHER";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    default:
+      return "OTHER";
   }
 }
 
@@ -221,9 +227,10 @@ inline const char* CodeName(grpc::StatusCode code) {
 // `target`, or to 127.0.0.1:<port read from port_file> when port_file is
 // set. Prints the reason to stderr (prefixed `tool`) and returns an empty
 // vector on failure.
-inline std::vector<std::shared_ptr<grpc::Channel>> Connect(
-    const std::string& tool, std::string target, const std::string& port_file,
-    int channels, int timeout_s) {
+inline std::vector<std::shared_ptr<grpc::Channel>> Connect(const std::string& tool,
+                                                           std::string target,
+                                                           const std::string& port_file,
+                                                           int channels, int timeout_s) {
   if (!port_file.empty()) {
     std::ifstream in(port_file);
     int port = 0;
@@ -245,12 +252,10 @@ inline std::vector<std::shared_ptr<grpc::Channel>> Connect(
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     args.SetMaxReceiveMessageSize(-1);
     args.SetMaxSendMessageSize(-1);
-    chans.push_back(grpc::CreateCustomChannel(
-        target, grpc::InsecureChannelCredentials(), args));
+    chans.push_back(grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
     if (!chans.back()->WaitForConnected(std::chrono::system_clock::now() +
                                         std::chrono::seconds(timeout_s))) {
-      std::cerr << tool << ": cannot connect to " << target << " within "
-                << timeout_s << "s\n";
+      std::cerr << tool << ": cannot connect to " << target << " within " << timeout_s << "s\n";
       return {};
     }
   }
@@ -275,13 +280,12 @@ struct LoadSpec {
 // call(...) sends it with a deadline, and count(response, &totals) adds the
 // verdicts. A failed call, or a response whose size differs, is an error.
 template <typename Request, typename Response>
-LoadTotals RunLoad(
-    const LoadSpec& spec,
-    const std::vector<std::shared_ptr<grpc::Channel>>& channels,
-    const std::function<int64_t(int64_t, Request*)>& fill,
-    const std::function<grpc::Status(v1::Dedup::Stub*, grpc::ClientContext*,
-                                     const Request&, Response*)>& call,
-    const std::function<void(const Response&, LoadTotals*)>& count) {
+LoadTotals RunLoad(const LoadSpec& spec,
+                   const std::vector<std::shared_ptr<grpc::Channel>>& channels,
+                   const std::function<int64_t(int64_t, Request*)>& fill,
+                   const std::function<grpc::Status(v1::Dedup::Stub*, grpc::ClientContext*,
+                                                    const Request&, Response*)>& call,
+                   const std::function<void(const Response&, LoadTotals*)>& count) {
   // The load client shares the server's cores: no lock-order graph on
   // every absl::Mutex acquisition (on by default in Debian's Abseil, see
   // server/main.cc).
@@ -309,8 +313,7 @@ LoadTotals RunLoad(
                          std::chrono::milliseconds(spec.deadline_ms));
         const Clock::time_point t0 = Clock::now();
         const grpc::Status s = call(stub.get(), &ctx, request, &response);
-        const double ms =
-            std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
         st.latency_ms.push_back(ms);
         st.sent += n;
         if (spec.mark_items > 0) {
@@ -328,8 +331,7 @@ LoadTotals RunLoad(
         }
         if (response.results_size() != n) {
           ++st.errors;
-          ++st.error_codes[absl::StrCat("results_size ", response.results_size(),
-                                        " != items ", n)];
+          ++st.error_codes[absl::StrCat("results_size ", response.results_size(), " != items ", n)];
           continue;
         }
         count(response, &st);

@@ -52,6 +52,7 @@
 //   nice -n 10 build/bench/dedupd_soak --dedupd=build/server/dedupd
 //       --duration=10m --kill_every=60s --clients=3      (one command)
 #include <dirent.h>
+#include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -76,8 +77,6 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -205,14 +204,13 @@ class Client {
   void Record(int64_t items, bool ok, absl::Duration latency) {
     absl::MutexLock lock(&mu_);
     // Calls answered after the end count in the last minute.
-    const int minute =
-        std::min(last_minute_, static_cast<int>((NowMs() - start_ms_) / 60000));
+    const int minute = std::min(last_minute_, static_cast<int>((NowMs() - start_ms_) / 60000));
     MinuteStats& m = minutes_[minute];
     if (ok) {
       ++m.ops;
       m.items += items;
-      m.latency_us.push_back(static_cast<uint32_t>(
-          std::min<int64_t>(absl::ToInt64Microseconds(latency), UINT32_MAX)));
+      m.latency_us.push_back(
+          static_cast<uint32_t>(std::min<int64_t>(absl::ToInt64Microseconds(latency), UINT32_MAX)));
     } else {
       ++m.errors;
     }
@@ -242,8 +240,7 @@ class Client {
   void Work(int thread) {
     Rng rng(Mix(seed_ ^ Mix(static_cast<uint64_t>(id_ * 1000 + thread + 1))));
     // Every NEW this thread was answered, one line each.
-    std::ofstream acks(WorkPath(work_, absl::StrCat("acks_", id_, "_", thread)),
-                       std::ios::trunc);
+    std::ofstream acks(WorkPath(work_, absl::StrCat("acks_", id_, "_", thread)), std::ios::trunc);
     const std::string port_file = WorkPath(work_, "server.port");
     const int deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
     const double own_fraction = absl::GetFlag(FLAGS_own_fraction);
@@ -253,8 +250,8 @@ class Client {
     std::unique_ptr<v1::Dedup::Stub> stub;
     absl::Time next_call = absl::Now();
     // Unique ids of this thread: client, thread and a sequence number.
-    const uint64_t own_base = (static_cast<uint64_t>(id_) << 48) |
-                              (static_cast<uint64_t>(thread) << 40);
+    const uint64_t own_base =
+        (static_cast<uint64_t>(id_) << 48) | (static_cast<uint64_t>(thread) << 40);
     uint64_t seq = 0;
     while (NowMs() < end_ms_) {
       const absl::Time now = absl::Now();
@@ -273,8 +270,7 @@ class Client {
             absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials(), args));
       }
       grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::milliseconds(deadline_ms));
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
       const int op = rng.Below(10);
       const absl::Time sent = absl::Now();
       grpc::Status s;
@@ -305,9 +301,9 @@ class Client {
         std::vector<std::pair<char, uint64_t>> ids;
         for (int i = 0; i < kDocsPerCall; ++i) {
           const bool shared = rng.Unit() >= own_fraction;
-          ids.emplace_back(shared ? 's' : 'u',
-                           shared ? static_cast<uint64_t>(rng.Below(kSharedTexts))
-                                  : own_base | seq++);
+          ids.emplace_back(shared ? 's' : 'u', shared
+                                                   ? static_cast<uint64_t>(rng.Below(kSharedTexts))
+                                                   : own_base | seq++);
           v1::ContentItem* item = request.add_items();
           item->set_url(absl::StrCat("https://d", id_, ".example/t", thread, "/", seq++));
           item->set_text(DocText(ids.back().first, ids.back().second, seed_));
@@ -322,16 +318,14 @@ class Client {
           for (int i = 0; i < response.results_size(); ++i) {
             const v1::ContentResult& r = response.results(i);
             if (r.verdict() == v1::CONTENT_VERDICT_NEW) {
-              acks << "C " << ids[i].first << " " << ids[i].second << " " << r.owner_url()
-                   << "\n";
+              acks << "C " << ids[i].first << " " << ids[i].second << " " << r.owner_url() << "\n";
             }
           }
         }
       } else {
         v1::CheckChunksRequest request;
         request.set_mode(v1::CLAIM_MODE_CLAIM);
-        request.set_document_url(
-            absl::StrCat("https://k", id_, ".example/t", thread, "/", seq++));
+        request.set_document_url(absl::StrCat("https://k", id_, ".example/t", thread, "/", seq++));
         std::vector<std::pair<char, uint64_t>> ids;
         std::set<uint64_t> picked;
         for (int i = 0; i < kChunksPerDoc; ++i) {
@@ -353,8 +347,8 @@ class Client {
           for (int i = 0; i < response.results_size(); ++i) {
             const v1::ChunkResult& r = response.results(i);
             if (r.verdict() == v1::CHUNK_VERDICT_NEW) {
-              acks << "K " << ids[i].first << " " << ids[i].second << " "
-                   << response.document_url() << " " << r.chunk_id() << "\n";
+              acks << "K " << ids[i].first << " " << ids[i].second << " " << response.document_url()
+                   << " " << r.chunk_id() << "\n";
             }
           }
         }
@@ -496,8 +490,8 @@ class Coordinator {
     }
     // Let the clients finish (bounded), then the remaining minutes.
     bool clients_ok = true;
-    const absl::Time give_up = absl::Now() + absl::Milliseconds(
-                                                 absl::GetFlag(FLAGS_deadline_ms) + 30000);
+    const absl::Time give_up =
+        absl::Now() + absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms) + 30000);
     for (pid_t pid : client_pids) {
       int status = 0;
       while (waitpid(pid, &status, WNOHANG) == 0) {
@@ -531,8 +525,8 @@ class Coordinator {
               << std::endl;
     for (const std::string& e : v.examples) std::cerr << "soak: " << e << "\n";
     if (server_failed || !clients_ok || !v.ok || v.lost != 0 || v.double_new != 0) {
-      std::cerr << "soak: FAILED (server_failed=" << server_failed
-                << " clients_ok=" << clients_ok << " verified=" << v.ok << ")\n";
+      std::cerr << "soak: FAILED (server_failed=" << server_failed << " clients_ok=" << clients_ok
+                << " verified=" << v.ok << ")\n";
       return 1;
     }
     return 0;
@@ -656,9 +650,9 @@ class Coordinator {
     std::cout << absl::StrFormat(
                      "soak minute=%d ops=%d items=%d errors=%d kills=%d restart_ms=%d "
                      "p50_ms=%.2f p99_ms=%.2f max_ms=%.1f rss_peak_mb=%.1f store_mb=%.1f",
-                     m + 1, ops, items, errors, kills_per_minute_[m],
-                     restart_ms_per_minute_[m], p50, p99, max,
-                     rss_peak_kb_[m] / 1024.0, DirBytes(WorkPath(work_, "data")) / 1e6)
+                     m + 1, ops, items, errors, kills_per_minute_[m], restart_ms_per_minute_[m],
+                     p50, p99, max, rss_peak_kb_[m] / 1024.0,
+                     DirBytes(WorkPath(work_, "data")) / 1e6)
               << std::endl;
     return true;
   }
@@ -704,11 +698,9 @@ class Coordinator {
     for (const auto& [id, o] : chunks) v.double_new += o.second > 1;
 
     const int port = ReadPort(WorkPath(work_, "server.port"));
-    auto stub = v1::Dedup::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
-                                                       grpc::InsecureChannelCredentials()));
-    auto deadline = [] {
-      return std::chrono::system_clock::now() + std::chrono::seconds(60);
-    };
+    auto stub = v1::Dedup::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+    auto deadline = [] { return std::chrono::system_clock::now() + std::chrono::seconds(60); };
     // URLs, 1,000 a call.
     std::vector<const std::string*> urls;
     for (const auto& [url, n] : url_news) urls.push_back(&url);
@@ -732,8 +724,7 @@ class Coordinator {
       }
     }
     // Texts, 200 a call, each under a URL of its own.
-    std::vector<const std::pair<const std::pair<char, uint64_t>, std::pair<std::string, int>>*>
-        all;
+    std::vector<const std::pair<const std::pair<char, uint64_t>, std::pair<std::string, int>>*> all;
     for (const auto& e : texts) all.push_back(&e);
     for (size_t start = 0; start < all.size(); start += 200) {
       v1::CheckContentRequest request;
@@ -742,8 +733,8 @@ class Coordinator {
       for (size_t i = start; i < end; ++i) {
         v1::ContentItem* item = request.add_items();
         item->set_url(absl::StrCat("https://verify.example/", i));
-        item->set_text(DocText(all[i]->first.first, all[i]->first.second,
-                               absl::GetFlag(FLAGS_seed)));
+        item->set_text(
+            DocText(all[i]->first.first, all[i]->first.second, absl::GetFlag(FLAGS_seed)));
       }
       v1::CheckContentResponse response;
       grpc::ClientContext ctx;
@@ -758,8 +749,8 @@ class Coordinator {
         if (r.verdict() != v1::CONTENT_VERDICT_EXACT_DUPLICATE ||
             r.owner_url() != all[i]->second.first) {
           lost(absl::StrCat("text ", std::string(1, all[i]->first.first), all[i]->first.second,
-                            " owner ", all[i]->second.first, ": verdict ", r.verdict(),
-                            " owner ", r.owner_url()));
+                            " owner ", all[i]->second.first, ": verdict ", r.verdict(), " owner ",
+                            r.owner_url()));
         }
       }
     }
@@ -772,8 +763,8 @@ class Coordinator {
       request.set_document_url(absl::StrCat("https://verify.example/chunks/", start));
       const size_t end = std::min(all.size(), start + 1000);
       for (size_t i = start; i < end; ++i) {
-        request.add_chunks()->set_text(ChunkText(all[i]->first.first, all[i]->first.second,
-                                                 absl::GetFlag(FLAGS_seed)));
+        request.add_chunks()->set_text(
+            ChunkText(all[i]->first.first, all[i]->first.second, absl::GetFlag(FLAGS_seed)));
       }
       v1::CheckChunksResponse response;
       grpc::ClientContext ctx;
@@ -788,9 +779,9 @@ class Coordinator {
         const std::string got =
             absl::StrCat(r.duplicate_of_document_url(), "#", r.duplicate_of_chunk_id());
         if (r.verdict() != v1::CHUNK_VERDICT_EXACT_DUPLICATE || got != all[i]->second.first) {
-          lost(absl::StrCat("chunk ", std::string(1, all[i]->first.first),
-                            all[i]->first.second, " owner ", all[i]->second.first,
-                            ": verdict ", r.verdict(), " owner ", got));
+          lost(absl::StrCat("chunk ", std::string(1, all[i]->first.first), all[i]->first.second,
+                            " owner ", all[i]->second.first, ": verdict ", r.verdict(), " owner ",
+                            got));
         }
       }
     }

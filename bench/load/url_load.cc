@@ -39,6 +39,8 @@
 // Example:
 //   dedupd_url_load --target=127.0.0.1:50051 --synthetic --seed=1
 //       --offset=0 --urls=2000000 --batch=1000 --threads=4   (one command)
+#include <grpcpp/grpcpp.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -52,10 +54,6 @@
 #include <thread>
 #include <vector>
 
-#include <grpcpp/grpcpp.h>
-
-#include "bench/load/load_driver.h"
-#include "bench/corpus/read_lines.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -63,6 +61,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "bench/corpus/read_lines.h"
+#include "bench/load/load_driver.h"
 #include "dedupd/v1/dedupd.grpc.pb.h"
 #include "dedupd/v1/dedupd.pb.h"
 
@@ -74,12 +74,9 @@ ABSL_FLAG(std::string, port_file, "",
 ABSL_FLAG(std::string, url_file, "", "URL file, one URL a line");
 ABSL_FLAG(bool, synthetic, false, "send generated unique URLs instead");
 ABSL_FLAG(uint64_t, seed, 1, "--synthetic: generator seed");
-ABSL_FLAG(int64_t, offset, 0,
-          "number of the first URL: synthetic index, or url_file line");
-ABSL_FLAG(int64_t, urls, 1000000,
-          "URLs to send in total; 0: no count limit (needs --seconds)");
-ABSL_FLAG(double, seconds, 0,
-          "stop sending new batches after this many seconds; 0: no limit");
+ABSL_FLAG(int64_t, offset, 0, "number of the first URL: synthetic index, or url_file line");
+ABSL_FLAG(int64_t, urls, 1000000, "URLs to send in total; 0: no count limit (needs --seconds)");
+ABSL_FLAG(double, seconds, 0, "stop sending new batches after this many seconds; 0: no limit");
 ABSL_FLAG(int, batch, 1000, "URLs per CheckUrl call");
 ABSL_FLAG(int, threads, 4, "client threads, each with one call in flight");
 ABSL_FLAG(int, channels, 0,
@@ -87,8 +84,7 @@ ABSL_FLAG(int, channels, 0,
           "0: one per thread");
 ABSL_FLAG(std::string, mode, "claim", "claim or peek");
 ABSL_FLAG(int, deadline_ms, 30000, "deadline of every call, in milliseconds");
-ABSL_FLAG(int, connect_timeout_s, 10,
-          "how long to wait for the server to accept connections");
+ABSL_FLAG(int, connect_timeout_s, 10, "how long to wait for the server to accept connections");
 ABSL_FLAG(int, server_pid, 0,
           "the server's process id (same machine): report its CPU time from the "
           "first call to the last answer as server_cpu_secs");
@@ -101,8 +97,7 @@ ABSL_FLAG(int64_t, first_urls, 0,
           "also print the figures of the run's first N URLs answered (a "
           "checkurl_first line after the checkurl line; 0: none), e.g. the "
           "first memtables of an empty store within a longer run");
-ABSL_FLAG(int64_t, print_urls, 0,
-          "print this many URLs (from --offset) to stdout and exit");
+ABSL_FLAG(int64_t, print_urls, 0, "print this many URLs (from --offset) to stdout and exit");
 
 namespace {
 
@@ -112,31 +107,29 @@ using ::dedupd::bench::Mix;
 using ::dedupd::bench::Rng;
 
 constexpr absl::string_view kWords[] = {
-    "news",     "blog",     "docs",      "products", "category", "article",
-    "guide",    "support",  "shop",      "store",    "men",      "women",
-    "kids",     "shoes",    "garden",    "tools",    "kitchen",  "home",
-    "sports",   "outdoor",  "travel",    "europe",   "asia",     "recipes",
-    "dinner",   "health",   "fitness",   "science",  "space",    "tech",
-    "reviews",  "laptops",  "phones",    "cameras",  "audio",    "music",
-    "movies",   "books",    "fiction",   "history",  "politics", "world",
-    "business", "markets",  "finance",   "careers",  "jobs",     "events",
-    "community", "forum",   "threads",   "archive",  "2019",     "2020",
-    "2021",     "2022",     "2023",      "2024",     "en",       "de",
-    "fr",       "es",       "us",        "uk",       "help",     "faq",
-    "api",      "reference", "tutorials", "learn",   "courses",  "video",
-    "photos",   "gallery",  "local",     "weather",  "climate",  "energy",
-    "cars",     "electric", "bikes",     "parts",    "deals",    "sale",
-    "new",      "popular",  "featured",  "team",     "about",    "press",
-    "stainless", "steel",   "trowel",    "jacket",   "wool",     "organic",
-    "coffee",   "tea",      "cheese",    "bread",    "pasta",    "salad",
-    "linux",    "kernel",   "database",  "postgres", "python",   "rust",
-    "release",  "notes",    "security",  "update",   "install",  "config",
+    "news",     "blog",    "docs",     "products", "category",  "article",   "guide",
+    "support",  "shop",    "store",    "men",      "women",     "kids",      "shoes",
+    "garden",   "tools",   "kitchen",  "home",     "sports",    "outdoor",   "travel",
+    "europe",   "asia",    "recipes",  "dinner",   "health",    "fitness",   "science",
+    "space",    "tech",    "reviews",  "laptops",  "phones",    "cameras",   "audio",
+    "music",    "movies",  "books",    "fiction",  "history",   "politics",  "world",
+    "business", "markets", "finance",  "careers",  "jobs",      "events",    "community",
+    "forum",    "threads", "archive",  "2019",     "2020",      "2021",      "2022",
+    "2023",     "2024",    "en",       "de",       "fr",        "es",        "us",
+    "uk",       "help",    "faq",      "api",      "reference", "tutorials", "learn",
+    "courses",  "video",   "photos",   "gallery",  "local",     "weather",   "climate",
+    "energy",   "cars",    "electric", "bikes",    "parts",     "deals",     "sale",
+    "new",      "popular", "featured", "team",     "about",     "press",     "stainless",
+    "steel",    "trowel",  "jacket",   "wool",     "organic",   "coffee",    "tea",
+    "cheese",   "bread",   "pasta",    "salad",    "linux",     "kernel",    "database",
+    "postgres", "python",  "rust",     "release",  "notes",     "security",  "update",
+    "install",  "config",
 };
 constexpr size_t kNumWords = sizeof(kWords) / sizeof(kWords[0]);
 
-constexpr absl::string_view kTlds[] = {"com", "com", "com", "org", "net",
-                                       "de",  "co.uk", "io", "fr", "info"};
-constexpr absl::string_view kSubdomains[] = {"www", "www", "www", "blog",
+constexpr absl::string_view kTlds[] = {"com", "com",   "com", "org", "net",
+                                       "de",  "co.uk", "io",  "fr",  "info"};
+constexpr absl::string_view kSubdomains[] = {"www",  "www",  "www",  "blog",
                                              "shop", "news", "docs", "m"};
 constexpr size_t kNumHosts = 50000;
 
@@ -144,8 +137,8 @@ constexpr size_t kNumHosts = 50000;
 std::string HostName(uint64_t seed, uint64_t h) {
   Rng rng(seed ^ Mix(h + 0x5151));
   return absl::StrCat(kSubdomains[rng.Below(std::size(kSubdomains))], ".",
-                      kWords[rng.Below(kNumWords)], kWords[rng.Below(kNumWords)],
-                      ".", kTlds[rng.Below(std::size(kTlds))]);
+                      kWords[rng.Below(kNumWords)], kWords[rng.Below(kNumWords)], ".",
+                      kTlds[rng.Below(std::size(kTlds))]);
 }
 
 // SyntheticUrl returns URL number `index` for `seed`. Unique per (seed,
@@ -155,14 +148,13 @@ std::string SyntheticUrl(uint64_t seed, uint64_t index) {
   // Skewed popularity: a few hosts get most links, as on the web.
   const double u = rng.Unit();
   const uint64_t host = static_cast<uint64_t>(u * u * u * kNumHosts);
-  const std::string origin = absl::StrCat(
-      rng.Below(10) == 0 ? "http" : "https", "://", HostName(seed, host));
-  std::vector<absl::string_view> dirs;  // path segments before the slug
+  const std::string origin =
+      absl::StrCat(rng.Below(10) == 0 ? "http" : "https", "://", HostName(seed, host));
+  std::vector<absl::string_view> dirs;       // path segments before the slug
   const size_t num_dirs = 2 + rng.Below(4);  // 3..6 segments with the slug
   for (size_t s = 0; s < num_dirs; ++s) dirs.push_back(kWords[rng.Below(kNumWords)]);
   const std::string slug =
-      absl::StrCat(kWords[rng.Below(kNumWords)], "-",
-                   kWords[rng.Below(kNumWords)], "-", index,
+      absl::StrCat(kWords[rng.Below(kNumWords)], "-", kWords[rng.Below(kNumWords)], "-", index,
                    rng.Below(3) == 0 ? ".html" : "");
   std::vector<std::string> params;
   const size_t q = rng.Below(10);
@@ -348,10 +340,8 @@ RunResult RunUrls(const RunOptions& o, const UrlSource& urls,
         requests.Take(b, request);
         return static_cast<int64_t>(request->items_size());
       },
-      [](dedupd::v1::Dedup::Stub* stub, grpc::ClientContext* ctx,
-         const CheckUrlRequest& request, CheckUrlResponse* response) {
-        return stub->CheckUrl(ctx, request, response);
-      },
+      [](dedupd::v1::Dedup::Stub* stub, grpc::ClientContext* ctx, const CheckUrlRequest& request,
+         CheckUrlResponse* response) { return stub->CheckUrl(ctx, request, response); },
       [](const CheckUrlResponse& response, LoadTotals* totals) {
         for (const dedupd::v1::UrlResult& r : response.results()) {
           ++totals->verdicts[dedupd::v1::UrlVerdict_Name(r.verdict())];
@@ -381,9 +371,8 @@ void PrintRun(const RunOptions& o, RunResult* r) {
                    "invalid=%d errors=%d seen_probably=%d client_cpu_secs=%.2f "
                    "server_cpu_secs=%.2f server_cpu_total_secs=%.2f",
                    o.batch, o.threads, all.sent, secs,
-                   secs > 0 ? static_cast<double>(all.answered()) / secs : 0.0,
-                   p50, p99, all.verdicts["URL_VERDICT_NEW"],
-                   all.verdicts["URL_VERDICT_SEEN"],
+                   secs > 0 ? static_cast<double>(all.answered()) / secs : 0.0, p50, p99,
+                   all.verdicts["URL_VERDICT_NEW"], all.verdicts["URL_VERDICT_SEEN"],
                    all.verdicts["URL_VERDICT_INVALID"], all.errors,
                    all.verdicts["URL_VERDICT_SEEN_PROBABLY"], r->client_cpu_secs,
                    r->server_cpu_secs, r->server_cpu_total_secs)
@@ -427,8 +416,8 @@ int main(int argc, char** argv) {
   if (!RunOptionsFromFlags(&o)) return 2;
 
   const std::vector<std::shared_ptr<grpc::Channel>> chans = dedupd::bench::Connect(
-      "url_load", absl::GetFlag(FLAGS_target), absl::GetFlag(FLAGS_port_file),
-      o.channels, absl::GetFlag(FLAGS_connect_timeout_s));
+      "url_load", absl::GetFlag(FLAGS_target), absl::GetFlag(FLAGS_port_file), o.channels,
+      absl::GetFlag(FLAGS_connect_timeout_s));
   if (chans.empty()) return 1;
 
   RunResult result = RunUrls(o, urls, chans);

@@ -62,8 +62,7 @@ ABSL_FLAG(std::string, keys, "10000000,1000000000",
           "comma-separated numbers of inserted keys, one filter and one line "
           "each");
 ABSL_FLAG(double, bits_per_key, 10.0, "bits of filter per expected key");
-ABSL_FLAG(int64_t, probes, 10000000,
-          "absent lookups, and present lookups, timed per size");
+ABSL_FLAG(int64_t, probes, 10000000, "absent lookups, and present lookups, timed per size");
 ABSL_FLAG(uint64_t, seed, 20070101, "seed of the synthetic key hashes");
 ABSL_FLAG(bool, serialize, false,
           "also time Serialize / ChecksumWords / Deserialize of each filter "
@@ -92,12 +91,8 @@ inline uint64_t SplitMix64(uint64_t x) {
 // Inserted hash i and absent hash i (0 <= i < 2^40): SplitMix64 of the
 // states seed * 2^40 + i and (seed + 1) * 2^40 + i (mod 2^64), two disjoint
 // ranges of states, so no absent hash equals an inserted one.
-inline uint64_t PresentHash(uint64_t seed, uint64_t i) {
-  return SplitMix64((seed << 40) + i);
-}
-inline uint64_t AbsentHash(uint64_t seed, uint64_t i) {
-  return SplitMix64(((seed + 1) << 40) + i);
-}
+inline uint64_t PresentHash(uint64_t seed, uint64_t i) { return SplitMix64((seed << 40) + i); }
+inline uint64_t AbsentHash(uint64_t seed, uint64_t i) { return SplitMix64(((seed + 1) << 40) + i); }
 
 int RunSize(uint64_t n, double bits_per_key, int64_t probes, uint64_t seed) {
   const uint64_t blocks = BloomFilter::BlocksFor(n, bits_per_key);
@@ -123,23 +118,19 @@ int RunSize(uint64_t n, double bits_per_key, int64_t probes, uint64_t seed) {
   t0 = ThreadCpuSeconds();
   for (int64_t i = 0; i < probes; ++i) {
     const uint64_t idx = static_cast<uint64_t>(
-        (static_cast<unsigned __int128>(SplitMix64(~static_cast<uint64_t>(i))) *
-         n) >>
-        64);
+        (static_cast<unsigned __int128>(SplitMix64(~static_cast<uint64_t>(i))) * n) >> 64);
     false_negatives += filter.MayContain(PresentHash(seed, idx)) ? 0 : 1;
   }
   const double present_sec = ThreadCpuSeconds() - t0;
 
-  const double real_bits_per_key =
-      static_cast<double>(filter.num_bits()) / static_cast<double>(n);
+  const double real_bits_per_key = static_cast<double>(filter.num_bits()) / static_cast<double>(n);
   std::printf(
       "bloom keys=%llu bits_per_key=%.1f probes_k=%d memory_bytes=%zu "
       "insert_per_s=%.0f probe_absent_per_s=%.0f probe_present_per_s=%.0f "
       "fp_rate_measured=%.6f fp_rate_blocked_theory=%.6f "
       "fp_rate_standard_theory=%.6f false_negatives=%llu\n",
-      static_cast<unsigned long long>(n), bits_per_key, k,
-      filter.memory_bytes(), static_cast<double>(n) / insert_sec,
-      static_cast<double>(probes) / absent_sec,
+      static_cast<unsigned long long>(n), bits_per_key, k, filter.memory_bytes(),
+      static_cast<double>(n) / insert_sec, static_cast<double>(probes) / absent_sec,
       static_cast<double>(probes) / present_sec,
       static_cast<double>(fp) / static_cast<double>(probes),
       BloomFilter::BlockedFalsePositiveRate(n, blocks, k),
@@ -153,22 +144,20 @@ int RunSize(uint64_t n, double bits_per_key, int64_t probes, uint64_t seed) {
     std::string bytes = filter.Serialize(n);
     const double serialize_sec = ThreadCpuSeconds() - start;
     start = ThreadCpuSeconds();
-    const uint64_t checksum = BloomFilter::ChecksumWords(
-        absl::string_view(bytes).substr(BloomFilter::kHeaderBytes));
+    const uint64_t checksum =
+        BloomFilter::ChecksumWords(absl::string_view(bytes).substr(BloomFilter::kHeaderBytes));
     const double checksum_sec = ThreadCpuSeconds() - start;
     start = ThreadCpuSeconds();
-    absl::StatusOr<BloomFilter::Loaded> loaded =
-        BloomFilter::Deserialize(bytes);
+    absl::StatusOr<BloomFilter::Loaded> loaded = BloomFilter::Deserialize(bytes);
     const double deserialize_sec = ThreadCpuSeconds() - start;
-    const bool round_trip = loaded.ok() &&
-                            loaded->header.words_checksum == checksum &&
+    const bool round_trip = loaded.ok() && loaded->header.words_checksum == checksum &&
                             loaded->filter.WordBytes() == filter.WordBytes();
     if (!round_trip) status = 1;
     std::printf(
         "bloom_serialize keys=%llu bytes=%zu serialize_sec=%.3f "
         "checksum_sec=%.3f deserialize_sec=%.3f round_trip=%s\n",
-        static_cast<unsigned long long>(n), bytes.size(), serialize_sec,
-        checksum_sec, deserialize_sec, round_trip ? "yes" : "no");
+        static_cast<unsigned long long>(n), bytes.size(), serialize_sec, checksum_sec,
+        deserialize_sec, round_trip ? "yes" : "no");
     std::fflush(stdout);
   }
   return status;
@@ -195,8 +184,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<uint64_t> sizes;
-  for (absl::string_view s :
-       absl::StrSplit(absl::GetFlag(FLAGS_keys), ',', absl::SkipEmpty())) {
+  for (absl::string_view s : absl::StrSplit(absl::GetFlag(FLAGS_keys), ',', absl::SkipEmpty())) {
     uint64_t n = 0;
     if (!absl::SimpleAtoi(s, &n) || n == 0 || n >= (uint64_t{1} << 40)) {
       std::cerr << "bloom_filter_bench: bad size in --keys: " << s << "\n";

@@ -20,10 +20,9 @@
 // then `chunk_store disk_bytes_per_chunk=<b> texts=<t>
 // index_bytes_per_text=<i> text_id_map_bytes_per_text=<m>` (the store's
 // files after the fill; the chunk index's and the SHA-256 -> text id map's
-// heap bytes per stored text at the end). cpu_us_per_chunk: this process's user + system CPU over the phase
-// (the callers and RocksDB's flush and compaction threads) per chunk. Exits
-// non-zero when a call fails or a verdict count differs from the one the
-// documents imply.
+// heap bytes per stored text at the end). cpu_us_per_chunk: this process's user + system CPU over
+// the phase (the callers and RocksDB's flush and compaction threads) per chunk. Exits non-zero when
+// a call fails or a verdict count differs from the one the documents imply.
 //
 // Example:
 //   dedupd_chunk_store_bench --dir=/tmp/chs --store_chunks=1000000
@@ -43,8 +42,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "bench/micro/fresh_store.h"
 #include "bench/load/load_driver.h"
+#include "bench/micro/fresh_store.h"
 #include "storage/rocksdb/rocksdb_store.h"
 
 ABSL_FLAG(std::string, dir, "", "scratch directory (created; its store is removed first)");
@@ -120,9 +119,15 @@ bool RunPhase(dedupd::RocksDbStore* store, const char* name, int64_t first, int6
         n.replaced += static_cast<int64_t>(answer.replaced_chunks);
         for (const dedupd::ChunkOutcome& o : answer.outcomes) {
           switch (o.verdict) {
-            case dedupd::ChunkVerdict::kNew: ++n.fresh; break;
-            case dedupd::ChunkVerdict::kExactDuplicate: ++n.exact; break;
-            case dedupd::ChunkVerdict::kNearDuplicate: ++n.near; break;
+            case dedupd::ChunkVerdict::kNew:
+              ++n.fresh;
+              break;
+            case dedupd::ChunkVerdict::kExactDuplicate:
+              ++n.exact;
+              break;
+            case dedupd::ChunkVerdict::kNearDuplicate:
+              ++n.near;
+              break;
           }
         }
       }
@@ -137,22 +142,20 @@ bool RunPhase(dedupd::RocksDbStore* store, const char* name, int64_t first, int6
   std::cout << absl::StrFormat(
                    "chunk_store phase=%s docs=%d chunks=%d secs=%.2f chunks_per_sec=%.0f "
                    "cpu_us_per_chunk=%.2f new=%d exact=%d near=%d replaced=%d",
-                   name, docs, chunks, secs, chunks / secs, cpu * 1e6 / chunks,
-                   n.fresh.load(), n.exact.load(), n.near.load(), n.replaced.load())
+                   name, docs, chunks, secs, chunks / secs, cpu * 1e6 / chunks, n.fresh.load(),
+                   n.exact.load(), n.near.load(), n.replaced.load())
             << std::endl;
   // What the documents imply: chunk 0 duplicates its site's first document
   // unless it is that document (which, re-sent, keeps its age and still
   // owns it); a re-sent document's unchanged chunks were its own, so they
   // are new again (its own stored chunks never match), like its changed
   // ones.
-  const int64_t first_of_site =
-      std::max<int64_t>(0, std::min<int64_t>(last, kSites) - first);
+  const int64_t first_of_site = std::max<int64_t>(0, std::min<int64_t>(last, kSites) - first);
   const int64_t want_exact = docs - first_of_site;
   if (n.exact != want_exact || n.fresh + n.near != chunks - want_exact ||
       n.replaced != (version > 0 ? chunks : 0)) {
     std::cerr << "chunk_store_bench: phase " << name << ": " << n.exact
-              << " exact duplicates (want " << want_exact << "), " << n.replaced
-              << " replaced\n";
+              << " exact duplicates (want " << want_exact << "), " << n.replaced << " replaced\n";
     return false;
   }
   return true;

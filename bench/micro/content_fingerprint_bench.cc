@@ -50,8 +50,7 @@
 #include "core/text/stable_hash.h"
 #include "core/text/text_normalizer.h"
 
-ABSL_FLAG(std::string, pages_dir, "",
-          "Directory of *.txt pages (UTF-8), e.g. bench/corpus/pages.");
+ABSL_FLAG(std::string, pages_dir, "", "Directory of *.txt pages (UTF-8), e.g. bench/corpus/pages.");
 ABSL_FLAG(int, rounds, 5, "Timed passes over all pages; the best is kept.");
 ABSL_FLAG(bool, tiny, false, "CI smoke size: one round, at most 5 pages.");
 
@@ -63,8 +62,7 @@ using Clock = std::chrono::steady_clock;
 // a hash map of counts, a per-bit loop. Weight 1 per distinct shingle, as
 // SimHasher.
 uint64_t TextbookSimHash(const std::string& text, int shingle_words) {
-  const std::vector<std::string> words =
-      absl::StrSplit(text, ' ', absl::SkipEmpty());
+  const std::vector<std::string> words = absl::StrSplit(text, ' ', absl::SkipEmpty());
   if (words.empty()) return 0;
   const size_t k = std::min<size_t>(shingle_words, words.size());
   std::unordered_map<std::string, int> counts;
@@ -78,8 +76,7 @@ uint64_t TextbookSimHash(const std::string& text, int shingle_words) {
   }
   std::array<int64_t, 64> v{};
   for (const auto& entry : counts) {
-    const uint64_t h = dedupd::StableHash64(entry.first,
-                                            dedupd::SimHasher::kSeed);
+    const uint64_t h = dedupd::StableHash64(entry.first, dedupd::SimHasher::kSeed);
     for (int b = 0; b < 64; ++b) v[b] += (h >> b & 1) ? 1 : -1;
   }
   uint64_t fingerprint = 0;
@@ -133,8 +130,7 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> paths;
   if (!dedupd::bench::ListPages(dir, &paths) || paths.empty()) {
-    std::fprintf(stderr, "content_fingerprint_bench: no *.txt pages in %s\n",
-                 dir.c_str());
+    std::fprintf(stderr, "content_fingerprint_bench: no *.txt pages in %s\n", dir.c_str());
     return 1;
   }
   if (tiny && paths.size() > 5) paths.resize(5);
@@ -144,8 +140,7 @@ int main(int argc, char** argv) {
   for (const std::string& path : paths) {
     std::string text;
     if (!dedupd::bench::ReadFile(path, &text)) {
-      std::fprintf(stderr, "content_fingerprint_bench: cannot read %s\n",
-                   path.c_str());
+      std::fprintf(stderr, "content_fingerprint_bench: cannot read %s\n", path.c_str());
       return 1;
     }
     // Pages NormalizeText rejects (empty, invalid UTF-8) are not timed.
@@ -168,43 +163,60 @@ int main(int argc, char** argv) {
   }
   uint64_t sink = 0;
   double full_cpu = 0;
-  const double full = Best(rounds, [&] {
-    uint64_t x = 0;
-    for (const std::string& p : pages) {
-      absl::StatusOr<dedupd::ContentFingerprint> fp =
-          dedupd::FingerprintText(p, hasher);
-      x += fp->simhash + fp->sha256[0];
-    }
-    return x;
-  }, &sink, &full_cpu);
-  const double textbook = Best(rounds, [&] {
-    uint64_t x = 0;
-    for (const std::string& p : pages) {
-      const std::string n = *dedupd::NormalizeText(p);
-      x += dedupd::Sha256(n)[0] + TextbookSimHash(n, k);
-    }
-    return x;
-  }, &sink);
-  const double normalize = Best(rounds, [&] {
-    uint64_t x = 0;
-    for (const std::string& p : pages) x += dedupd::NormalizeText(p)->size();
-    return x;
-  }, &sink);
-  const double sha = Best(rounds, [&] {
-    uint64_t x = 0;
-    for (const std::string& n : normalized) x += dedupd::Sha256(n)[0];
-    return x;
-  }, &sink);
-  const double simhash = Best(rounds, [&] {
-    uint64_t x = 0;
-    for (const std::string& n : normalized) x += hasher.Fingerprint(n);
-    return x;
-  }, &sink);
-  const double textbook_simhash = Best(rounds, [&] {
-    uint64_t x = 0;
-    for (const std::string& n : normalized) x += TextbookSimHash(n, k);
-    return x;
-  }, &sink);
+  const double full = Best(
+      rounds,
+      [&] {
+        uint64_t x = 0;
+        for (const std::string& p : pages) {
+          absl::StatusOr<dedupd::ContentFingerprint> fp = dedupd::FingerprintText(p, hasher);
+          x += fp->simhash + fp->sha256[0];
+        }
+        return x;
+      },
+      &sink, &full_cpu);
+  const double textbook = Best(
+      rounds,
+      [&] {
+        uint64_t x = 0;
+        for (const std::string& p : pages) {
+          const std::string n = *dedupd::NormalizeText(p);
+          x += dedupd::Sha256(n)[0] + TextbookSimHash(n, k);
+        }
+        return x;
+      },
+      &sink);
+  const double normalize = Best(
+      rounds,
+      [&] {
+        uint64_t x = 0;
+        for (const std::string& p : pages) x += dedupd::NormalizeText(p)->size();
+        return x;
+      },
+      &sink);
+  const double sha = Best(
+      rounds,
+      [&] {
+        uint64_t x = 0;
+        for (const std::string& n : normalized) x += dedupd::Sha256(n)[0];
+        return x;
+      },
+      &sink);
+  const double simhash = Best(
+      rounds,
+      [&] {
+        uint64_t x = 0;
+        for (const std::string& n : normalized) x += hasher.Fingerprint(n);
+        return x;
+      },
+      &sink);
+  const double textbook_simhash = Best(
+      rounds,
+      [&] {
+        uint64_t x = 0;
+        for (const std::string& n : normalized) x += TextbookSimHash(n, k);
+        return x;
+      },
+      &sink);
 
   auto mbps = [&](double seconds) { return bytes / seconds / 1e6; };
   std::printf(
@@ -214,11 +226,9 @@ int main(int argc, char** argv) {
       "textbook_simhash_mb_per_sec=%.1f simhash_ratio=%.2f "
       "cpu_mb_per_sec=%.1f us_per_10kb=%.1f words=%zu "
       "simhash_ns_per_word=%.1f\n",
-      pages.size(), bytes, rounds, mbps(full), mbps(textbook),
-      textbook / full, mbps(normalize), mbps(sha), mbps(simhash),
-      mbps(textbook_simhash), textbook_simhash / simhash, mbps(full_cpu),
+      pages.size(), bytes, rounds, mbps(full), mbps(textbook), textbook / full, mbps(normalize),
+      mbps(sha), mbps(simhash), mbps(textbook_simhash), textbook_simhash / simhash, mbps(full_cpu),
       full / (bytes / 1e4) * 1e6, words, simhash / words * 1e9);
-  std::fprintf(stderr, "(checksum %llu)\n",
-               static_cast<unsigned long long>(sink));
+  std::fprintf(stderr, "(checksum %llu)\n", static_cast<unsigned long long>(sink));
   return 0;
 }

@@ -34,8 +34,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "bench/micro/fresh_store.h"
 #include "bench/load/load_driver.h"
+#include "bench/micro/fresh_store.h"
 #include "storage/rocksdb/rocksdb_store.h"
 
 ABSL_FLAG(std::string, dir, "", "scratch directory (created; its store is removed first)");
@@ -151,8 +151,7 @@ int main(int argc, char** argv) {
   const Clock::time_point forget_start = Clock::now();
   for (int f = 0; f < forgets; ++f) {
     const uint64_t i = static_cast<uint64_t>(f) * static_cast<uint64_t>(docs / forgets);
-    absl::StatusOr<dedupd::ForgetResult> r =
-        (*store)->Forget(MakeDoc(i).identity_url, absl::Now());
+    absl::StatusOr<dedupd::ForgetResult> r = (*store)->Forget(MakeDoc(i).identity_url, absl::Now());
     if (!r.ok() || r->contents_removed != 1) {
       std::cerr << "content_store_bench: forget " << MakeDoc(i).identity_url << ": "
                 << (r.ok() ? "removed no text" : r.status().ToString()) << "\n";
@@ -175,9 +174,8 @@ int main(int argc, char** argv) {
   if (near != kProbes || stats.fingerprints != static_cast<size_t>(docs) ||
       indexed_after != stats.fingerprints - static_cast<size_t>(forgets)) {
     std::cerr << "content_store_bench: " << near << " of " << kProbes
-              << " probes were near duplicates, index holds " << stats.fingerprints
-              << " of " << docs << ", " << indexed_after << " after " << forgets
-              << " forgets\n";
+              << " probes were near duplicates, index holds " << stats.fingerprints << " of "
+              << docs << ", " << indexed_after << " after " << forgets << " forgets\n";
     return 1;
   }
   if (!absl::GetFlag(FLAGS_keep)) {

@@ -22,8 +22,8 @@ namespace dedupd::bench {
 
 // OpenFreshStore sets options->path (DIR/store) and the normalizer version,
 // keeps the other options as given, and opens the new store.
-inline absl::StatusOr<std::unique_ptr<RocksDbStore>> OpenFreshStore(
-    const std::string& dir, RocksDbStoreOptions* options) {
+inline absl::StatusOr<std::unique_ptr<RocksDbStore>> OpenFreshStore(const std::string& dir,
+                                                                    RocksDbStoreOptions* options) {
   options->path = dir + "/store";
   options->normalizer_version = UrlNormalizer::kVersion;
   std::error_code ec;

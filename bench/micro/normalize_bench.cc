@@ -22,22 +22,18 @@
 #include <utility>
 #include <vector>
 
-#include "bench/corpus/read_lines.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "bench/corpus/read_lines.h"
 #include "core/url/url_normalizer.h"
 
 ABSL_FLAG(int, rounds, 3, "timed passes over all URLs");
-ABSL_FLAG(bool, rule_counts, false,
-          "print to stderr how often each rule fired over one round");
+ABSL_FLAG(bool, rule_counts, false, "print to stderr how often each rule fired over one round");
 
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -85,15 +81,13 @@ int main(int argc, char** argv) {
       checksum += n.ok() ? n->size() : 1;
     }
   }
-  const double secs = std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - start)
-                          .count();
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double total = static_cast<double>(urls.size()) * rounds;
   std::cout << absl::StrFormat(
                    "normalize  urls=%d rounds=%d urls_per_sec=%.0f "
                    "ns_per_url=%.1f invalid=%d",
-                   urls.size(), rounds, total / secs, secs * 1e9 / total,
-                   invalid)
+                   urls.size(), rounds, total / secs, secs * 1e9 / total, invalid)
             << std::endl;
 
   if (absl::GetFlag(FLAGS_rule_counts)) {

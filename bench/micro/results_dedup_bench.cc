@@ -56,18 +56,16 @@ ABSL_FLAG(std::vector<std::string>, pages_dir, {},
           "Directories of *.txt pages (UTF-8), comma-separated, e.g. "
           "bench/corpus/sample_pages,bench/corpus/quality_sample_pages or "
           "bench/corpus/pages.");
-ABSL_FLAG(std::vector<std::string>, hits,
-          std::vector<std::string>({"20", "100", "1000"}),
+ABSL_FLAG(std::vector<std::string>, hits, std::vector<std::string>({"20", "100", "1000"}),
           "Hits per call, one workload each.");
-ABSL_FLAG(std::vector<std::string>, top_k,
-          std::vector<std::string>({"10", "100"}),
+ABSL_FLAG(std::vector<std::string>, top_k, std::vector<std::string>({"10", "100"}),
           "top_k values, one workload each.");
 ABSL_FLAG(int, dims, 1024,
           "Embedding dimensions of the workloads with embeddings (each "
           "hits/top_k workload also runs without). 0: only without.");
-ABSL_FLAG(double, base_cosine, 0,
-          "Cosine of unrelated hits' embeddings, in [0, 0.9]; see above.");
-ABSL_FLAG(std::string, measure, "simhash", "Near-text measure: simhash or "
+ABSL_FLAG(double, base_cosine, 0, "Cosine of unrelated hits' embeddings, in [0, 0.9]; see above.");
+ABSL_FLAG(std::string, measure, "simhash",
+          "Near-text measure: simhash or "
           "jaccard (at --min_jaccard).");
 ABSL_FLAG(double, min_jaccard, 0.8, "min_jaccard for --measure=jaccard.");
 ABSL_FLAG(int, calls, 2000, "Timed calls per workload.");
@@ -108,19 +106,16 @@ std::vector<float> RandomEmbedding(const std::vector<float>& shared, double c,
                                    std::mt19937_64& rng) {
   std::vector<float> v = RandomUnit(static_cast<int>(shared.size()), rng);
   for (size_t j = 0; j < v.size(); ++j) {
-    v[j] = static_cast<float>(std::sqrt(c) * shared[j] +
-                              std::sqrt(1 - c) * v[j]);
+    v[j] = static_cast<float>(std::sqrt(c) * shared[j] + std::sqrt(1 - c) * v[j]);
   }
   return v;
 }
 
 // MakeHits builds `n` hits from `pages` (see the file comment).
-std::vector<dedupd::ResultHit> MakeHits(const std::vector<Page>& pages,
-                                        size_t n, int dims, double base_cosine,
-                                        uint64_t seed) {
+std::vector<dedupd::ResultHit> MakeHits(const std::vector<Page>& pages, size_t n, int dims,
+                                        double base_cosine, uint64_t seed) {
   std::mt19937_64 rng(seed * 1000003 + n);
-  const std::vector<float> shared =
-      dims > 0 ? RandomUnit(dims, rng) : std::vector<float>();
+  const std::vector<float> shared = dims > 0 ? RandomUnit(dims, rng) : std::vector<float>();
   std::vector<dedupd::ResultHit> hits;
   hits.reserve(n);
   for (size_t i = 0; i < n; ++i) {
@@ -136,8 +131,7 @@ std::vector<dedupd::ResultHit> MakeHits(const std::vector<Page>& pages,
       if (dims > 0) {
         hit.embedding = o.embedding;
         for (float& x : hit.embedding) {
-          x += std::normal_distribution<float>(0, 0.2f / std::sqrt(
-                                                          float(dims)))(rng);
+          x += std::normal_distribution<float>(0, 0.2f / std::sqrt(float(dims)))(rng);
         }
       }
     } else if (i >= 10 && i % 10 == 5) {  // near copy: one word replaced
@@ -149,18 +143,15 @@ std::vector<dedupd::ResultHit> MakeHits(const std::vector<Page>& pages,
       if (dims > 0) {
         hit.embedding = o.embedding;
         for (float& x : hit.embedding) {
-          x += std::normal_distribution<float>(0, 0.2f / std::sqrt(
-                                                          float(dims)))(rng);
+          x += std::normal_distribution<float>(0, 0.2f / std::sqrt(float(dims)))(rng);
         }
       }
     } else {
       const Page& p = pages[rng() % pages.size()];
       const size_t len = std::min<size_t>(40 + rng() % 81, p.words.size());
       const size_t start = rng() % (p.words.size() - len + 1);
-      hit.text = absl::StrJoin(p.words.begin() + start,
-                               p.words.begin() + start + len, " ");
-      hit.source_url =
-          "https://docs.test/" + p.name + "/part" + std::to_string(start / 200);
+      hit.text = absl::StrJoin(p.words.begin() + start, p.words.begin() + start + len, " ");
+      hit.source_url = "https://docs.test/" + p.name + "/part" + std::to_string(start / 200);
       if (dims > 0) hit.embedding = RandomEmbedding(shared, base_cosine, rng);
     }
     hits.push_back(std::move(hit));
@@ -170,8 +161,7 @@ std::vector<dedupd::ResultHit> MakeHits(const std::vector<Page>& pages,
 
 double Percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
-  const size_t i = std::min(
-      v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
   return v[i];
 }
 
@@ -199,10 +189,8 @@ int main(int argc, char** argv) {
       }
       Page page;
       page.name = dir.substr(dir.find_last_of('/') + 1) + "-" +
-                  path.substr(path.find_last_of('/') + 1,
-                              path.size() - path.find_last_of('/') - 5);
-      page.words = absl::StrSplit(text, absl::ByAnyChar(" \t\r\n\f\v"),
-                                  absl::SkipEmpty());
+                  path.substr(path.find_last_of('/') + 1, path.size() - path.find_last_of('/') - 5);
+      page.words = absl::StrSplit(text, absl::ByAnyChar(" \t\r\n\f\v"), absl::SkipEmpty());
       if (!page.words.empty()) pages.push_back(std::move(page));
     }
   }
@@ -253,20 +241,17 @@ int main(int argc, char** argv) {
         for (int c = 0; c < calls; ++c) {
           const Clock::time_point start = Clock::now();
           r = dedupd::DedupResults(hits, options);
-          const std::chrono::duration<double, std::micro> took =
-              Clock::now() - start;
+          const std::chrono::duration<double, std::micro> took = Clock::now() - start;
           us.push_back(took.count());
         }
         const double cpu_us = (ThreadCpuSeconds() - cpu_start) * 1e6 / calls;
         if (!r.ok()) {
-          std::fprintf(stderr, "DedupResults: %s\n",
-                       r.status().ToString().c_str());
+          std::fprintf(stderr, "DedupResults: %s\n", r.status().ToString().c_str());
           return 1;
         }
         size_t duplicate = 0, source_cap = 0;
         for (const dedupd::DroppedHit& d : r->dropped) {
-          (d.reason == dedupd::DropReason::kDuplicate ? duplicate
-                                                      : source_cap)++;
+          (d.reason == dedupd::DropReason::kDuplicate ? duplicate : source_cap)++;
         }
         double sum = 0;
         for (double u : us) sum += u;
@@ -275,11 +260,9 @@ int main(int argc, char** argv) {
             "measure=%s calls=%d mean_us=%.1f p50_us=%.1f p99_us=%.1f "
             "cpu_mean_us=%.1f kept=%zu duplicate=%zu source_cap=%zu "
             "not_examined=%zu\n",
-            n, dims, dims > 0 ? base_cosine : 0.0, options.top_k,
-            measure.c_str(), calls, sum / static_cast<double>(calls),
-            Percentile(us, 0.5), Percentile(us, 0.99), cpu_us,
-            r->kept.size(), duplicate, source_cap,
-            r->not_examined.size());
+            n, dims, dims > 0 ? base_cosine : 0.0, options.top_k, measure.c_str(), calls,
+            sum / static_cast<double>(calls), Percentile(us, 0.5), Percentile(us, 0.99), cpu_us,
+            r->kept.size(), duplicate, source_cap, r->not_examined.size());
         std::fflush(stdout);
       }
     }

@@ -9,8 +9,8 @@
 //     exact=<yes|no>
 //
 // (on one line; blocks and tables come late so that the line still starts
-// as it did before they existed, which bench/ci_smoke.sh matches). n fingerprints (ids 0..n-1) are loaded with one BulkInsert
-// (bulk_load_sec, CPU time; bytes_per_fp = MemoryBytes() / size()). Half
+// as it did before they existed, which bench/ci_smoke.sh matches). n fingerprints (ids 0..n-1) are
+// loaded with one BulkInsert (bulk_load_sec, CPU time; bytes_per_fp = MemoryBytes() / size()). Half
 // the queries are stored fingerprints with 0..k+1 random bits flipped
 // (planted near matches), half are random; query_us is the mean
 // single-thread latency of Query(q, k, limit) in thread CPU time (robust when
@@ -39,8 +39,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <ctime>
 #include <cstdint>
+#include <ctime>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -129,9 +129,8 @@ void BruteForce(const std::vector<uint64_t>& fps, uint64_t q, int k,
 // Times `qs` on this thread while another inserts new fingerprints at
 // `rate` per second (paced in 1 ms batches); prints one
 // simhash_index_mixed line.
-void RunMixed(SimHashIndex& index, const std::vector<uint64_t>& qs, size_t n,
-              int k, int blocks, size_t limit, int rate, uint32_t first_id,
-              SplitMix64& rng) {
+void RunMixed(SimHashIndex& index, const std::vector<uint64_t>& qs, size_t n, int k, int blocks,
+              size_t limit, int rate, uint32_t first_id, SplitMix64& rng) {
   std::atomic<bool> stop{false};
   std::atomic<int64_t> inserted{0};
   const uint64_t writer_seed = rng.Next();
@@ -140,8 +139,7 @@ void RunMixed(SimHashIndex& index, const std::vector<uint64_t>& qs, size_t n,
     SplitMix64 wrng(writer_seed);
     int64_t i = 0;
     while (!stop.load(std::memory_order_relaxed)) {
-      const auto due =
-          start + std::chrono::microseconds(i * 1000000 / rate);
+      const auto due = start + std::chrono::microseconds(i * 1000000 / rate);
       if (Clock::now() < due) {
         std::this_thread::sleep_until(due);
         continue;
@@ -165,13 +163,13 @@ void RunMixed(SimHashIndex& index, const std::vector<uint64_t>& qs, size_t n,
                    "simhash_index_mixed n=%d k=%d insert_rate=%d "
                    "inserts_per_sec=%.0f query_us=%.3f query_wall_us=%.3f "
                    "blocks=%d",
-                   n, k, rate, inserted.load() / wall,
-                   cpu * 1e6 / qs.size(), wall * 1e6 / qs.size(), blocks)
+                   n, k, rate, inserted.load() / wall, cpu * 1e6 / qs.size(),
+                   wall * 1e6 / qs.size(), blocks)
             << std::endl;
 }
 
-bool Run(size_t n, int k, int blocks, int queries, int brute_queries,
-         int inserts, size_t limit, uint64_t seed, int mixed_insert_rate) {
+bool Run(size_t n, int k, int blocks, int queries, int brute_queries, int inserts, size_t limit,
+         uint64_t seed, int mixed_insert_rate) {
   SplitMix64 rng(seed ^ n);
   std::vector<SimHashIndex::Entry> entries(n);
   std::vector<uint64_t> fps(n);
@@ -181,9 +179,7 @@ bool Run(size_t n, int k, int blocks, int queries, int brute_queries,
   }
   std::vector<uint64_t> qs(queries);
   for (int i = 0; i < queries; ++i) {
-    qs[i] = i % 2 == 0
-                ? FlipBits(fps[rng.Next() % n], (i / 2) % (k + 2), rng)
-                : rng.Next();
+    qs[i] = i % 2 == 0 ? FlipBits(fps[rng.Next() % n], (i / 2) % (k + 2), rng) : rng.Next();
   }
 
   SimHashIndex index(k, blocks);
@@ -192,8 +188,7 @@ bool Run(size_t n, int k, int blocks, int queries, int brute_queries,
   const double load_sec = ThreadCpuSeconds() - load_start;
   entries.clear();
   entries.shrink_to_fit();
-  const double bytes_per_fp =
-      static_cast<double>(index.MemoryBytes()) / index.size();
+  const double bytes_per_fp = static_cast<double>(index.MemoryBytes()) / index.size();
 
   // Warm-up pass over a few queries (page faults, branch predictors).
   size_t hits = 0;
@@ -227,8 +222,7 @@ bool Run(size_t n, int k, int blocks, int queries, int brute_queries,
                 return a.fingerprint < b.fingerprint;
               });
     size_t total = 0;
-    if (index.Query(qs[i], k, ~size_t{0}, &total) != want ||
-        total != want.size()) {
+    if (index.Query(qs[i], k, ~size_t{0}, &total) != want || total != want.size()) {
       exact = false;
     }
   }
@@ -238,8 +232,7 @@ bool Run(size_t n, int k, int blocks, int queries, int brute_queries,
     index.Insert(rng.Next(), static_cast<uint32_t>(n + i));
   }
   const double insert_sec = ThreadCpuSeconds() - insert_start;
-  const double bytes_after =
-      static_cast<double>(index.MemoryBytes()) / index.size();
+  const double bytes_after = static_cast<double>(index.MemoryBytes()) / index.size();
 
   std::cout << absl::StrFormat(
                    "simhash_index n=%d k=%d queries=%d query_us=%.3f "
@@ -248,13 +241,11 @@ bool Run(size_t n, int k, int blocks, int queries, int brute_queries,
                    "bytes_per_fp=%.2f bulk_load_sec=%.3f insert_us=%.3f "
                    "bytes_per_fp_after_inserts=%.2f brute_us=%.1f blocks=%d "
                    "tables=%d exact=%s",
-                   n, k, queries, query_sec * 1e6 / queries,
-                   queries / query_sec, query_wall_sec * 1e6 / queries,
-                   static_cast<double>(hits) / queries, bytes_per_fp, load_sec,
-                   inserts > 0 ? insert_sec * 1e6 / inserts : 0.0, bytes_after,
-                   brute > 0 ? brute_sec * 1e6 / brute : 0.0, index.blocks(),
-                   index.tables(),
-                   exact ? "yes" : "no")
+                   n, k, queries, query_sec * 1e6 / queries, queries / query_sec,
+                   query_wall_sec * 1e6 / queries, static_cast<double>(hits) / queries,
+                   bytes_per_fp, load_sec, inserts > 0 ? insert_sec * 1e6 / inserts : 0.0,
+                   bytes_after, brute > 0 ? brute_sec * 1e6 / brute : 0.0, index.blocks(),
+                   index.tables(), exact ? "yes" : "no")
             << std::endl;
   if (mixed_insert_rate > 0) {
     RunMixed(index, qs, n, k, index.blocks(), limit, mixed_insert_rate,
@@ -280,20 +271,18 @@ int main(int argc, char** argv) {
   const int limit = absl::GetFlag(FLAGS_limit);
   const int mixed_insert_rate = absl::GetFlag(FLAGS_mixed_insert_rate);
   if (k < 0 || k > SimHashIndex::kMaxSupportedDistance) {
-    std::cerr << "simhash_index_bench: --k must be in [0, "
-              << SimHashIndex::kMaxSupportedDistance << "]\n";
+    std::cerr << "simhash_index_bench: --k must be in [0, " << SimHashIndex::kMaxSupportedDistance
+              << "]\n";
     return 2;
   }
-  if (queries < 1 || brute_queries < 0 || inserts < 0 || limit < 0 ||
-      mixed_insert_rate < 0) {
+  if (queries < 1 || brute_queries < 0 || inserts < 0 || limit < 0 || mixed_insert_rate < 0) {
     std::cerr << "simhash_index_bench: --queries must be >= 1; "
                  "--brute_queries, --inserts, --limit, --mixed_insert_rate "
                  ">= 0\n";
     return 2;
   }
   std::vector<size_t> sizes;
-  for (absl::string_view s :
-       absl::StrSplit(absl::GetFlag(FLAGS_sizes), ',', absl::SkipEmpty())) {
+  for (absl::string_view s : absl::StrSplit(absl::GetFlag(FLAGS_sizes), ',', absl::SkipEmpty())) {
     size_t n = 0;
     if (!absl::SimpleAtoi(s, &n) || n == 0 || n >= (size_t{1} << 32)) {
       std::cerr << "simhash_index_bench: bad size in --sizes: " << s << "\n";
@@ -306,13 +295,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<int> blocks_list;
-  for (absl::string_view s :
-       absl::StrSplit(absl::GetFlag(FLAGS_blocks), ',', absl::SkipEmpty())) {
+  for (absl::string_view s : absl::StrSplit(absl::GetFlag(FLAGS_blocks), ',', absl::SkipEmpty())) {
     int b = 0;
     if (!absl::SimpleAtoi(s, &b) || !SimHashIndex::IsValidLayout(k, b)) {
-      std::cerr << "simhash_index_bench: bad value in --blocks for --k=" << k
-                << ": " << s << " (0, or k+1 .. k+1+"
-                << SimHashIndex::kMaxExtraBlocks << " with at most "
+      std::cerr << "simhash_index_bench: bad value in --blocks for --k=" << k << ": " << s
+                << " (0, or k+1 .. k+1+" << SimHashIndex::kMaxExtraBlocks << " with at most "
                 << SimHashIndex::kMaxTables << " tables)\n";
       return 2;
     }
@@ -325,9 +312,8 @@ int main(int argc, char** argv) {
   bool exact = true;
   for (size_t n : sizes) {
     for (int blocks : blocks_list) {
-      exact = Run(n, k, blocks, queries, brute_queries, inserts,
-                  static_cast<size_t>(limit), absl::GetFlag(FLAGS_seed),
-                  mixed_insert_rate) &&
+      exact = Run(n, k, blocks, queries, brute_queries, inserts, static_cast<size_t>(limit),
+                  absl::GetFlag(FLAGS_seed), mixed_insert_rate) &&
               exact;
     }
   }

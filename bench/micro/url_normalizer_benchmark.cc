@@ -14,8 +14,7 @@
 
 namespace {
 
-void BM_Normalize(benchmark::State& state, absl::string_view url,
-                  absl::string_view base) {
+void BM_Normalize(benchmark::State& state, absl::string_view url, absl::string_view base) {
   const dedupd::UrlNormalizer normalizer;
   int64_t invalid = 0;
   for (auto _ : state) {
@@ -24,11 +23,10 @@ void BM_Normalize(benchmark::State& state, absl::string_view url,
     benchmark::DoNotOptimize(n);
   }
   state.SetItemsProcessed(state.iterations());
-  state.SetBytesProcessed(state.iterations() *
-                          static_cast<int64_t>(url.size()));
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(url.size()));
   // Non-zero means the shape is rejected: the timing measures the error path.
-  state.counters["invalid"] = benchmark::Counter(
-      static_cast<double>(invalid), benchmark::Counter::kAvgIterations);
+  state.counters["invalid"] =
+      benchmark::Counter(static_cast<double>(invalid), benchmark::Counter::kAvgIterations);
 }
 
 void BM_NormalizeExplain(benchmark::State& state, absl::string_view url) {
@@ -45,12 +43,10 @@ void BM_NormalizeExplain(benchmark::State& state, absl::string_view url) {
 }
 
 // Already canonical: the fast path every seen URL takes.
-BENCHMARK_CAPTURE(BM_Normalize, Canonical,
-                  "https://docs.python.org/3.11/library/os.html", "");
+BENCHMARK_CAPTURE(BM_Normalize, Canonical, "https://docs.python.org/3.11/library/os.html", "");
 // Real documentation link with a fragment to drop.
 BENCHMARK_CAPTURE(BM_Normalize, Fragment,
-                  "https://www.postgresql.org/docs/15/sql-select.html#SQL-WITH",
-                  "");
+                  "https://www.postgresql.org/docs/15/sql-select.html#SQL-WITH", "");
 // Marketing link: tracking parameters, case, default port, unsorted query.
 BENCHMARK_CAPTURE(BM_Normalize, Tracking,
                   "HTTPS://Shop.Example.COM:443/catalog/garden/trowel?"
@@ -65,14 +61,12 @@ BENCHMARK_CAPTURE(BM_Normalize, SessionIds,
                   "");
 // Dot segments and percent-encoded unreserved characters.
 BENCHMARK_CAPTURE(BM_Normalize, DotSegmentsPercent,
-                  "https://docs.python.org/3.11/x1/../library/./%72e.ht%6dl/",
-                  "");
+                  "https://docs.python.org/3.11/x1/../library/./%72e.ht%6dl/", "");
 // A relative outlink resolved against the page it was found on.
 BENCHMARK_CAPTURE(BM_Normalize, RelativeWithBase, "../library/os.html#os.walk",
                   "https://docs.python.org/3.11/tutorial/stdlib.html");
 // Internationalized host: IDNA to punycode.
-BENCHMARK_CAPTURE(BM_Normalize, IdnHost,
-                  "https://b\xC3\xBC\x63her.example/k\xC3\xA4se?q=1", "");
+BENCHMARK_CAPTURE(BM_Normalize, IdnHost, "https://b\xC3\xBC\x63her.example/k\xC3\xA4se?q=1", "");
 // Long query string with many parameters to sort.
 BENCHMARK_CAPTURE(BM_Normalize, LongQuery,
                   "https://search.example.com/results?z=26&y=25&x=24&w=23&v=22&"

@@ -46,7 +46,8 @@ ABSL_FLAG(int64_t, measure, 1000000, "URLs claimed per workload and filter setti
 ABSL_FLAG(int, batch, 1000, "URLs per ClaimUrls call");
 ABSL_FLAG(int, threads, 4, "claiming threads");
 ABSL_FLAG(int64_t, block_cache_mb, 8, "RocksDB block cache while measuring, in MiB");
-ABSL_FLAG(double, new_share, 0.9, "share of new URLs in mostly_new (and of stored ones in mostly_seen)");
+ABSL_FLAG(double, new_share, 0.9,
+          "share of new URLs in mostly_new (and of stored ones in mostly_seen)");
 ABSL_FLAG(bool, keep, false, "keep the store directory");
 ABSL_FLAG(bool, concurrent_memtable_writes, true,
           "RocksDbStoreOptions::concurrent_memtable_writes while measuring");
@@ -59,16 +60,16 @@ using ::dedupd::bench::Mix;
 
 // URL i: about 70 bytes, 5,000 hosts, a pure function of i.
 std::string Url(uint64_t i) {
-  return absl::StrCat("https://www.site", Mix(i) % 5000, ".example/articles/",
-                      i, "/index.html?lang=en&ref=", i % 97);
+  return absl::StrCat("https://www.site", Mix(i) % 5000, ".example/articles/", i,
+                      "/index.html?lang=en&ref=", i % 97);
 }
 
 double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-dedupd::RocksDbStoreOptions Options(const std::string& path, bool filter,
-                                    size_t cache_bytes, uint64_t expected) {
+dedupd::RocksDbStoreOptions Options(const std::string& path, bool filter, size_t cache_bytes,
+                                    uint64_t expected) {
   dedupd::RocksDbStoreOptions o;
   o.path = path;
   o.normalizer_version = dedupd::UrlNormalizer::kVersion;
@@ -82,8 +83,8 @@ dedupd::RocksDbStoreOptions Options(const std::string& path, bool filter,
 
 // Claims `keys` split into batches over `threads` threads; returns the
 // number answered new, or -1 on an error (printed).
-int64_t ClaimAll(dedupd::RocksDbStore* store, const std::vector<std::string>& keys,
-                 int batch, int threads) {
+int64_t ClaimAll(dedupd::RocksDbStore* store, const std::vector<std::string>& keys, int batch,
+                 int threads) {
   std::atomic<size_t> next{0};
   std::atomic<int64_t> fresh{0};
   std::atomic<bool> failed{false};
@@ -95,8 +96,8 @@ int64_t ClaimAll(dedupd::RocksDbStore* store, const std::vector<std::string>& ke
         const size_t begin = next.fetch_add(static_cast<size_t>(batch));
         if (begin >= keys.size() || failed) return;
         const size_t end = std::min(keys.size(), begin + static_cast<size_t>(batch));
-        absl::Status s = store->ClaimUrls(
-            absl::MakeConstSpan(keys).subspan(begin, end - begin), absl::Now(), &out);
+        absl::Status s = store->ClaimUrls(absl::MakeConstSpan(keys).subspan(begin, end - begin),
+                                          absl::Now(), &out);
         if (!s.ok()) {
           std::cerr << "url_store_bench: " << s << "\n";
           failed = true;
@@ -152,8 +153,8 @@ int main(int argc, char** argv) {
       }
       if (ClaimAll(store->get(), keys, batch, threads) < 0) return 1;
     }
-    std::cerr << absl::StrFormat("url_store_bench: preloaded %d URLs in %.1f s\n",
-                                 preload, Since(t0));
+    std::cerr << absl::StrFormat("url_store_bench: preloaded %d URLs in %.1f s\n", preload,
+                                 Since(t0));
     if (absl::Status s = (*store)->Close(); !s.ok()) {
       std::cerr << "url_store_bench: " << s << "\n";
       return 1;
@@ -179,16 +180,14 @@ int main(int argc, char** argv) {
     (*store)->WaitForUrlFilter(absl::Minutes(10));
     const double open_secs = Since(t_open);
     for (const char* workload : {"mostly_new", "mostly_seen"}) {
-      const double share_new =
-          std::string(workload) == "mostly_new" ? new_share : 1 - new_share;
+      const double share_new = std::string(workload) == "mostly_new" ? new_share : 1 - new_share;
       std::vector<std::string> keys;
       keys.reserve(static_cast<size_t>(measure));
       uint64_t seed = next_new * 7 + 1;
       for (int64_t i = 0; i < measure; ++i) {
         seed = Mix(seed);
         const bool is_new = static_cast<double>(seed % 1000000) < share_new * 1e6;
-        keys.push_back(is_new ? Url(next_new++)
-                              : Url(Mix(seed) % static_cast<uint64_t>(preload)));
+        keys.push_back(is_new ? Url(next_new++) : Url(Mix(seed) % static_cast<uint64_t>(preload)));
       }
       const dedupd::UrlFilterFront::Stats before = (*store)->url_filter_stats();
       const absl::StatusOr<uint64_t> blocks_before = (*store)->DataBlockReads();
@@ -199,18 +198,17 @@ int main(int argc, char** argv) {
       const dedupd::UrlFilterFront::Stats after = (*store)->url_filter_stats();
       const absl::StatusOr<uint64_t> blocks_after = (*store)->DataBlockReads();
       const double n = static_cast<double>(measure);
-      const double blocks =
-          blocks_before.ok() && blocks_after.ok()
-              ? static_cast<double>(*blocks_after - *blocks_before) / n
-              : -1;
+      const double blocks = blocks_before.ok() && blocks_after.ok()
+                                ? static_cast<double>(*blocks_after - *blocks_before) / n
+                                : -1;
       std::cout << absl::StrFormat(
                        "url_store filter=%s workload=%s stored=%d claims=%d "
                        "claims_per_sec=%.0f store_keys_read_per_claim=%.3f "
                        "block_reads_per_claim=%.3f new=%d filter_bytes=%d "
                        "open_secs=%.2f",
                        filter ? "on" : "off", workload, preload, measure, n / secs,
-                       static_cast<double>(after.keys_read - before.keys_read) / n,
-                       blocks, fresh, after.memory_bytes, open_secs)
+                       static_cast<double>(after.keys_read - before.keys_read) / n, blocks, fresh,
+                       after.memory_bytes, open_secs)
                 << std::endl;
     }
     if (absl::Status s = (*store)->Close(); !s.ok()) {

@@ -22,9 +22,11 @@
 //
 //   # chunk_quality pages=<n> chunk_bytes=<b> chunks=<n> distinct=<n> ...
 //   bucket words=<range> distinct=<n> shingles_p50=<n> popcount_mean=<x>
-//   quality words=<range> k=<k> pairs=<n> near=<n> between=<n> far=<n> precision=<x> unrelated=<n> unrelated_per_pair=<x> edits=<n> edits_near=<n> recall=<x> edits_found=<x>
+//   quality words=<range> k=<k> pairs=<n> near=<n> between=<n> far=<n> precision=<x> unrelated=<n>
+//   unrelated_per_pair=<x> edits=<n> edits_near=<n> recall=<x> edits_found=<x>
 //       (one per bucket and k = 0..max_k, then words=all)
-//   rule k=<k> words=<range> effective_k=<d> pairs=<n> near=<n> far=<n> precision=<x> recall=<x> edits_found=<x>
+//   rule k=<k> words=<range> effective_k=<d> pairs=<n> near=<n> far=<n> precision=<x> recall=<x>
+//   edits_found=<x>
 //       (ChunkNearDistance applied to the shorter text, at --k)
 //
 // pairs: distinct-chunk pairs within distance k; precision = near / (near +
@@ -48,7 +50,10 @@
 // --k (without, then with, ChunkNearDistance), then stored. A chunk lies in
 // the preamble, in the page ("content"), or across the boundary ("mixed").
 //
-//   preamble pages=<n> k=<k> rule=<off|on> chunks=<n> preamble_chunks=<n> preamble_dup=<n> preamble_dup_of_first=<n> preamble_missed=<n> content_chunks=<n> content_exact=<n> content_near=<n> content_near_wrong=<n> content_near_far=<n> mixed_chunks=<n> mixed_exact=<n> mixed_near=<n> mixed_near_wrong=<n>
+//   preamble pages=<n> k=<k> rule=<off|on> chunks=<n> preamble_chunks=<n> preamble_dup=<n>
+//   preamble_dup_of_first=<n> preamble_missed=<n> content_chunks=<n> content_exact=<n>
+//   content_near=<n> content_near_wrong=<n> content_near_far=<n> mixed_chunks=<n> mixed_exact=<n>
+//   mixed_near=<n> mixed_near_wrong=<n>
 //
 // preamble_* count the preamble chunks of pages 2..n; preamble_dup_of_first
 // those reported as a duplicate of a preamble chunk of the first page.
@@ -84,23 +89,25 @@
 #include "bench/corpus/chunker.h"
 #include "bench/corpus/read_pages.h"
 #include "bench/quality/sorted_sets.h"
+#include "core/index/simhash_index.h"
 #include "core/text/chunk_near_rule.h"
 #include "core/text/sha256.h"
 #include "core/text/simhash.h"
-#include "core/index/simhash_index.h"
 #include "core/text/text_normalizer.h"
 
 ABSL_FLAG(std::string, pages_dir, "bench/corpus/pages",
           "directory of page texts (*.txt, one page per file, paragraphs "
           "separated by blank lines)");
 ABSL_FLAG(int, max_pages, 0, "use only the first N pages in file-name order (0: all)");
-ABSL_FLAG(std::vector<std::string>, chunk_bytes, std::vector<std::string>({"500", "200", "100", "50"}),
-          "largest chunk, in bytes (bench/corpus/chunker.h); quality mode chunks every page once per "
-          "value and pools the distinct chunks (the smaller sizes add the short chunks); the "
-          "preamble mode uses the first value");
+ABSL_FLAG(
+    std::vector<std::string>, chunk_bytes, std::vector<std::string>({"500", "200", "100", "50"}),
+    "largest chunk, in bytes (bench/corpus/chunker.h); quality mode chunks every page once per "
+    "value and pools the distinct chunks (the smaller sizes add the short chunks); the "
+    "preamble mode uses the first value");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the controlled edits");
 ABSL_FLAG(int, max_k, 6, "print quality lines for k = 0..max_k (at most 7)");
-ABSL_FLAG(int, k, 3, "Hamming distance of the rule and preamble lines (the default of CheckChunks)");
+ABSL_FLAG(int, k, 3,
+          "Hamming distance of the rule and preamble lines (the default of CheckChunks)");
 ABSL_FLAG(int, edits_per_bucket, 1000,
           "distinct chunks per length bucket given the three one-word edits");
 ABSL_FLAG(int, worst, 0, "print to stderr the N far pairs with the smallest distance");
@@ -151,7 +158,6 @@ std::vector<absl::string_view> FeatureSet(absl::string_view text) {
   return out;
 }
 
-
 std::string Ratio(int64_t num, int64_t den) {
   if (den == 0) return "nan";
   return absl::StrFormat("%.3f", static_cast<double>(num) / den);
@@ -161,8 +167,8 @@ struct Bucket {
   size_t lo, hi;  // words in [lo, hi)
   const char* name;
 };
-constexpr Bucket kBuckets[] = {{0, 8, "1-7"},    {8, 16, "8-15"}, {16, 32, "16-31"},
-                               {32, 64, "32-63"}, {64, SIZE_MAX, "64+"}};
+constexpr Bucket kBuckets[] = {
+    {0, 8, "1-7"}, {8, 16, "8-15"}, {16, 32, "16-31"}, {32, 64, "32-63"}, {64, SIZE_MAX, "64+"}};
 constexpr size_t kNumBuckets = sizeof(kBuckets) / sizeof(kBuckets[0]);
 
 size_t BucketOf(size_t words) {
@@ -322,8 +328,7 @@ std::vector<Pair> FindPairs(const std::deque<Chunk>& chunks, int max_k) {
   }
   std::vector<Pair> pairs;
   for (size_t i = 0; i < chunks.size(); ++i) {
-    for (const dedupd::SimHashIndex::Match& m :
-         index.Query(chunks[i].simhash, max_k, SIZE_MAX)) {
+    for (const dedupd::SimHashIndex::Match& m : index.Query(chunks[i].simhash, max_k, SIZE_MAX)) {
       if (m.id <= i) continue;
       const Chunk& a = chunks[i];
       const Chunk& b = chunks[m.id];
@@ -365,8 +370,7 @@ std::vector<Edit> MakeEdits(const std::deque<Chunk>& chunks, const dedupd::SimHa
           if (kind != 0 || other != words[pos]) break;
         }
         const std::string edited = EditedText(words, kind, pos, other);
-        edits.push_back({c.words,
-                         dedupd::HammingDistance(c.simhash, hasher.Fingerprint(edited)),
+        edits.push_back({c.words, dedupd::HammingDistance(c.simhash, hasher.Fingerprint(edited)),
                          dedupd::bench::SortedJaccard(c.features, FeatureSet(edited))});
       }
     }
@@ -413,8 +417,7 @@ std::vector<std::vector<Row>> CountRows(const std::vector<Pair>& pairs,
 }
 
 // Prints the "# chunk_quality" header line.
-void PrintHeader(const QualityOptions& o, const ChunkSet& corpus, size_t pairs,
-                 size_t edits) {
+void PrintHeader(const QualityOptions& o, const ChunkSet& corpus, size_t pairs, size_t edits) {
   std::vector<size_t> word_counts;
   for (const Chunk& c : corpus.chunks) word_counts.push_back(c.words);
   std::sort(word_counts.begin(), word_counts.end());
@@ -424,9 +427,9 @@ void PrintHeader(const QualityOptions& o, const ChunkSet& corpus, size_t pairs,
       "candidate_pairs=%d edits=%d seed=%d unreadable=%d normalize_errors=%d\n",
       corpus.pages - corpus.unreadable, absl::StrJoin(o.chunk_sizes, ","), corpus.raw_chunks,
       corpus.chunks.size(), word_counts[word_counts.size() / 10],
-      word_counts[word_counts.size() / 2], word_counts[word_counts.size() * 9 / 10],
-      kShingleWords, kNearJaccard, kFarJaccard, o.max_k, pairs, edits, o.seed,
-      corpus.unreadable, corpus.normalize_errors);
+      word_counts[word_counts.size() / 2], word_counts[word_counts.size() * 9 / 10], kShingleWords,
+      kNearJaccard, kFarJaccard, o.max_k, pairs, edits, o.seed, corpus.unreadable,
+      corpus.normalize_errors);
 }
 
 // Prints one "bucket" line per bucket; returns the distinct chunks of each
@@ -486,17 +489,15 @@ void PrintRuleRows(const std::vector<Pair>& pairs, const std::vector<Edit>& edit
       if (in_bucket(e.words)) AddEdit(e, dedupd::ChunkNearDistance(e.words, k), &r);
     }
     const std::string effective =
-        b == kNumBuckets
-            ? "-"
-            : absl::StrFormat("%d..%d", dedupd::ChunkNearDistance(kBuckets[b].lo, k),
-                              dedupd::ChunkNearDistance(
-                                  std::min<size_t>(kBuckets[b].hi - 1, 1 << 20), k));
+        b == kNumBuckets ? "-"
+                         : absl::StrFormat("%d..%d", dedupd::ChunkNearDistance(kBuckets[b].lo, k),
+                                           dedupd::ChunkNearDistance(
+                                               std::min<size_t>(kBuckets[b].hi - 1, 1 << 20), k));
     absl::PrintF(
         "rule k=%d words=%s effective_k=%s pairs=%d near=%d far=%d precision=%s recall=%s "
         "edits_found=%s\n",
         k, b < kNumBuckets ? kBuckets[b].name : "all", effective, r.pairs, r.near, r.far,
-        Ratio(r.near, r.near + r.far), Ratio(r.found_near, r.edits_near),
-        Ratio(r.found, r.edits));
+        Ratio(r.near, r.near + r.far), Ratio(r.found_near, r.edits_near), Ratio(r.found, r.edits));
   }
 }
 
@@ -581,7 +582,8 @@ int RunPreamble() {
     return 1;
   }
   // The preamble as the ingested text holds it (trailing whitespace goes).
-  while (!preamble.empty() && dedupd::bench::chunker_internal::IsSpace(preamble.back())) preamble.pop_back();
+  while (!preamble.empty() && dedupd::bench::chunker_internal::IsSpace(preamble.back()))
+    preamble.pop_back();
 
   const dedupd::SimHasher hasher;
   for (bool rule : {false, true}) {
@@ -599,7 +601,7 @@ int RunPreamble() {
         }
         const size_t begin = static_cast<size_t>(c.data() - text.data());
         const size_t end = begin + c.size();
-        const Part part = end <= preamble.size()   ? Part::kPreamble
+        const Part part = end <= preamble.size()    ? Part::kPreamble
                           : begin > preamble.size() ? Part::kContent
                                                     : Part::kMixed;
         Ingested in{*std::move(norm), {}, part, pi};
@@ -620,7 +622,8 @@ int RunPreamble() {
           }
         }
         ++n.chunks;
-        const double j = owner == nullptr ? 0 : dedupd::bench::SortedJaccard(in.features, owner->features);
+        const double j =
+            owner == nullptr ? 0 : dedupd::bench::SortedJaccard(in.features, owner->features);
         switch (part) {
           case Part::kPreamble:
             if (pi == 0) break;
@@ -681,8 +684,8 @@ int main(int argc, char** argv) {
   const int k = absl::GetFlag(FLAGS_k);
   const std::vector<size_t> sizes = ChunkSizes();
   if (max_k < 0 || max_k > dedupd::SimHashIndex::kMaxSupportedDistance || k < 0 ||
-      k > dedupd::SimHashIndex::kMaxSupportedDistance ||
-      sizes.empty() || sizes.size() != absl::GetFlag(FLAGS_chunk_bytes).size() ||
+      k > dedupd::SimHashIndex::kMaxSupportedDistance || sizes.empty() ||
+      sizes.size() != absl::GetFlag(FLAGS_chunk_bytes).size() ||
       *std::min_element(sizes.begin(), sizes.end()) < 4 ||
       absl::GetFlag(FLAGS_edits_per_bucket) < 0) {
     std::cerr << "chunk_quality: need 0 <= --max_k, --k <= "

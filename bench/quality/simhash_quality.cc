@@ -15,11 +15,14 @@
 // near when HammingDistance(a, b) <= k. Output, one fixed-format line each:
 //
 //   # simhash_quality pages=<n> words_mean=<w> seed=<s> pairs_per_kind=<p> ...
-//   quality k=<k> pairs=<n> near=<n> far=<n> between=<n> tp=<n> fp=<n> fn=<n> tn=<n> precision=<x> recall=<x>
+//   quality k=<k> pairs=<n> near=<n> far=<n> between=<n> tp=<n> fp=<n> fn=<n> tn=<n> precision=<x>
+//   recall=<x>
 //       (k = 1..--max_k (6), over all pairs)
-//   kind <name> k=<k> pairs=<n> near=<n> far=<n> between=<n> tp=<n> fp=<n> fn=<n> recall=<x> jaccard_p50=<x> distance_p50=<d> distance_p90=<d>
+//   kind <name> k=<k> pairs=<n> near=<n> far=<n> between=<n> tp=<n> fp=<n> fn=<n> recall=<x>
+//   jaccard_p50=<x> distance_p50=<d> distance_p90=<d>
 //       (one per pair kind, at --k)
-//   distance jaccard=[<lo>,<hi>) words=<range> pairs=<n> distance_p10=<d> distance_p50=<d> distance_p90=<d> hyperplane=<x> within_k=<x>
+//   distance jaccard=[<lo>,<hi>) words=<range> pairs=<n> distance_p10=<d> distance_p50=<d>
+//   distance_p90=<d> hyperplane=<x> within_k=<x>
 //       (SimHash distance by Jaccard band and page length, all kinds)
 //
 // precision is nan when nothing is predicted near, recall nan when no pair is
@@ -68,19 +71,16 @@
 ABSL_FLAG(std::string, pages_dir, "bench/corpus/pages",
           "directory of page texts (*.txt, one page per file, paragraphs "
           "separated by blank lines)");
-ABSL_FLAG(int, max_pages, 0,
-          "use only the first N pages in file-name order (0: all)");
+ABSL_FLAG(int, max_pages, 0, "use only the first N pages in file-name order (0: all)");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the pair generator");
 ABSL_FLAG(int, pairs_per_kind, 200, "pairs generated per kind");
 ABSL_FLAG(int, max_k, 6, "print quality lines for k = 1..max_k");
 ABSL_FLAG(int, k, 3, "Hamming distance threshold of the kind and distance lines");
-ABSL_FLAG(int, shingle_words, 3,
-          "words per shingle, for both SimHash and the exact Jaccard");
+ABSL_FLAG(int, shingle_words, 3, "words per shingle, for both SimHash and the exact Jaccard");
 ABSL_FLAG(int, worst, 0,
           "print to stderr the N near pairs with the largest and the N far pairs "
           "with the smallest SimHash distance");
-ABSL_FLAG(bool, tiny, false,
-          "CI size: --pairs_per_kind=10 (numbers mean nothing)");
+ABSL_FLAG(bool, tiny, false, "CI size: --pairs_per_kind=10 (numbers mean nothing)");
 
 namespace {
 
@@ -109,8 +109,8 @@ struct Page {
   std::string name;       // file name
   Paragraphs paragraphs;  // words of each paragraph
   size_t words = 0;
-  std::string family;     // pages of one template share it (see FamilyOf)
-  std::string title;      // first paragraph
+  std::string family;  // pages of one template share it (see FamilyOf)
+  std::string title;   // first paragraph
 };
 
 // Rng: a fixed-seed generator whose draws do not depend on the standard
@@ -131,8 +131,8 @@ class Rng {
 
 std::vector<std::string> Words(absl::string_view text) {
   std::vector<std::string> out;
-  for (absl::string_view w : absl::StrSplit(text, absl::ByAnyChar(" \t\r\n\f\v"),
-                                            absl::SkipEmpty())) {
+  for (absl::string_view w :
+       absl::StrSplit(text, absl::ByAnyChar(" \t\r\n\f\v"), absl::SkipEmpty())) {
     out.emplace_back(w);
   }
   return out;
@@ -162,8 +162,7 @@ std::string FamilyOf(const Paragraphs& ps) {
   return w;
 }
 
-bool LoadPages(const std::string& dir, int max_pages, std::vector<Page>* pages,
-               int* unreadable) {
+bool LoadPages(const std::string& dir, int max_pages, std::vector<Page>* pages, int* unreadable) {
   std::vector<std::string> paths;
   if (!dedupd::bench::ListPages(dir, &paths)) {
     std::cerr << "simhash_quality: cannot list " << dir << "\n";
@@ -236,8 +235,7 @@ size_t EditCount(size_t words, double fraction) {
 }
 
 // Picks `n` distinct positions, in ascending order.
-std::vector<std::pair<size_t, size_t>> PickPositions(const Paragraphs& ps, size_t n,
-                                                     Rng& rng) {
+std::vector<std::pair<size_t, size_t>> PickPositions(const Paragraphs& ps, size_t n, Rng& rng) {
   std::vector<std::pair<size_t, size_t>> pos = Positions(ps);
   n = std::min(n, pos.size());
   for (size_t i = 0; i < n; ++i) std::swap(pos[i], pos[i + rng.Uniform(pos.size() - i)]);
@@ -332,29 +330,29 @@ struct Chrome {
 };
 
 Chrome RandomChrome(const Corpus& c, Rng& rng) {
-  static constexpr const char* kMonths[] = {"January", "February", "March", "April",
-                                            "May", "June", "July", "August",
-                                            "September", "October", "November",
-                                            "December"};
+  static constexpr const char* kMonths[] = {"January",   "February", "March",    "April",
+                                            "May",       "June",     "July",     "August",
+                                            "September", "October",  "November", "December"};
   const std::string& prev = (*c.pages)[rng.Uniform(c.pages->size())].title;
   const std::string& next = (*c.pages)[rng.Uniform(c.pages->size())].title;
   const std::string version = absl::StrCat("3.11.", rng.Uniform(10));
   Chrome ch;
-  ch.header = Words(absl::StrCat(
-      "Navigation index modules | next | previous | Python » ", version,
-      " Documentation » The Python Standard Library » Quick search | "
-      "Previous topic ", prev, " Next topic ", next,
-      " This Page Report a Bug Show Source"));
-  ch.footer = Words(absl::StrCat(
-      "© Copyright 2001-", 2020 + rng.Uniform(7),
-      ", Python Software Foundation. This page is licensed under the Python "
-      "Software Foundation License Version 2. Examples, recipes, and other "
-      "code in the documentation are additionally licensed under the Zero "
-      "Clause BSD License. See History and License for more information. The "
-      "Python Software Foundation is a non-profit corporation. Please donate. "
-      "Last updated on ", kMonths[rng.Uniform(12)], " ", 1 + rng.Uniform(28),
-      ", 20", 20 + rng.Uniform(7), ". Found a bug? Created using Sphinx ",
-      1 + rng.Uniform(7), ".", rng.Uniform(5), ".", rng.Uniform(5), "."));
+  ch.header =
+      Words(absl::StrCat("Navigation index modules | next | previous | Python » ", version,
+                         " Documentation » The Python Standard Library » Quick search | "
+                         "Previous topic ",
+                         prev, " Next topic ", next, " This Page Report a Bug Show Source"));
+  ch.footer =
+      Words(absl::StrCat("© Copyright 2001-", 2020 + rng.Uniform(7),
+                         ", Python Software Foundation. This page is licensed under the Python "
+                         "Software Foundation License Version 2. Examples, recipes, and other "
+                         "code in the documentation are additionally licensed under the Zero "
+                         "Clause BSD License. See History and License for more information. The "
+                         "Python Software Foundation is a non-profit corporation. Please donate. "
+                         "Last updated on ",
+                         kMonths[rng.Uniform(12)], " ", 1 + rng.Uniform(28), ", 20",
+                         20 + rng.Uniform(7), ". Found a bug? Created using Sphinx ",
+                         1 + rng.Uniform(7), ".", rng.Uniform(5), ".", rng.Uniform(5), "."));
   return ch;
 }
 
@@ -471,13 +469,12 @@ std::vector<Kind> Kinds() {
       k.push_back({absl::StrCat(op, "_", amount), false, MakeEdit});
     }
   }
-  for (const char* name : {"ins_block_10pct", "del_block_10pct", "header_footer",
-                           "reorder_paragraphs", "truncate_5pct", "truncate_10pct",
-                           "truncate_20pct", "license_once", "license_x20"}) {
+  for (const char* name :
+       {"ins_block_10pct", "del_block_10pct", "header_footer", "reorder_paragraphs",
+        "truncate_5pct", "truncate_10pct", "truncate_20pct", "license_once", "license_x20"}) {
     k.push_back({name, false, MakeEdit});
   }
-  for (const char* name : {"same_family", "shared_chrome", "license_x20_pair",
-                           "random_pair"}) {
+  for (const char* name : {"same_family", "shared_chrome", "license_x20_pair", "random_pair"}) {
     k.push_back({name, true, MakeNegative});
   }
   return k;
@@ -508,7 +505,6 @@ std::vector<absl::string_view> ShingleSet(absl::string_view text, int n) {
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
-
 
 struct Result {
   size_t kind;
@@ -659,8 +655,8 @@ void PrintQuality(const std::vector<Result>& results, int max_k) {
     absl::PrintF(
         "quality k=%d pairs=%d near=%d far=%d between=%d tp=%d fp=%d fn=%d tn=%d "
         "precision=%s recall=%s\n",
-        kk, c.pairs, c.near, c.far, c.between, c.tp, c.fp, c.fn, c.tn,
-        Ratio(c.tp, c.tp + c.fp), Ratio(c.tp, c.tp + c.fn));
+        kk, c.pairs, c.near, c.far, c.between, c.tp, c.fp, c.fn, c.tn, Ratio(c.tp, c.tp + c.fp),
+        Ratio(c.tp, c.tp + c.fn));
   }
 }
 
@@ -695,8 +691,7 @@ void PrintDistances(const std::vector<Result>& results, int k) {
     size_t lo, hi;
     const char* name;
   };
-  const Length lengths[] = {{0, 300, "<300"}, {300, 2000, "300-2000"},
-                            {2000, SIZE_MAX, ">=2000"}};
+  const Length lengths[] = {{0, 300, "<300"}, {300, 2000, "300-2000"}, {2000, SIZE_MAX, ">=2000"}};
   for (const Band& band : bands) {
     for (const Length& len : lengths) {
       std::vector<int> ds;
@@ -735,9 +730,8 @@ void PrintWorst(const std::vector<Result>& results, const std::vector<Kind>& kin
     sel.resize(std::min<size_t>(sel.size(), worst));
     for (const Result* r : sel) {
       std::cerr << absl::StrFormat("worst_%s kind=%s jaccard=%.3f distance=%d words=%d %s\n",
-                                   label == Label::kNear ? "near" : "far",
-                                   kinds[r->kind].name, r->jaccard, r->distance, r->words,
-                                   r->desc);
+                                   label == Label::kNear ? "near" : "far", kinds[r->kind].name,
+                                   r->jaccard, r->distance, r->words, r->desc);
     }
   }
 }
@@ -777,9 +771,8 @@ int main(int argc, char** argv) {
   absl::PrintF(
       "# simhash_quality pages=%d words_mean=%d families=%d seed=%d pairs_per_kind=%d "
       "shingle_words=%d near=J>=%.1f far=J<%.1f unusable_pages=%d normalize_errors=%d\n",
-      pages.size(), total_words / pages.size(), corpus.families.size(), o.seed,
-      o.pairs_per_kind, o.shingle_words, kNearJaccard, kFarJaccard, unreadable,
-      normalize_errors);
+      pages.size(), total_words / pages.size(), corpus.families.size(), o.seed, o.pairs_per_kind,
+      o.shingle_words, kNearJaccard, kFarJaccard, unreadable, normalize_errors);
   PrintQuality(results, o.max_k);
   PrintKinds(results, kinds, o.k);
   PrintDistances(results, o.k);

@@ -79,8 +79,7 @@ class ForgetJob : public BatchJob {
     return batch_.size();
   }
 
-  absl::Status SendBatch(const DedupClient& client,
-                         bool* any_invalid) override {
+  absl::Status SendBatch(const DedupClient& client, bool* any_invalid) override {
     dedupd::v1::ForgetRequest request;
     for (const InputItem& item : batch_) {
       if (!item.error) request.add_urls(item.url);
@@ -89,9 +88,9 @@ class ForgetJob : public BatchJob {
     if (request.urls_size() > 0) {
       DEDUPD_ASSIGN_OR_RETURN(response, client.AdminForget(request));
       if (response.results_size() != request.urls_size()) {
-        return absl::InternalError(absl::StrCat(
-            "Admin.Forget: the server answered ", response.results_size(),
-            " results for ", request.urls_size(), " URLs"));
+        return absl::InternalError(absl::StrCat("Admin.Forget: the server answered ",
+                                                response.results_size(), " results for ",
+                                                request.urls_size(), " URLs"));
       }
     }
     int next = 0;
@@ -135,8 +134,7 @@ absl::Status WriteAnswer(const absl::StatusOr<Response>& response) {
 
 // RunOneCall makes the one call of stats, backup or export and prints what
 // it answers.
-absl::Status RunOneCall(const DedupClient& client,
-                        const AdminOptions& options) {
+absl::Status RunOneCall(const DedupClient& client, const AdminOptions& options) {
   switch (options.command) {
     case AdminOptions::Command::kStats: {
       dedupd::v1::StatsRequest request;
@@ -155,16 +153,15 @@ absl::Status RunOneCall(const DedupClient& client,
   dedupd::v1::ExportRequest request;
   request.set_skip_urls(options.skip_urls);
   request.set_skip_content(options.skip_content);
-  return client.AdminExport(
-      request, [](const dedupd::v1::ExportResponse& message) -> absl::Status {
-        for (const dedupd::v1::ExportRecord& record : message.records()) {
-          DEDUPD_ASSIGN_OR_RETURN(std::string line, ExportLine(record));
-          if (!WriteLine(line)) {
-            return absl::UnavailableError("write to standard output failed");
-          }
-        }
-        return FlushStdout();
-      });
+  return client.AdminExport(request, [](const dedupd::v1::ExportResponse& message) -> absl::Status {
+    for (const dedupd::v1::ExportRecord& record : message.records()) {
+      DEDUPD_ASSIGN_OR_RETURN(std::string line, ExportLine(record));
+      if (!WriteLine(line)) {
+        return absl::UnavailableError("write to standard output failed");
+      }
+    }
+    return FlushStdout();
+  });
 }
 
 }  // namespace

@@ -33,8 +33,7 @@ class BatchJob {
   // SendBatch sends the batch and prints its output lines (each item that
   // is bad, locally or as the server says, sets `*any_invalid`). An error
   // ends the run with exit code 2 (a failed call, a failed write).
-  virtual absl::Status SendBatch(const DedupClient& client,
-                                 bool* any_invalid) = 0;
+  virtual absl::Status SendBatch(const DedupClient& client, bool* any_invalid) = 0;
 
   // InputStatus: a read error of the input, checked once it has ended.
   virtual absl::Status InputStatus() const = 0;

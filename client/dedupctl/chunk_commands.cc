@@ -34,18 +34,15 @@ constexpr size_t kMaxChunksLineBytes = 16 << 20;
 // absent; other members, of the line and of chunk objects, are ignored.
 // Sets request->document_url() as soon as it is known, even on error.
 // Returns InvalidArgument saying what is wrong.
-absl::Status ParseChunkDocument(absl::string_view line,
-                                dedupd::v1::CheckChunksRequest* request) {
-  DEDUPD_ASSIGN_OR_RETURN(const JsonValue value,
-                          ParseInputJson(line));
+absl::Status ParseChunkDocument(absl::string_view line, dedupd::v1::CheckChunksRequest* request) {
+  DEDUPD_ASSIGN_OR_RETURN(const JsonValue value, ParseInputJson(line));
   if (value.type != JsonValue::Type::kObject) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a line must be a JSON object, not ", JsonKindName(value)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a line must be a JSON object, not ", JsonKindName(value)));
   }
   const JsonValue& doc = value;
   std::string url;
-  DEDUPD_RETURN_IF_ERROR(
-      StringMember(doc, "document_url", "document_url", true, &url));
+  DEDUPD_RETURN_IF_ERROR(StringMember(doc, "document_url", "document_url", true, &url));
   request->set_document_url(url);
   const JsonValue* chunks = Member(doc, "chunks");
   if (chunks == nullptr) {
@@ -55,8 +52,7 @@ absl::Status ParseChunkDocument(absl::string_view line,
     return WrongType("chunks", "an array", *chunks);
   }
   if (chunks->array.empty()) {
-    return absl::InvalidArgumentError(
-        "\"chunks\" is empty (a document has at least one chunk)");
+    return absl::InvalidArgumentError("\"chunks\" is empty (a document has at least one chunk)");
   }
   for (size_t i = 0; i < chunks->array.size(); ++i) {
     const JsonValue& chunk = chunks->array[i];
@@ -70,19 +66,15 @@ absl::Status ParseChunkDocument(absl::string_view line,
       return WrongType(path, "a string or an object", chunk);
     }
     std::string text;
-    DEDUPD_RETURN_IF_ERROR(StringMember(chunk, "text",
-                                        absl::StrCat(path, ".text"), true,
-                                        &text));
+    DEDUPD_RETURN_IF_ERROR(StringMember(chunk, "text", absl::StrCat(path, ".text"), true, &text));
     item->set_text(std::move(text));
     if (Member(chunk, "chunk_id") != nullptr) {
-      DEDUPD_RETURN_IF_ERROR(StringMember(chunk, "chunk_id",
-                                          absl::StrCat(path, ".chunk_id"), true,
+      DEDUPD_RETURN_IF_ERROR(StringMember(chunk, "chunk_id", absl::StrCat(path, ".chunk_id"), true,
                                           item->mutable_chunk_id()));
     }
   }
   if (const JsonValue* d = Member(doc, "max_hamming_distance")) {
-    DEDUPD_ASSIGN_OR_RETURN(const uint32_t k,
-                            WholeNumber(*d, "max_hamming_distance", 0));
+    DEDUPD_ASSIGN_OR_RETURN(const uint32_t k, WholeNumber(*d, "max_hamming_distance", 0));
     request->set_max_hamming_distance(k);
   }
   return absl::OkStatus();
@@ -91,8 +83,7 @@ absl::Status ParseChunkDocument(absl::string_view line,
 // The output object of one chunk (docs/dedupctl.md, "chunks check|peek").
 std::string ChunkJson(const dedupd::v1::ChunkResult& result) {
   JsonObjectWriter json;
-  json.String("chunk_id", result.chunk_id())
-      .String("verdict", EnumName(result.verdict()));
+  json.String("chunk_id", result.chunk_id()).String("verdict", EnumName(result.verdict()));
   if (result.verdict() == dedupd::v1::CHUNK_VERDICT_INVALID) {
     return std::move(json.String("error", result.error())).Finish();
   }
@@ -130,8 +121,7 @@ std::string ChunksLine(const dedupd::v1::CheckChunksResponse& response) {
 
 // The output line of a document that was not answered: a bad input line,
 // or a request the server rejected as a whole.
-std::string ChunksErrorLine(size_t line, absl::string_view document_url,
-                            absl::string_view error) {
+std::string ChunksErrorLine(size_t line, absl::string_view document_url, absl::string_view error) {
   JsonObjectWriter json;
   json.Int("line", static_cast<int64_t>(line));
   if (!document_url.empty()) json.String("document_url", document_url);
@@ -156,28 +146,23 @@ class ChunksJob : public BatchJob {
     return 0;
   }
 
-  absl::Status SendBatch(const DedupClient& client,
-                         bool* any_invalid) override {
+  absl::Status SendBatch(const DedupClient& client, bool* any_invalid) override {
     const size_t line_number = reader_.line_number();
     dedupd::v1::CheckChunksRequest request;
-    const absl::Status parsed =
-        too_long_ ? absl::InvalidArgumentError(absl::StrCat(
-                        "longer than ", kMaxChunksLineBytes, " bytes"))
-                  : ParseChunkDocument(line_, &request);
+    const absl::Status parsed = too_long_ ? absl::InvalidArgumentError(absl::StrCat(
+                                                "longer than ", kMaxChunksLineBytes, " bytes"))
+                                          : ParseChunkDocument(line_, &request);
     std::string out;
     if (!parsed.ok()) {
       *any_invalid = true;
-      out = ChunksErrorLine(
-          line_number, request.document_url(),
-          absl::StrCat("line ", line_number, ": ", parsed.message()));
+      out = ChunksErrorLine(line_number, request.document_url(),
+                            absl::StrCat("line ", line_number, ": ", parsed.message()));
     } else {
-      if (options_.max_hamming_distance &&
-          !request.has_max_hamming_distance()) {
+      if (options_.max_hamming_distance && !request.has_max_hamming_distance()) {
         request.set_max_hamming_distance(*options_.max_hamming_distance);
       }
       request.set_mode(options_.mode);
-      absl::StatusOr<dedupd::v1::CheckChunksResponse> response =
-          client.CheckChunks(request);
+      absl::StatusOr<dedupd::v1::CheckChunksResponse> response = client.CheckChunks(request);
       if (response.ok()) {
         out = ChunksLine(*response);
         for (const dedupd::v1::ChunkResult& r : response->results()) {
@@ -185,14 +170,12 @@ class ChunksJob : public BatchJob {
             *any_invalid = true;
           }
         }
-      } else if (response.status().code() ==
-                 absl::StatusCode::kInvalidArgument) {
+      } else if (response.status().code() == absl::StatusCode::kInvalidArgument) {
         // The server rejects this document as a whole (a bad document_url,
         // too many chunks, a distance over its limit): its problem, not
         // the run's.
         *any_invalid = true;
-        out = ChunksErrorLine(line_number, request.document_url(),
-                              response.status().message());
+        out = ChunksErrorLine(line_number, request.document_url(), response.status().message());
       } else {
         return response.status();
       }

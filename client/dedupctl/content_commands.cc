@@ -40,12 +40,10 @@ struct ContentInput {
 // "max_hamming_distance" (integer 0..2^32-1) are optional, and null counts
 // as absent; other members are ignored. Returns InvalidArgument saying
 // what is wrong.
-absl::Status ParseDocument(absl::string_view line,
-                           dedupd::v1::ContentItem* item) {
+absl::Status ParseDocument(absl::string_view line, dedupd::v1::ContentItem* item) {
   absl::StatusOr<JsonFlatObject> object = ParseJsonFlatObject(line);
   if (!object.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("invalid JSON: ", object.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat("invalid JSON: ", object.status().message()));
   }
   const auto get = [&](const char* name) -> const JsonScalar* {
     auto it = object->find(name);
@@ -58,28 +56,23 @@ absl::Status ParseDocument(absl::string_view line,
                                  std::string* out) -> absl::Status {
     const JsonScalar* v = get(name);
     if (v == nullptr) {
-      return required ? absl::InvalidArgumentError(
-                            absl::StrCat("missing \"", name, "\""))
+      return required ? absl::InvalidArgumentError(absl::StrCat("missing \"", name, "\""))
                       : absl::OkStatus();
     }
     if (v->type != JsonScalar::Type::kString) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("\"", name, "\" must be a string"));
+      return absl::InvalidArgumentError(absl::StrCat("\"", name, "\" must be a string"));
     }
     *out = v->string;
     return absl::OkStatus();
   };
-  if (absl::Status s = string_member("url", true, item->mutable_url());
+  if (absl::Status s = string_member("url", true, item->mutable_url()); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = string_member("canonical_url", false, item->mutable_canonical_url());
       !s.ok()) {
     return s;
   }
-  if (absl::Status s =
-          string_member("canonical_url", false, item->mutable_canonical_url());
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = string_member("text", true, item->mutable_text());
-      !s.ok()) {
+  if (absl::Status s = string_member("text", true, item->mutable_text()); !s.ok()) {
     return s;
   }
   if (const JsonScalar* d = get("max_hamming_distance")) {
@@ -124,10 +117,9 @@ class ContentSource {
       if (!reader_->ReadLine(&line, &too_long)) return false;
     } while (!too_long && IsBlank(line));
     input->line = reader_->line_number();
-    absl::Status s =
-        too_long ? absl::InvalidArgumentError(absl::StrCat(
-                       "longer than ", kMaxContentLineBytes, " bytes"))
-                 : ParseDocument(line, &input->item);
+    absl::Status s = too_long ? absl::InvalidArgumentError(
+                                    absl::StrCat("longer than ", kMaxContentLineBytes, " bytes"))
+                              : ParseDocument(line, &input->item);
     if (!s.ok()) {
       input->error = absl::StrCat("line ", input->line, ": ", s.message());
     }
@@ -136,9 +128,7 @@ class ContentSource {
 
   bool WouldBlock() const { return reader_ && reader_->WouldBlock(); }
 
-  absl::Status status() const {
-    return reader_ ? reader_->status() : absl::OkStatus();
-  }
+  absl::Status status() const { return reader_ ? reader_->status() : absl::OkStatus(); }
 
  private:
   ContentSource() = default;
@@ -149,11 +139,9 @@ class ContentSource {
 
 // The output line of one document (docs/dedupctl.md, "content check|peek").
 // `result` is nullptr for a bad input line.
-std::string ContentLine(const ContentInput& input,
-                        const dedupd::v1::ContentResult* result) {
+std::string ContentLine(const ContentInput& input, const dedupd::v1::ContentResult* result) {
   JsonObjectWriter json;
-  if (result == nullptr || result->verdict() ==
-                               dedupd::v1::CONTENT_VERDICT_INVALID) {
+  if (result == nullptr || result->verdict() == dedupd::v1::CONTENT_VERDICT_INVALID) {
     json.String("verdict", "INVALID");
     if (input.line > 0) json.Int("line", static_cast<int64_t>(input.line));
     if (!input.item.url().empty()) json.String("url", input.item.url());
@@ -166,10 +154,8 @@ std::string ContentLine(const ContentInput& input,
       .String("content_hash", result->content_hash())
       .String("simhash", SimHashHex(result->simhash()))
       .String("owner_url", result->owner_url());
-  std::vector<absl::string_view> aliases(result->alias_urls().begin(),
-                                         result->alias_urls().end());
-  json.StringArray("alias_urls", aliases).Uint("alias_count",
-                                               result->alias_count());
+  std::vector<absl::string_view> aliases(result->alias_urls().begin(), result->alias_urls().end());
+  json.StringArray("alias_urls", aliases).Uint("alias_count", result->alias_count());
   std::vector<std::string> matches;
   for (const dedupd::v1::NearMatch& m : result->near_matches()) {
     JsonObjectWriter match;
@@ -198,8 +184,7 @@ class ContentJob : public BatchJob {
   size_t ReadBatch() override {
     batch_.clear();
     size_t batch_bytes = 0;
-    while (more_ &&
-           batch_.size() < options_.server.client.max_items_per_request &&
+    while (more_ && batch_.size() < options_.server.client.max_items_per_request &&
            batch_bytes < kMaxContentBatchBytes) {
       if (!batch_.empty() && source_.WouldBlock()) break;
       ContentInput input;
@@ -207,8 +192,7 @@ class ContentJob : public BatchJob {
         more_ = false;
         break;
       }
-      if (options_.max_hamming_distance &&
-          !input.item.has_max_hamming_distance()) {
+      if (options_.max_hamming_distance && !input.item.has_max_hamming_distance()) {
         input.item.set_max_hamming_distance(*options_.max_hamming_distance);
       }
       batch_bytes += input.item.text().size();
@@ -218,8 +202,7 @@ class ContentJob : public BatchJob {
   }
 
   // Sends the batch (skipping bad lines) and prints a line per document.
-  absl::Status SendBatch(const DedupClient& client,
-                         bool* any_invalid) override {
+  absl::Status SendBatch(const DedupClient& client, bool* any_invalid) override {
     std::vector<dedupd::v1::ContentItem> items;
     items.reserve(batch_.size());
     for (const ContentInput& input : batch_) {
@@ -235,10 +218,8 @@ class ContentJob : public BatchJob {
     size_t next = 0;
     bool write_ok = true;
     for (const ContentInput& input : batch_) {
-      const dedupd::v1::ContentResult* result =
-          input.error ? nullptr : &results[next++];
-      if (result == nullptr ||
-          result->verdict() == dedupd::v1::CONTENT_VERDICT_INVALID) {
+      const dedupd::v1::ContentResult* result = input.error ? nullptr : &results[next++];
+      if (result == nullptr || result->verdict() == dedupd::v1::CONTENT_VERDICT_INVALID) {
         *any_invalid = true;
       }
       write_ok = WriteLine(ContentLine(input, result)) && write_ok;
@@ -272,15 +253,13 @@ int RunContent(const ContentOptions& options) {
       input.item.set_canonical_url(*options.canonical_url);
     }
     bool too_long = false;
-    if (absl::Status s =
-            ReadWholeInput(options.text_file, kMaxContentLineBytes,
-                           input.item.mutable_text(), &too_long);
+    if (absl::Status s = ReadWholeInput(options.text_file, kMaxContentLineBytes,
+                                        input.item.mutable_text(), &too_long);
         !s.ok()) {
       return ExitWithError(s);
     }
     if (too_long) {
-      input.error =
-          absl::StrCat("text longer than ", kMaxContentLineBytes, " bytes");
+      input.error = absl::StrCat("text longer than ", kMaxContentLineBytes, " bytes");
       input.item.clear_text();
     }
     source = ContentSource::FromDocument(std::move(input));

@@ -44,8 +44,7 @@ using ::testing::Not;
 using ::testing::SizeIs;
 using ::testing::StartsWith;
 
-CommandResult Dedupctl(std::vector<std::string> args,
-                       const std::string& in = "") {
+CommandResult Dedupctl(std::vector<std::string> args, const std::string& in = "") {
   args.insert(args.begin(), DEDUPCTL_PATH);
   absl::StatusOr<CommandResult> r = RunCommand(args, in, absl::Seconds(50));
   EXPECT_TRUE(r.ok()) << r.status();
@@ -60,8 +59,7 @@ std::vector<std::string> Lines(const std::string& out) {
 
 TEST(DedupctlNormalizeTest, UrlsFromArguments) {
   CommandResult r = Dedupctl(
-      {"normalize", "HTTP://Example.COM:80/a/./b/?utm_source=x&b=2&a=1#top",
-       "https://b.example"});
+      {"normalize", "HTTP://Example.COM:80/a/./b/?utm_source=x&b=2&a=1#top", "https://b.example"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, IsEmpty());
   EXPECT_THAT(
@@ -73,17 +71,15 @@ TEST(DedupctlNormalizeTest, UrlsFromArguments) {
 
 TEST(DedupctlNormalizeTest, UrlsFromStdinOnePerLine) {
   // CRLF line ends, blank and whitespace-only lines, no final newline.
-  CommandResult r =
-      Dedupctl({"normalize"},
-               "https://a.example/x\r\n\n  \t\r\nhttps://b.example/Y/\n"
-               "\nhttps://c.example/#frag");
+  CommandResult r = Dedupctl({"normalize"},
+                             "https://a.example/x\r\n\n  \t\r\nhttps://b.example/Y/\n"
+                             "\nhttps://c.example/#frag");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(
       Lines(r.out),
-      ElementsAre(
-          R"({"url":"https://a.example/x","normalized":"https://a.example/x"})",
-          R"({"url":"https://b.example/Y/","normalized":"https://b.example/Y"})",
-          R"({"url":"https://c.example/#frag","normalized":"https://c.example/"})"));
+      ElementsAre(R"({"url":"https://a.example/x","normalized":"https://a.example/x"})",
+                  R"({"url":"https://b.example/Y/","normalized":"https://b.example/Y"})",
+                  R"({"url":"https://c.example/#frag","normalized":"https://c.example/"})"));
 }
 
 TEST(DedupctlNormalizeTest, EmptyStdinPrintsNothing) {
@@ -93,9 +89,8 @@ TEST(DedupctlNormalizeTest, EmptyStdinPrintsNothing) {
 }
 
 TEST(DedupctlNormalizeTest, ExplainListsTheRulesThatFired) {
-  CommandResult r = Dedupctl({"normalize", "--explain",
-                              "https://A.example/x?utm_source=s#frag",
-                              "https://a.example/x"});
+  CommandResult r = Dedupctl(
+      {"normalize", "--explain", "https://A.example/x?utm_source=s#frag", "https://a.example/x"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> lines = Lines(r.out);
   ASSERT_THAT(lines, SizeIs(2));
@@ -104,43 +99,35 @@ TEST(DedupctlNormalizeTest, ExplainListsTheRulesThatFired) {
       AllOf(
           StartsWith(
               R"({"url":"https://A.example/x?utm_source=s#frag","normalized":"https://a.example/x","rules":[)"),
-          HasSubstr(R"("host_lowercased")"),
-          HasSubstr(R"("tracking_params_dropped")"),
+          HasSubstr(R"("host_lowercased")"), HasSubstr(R"("tracking_params_dropped")"),
           HasSubstr(R"("fragment_dropped")")));
-  EXPECT_EQ(
-      lines[1],
-      R"({"url":"https://a.example/x","normalized":"https://a.example/x","rules":[]})");
+  EXPECT_EQ(lines[1],
+            R"({"url":"https://a.example/x","normalized":"https://a.example/x","rules":[]})");
 
   CommandResult plain = Dedupctl({"normalize", "https://A.example/x#frag"});
   EXPECT_THAT(plain.out, Not(HasSubstr("rules")));
 }
 
 TEST(DedupctlNormalizeTest, BaseResolvesRelativeReferences) {
-  CommandResult r =
-      Dedupctl({"normalize", "--base", "https://a.example/dir/page", "../x",
-                "y?b=1", "https://other.example/z"});
+  CommandResult r = Dedupctl({"normalize", "--base", "https://a.example/dir/page", "../x", "y?b=1",
+                              "https://other.example/z"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(
       Lines(r.out),
-      ElementsAre(
-          R"({"url":"../x","normalized":"https://a.example/x"})",
-          R"({"url":"y?b=1","normalized":"https://a.example/dir/y?b=1"})",
-          R"({"url":"https://other.example/z","normalized":"https://other.example/z"})"));
+      ElementsAre(R"({"url":"../x","normalized":"https://a.example/x"})",
+                  R"({"url":"y?b=1","normalized":"https://a.example/dir/y?b=1"})",
+                  R"({"url":"https://other.example/z","normalized":"https://other.example/z"})"));
 
   // The same, with --base=VALUE and the URLs on stdin.
-  CommandResult in =
-      Dedupctl({"normalize", "--base=https://a.example/dir/page"}, "../x\n");
+  CommandResult in = Dedupctl({"normalize", "--base=https://a.example/dir/page"}, "../x\n");
   EXPECT_EQ(in.exit_code, 0) << in.err;
-  EXPECT_THAT(
-      Lines(in.out),
-      ElementsAre(R"({"url":"../x","normalized":"https://a.example/x"})"));
+  EXPECT_THAT(Lines(in.out), ElementsAre(R"({"url":"../x","normalized":"https://a.example/x"})"));
 }
 
 TEST(DedupctlNormalizeTest, RelativeWithoutBaseIsInvalid) {
   CommandResult r = Dedupctl({"normalize", "../x"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_THAT(Lines(r.out),
-              ElementsAre(StartsWith(R"({"url":"../x","error":")")));
+  EXPECT_THAT(Lines(r.out), ElementsAre(StartsWith(R"({"url":"../x","error":")")));
 }
 
 TEST(DedupctlNormalizeTest, ConfigFileAppliesHostPolicy) {
@@ -152,38 +139,28 @@ TEST(DedupctlNormalizeTest, ConfigFileAppliesHostPolicy) {
                          "  allow_params: \"id\"\n"
                          "}\n"
                          "drop_params: \"ref\"\n";
-  const std::vector<std::string> urls = {
-      "https://www.shop.example/p?color=red&id=7",
-      "https://blog.example/p?ref=home&q=1"};
+  const std::vector<std::string> urls = {"https://www.shop.example/p?color=red&id=7",
+                                         "https://blog.example/p?ref=home&q=1"};
 
-  CommandResult with =
-      Dedupctl({"normalize", "--config", path, urls[0], urls[1]});
+  CommandResult with = Dedupctl({"normalize", "--config", path, urls[0], urls[1]});
   EXPECT_EQ(with.exit_code, 0) << with.err;
-  EXPECT_THAT(
-      Lines(with.out),
-      ElementsAre(
-          HasSubstr(R"("normalized":"https://www.shop.example/p?id=7")"),
-          HasSubstr(R"("normalized":"https://blog.example/p?q=1")")));
+  EXPECT_THAT(Lines(with.out),
+              ElementsAre(HasSubstr(R"("normalized":"https://www.shop.example/p?id=7")"),
+                          HasSubstr(R"("normalized":"https://blog.example/p?q=1")")));
 
   CommandResult without = Dedupctl({"normalize", urls[0], urls[1]});
   EXPECT_EQ(without.exit_code, 0) << without.err;
-  EXPECT_THAT(
-      Lines(without.out),
-      ElementsAre(
-          HasSubstr(
-              R"("normalized":"https://www.shop.example/p?color=red&id=7")"),
-          HasSubstr(R"("normalized":"https://blog.example/p?q=1&ref=home")")));
+  EXPECT_THAT(Lines(without.out),
+              ElementsAre(HasSubstr(R"("normalized":"https://www.shop.example/p?color=red&id=7")"),
+                          HasSubstr(R"("normalized":"https://blog.example/p?q=1&ref=home")")));
 
   std::ofstream(dir + "/bad.conf") << "host_rules { no_such_field: 1 }\n";
-  CommandResult bad =
-      Dedupctl({"normalize", "--config", dir + "/bad.conf", urls[0]});
+  CommandResult bad = Dedupctl({"normalize", "--config", dir + "/bad.conf", urls[0]});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_THAT(bad.out, IsEmpty());
-  EXPECT_THAT(Lines(bad.err), ElementsAre(AllOf(StartsWith("dedupctl: "),
-                                                HasSubstr("bad.conf"))));
+  EXPECT_THAT(Lines(bad.err), ElementsAre(AllOf(StartsWith("dedupctl: "), HasSubstr("bad.conf"))));
 
-  CommandResult missing =
-      Dedupctl({"normalize", "--config", dir + "/missing.conf", urls[0]});
+  CommandResult missing = Dedupctl({"normalize", "--config", dir + "/missing.conf", urls[0]});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.err, HasSubstr("missing.conf"));
   RemoveTree(dir);
@@ -198,8 +175,7 @@ TEST(DedupctlNormalizeTest, InvalidUrlExits1WithAnErrorLine) {
   std::vector<std::string> lines = Lines(r.out);
   ASSERT_THAT(lines, SizeIs(3));
   EXPECT_THAT(lines[0], HasSubstr(R"("normalized":)"));
-  EXPECT_THAT(lines[1],
-              StartsWith(R"({"url":"mailto:someone@example.com","error":")"));
+  EXPECT_THAT(lines[1], StartsWith(R"({"url":"mailto:someone@example.com","error":")"));
   EXPECT_THAT(lines[1], Not(HasSubstr("normalized")));
   EXPECT_THAT(lines[2], HasSubstr(R"("normalized":)"));
 }
@@ -207,18 +183,14 @@ TEST(DedupctlNormalizeTest, InvalidUrlExits1WithAnErrorLine) {
 TEST(DedupctlNormalizeTest, BadBytesInInputStillGiveValidJson) {
   // Invalid UTF-8 and a control character: the line reports an error and
   // echoes the input escaped (\ufffd per bad byte, \u00XX for controls).
-  CommandResult r =
-      Dedupctl({"normalize"},
-               "https://a.example/\xff\xfe\nhttps://a.example/\x01x\n"
-               "https://a.example/\"q\\\n");
+  CommandResult r = Dedupctl({"normalize"},
+                             "https://a.example/\xff\xfe\nhttps://a.example/\x01x\n"
+                             "https://a.example/\"q\\\n");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   std::vector<std::string> lines = Lines(r.out);
   ASSERT_THAT(lines, SizeIs(3));
-  EXPECT_THAT(
-      lines[0],
-      StartsWith(R"({"url":"https://a.example/\ufffd\ufffd","error":")"));
-  EXPECT_THAT(lines[1],
-              StartsWith(R"({"url":"https://a.example/\u0001x","error":")"));
+  EXPECT_THAT(lines[0], StartsWith(R"({"url":"https://a.example/\ufffd\ufffd","error":")"));
+  EXPECT_THAT(lines[1], StartsWith(R"({"url":"https://a.example/\u0001x","error":")"));
   EXPECT_THAT(lines[2], StartsWith(R"({"url":"https://a.example/\"q\\",)"));
   for (const std::string& line : lines) {
     for (char c : line) {
@@ -229,13 +201,11 @@ TEST(DedupctlNormalizeTest, BadBytesInInputStillGiveValidJson) {
 
 TEST(DedupctlNormalizeTest, OverlongLineIsAnErrorNotAnAllocation) {
   const std::string huge(200 << 10, 'a');
-  CommandResult r = Dedupctl(
-      {"normalize"}, "https://a.example/" + huge + "\nhttps://b.example/\n");
+  CommandResult r = Dedupctl({"normalize"}, "https://a.example/" + huge + "\nhttps://b.example/\n");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   std::vector<std::string> lines = Lines(r.out);
   ASSERT_THAT(lines, SizeIs(2));
-  EXPECT_THAT(lines[0],
-              HasSubstr(R"("error":"input line longer than 65536 bytes")"));
+  EXPECT_THAT(lines[0], HasSubstr(R"("error":"input line longer than 65536 bytes")"));
   EXPECT_THAT(lines[1], HasSubstr(R"("normalized":"https://b.example/")"));
 }
 
@@ -271,8 +241,7 @@ TEST_P(DedupctlUsageErrorTest, Exits2WithOneLineAndUsage) {
   EXPECT_THAT(r.out, IsEmpty());
   std::vector<std::string> lines = Lines(r.err);
   ASSERT_THAT(lines, Not(IsEmpty()));
-  EXPECT_THAT(lines[0],
-              AllOf(StartsWith("dedupctl: "), HasSubstr(GetParam().want)));
+  EXPECT_THAT(lines[0], AllOf(StartsWith("dedupctl: "), HasSubstr(GetParam().want)));
   ASSERT_THAT(lines, SizeIs(::testing::Gt(1)));
   EXPECT_THAT(lines[1], StartsWith("usage: dedupctl"));
 }
@@ -284,53 +253,40 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{"UnknownCommand", {"frobnicate"}, "unknown command"},
         UsageCase{"UnknownFlag", {"normalize", "--frob"}, "--frob"},
         UsageCase{"SingleDashFlag", {"normalize", "-x"}, "-x"},
-        UsageCase{
-            "FlagOfOtherCommand", {"normalize", "--server", "a:1"}, "--server"},
-        UsageCase{"MissingValue",
-                  {"normalize", "--config"},
-                  "--config needs a value"},
-        UsageCase{
-            "ExplainWithValue", {"normalize", "--explain=yes"}, "--explain"},
+        UsageCase{"FlagOfOtherCommand", {"normalize", "--server", "a:1"}, "--server"},
+        UsageCase{"MissingValue", {"normalize", "--config"}, "--config needs a value"},
+        UsageCase{"ExplainWithValue", {"normalize", "--explain=yes"}, "--explain"},
         UsageCase{"BadBase", {"normalize", "--base", "../rel", "x"}, "--base"},
         UsageCase{"UrlWithoutSubcommand", {"url"}, "check or peek"},
         UsageCase{"UrlUnknownSubcommand", {"url", "claim"}, "claim"},
-        UsageCase{"MissingServer",
-                  {"url", "check", "https://a.example/"},
-                  "--server"},
-        UsageCase{"BatchZero",
-                  {"url", "check", "--server", "127.0.0.1:1", "--batch", "0"},
+        UsageCase{"MissingServer", {"url", "check", "https://a.example/"}, "--server"},
+        UsageCase{
+            "BatchZero", {"url", "check", "--server", "127.0.0.1:1", "--batch", "0"}, "--batch"},
+        UsageCase{
+            "BatchNotANumber", {"url", "peek", "--server=127.0.0.1:1", "--batch=ten"}, "--batch"},
+        UsageCase{"BatchTooLarge",
+                  {"url", "check", "--server", "127.0.0.1:1", "--batch", "100001"},
                   "--batch"},
-        UsageCase{"BatchNotANumber",
-                  {"url", "peek", "--server=127.0.0.1:1", "--batch=ten"},
-                  "--batch"},
-        UsageCase{
-            "BatchTooLarge",
-            {"url", "check", "--server", "127.0.0.1:1", "--batch", "100001"},
-            "--batch"},
-        UsageCase{
-            "DeadlineNegative",
-            {"url", "check", "--server", "127.0.0.1:1", "--deadline", "-1"},
-            "--deadline"},
-        UsageCase{
-            "DeadlineNotANumber",
-            {"url", "check", "--server", "127.0.0.1:1", "--deadline", "soon"},
-            "--deadline"},
+        UsageCase{"DeadlineNegative",
+                  {"url", "check", "--server", "127.0.0.1:1", "--deadline", "-1"},
+                  "--deadline"},
+        UsageCase{"DeadlineNotANumber",
+                  {"url", "check", "--server", "127.0.0.1:1", "--deadline", "soon"},
+                  "--deadline"},
         UsageCase{"ContentWithoutSubcommand", {"content"}, "check or peek"},
         UsageCase{"ContentMissingServer", {"content", "check"}, "--server"},
         UsageCase{"ContentTextFileWithoutUrl",
-                  {"content", "check", "--server", "127.0.0.1:1", "--text_file",
-                   "t.txt"},
+                  {"content", "check", "--server", "127.0.0.1:1", "--text_file", "t.txt"},
                   "need --url"},
         UsageCase{"ContentUrlAndFile",
-                  {"content", "peek", "--server", "127.0.0.1:1", "--url",
-                   "https://a.example/", "docs.jsonl"},
+                  {"content", "peek", "--server", "127.0.0.1:1", "--url", "https://a.example/",
+                   "docs.jsonl"},
                   "FILE"},
         UsageCase{"ContentTwoFiles",
                   {"content", "check", "--server", "127.0.0.1:1", "a", "b"},
                   "at most one FILE"},
         UsageCase{"ContentBadDistance",
-                  {"content", "check", "--server", "127.0.0.1:1",
-                   "--max_hamming_distance", "-1"},
+                  {"content", "check", "--server", "127.0.0.1:1", "--max_hamming_distance", "-1"},
                   "--max_hamming_distance"},
         UsageCase{"ContentUrlFlagOnUrlCommand",
                   {"url", "check", "--server", "127.0.0.1:1", "--url", "x"},
@@ -338,51 +294,43 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{"ChunksWithoutSubcommand", {"chunks"}, "check or peek"},
         UsageCase{"ChunksUnknownSubcommand", {"chunks", "dedup"}, "dedup"},
         UsageCase{"ChunksMissingServer", {"chunks", "check"}, "--server"},
-        UsageCase{
-            "ChunksNoBatchFlag",
-            {"chunks", "check", "--server", "127.0.0.1:1", "--batch", "2"},
-            "--batch"},
+        UsageCase{"ChunksNoBatchFlag",
+                  {"chunks", "check", "--server", "127.0.0.1:1", "--batch", "2"},
+                  "--batch"},
         UsageCase{"ChunksTwoFiles",
                   {"chunks", "peek", "--server", "127.0.0.1:1", "a", "b"},
                   "at most one FILE"},
         UsageCase{"ChunksBadDistance",
-                  {"chunks", "check", "--server", "127.0.0.1:1",
-                   "--max_hamming_distance", "1.5"},
+                  {"chunks", "check", "--server", "127.0.0.1:1", "--max_hamming_distance", "1.5"},
                   "--max_hamming_distance"},
         UsageCase{"ResultsWithoutSubcommand", {"results"}, "needs dedup"},
         UsageCase{"ResultsUnknownSubcommand", {"results", "check"}, "check"},
         UsageCase{"ResultsMissingServer", {"results", "dedup"}, "--server"},
-        UsageCase{
-            "ResultsTopKZero",
-            {"results", "dedup", "--server", "127.0.0.1:1", "--top_k", "0"},
-            "--top_k must be an integer in 1..4294967295"},
+        UsageCase{"ResultsTopKZero",
+                  {"results", "dedup", "--server", "127.0.0.1:1", "--top_k", "0"},
+                  "--top_k must be an integer in 1..4294967295"},
         UsageCase{"ResultsBadCap",
-                  {"results", "dedup", "--server", "127.0.0.1:1",
-                   "--per_source_cap", "-1"},
+                  {"results", "dedup", "--server", "127.0.0.1:1", "--per_source_cap", "-1"},
                   "--per_source_cap"},
         UsageCase{"ResultsBadJaccard",
-                  {"results", "dedup", "--server", "127.0.0.1:1",
-                   "--min_jaccard", "most"},
+                  {"results", "dedup", "--server", "127.0.0.1:1", "--min_jaccard", "most"},
                   "--min_jaccard must be a number"},
         UsageCase{"ResultsBadCosine",
-                  {"results", "dedup", "--server", "127.0.0.1:1",
-                   "--min_cosine", "nan"},
+                  {"results", "dedup", "--server", "127.0.0.1:1", "--min_cosine", "nan"},
                   "--min_cosine must be a number"},
         UsageCase{"ResultsBothMeasures",
-                  {"results", "dedup", "--server", "127.0.0.1:1",
-                   "--min_jaccard", "0.5", "--max_hamming_distance", "3"},
+                  {"results", "dedup", "--server", "127.0.0.1:1", "--min_jaccard", "0.5",
+                   "--max_hamming_distance", "3"},
                   "exclude each other"},
         UsageCase{"ResultsTwoFiles",
                   {"results", "dedup", "--server", "127.0.0.1:1", "a", "b"},
                   "at most one FILE"},
         UsageCase{"ResultsBaseFlag",
-                  {"results", "dedup", "--server", "127.0.0.1:1", "--base",
-                   "https://a.example/"},
+                  {"results", "dedup", "--server", "127.0.0.1:1", "--base", "https://a.example/"},
                   "--base"},
         UsageCase{"AdminWithoutSubcommand", {"admin"}, "stats or backup or export or forget"},
         UsageCase{"AdminUnknownSubcommand", {"admin", "erase"}, "erase"},
-        UsageCase{"AdminForgetMissingServer", {"admin", "forget", "http://a.example/"},
-                  "--server"},
+        UsageCase{"AdminForgetMissingServer", {"admin", "forget", "http://a.example/"}, "--server"},
         UsageCase{"AdminForgetExact",
                   {"admin", "forget", "--server", "127.0.0.1:1", "--exact", "http://a/"},
                   "--exact is for admin stats"},
@@ -417,33 +365,27 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{"AdminBatchFlag",
                   {"admin", "export", "--server", "127.0.0.1:1", "--batch", "2"},
                   "--batch"}),
-    [](const ::testing::TestParamInfo<UsageCase>& info) {
-      return std::string(info.param.name);
-    });
+    [](const ::testing::TestParamInfo<UsageCase>& info) { return std::string(info.param.name); });
 
 TEST(DedupctlUsageTest, DoubleDashEndsFlags) {
   CommandResult r = Dedupctl({"normalize", "--", "--explain"});
   EXPECT_EQ(r.exit_code, 1) << r.err;  // "--explain" is a (bad) URL here
-  EXPECT_THAT(Lines(r.out),
-              ElementsAre(StartsWith(R"({"url":"--explain","error":)")));
+  EXPECT_THAT(Lines(r.out), ElementsAre(StartsWith(R"({"url":"--explain","error":)")));
 }
 
 // ---------------------------------------------------- url, fake server
 
 class DedupctlUrlTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    ASSERT_OK_AND_ASSIGN(server_, FakeDedupServer::Start());
-  }
+  void SetUp() override { ASSERT_OK_AND_ASSIGN(server_, FakeDedupServer::Start()); }
   FakeDedupService& fake() { return server_->service(); }
   std::unique_ptr<FakeDedupServer> server_;
 };
 
 TEST_F(DedupctlUrlTest, CheckPrintsVerdictsInOrderAndBatches) {
-  CommandResult r =
-      Dedupctl({"url", "check", "--server", server_->address(), "--batch", "2",
-                "https://a.example/1", "bad:x", "https://a.example/1",
-                "https://a.example/2", "https://a.example/3"});
+  CommandResult r = Dedupctl({"url", "check", "--server", server_->address(), "--batch", "2",
+                              "https://a.example/1", "bad:x", "https://a.example/1",
+                              "https://a.example/2", "https://a.example/3"});
   EXPECT_EQ(r.exit_code, 1) << r.err;  // one INVALID
   EXPECT_THAT(
       Lines(r.out),
@@ -463,13 +405,11 @@ TEST_F(DedupctlUrlTest, CheckPrintsVerdictsInOrderAndBatches) {
 }
 
 TEST_F(DedupctlUrlTest, PeekRecordsNothingAndSendsBaseAndDeadline) {
-  CommandResult peek =
-      Dedupctl({"url", "peek", "--server", server_->address(), "--base",
-                "https://a.example/dir/", "--deadline", "9", "x"});
+  CommandResult peek = Dedupctl({"url", "peek", "--server", server_->address(), "--base",
+                                 "https://a.example/dir/", "--deadline", "9", "x"});
   EXPECT_EQ(peek.exit_code, 0) << peek.err;
   EXPECT_THAT(peek.out, HasSubstr(R"("verdict":"NEW")"));
-  CommandResult again =
-      Dedupctl({"url", "peek", "--server", server_->address(), "x"});
+  CommandResult again = Dedupctl({"url", "peek", "--server", server_->address(), "x"});
   EXPECT_THAT(again.out, HasSubstr(R"("verdict":"NEW")"));
 
   const std::vector<FakeDedupService::Call> calls = fake().calls();
@@ -479,28 +419,24 @@ TEST_F(DedupctlUrlTest, PeekRecordsNothingAndSendsBaseAndDeadline) {
   EXPECT_THAT(calls[1].base_urls, ElementsAre(""));
   ASSERT_TRUE(calls[0].deadline_left.has_value());
   EXPECT_GT(*calls[0].deadline_left, absl::Seconds(5));
-  EXPECT_LE(*calls[0].deadline_left,
-            absl::Seconds(9) + absl::Milliseconds(100));
+  EXPECT_LE(*calls[0].deadline_left, absl::Seconds(9) + absl::Milliseconds(100));
 }
 
 TEST_F(DedupctlUrlTest, StdinSkipsBlankLinesAndStripsCr) {
-  CommandResult r =
-      Dedupctl({"url", "check", "--server", server_->address()},
-               "https://a.example/1\r\n\n \nhttps://a.example/2\n");
+  CommandResult r = Dedupctl({"url", "check", "--server", server_->address()},
+                             "https://a.example/1\r\n\n \nhttps://a.example/2\n");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   ASSERT_THAT(fake().calls(), SizeIs(1));
-  EXPECT_THAT(fake().calls()[0].urls,
-              ElementsAre("https://a.example/1", "https://a.example/2"));
+  EXPECT_THAT(fake().calls()[0].urls, ElementsAre("https://a.example/1", "https://a.example/2"));
   EXPECT_THAT(Lines(r.out), SizeIs(2));
 }
 
 TEST_F(DedupctlUrlTest, ServerErrorExits2WithOneLine) {
   fake().FailNext(absl::InvalidArgumentError("too many items: 3 > max 2"));
-  CommandResult r = Dedupctl({"url", "check", "--server", server_->address(),
-                              "https://a.example/1", "https://a.example/2"});
+  CommandResult r = Dedupctl({"url", "check", "--server", server_->address(), "https://a.example/1",
+                              "https://a.example/2"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(Lines(r.err),
-              ElementsAre("dedupctl: CheckUrl: too many items: 3 > max 2"));
+  EXPECT_THAT(Lines(r.err), ElementsAre("dedupctl: CheckUrl: too many items: 3 > max 2"));
   EXPECT_THAT(r.out, IsEmpty());
 }
 
@@ -510,12 +446,11 @@ TEST(DedupctlUrlConnectTest, UnreachableServerExits2) {
     ASSERT_OK_AND_ASSIGN(auto server, FakeDedupServer::Start());
     address = server->address();
   }
-  CommandResult r = Dedupctl({"url", "check", "--server", address, "--deadline",
-                              "5", "https://a.example/"});
+  CommandResult r =
+      Dedupctl({"url", "check", "--server", address, "--deadline", "5", "https://a.example/"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(Lines(r.err),
-              ElementsAre(AllOf(StartsWith("dedupctl: CheckUrl: "),
-                                HasSubstr("attempts"))));
+              ElementsAre(AllOf(StartsWith("dedupctl: CheckUrl: "), HasSubstr("attempts"))));
 }
 
 // Streaming: dedupctl must send what it has read before standard input
@@ -533,8 +468,8 @@ TEST_F(DedupctlUrlTest, SendsBeforeStdinEnds) {
     dup2(out, STDOUT_FILENO);
     close(in[0]);
     close(in[1]);
-    execl(DEDUPCTL_PATH, DEDUPCTL_PATH, "url", "check", "--server",
-          address.c_str(), static_cast<char*>(nullptr));
+    execl(DEDUPCTL_PATH, DEDUPCTL_PATH, "url", "check", "--server", address.c_str(),
+          static_cast<char*>(nullptr));
     _exit(127);
   }
   close(in[0]);
@@ -545,8 +480,7 @@ TEST_F(DedupctlUrlTest, SendsBeforeStdinEnds) {
   ASSERT_TRUE(write_all("https://a.example/1\nhttps://a.example/2\n"));
   const bool first = fake().WaitForCalls(1, absl::Seconds(30));
   const bool wrote = write_all("https://a.example/3\n");
-  const bool second =
-      first && wrote && fake().WaitForCalls(2, absl::Seconds(30));
+  const bool second = first && wrote && fake().WaitForCalls(2, absl::Seconds(30));
   close(in[1]);
   if (!second) kill(pid, SIGKILL);
   int status = 0;
@@ -556,8 +490,7 @@ TEST_F(DedupctlUrlTest, SendsBeforeStdinEnds) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   const std::vector<FakeDedupService::Call> calls = fake().calls();
   ASSERT_THAT(calls, SizeIs(2));
-  EXPECT_THAT(calls[0].urls,
-              ElementsAre("https://a.example/1", "https://a.example/2"));
+  EXPECT_THAT(calls[0].urls, ElementsAre("https://a.example/1", "https://a.example/2"));
   EXPECT_THAT(calls[1].urls, ElementsAre("https://a.example/3"));
 }
 
@@ -565,24 +498,25 @@ TEST_F(DedupctlUrlTest, SendsBeforeStdinEnds) {
 
 TEST_F(DedupctlUrlTest, ContentCheckJsonLinesWithABadLine) {
   const std::string in =
-      R"({"url":"https://a.example/1","text":"hello world"})" "\n"
+      R"({"url":"https://a.example/1","text":"hello world"})"
+      "\n"
       R"({"url":"https://a.example/2","canonical_url":"https://a.example/c","text":"hello world"})"
       "\r\n"
       "not json\n"
       "\n"
-      R"({"url":"https://a.example/3"})" "\n"
-      R"({"url":"bad:x","text":"t"})" "\n"
+      R"({"url":"https://a.example/3"})"
+      "\n"
+      R"({"url":"bad:x","text":"t"})"
+      "\n"
       R"({"url":"https://a.example/4","text":"hello world!!","max_hamming_distance":2,"extra":1})"
       "\n";
-  CommandResult r = Dedupctl(
-      {"content", "check", "--server", server_->address(), "--batch", "2"},
-      in);
+  CommandResult r =
+      Dedupctl({"content", "check", "--server", server_->address(), "--batch", "2"}, in);
   EXPECT_EQ(r.exit_code, 1) << r.err;  // bad lines and an INVALID
   EXPECT_THAT(r.err, IsEmpty());
-  const std::string hash = absl::StrFormat(
-      "%016x", FakeDedupService::FakeHash("hello world"));
-  const std::string near_hash = absl::StrFormat(
-      "%016x", FakeDedupService::FakeHash("hello world!!"));
+  const std::string hash = absl::StrFormat("%016x", FakeDedupService::FakeHash("hello world"));
+  const std::string near_hash =
+      absl::StrFormat("%016x", FakeDedupService::FakeHash("hello world!!"));
   const std::string content_hash = absl::StrCat(hash, hash, hash, hash);
   EXPECT_THAT(
       Lines(r.out),
@@ -600,8 +534,8 @@ TEST_F(DedupctlUrlTest, ContentCheckJsonLinesWithABadLine) {
           R"({"verdict":"INVALID","line":6,"url":"bad:x","error":"fake: invalid url"})",
           absl::StrCat(
               R"({"verdict":"NEAR_DUPLICATE","url":"https://a.example/4","canonical_url":"https://a.example/4","content_hash":")",
-              absl::StrCat(near_hash, near_hash, near_hash, near_hash),
-              R"(","simhash":")", near_hash,
+              absl::StrCat(near_hash, near_hash, near_hash, near_hash), R"(","simhash":")",
+              near_hash,
               R"(","owner_url":"https://a.example/1","alias_urls":[],"alias_count":0,"near_matches":[{"url":"https://a.example/1","simhash":")",
               hash, R"(","distance":2,"content_hash":")", content_hash,
               R"("}],"near_match_count":1,"recrawl":"FIRST_SEEN"})")));
@@ -613,10 +547,8 @@ TEST_F(DedupctlUrlTest, ContentCheckJsonLinesWithABadLine) {
     EXPECT_EQ(call.mode, dedupd::v1::CLAIM_MODE_CLAIM);
     sent.push_back(call.urls);
   }
-  EXPECT_THAT(sent,
-              ElementsAre(ElementsAre("https://a.example/1",
-                                      "https://a.example/2"),
-                          ElementsAre("bad:x", "https://a.example/4")));
+  EXPECT_THAT(sent, ElementsAre(ElementsAre("https://a.example/1", "https://a.example/2"),
+                                ElementsAre("bad:x", "https://a.example/4")));
 }
 
 TEST_F(DedupctlUrlTest, ContentUrlFormReadsTextFileOrStdin) {
@@ -624,28 +556,25 @@ TEST_F(DedupctlUrlTest, ContentUrlFormReadsTextFileOrStdin) {
   ASSERT_FALSE(dir.empty());
   const std::string path = dir + "/page.txt";
   std::ofstream(path) << "line one\nline two\n";
-  CommandResult file = Dedupctl(
-      {"content", "check", "--server", server_->address(), "--url",
-       "https://a.example/p", "--canonical_url", "https://a.example/canon",
-       "--max_hamming_distance", "5", "--text_file", path});
+  CommandResult file =
+      Dedupctl({"content", "check", "--server", server_->address(), "--url", "https://a.example/p",
+                "--canonical_url", "https://a.example/canon", "--max_hamming_distance", "5",
+                "--text_file", path});
   EXPECT_EQ(file.exit_code, 0) << file.err;
   EXPECT_THAT(Lines(file.out),
-              ElementsAre(AllOf(
-                  StartsWith(R"({"verdict":"NEW","url":"https://a.example/p",)"
-                             R"("canonical_url":"https://a.example/canon",)"),
-                  HasSubstr(R"("recrawl":"FIRST_SEEN")"))));
+              ElementsAre(AllOf(StartsWith(R"({"verdict":"NEW","url":"https://a.example/p",)"
+                                           R"("canonical_url":"https://a.example/canon",)"),
+                                HasSubstr(R"("recrawl":"FIRST_SEEN")"))));
 
   // The same text from stdin, peeked: an exact duplicate, nothing recorded.
   CommandResult in =
-      Dedupctl({"content", "peek", "--server", server_->address(), "--url",
-                "https://b.example/q"},
+      Dedupctl({"content", "peek", "--server", server_->address(), "--url", "https://b.example/q"},
                "line one\nline two\n");
   EXPECT_EQ(in.exit_code, 0) << in.err;
   EXPECT_THAT(Lines(in.out),
-              ElementsAre(AllOf(
-                  StartsWith(R"({"verdict":"EXACT_DUPLICATE",)"),
-                  HasSubstr(R"("owner_url":"https://a.example/canon")"),
-                  HasSubstr(R"("alias_urls":[])"))));
+              ElementsAre(AllOf(StartsWith(R"({"verdict":"EXACT_DUPLICATE",)"),
+                                HasSubstr(R"("owner_url":"https://a.example/canon")"),
+                                HasSubstr(R"("alias_urls":[])"))));
 
   const std::vector<FakeDedupService::Call> calls = fake().calls();
   ASSERT_THAT(calls, SizeIs(2));
@@ -657,13 +586,11 @@ TEST_F(DedupctlUrlTest, ContentUrlFormReadsTextFileOrStdin) {
   EXPECT_EQ(calls[1].mode, dedupd::v1::CLAIM_MODE_PEEK);
   EXPECT_FALSE(calls[1].content_items[0].has_max_hamming_distance());
 
-  CommandResult missing =
-      Dedupctl({"content", "check", "--server", server_->address(), "--url",
-                "https://a.example/p", "--text_file", dir + "/missing.txt"});
+  CommandResult missing = Dedupctl({"content", "check", "--server", server_->address(), "--url",
+                                    "https://a.example/p", "--text_file", dir + "/missing.txt"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(Lines(missing.err),
-              ElementsAre(AllOf(StartsWith("dedupctl: "),
-                                HasSubstr("missing.txt"))));
+              ElementsAre(AllOf(StartsWith("dedupctl: "), HasSubstr("missing.txt"))));
   RemoveTree(dir);
 }
 
@@ -675,8 +602,7 @@ TEST_F(DedupctlUrlTest, ContentJsonLinesFromAFileAllValidExits0) {
                       << "\n"
                       << R"({"url":"https://a.example/2","text":"y","canonical_url":null})"
                       << "\n";
-  CommandResult r = Dedupctl(
-      {"content", "peek", "--server", server_->address(), path});
+  CommandResult r = Dedupctl({"content", "peek", "--server", server_->address(), path});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(Lines(r.out), SizeIs(2));
   const std::vector<FakeDedupService::Call> calls = fake().calls();
@@ -689,12 +615,11 @@ TEST_F(DedupctlUrlTest, ContentJsonLinesFromAFileAllValidExits0) {
 
 TEST_F(DedupctlUrlTest, ContentServerErrorExits2) {
   fake().FailNext(absl::InvalidArgumentError("too many items: 3 > max 2"));
-  CommandResult r =
-      Dedupctl({"content", "check", "--server", server_->address()},
-               R"({"url":"https://a.example/1","text":"t"})" "\n");
+  CommandResult r = Dedupctl({"content", "check", "--server", server_->address()},
+                             R"({"url":"https://a.example/1","text":"t"})"
+                             "\n");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(Lines(r.err),
-              ElementsAre("dedupctl: CheckContent: too many items: 3 > max 2"));
+  EXPECT_THAT(Lines(r.err), ElementsAre("dedupctl: CheckContent: too many items: 3 > max 2"));
   EXPECT_THAT(r.out, IsEmpty());
 }
 
@@ -704,13 +629,12 @@ TEST(DedupctlContentConnectTest, UnreachableServerExits2) {
     ASSERT_OK_AND_ASSIGN(auto server, FakeDedupServer::Start());
     address = server->address();
   }
-  CommandResult r = Dedupctl({"content", "check", "--server", address,
-                              "--deadline", "5", "--url", "https://a.example/"},
-                             "text");
+  CommandResult r = Dedupctl(
+      {"content", "check", "--server", address, "--deadline", "5", "--url", "https://a.example/"},
+      "text");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(Lines(r.err),
-              ElementsAre(AllOf(StartsWith("dedupctl: CheckContent: "),
-                                HasSubstr("attempts"))));
+              ElementsAre(AllOf(StartsWith("dedupctl: CheckContent: "), HasSubstr("attempts"))));
 }
 
 // --------------------------------------------------- chunks, fake server
@@ -726,41 +650,34 @@ std::string FakeContentHash(absl::string_view text) {
 constexpr char kFirstSeen[] = "2024-05-06T07:08:09.5Z";
 
 // The output object of a NEW chunk (first_seen: with CLAIM).
-std::string NewChunk(absl::string_view id, absl::string_view text,
-                     bool first_seen = true) {
-  return absl::StrCat(
-      R"({"chunk_id":")", id, R"(","verdict":"NEW","content_hash":")",
-      FakeContentHash(text), R"(","simhash":")", FakeSimHash(text), "\"",
-      first_seen ? absl::StrCat(R"(,"first_seen":")", kFirstSeen, "\"") : "",
-      "}");
+std::string NewChunk(absl::string_view id, absl::string_view text, bool first_seen = true) {
+  return absl::StrCat(R"({"chunk_id":")", id, R"(","verdict":"NEW","content_hash":")",
+                      FakeContentHash(text), R"(","simhash":")", FakeSimHash(text), "\"",
+                      first_seen ? absl::StrCat(R"(,"first_seen":")", kFirstSeen, "\"") : "", "}");
 }
 
 // The output object of a duplicate chunk.
-std::string DupChunk(absl::string_view id, absl::string_view text,
-                     absl::string_view document_url, absl::string_view of_id,
-                     int distance) {
+std::string DupChunk(absl::string_view id, absl::string_view text, absl::string_view document_url,
+                     absl::string_view of_id, int distance) {
   return absl::StrCat(R"({"chunk_id":")", id, R"(","verdict":")",
-                      distance == 0 ? "EXACT_DUPLICATE" : "NEAR_DUPLICATE",
-                      R"(","content_hash":")", FakeContentHash(text),
-                      R"(","simhash":")", FakeSimHash(text),
-                      R"(","duplicate_of":{"document_url":")", document_url,
-                      R"(","chunk_id":")", of_id, R"(","distance":)", distance,
-                      R"(},"first_seen":")", kFirstSeen, "\"}");
+                      distance == 0 ? "EXACT_DUPLICATE" : "NEAR_DUPLICATE", R"(","content_hash":")",
+                      FakeContentHash(text), R"(","simhash":")", FakeSimHash(text),
+                      R"(","duplicate_of":{"document_url":")", document_url, R"(","chunk_id":")",
+                      of_id, R"(","distance":)", distance, R"(},"first_seen":")", kFirstSeen,
+                      "\"}");
 }
 
 std::string DocumentLine(absl::string_view url, int replaced,
                          const std::vector<std::string>& chunks) {
-  return absl::StrCat(R"({"document_url":")", url, R"(","replaced_chunks":)",
-                      replaced, R"(,"chunks":[)", absl::StrJoin(chunks, ","),
-                      "]}");
+  return absl::StrCat(R"({"document_url":")", url, R"(","replaced_chunks":)", replaced,
+                      R"(,"chunks":[)", absl::StrJoin(chunks, ","), "]}");
 }
 
 class DedupctlChunksTest : public DedupctlUrlTest {
  protected:
   CommandResult Chunks(const std::string& sub, const std::string& in,
                        std::vector<std::string> flags = {}) {
-    std::vector<std::string> args = {"chunks", sub, "--server",
-                                     server_->address()};
+    std::vector<std::string> args = {"chunks", sub, "--server", server_->address()};
     args.insert(args.end(), flags.begin(), flags.end());
     return Dedupctl(args, in);
   }
@@ -777,20 +694,18 @@ TEST_F(DedupctlChunksTest, CheckPrintsOneLinePerDocument) {
   CommandResult r = Chunks("check", in);
   EXPECT_EQ(r.exit_code, 1) << r.err;  // one INVALID chunk
   EXPECT_THAT(r.err, IsEmpty());
-  EXPECT_THAT(
-      Lines(r.out),
-      ElementsAre(
-          DocumentLine("https://a.example/1", 0,
-                       {NewChunk("0", "alpha"), NewChunk("1", "beta"),
-                        DupChunk("2", "alpha", "https://a.example/1", "0", 0)}),
-          DocumentLine("https://b.example/2", 0,
-                       {DupChunk("b-1", "beta", "https://a.example/1", "1", 0),
-                        DupChunk("1", "alpha!!", "https://a.example/1", "0", 2),
-                        NewChunk("b-3", "gamma")}),
-          DocumentLine(
-              "https://c.example/3", 0,
-              {R"({"chunk_id":"0","verdict":"INVALID","error":"fake: empty text"})",
-               NewChunk("1", "delta")})));
+  EXPECT_THAT(Lines(r.out),
+              ElementsAre(DocumentLine("https://a.example/1", 0,
+                                       {NewChunk("0", "alpha"), NewChunk("1", "beta"),
+                                        DupChunk("2", "alpha", "https://a.example/1", "0", 0)}),
+                          DocumentLine("https://b.example/2", 0,
+                                       {DupChunk("b-1", "beta", "https://a.example/1", "1", 0),
+                                        DupChunk("1", "alpha!!", "https://a.example/1", "0", 2),
+                                        NewChunk("b-3", "gamma")}),
+                          DocumentLine(
+                              "https://c.example/3", 0,
+                              {R"({"chunk_id":"0","verdict":"INVALID","error":"fake: empty text"})",
+                               NewChunk("1", "delta")})));
   // One request per document, with its chunks as given.
   const std::vector<FakeDedupService::Call> calls = fake().calls();
   ASSERT_THAT(calls, SizeIs(3));
@@ -810,37 +725,31 @@ TEST_F(DedupctlChunksTest, CheckPrintsOneLinePerDocument) {
 }
 
 TEST_F(DedupctlChunksTest, RecheckReplacesAndPeekRecordsNothing) {
-  CommandResult first = Chunks(
-      "check",
-      R"({"document_url":"https://a.example/1","chunks":["one","two"]})");
+  CommandResult first =
+      Chunks("check", R"({"document_url":"https://a.example/1","chunks":["one","two"]})");
   EXPECT_EQ(first.exit_code, 0) << first.err;
   // A re-crawl replaces the document's chunks and never matches itself.
-  CommandResult again = Chunks(
-      "check",
-      R"({"document_url":"https://a.example/1","chunks":["one","three"]})");
+  CommandResult again =
+      Chunks("check", R"({"document_url":"https://a.example/1","chunks":["one","three"]})");
   EXPECT_EQ(again.exit_code, 0) << again.err;
   EXPECT_THAT(Lines(again.out),
-              ElementsAre(DocumentLine(
-                  "https://a.example/1", 2,
-                  {NewChunk("0", "one"), NewChunk("1", "three")})));
+              ElementsAre(DocumentLine("https://a.example/1", 2,
+                                       {NewChunk("0", "one"), NewChunk("1", "three")})));
   // Peek: "two" is no longer held; nothing is recorded, no first_seen.
-  CommandResult peek = Chunks(
-      "peek",
-      R"({"document_url":"https://b.example/2","chunks":["two","one!"]})"
-      "\n"
-      R"({"document_url":"https://b.example/2","chunks":["one!!"],"max_hamming_distance":5})"
-      "\n",
-      {"--max_hamming_distance", "1", "--deadline", "9"});
+  CommandResult peek =
+      Chunks("peek",
+             R"({"document_url":"https://b.example/2","chunks":["two","one!"]})"
+             "\n"
+             R"({"document_url":"https://b.example/2","chunks":["one!!"],"max_hamming_distance":5})"
+             "\n",
+             {"--max_hamming_distance", "1", "--deadline", "9"});
   EXPECT_EQ(peek.exit_code, 0) << peek.err;
-  EXPECT_THAT(
-      Lines(peek.out),
-      ElementsAre(
-          DocumentLine("https://b.example/2", 0,
-                       {NewChunk("0", "two", false),
-                        DupChunk("1", "one!", "https://a.example/1", "0", 1)}),
-          DocumentLine(
-              "https://b.example/2", 0,
-              {DupChunk("0", "one!!", "https://a.example/1", "0", 2)})));
+  EXPECT_THAT(Lines(peek.out),
+              ElementsAre(DocumentLine("https://b.example/2", 0,
+                                       {NewChunk("0", "two", false),
+                                        DupChunk("1", "one!", "https://a.example/1", "0", 1)}),
+                          DocumentLine("https://b.example/2", 0,
+                                       {DupChunk("0", "one!!", "https://a.example/1", "0", 2)})));
   const std::vector<FakeDedupService::Call> calls = fake().calls();
   ASSERT_THAT(calls, SizeIs(4));
   EXPECT_EQ(calls[2].mode, dedupd::v1::CLAIM_MODE_PEEK);
@@ -849,25 +758,20 @@ TEST_F(DedupctlChunksTest, RecheckReplacesAndPeekRecordsNothing) {
   EXPECT_EQ(calls[3].chunks_request.max_hamming_distance(), 5u);
   ASSERT_TRUE(calls[2].deadline_left.has_value());
   EXPECT_GT(*calls[2].deadline_left, absl::Seconds(5));
-  EXPECT_LE(*calls[2].deadline_left,
-            absl::Seconds(9) + absl::Milliseconds(100));
+  EXPECT_LE(*calls[2].deadline_left, absl::Seconds(9) + absl::Milliseconds(100));
 }
 
 TEST_F(DedupctlChunksTest, JsonLinesFromAFileSkipBlankLinesAndCr) {
   const std::string dir = MakeTempDir("dedupctl_test_");
   ASSERT_FALSE(dir.empty());
   const std::string path = dir + "/chunks.jsonl";
-  std::ofstream(path)
-      << R"({"document_url":"https://a.example/1","chunks":["x\u00e9"]})"
-      << "\r\n\n  \n"
-      << R"({"document_url":"https://a.example/2","chunks":[{"text":"y"}]})";
-  CommandResult r =
-      Dedupctl({"chunks", "peek", "--server", server_->address(), path});
+  std::ofstream(path) << R"({"document_url":"https://a.example/1","chunks":["x\u00e9"]})"
+                      << "\r\n\n  \n"
+                      << R"({"document_url":"https://a.example/2","chunks":[{"text":"y"}]})";
+  CommandResult r = Dedupctl({"chunks", "peek", "--server", server_->address(), path});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(
-      Lines(r.out),
-      ElementsAre(StartsWith(R"({"document_url":"https://a.example/1",)"),
-                  StartsWith(R"({"document_url":"https://a.example/2",)")));
+  EXPECT_THAT(Lines(r.out), ElementsAre(StartsWith(R"({"document_url":"https://a.example/1",)"),
+                                        StartsWith(R"({"document_url":"https://a.example/2",)")));
   const std::vector<FakeDedupService::Call> calls = fake().calls();
   ASSERT_THAT(calls, SizeIs(2));
   EXPECT_EQ(calls[0].chunks_request.chunks(0).text(), "x\xc3\xa9");
@@ -876,11 +780,9 @@ TEST_F(DedupctlChunksTest, JsonLinesFromAFileSkipBlankLinesAndCr) {
 
 // Syntax errors are in the words of protobuf's parser: pinned only as far
 // as dedupctl shapes them (prefix, one line, an excerpt of the input).
-::testing::Matcher<std::string> InvalidJson(absl::string_view prefix,
-                                            absl::string_view excerpt) {
-  return AllOf(StartsWith(absl::StrCat(prefix, "invalid JSON: ")),
-               HasSubstr(" (near: "), HasSubstr(excerpt),
-               ::testing::EndsWith(R"j()"})j"), Not(HasSubstr("\\n")),
+::testing::Matcher<std::string> InvalidJson(absl::string_view prefix, absl::string_view excerpt) {
+  return AllOf(StartsWith(absl::StrCat(prefix, "invalid JSON: ")), HasSubstr(" (near: "),
+               HasSubstr(excerpt), ::testing::EndsWith(R"j()"})j"), Not(HasSubstr("\\n")),
                Not(HasSubstr("^")));
 }
 
@@ -892,26 +794,20 @@ struct BadLineCase {
 };
 void PrintTo(const BadLineCase& c, std::ostream* os) { *os << c.name; }
 
-class DedupctlChunksBadLineTest
-    : public DedupctlChunksTest,
-      public ::testing::WithParamInterface<BadLineCase> {};
+class DedupctlChunksBadLineTest : public DedupctlChunksTest,
+                                  public ::testing::WithParamInterface<BadLineCase> {};
 
 // A bad line prints its error line, is not sent, and the run goes on.
 TEST_P(DedupctlChunksBadLineTest, PrintsAnErrorLineAndGoesOn) {
-  const std::string good1 =
-      R"({"document_url":"https://g.example/1","chunks":["g1"]})";
-  const std::string good3 =
-      R"({"document_url":"https://g.example/3","chunks":["g3"]})";
-  CommandResult r = Chunks(
-      "check", absl::StrCat(good1, "\n", GetParam().line, "\n", good3, "\n"));
+  const std::string good1 = R"({"document_url":"https://g.example/1","chunks":["g1"]})";
+  const std::string good3 = R"({"document_url":"https://g.example/3","chunks":["g3"]})";
+  CommandResult r = Chunks("check", absl::StrCat(good1, "\n", GetParam().line, "\n", good3, "\n"));
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, IsEmpty());
   EXPECT_THAT(
       Lines(r.out),
-      ElementsAre(
-          DocumentLine("https://g.example/1", 0, {NewChunk("0", "g1")}),
-          GetParam().want,
-          DocumentLine("https://g.example/3", 0, {NewChunk("0", "g3")})));
+      ElementsAre(DocumentLine("https://g.example/1", 0, {NewChunk("0", "g1")}), GetParam().want,
+                  DocumentLine("https://g.example/3", 0, {NewChunk("0", "g3")})));
   std::vector<std::string> sent;
   for (const FakeDedupService::Call& call : fake().calls()) {
     sent.push_back(call.chunks_request.document_url());
@@ -926,24 +822,18 @@ INSTANTIATE_TEST_SUITE_P(
             "NotJson", "not json",
             // The one pinned whole, with protobuf 3.21's words.
             R"j({"line":2,"error":"line 2: invalid JSON: Unexpected token. (near: not json)"})j"},
-        BadLineCase{"TrailingGarbage",
-                    R"({"document_url":"u","chunks":["a"]} x)",
+        BadLineCase{"TrailingGarbage", R"({"document_url":"u","chunks":["a"]} x)",
                     InvalidJson(R"({"line":2,"error":"line 2: )", "} x")},
-        BadLineCase{
-            "InvalidUtf8", "{\"document_url\":\"u\",\"chunks\":[\"\xff\"]}",
-            InvalidJson(R"({"line":2,"error":"line 2: )", R"(\ufffd\"]})")},
-        BadLineCase{
-            "DuplicateMember",
-            R"({"document_url":"u","document_url":"v","chunks":["a"]})",
-            AllOf(StartsWith(R"({"line":2,"error":"line 2: invalid JSON: )"),
-                  HasSubstr("document_url"))},
-        BadLineCase{
-            "NotAnObject", R"(["a"])",
-            R"({"line":2,"error":"line 2: a line must be a JSON object, not an array"})"},
+        BadLineCase{"InvalidUtf8", "{\"document_url\":\"u\",\"chunks\":[\"\xff\"]}",
+                    InvalidJson(R"({"line":2,"error":"line 2: )", R"(\ufffd\"]})")},
+        BadLineCase{"DuplicateMember", R"({"document_url":"u","document_url":"v","chunks":["a"]})",
+                    AllOf(StartsWith(R"({"line":2,"error":"line 2: invalid JSON: )"),
+                          HasSubstr("document_url"))},
+        BadLineCase{"NotAnObject", R"(["a"])",
+                    R"({"line":2,"error":"line 2: a line must be a JSON object, not an array"})"},
         BadLineCase{"MissingDocumentUrl", R"({"chunks":["a"]})",
                     R"({"line":2,"error":"line 2: missing \"document_url\""})"},
-        BadLineCase{"NullDocumentUrl",
-                    R"({"document_url":null,"chunks":["a"]})",
+        BadLineCase{"NullDocumentUrl", R"({"document_url":null,"chunks":["a"]})",
                     R"({"line":2,"error":"line 2: missing \"document_url\""})"},
         BadLineCase{
             "DocumentUrlNumber", R"({"document_url":7,"chunks":["a"]})",
@@ -952,16 +842,13 @@ INSTANTIATE_TEST_SUITE_P(
             "MissingChunks", R"({"document_url":"https://x.example/"})",
             R"({"line":2,"document_url":"https://x.example/","error":"line 2: missing \"chunks\""})"},
         BadLineCase{
-            "ChunksNotAnArray",
-            R"({"document_url":"https://x.example/","chunks":"a b c"})",
+            "ChunksNotAnArray", R"({"document_url":"https://x.example/","chunks":"a b c"})",
             R"({"line":2,"document_url":"https://x.example/","error":"line 2: \"chunks\" must be an array, not a string"})"},
         BadLineCase{
-            "ChunksEmpty",
-            R"({"document_url":"https://x.example/","chunks":[]})",
+            "ChunksEmpty", R"({"document_url":"https://x.example/","chunks":[]})",
             R"j({"line":2,"document_url":"https://x.example/","error":"line 2: \"chunks\" is empty (a document has at least one chunk)"})j"},
         BadLineCase{
-            "ChunkANumber",
-            R"({"document_url":"https://x.example/","chunks":["a",3]})",
+            "ChunkANumber", R"({"document_url":"https://x.example/","chunks":["a",3]})",
             R"({"line":2,"document_url":"https://x.example/","error":"line 2: \"chunks[1]\" must be a string or an object, not a number"})"},
         BadLineCase{
             "ChunkIdANumber",
@@ -972,8 +859,7 @@ INSTANTIATE_TEST_SUITE_P(
             R"({"document_url":"https://x.example/","chunks":["a",{"chunk_id":"c"}]})",
             R"({"line":2,"document_url":"https://x.example/","error":"line 2: missing \"chunks[1].text\""})"},
         BadLineCase{
-            "TextNotAString",
-            R"({"document_url":"https://x.example/","chunks":[{"text":["a"]}]})",
+            "TextNotAString", R"({"document_url":"https://x.example/","chunks":[{"text":["a"]}]})",
             R"({"line":2,"document_url":"https://x.example/","error":"line 2: \"chunks[0].text\" must be a string, not an array"})"},
         BadLineCase{
             "DistanceAFraction",
@@ -991,18 +877,15 @@ INSTANTIATE_TEST_SUITE_P(
             "DistanceAString",
             R"({"document_url":"https://x.example/","chunks":["a"],"max_hamming_distance":"3"})",
             R"({"line":2,"document_url":"https://x.example/","error":"line 2: \"max_hamming_distance\" must be a whole number in 0..4294967295, not a string"})"}),
-    [](const ::testing::TestParamInfo<BadLineCase>& info) {
-      return std::string(info.param.name);
-    });
+    [](const ::testing::TestParamInfo<BadLineCase>& info) { return std::string(info.param.name); });
 
 TEST_F(DedupctlChunksTest, DocumentTheServerRejectsPrintsAnErrorLine) {
-  CommandResult r =
-      Chunks("check", R"({"document_url":"https://a.example/1","chunks":["a"]})"
-                      "\n"
-                      R"({"document_url":"bad:x","chunks":["b"]})"
-                      "\n"
-                      R"({"document_url":"https://a.example/3","chunks":["c"]})"
-                      "\n");
+  CommandResult r = Chunks("check", R"({"document_url":"https://a.example/1","chunks":["a"]})"
+                                    "\n"
+                                    R"({"document_url":"bad:x","chunks":["b"]})"
+                                    "\n"
+                                    R"({"document_url":"https://a.example/3","chunks":["c"]})"
+                                    "\n");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, IsEmpty());
   EXPECT_THAT(
@@ -1017,29 +900,26 @@ TEST_F(DedupctlChunksTest, DocumentTheServerRejectsPrintsAnErrorLine) {
 TEST_F(DedupctlChunksTest, ServerErrorExits2AndStops) {
   fake().AnswerNext();
   fake().FailNext(absl::InternalError("boom"));
-  CommandResult r =
-      Chunks("check", R"({"document_url":"https://a.example/1","chunks":["a"]})"
-                      "\n"
-                      R"({"document_url":"https://a.example/2","chunks":["b"]})"
-                      "\n"
-                      R"({"document_url":"https://a.example/3","chunks":["c"]})"
-                      "\n");
+  CommandResult r = Chunks("check", R"({"document_url":"https://a.example/1","chunks":["a"]})"
+                                    "\n"
+                                    R"({"document_url":"https://a.example/2","chunks":["b"]})"
+                                    "\n"
+                                    R"({"document_url":"https://a.example/3","chunks":["c"]})"
+                                    "\n");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(Lines(r.err), ElementsAre("dedupctl: CheckChunks: boom"));
   // Lines already printed stand; the rest of the input is not sent.
-  EXPECT_THAT(Lines(r.out), ElementsAre(DocumentLine("https://a.example/1", 0,
-                                                     {NewChunk("0", "a")})));
+  EXPECT_THAT(Lines(r.out),
+              ElementsAre(DocumentLine("https://a.example/1", 0, {NewChunk("0", "a")})));
   EXPECT_THAT(fake().calls(), SizeIs(2));
 }
 
 TEST_F(DedupctlChunksTest, WrongResultCountExits2) {
   fake().WrongCountNext();
-  CommandResult r = Chunks(
-      "peek", R"({"document_url":"https://a.example/1","chunks":["a","b"]})");
+  CommandResult r = Chunks("peek", R"({"document_url":"https://a.example/1","chunks":["a","b"]})");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(Lines(r.err),
-              ElementsAre(AllOf(StartsWith("dedupctl: CheckChunks: "),
-                                HasSubstr("1 results for 2 chunks"))));
+  EXPECT_THAT(Lines(r.err), ElementsAre(AllOf(StartsWith("dedupctl: CheckChunks: "),
+                                              HasSubstr("1 results for 2 chunks"))));
   EXPECT_THAT(r.out, IsEmpty());
 }
 
@@ -1049,23 +929,19 @@ TEST(DedupctlChunksConnectTest, UnreachableServerExits2) {
     ASSERT_OK_AND_ASSIGN(auto server, FakeDedupServer::Start());
     address = server->address();
   }
-  CommandResult r =
-      Dedupctl({"chunks", "check", "--server", address, "--deadline", "5"},
-               R"({"document_url":"https://a.example/","chunks":["a"]})");
+  CommandResult r = Dedupctl({"chunks", "check", "--server", address, "--deadline", "5"},
+                             R"({"document_url":"https://a.example/","chunks":["a"]})");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(Lines(r.err),
-              ElementsAre(AllOf(StartsWith("dedupctl: CheckChunks: "),
-                                HasSubstr("attempts"))));
+              ElementsAre(AllOf(StartsWith("dedupctl: CheckChunks: "), HasSubstr("attempts"))));
 }
 
 // ---------------------------------------------- results, fake server
 
 class DedupctlResultsTest : public DedupctlUrlTest {
  protected:
-  CommandResult Results(const std::string& in,
-                        std::vector<std::string> flags = {}) {
-    std::vector<std::string> args = {"results", "dedup", "--server",
-                                     server_->address()};
+  CommandResult Results(const std::string& in, std::vector<std::string> flags = {}) {
+    std::vector<std::string> args = {"results", "dedup", "--server", server_->address()};
     args.insert(args.end(), flags.begin(), flags.end());
     return Dedupctl(args, in);
   }
@@ -1124,9 +1000,8 @@ TEST_F(DedupctlResultsTest, ObjectWithSettingsAndFlagsOverride) {
   ASSERT_FALSE(dir.empty());
   const std::string path = dir + "/hits.json";
   std::ofstream(path) << in;
-  CommandResult f =
-      Results("", {"--top_k", "1", "--max_hamming_distance=5", "--min_cosine",
-                   "0.5", "--per_source_cap", "4", "--deadline", "9", path});
+  CommandResult f = Results("", {"--top_k", "1", "--max_hamming_distance=5", "--min_cosine", "0.5",
+                                 "--per_source_cap", "4", "--deadline", "9", path});
   EXPECT_EQ(f.exit_code, 0) << f.err;
   EXPECT_THAT(
       Lines(f.out),
@@ -1153,8 +1028,7 @@ TEST_F(DedupctlResultsTest, ObjectWithSettingsAndFlagsOverride) {
   EXPECT_FALSE(b.has_min_jaccard());
   EXPECT_EQ(b.min_cosine(), 0.5);
   ASSERT_TRUE(calls[1].deadline_left.has_value());
-  EXPECT_LE(*calls[1].deadline_left,
-            absl::Seconds(9) + absl::Milliseconds(100));
+  EXPECT_LE(*calls[1].deadline_left, absl::Seconds(9) + absl::Milliseconds(100));
 }
 
 struct BadResultsCase {
@@ -1168,9 +1042,8 @@ struct BadResultsCase {
 }
 void PrintTo(const BadResultsCase& c, std::ostream* os) { *os << c.name; }
 
-class DedupctlResultsBadInputTest
-    : public DedupctlResultsTest,
-      public ::testing::WithParamInterface<BadResultsCase> {};
+class DedupctlResultsBadInputTest : public DedupctlResultsTest,
+                                    public ::testing::WithParamInterface<BadResultsCase> {};
 
 // A bad input is one line {"error": ...}, exit code 1, and no request.
 TEST_P(DedupctlResultsBadInputTest, PrintsAnErrorLineAndExits1) {
@@ -1186,8 +1059,7 @@ constexpr char kHit[] = R"({"id":"a","text":"t","score":1})";
 INSTANTIATE_TEST_SUITE_P(
     Table, DedupctlResultsBadInputTest,
     ::testing::Values(
-        BadResultsCase{"NotJson", "hits please",
-                       InvalidJson(R"({"error":")", "hits please")},
+        BadResultsCase{"NotJson", "hits please", InvalidJson(R"({"error":")", "hits please")},
         BadResultsCase{"Empty", "", StartsWith(R"({"error":"invalid JSON: )")},
         BadResultsCase{"TwoValues", absl::StrCat("[", kHit, "]\n[", kHit, "]"),
                        // The excerpt spans the line break, as a space.
@@ -1196,95 +1068,63 @@ INSTANTIATE_TEST_SUITE_P(
             "ANumber", "3",
             ErrorLine(
                 R"(the input must be a JSON array of hits or an object with \"hits\", not a number)")},
-        BadResultsCase{"NoHits", "[]",
-                       ErrorLine(R"(no hits (\"hits\" is empty))")},
-        BadResultsCase{"HitsMissing", R"({"top_k":3})",
-                       ErrorLine(R"(missing \"hits\")")},
-        BadResultsCase{
-            "HitsNotAList", R"({"hits":{"id":"a"}})",
-            ErrorLine(R"(\"hits\" must be an array, not an object)")},
-        BadResultsCase{
-            "HitNotAnObject", R"(["a"])",
-            ErrorLine(R"(\"hits[0]\" must be an object, not a string)")},
-        BadResultsCase{
-            "IdANumber",
-            absl::StrCat("[", kHit, R"(,{"id":1,"text":"t","score":1}])"),
-            ErrorLine(R"(\"hits[1].id\" must be a string, not a number)")},
+        BadResultsCase{"NoHits", "[]", ErrorLine(R"(no hits (\"hits\" is empty))")},
+        BadResultsCase{"HitsMissing", R"({"top_k":3})", ErrorLine(R"(missing \"hits\")")},
+        BadResultsCase{"HitsNotAList", R"({"hits":{"id":"a"}})",
+                       ErrorLine(R"(\"hits\" must be an array, not an object)")},
+        BadResultsCase{"HitNotAnObject", R"(["a"])",
+                       ErrorLine(R"(\"hits[0]\" must be an object, not a string)")},
+        BadResultsCase{"IdANumber", absl::StrCat("[", kHit, R"(,{"id":1,"text":"t","score":1}])"),
+                       ErrorLine(R"(\"hits[1].id\" must be a string, not a number)")},
         BadResultsCase{"TextMissing", R"([{"id":"a","score":1}])",
                        ErrorLine(R"(missing \"hits[0].text\")")},
         BadResultsCase{"ScoreMissing", R"([{"id":"a","text":"t"}])",
                        ErrorLine(R"(missing \"hits[0].score\")")},
-        BadResultsCase{
-            "ScoreAString", R"([{"id":"a","text":"t","score":"NaN"}])",
-            ErrorLine(R"(\"hits[0].score\" must be a number, not a string)")},
-        BadResultsCase{"ScoreNaNIsNotJson",
-                       R"([{"id":"a","text":"t","score":NaN}])",
+        BadResultsCase{"ScoreAString", R"([{"id":"a","text":"t","score":"NaN"}])",
+                       ErrorLine(R"(\"hits[0].score\" must be a number, not a string)")},
+        BadResultsCase{"ScoreNaNIsNotJson", R"([{"id":"a","text":"t","score":NaN}])",
                        InvalidJson(R"({"error":")", "NaN}]")},
-        BadResultsCase{"ScoreOverDoubleRange",
-                       R"([{"id":"a","text":"t","score":1e400}])",
+        BadResultsCase{"ScoreOverDoubleRange", R"([{"id":"a","text":"t","score":1e400}])",
                        InvalidJson(R"({"error":")", "1e400}]")},
+        BadResultsCase{"SourceUrlANumber", R"([{"id":"a","text":"t","score":1,"source_url":2}])",
+                       ErrorLine(R"(\"hits[0].source_url\" must be a string, not a number)")},
         BadResultsCase{
-            "SourceUrlANumber",
-            R"([{"id":"a","text":"t","score":1,"source_url":2}])",
-            ErrorLine(
-                R"(\"hits[0].source_url\" must be a string, not a number)")},
+            "EmbeddingNotAList", R"([{"id":"a","text":"t","score":1,"embedding":"0.1"}])",
+            ErrorLine(R"(\"hits[0].embedding\" must be an array of numbers, not a string)")},
+        BadResultsCase{"EmbeddingElementNull",
+                       R"([{"id":"a","text":"t","score":1,"embedding":[0.1,null]}])",
+                       ErrorLine(R"(\"hits[0].embedding[1]\" must be a number, not null)")},
+        BadResultsCase{"EmbeddingOutsideFloat",
+                       R"([{"id":"a","text":"t","score":1,"embedding":[1e39]}])",
+                       ErrorLine(R"(\"hits[0].embedding[0]\" is outside the float range: 1e+39)")},
+        BadResultsCase{"TopKZero", absl::StrCat(R"({"hits":[)", kHit, R"(],"top_k":0})"),
+                       ErrorLine(R"(\"top_k\" must be a whole number in 1..4294967295, not 0)")},
+        BadResultsCase{"TopKAFraction", absl::StrCat(R"({"hits":[)", kHit, R"(],"top_k":1.5})"),
+                       ErrorLine(R"(\"top_k\" must be a whole number in 1..4294967295, not 1.5)")},
         BadResultsCase{
-            "EmbeddingNotAList",
-            R"([{"id":"a","text":"t","score":1,"embedding":"0.1"}])",
-            ErrorLine(
-                R"(\"hits[0].embedding\" must be an array of numbers, not a string)")},
-        BadResultsCase{
-            "EmbeddingElementNull",
-            R"([{"id":"a","text":"t","score":1,"embedding":[0.1,null]}])",
-            ErrorLine(
-                R"(\"hits[0].embedding[1]\" must be a number, not null)")},
-        BadResultsCase{
-            "EmbeddingOutsideFloat",
-            R"([{"id":"a","text":"t","score":1,"embedding":[1e39]}])",
-            ErrorLine(
-                R"(\"hits[0].embedding[0]\" is outside the float range: 1e+39)")},
-        BadResultsCase{
-            "TopKZero", absl::StrCat(R"({"hits":[)", kHit, R"(],"top_k":0})"),
-            ErrorLine(
-                R"(\"top_k\" must be a whole number in 1..4294967295, not 0)")},
-        BadResultsCase{
-            "TopKAFraction",
-            absl::StrCat(R"({"hits":[)", kHit, R"(],"top_k":1.5})"),
-            ErrorLine(
-                R"(\"top_k\" must be a whole number in 1..4294967295, not 1.5)")},
-        BadResultsCase{
-            "CapAString",
-            absl::StrCat(R"({"hits":[)", kHit, R"(],"per_source_cap":"2"})"),
+            "CapAString", absl::StrCat(R"({"hits":[)", kHit, R"(],"per_source_cap":"2"})"),
             ErrorLine(
                 R"(\"per_source_cap\" must be a whole number in 0..4294967295, not a string)")},
-        BadResultsCase{
-            "JaccardAString",
-            absl::StrCat(R"({"hits":[)", kHit, R"(],"min_jaccard":"high"})"),
-            ErrorLine(R"(\"min_jaccard\" must be a number, not a string)")},
+        BadResultsCase{"JaccardAString",
+                       absl::StrCat(R"({"hits":[)", kHit, R"(],"min_jaccard":"high"})"),
+                       ErrorLine(R"(\"min_jaccard\" must be a number, not a string)")},
         BadResultsCase{
             "BothMeasures",
-            absl::StrCat(R"({"hits":[)", kHit,
-                         R"(],"min_jaccard":0.5,"max_hamming_distance":2})"),
-            ErrorLine(
-                R"(set \"max_hamming_distance\" or \"min_jaccard\", not both)")},
-        BadResultsCase{
-            "UnknownMember",
-            absl::StrCat(R"({"hits":[)", kHit, R"(],"topk":3,"zz":1})"),
-            ErrorLine(R"(unknown member \"topk\" (the object takes hits, )"
-                      R"(top_k, per_source_cap, max_hamming_distance, )"
-                      R"(min_jaccard, min_cosine))")}),
+            absl::StrCat(R"({"hits":[)", kHit, R"(],"min_jaccard":0.5,"max_hamming_distance":2})"),
+            ErrorLine(R"(set \"max_hamming_distance\" or \"min_jaccard\", not both)")},
+        BadResultsCase{"UnknownMember", absl::StrCat(R"({"hits":[)", kHit, R"(],"topk":3,"zz":1})"),
+                       ErrorLine(R"(unknown member \"topk\" (the object takes hits, )"
+                                 R"(top_k, per_source_cap, max_hamming_distance, )"
+                                 R"(min_jaccard, min_cosine))")}),
     [](const ::testing::TestParamInfo<BadResultsCase>& info) {
       return std::string(info.param.name);
     });
 
 TEST_F(DedupctlResultsTest, RequestTheServerRejectsExits1) {
-  CommandResult r = Results(
-      R"([{"id":"a","text":"t","score":1},{"id":"b","text":"","score":2}])");
+  CommandResult r = Results(R"([{"id":"a","text":"t","score":1},{"id":"b","text":"","score":2}])");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, IsEmpty());
-  EXPECT_THAT(
-      Lines(r.out),
-      ElementsAre(R"({"error":"DedupResults: fake: hit 1: empty text"})"));
+  EXPECT_THAT(Lines(r.out), ElementsAre(R"({"error":"DedupResults: fake: hit 1: empty text"})"));
 }
 
 TEST_F(DedupctlResultsTest, ServerErrorExits2) {
@@ -1305,16 +1145,13 @@ TEST_F(DedupctlResultsTest, InputOverTheLimitIsAnErrorNotAnAllocation) {
   }
   CommandResult r = Results("", {path});
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_THAT(
-      Lines(r.out),
-      ElementsAre(R"({"error":"the input is longer than 67108864 bytes"})"));
+  EXPECT_THAT(Lines(r.out), ElementsAre(R"({"error":"the input is longer than 67108864 bytes"})"));
   EXPECT_THAT(fake().calls(), IsEmpty());
 
   CommandResult missing = Results("", {dir + "/missing.json"});
   EXPECT_EQ(missing.exit_code, 2);
-  EXPECT_THAT(
-      Lines(missing.err),
-      ElementsAre(AllOf(StartsWith("dedupctl: "), HasSubstr("missing.json"))));
+  EXPECT_THAT(Lines(missing.err),
+              ElementsAre(AllOf(StartsWith("dedupctl: "), HasSubstr("missing.json"))));
   RemoveTree(dir);
 }
 
@@ -1324,13 +1161,11 @@ TEST(DedupctlResultsConnectTest, UnreachableServerExits2) {
     ASSERT_OK_AND_ASSIGN(auto server, FakeDedupServer::Start());
     address = server->address();
   }
-  CommandResult r =
-      Dedupctl({"results", "dedup", "--server", address, "--deadline", "5"},
-               absl::StrCat("[", kHit, "]"));
+  CommandResult r = Dedupctl({"results", "dedup", "--server", address, "--deadline", "5"},
+                             absl::StrCat("[", kHit, "]"));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(Lines(r.err),
-              ElementsAre(AllOf(StartsWith("dedupctl: DedupResults: "),
-                                HasSubstr("attempts"))));
+              ElementsAre(AllOf(StartsWith("dedupctl: DedupResults: "), HasSubstr("attempts"))));
 }
 
 }  // namespace

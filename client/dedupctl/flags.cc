@@ -151,11 +151,11 @@ constexpr size_t kMaxBatch = 100000;
 
 // The flags of every command that talks to a server.
 constexpr absl::string_view kConnectionFlags[] = {
-    "--tls", "--tls_ca_file", "--tls_cert_file", "--tls_key_file",
-    "--tls_server_name", "--token_file"};
+    "--tls",          "--tls_ca_file",     "--tls_cert_file",
+    "--tls_key_file", "--tls_server_name", "--token_file"};
 // The flags that take no value.
-constexpr absl::string_view kSwitches[] = {"--explain", "--tls", "--exact",
-                                           "--skip_urls", "--skip_content"};
+constexpr absl::string_view kSwitches[] = {"--explain", "--tls", "--exact", "--skip_urls",
+                                           "--skip_content"};
 
 // The flags one command was given, as CLI11 read them: the last value of
 // each flag that takes one, the switches that were set, the arguments.
@@ -170,9 +170,7 @@ struct RawFlags {
     if (it == values.end()) return std::nullopt;
     return it->second;
   }
-  bool Has(absl::string_view flag) const {
-    return switches.count(flag) > 0;
-  }
+  bool Has(absl::string_view flag) const { return switches.count(flag) > 0; }
 };
 
 // CliErrorMessage turns the one CLI11 error a flag parse can end with into
@@ -180,14 +178,12 @@ struct RawFlags {
 std::string CliErrorMessage(const CLI::ParseError& e) {
   absl::string_view what = e.what();
   const auto flag = [](absl::string_view name) {
-    return absl::StartsWith(name, "-") ? std::string(name)
-                                       : absl::StrCat("--", name);
+    return absl::StartsWith(name, "-") ? std::string(name) : absl::StrCat("--", name);
   };
   // ArgumentMismatch::TypedAtLeast: "<name>: 1 required <type> missing".
-  if (const size_t colon = what.find(": ");
-      colon != absl::string_view::npos &&
-      absl::EndsWith(what, " missing") &&
-      what.find(" required ") != absl::string_view::npos) {
+  if (const size_t colon = what.find(": "); colon != absl::string_view::npos &&
+                                            absl::EndsWith(what, " missing") &&
+                                            what.find(" required ") != absl::string_view::npos) {
     return absl::StrCat(flag(what.substr(0, colon)), " needs a value");
   }
   // ArgumentMismatch::FlagOverride: "<name> was given a disallowed flag
@@ -200,8 +196,7 @@ std::string CliErrorMessage(const CLI::ParseError& e) {
 }
 
 bool IsSwitch(absl::string_view flag) {
-  return std::find(std::begin(kSwitches), std::end(kSwitches), flag) !=
-         std::end(kSwitches);
+  return std::find(std::begin(kSwitches), std::end(kSwitches), flag) != std::end(kSwitches);
 }
 
 // RewriteEqualsForms handles the two "--flag=..." spellings CLI11 reads
@@ -234,9 +229,8 @@ absl::Status RewriteEqualsForms(const std::vector<absl::string_view>& allowed,
 // knowing only the flags in `allowed`. Flags and arguments may be mixed;
 // "--" ends flags; a flag given twice keeps its last value. Returns
 // InvalidArgument with the one-line message of a usage error.
-absl::StatusOr<RawFlags> ParseFlags(
-    std::vector<std::string> args,
-    const std::vector<absl::string_view>& allowed) {
+absl::StatusOr<RawFlags> ParseFlags(std::vector<std::string> args,
+                                    const std::vector<absl::string_view>& allowed) {
   RawFlags raw;
   CLI::App app;
   app.set_help_flag("-h,--help");
@@ -246,9 +240,9 @@ absl::StatusOr<RawFlags> ParseFlags(
   for (size_t i = 0; i < allowed.size(); ++i) {
     const std::string name(allowed[i]);
     CLI::Option* option =
-        IsSwitch(name) ? app.add_flag(name)->disable_flag_override()
-                  : app.add_option(name, slots[i])->multi_option_policy(
-                        CLI::MultiOptionPolicy::TakeLast);
+        IsSwitch(name)
+            ? app.add_flag(name)->disable_flag_override()
+            : app.add_option(name, slots[i])->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     options.emplace_back(name, option);
   }
   app.add_option("args", raw.positional);
@@ -274,8 +268,8 @@ absl::StatusOr<RawFlags> ParseFlags(
     if (!absl::StartsWith(extra, "--") || extra.size() < 3) {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag ", extra));
     }
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown flag ", extra.substr(0, extra.find('=')), " for this command"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown flag ", extra.substr(0, extra.find('=')), " for this command"));
   }
   for (size_t i = 0; i < options.size(); ++i) {
     const auto& [name, option] = options[i];
@@ -291,24 +285,21 @@ absl::StatusOr<RawFlags> ParseFlags(
 
 // ParseUint32Flag reads `--flag VALUE` as an integer in min..4294967295.
 // Returns InvalidArgument with the usage message.
-absl::StatusOr<std::optional<uint32_t>> ParseUint32Flag(const RawFlags& raw,
-                                                        absl::string_view flag,
+absl::StatusOr<std::optional<uint32_t>> ParseUint32Flag(const RawFlags& raw, absl::string_view flag,
                                                         uint32_t min) {
   const std::optional<std::string> value = raw.Value(flag);
   if (!value) return std::nullopt;
   uint32_t n = 0;
   if (!absl::SimpleAtoi(*value, &n) || n < min) {
     return absl::InvalidArgumentError(
-        absl::StrCat(flag, " must be an integer in ", min,
-                     "..4294967295, got \"", *value, "\""));
+        absl::StrCat(flag, " must be an integer in ", min, "..4294967295, got \"", *value, "\""));
   }
   return n;
 }
 
 // ParseNumberFlag reads `--flag VALUE` as a finite number. Returns
 // InvalidArgument with the usage message.
-absl::StatusOr<std::optional<double>> ParseNumberFlag(const RawFlags& raw,
-                                                      absl::string_view flag) {
+absl::StatusOr<std::optional<double>> ParseNumberFlag(const RawFlags& raw, absl::string_view flag) {
   const std::optional<std::string> value = raw.Value(flag);
   if (!value) return std::nullopt;
   double d = 0;
@@ -328,24 +319,20 @@ absl::StatusOr<ServerOptions> ServerOptionsFromFlags(
   ServerOptions server;
   server.address = raw.Value("--server").value_or("");
   if (server.address.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(command, " needs --server ADDR"));
+    return absl::InvalidArgumentError(absl::StrCat(command, " needs --server ADDR"));
   }
   ClientOptions& options = server.client;
   options.max_items_per_request = default_batch;
   if (const std::optional<std::string> batch = raw.Value("--batch");
       batch && (!absl::SimpleAtoi(*batch, &options.max_items_per_request) ||
-                options.max_items_per_request < 1 ||
-                options.max_items_per_request > kMaxBatch)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--batch must be an integer in 1..", kMaxBatch, ", got \"", *batch,
-        "\""));
+                options.max_items_per_request < 1 || options.max_items_per_request > kMaxBatch)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--batch must be an integer in 1..", kMaxBatch, ", got \"", *batch, "\""));
   }
   if (default_deadline) options.deadline = *default_deadline;
   if (const std::optional<std::string> deadline = raw.Value("--deadline")) {
     double seconds = 0;
-    if (!absl::SimpleAtod(*deadline, &seconds) || !std::isfinite(seconds) ||
-        seconds <= 0) {
+    if (!absl::SimpleAtod(*deadline, &seconds) || !std::isfinite(seconds) || seconds <= 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("--deadline must be a positive number of "
                        "seconds, got \"",
@@ -366,8 +353,7 @@ absl::StatusOr<ServerOptions> ServerOptionsFromFlags(
   if (const std::optional<std::string> path = raw.Value("--token_file")) {
     absl::StatusOr<std::string> token = ReadBearerTokenFile(*path);
     if (!token.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--token_file: ", token.status().message()));
+      return absl::InvalidArgumentError(absl::StrCat("--token_file: ", token.status().message()));
     }
     options.bearer_token = *std::move(token);
   }
@@ -375,16 +361,15 @@ absl::StatusOr<ServerOptions> ServerOptionsFromFlags(
 }
 
 // AtMostOneFile returns the one FILE argument, if any.
-absl::StatusOr<std::optional<std::string>> AtMostOneFile(
-    const RawFlags& raw, absl::string_view message) {
+absl::StatusOr<std::optional<std::string>> AtMostOneFile(const RawFlags& raw,
+                                                         absl::string_view message) {
   if (raw.positional.size() > 1) return absl::InvalidArgumentError(message);
   if (raw.positional.empty()) return std::nullopt;
   return raw.positional[0];
 }
 
 dedupd::v1::ClaimMode Mode(absl::string_view sub) {
-  return sub == "check" ? dedupd::v1::CLAIM_MODE_CLAIM
-                        : dedupd::v1::CLAIM_MODE_PEEK;
+  return sub == "check" ? dedupd::v1::CLAIM_MODE_CLAIM : dedupd::v1::CLAIM_MODE_PEEK;
 }
 
 // ------------------------------------------------ one function a command
@@ -401,19 +386,16 @@ absl::StatusOr<NormalizeOptions> NormalizeFromFlags(RawFlags raw) {
 absl::StatusOr<UrlOptions> UrlFromFlags(absl::string_view sub, RawFlags raw) {
   UrlOptions options;
   options.mode = Mode(sub);
-  DEDUPD_ASSIGN_OR_RETURN(options.server,
-                          ServerOptionsFromFlags(raw, "url check/peek", 1000));
+  DEDUPD_ASSIGN_OR_RETURN(options.server, ServerOptionsFromFlags(raw, "url check/peek", 1000));
   options.base = raw.Value("--base");
   options.urls = std::move(raw.positional);
   return options;
 }
 
-absl::StatusOr<ContentOptions> ContentFromFlags(absl::string_view sub,
-                                                const RawFlags& raw) {
+absl::StatusOr<ContentOptions> ContentFromFlags(absl::string_view sub, const RawFlags& raw) {
   ContentOptions options;
   options.mode = Mode(sub);
-  DEDUPD_ASSIGN_OR_RETURN(
-      options.server, ServerOptionsFromFlags(raw, "content check/peek", 100));
+  DEDUPD_ASSIGN_OR_RETURN(options.server, ServerOptionsFromFlags(raw, "content check/peek", 100));
   DEDUPD_ASSIGN_OR_RETURN(options.max_hamming_distance,
                           ParseUint32Flag(raw, "--max_hamming_distance", 0));
   // The input rule: --url given means the whole input is one document's
@@ -431,57 +413,44 @@ absl::StatusOr<ContentOptions> ContentFromFlags(absl::string_view sub,
     return options;
   }
   if (options.canonical_url || text_file) {
-    return absl::InvalidArgumentError(
-        "--canonical_url and --text_file need --url");
+    return absl::InvalidArgumentError("--canonical_url and --text_file need --url");
   }
   DEDUPD_ASSIGN_OR_RETURN(
-      options.file,
-      AtMostOneFile(raw,
-                    "content check/peek reads at most one FILE of JSON lines"));
+      options.file, AtMostOneFile(raw, "content check/peek reads at most one FILE of JSON lines"));
   return options;
 }
 
-absl::StatusOr<ChunksOptions> ChunksFromFlags(absl::string_view sub,
-                                              const RawFlags& raw) {
+absl::StatusOr<ChunksOptions> ChunksFromFlags(absl::string_view sub, const RawFlags& raw) {
   ChunksOptions options;
   options.mode = Mode(sub);
-  DEDUPD_ASSIGN_OR_RETURN(options.server,
-                          ServerOptionsFromFlags(raw, "chunks check/peek", 1));
+  DEDUPD_ASSIGN_OR_RETURN(options.server, ServerOptionsFromFlags(raw, "chunks check/peek", 1));
   DEDUPD_ASSIGN_OR_RETURN(options.max_hamming_distance,
                           ParseUint32Flag(raw, "--max_hamming_distance", 0));
   DEDUPD_ASSIGN_OR_RETURN(
-      options.file,
-      AtMostOneFile(raw,
-                    "chunks check/peek reads at most one FILE of JSON lines"));
+      options.file, AtMostOneFile(raw, "chunks check/peek reads at most one FILE of JSON lines"));
   return options;
 }
 
 absl::StatusOr<ResultsOptions> ResultsFromFlags(const RawFlags& raw) {
   ResultsOptions options;
-  DEDUPD_ASSIGN_OR_RETURN(options.server,
-                          ServerOptionsFromFlags(raw, "results dedup", 1));
+  DEDUPD_ASSIGN_OR_RETURN(options.server, ServerOptionsFromFlags(raw, "results dedup", 1));
   DEDUPD_ASSIGN_OR_RETURN(options.top_k, ParseUint32Flag(raw, "--top_k", 1));
-  DEDUPD_ASSIGN_OR_RETURN(options.per_source_cap,
-                          ParseUint32Flag(raw, "--per_source_cap", 0));
+  DEDUPD_ASSIGN_OR_RETURN(options.per_source_cap, ParseUint32Flag(raw, "--per_source_cap", 0));
   DEDUPD_ASSIGN_OR_RETURN(options.max_hamming_distance,
                           ParseUint32Flag(raw, "--max_hamming_distance", 0));
-  DEDUPD_ASSIGN_OR_RETURN(options.min_jaccard,
-                          ParseNumberFlag(raw, "--min_jaccard"));
-  DEDUPD_ASSIGN_OR_RETURN(options.min_cosine,
-                          ParseNumberFlag(raw, "--min_cosine"));
+  DEDUPD_ASSIGN_OR_RETURN(options.min_jaccard, ParseNumberFlag(raw, "--min_jaccard"));
+  DEDUPD_ASSIGN_OR_RETURN(options.min_cosine, ParseNumberFlag(raw, "--min_cosine"));
   if (options.max_hamming_distance && options.min_jaccard) {
     return absl::InvalidArgumentError(
         "--max_hamming_distance and --min_jaccard exclude each other");
   }
-  DEDUPD_ASSIGN_OR_RETURN(
-      const std::optional<std::string> file,
-      AtMostOneFile(raw, "results dedup reads at most one FILE"));
+  DEDUPD_ASSIGN_OR_RETURN(const std::optional<std::string> file,
+                          AtMostOneFile(raw, "results dedup reads at most one FILE"));
   options.file = file.value_or("-");
   return options;
 }
 
-absl::StatusOr<AdminOptions> AdminFromFlags(const std::string& sub,
-                                            RawFlags raw) {
+absl::StatusOr<AdminOptions> AdminFromFlags(const std::string& sub, RawFlags raw) {
   using Command = AdminOptions::Command;
   AdminOptions options;
   options.command = sub == "stats"    ? Command::kStats
@@ -494,31 +463,26 @@ absl::StatusOr<AdminOptions> AdminFromFlags(const std::string& sub,
   // Backup and exact Stats pass over the whole store and are not stopped
   // when the client gives up: a short default would only report failure.
   std::optional<absl::Duration> deadline;
-  if (options.command == Command::kExport ||
-      options.command == Command::kBackup ||
+  if (options.command == Command::kExport || options.command == Command::kBackup ||
       (options.command == Command::kStats && options.exact)) {
     deadline = absl::Seconds(3600);
   }
   if (options.command == Command::kForget) deadline = absl::Seconds(600);
-  DEDUPD_ASSIGN_OR_RETURN(
-      options.server,
-      ServerOptionsFromFlags(raw, absl::StrCat("admin ", sub), 1, deadline));
+  DEDUPD_ASSIGN_OR_RETURN(options.server,
+                          ServerOptionsFromFlags(raw, absl::StrCat("admin ", sub), 1, deadline));
   if (options.command == Command::kBackup && raw.positional.size() != 1) {
     return absl::InvalidArgumentError(
         "admin backup needs exactly one DIR (an absolute path on the server)");
   }
-  if (options.command != Command::kBackup &&
-      options.command != Command::kForget && !raw.positional.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("admin ", sub, " takes no arguments"));
+  if (options.command != Command::kBackup && options.command != Command::kForget &&
+      !raw.positional.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("admin ", sub, " takes no arguments"));
   }
   if (options.command != Command::kStats && options.exact) {
     return absl::InvalidArgumentError("--exact is for admin stats");
   }
-  if (options.command != Command::kExport &&
-      (options.skip_urls || options.skip_content)) {
-    return absl::InvalidArgumentError(
-        "--skip_urls and --skip_content are for admin export");
+  if (options.command != Command::kExport && (options.skip_urls || options.skip_content)) {
+    return absl::InvalidArgumentError("--skip_urls and --skip_content are for admin export");
   }
   if (options.command == Command::kBackup) {
     options.backup_dir = raw.positional[0];
@@ -534,8 +498,7 @@ struct ServerCommand {
   const char* name;
   std::vector<std::string> subcommands;
   std::vector<absl::string_view> flags;
-  absl::StatusOr<CommandLine> (*options)(const std::string& sub,
-                                         RawFlags raw);
+  absl::StatusOr<CommandLine> (*options)(const std::string& sub, RawFlags raw);
 };
 
 template <typename Options>
@@ -548,29 +511,21 @@ const ServerCommand kServerCommands[] = {
     {"url",
      {"check", "peek"},
      {"--server", "--base", "--batch", "--deadline"},
-     [](const std::string& sub, RawFlags raw) {
-       return Wrap(UrlFromFlags(sub, std::move(raw)));
-     }},
+     [](const std::string& sub, RawFlags raw) { return Wrap(UrlFromFlags(sub, std::move(raw))); }},
     {"content",
      {"check", "peek"},
-     {"--server", "--batch", "--deadline", "--url", "--canonical_url",
-      "--text_file", "--max_hamming_distance"},
-     [](const std::string& sub, RawFlags raw) {
-       return Wrap(ContentFromFlags(sub, raw));
-     }},
+     {"--server", "--batch", "--deadline", "--url", "--canonical_url", "--text_file",
+      "--max_hamming_distance"},
+     [](const std::string& sub, RawFlags raw) { return Wrap(ContentFromFlags(sub, raw)); }},
     {"chunks",
      {"check", "peek"},
      {"--server", "--deadline", "--max_hamming_distance"},
-     [](const std::string& sub, RawFlags raw) {
-       return Wrap(ChunksFromFlags(sub, raw));
-     }},
+     [](const std::string& sub, RawFlags raw) { return Wrap(ChunksFromFlags(sub, raw)); }},
     {"results",
      {"dedup"},
-     {"--server", "--deadline", "--top_k", "--per_source_cap",
-      "--max_hamming_distance", "--min_jaccard", "--min_cosine"},
-     [](const std::string&, RawFlags raw) {
-       return Wrap(ResultsFromFlags(raw));
-     }},
+     {"--server", "--deadline", "--top_k", "--per_source_cap", "--max_hamming_distance",
+      "--min_jaccard", "--min_cosine"},
+     [](const std::string&, RawFlags raw) { return Wrap(ResultsFromFlags(raw)); }},
     {"admin",
      {"stats", "backup", "export", "forget"},
      {"--server", "--deadline", "--exact", "--skip_urls", "--skip_content"},
@@ -589,10 +544,9 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
     return CommandLine{HelpOptions{}};
   }
   if (command == "normalize") {
-    DEDUPD_ASSIGN_OR_RETURN(
-        RawFlags raw,
-        ParseFlags(std::vector<std::string>(words.begin() + 1, words.end()),
-                   {"--config", "--base", "--explain"}));
+    DEDUPD_ASSIGN_OR_RETURN(RawFlags raw,
+                            ParseFlags(std::vector<std::string>(words.begin() + 1, words.end()),
+                                       {"--config", "--base", "--explain"}));
     if (raw.help) return CommandLine{HelpOptions{}};
     return Wrap(NormalizeFromFlags(std::move(raw)));
   }
@@ -604,24 +558,19 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
     }
     const std::string& sub = words[1];
     if (sub == "--help" || sub == "-h") return CommandLine{HelpOptions{}};
-    if (std::find(c.subcommands.begin(), c.subcommands.end(), sub) ==
-        c.subcommands.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown ", c.name, " command \"", sub, "\" (want ", want, ")"));
+    if (std::find(c.subcommands.begin(), c.subcommands.end(), sub) == c.subcommands.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown ", c.name, " command \"", sub, "\" (want ", want, ")"));
     }
     // Every command that talks to a server takes the connection flags.
     std::vector<absl::string_view> flags = c.flags;
-    flags.insert(flags.end(), std::begin(kConnectionFlags),
-                 std::end(kConnectionFlags));
+    flags.insert(flags.end(), std::begin(kConnectionFlags), std::end(kConnectionFlags));
     DEDUPD_ASSIGN_OR_RETURN(
-        RawFlags raw,
-        ParseFlags(std::vector<std::string>(words.begin() + 2, words.end()),
-                   flags));
+        RawFlags raw, ParseFlags(std::vector<std::string>(words.begin() + 2, words.end()), flags));
     if (raw.help) return CommandLine{HelpOptions{}};
     return c.options(sub, std::move(raw));
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown command \"", command, "\""));
+  return absl::InvalidArgumentError(absl::StrCat("unknown command \"", command, "\""));
 }
 
 }  // namespace dedupd::dedupctl

@@ -95,16 +95,16 @@ struct AdminOptions {
   // The deadline defaults to 3600 s for export, backup and exact stats,
   // 600 s for forget.
   ServerOptions server;
-  bool exact = false;         // stats
-  bool skip_urls = false;     // export
-  bool skip_content = false;  // export
-  std::string backup_dir;     // backup
+  bool exact = false;             // stats
+  bool skip_urls = false;         // export
+  bool skip_content = false;      // export
+  std::string backup_dir;         // backup
   std::vector<std::string> urls;  // forget; empty: standard input
 };
 
 struct CommandLine {
-  std::variant<HelpOptions, NormalizeOptions, UrlOptions, ContentOptions,
-               ChunksOptions, ResultsOptions, AdminOptions>
+  std::variant<HelpOptions, NormalizeOptions, UrlOptions, ContentOptions, ChunksOptions,
+               ResultsOptions, AdminOptions>
       options;
 };
 

@@ -35,13 +35,11 @@ absl::StatusOr<JsonValue> ParseInputJson(absl::string_view json) {
     reason.push_back('.');
   }
   const size_t from = offset > kExcerptBytes ? offset - kExcerptBytes : 0;
-  const std::string excerpt =
-      absl::StrReplaceAll(json.substr(from, offset - from + kExcerptBytes),
-                          {{"\n", " "}, {"\r", " "}});
+  const std::string excerpt = absl::StrReplaceAll(json.substr(from, offset - from + kExcerptBytes),
+                                                  {{"\n", " "}, {"\r", " "}});
   std::string message = absl::StrCat("invalid JSON: ", reason);
   if (!IsBlank(excerpt)) {
-    absl::StrAppend(&message, " (near: ", absl::StripAsciiWhitespace(excerpt),
-                    ")");
+    absl::StrAppend(&message, " (near: ", absl::StripAsciiWhitespace(excerpt), ")");
   }
   return absl::InvalidArgumentError(message);
 }
@@ -64,10 +62,9 @@ absl::string_view JsonKindName(const JsonValue& value) {
   return "nothing";
 }
 
-absl::Status WrongType(absl::string_view path, absl::string_view want,
-                       const JsonValue& got) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "\"", path, "\" must be ", want, ", not ", JsonKindName(got)));
+absl::Status WrongType(absl::string_view path, absl::string_view want, const JsonValue& got) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("\"", path, "\" must be ", want, ", not ", JsonKindName(got)));
 }
 
 const JsonValue* Member(const JsonValue& object, absl::string_view name) {
@@ -76,13 +73,11 @@ const JsonValue* Member(const JsonValue& object, absl::string_view name) {
   return v;
 }
 
-absl::Status StringMember(const JsonValue& object, absl::string_view name,
-                          absl::string_view path, bool required,
-                          std::string* out) {
+absl::Status StringMember(const JsonValue& object, absl::string_view name, absl::string_view path,
+                          bool required, std::string* out) {
   const JsonValue* v = Member(object, name);
   if (v == nullptr) {
-    return required ? absl::InvalidArgumentError(
-                          absl::StrCat("missing \"", path, "\""))
+    return required ? absl::InvalidArgumentError(absl::StrCat("missing \"", path, "\""))
                     : absl::OkStatus();
   }
   if (v->type != JsonValue::Type::kString) {
@@ -92,8 +87,7 @@ absl::Status StringMember(const JsonValue& object, absl::string_view name,
   return absl::OkStatus();
 }
 
-absl::StatusOr<uint32_t> WholeNumber(const JsonValue& value,
-                                     absl::string_view path, uint32_t min) {
+absl::StatusOr<uint32_t> WholeNumber(const JsonValue& value, absl::string_view path, uint32_t min) {
   constexpr uint32_t kMax = UINT32_MAX;
   const std::string want = absl::StrCat("a whole number in ", min, "..", kMax);
   if (value.type != JsonValue::Type::kNumber) {

@@ -37,8 +37,7 @@ absl::StatusOr<JsonValue> ParseInputJson(absl::string_view json);
 absl::string_view JsonKindName(const JsonValue& value);
 
 // WrongType: InvalidArgument "\"<path>\" must be <want>, not <kind of got>".
-absl::Status WrongType(absl::string_view path, absl::string_view want,
-                       const JsonValue& got);
+absl::Status WrongType(absl::string_view path, absl::string_view want, const JsonValue& got);
 
 // Member returns the object `object`'s member `name`, or nullptr when it is
 // absent or null (null counts as absent everywhere). The pointer lives as
@@ -48,15 +47,13 @@ const JsonValue* Member(const JsonValue& object, absl::string_view name);
 // StringMember stores `object`'s string member `name` in `*out`. Returns
 // InvalidArgument naming `path` when it is not a string, or when it is
 // absent and `required`.
-absl::Status StringMember(const JsonValue& object, absl::string_view name,
-                          absl::string_view path, bool required,
-                          std::string* out);
+absl::Status StringMember(const JsonValue& object, absl::string_view name, absl::string_view path,
+                          bool required, std::string* out);
 
 // WholeNumber returns `value` as an integer in min..4294967295. Returns
 // InvalidArgument naming `path` for anything else (a fraction, out of
 // range, not a number).
-absl::StatusOr<uint32_t> WholeNumber(const JsonValue& value,
-                                     absl::string_view path, uint32_t min);
+absl::StatusOr<uint32_t> WholeNumber(const JsonValue& value, absl::string_view path, uint32_t min);
 
 // Number returns `value` as a double. Returns InvalidArgument naming
 // `path` when it is not a number. (JSON has no NaN or infinity;

@@ -35,8 +35,7 @@ bool WriteLine(const std::string& line) {
 
 absl::Status FlushStdout() {
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    return absl::UnavailableError(
-        absl::StrCat("write to standard output: ", std::strerror(errno)));
+    return absl::UnavailableError(absl::StrCat("write to standard output: ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }
@@ -58,8 +57,7 @@ bool IsBlank(absl::string_view line) {
 // ------------------------------------------------------------- progress
 
 Progress::Progress()
-    : enabled_(isatty(STDERR_FILENO) == 1 && isatty(STDOUT_FILENO) != 1),
-      start_(absl::Now()) {}
+    : enabled_(isatty(STDERR_FILENO) == 1 && isatty(STDOUT_FILENO) != 1), start_(absl::Now()) {}
 
 void Progress::Update(size_t done) {
   if (!enabled_) return;
@@ -134,8 +132,7 @@ bool LineReader::Fill() {
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      status_ = absl::UnavailableError(
-          absl::StrCat("read input: ", std::strerror(errno)));
+      status_ = absl::UnavailableError(absl::StrCat("read input: ", std::strerror(errno)));
     }
     buffer_.clear();
     eof_ = true;
@@ -173,8 +170,7 @@ bool UrlSource::Next(InputItem* item) {
     bool too_long = false;
     if (!reader_->ReadLine(&item->url, &too_long)) return false;
     if (too_long) {
-      item->error =
-          absl::StrCat("input line longer than ", kMaxLineBytes, " bytes");
+      item->error = absl::StrCat("input line longer than ", kMaxLineBytes, " bytes");
       return true;
     }
     if (!IsBlank(item->url)) return true;
@@ -202,16 +198,15 @@ absl::Status InputFile::Open(const std::optional<std::string>& path) {
   if (!path || *path == "-") return absl::OkStatus();
   const int fd = open(path->c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("open ", *path, ": ", std::strerror(errno)));
+    return absl::FailedPreconditionError(absl::StrCat("open ", *path, ": ", std::strerror(errno)));
   }
   fd_ = fd;
   owned_ = true;
   return absl::OkStatus();
 }
 
-absl::Status ReadWholeInput(const std::string& path, size_t max_bytes,
-                            std::string* text, bool* too_long) {
+absl::Status ReadWholeInput(const std::string& path, size_t max_bytes, std::string* text,
+                            bool* too_long) {
   const bool is_stdin = path == "-";
   // A regular file too large is refused unread (a pipe is read whole).
   struct stat st;

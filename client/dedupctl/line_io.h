@@ -79,8 +79,7 @@ class Progress {
 // more than one line (at most max_line_bytes of it) plus one read chunk.
 class LineReader {
  public:
-  LineReader(int fd, size_t max_line_bytes)
-      : fd_(fd), max_line_bytes_(max_line_bytes) {}
+  LineReader(int fd, size_t max_line_bytes) : fd_(fd), max_line_bytes_(max_line_bytes) {}
 
   // ReadLine reads one line without its "\n" (and without a trailing "\r")
   // into `*line`, keeping at most max_line_bytes of it (`*too_long` when
@@ -152,9 +151,7 @@ class UrlSource {
     if (reader_) reader_->set_before_block(std::move(before_block));
   }
 
-  absl::Status status() const {
-    return reader_ ? reader_->status() : absl::OkStatus();
-  }
+  absl::Status status() const { return reader_ ? reader_->status() : absl::OkStatus(); }
 
  private:
   UrlSource() = default;
@@ -189,8 +186,8 @@ class InputFile {
 // (then `*text` is cleared; a regular file that large is not read at all,
 // a pipe is). Errors: file_io::ErrnoStatus of the failed open or read
 // ("standard input: read: ..." for "-").
-absl::Status ReadWholeInput(const std::string& path, size_t max_bytes,
-                            std::string* text, bool* too_long);
+absl::Status ReadWholeInput(const std::string& path, size_t max_bytes, std::string* text,
+                            bool* too_long);
 
 }  // namespace dedupd::dedupctl
 

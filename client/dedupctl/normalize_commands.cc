@@ -44,8 +44,8 @@ int RunNormalize(const NormalizeOptions& options) {
       any_invalid = true;
       json.String("error", *item.error);
     } else {
-      absl::StatusOr<std::string> normalized = normalizer.Normalize(
-          item.url, base, options.explain ? &rules : nullptr);
+      absl::StatusOr<std::string> normalized =
+          normalizer.Normalize(item.url, base, options.explain ? &rules : nullptr);
       if (normalized.ok()) {
         json.String("normalized", *normalized);
       } else {

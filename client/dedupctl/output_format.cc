@@ -12,14 +12,11 @@
 namespace dedupd::dedupctl {
 
 std::string FormatTimestamp(const google::protobuf::Timestamp& t) {
-  const absl::Time time =
-      absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
+  const absl::Time time = absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
   return absl::FormatTime("%Y-%m-%d%ET%H:%M:%E*SZ", time, absl::UTCTimeZone());
 }
 
-std::string SimHashHex(uint64_t simhash) {
-  return absl::StrFormat("%016x", simhash);
-}
+std::string SimHashHex(uint64_t simhash) { return absl::StrFormat("%016x", simhash); }
 
 std::string JsonNumber(double value) {
   if (!std::isfinite(value)) return "null";
@@ -32,8 +29,7 @@ std::string JsonNumber(double value) {
   return buffer;
 }
 
-std::string WithRawMember(std::string object, absl::string_view key,
-                          absl::string_view raw_value) {
+std::string WithRawMember(std::string object, absl::string_view key, absl::string_view raw_value) {
   object.pop_back();  // the closing '}'
   if (object.size() > 1) object.push_back(',');
   AppendJsonString(key, &object);

@@ -28,10 +28,8 @@ namespace dedupd::dedupctl {
 // "UNSPECIFIED" (the proto style guide's rule every dedupd enum follows).
 template <typename Enum>
 std::string EnumName(Enum value) {
-  const google::protobuf::EnumDescriptor* type =
-      google::protobuf::GetEnumDescriptor<Enum>();
-  const google::protobuf::EnumValueDescriptor* v =
-      type->FindValueByNumber(value);
+  const google::protobuf::EnumDescriptor* type = google::protobuf::GetEnumDescriptor<Enum>();
+  const google::protobuf::EnumValueDescriptor* v = type->FindValueByNumber(value);
   if (v == nullptr) return "UNSPECIFIED";
   absl::string_view prefix = type->FindValueByNumber(0)->name();
   absl::ConsumeSuffix(&prefix, "UNSPECIFIED");
@@ -54,8 +52,7 @@ std::string JsonNumber(double value);
 // JsonObjectWriter::Finish) with `"key":raw_value` added at its end: how
 // nested objects and numbers that are not integers get into a line.
 // REQUIRES: raw_value is one valid JSON value.
-std::string WithRawMember(std::string object, absl::string_view key,
-                          absl::string_view raw_value);
+std::string WithRawMember(std::string object, absl::string_view key, absl::string_view raw_value);
 
 }  // namespace dedupd::dedupctl
 

@@ -18,8 +18,7 @@ namespace {
 
 // The output line of one URL (docs/dedupctl.md, "url check|peek");
 // `result` is nullptr for an input with a local error.
-std::string UrlLine(const InputItem& input,
-                    const dedupd::v1::UrlResult* result) {
+std::string UrlLine(const InputItem& input, const dedupd::v1::UrlResult* result) {
   JsonObjectWriter json;
   json.String("url", input.url);
   if (result == nullptr) {
@@ -30,8 +29,7 @@ std::string UrlLine(const InputItem& input,
     json.String("normalized", result->normalized_url());
   }
   json.String("verdict", EnumName(result->verdict()));
-  if (result->verdict() == dedupd::v1::URL_VERDICT_SEEN &&
-      result->has_first_seen_time()) {
+  if (result->verdict() == dedupd::v1::URL_VERDICT_SEEN && result->has_first_seen_time()) {
     json.String("first_seen", FormatTimestamp(result->first_seen_time()));
   }
   if (result->verdict() == dedupd::v1::URL_VERDICT_INVALID) {
@@ -49,15 +47,13 @@ class UrlJob : public BatchJob {
 
   size_t ReadBatch() override {
     if (!more_) return 0;
-    more_ = source_.NextBatch(options_.server.client.max_items_per_request,
-                              &batch_);
+    more_ = source_.NextBatch(options_.server.client.max_items_per_request, &batch_);
     return batch_.size();
   }
 
   // Sends the batch (skipping items with a local error) and prints a line
   // per item.
-  absl::Status SendBatch(const DedupClient& client,
-                         bool* any_invalid) override {
+  absl::Status SendBatch(const DedupClient& client, bool* any_invalid) override {
     std::vector<dedupd::v1::UrlItem> items;
     items.reserve(batch_.size());
     for (const InputItem& input : batch_) {
@@ -68,18 +64,15 @@ class UrlJob : public BatchJob {
     }
     std::vector<dedupd::v1::UrlResult> results;
     if (!items.empty()) {
-      absl::StatusOr<std::vector<dedupd::v1::UrlResult>> r =
-          client.CheckUrls(items, options_.mode);
+      absl::StatusOr<std::vector<dedupd::v1::UrlResult>> r = client.CheckUrls(items, options_.mode);
       if (!r.ok()) return r.status();
       results = std::move(r).value();
     }
     size_t next = 0;
     bool write_ok = true;
     for (const InputItem& input : batch_) {
-      const dedupd::v1::UrlResult* result =
-          input.error ? nullptr : &results[next++];
-      if (result == nullptr ||
-          result->verdict() == dedupd::v1::URL_VERDICT_INVALID) {
+      const dedupd::v1::UrlResult* result = input.error ? nullptr : &results[next++];
+      if (result == nullptr || result->verdict() == dedupd::v1::URL_VERDICT_INVALID) {
         *any_invalid = true;
       }
       write_ok = WriteLine(UrlLine(input, result)) && write_ok;
@@ -107,8 +100,7 @@ int RunUrl(const UrlOptions& options) {
   if (options.base) {
     // The server applies its own policy; this only checks that the base is
     // an absolute http(s) URL, to fail once instead of once per URL.
-    if (absl::StatusOr<std::string> b = UrlNormalizer().Normalize(*options.base);
-        !b.ok()) {
+    if (absl::StatusOr<std::string> b = UrlNormalizer().Normalize(*options.base); !b.ok()) {
       return UsageError(absl::StrCat("--base: ", b.status().message()));
     }
   }

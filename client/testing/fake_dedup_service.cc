@@ -56,9 +56,7 @@ std::vector<FakeDedupService::Call> FakeDedupService::calls() const {
 
 bool FakeDedupService::WaitForCalls(size_t n, absl::Duration timeout) const {
   absl::MutexLock lock(&mu_);
-  const auto arrived = [this, n]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return calls_.size() >= n;
-  };
+  const auto arrived = [this, n]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return calls_.size() >= n; };
   return mu_.AwaitWithTimeout(absl::Condition(&arrived), timeout);
 }
 
@@ -71,8 +69,8 @@ uint64_t FakeDedupService::FakeHash(absl::string_view text) {
   return h;
 }
 
-grpc::ServerUnaryReactor* FakeDedupService::Begin(
-    grpc::CallbackServerContext* context, Call call, bool* wrong_count) {
+grpc::ServerUnaryReactor* FakeDedupService::Begin(grpc::CallbackServerContext* context, Call call,
+                                                  bool* wrong_count) {
   if (context->deadline() != std::chrono::system_clock::time_point::max()) {
     call.deadline_left = absl::FromChrono(context->deadline()) - absl::Now();
   }
@@ -86,18 +84,16 @@ grpc::ServerUnaryReactor* FakeDedupService::Begin(
   if (action && action->kind == Action::kHang) return new HangingReactor();
   if (action && action->kind == Action::kFail) {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    reactor->Finish(
-        grpc::Status(static_cast<grpc::StatusCode>(action->status.code()),
-                     std::string(action->status.message())));
+    reactor->Finish(grpc::Status(static_cast<grpc::StatusCode>(action->status.code()),
+                                 std::string(action->status.message())));
     return reactor;
   }
   return nullptr;
 }
 
-grpc::ServerUnaryReactor* FakeDedupService::CheckUrl(
-    grpc::CallbackServerContext* context,
-    const dedupd::v1::CheckUrlRequest* request,
-    dedupd::v1::CheckUrlResponse* response) {
+grpc::ServerUnaryReactor* FakeDedupService::CheckUrl(grpc::CallbackServerContext* context,
+                                                     const dedupd::v1::CheckUrlRequest* request,
+                                                     dedupd::v1::CheckUrlResponse* response) {
   Call call;
   call.method = "CheckUrl";
   call.mode = request->mode();
@@ -108,8 +104,7 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckUrl(
 
   absl::MutexLock lock(&mu_);
   bool wrong_count = false;
-  if (grpc::ServerUnaryReactor* done =
-          Begin(context, std::move(call), &wrong_count)) {
+  if (grpc::ServerUnaryReactor* done = Begin(context, std::move(call), &wrong_count)) {
     return done;
   }
   const bool claim = request->mode() != dedupd::v1::CLAIM_MODE_PEEK;
@@ -141,25 +136,21 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckUrl(
 namespace {
 
 std::string FakeContentHash(absl::string_view text) {
-  const std::string h =
-      absl::StrFormat("%016x", FakeDedupService::FakeHash(text));
+  const std::string h = absl::StrFormat("%016x", FakeDedupService::FakeHash(text));
   return absl::StrCat(h, h, h, h);
 }
 
 // Sets kFirstSeen on a ContentResult or ChunkResult.
 template <typename Result>
 void SetFirstSeen(Result* result) {
-  result->mutable_first_seen_time()->set_seconds(
-      FakeDedupService::kFirstSeenSeconds);
-  result->mutable_first_seen_time()->set_nanos(
-      FakeDedupService::kFirstSeenNanos);
+  result->mutable_first_seen_time()->set_seconds(FakeDedupService::kFirstSeenSeconds);
+  result->mutable_first_seen_time()->set_nanos(FakeDedupService::kFirstSeenNanos);
 }
 
 }  // namespace
 
 grpc::ServerUnaryReactor* FakeDedupService::CheckContent(
-    grpc::CallbackServerContext* context,
-    const dedupd::v1::CheckContentRequest* request,
+    grpc::CallbackServerContext* context, const dedupd::v1::CheckContentRequest* request,
     dedupd::v1::CheckContentResponse* response) {
   Call call;
   call.method = "CheckContent";
@@ -171,8 +162,7 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckContent(
 
   absl::MutexLock lock(&mu_);
   bool wrong_count = false;
-  if (grpc::ServerUnaryReactor* done =
-          Begin(context, std::move(call), &wrong_count)) {
+  if (grpc::ServerUnaryReactor* done = Begin(context, std::move(call), &wrong_count)) {
     return done;
   }
   const bool claim = request->mode() != dedupd::v1::CLAIM_MODE_PEEK;
@@ -189,8 +179,7 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckContent(
       continue;
     }
     const std::string& text = item.text();
-    const std::string identity =
-        item.canonical_url().empty() ? item.url() : item.canonical_url();
+    const std::string identity = item.canonical_url().empty() ? item.url() : item.canonical_url();
     result->set_url(item.url());
     result->set_canonical_url(identity);
     result->set_content_hash(FakeContentHash(text));
@@ -199,17 +188,15 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckContent(
     if (auto last = last_text_.find(item.url()); last == last_text_.end()) {
       result->set_recrawl(dedupd::v1::RECRAWL_STATUS_FIRST_SEEN);
     } else {
-      result->set_recrawl(last->second == text
-                              ? dedupd::v1::RECRAWL_STATUS_UNCHANGED
-                              : dedupd::v1::RECRAWL_STATUS_CHANGED);
+      result->set_recrawl(last->second == text ? dedupd::v1::RECRAWL_STATUS_UNCHANGED
+                                               : dedupd::v1::RECRAWL_STATUS_CHANGED);
     }
     if (claim) last_text_[item.url()] = text;
 
     if (auto it = texts_.find(text); it != texts_.end()) {
       Document& doc = it->second;
       if (claim && identity != doc.owner &&
-          std::find(doc.aliases.begin(), doc.aliases.end(), identity) ==
-              doc.aliases.end()) {
+          std::find(doc.aliases.begin(), doc.aliases.end(), identity) == doc.aliases.end()) {
         doc.aliases.push_back(identity);
       }
       result->set_verdict(dedupd::v1::CONTENT_VERDICT_EXACT_DUPLICATE);
@@ -222,13 +209,11 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckContent(
       continue;
     }
 
-    const uint32_t max_distance =
-        item.has_max_hamming_distance() ? item.max_hamming_distance() : 3;
+    const uint32_t max_distance = item.has_max_hamming_distance() ? item.max_hamming_distance() : 3;
     const size_t base_end = text.find_last_not_of('!') + 1;  // npos+1 == 0
     const size_t bangs = text.size() - base_end;
-    auto near = bangs >= 1 && bangs <= max_distance
-                    ? texts_.find(text.substr(0, base_end))
-                    : texts_.end();
+    auto near =
+        bangs >= 1 && bangs <= max_distance ? texts_.find(text.substr(0, base_end)) : texts_.end();
     if (near != texts_.end()) {
       result->set_verdict(dedupd::v1::CONTENT_VERDICT_NEAR_DUPLICATE);
       result->set_owner_url(near->second.owner);
@@ -258,8 +243,7 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckContent(
 }
 
 grpc::ServerUnaryReactor* FakeDedupService::CheckChunks(
-    grpc::CallbackServerContext* context,
-    const dedupd::v1::CheckChunksRequest* request,
+    grpc::CallbackServerContext* context, const dedupd::v1::CheckChunksRequest* request,
     dedupd::v1::CheckChunksResponse* response) {
   Call call;
   call.method = "CheckChunks";
@@ -269,20 +253,17 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckChunks(
 
   absl::MutexLock lock(&mu_);
   bool wrong_count = false;
-  if (grpc::ServerUnaryReactor* done =
-          Begin(context, std::move(call), &wrong_count)) {
+  if (grpc::ServerUnaryReactor* done = Begin(context, std::move(call), &wrong_count)) {
     return done;
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const std::string& url = request->document_url();
   if (IsFakeInvalidUrl(url)) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                 "fake: invalid document_url"));
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "fake: invalid document_url"));
     return reactor;
   }
   if (request->chunks().empty()) {
-    reactor->Finish(
-        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "fake: no chunks"));
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "fake: no chunks"));
     return reactor;
   }
   const bool claim = request->mode() != dedupd::v1::CLAIM_MODE_PEEK;
@@ -290,16 +271,14 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckChunks(
       request->has_max_hamming_distance() ? request->max_hamming_distance() : 3;
   response->set_document_url(url);
   auto stored = document_chunks_.find(url);
-  response->set_replaced_chunks(
-      stored == document_chunks_.end() ? 0 : stored->second.size());
+  response->set_replaced_chunks(stored == document_chunks_.end() ? 0 : stored->second.size());
 
   // Valid chunks of this request so far: text -> chunk_id (the first).
   absl::flat_hash_map<std::string, std::string> earlier;
   // Who holds `text`: another document (never this one's stored chunks),
   // else an earlier chunk of this request.
-  const auto holder =
-      [&](const std::string& text)
-          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> std::optional<ChunkHolder> {
+  const auto holder = [&](const std::string& text)
+                          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> std::optional<ChunkHolder> {
     if (auto h = chunk_texts_.find(text);
         h != chunk_texts_.end() && h->second.document_url != url) {
       return h->second;
@@ -313,8 +292,7 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckChunks(
   for (int i = 0; i < request->chunks_size(); ++i) {
     const dedupd::v1::ChunkItem& item = request->chunks(i);
     dedupd::v1::ChunkResult* result = response->add_results();
-    const std::string id =
-        item.has_chunk_id() ? item.chunk_id() : absl::StrCat(i);
+    const std::string id = item.has_chunk_id() ? item.chunk_id() : absl::StrCat(i);
     result->set_chunk_id(id);
     if (item.text().empty()) {
       result->set_verdict(dedupd::v1::CHUNK_VERDICT_INVALID);
@@ -327,18 +305,16 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckChunks(
     const size_t base_end = text.find_last_not_of('!') + 1;  // npos+1 == 0
     const size_t bangs = text.size() - base_end;
     std::optional<ChunkHolder> exact = holder(text);
-    std::optional<ChunkHolder> near =
-        !exact && bangs >= 1 && bangs <= max_distance
-            ? holder(text.substr(0, base_end))
-            : std::nullopt;
+    std::optional<ChunkHolder> near = !exact && bangs >= 1 && bangs <= max_distance
+                                          ? holder(text.substr(0, base_end))
+                                          : std::nullopt;
     if (exact || near) {
       result->set_verdict(exact ? dedupd::v1::CHUNK_VERDICT_EXACT_DUPLICATE
                                 : dedupd::v1::CHUNK_VERDICT_NEAR_DUPLICATE);
       const ChunkHolder& of = exact ? *exact : *near;
       result->set_duplicate_of_document_url(of.document_url);
       result->set_duplicate_of_chunk_id(of.chunk_id);
-      result->set_duplicate_of_simhash(
-          FakeHash(exact ? text : text.substr(0, base_end)));
+      result->set_duplicate_of_simhash(FakeHash(exact ? text : text.substr(0, base_end)));
       result->set_distance(exact ? 0 : static_cast<uint32_t>(bangs));
       SetFirstSeen(result);
     } else {
@@ -373,8 +349,7 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckChunks(
 }
 
 grpc::ServerUnaryReactor* FakeDedupService::DedupResults(
-    grpc::CallbackServerContext* context,
-    const dedupd::v1::DedupResultsRequest* request,
+    grpc::CallbackServerContext* context, const dedupd::v1::DedupResultsRequest* request,
     dedupd::v1::DedupResultsResponse* response) {
   Call call;
   call.method = "DedupResults";
@@ -382,8 +357,7 @@ grpc::ServerUnaryReactor* FakeDedupService::DedupResults(
 
   absl::MutexLock lock(&mu_);
   bool wrong_count = false;
-  if (grpc::ServerUnaryReactor* done =
-          Begin(context, std::move(call), &wrong_count)) {
+  if (grpc::ServerUnaryReactor* done = Begin(context, std::move(call), &wrong_count)) {
     return done;
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
@@ -399,9 +373,8 @@ grpc::ServerUnaryReactor* FakeDedupService::DedupResults(
       return reject(absl::StrCat("fake: hit ", i, ": empty text"));
     }
   }
-  const uint32_t cap = request->has_per_source_cap()
-                           ? request->per_source_cap()
-                           : (request->top_k() <= 5 ? 2 : 3);
+  const uint32_t cap =
+      request->has_per_source_cap() ? request->per_source_cap() : (request->top_k() <= 5 ? 2 : 3);
   std::vector<int> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
@@ -415,9 +388,8 @@ grpc::ServerUnaryReactor* FakeDedupService::DedupResults(
       response->add_not_examined(static_cast<uint32_t>(i));
       continue;
     }
-    auto of = std::find_if(kept.begin(), kept.end(), [&](int k) {
-      return request->hits(k).text() == hit.text();
-    });
+    auto of = std::find_if(kept.begin(), kept.end(),
+                           [&](int k) { return request->hits(k).text() == hit.text(); });
     if (of != kept.end()) {
       dedupd::v1::DroppedHit* d = response->add_dropped();
       d->set_index(static_cast<uint32_t>(i));
@@ -429,8 +401,7 @@ grpc::ServerUnaryReactor* FakeDedupService::DedupResults(
       d->set_value(1);
       continue;
     }
-    if (!hit.source_url().empty() && cap > 0 &&
-        kept_per_source[hit.source_url()] >= cap) {
+    if (!hit.source_url().empty() && cap > 0 && kept_per_source[hit.source_url()] >= cap) {
       dedupd::v1::DroppedHit* d = response->add_dropped();
       d->set_index(static_cast<uint32_t>(i));
       d->set_id(hit.id());
@@ -453,8 +424,7 @@ absl::StatusOr<std::unique_ptr<FakeDedupServer>> FakeDedupServer::Start() {
   std::unique_ptr<FakeDedupServer> fake(new FakeDedupServer());
   int port = 0;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                           &port);
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&fake->service_);
   fake->server_ = builder.BuildAndStart();
   if (fake->server_ == nullptr || port == 0) {

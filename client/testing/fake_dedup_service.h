@@ -144,25 +144,21 @@ class FakeDedupService final : public dedupd::v1::Dedup::CallbackService {
   // FNV-1a of the bytes).
   static uint64_t FakeHash(absl::string_view text);
 
-  grpc::ServerUnaryReactor* CheckUrl(
-      grpc::CallbackServerContext* context,
-      const dedupd::v1::CheckUrlRequest* request,
-      dedupd::v1::CheckUrlResponse* response) override;
+  grpc::ServerUnaryReactor* CheckUrl(grpc::CallbackServerContext* context,
+                                     const dedupd::v1::CheckUrlRequest* request,
+                                     dedupd::v1::CheckUrlResponse* response) override;
 
-  grpc::ServerUnaryReactor* CheckContent(
-      grpc::CallbackServerContext* context,
-      const dedupd::v1::CheckContentRequest* request,
-      dedupd::v1::CheckContentResponse* response) override;
+  grpc::ServerUnaryReactor* CheckContent(grpc::CallbackServerContext* context,
+                                         const dedupd::v1::CheckContentRequest* request,
+                                         dedupd::v1::CheckContentResponse* response) override;
 
-  grpc::ServerUnaryReactor* CheckChunks(
-      grpc::CallbackServerContext* context,
-      const dedupd::v1::CheckChunksRequest* request,
-      dedupd::v1::CheckChunksResponse* response) override;
+  grpc::ServerUnaryReactor* CheckChunks(grpc::CallbackServerContext* context,
+                                        const dedupd::v1::CheckChunksRequest* request,
+                                        dedupd::v1::CheckChunksResponse* response) override;
 
-  grpc::ServerUnaryReactor* DedupResults(
-      grpc::CallbackServerContext* context,
-      const dedupd::v1::DedupResultsRequest* request,
-      dedupd::v1::DedupResultsResponse* response) override;
+  grpc::ServerUnaryReactor* DedupResults(grpc::CallbackServerContext* context,
+                                         const dedupd::v1::DedupResultsRequest* request,
+                                         dedupd::v1::DedupResultsResponse* response) override;
 
  private:
   struct Action {
@@ -179,9 +175,8 @@ class FakeDedupService final : public dedupd::v1::Dedup::CallbackService {
   // Logs `call` and takes the next scripted action. Returns the reactor
   // that already answers the call (hang, fail), or nullptr: answer it,
   // honouring *wrong_count.
-  grpc::ServerUnaryReactor* Begin(grpc::CallbackServerContext* context,
-                                  Call call, bool* wrong_count)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  grpc::ServerUnaryReactor* Begin(grpc::CallbackServerContext* context, Call call,
+                                  bool* wrong_count) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
   std::deque<Action> script_ ABSL_GUARDED_BY(mu_);
@@ -196,10 +191,8 @@ class FakeDedupService final : public dedupd::v1::Dedup::CallbackService {
     std::string document_url;
     std::string chunk_id;
   };
-  absl::flat_hash_map<std::string, ChunkHolder> chunk_texts_
-      ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, std::vector<std::string>> document_chunks_
-      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, ChunkHolder> chunk_texts_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::vector<std::string>> document_chunks_ ABSL_GUARDED_BY(mu_);
 };
 
 // FakeDedupServer: a gRPC server on 127.0.0.1:<ephemeral> serving a

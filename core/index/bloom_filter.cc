@@ -105,8 +105,8 @@ inline uint32_t Position(uint64_t r, int i) {
 
 // The key's block and masks. Starts fetching the block's cache line (for
 // writing) before computing the masks, so the miss overlaps that work.
-inline Probe MakeProbe(const std::atomic<uint64_t>* words, uint64_t h,
-                       uint64_t num_blocks, int num_probes) {
+inline Probe MakeProbe(const std::atomic<uint64_t>* words, uint64_t h, uint64_t num_blocks,
+                       int num_probes) {
   Probe p;
   p.block = BlockIndex(h, num_blocks);
   __builtin_prefetch(words + p.block * BloomFilter::kWordsPerBlock, 1);
@@ -123,8 +123,7 @@ std::atomic<uint64_t>* AllocateWords(uint64_t num_blocks) {
   const size_t bytes = static_cast<size_t>(num_blocks) * kBlockBytes;
   void* p = nullptr;
   if (bytes >= kMmapMinBytes) {
-    p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
       p = nullptr;
     } else if (bytes >= kHugePageBytes) {
@@ -156,10 +155,8 @@ void FreeWords(std::atomic<uint64_t>* words, uint64_t num_blocks) {
   }
 }
 
-static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t),
-              "words are read as bytes");
-static_assert(std::atomic<uint64_t>::is_always_lock_free,
-              "words are read as bytes");
+static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t), "words are read as bytes");
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "words are read as bytes");
 
 // P(a probe's bits are all set in a 512-bit block holding j keys), in the
 // model of Putze et al. 2007: each key sets k distinct uniform bits, and
@@ -173,15 +170,12 @@ double BlockHitRate(double j, int k) {
 
 }  // namespace
 
-uint64_t BloomFilter::KeyHash(absl::string_view key) {
-  return StableHash64(key, kSeed);
-}
+uint64_t BloomFilter::KeyHash(absl::string_view key) { return StableHash64(key, kSeed); }
 
 uint64_t BloomFilter::BlocksFor(uint64_t expected_keys, double bits_per_key) {
   if (!(bits_per_key > 0)) return 1;
-  const double blocks =
-      std::ceil(static_cast<double>(expected_keys) * bits_per_key /
-                static_cast<double>(kBlockBits));
+  const double blocks = std::ceil(static_cast<double>(expected_keys) * bits_per_key /
+                                  static_cast<double>(kBlockBits));
   if (!(blocks >= 1)) return 1;
   if (blocks >= static_cast<double>(kMaxBlocks)) return kMaxBlocks;
   return static_cast<uint64_t>(blocks);
@@ -198,8 +192,7 @@ double BloomFilter::StandardFalsePositiveRate(double bits_per_key, int k) {
   return std::pow(1.0 - std::exp(-k / bits_per_key), k);
 }
 
-double BloomFilter::BlockedFalsePositiveRate(uint64_t keys, uint64_t blocks,
-                                             int k) {
+double BloomFilter::BlockedFalsePositiveRate(uint64_t keys, uint64_t blocks, int k) {
   if (keys == 0) return 0.0;
   if (blocks == 0) blocks = 1;
   k = std::clamp(k, kMinProbes, kMaxProbes);
@@ -227,8 +220,7 @@ double BloomFilter::BitsPerKeyFor(double rate) {
   // 0.1 .. 100 bits per key; at 100 bits (k = 16) the rate is ~1e-17.
   for (int tenths = 1; tenths <= 1000; ++tenths) {
     const double bits = tenths / 10.0;
-    if (BlockedFalsePositiveRate(kKeys, BlocksFor(kKeys, bits),
-                                 OptimalProbes(bits)) <= rate) {
+    if (BlockedFalsePositiveRate(kKeys, BlocksFor(kKeys, bits), OptimalProbes(bits)) <= rate) {
       return bits;
     }
   }
@@ -237,10 +229,9 @@ double BloomFilter::BitsPerKeyFor(double rate) {
 
 BloomFilter::BloomFilter(uint64_t num_blocks, int num_probes)
     : num_blocks_(num_blocks), num_probes_(num_probes) {
-  DEDUPD_CHECK(num_blocks >= 1 && num_blocks <= kMaxBlocks,
-                 "BloomFilter: num_blocks out of range");
+  DEDUPD_CHECK(num_blocks >= 1 && num_blocks <= kMaxBlocks, "BloomFilter: num_blocks out of range");
   DEDUPD_CHECK(num_probes >= kMinProbes && num_probes <= kMaxProbes,
-                 "BloomFilter: num_probes out of range");
+               "BloomFilter: num_probes out of range");
   words_ = AllocateWords(num_blocks_);
 }
 
@@ -264,8 +255,7 @@ BloomFilter::~BloomFilter() { FreeWords(words_, num_blocks_); }
 void BloomFilter::Insert(uint64_t key_hash) { (void)TestAndInsert(key_hash); }
 
 bool BloomFilter::MayContain(uint64_t key_hash) const {
-  const std::atomic<uint64_t>* block =
-      words_ + BlockIndex(key_hash, num_blocks_) * kWordsPerBlock;
+  const std::atomic<uint64_t>* block = words_ + BlockIndex(key_hash, num_blocks_) * kWordsPerBlock;
   // Start the cache miss before the ~50 instructions of position math: a
   // loop of lookups on a 125 MB filter then overlaps more of its misses
   // (5.5M -> 8.3M lookups/s measured).
@@ -294,8 +284,7 @@ bool BloomFilter::TestAndInsert(uint64_t key_hash) {
   // acquire costs nothing extra on x86), then fetch_or only those.
   unsigned todo = 0;
   for (size_t w = 0; w < kWordsPerBlock; ++w) {
-    const uint64_t clear =
-        p.masks[w] & ~block[w].load(std::memory_order_acquire);
+    const uint64_t clear = p.masks[w] & ~block[w].load(std::memory_order_acquire);
     todo |= static_cast<unsigned>(clear != 0) << w;
   }
   const bool was_absent = todo != 0;
@@ -311,22 +300,19 @@ uint64_t BloomFilter::CountSetBits() const {
   uint64_t n = 0;
   const size_t num_words = num_blocks_ * kWordsPerBlock;
   for (size_t i = 0; i < num_words; ++i) {
-    n += static_cast<uint64_t>(
-        __builtin_popcountll(words_[i].load(std::memory_order_relaxed)));
+    n += static_cast<uint64_t>(__builtin_popcountll(words_[i].load(std::memory_order_relaxed)));
   }
   return n;
 }
 
 double BloomFilter::EstimatedFalsePositiveRate() const {
   if (num_blocks_ == 0) return 0.0;
-  const double f =
-      static_cast<double>(CountSetBits()) / static_cast<double>(num_bits());
+  const double f = static_cast<double>(CountSetBits()) / static_cast<double>(num_bits());
   return std::pow(f, num_probes_);
 }
 
 absl::string_view BloomFilter::WordBytes() const {
-  return absl::string_view(reinterpret_cast<const char*>(words_),
-                           memory_bytes());
+  return absl::string_view(reinterpret_cast<const char*>(words_), memory_bytes());
 }
 
 std::string BloomFilter::CopyWordBytes() const {
@@ -348,9 +334,8 @@ uint64_t BloomFilter::ChecksumWords(absl::string_view bytes) {
 
 namespace {
 
-std::string EncodeHeaderBytes(uint32_t num_probes, uint64_t num_blocks,
-                              uint64_t inserted_keys, uint64_t user_tag,
-                              uint64_t words_checksum) {
+std::string EncodeHeaderBytes(uint32_t num_probes, uint64_t num_blocks, uint64_t inserted_keys,
+                              uint64_t user_tag, uint64_t words_checksum) {
   std::string h(BloomFilter::kHeaderBytes, '\0');
   std::memcpy(&h[kOffMagic], kMagic, sizeof(kMagic));
   EncodeFixed32LE(&h[kOffVersion], BloomFilter::kFormatVersion);
@@ -359,17 +344,16 @@ std::string EncodeHeaderBytes(uint32_t num_probes, uint64_t num_blocks,
   EncodeFixed64LE(&h[kOffInsertedKeys], inserted_keys);
   EncodeFixed64LE(&h[kOffUserTag], user_tag);
   EncodeFixed64LE(&h[kOffWordsChecksum], words_checksum);
-  EncodeFixed64LE(&h[kOffHeaderChecksum],
-          StableHash64(absl::string_view(h.data(), kOffHeaderChecksum),
-                       BloomFilter::kSeed));
+  EncodeFixed64LE(
+      &h[kOffHeaderChecksum],
+      StableHash64(absl::string_view(h.data(), kOffHeaderChecksum), BloomFilter::kSeed));
   // Bytes kOffPadding.. stay zero.
   return h;
 }
 
 }  // namespace
 
-std::string BloomFilter::EncodeHeader(uint64_t inserted_keys,
-                                      uint64_t user_tag) const {
+std::string BloomFilter::EncodeHeader(uint64_t inserted_keys, uint64_t user_tag) const {
   // Checksum a copy taken with atomic loads, piece by piece, so that a
   // concurrent Insert is a wrong checksum at worst, never a data race.
   std::string piece;
@@ -384,12 +368,11 @@ std::string BloomFilter::EncodeHeader(uint64_t inserted_keys,
     }
     c = StableHash64(piece, c);
   }
-  return EncodeHeaderBytes(static_cast<uint32_t>(num_probes_), num_blocks_,
-                           inserted_keys, user_tag, c);
+  return EncodeHeaderBytes(static_cast<uint32_t>(num_probes_), num_blocks_, inserted_keys, user_tag,
+                           c);
 }
 
-std::string BloomFilter::Serialize(uint64_t inserted_keys,
-                                   uint64_t user_tag) const {
+std::string BloomFilter::Serialize(uint64_t inserted_keys, uint64_t user_tag) const {
   // Copy the words first, then checksum the copy: the result is
   // self-consistent even while inserts run.
   std::string out(kHeaderBytes + memory_bytes(), '\0');
@@ -398,26 +381,23 @@ std::string BloomFilter::Serialize(uint64_t inserted_keys,
   for (size_t i = 0; i < num_words; ++i) {
     EncodeFixed64LE(w + i * 8, words_[i].load(std::memory_order_relaxed));
   }
-  const std::string header = EncodeHeaderBytes(
-      static_cast<uint32_t>(num_probes_), num_blocks_, inserted_keys, user_tag,
-      ChecksumWords(absl::string_view(w, memory_bytes())));
+  const std::string header =
+      EncodeHeaderBytes(static_cast<uint32_t>(num_probes_), num_blocks_, inserted_keys, user_tag,
+                        ChecksumWords(absl::string_view(w, memory_bytes())));
   std::memcpy(&out[0], header.data(), kHeaderBytes);
   return out;
 }
 
-absl::StatusOr<BloomFilter::Header> BloomFilter::ParseHeader(
-    absl::string_view bytes) {
+absl::StatusOr<BloomFilter::Header> BloomFilter::ParseHeader(absl::string_view bytes) {
   if (bytes.size() < kHeaderBytes) {
-    return absl::DataLossError(absl::StrCat("bloom filter: ", bytes.size(),
-                                            " bytes, shorter than the ",
-                                            kHeaderBytes, "-byte header"));
+    return absl::DataLossError(absl::StrCat(
+        "bloom filter: ", bytes.size(), " bytes, shorter than the ", kHeaderBytes, "-byte header"));
   }
   const char* p = bytes.data();
   if (std::memcmp(p + kOffMagic, kMagic, sizeof(kMagic)) != 0) {
     return absl::DataLossError("bloom filter: bad magic (not DDBLOOM)");
   }
-  const uint64_t want =
-      StableHash64(bytes.substr(0, kOffHeaderChecksum), kSeed);
+  const uint64_t want = StableHash64(bytes.substr(0, kOffHeaderChecksum), kSeed);
   if (DecodeFixed64LE(p + kOffHeaderChecksum) != want) {
     return absl::DataLossError("bloom filter: header checksum mismatch");
   }
@@ -434,18 +414,15 @@ absl::StatusOr<BloomFilter::Header> BloomFilter::ParseHeader(
     }
   }
   const uint32_t probes = DecodeFixed32LE(p + kOffProbes);
-  if (probes < static_cast<uint32_t>(kMinProbes) ||
-      probes > static_cast<uint32_t>(kMaxProbes)) {
-    return absl::DataLossError(absl::StrCat("bloom filter: num_probes ", probes,
-                                            " out of [", kMinProbes, ", ",
-                                            kMaxProbes, "]"));
+  if (probes < static_cast<uint32_t>(kMinProbes) || probes > static_cast<uint32_t>(kMaxProbes)) {
+    return absl::DataLossError(absl::StrCat("bloom filter: num_probes ", probes, " out of [",
+                                            kMinProbes, ", ", kMaxProbes, "]"));
   }
   h.num_probes = static_cast<int>(probes);
   h.num_blocks = DecodeFixed64LE(p + kOffBlocks);
   if (h.num_blocks < 1 || h.num_blocks > kMaxBlocks) {
-    return absl::DataLossError(absl::StrCat("bloom filter: num_blocks ",
-                                            h.num_blocks, " out of [1, ",
-                                            kMaxBlocks, "]"));
+    return absl::DataLossError(
+        absl::StrCat("bloom filter: num_blocks ", h.num_blocks, " out of [1, ", kMaxBlocks, "]"));
   }
   h.inserted_keys = DecodeFixed64LE(p + kOffInsertedKeys);
   h.user_tag = DecodeFixed64LE(p + kOffUserTag);
@@ -453,25 +430,23 @@ absl::StatusOr<BloomFilter::Header> BloomFilter::ParseHeader(
   return h;
 }
 
-absl::StatusOr<BloomFilter> BloomFilter::FromHeaderAndWords(
-    const Header& header, absl::string_view word_bytes) {
+absl::StatusOr<BloomFilter> BloomFilter::FromHeaderAndWords(const Header& header,
+                                                            absl::string_view word_bytes) {
   if (header.format_version != kFormatVersion) {
     return absl::FailedPreconditionError(
         absl::StrCat("bloom filter: format version ", header.format_version,
                      ", this build reads only version ", kFormatVersion));
   }
-  if (header.num_probes < kMinProbes || header.num_probes > kMaxProbes ||
-      header.num_blocks < 1 || header.num_blocks > kMaxBlocks) {
-    return absl::DataLossError(
-        absl::StrCat("bloom filter: num_probes ", header.num_probes,
-                     " or num_blocks ", header.num_blocks, " out of range"));
+  if (header.num_probes < kMinProbes || header.num_probes > kMaxProbes || header.num_blocks < 1 ||
+      header.num_blocks > kMaxBlocks) {
+    return absl::DataLossError(absl::StrCat("bloom filter: num_probes ", header.num_probes,
+                                            " or num_blocks ", header.num_blocks, " out of range"));
   }
   // num_blocks <= 2^31, so this cannot overflow.
   const uint64_t want_bytes = header.num_blocks * kBlockBytes;
   if (word_bytes.size() != want_bytes) {
     return absl::DataLossError(absl::StrCat("bloom filter: ", word_bytes.size(),
-                                            " bytes of words, header says ",
-                                            want_bytes));
+                                            " bytes of words, header says ", want_bytes));
   }
   if (ChecksumWords(word_bytes) != header.words_checksum) {
     return absl::DataLossError("bloom filter: words checksum mismatch");
@@ -487,12 +462,10 @@ absl::StatusOr<BloomFilter> BloomFilter::FromHeaderAndWords(
   return filter;
 }
 
-absl::StatusOr<BloomFilter::Loaded> BloomFilter::Deserialize(
-    absl::string_view bytes) {
+absl::StatusOr<BloomFilter::Loaded> BloomFilter::Deserialize(absl::string_view bytes) {
   absl::StatusOr<Header> header = ParseHeader(bytes);
   if (!header.ok()) return header.status();
-  absl::StatusOr<BloomFilter> filter =
-      FromHeaderAndWords(*header, bytes.substr(kHeaderBytes));
+  absl::StatusOr<BloomFilter> filter = FromHeaderAndWords(*header, bytes.substr(kHeaderBytes));
   if (!filter.ok()) return filter.status();
   return Loaded{std::move(filter).value(), *header};
 }

@@ -196,8 +196,8 @@ class BloomFilter {
   // FromHeaderAndWords builds a filter from a parsed header and its words
   // (e.g. read from a file in pieces). DataLoss when the size or the words
   // checksum does not match the header.
-  static absl::StatusOr<BloomFilter> FromHeaderAndWords(
-      const Header& header, absl::string_view word_bytes);
+  static absl::StatusOr<BloomFilter> FromHeaderAndWords(const Header& header,
+                                                        absl::string_view word_bytes);
 
  private:
   uint64_t num_blocks_ = 0;

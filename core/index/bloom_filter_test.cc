@@ -43,8 +43,7 @@ SetBits ReadSetBits(const BloomFilter& filter) {
   for (uint64_t b = 0; b < filter.num_blocks(); ++b) {
     bool any = false;
     for (int bit = 0; bit < 512; ++bit) {
-      const unsigned char byte =
-          static_cast<unsigned char>(bytes[b * 64 + bit / 8]);
+      const unsigned char byte = static_cast<unsigned char>(bytes[b * 64 + bit / 8]);
       if ((byte >> (bit % 8)) & 1) {
         out.positions.push_back(bit);
         any = true;
@@ -67,16 +66,11 @@ struct KeyGolden {
 
 TEST(BloomFilterGoldenTest, KeyHashAndMappingOfFixedKeys) {
   const KeyGolden golden[] = {
-      {"", 0x8004daa1d6183535ULL, 500,
-       {53, 219, 221, 235, 379, 412, 429}},
-      {"a", 0x099554bbc79a0639ULL, 37,
-       {29, 223, 239, 269, 312, 318, 406}},
-      {"http://a.example/x", 0x4ee494d002e43124ULL, 308,
-       {5, 7, 60, 86, 215, 228, 271}},
-      {"https://www.example.com/", 0x30fd403598710866ULL, 191,
-       {2, 3, 19, 42, 207, 215, 280}},
-      {"dedupd", 0x927fe2b9aaf026c5ULL, 572,
-       {30, 45, 226, 237, 239, 337, 475}},
+      {"", 0x8004daa1d6183535ULL, 500, {53, 219, 221, 235, 379, 412, 429}},
+      {"a", 0x099554bbc79a0639ULL, 37, {29, 223, 239, 269, 312, 318, 406}},
+      {"http://a.example/x", 0x4ee494d002e43124ULL, 308, {5, 7, 60, 86, 215, 228, 271}},
+      {"https://www.example.com/", 0x30fd403598710866ULL, 191, {2, 3, 19, 42, 207, 215, 280}},
+      {"dedupd", 0x927fe2b9aaf026c5ULL, 572, {30, 45, 226, 237, 239, 337, 475}},
   };
   for (const KeyGolden& g : golden) {
     SCOPED_TRACE(g.key);
@@ -104,26 +98,24 @@ TEST(BloomFilterGoldenTest, MappingOfFixedHashes) {
   // docs/bloom_filter.md. 0xfedcba9876543210 with 16 probes hits bit 508
   // twice: a key sets up to num_probes bits.
   const HashGolden golden[] = {
-      {0x0000000000000000ULL, 1, 1, 0,
-       {452}},
-      {0xffffffffffffffffULL, 1, 16, 0,
-       {8, 85, 93, 127, 134, 182, 220, 244, 356, 383, 386, 402, 425,
-        446, 457, 494}},
-      {0x0123456789abcdefULL, 12345, 7, 54,
-       {42, 56, 97, 168, 323, 343, 349}},
-      {0x8000000000000000ULL, 2, 10, 1,
-       {31, 138, 144, 145, 154, 163, 219, 241, 489, 497}},
-      {0xfedcba9876543210ULL, 100000, 16, 99555,
-       {8, 56, 70, 136, 202, 230, 232, 235, 245, 251, 270, 295, 408,
-        466, 508}},
-      {0x0000000000000001ULL, 3, 4, 0,
-       {282, 290, 316, 499}},
-      {0x7fffffffffffffffULL, 1000, 6, 499,
-       {84, 109, 203, 271, 450, 478}},
+      {0x0000000000000000ULL, 1, 1, 0, {452}},
+      {0xffffffffffffffffULL,
+       1,
+       16,
+       0,
+       {8, 85, 93, 127, 134, 182, 220, 244, 356, 383, 386, 402, 425, 446, 457, 494}},
+      {0x0123456789abcdefULL, 12345, 7, 54, {42, 56, 97, 168, 323, 343, 349}},
+      {0x8000000000000000ULL, 2, 10, 1, {31, 138, 144, 145, 154, 163, 219, 241, 489, 497}},
+      {0xfedcba9876543210ULL,
+       100000,
+       16,
+       99555,
+       {8, 56, 70, 136, 202, 230, 232, 235, 245, 251, 270, 295, 408, 466, 508}},
+      {0x0000000000000001ULL, 3, 4, 0, {282, 290, 316, 499}},
+      {0x7fffffffffffffffULL, 1000, 6, 499, {84, 109, 203, 271, 450, 478}},
   };
   for (const HashGolden& g : golden) {
-    SCOPED_TRACE(absl::StrCat(absl::Hex(g.hash), " blocks=", g.num_blocks,
-                              " k=", g.num_probes));
+    SCOPED_TRACE(absl::StrCat(absl::Hex(g.hash), " blocks=", g.num_blocks, " k=", g.num_probes));
     BloomFilter filter(g.num_blocks, g.num_probes);
     filter.Insert(g.hash);
     const SetBits bits = ReadSetBits(filter);
@@ -193,21 +185,18 @@ TEST(BloomFilterSizingTest, OptimalProbes) {
     int want;
   };
   const Case cases[] = {
-      {0.1, 1}, {1.0, 1},  {2.0, 1},   {3.0, 2},   {6.0, 4},   {8.0, 6},
+      {0.1, 1},  {1.0, 1},  {2.0, 1},   {3.0, 2},   {6.0, 4},   {8.0, 6},
       {10.0, 7}, {12.0, 8}, {16.0, 11}, {20.0, 14}, {23.0, 16}, {30.0, 16},
   };
   for (const Case& c : cases) {
-    EXPECT_EQ(BloomFilter::OptimalProbes(c.bits_per_key), c.want)
-        << c.bits_per_key;
+    EXPECT_EQ(BloomFilter::OptimalProbes(c.bits_per_key), c.want) << c.bits_per_key;
   }
 }
 
 TEST(BloomFilterSizingTest, StandardFalsePositiveRate) {
   // (1 - e^(-k/b))^k; 10 bits, 7 probes: the textbook 0.82%.
-  EXPECT_NEAR(BloomFilter::StandardFalsePositiveRate(10.0, 7), 0.008193,
-              0.000001);
-  EXPECT_NEAR(BloomFilter::StandardFalsePositiveRate(8.0, 6), 0.021577,
-              0.000001);
+  EXPECT_NEAR(BloomFilter::StandardFalsePositiveRate(10.0, 7), 0.008193, 0.000001);
+  EXPECT_NEAR(BloomFilter::StandardFalsePositiveRate(8.0, 6), 0.021577, 0.000001);
 }
 
 TEST(BloomFilterSizingTest, BlockedRateExceedsStandardAndFallsWithBits) {
@@ -217,8 +206,8 @@ TEST(BloomFilterSizingTest, BlockedRateExceedsStandardAndFallsWithBits) {
     SCOPED_TRACE(bits);
     const int k = BloomFilter::OptimalProbes(bits);
     const uint64_t keys = 1'000'000;
-    const double blocked = BloomFilter::BlockedFalsePositiveRate(
-        keys, BloomFilter::BlocksFor(keys, bits), k);
+    const double blocked =
+        BloomFilter::BlockedFalsePositiveRate(keys, BloomFilter::BlocksFor(keys, bits), k);
     const double standard = BloomFilter::StandardFalsePositiveRate(bits, k);
     EXPECT_GT(blocked, standard);
     EXPECT_LT(blocked, 4 * standard);
@@ -245,9 +234,8 @@ TEST(BloomFilterSizingTest, BitsPerKeyFor) {
     EXPECT_NEAR(bits, c.want, 1e-9);
     // The smallest such step: the rate holds at `bits`, not 0.1 below.
     auto rate_at = [](double b) {
-      return BloomFilter::BlockedFalsePositiveRate(
-          1'000'000, BloomFilter::BlocksFor(1'000'000, b),
-          BloomFilter::OptimalProbes(b));
+      return BloomFilter::BlockedFalsePositiveRate(1'000'000, BloomFilter::BlocksFor(1'000'000, b),
+                                                   BloomFilter::OptimalProbes(b));
     };
     EXPECT_LE(rate_at(bits), c.rate);
     EXPECT_GT(rate_at(bits - 0.1), c.rate);
@@ -309,17 +297,15 @@ TEST(BloomFilterMillionTest, FalsePositiveRateMatchesBlockedTheory) {
     size_t fp = 0;
     for (uint64_t h : probes) fp += filter.MayContain(h) ? 1 : 0;
     const double measured = static_cast<double>(fp) / probes.size();
-    const double blocked =
-        BloomFilter::BlockedFalsePositiveRate(keys.size(), blocks, k);
-    const double standard =
-        BloomFilter::StandardFalsePositiveRate(c.bits_per_key, k);
+    const double blocked = BloomFilter::BlockedFalsePositiveRate(keys.size(), blocks, k);
+    const double standard = BloomFilter::StandardFalsePositiveRate(c.bits_per_key, k);
     const double estimated = filter.EstimatedFalsePositiveRate();
     std::printf(
         "bits_per_key=%.1f k=%d measured=%.6f blocked_theory=%.6f "
         "ratio_blocked=%.3f standard_theory=%.6f ratio_standard=%.3f "
         "estimated=%.6f\n",
-        c.bits_per_key, k, measured, blocked, measured / blocked, standard,
-        measured / standard, estimated);
+        c.bits_per_key, k, measured, blocked, measured / blocked, standard, measured / standard,
+        estimated);
     EXPECT_LE(measured, 1.3 * blocked);
     EXPECT_GE(measured, blocked / 1.3);
     // Against the unblocked textbook rate the ratio grows with the density
@@ -349,7 +335,7 @@ TEST(BloomFilterTest, TestAndInsert) {
   BloomFilter filter(64, 7);
   const uint64_t a = BloomFilter::KeyHash("a");
   EXPECT_FALSE(filter.MayContain(a));
-  EXPECT_TRUE(filter.TestAndInsert(a));   // was absent
+  EXPECT_TRUE(filter.TestAndInsert(a));  // was absent
   EXPECT_TRUE(filter.MayContain(a));
   EXPECT_FALSE(filter.TestAndInsert(a));  // already present
   EXPECT_EQ(filter.CountSetBits(), 7u);
@@ -443,21 +429,18 @@ TEST(BloomFilterSerializeTest, RoundTrip) {
     filter.Insert(BloomFilter::KeyHash(absl::StrCat(i)));
   }
   const std::string bytes = filter.Serialize(2000, 0xabcdef);
-  ASSERT_OK_AND_ASSIGN(BloomFilter::Loaded loaded,
-                       BloomFilter::Deserialize(bytes));
+  ASSERT_OK_AND_ASSIGN(BloomFilter::Loaded loaded, BloomFilter::Deserialize(bytes));
   EXPECT_EQ(loaded.header.format_version, BloomFilter::kFormatVersion);
   EXPECT_EQ(loaded.header.num_probes, 9);
   EXPECT_EQ(loaded.header.num_blocks, 37u);
   EXPECT_EQ(loaded.header.inserted_keys, 2000u);
   EXPECT_EQ(loaded.header.user_tag, 0xabcdefu);
-  EXPECT_EQ(loaded.header.words_checksum,
-            BloomFilter::ChecksumWords(filter.WordBytes()));
+  EXPECT_EQ(loaded.header.words_checksum, BloomFilter::ChecksumWords(filter.WordBytes()));
   EXPECT_EQ(loaded.filter.num_blocks(), 37u);
   EXPECT_EQ(loaded.filter.num_probes(), 9);
   EXPECT_EQ(loaded.filter.WordBytes(), filter.WordBytes());
   for (int i = 0; i < 2000; ++i) {
-    EXPECT_TRUE(
-        loaded.filter.MayContain(BloomFilter::KeyHash(absl::StrCat(i))));
+    EXPECT_TRUE(loaded.filter.MayContain(BloomFilter::KeyHash(absl::StrCat(i))));
   }
   EXPECT_EQ(loaded.filter.Serialize(2000, 0xabcdef), bytes);
 }
@@ -471,8 +454,7 @@ TEST(BloomFilterSerializeTest, StreamingEqualsSerialize) {
     }
     const std::string header = filter.EncodeHeader(3000, 77);
     EXPECT_EQ(header.size(), BloomFilter::kHeaderBytes);
-    EXPECT_EQ(absl::StrCat(header, filter.WordBytes()),
-              filter.Serialize(3000, 77));
+    EXPECT_EQ(absl::StrCat(header, filter.WordBytes()), filter.Serialize(3000, 77));
   }
 }
 
@@ -493,13 +475,10 @@ TEST(BloomFilterSerializeTest, ChecksumWordsChainsMebibytePieces) {
 TEST(BloomFilterSerializeTest, FromHeaderAndWords) {
   const BloomFilter filter = GoldenTwoBlockFilter();
   const std::string bytes = filter.Serialize(3, 9);
-  ASSERT_OK_AND_ASSIGN(BloomFilter::Header header,
-                       BloomFilter::ParseHeader(bytes));
+  ASSERT_OK_AND_ASSIGN(BloomFilter::Header header, BloomFilter::ParseHeader(bytes));
   EXPECT_EQ(header.user_tag, 9u);
-  const absl::string_view words =
-      absl::string_view(bytes).substr(BloomFilter::kHeaderBytes);
-  ASSERT_OK_AND_ASSIGN(BloomFilter copy,
-                       BloomFilter::FromHeaderAndWords(header, words));
+  const absl::string_view words = absl::string_view(bytes).substr(BloomFilter::kHeaderBytes);
+  ASSERT_OK_AND_ASSIGN(BloomFilter copy, BloomFilter::FromHeaderAndWords(header, words));
   EXPECT_EQ(copy.WordBytes(), filter.WordBytes());
   EXPECT_TRUE(copy.MayContain(BloomFilter::KeyHash("b")));
 
@@ -507,16 +486,13 @@ TEST(BloomFilterSerializeTest, FromHeaderAndWords) {
               StatusIs(absl::StatusCode::kDataLoss));
   std::string bad(words);
   bad[5] ^= 0x10;
-  EXPECT_THAT(BloomFilter::FromHeaderAndWords(header, bad),
-              StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_THAT(BloomFilter::FromHeaderAndWords(header, bad), StatusIs(absl::StatusCode::kDataLoss));
   BloomFilter::Header wrong = header;
   wrong.num_probes = 0;
-  EXPECT_THAT(BloomFilter::FromHeaderAndWords(wrong, words),
-              StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_THAT(BloomFilter::FromHeaderAndWords(wrong, words), StatusIs(absl::StatusCode::kDataLoss));
   wrong = header;
   wrong.num_blocks = 0;
-  EXPECT_THAT(BloomFilter::FromHeaderAndWords(wrong, ""),
-              StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_THAT(BloomFilter::FromHeaderAndWords(wrong, ""), StatusIs(absl::StatusCode::kDataLoss));
   wrong = header;
   wrong.format_version = 2;
   EXPECT_THAT(BloomFilter::FromHeaderAndWords(wrong, words),
@@ -537,8 +513,7 @@ TEST(BloomFilterDamageTest, EveryTruncationIsDataLoss) {
                   StatusIs(absl::StatusCode::kDataLoss));
     }
   }
-  EXPECT_THAT(BloomFilter::Deserialize(bytes + '\0'),
-              StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_THAT(BloomFilter::Deserialize(bytes + '\0'), StatusIs(absl::StatusCode::kDataLoss));
   EXPECT_THAT(BloomFilter::Deserialize(bytes), IsOk());
 }
 
@@ -549,8 +524,7 @@ TEST(BloomFilterDamageTest, EveryFlippedByteIsDataLoss) {
       SCOPED_TRACE(absl::StrCat("byte ", i, " ^ ", flip));
       std::string damaged = bytes;
       damaged[i] = static_cast<char>(damaged[i] ^ flip);
-      EXPECT_THAT(BloomFilter::Deserialize(damaged),
-                  StatusIs(absl::StatusCode::kDataLoss));
+      EXPECT_THAT(BloomFilter::Deserialize(damaged), StatusIs(absl::StatusCode::kDataLoss));
     }
   }
 }
@@ -558,13 +532,11 @@ TEST(BloomFilterDamageTest, EveryFlippedByteIsDataLoss) {
 // Rewrites header bytes [offset, offset + value_bytes) with `value`
 // (little-endian) and fixes the header checksum, as a writer of that header
 // would have.
-std::string WithHeaderField(std::string bytes, size_t offset, int value_bytes,
-                            uint64_t value) {
+std::string WithHeaderField(std::string bytes, size_t offset, int value_bytes, uint64_t value) {
   for (int i = 0; i < value_bytes; ++i) {
     bytes[offset + i] = static_cast<char>(value >> (8 * i));
   }
-  const uint64_t c =
-      StableHash64(absl::string_view(bytes).substr(0, 48), BloomFilter::kSeed);
+  const uint64_t c = StableHash64(absl::string_view(bytes).substr(0, 48), BloomFilter::kSeed);
   for (int i = 0; i < 8; ++i) bytes[48 + i] = static_cast<char>(c >> (8 * i));
   return bytes;
 }
@@ -586,8 +558,7 @@ TEST(BloomFilterDamageTest, ValidlyChecksummedBadFields) {
       {"probes 17", 12, 4, 17, absl::StatusCode::kDataLoss},
       {"probes ~0", 12, 4, 0xffffffff, absl::StatusCode::kDataLoss},
       {"blocks 0", 16, 8, 0, absl::StatusCode::kDataLoss},
-      {"blocks 2^31+1", 16, 8, (uint64_t{1} << 31) + 1,
-       absl::StatusCode::kDataLoss},
+      {"blocks 2^31+1", 16, 8, (uint64_t{1} << 31) + 1, absl::StatusCode::kDataLoss},
       {"blocks ~0", 16, 8, ~uint64_t{0}, absl::StatusCode::kDataLoss},
       {"blocks 3 (length)", 16, 8, 3, absl::StatusCode::kDataLoss},
       {"blocks 1 (length)", 16, 8, 1, absl::StatusCode::kDataLoss},
@@ -595,19 +566,16 @@ TEST(BloomFilterDamageTest, ValidlyChecksummedBadFields) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    EXPECT_THAT(BloomFilter::Deserialize(
-                    WithHeaderField(bytes, c.offset, c.value_bytes, c.value)),
+    EXPECT_THAT(BloomFilter::Deserialize(WithHeaderField(bytes, c.offset, c.value_bytes, c.value)),
                 StatusIs(c.want));
   }
   // Padding is not under the header checksum; non-zero padding is damage.
   std::string padded = bytes;
   padded[60] = 1;
-  EXPECT_THAT(BloomFilter::ParseHeader(padded),
-              StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_THAT(BloomFilter::ParseHeader(padded), StatusIs(absl::StatusCode::kDataLoss));
   // inserted_keys and user_tag are the caller's: any value parses.
-  ASSERT_OK_AND_ASSIGN(
-      BloomFilter::Loaded loaded,
-      BloomFilter::Deserialize(WithHeaderField(bytes, 24, 8, ~uint64_t{0})));
+  ASSERT_OK_AND_ASSIGN(BloomFilter::Loaded loaded,
+                       BloomFilter::Deserialize(WithHeaderField(bytes, 24, 8, ~uint64_t{0})));
   EXPECT_EQ(loaded.header.inserted_keys, ~uint64_t{0});
 }
 

@@ -75,9 +75,7 @@ constexpr uint32_t kPartMask = 0xFFFFFF;
 constexpr int kPartBits = 24;
 
 inline uint32_t LoadPart(const unsigned char* parts, uint32_t i) {
-  return DecodeFixed32LE(reinterpret_cast<const char*>(parts) +
-                         kPartBytes * size_t{i}) &
-         kPartMask;
+  return DecodeFixed32LE(reinterpret_cast<const char*>(parts) + kPartBytes * size_t{i}) & kPartMask;
 }
 
 inline void StorePart(unsigned char* parts, uint32_t i, uint32_t v) {
@@ -99,34 +97,34 @@ inline void StorePart(unsigned char* parts, uint32_t i, uint32_t v) {
 // baseline (x86-64 v1) lacks it and the library call is several times
 // slower, and as NextWithinAvx2 (below), 8 candidates at a time; the best
 // one the CPU supports is picked at run time.
-inline __attribute__((always_inline)) uint32_t NextWithinImpl(
-    const unsigned char* hi, const unsigned char* lo, uint32_t begin,
-    uint32_t end, uint64_t q48, int budget) {
+inline __attribute__((always_inline)) uint32_t NextWithinImpl(const unsigned char* hi,
+                                                              const unsigned char* lo,
+                                                              uint32_t begin, uint32_t end,
+                                                              uint64_t q48, int budget) {
   const uint32_t qhi = static_cast<uint32_t>(q48 >> kPartBits);
   const uint32_t qlo = static_cast<uint32_t>(q48) & kPartMask;
   for (uint32_t i = begin; i < end; ++i) {
     const int high = __builtin_popcount(LoadPart(hi, i) ^ qhi);
-    if (high <= budget &&
-        high + __builtin_popcount(LoadPart(lo, i) ^ qlo) <= budget) {
+    if (high <= budget && high + __builtin_popcount(LoadPart(lo, i) ^ qlo) <= budget) {
       return i;
     }
   }
   return end;
 }
 
-uint32_t NextWithinGeneric(const unsigned char* hi, const unsigned char* lo,
-                           uint32_t begin, uint32_t end, uint64_t q48,
-                           int budget) {
+uint32_t NextWithinGeneric(const unsigned char* hi, const unsigned char* lo, uint32_t begin,
+                           uint32_t end, uint64_t q48, int budget) {
   return NextWithinImpl(hi, lo, begin, end, q48, budget);
 }
 
-using NextWithinFn = uint32_t (*)(const unsigned char*, const unsigned char*,
-                                  uint32_t, uint32_t, uint64_t, int);
+using NextWithinFn = uint32_t (*)(const unsigned char*, const unsigned char*, uint32_t, uint32_t,
+                                  uint64_t, int);
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-__attribute__((target("popcnt"))) uint32_t NextWithinPopcnt(
-    const unsigned char* hi, const unsigned char* lo, uint32_t begin,
-    uint32_t end, uint64_t q48, int budget) {
+__attribute__((target("popcnt"))) uint32_t NextWithinPopcnt(const unsigned char* hi,
+                                                            const unsigned char* lo, uint32_t begin,
+                                                            uint32_t end, uint64_t q48,
+                                                            int budget) {
   return NextWithinImpl(hi, lo, begin, end, q48, budget);
 }
 
@@ -141,19 +139,18 @@ __attribute__((target("popcnt"))) uint32_t NextWithinPopcnt(
 // About 2 instructions per candidate instead of 8: queries at 10^7 entries
 // measured ~20 % faster (docs/simhash_index.md). Reads up to 4 bytes past
 // the last high part scanned, within the allocation (the low parts follow).
-__attribute__((target("avx2,popcnt"))) uint32_t NextWithinAvx2(
-    const unsigned char* hi, const unsigned char* lo, uint32_t begin,
-    uint32_t end, uint64_t q48, int budget) {
+__attribute__((target("avx2,popcnt"))) uint32_t NextWithinAvx2(const unsigned char* hi,
+                                                               const unsigned char* lo,
+                                                               uint32_t begin, uint32_t end,
+                                                               uint64_t q48, int budget) {
   const uint32_t qhi = static_cast<uint32_t>(q48 >> kPartBits);
   const uint32_t qlo = static_cast<uint32_t>(q48) & kPartMask;
   // Byte j of a 32-bit lane takes byte 3 * lane + j of its half (j < 3),
   // and 0 for j = 3 (index -1: PSHUFB writes zero).
-  const __m256i widen =
-      _mm256_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1,  //
-                       0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1);
-  const __m256i nibble_bits =
-      _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4,  //
-                       0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
+  const __m256i widen = _mm256_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1,  //
+                                         0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1);
+  const __m256i nibble_bits = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4,  //
+                                               0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
   const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
   const __m256i ones8 = _mm256_set1_epi8(1);
   const __m256i ones16 = _mm256_set1_epi16(1);
@@ -163,27 +160,19 @@ __attribute__((target("avx2,popcnt"))) uint32_t NextWithinAvx2(
   for (; i + 8 <= end; i += 8) {
     const unsigned char* p = hi + kPartBytes * size_t{i};
     const __m256i raw = _mm256_inserti128_si256(
-        _mm256_castsi128_si256(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4 * kPartBytes)),
-        1);
+        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4 * kPartBytes)), 1);
     const __m256i x = _mm256_xor_si256(_mm256_shuffle_epi8(raw, widen), q);
     const __m256i byte_counts = _mm256_add_epi8(
         _mm256_shuffle_epi8(nibble_bits, _mm256_and_si256(x, low_nibbles)),
-        _mm256_shuffle_epi8(
-            nibble_bits,
-            _mm256_and_si256(_mm256_srli_epi16(x, 4), low_nibbles)));
-    const __m256i lane_counts =
-        _mm256_madd_epi16(_mm256_maddubs_epi16(byte_counts, ones8), ones16);
+        _mm256_shuffle_epi8(nibble_bits, _mm256_and_si256(_mm256_srli_epi16(x, 4), low_nibbles)));
+    const __m256i lane_counts = _mm256_madd_epi16(_mm256_maddubs_epi16(byte_counts, ones8), ones16);
     const __m256i over = _mm256_cmpgt_epi32(lane_counts, limit);
-    uint32_t pass =
-        static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(over))) ^
-        0xFF;
+    uint32_t pass = static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(over))) ^ 0xFF;
     while (pass != 0) {
       const uint32_t j = i + static_cast<uint32_t>(__builtin_ctz(pass));
       pass &= pass - 1;
-      if (__builtin_popcount(LoadPart(hi, j) ^ qhi) +
-              __builtin_popcount(LoadPart(lo, j) ^ qlo) <=
+      if (__builtin_popcount(LoadPart(hi, j) ^ qhi) + __builtin_popcount(LoadPart(lo, j) ^ qlo) <=
           budget) {
         return j;
       }
@@ -197,8 +186,7 @@ NextWithinFn ChooseNextWithin() {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt")) {
     return NextWithinAvx2;
   }
-  return __builtin_cpu_supports("popcnt") ? NextWithinPopcnt
-                                          : NextWithinGeneric;
+  return __builtin_cpu_supports("popcnt") ? NextWithinPopcnt : NextWithinGeneric;
 }
 #else
 NextWithinFn ChooseNextWithin() { return NextWithinGeneric; }
@@ -213,16 +201,13 @@ NextWithinFn NextWithin() {
 struct Item {
   uint64_t rem;
   uint32_t id;
-  bool operator<(const Item& o) const {
-    return rem != o.rem ? rem < o.rem : id < o.id;
-  }
+  bool operator<(const Item& o) const { return rem != o.rem ? rem < o.rem : id < o.id; }
   bool operator==(const Item& o) const { return rem == o.rem && id == o.id; }
 };
 
 }  // namespace
 
-constexpr int kMaxBlocks =
-    SimHashIndex::kMaxSupportedDistance + 1 + SimHashIndex::kMaxExtraBlocks;
+constexpr int kMaxBlocks = SimHashIndex::kMaxSupportedDistance + 1 + SimHashIndex::kMaxExtraBlocks;
 
 // Which blocks a table keys on, and how it permutes fingerprints.
 struct SimHashIndex::Layout {
@@ -312,8 +297,7 @@ class SimHashIndex::Bucket {
   // query has already loaded) and binary-searches inside it, or, when the
   // guess was wrong, in the side the answer is on. Exact whatever the guess;
   // O(log size).
-  uint32_t LowerBoundHiNear(uint32_t hi_key, uint32_t first,
-                            uint32_t last) const {
+  uint32_t LowerBoundHiNear(uint32_t hi_key, uint32_t first, uint32_t last) const {
     const unsigned char* h = hi();
     if (first > 0 && LoadPart(h, first - 1) >= hi_key) {
       last = first - 1;
@@ -357,10 +341,8 @@ class SimHashIndex::Bucket {
     unsigned char* lo = Lo(d, capacity_);
     const uint32_t tail = size_ - pos;
     std::memmove(ids + pos + 1, ids + pos, tail * sizeof(uint32_t));
-    std::memmove(hi + kPartBytes * (pos + 1), hi + kPartBytes * pos,
-                 tail * kPartBytes);
-    std::memmove(lo + kPartBytes * (pos + 1), lo + kPartBytes * pos,
-                 tail * kPartBytes);
+    std::memmove(hi + kPartBytes * (pos + 1), hi + kPartBytes * pos, tail * kPartBytes);
+    std::memmove(lo + kPartBytes * (pos + 1), lo + kPartBytes * pos, tail * kPartBytes);
     ids[pos] = id;
     StorePart(hi, pos, static_cast<uint32_t>(rem >> kPartBits));
     StorePart(lo, pos, static_cast<uint32_t>(rem) & kPartMask);
@@ -375,10 +357,8 @@ class SimHashIndex::Bucket {
     unsigned char* lo = Lo(d, capacity_);
     const uint32_t tail = size_ - pos - 1;
     std::memmove(ids + pos, ids + pos + 1, tail * sizeof(uint32_t));
-    std::memmove(hi + kPartBytes * pos, hi + kPartBytes * (pos + 1),
-                 tail * kPartBytes);
-    std::memmove(lo + kPartBytes * pos, lo + kPartBytes * (pos + 1),
-                 tail * kPartBytes);
+    std::memmove(hi + kPartBytes * pos, hi + kPartBytes * (pos + 1), tail * kPartBytes);
+    std::memmove(lo + kPartBytes * pos, lo + kPartBytes * (pos + 1), tail * kPartBytes);
     --size_;
     if (size_ < capacity_ / 2) Reallocate(size_ == 0 ? 0 : size_ + size_ / 16);
   }
@@ -415,8 +395,7 @@ class SimHashIndex::Bucket {
   void Touch(uint32_t begin, uint32_t end) const {
     if (begin >= end) return;
     const unsigned char* first = hi() + kPartBytes * size_t{begin};
-    TouchBytes(first, std::min(hi() + kPartBytes * size_t{end},
-                               first + kMaxTouchBytes));
+    TouchBytes(first, std::min(hi() + kPartBytes * size_t{end}, first + kMaxTouchBytes));
   }
 
   // Loads every cache line of the bucket's allocation (for Insert and
@@ -426,14 +405,11 @@ class SimHashIndex::Bucket {
     TouchBytes(data_.get(), data_.get() + Bytes(capacity_));
   }
 
-  size_t HeapBytes() const {
-    return capacity_ == 0 ? 0 : Bytes(capacity_) + kMallocOverheadBytes;
-  }
+  size_t HeapBytes() const { return capacity_ == 0 ? 0 : Bytes(capacity_) + kMallocOverheadBytes; }
 
  private:
   // Loads one byte of every cache line of [first, last), last non-empty.
-  static void TouchBytes(const unsigned char* first,
-                         const unsigned char* last) {
+  static void TouchBytes(const unsigned char* first, const unsigned char* last) {
     unsigned sink = 0;
     for (const unsigned char* p = first; p < last; p += kCacheLineBytes) {
       sink += *p;
@@ -446,9 +422,7 @@ class SimHashIndex::Bucket {
   static size_t Bytes(uint32_t cap) {
     return size_t{cap} * (sizeof(uint32_t) + 2 * kPartBytes) + 1;
   }
-  static uint32_t* Ids(unsigned char* d) {
-    return reinterpret_cast<uint32_t*>(d);
-  }
+  static uint32_t* Ids(unsigned char* d) { return reinterpret_cast<uint32_t*>(d); }
   static const uint32_t* Ids(const unsigned char* d) {
     return reinterpret_cast<const uint32_t*>(d);
   }
@@ -478,10 +452,8 @@ class SimHashIndex::Bucket {
     if (size_ > 0) {
       const unsigned char* old = data_.get();
       std::memcpy(Ids(fresh.get()), Ids(old), size_ * sizeof(uint32_t));
-      std::memcpy(Hi(fresh.get(), new_capacity), Hi(old, capacity_),
-                  size_ * kPartBytes);
-      std::memcpy(Lo(fresh.get(), new_capacity), Lo(old, capacity_),
-                  size_ * kPartBytes);
+      std::memcpy(Hi(fresh.get(), new_capacity), Hi(old, capacity_), size_ * kPartBytes);
+      std::memcpy(Lo(fresh.get(), new_capacity), Lo(old, capacity_), size_ * kPartBytes);
     }
     data_ = std::move(fresh);
     capacity_ = new_capacity;
@@ -498,8 +470,7 @@ class SimHashIndex::Bucket {
 // of those is also a TLB miss (a nested page walk on a virtual machine).
 class SimHashIndex::Directory {
  public:
-  explicit Directory(size_t buckets)
-      : count_(buckets), bytes_(RoundUp(buckets * sizeof(Bucket))) {
+  explicit Directory(size_t buckets) : count_(buckets), bytes_(RoundUp(buckets * sizeof(Bucket))) {
     void* p = std::aligned_alloc(kHugePageBytes, bytes_);
     DEDUPD_CHECK(p != nullptr, "SimHashIndex: out of memory");
 #if defined(MADV_HUGEPAGE)
@@ -537,8 +508,7 @@ struct SimHashIndex::Table {
 bool SimHashIndex::IsValidLayout(int max_distance, int blocks) {
   if (max_distance < 0 || max_distance > kMaxSupportedDistance) return false;
   if (blocks == 0) return true;
-  if (blocks < max_distance + 1 ||
-      blocks > max_distance + 1 + kMaxExtraBlocks) {
+  if (blocks < max_distance + 1 || blocks > max_distance + 1 + kMaxExtraBlocks) {
     return false;
   }
   // C(blocks, max_distance), small: blocks <= kMaxBlocks.
@@ -552,14 +522,12 @@ bool SimHashIndex::IsValidLayout(int max_distance, int blocks) {
 namespace {
 
 int ResolveBlocks(int max_distance, int blocks) {
-  DEDUPD_CHECK(
-      max_distance >= 0 &&
-          max_distance <= SimHashIndex::kMaxSupportedDistance,
-      "SimHashIndex: max_distance out of [0, kMaxSupportedDistance]");
+  DEDUPD_CHECK(max_distance >= 0 && max_distance <= SimHashIndex::kMaxSupportedDistance,
+               "SimHashIndex: max_distance out of [0, kMaxSupportedDistance]");
   DEDUPD_CHECK(SimHashIndex::IsValidLayout(max_distance, blocks),
-                 "SimHashIndex: blocks must be 0 or in [max_distance + 1, "
-                 "max_distance + 1 + kMaxExtraBlocks] with at most "
-                 "kMaxTables tables");
+               "SimHashIndex: blocks must be 0 or in [max_distance + 1, "
+               "max_distance + 1 + kMaxExtraBlocks] with at most "
+               "kMaxTables tables");
   return blocks == 0 ? SimHashIndex::DefaultBlocks(max_distance) : blocks;
 }
 
@@ -585,8 +553,7 @@ std::vector<int> MakeProbes(int max_distance, int blocks) {
 // its blocks in ascending order, then the other blocks cyclically from the
 // one after its last: for B = k+1 that is a rotation bringing block t first
 // (the layout before blocks were configurable).
-std::vector<SimHashIndex::Layout> SimHashIndex::MakeLayouts(int max_distance,
-                                                            int blocks) {
+std::vector<SimHashIndex::Layout> SimHashIndex::MakeLayouts(int max_distance, int blocks) {
   const int r = blocks - max_distance;
   std::array<int, kMaxBlocks> width{}, start{};
   std::array<uint64_t, kMaxBlocks> block_mask{};  // unpermuted
@@ -594,8 +561,7 @@ std::vector<SimHashIndex::Layout> SimHashIndex::MakeLayouts(int max_distance,
     width[i] = 64 / blocks + (i < 64 % blocks ? 1 : 0);
     start[i] = bit;
     // Block bits sit at [64 - start - width, 64 - start).
-    const uint64_t ones =
-        width[i] == 64 ? ~uint64_t{0} : (uint64_t{1} << width[i]) - 1;
+    const uint64_t ones = width[i] == 64 ? ~uint64_t{0} : (uint64_t{1} << width[i]) - 1;
     block_mask[i] = ones << (64 - start[i] - width[i]);
     bit += width[i];
   }
@@ -628,8 +594,7 @@ std::vector<SimHashIndex::Layout> SimHashIndex::MakeLayouts(int max_distance,
     } else {
       int to = 0;
       for (int i : order) {
-        if (l.runs > 0 &&
-            l.run[l.runs - 1].from + l.run[l.runs - 1].width == start[i]) {
+        if (l.runs > 0 && l.run[l.runs - 1].from + l.run[l.runs - 1].width == start[i]) {
           l.run[l.runs - 1].width += width[i];  // contiguous: one run
         } else {
           l.run[l.runs++] = {start[i], to, width[i], 0};
@@ -652,9 +617,8 @@ std::vector<SimHashIndex::Layout> SimHashIndex::MakeLayouts(int max_distance,
       l.earlier_blocks.push_back(l.Permute(earlier));
     }
     // The permuted prefix must be exactly the table's blocks.
-    DEDUPD_CHECK(l.prefix_bits == 64 || l.Permute(table_mask) ==
-                                              ~(~uint64_t{0} >> l.prefix_bits),
-                   "SimHashIndex: bad permutation");
+    DEDUPD_CHECK(l.prefix_bits == 64 || l.Permute(table_mask) == ~(~uint64_t{0} >> l.prefix_bits),
+                 "SimHashIndex: bad permutation");
     table_masks.push_back(table_mask);
     layouts.push_back(std::move(l));
   }
@@ -667,7 +631,7 @@ SimHashIndex::SimHashIndex(int max_distance, int blocks)
       layouts_(MakeLayouts(max_distance, blocks_)),
       probes_(MakeProbes(max_distance, blocks_)) {
   DEDUPD_CHECK(probes_.back() == static_cast<int>(layouts_.size()),
-                 "SimHashIndex: a query at max_distance must probe all tables");
+               "SimHashIndex: a query at max_distance must probe all tables");
   absl::MutexLock lock(&mu_);
   directory_ = std::make_unique<Directory>(layouts_.size() * kBucketCount);
   for (size_t t = 0; t < layouts_.size(); ++t) {
@@ -770,10 +734,8 @@ void SimHashIndex::BulkInsert(absl::Span<const Entry> entries) {
           bucket.AppendTo(&merged);
           const size_t old = merged.size();
           merged.insert(merged.end(), first, last);
-          std::inplace_merge(merged.begin(), merged.begin() + old,
-                             merged.end());
-          merged.erase(std::unique(merged.begin(), merged.end()),
-                       merged.end());
+          std::inplace_merge(merged.begin(), merged.begin() + old, merged.end());
+          merged.erase(std::unique(merged.begin(), merged.end()), merged.end());
           bucket.Assign(merged.data(), static_cast<uint32_t>(merged.size()));
         }
       }
@@ -781,8 +743,7 @@ void SimHashIndex::BulkInsert(absl::Span<const Entry> entries) {
     }
     // Every table holds the same set of (fingerprint, id) pairs.
     if (t == 0) added = table_size - size_;
-    DEDUPD_CHECK(table_size == size_ + added,
-                   "SimHashIndex: tables disagree after BulkInsert");
+    DEDUPD_CHECK(table_size == size_ + added, "SimHashIndex: tables disagree after BulkInsert");
   }
   size_ += added;
 }
@@ -801,23 +762,20 @@ struct Window {
 };
 
 Window GuessWindow(uint32_t n, uint32_t lo_key, uint32_t hi_key) {
-  const uint32_t slack =
-      2 * static_cast<uint32_t>(std::sqrt(static_cast<double>(n))) + 8;
+  const uint32_t slack = 2 * static_cast<uint32_t>(std::sqrt(static_cast<double>(n))) + 8;
   const uint32_t first = static_cast<uint32_t>((uint64_t{lo_key} * n) >> 24);
-  const uint32_t end = static_cast<uint32_t>(
-      (uint64_t{hi_key} * n + (uint64_t{1} << 24) - 1) >> 24);
+  const uint32_t end =
+      static_cast<uint32_t>((uint64_t{hi_key} * n + (uint64_t{1} << 24) - 1) >> 24);
   return Window{first > slack ? first - slack : 0, std::min(n, first + slack),
                 end > slack ? end - slack : 0, std::min(n, end + slack)};
 }
 
 }  // namespace
 
-std::vector<SimHashIndex::Match> SimHashIndex::Query(uint64_t fingerprint,
-                                                     int max_distance,
-                                                     size_t limit,
-                                                     size_t* total) const {
+std::vector<SimHashIndex::Match> SimHashIndex::Query(uint64_t fingerprint, int max_distance,
+                                                     size_t limit, size_t* total) const {
   DEDUPD_CHECK(max_distance <= max_distance_,
-                 "SimHashIndex::Query: max_distance above the index's");
+               "SimHashIndex::Query: max_distance above the index's");
   std::vector<Match> out;
   if (max_distance >= 0) {
     const NextWithinFn next_within = NextWithin();
@@ -843,11 +801,10 @@ std::vector<SimHashIndex::Match> SimHashIndex::Query(uint64_t fingerprint,
         // around where its range should be, not the whole bucket (at 10^8
         // entries a bucket holds ~4.5 KB of high parts).
         const uint64_t key = (rotated[t] & kRemMask) & layout.rem_key_mask;
-        const Window w = GuessWindow(
-            bucket.size(), static_cast<uint32_t>(key >> kPartBits),
-            static_cast<uint32_t>((key + layout.rem_key_step) >> kPartBits));
-        bucket.Touch(w.first_lo > 0 ? w.first_lo - 1 : 0,
-                     std::min(bucket.size(), w.end_hi + 1));
+        const Window w =
+            GuessWindow(bucket.size(), static_cast<uint32_t>(key >> kPartBits),
+                        static_cast<uint32_t>((key + layout.rem_key_step) >> kPartBits));
+        bucket.Touch(w.first_lo > 0 ? w.first_lo - 1 : 0, std::min(bucket.size(), w.end_hi + 1));
       } else {
         bucket.Touch(0, bucket.size());
       }
@@ -858,8 +815,7 @@ std::vector<SimHashIndex::Match> SimHashIndex::Query(uint64_t fingerprint,
       const uint32_t qb = static_cast<uint32_t>(q >> kRemBits);
       const uint64_t q48 = q & kRemMask;
       const uint32_t first_bucket = qb & ~(layout.bucket_span - 1);
-      for (uint32_t b = first_bucket; b < first_bucket + layout.bucket_span;
-           ++b) {
+      for (uint32_t b = first_bucket; b < first_bucket + layout.bucket_span; ++b) {
         const int prefix_distance = absl::popcount(b ^ qb);
         if (prefix_distance > max_distance) continue;
         const Bucket& bucket = tables_[t].buckets[b];
@@ -870,8 +826,7 @@ std::vector<SimHashIndex::Match> SimHashIndex::Query(uint64_t fingerprint,
           // k = 3, B = 5): search them only, already loaded.
           const uint64_t key = q48 & layout.rem_key_mask;
           const uint32_t lo_key = static_cast<uint32_t>(key >> kPartBits);
-          const uint32_t hi_key =
-              static_cast<uint32_t>((key + layout.rem_key_step) >> kPartBits);
+          const uint32_t hi_key = static_cast<uint32_t>((key + layout.rem_key_step) >> kPartBits);
           const Window w = GuessWindow(bucket.size(), lo_key, hi_key);
           begin = bucket.LowerBoundHiNear(lo_key, w.first_lo, w.first_hi);
           end = bucket.LowerBoundHiNear(hi_key, w.end_lo, w.end_hi);
@@ -883,8 +838,8 @@ std::vector<SimHashIndex::Match> SimHashIndex::Query(uint64_t fingerprint,
         const unsigned char* hi = bucket.hi();
         const unsigned char* lo = bucket.lo();
         const int budget = max_distance - prefix_distance;
-        for (uint32_t i = next_within(hi, lo, begin, end, q48, budget);
-             i < end; i = next_within(hi, lo, i + 1, end, q48, budget)) {
+        for (uint32_t i = next_within(hi, lo, begin, end, q48, budget); i < end;
+             i = next_within(hi, lo, i + 1, end, q48, budget)) {
           const uint64_t stored = (uint64_t{b} << kRemBits) | bucket.Rem(i);
           const uint64_t x = stored ^ q;
           bool seen = false;
@@ -895,8 +850,7 @@ std::vector<SimHashIndex::Match> SimHashIndex::Query(uint64_t fingerprint,
             }
           }
           if (seen) continue;
-          out.push_back(Match{layout.Unpermute(stored), bucket.ids()[i],
-                              absl::popcount(x)});
+          out.push_back(Match{layout.Unpermute(stored), bucket.ids()[i], absl::popcount(x)});
         }
       }
     }
@@ -923,8 +877,8 @@ size_t SimHashIndex::size() const {
 
 size_t SimHashIndex::MemoryBytes() const {
   absl::ReaderMutexLock lock(&mu_);
-  size_t bytes = layouts_.capacity() * sizeof(Layout) +
-                 tables_.capacity() * sizeof(Table) + directory_->bytes();
+  size_t bytes = layouts_.capacity() * sizeof(Layout) + tables_.capacity() * sizeof(Table) +
+                 directory_->bytes();
   for (const Layout& l : layouts_) {
     bytes += l.earlier_blocks.capacity() * sizeof(uint64_t);
   }

@@ -104,8 +104,7 @@ class SimHashIndex {
     uint32_t id;
     int distance;  // Hamming distance to the queried fingerprint
     bool operator==(const Match& o) const {
-      return fingerprint == o.fingerprint && id == o.id &&
-             distance == o.distance;
+      return fingerprint == o.fingerprint && id == o.id && distance == o.distance;
     }
   };
 
@@ -173,12 +172,10 @@ class SimHashIndex {
   static std::vector<Layout> MakeLayouts(int max_distance, int blocks);
 
   // Loads the bucket of `fingerprint` in every table into cache.
-  void TouchBucketsLocked(uint64_t fingerprint) const
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void TouchBucketsLocked(uint64_t fingerprint) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   // Whether (fingerprint, id) is stored (looked up in table 0).
-  bool ContainsLocked(uint64_t fingerprint, uint32_t id) const
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  bool ContainsLocked(uint64_t fingerprint, uint32_t id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   const int max_distance_;
   const int blocks_;

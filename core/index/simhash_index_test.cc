@@ -20,8 +20,8 @@ namespace dedupd {
 
 // Found by ADL (Match lives in dedupd), so failures print readably.
 void PrintTo(const SimHashIndex::Match& m, std::ostream* os) {
-  *os << "{0x" << std::hex << m.fingerprint << std::dec << ", id " << m.id
-      << ", d " << m.distance << "}";
+  *os << "{0x" << std::hex << m.fingerprint << std::dec << ", id " << m.id << ", d " << m.distance
+      << "}";
 }
 
 namespace {
@@ -37,8 +37,7 @@ constexpr size_t kNoLimit = ~size_t{0};
 // loop against core/index/simhash_index.cc of commit 163cf3a (before blocks were
 // configurable), indexed by k (1, 3, 5 used).
 constexpr uint64_t kPreviousMatches[] = {0, 1495, 0, 1915, 0, 2221};
-constexpr uint64_t kPreviousChecksums[] = {0, 15184163404554941884ULL,
-                                           0, 4083457107938537857ULL,
+constexpr uint64_t kPreviousChecksums[] = {0, 15184163404554941884ULL, 0, 4083457107938537857ULL,
                                            0, 1302277503077800500ULL};
 
 // The reference: every stored pair within d, ordered by (distance, id, fp).
@@ -84,15 +83,14 @@ std::vector<std::pair<int, int>> AllLayouts() {
 }
 
 // Compares Query(q, d) with the reference for every d in 0..index k.
-void ExpectSameAsBruteForce(const SimHashIndex& index, const BruteForce& ref,
-                            uint64_t q) {
+void ExpectSameAsBruteForce(const SimHashIndex& index, const BruteForce& ref, uint64_t q) {
   ASSERT_EQ(index.size(), ref.size());
   for (int d = 0; d <= index.max_distance(); ++d) {
     size_t total = 12345;
     const std::vector<Match> want = ref.Query(q, d);
     EXPECT_EQ(index.Query(q, d, kNoLimit, &total), want)
-        << "query 0x" << std::hex << q << std::dec << " d=" << d
-        << " k=" << index.max_distance() << " blocks=" << index.blocks();
+        << "query 0x" << std::hex << q << std::dec << " d=" << d << " k=" << index.max_distance()
+        << " blocks=" << index.blocks();
     EXPECT_EQ(total, want.size());
   }
 }
@@ -132,39 +130,57 @@ TEST(SimHashIndexTest, TableOfQueries) {
     int d;
     std::vector<Match> want;
   } cases[] = {
-      {"exact only at d=0", 3, {{base, 1}, {base ^ bit(0), 2}}, base, 0,
-       {{base, 1, 0}}},
-      {"one bit in each of the 4 blocks is distance 4, not 3", 3,
-       {{base ^ bit(0) ^ bit(16) ^ bit(32) ^ bit(48), 1}}, base, 3, {}},
-      {"three blocks differ, the fourth agrees", 3,
-       {{base ^ bit(15) ^ bit(16) ^ bit(63), 9}}, base, 3,
+      {"exact only at d=0", 3, {{base, 1}, {base ^ bit(0), 2}}, base, 0, {{base, 1, 0}}},
+      {"one bit in each of the 4 blocks is distance 4, not 3",
+       3,
+       {{base ^ bit(0) ^ bit(16) ^ bit(32) ^ bit(48), 1}},
+       base,
+       3,
+       {}},
+      {"three blocks differ, the fourth agrees",
+       3,
+       {{base ^ bit(15) ^ bit(16) ^ bit(63), 9}},
+       base,
+       3,
        {{base ^ bit(15) ^ bit(16) ^ bit(63), 9, 3}}},
-      {"three bits in one block", 3, {{base ^ bit(47) ^ bit(46) ^ bit(32), 5}},
-       base, 3, {{base ^ bit(47) ^ bit(46) ^ bit(32), 5, 3}}},
-      {"ordered by distance then id", 3,
-       {{base ^ bit(1), 3}, {base, 7}, {base ^ bit(40), 1}, {base, 2}}, base,
+      {"three bits in one block",
+       3,
+       {{base ^ bit(47) ^ bit(46) ^ bit(32), 5}},
+       base,
+       3,
+       {{base ^ bit(47) ^ bit(46) ^ bit(32), 5, 3}}},
+      {"ordered by distance then id",
+       3,
+       {{base ^ bit(1), 3}, {base, 7}, {base ^ bit(40), 1}, {base, 2}},
+       base,
        1,
-       {{base, 2, 0}, {base, 7, 0}, {base ^ bit(40), 1, 1},
-        {base ^ bit(1), 3, 1}}},
-      {"a smaller d than the index's", 3,
-       {{base ^ bit(1) ^ bit(2), 1}, {base ^ bit(63), 2}}, base, 1,
+       {{base, 2, 0}, {base, 7, 0}, {base ^ bit(40), 1, 1}, {base ^ bit(1), 3, 1}}},
+      {"a smaller d than the index's",
+       3,
+       {{base ^ bit(1) ^ bit(2), 1}, {base ^ bit(63), 2}},
+       base,
+       1,
        {{base ^ bit(63), 2, 1}}},
       {"negative d matches nothing", 3, {{base, 1}}, base, -1, {}},
-      {"k=0 is an exact lookup", 0, {{base, 1}, {base ^ bit(5), 2}}, base, 0,
-       {{base, 1, 0}}},
-      {"k=1 across the two 32-bit blocks", 1,
+      {"k=0 is an exact lookup", 0, {{base, 1}, {base ^ bit(5), 2}}, base, 0, {{base, 1, 0}}},
+      {"k=1 across the two 32-bit blocks",
+       1,
        {{base ^ bit(31), 1}, {base ^ bit(32), 2}, {base ^ bit(31) ^ bit(32), 3}},
-       base, 1, {{base ^ bit(31), 1, 1}, {base ^ bit(32), 2, 1}}},
-      {"k=7: seven bits in seven of the eight 8-bit blocks", 7,
-       {{base ^ bit(0) ^ bit(8) ^ bit(16) ^ bit(24) ^ bit(32) ^ bit(40) ^
-             bit(48),
-         4}},
-       base, 7,
-       {{base ^ bit(0) ^ bit(8) ^ bit(16) ^ bit(24) ^ bit(32) ^ bit(40) ^
-             bit(48),
-         4, 7}}},
-      {"all zeros and all ones", 2, {{0, 1}, {~uint64_t{0}, 2}, {bit(63), 3}},
-       0, 2, {{0, 1, 0}, {bit(63), 3, 1}}},
+       base,
+       1,
+       {{base ^ bit(31), 1, 1}, {base ^ bit(32), 2, 1}}},
+      {"k=7: seven bits in seven of the eight 8-bit blocks",
+       7,
+       {{base ^ bit(0) ^ bit(8) ^ bit(16) ^ bit(24) ^ bit(32) ^ bit(40) ^ bit(48), 4}},
+       base,
+       7,
+       {{base ^ bit(0) ^ bit(8) ^ bit(16) ^ bit(24) ^ bit(32) ^ bit(40) ^ bit(48), 4, 7}}},
+      {"all zeros and all ones",
+       2,
+       {{0, 1}, {~uint64_t{0}, 2}, {bit(63), 3}},
+       0,
+       2,
+       {{0, 1, 0}, {bit(63), 3, 1}}},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -182,8 +198,7 @@ TEST(SimHashIndexTest, BulkInsertEqualsInserts) {
   std::vector<Entry> entries;
   for (int i = 0; i < 2000; ++i) entries.push_back({rng(), uint32_t(i)});
   for (int i = 0; i < 2000; i += 3) {  // planted neighbours
-    entries.push_back({FlipBits(entries[i].fingerprint, i % 5, rng),
-                       uint32_t(10000 + i)});
+    entries.push_back({FlipBits(entries[i].fingerprint, i % 5, rng), uint32_t(10000 + i)});
   }
   SimHashIndex bulk(3), one_by_one(3);
   bulk.BulkInsert(entries);
@@ -321,8 +336,7 @@ TEST(SimHashIndexTest, DefaultLayoutIsOneTablePerBlockAndAllLayoutsAgree) {
   std::vector<Entry> entries;
   for (uint32_t i = 0; i < 4000; ++i) entries.push_back({rng(), i});
   for (uint32_t i = 0; i < 4000; i += 2) {
-    entries.push_back(
-        {FlipBits(entries[i].fingerprint, i % 6, rng), 10000 + i});
+    entries.push_back({FlipBits(entries[i].fingerprint, i % 6, rng), 10000 + i});
   }
   SimHashIndex base(3, 4), b5(3, 5), b6(3, 6);
   base.BulkInsert(entries);
@@ -346,8 +360,7 @@ TEST(SimHashIndexTest, KPlusOneBlocksMatchesThePreviousResults) {
   std::vector<Entry> entries;
   for (uint32_t i = 0; i < 20000; ++i) entries.push_back({rng(), i});
   for (uint32_t i = 0; i < 20000; i += 4) {
-    entries.push_back(
-        {FlipBits(entries[i].fingerprint, i % 5, rng), 50000 + i});
+    entries.push_back({FlipBits(entries[i].fingerprint, i % 5, rng), 50000 + i});
   }
   for (int k : {1, 3, 5}) {
     SimHashIndex index(k, k + 1);
@@ -355,8 +368,7 @@ TEST(SimHashIndexTest, KPlusOneBlocksMatchesThePreviousResults) {
     uint64_t matches = 0, checksum = 0;
     std::mt19937_64 qrng(k);
     for (int i = 0; i < 2000; ++i) {
-      const uint64_t q = FlipBits(entries[qrng() % entries.size()].fingerprint,
-                                  i % (k + 2), qrng);
+      const uint64_t q = FlipBits(entries[qrng() % entries.size()].fingerprint, i % (k + 2), qrng);
       for (const Match& m : index.Query(q, k, kNoLimit)) {
         ++matches;
         checksum = checksum * 1000003 + m.id * 64 + m.distance;
@@ -375,8 +387,7 @@ TEST(SimHashIndexTest, KPlusOneBlocksMatchesThePreviousResults) {
 // tail must together give the brute-force answer.
 TEST(SimHashIndexTest, DenseBucketsOfEverySizeAgreeWithBruteForce) {
   std::mt19937_64 rng(8);
-  for (uint32_t n :
-       {1u, 2u, 7u, 8u, 9u, 15u, 16u, 17u, 23u, 24u, 25u, 63u, 64u, 65u, 300u}) {
+  for (uint32_t n : {1u, 2u, 7u, 8u, 9u, 15u, 16u, 17u, 23u, 24u, 25u, 63u, 64u, 65u, 300u}) {
     const uint64_t center = rng();
     std::vector<Entry> entries;
     BruteForce ref;
@@ -389,8 +400,7 @@ TEST(SimHashIndexTest, DenseBucketsOfEverySizeAgreeWithBruteForce) {
     index.BulkInsert(entries);
     ExpectSameAsBruteForce(index, ref, center);
     for (int q = 0; q < 40; ++q) {
-      ExpectSameAsBruteForce(index, ref,
-                             FlipBits(center, static_cast<int>(rng() % 6), rng));
+      ExpectSameAsBruteForce(index, ref, FlipBits(center, static_cast<int>(rng() % 6), rng));
     }
     for (uint32_t i = 0; i < n; i += 1 + n / 10) {
       ExpectSameAsBruteForce(index, ref, entries[i].fingerprint);
@@ -406,8 +416,7 @@ TEST(SimHashIndexTest, InsertOfAStoredPairIsANoOp) {
   index.Insert(6, 1);  // same id, other fingerprint: a second entry
   index.BulkInsert(std::vector<Entry>{{5, 1}, {6, 1}, {5, 1}});
   EXPECT_EQ(index.size(), 3u);
-  EXPECT_THAT(index.Query(5, 0, kNoLimit),
-              ElementsAre(Match{5, 1, 0}, Match{5, 2, 0}));
+  EXPECT_THAT(index.Query(5, 0, kNoLimit), ElementsAre(Match{5, 1, 0}, Match{5, 2, 0}));
 }
 
 TEST(SimHashIndexTest, RemoveReportsPresenceAndForgets) {
@@ -437,14 +446,13 @@ TEST(SimHashIndexTest, BulkInsertInsertRemoveMix) {
     BruteForce ref;
     std::vector<Entry> all;
     const auto neighbour = [&](int d) {
-      return all.empty() ? rng()
-                         : FlipBits(all[rng() % all.size()].fingerprint, d, rng);
+      return all.empty() ? rng() : FlipBits(all[rng() % all.size()].fingerprint, d, rng);
     };
     for (int round = 0; round < 4; ++round) {
       std::vector<Entry> batch;
       for (int i = 0; i < 1500; ++i) {
-        batch.push_back({neighbour(static_cast<int>(rng() % (k + 3))),
-                         static_cast<uint32_t>(rng() % 5000)});
+        batch.push_back(
+            {neighbour(static_cast<int>(rng() % (k + 3))), static_cast<uint32_t>(rng() % 5000)});
       }
       // Some pairs already stored.
       for (int i = 0; i < 50 && !all.empty(); ++i) {
@@ -462,8 +470,7 @@ TEST(SimHashIndexTest, BulkInsertInsertRemoveMix) {
       }
       for (int i = 0; i < 400; ++i) {
         const Entry& e = all[rng() % all.size()];
-        EXPECT_EQ(index.Remove(e.fingerprint, e.id),
-                  ref.Remove(e.fingerprint, e.id));
+        EXPECT_EQ(index.Remove(e.fingerprint, e.id), ref.Remove(e.fingerprint, e.id));
       }
       for (int i = 0; i < 25; ++i) ExpectSameAsBruteForce(index, ref, neighbour(1));
     }
@@ -480,8 +487,7 @@ TEST(SimHashIndexTest, LimitKeepsTheNearestAndTotalCountsAll) {
   size_t total = 0;
   const std::vector<Match> top = index.Query(q, 3, 3, &total);
   EXPECT_EQ(total, 21u);
-  EXPECT_THAT(top, ElementsAre(Match{q, 20, 0},
-                               Match{q ^ (uint64_t{1} << 60), 10, 1},
+  EXPECT_THAT(top, ElementsAre(Match{q, 20, 0}, Match{q ^ (uint64_t{1} << 60), 10, 1},
                                Match{q ^ (uint64_t{1} << 60), 11, 1}));
   EXPECT_THAT(index.Query(q, 3, 0, &total), IsEmpty());
   EXPECT_EQ(total, 21u);
@@ -497,8 +503,7 @@ TEST(SimHashIndexTest, MemoryIsAboutTenBytesPerEntryAndTable) {
   SimHashIndex index(3);
   const size_t empty_bytes = index.MemoryBytes();
   index.BulkInsert(entries);
-  const double per_entry =
-      static_cast<double>(index.MemoryBytes() - empty_bytes) / index.size();
+  const double per_entry = static_cast<double>(index.MemoryBytes() - empty_bytes) / index.size();
   // 4 tables x 10 bytes, plus per bucket (4 x 65,536 of them) 1 byte of
   // padding and 16 of malloc overhead; no growth slack after a bulk load.
   EXPECT_GE(per_entry, 40.0);
@@ -509,8 +514,7 @@ TEST(SimHashIndexTest, MemoryIsAboutTenBytesPerEntryAndTable) {
 
 TEST(SimHashIndexDeathTest, RequiresAreChecked) {
   EXPECT_DEATH(SimHashIndex index(-1), "max_distance");
-  EXPECT_DEATH(SimHashIndex index(SimHashIndex::kMaxSupportedDistance + 1),
-               "max_distance");
+  EXPECT_DEATH(SimHashIndex index(SimHashIndex::kMaxSupportedDistance + 1), "max_distance");
   EXPECT_DEATH(SimHashIndex index(3, 3), "blocks");  // fewer than k+1
   EXPECT_DEATH(SimHashIndex index(3, 7), "blocks");  // more than k+3
   EXPECT_DEATH(SimHashIndex index(3, -1), "blocks");
@@ -539,10 +543,9 @@ TEST(SimHashIndexTest, ConcurrentReadersAndWritersLoseNothing) {
   std::vector<std::vector<Entry>> planned(kWriters);
   for (int w = 0; w < kWriters; ++w) {
     for (uint32_t i = 0; i < kPerWriter; ++i) {
-      planned[w].push_back(
-          {FlipBits(base[seed_rng() % base.size()].fingerprint,
-                    static_cast<int>(seed_rng() % 4), seed_rng),
-           static_cast<uint32_t>((w + 1) * 1000000 + i)});
+      planned[w].push_back({FlipBits(base[seed_rng() % base.size()].fingerprint,
+                                     static_cast<int>(seed_rng() % 4), seed_rng),
+                            static_cast<uint32_t>((w + 1) * 1000000 + i)});
     }
   }
   absl::Notification start;
@@ -571,8 +574,7 @@ TEST(SimHashIndexTest, ConcurrentReadersAndWritersLoseNothing) {
         ++iterations;
         const uint64_t q = base[rng() % base.size()].fingerprint;
         for (const Match& m : index.Query(q, 3, 50)) {
-          if (m.distance != __builtin_popcountll(m.fingerprint ^ q) ||
-              m.distance > 3) {
+          if (m.distance != __builtin_popcountll(m.fingerprint ^ q) || m.distance > 3) {
             bad.fetch_add(1);
           }
         }

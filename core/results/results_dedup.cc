@@ -12,9 +12,9 @@
 //   anyway), and an examined hit's embedding is scaled to unit length
 //   once; a pair then costs at most one dot product, and usually a small
 //   part of one: Cosine stops once the rest of the sum cannot reach
-//   min_cosine (a Cauchy-Schwarz bound; exact, not an approximation). The dot product uses GCC/Clang vector extensions with four
-//   4-float accumulators: without -ffast-math the compiler may not reorder
-//   a float sum, so a plain loop would not be vectorized. The order of the
+//   min_cosine (a Cauchy-Schwarz bound; exact, not an approximation). The dot product uses
+//   GCC/Clang vector extensions with four 4-float accumulators: without -ffast-math the compiler
+//   may not reorder a float sum, so a plain loop would not be vectorized. The order of the
 //   additions is fixed by the code, so the result is the same on every
 //   x86-64 build (no FMA contraction: ISO C++ mode, -ffp-contract=off).
 #include "core/results/results_dedup.h"
@@ -46,13 +46,11 @@ absl::Status ValidateOptions(const ResultsDedupOptions& o) {
   if (o.near_text_measure != NearTextMeasure::kSimHash &&
       o.near_text_measure != NearTextMeasure::kJaccard) {
     return absl::InvalidArgumentError(
-        absl::StrCat("near_text_measure ",
-                     static_cast<int>(o.near_text_measure), " is unknown"));
+        absl::StrCat("near_text_measure ", static_cast<int>(o.near_text_measure), " is unknown"));
   }
   if (o.max_hamming_distance < 0 || o.max_hamming_distance > 64) {
     return absl::InvalidArgumentError(
-        absl::StrCat("max_hamming_distance ", o.max_hamming_distance,
-                     " is outside 0..64"));
+        absl::StrCat("max_hamming_distance ", o.max_hamming_distance, " is outside 0..64"));
   }
   // Written so that NaN fails too.
   if (!(o.min_jaccard > 0 && o.min_jaccard <= 1)) {
@@ -64,9 +62,8 @@ absl::Status ValidateOptions(const ResultsDedupOptions& o) {
         absl::StrCat("min_cosine ", o.min_cosine, " is outside [-1, 1]"));
   }
   if (o.per_source_cap < ResultsDedupOptions::kDefaultPerSourceCap) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("per_source_cap ", o.per_source_cap,
-                     " is negative (0: no cap, -1: the default)"));
+    return absl::InvalidArgumentError(absl::StrCat("per_source_cap ", o.per_source_cap,
+                                                   " is negative (0: no cap, -1: the default)"));
   }
   return absl::OkStatus();
 }
@@ -113,8 +110,7 @@ constexpr size_t kCosineBlock = 64;
 
 // ValidateEmbedding checks that `e` is finite with a non-zero norm and
 // sets `*inv_norm` to 1 / |e|.
-absl::Status ValidateEmbedding(size_t hit, const std::vector<float>& e,
-                               double* inv_norm) {
+absl::Status ValidateEmbedding(size_t hit, const std::vector<float>& e, double* inv_norm) {
   // Fast path: a float sum of squares is finite exactly when every element
   // is finite, unless a large element overflows; it is non-zero unless
   // every element is zero or tiny. Both exceptions take the slow path.
@@ -129,8 +125,7 @@ absl::Status ValidateEmbedding(size_t hit, const std::vector<float>& e,
       return HitError(hit, absl::StrCat("embedding element ", j, " is NaN"));
     }
     if (std::isinf(e[j])) {
-      return HitError(hit,
-                      absl::StrCat("embedding element ", j, " is infinite"));
+      return HitError(hit, absl::StrCat("embedding element ", j, " is infinite"));
     }
     sum += static_cast<double>(e[j]) * e[j];
   }
@@ -158,13 +153,11 @@ std::vector<uint64_t> ShingleSet(absl::string_view normalized) {
     size_t end = normalized.find(' ', start);
     if (end == absl::string_view::npos) end = normalized.size();
     if (end > start) {
-      words.push_back(
-          StableHash64(normalized.substr(start, end - start), kSeed));
+      words.push_back(StableHash64(normalized.substr(start, end - start), kSeed));
     }
     start = end + 1;
   }
-  const size_t k =
-      std::min<size_t>(kResultsDedupShingleWords, words.size());
+  const size_t k = std::min<size_t>(kResultsDedupShingleWords, words.size());
   std::vector<uint64_t> shingles;
   if (k == 0) return shingles;
   shingles.reserve(words.size() - k + 1);
@@ -181,16 +174,14 @@ std::vector<uint64_t> ShingleSet(absl::string_view normalized) {
     shingles.push_back(h);
   }
   std::sort(shingles.begin(), shingles.end());
-  shingles.erase(std::unique(shingles.begin(), shingles.end()),
-                 shingles.end());
+  shingles.erase(std::unique(shingles.begin(), shingles.end()), shingles.end());
   return shingles;
 }
 
 // Jaccard returns |a ∩ b| / |a ∪ b| of two sorted distinct sets, or a
 // value below `at_least` (not necessarily the exact one) when it is
 // certainly below it: J <= min(|a|, |b|) / max(|a|, |b|).
-double Jaccard(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b,
-               double at_least) {
+double Jaccard(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b, double at_least) {
   const size_t small = std::min(a.size(), b.size());
   const size_t large = std::max(a.size(), b.size());
   if (large == 0) return 1;
@@ -209,8 +200,7 @@ double Jaccard(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b,
       ++j;
     }
   }
-  return static_cast<double>(common) /
-         static_cast<double>(a.size() + b.size() - common);
+  return static_cast<double>(common) / static_cast<double>(a.size() + b.size() - common);
 }
 
 const SimHasher& Hasher() {
@@ -265,8 +255,7 @@ void UnitAndTailNorms(const std::vector<float>& e, Prepared* p) {
 // kCosineSlack keeps float rounding of the partial sum (relative ~1e-6)
 // from ever pruning a pair the full sum would call a duplicate, so the
 // answer is that of the full dot product.
-double Cosine(const Prepared& a, const Prepared& b, size_t d,
-              double at_least) {
+double Cosine(const Prepared& a, const Prepared& b, size_t d, double at_least) {
   constexpr double kCosineSlack = 1e-4;
   double dot = 0;
   const size_t blocks = a.tail_norm.size() - 1;
@@ -274,8 +263,7 @@ double Cosine(const Prepared& a, const Prepared& b, size_t d,
     const size_t begin = k * kCosineBlock;
     const size_t len = std::min(kCosineBlock, d - begin);
     dot += Dot(a.unit.data() + begin, b.unit.data() + begin, len);
-    if (dot + a.tail_norm[k + 1] * b.tail_norm[k + 1] <
-        at_least - kCosineSlack) {
+    if (dot + a.tail_norm[k + 1] * b.tail_norm[k + 1] < at_least - kCosineSlack) {
       return -2;
     }
   }
@@ -315,13 +303,13 @@ const char* DuplicateMeasureName(DuplicateMeasure measure) {
   return "unknown";
 }
 
-absl::StatusOr<ResultsDedupResult> DedupResults(
-    absl::Span<const ResultHit> hits, const ResultsDedupOptions& options) {
+absl::StatusOr<ResultsDedupResult> DedupResults(absl::Span<const ResultHit> hits,
+                                                const ResultsDedupOptions& options) {
   if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
   const size_t n = hits.size();
   if (n > kMaxResultHits) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        n, " hits, more than the limit of ", kMaxResultHits));
+    return absl::InvalidArgumentError(
+        absl::StrCat(n, " hits, more than the limit of ", kMaxResultHits));
   }
 
   // Validate every hit (in index order: the first error is reported) and
@@ -334,35 +322,29 @@ absl::StatusOr<ResultsDedupResult> DedupResults(
     if (hit.id.empty()) return HitError(i, "empty id");
     if (std::isnan(hit.score)) return HitError(i, "score is NaN");
     if (std::isinf(hit.score)) return HitError(i, "score is infinite");
-    if (absl::Status s = NormalizeTextInto(hit.text, &prepared[i].normalized);
-        !s.ok()) {
+    if (absl::Status s = NormalizeTextInto(hit.text, &prepared[i].normalized); !s.ok()) {
       return HitError(i, absl::StrCat("text: ", s.message()));
     }
     const size_t d = hit.embedding.size();
     if (d > kMaxEmbeddingDimensions) {
-      return HitError(i, absl::StrCat("embedding has ", d,
-                                      " dimensions, more than the limit of ",
+      return HitError(i, absl::StrCat("embedding has ", d, " dimensions, more than the limit of ",
                                       kMaxEmbeddingDimensions));
     }
     if (d != dims) {
       if (dims == 0) {
         return HitError(i, absl::StrCat("has an embedding (", d,
-                                         " dimensions) but hit 0 has none; "
-                                         "send embeddings on all hits or none"));
+                                        " dimensions) but hit 0 has none; "
+                                        "send embeddings on all hits or none"));
       }
       if (d == 0) {
-        return HitError(i, absl::StrCat("has no embedding but hit 0 has one (",
-                                         dims,
-                                         " dimensions); send embeddings on all "
-                                         "hits or none"));
+        return HitError(i, absl::StrCat("has no embedding but hit 0 has one (", dims,
+                                        " dimensions); send embeddings on all "
+                                        "hits or none"));
       }
-      return HitError(i, absl::StrCat("embedding has ", d,
-                                      " dimensions, hit 0 has ", dims));
+      return HitError(i, absl::StrCat("embedding has ", d, " dimensions, hit 0 has ", dims));
     }
     if (cosine) {
-      if (absl::Status s =
-              ValidateEmbedding(i, hit.embedding, &prepared[i].inv_norm);
-          !s.ok()) {
+      if (absl::Status s = ValidateEmbedding(i, hit.embedding, &prepared[i].inv_norm); !s.ok()) {
         return s;
       }
     }
@@ -371,9 +353,8 @@ absl::StatusOr<ResultsDedupResult> DedupResults(
   // Score order, ties in input order.
   std::vector<size_t> order(n);
   for (size_t i = 0; i < n; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return hits[a].score > hits[b].score;
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return hits[a].score > hits[b].score; });
 
   const bool jaccard = options.near_text_measure == NearTextMeasure::kJaccard;
   const int cap = EffectivePerSourceCap(options);
@@ -408,8 +389,7 @@ absl::StatusOr<ResultsDedupResult> DedupResults(
       drop.index = i;
       drop.reason = DropReason::kDuplicate;
       drop.duplicate_of = r;
-      if (p.normalized.size() == q.normalized.size() &&
-          (jaccard || p.simhash == q.simhash) &&
+      if (p.normalized.size() == q.normalized.size() && (jaccard || p.simhash == q.simhash) &&
           p.normalized == q.normalized) {
         drop.measure = DuplicateMeasure::kExactText;
         drop.value = 1;

@@ -194,8 +194,8 @@ struct ResultsDedupResult {
 // early exit). Measured on one core, 100 hits of 40-120 words with
 // 1,024-dimension embeddings: ~0.1 ms at top_k 10, ~0.4 ms at top_k 100
 // (docs/results_dedup.md). Thread-safe (no shared state).
-absl::StatusOr<ResultsDedupResult> DedupResults(
-    absl::Span<const ResultHit> hits, const ResultsDedupOptions& options);
+absl::StatusOr<ResultsDedupResult> DedupResults(absl::Span<const ResultHit> hits,
+                                                const ResultsDedupOptions& options);
 
 // Names for logs and the CLI: "duplicate", "source_cap"; "exact_text",
 // "simhash", "jaccard", "cosine".

@@ -63,8 +63,7 @@ constexpr char kAsyncio[] =
 
 // ReplaceWord returns `text` with its `n`th space-separated word (from 0)
 // replaced by `word`.
-std::string ReplaceWord(const std::string& text, size_t n,
-                        const std::string& word) {
+std::string ReplaceWord(const std::string& text, size_t n, const std::string& word) {
   std::vector<std::string> words = absl::StrSplit(text, ' ');
   words.at(n) = word;
   return absl::StrJoin(words, " ");
@@ -82,8 +81,7 @@ int Distance(const std::string& a, const std::string& b) {
 // shingle strings: an independent check of the hashed merge.
 double OracleJaccard(const std::string& a, const std::string& b) {
   auto shingles = [](const std::string& text) {
-    const std::vector<std::string> w =
-        absl::StrSplit(*NormalizeText(text), ' ', absl::SkipEmpty());
+    const std::vector<std::string> w = absl::StrSplit(*NormalizeText(text), ' ', absl::SkipEmpty());
     std::set<std::string> s;
     for (size_t j = 0; j + 3 <= w.size(); ++j) {
       s.insert(w[j] + " " + w[j + 1] + " " + w[j + 2]);
@@ -93,14 +91,12 @@ double OracleJaccard(const std::string& a, const std::string& b) {
   const std::set<std::string> sa = shingles(a), sb = shingles(b);
   size_t common = 0;
   for (const std::string& s : sa) common += sb.count(s);
-  return static_cast<double>(common) /
-         static_cast<double>(sa.size() + sb.size() - common);
+  return static_cast<double>(common) / static_cast<double>(sa.size() + sb.size() - common);
 }
 
-ResultHit Hit(std::string id, std::string text, double score,
-              std::string source = "", std::vector<float> embedding = {}) {
-  return ResultHit{std::move(id), std::move(text), score, std::move(source),
-                   std::move(embedding)};
+ResultHit Hit(std::string id, std::string text, double score, std::string source = "",
+              std::vector<float> embedding = {}) {
+  return ResultHit{std::move(id), std::move(text), score, std::move(source), std::move(embedding)};
 }
 
 ResultsDedupOptions TopK(size_t k) {
@@ -112,15 +108,13 @@ ResultsDedupOptions TopK(size_t k) {
 // Checks the invariant every result has: each hit index appears exactly
 // once in kept, dropped or not_examined; duplicates point at kept hits
 // with a score at least theirs; kept is in descending score order.
-void ExpectPartition(const std::vector<ResultHit>& hits,
-                     const ResultsDedupResult& r) {
+void ExpectPartition(const std::vector<ResultHit>& hits, const ResultsDedupResult& r) {
   std::vector<int> seen(hits.size(), 0);
   for (size_t i : r.kept) ++seen.at(i);
   for (const DroppedHit& d : r.dropped) {
     ++seen.at(d.index);
     if (d.reason == DropReason::kDuplicate) {
-      EXPECT_NE(std::find(r.kept.begin(), r.kept.end(), d.duplicate_of),
-                r.kept.end());
+      EXPECT_NE(std::find(r.kept.begin(), r.kept.end(), d.duplicate_of), r.kept.end());
       EXPECT_GE(hits[d.duplicate_of].score, hits[d.index].score);
     }
   }
@@ -132,7 +126,7 @@ void ExpectPartition(const std::vector<ResultHit>& hits,
 }
 
 absl::StatusOr<ResultsDedupResult> Dedup(const std::vector<ResultHit>& hits,
-                                       const ResultsDedupOptions& o) {
+                                         const ResultsDedupOptions& o) {
   absl::StatusOr<ResultsDedupResult> r = DedupResults(hits, o);
   if (r.ok()) ExpectPartition(hits, *r);
   return r;
@@ -143,8 +137,8 @@ TEST(DedupResultsTest, ExactDuplicateAfterNormalization) {
       Hit("a", kVenv, 0.9, "https://docs.python.org/3/library/venv.html"),
       Hit("b", kVacuum, 0.85, "https://www.postgresql.org/docs/15/vacuum"),
       // Case, NBSP and whitespace differences only.
-      Hit("c", "  THE\xC2\xA0venv   module" + std::string(kVenv).substr(15),
-          0.8, "https://mirror.test/venv"),
+      Hit("c", "  THE\xC2\xA0venv   module" + std::string(kVenv).substr(15), 0.8,
+          "https://mirror.test/venv"),
   };
   ASSERT_OK_AND_ASSIGN(const ResultsDedupResult r, Dedup(hits, TopK(10)));
   EXPECT_THAT(r.kept, ElementsAre(0, 1));
@@ -171,9 +165,8 @@ TEST(DedupResultsTest, NearDuplicateBySimHash) {
     if (distance > 3) distance = -1;
   }
   ASSERT_GE(distance, 1) << "precondition: some one-word edit is near";
-  const std::vector<ResultHit> hits = {
-      Hit("orig", kVenv, 0.9), Hit("other", kAsyncio, 0.7),
-      Hit("edit", edited, 0.8)};
+  const std::vector<ResultHit> hits = {Hit("orig", kVenv, 0.9), Hit("other", kAsyncio, 0.7),
+                                       Hit("edit", edited, 0.8)};
   ASSERT_OK_AND_ASSIGN(const ResultsDedupResult r, Dedup(hits, TopK(10)));
   EXPECT_THAT(r.kept, ElementsAre(0, 1));
   ASSERT_EQ(r.dropped.size(), 1u);
@@ -198,8 +191,7 @@ TEST(DedupResultsTest, JaccardModeCatchesWhatSimHashMisses) {
   ASSERT_GT(j, 0.8);
   ASSERT_LT(j, 0.95);
   ASSERT_GT(Distance(kVenv, edited), 3) << "precondition";
-  const std::vector<ResultHit> hits = {Hit("orig", kVenv, 0.9),
-                                       Hit("edit", edited, 0.8),
+  const std::vector<ResultHit> hits = {Hit("orig", kVenv, 0.9), Hit("edit", edited, 0.8),
                                        Hit("other", kVacuum, 0.7)};
 
   ASSERT_OK_AND_ASSIGN(const ResultsDedupResult s, Dedup(hits, TopK(10)));
@@ -265,8 +257,7 @@ TEST(DedupResultsTest, CosineOnLongEmbeddingsMatchesDoubleArithmetic) {
   }
   const double expected = dot / std::sqrt(na * nb);
   ASSERT_GT(expected, 0.95);
-  const std::vector<ResultHit> hits = {Hit("a", kVenv, 2, "", a),
-                                       Hit("b", kVacuum, 1, "", b)};
+  const std::vector<ResultHit> hits = {Hit("a", kVenv, 2, "", a), Hit("b", kVacuum, 1, "", b)};
   ASSERT_OK_AND_ASSIGN(const ResultsDedupResult r, Dedup(hits, TopK(10)));
   ASSERT_EQ(r.dropped.size(), 1u);
   EXPECT_EQ(r.dropped[0].measure, DuplicateMeasure::kCosine);
@@ -283,9 +274,8 @@ TEST(DedupResultsTest, TextMeasuresAreReportedBeforeCosine) {
 }
 
 TEST(DedupResultsTest, RepresentativeIsTheBestScoreWhateverTheInputOrder) {
-  const std::vector<ResultHit> hits = {
-      Hit("low", kVenv, 0.2), Hit("other", kVacuum, 0.5),
-      Hit("high", kVenv, 0.9), Hit("mid", kVenv, 0.6)};
+  const std::vector<ResultHit> hits = {Hit("low", kVenv, 0.2), Hit("other", kVacuum, 0.5),
+                                       Hit("high", kVenv, 0.9), Hit("mid", kVenv, 0.6)};
   ASSERT_OK_AND_ASSIGN(const ResultsDedupResult r, Dedup(hits, TopK(10)));
   EXPECT_THAT(r.kept, ElementsAre(2, 1));
   ASSERT_EQ(r.dropped.size(), 2u);
@@ -297,9 +287,8 @@ TEST(DedupResultsTest, RepresentativeIsTheBestScoreWhateverTheInputOrder) {
 }
 
 TEST(DedupResultsTest, EqualScoresKeepInputOrder) {
-  const std::vector<ResultHit> hits = {
-      Hit("a", kAsyncio, 0.5), Hit("b", kVenv, 0.5), Hit("c", kVacuum, 0.7),
-      Hit("d", kVenv, 0.5)};
+  const std::vector<ResultHit> hits = {Hit("a", kAsyncio, 0.5), Hit("b", kVenv, 0.5),
+                                       Hit("c", kVacuum, 0.7), Hit("d", kVenv, 0.5)};
   ASSERT_OK_AND_ASSIGN(const ResultsDedupResult r, Dedup(hits, TopK(10)));
   EXPECT_THAT(r.kept, ElementsAre(2, 0, 1));
   ASSERT_EQ(r.dropped.size(), 1u);
@@ -310,9 +299,9 @@ TEST(DedupResultsTest, EqualScoresKeepInputOrder) {
 TEST(DedupResultsTest, DuplicateOfTheFirstKeptHitItMatches) {
   // e0 and e1 are 0.6 apart in cosine (both kept); e2 matches both at
   // >= 0.9: it is a duplicate of the better-scoring one, hit 0.
-  const std::vector<ResultHit> hits = {
-      Hit("a", kVenv, 0.9, "", {1, 0}), Hit("b", kVacuum, 0.8, "", {0.6f, 0.8f}),
-      Hit("c", kAsyncio, 0.7, "", {0.9f, 0.45f})};
+  const std::vector<ResultHit> hits = {Hit("a", kVenv, 0.9, "", {1, 0}),
+                                       Hit("b", kVacuum, 0.8, "", {0.6f, 0.8f}),
+                                       Hit("c", kAsyncio, 0.7, "", {0.9f, 0.45f})};
   ResultsDedupOptions o = TopK(10);
   o.min_cosine = 0.85;
   ASSERT_OK_AND_ASSIGN(const ResultsDedupResult r, Dedup(hits, o));
@@ -326,8 +315,7 @@ std::vector<ResultHit> SameSource(int n, const std::string& source) {
   std::vector<ResultHit> hits;
   for (int i = 0; i < n; ++i) {
     hits.push_back(Hit(std::to_string(i),
-                       "passage number " + std::to_string(i) +
-                           " of the page about " + source,
+                       "passage number " + std::to_string(i) + " of the page about " + source,
                        1.0 - 0.01 * i, source));
   }
   return hits;
@@ -341,16 +329,15 @@ TEST(DedupResultsTest, PerSourceCapDefaults) {
     int expected_cap;
   };
   for (const Case& c : std::vector<Case>{
-           {1, -1, 1, 2},    // top_k stops first
-           {5, -1, 2, 2},    // default: 2 when top_k <= 5
-           {6, -1, 3, 3},    // default: 3 otherwise
+           {1, -1, 1, 2},  // top_k stops first
+           {5, -1, 2, 2},  // default: 2 when top_k <= 5
+           {6, -1, 3, 3},  // default: 3 otherwise
            {100, -1, 3, 3},
-           {10, 1, 1, 1},    // explicit
+           {10, 1, 1, 1},  // explicit
            {10, 5, 5, 5},
-           {10, 0, 8, 0},    // no cap
+           {10, 0, 8, 0},  // no cap
        }) {
-    SCOPED_TRACE(::testing::Message() << "top_k=" << c.top_k
-                                      << " cap=" << c.per_source_cap);
+    SCOPED_TRACE(::testing::Message() << "top_k=" << c.top_k << " cap=" << c.per_source_cap);
     ResultsDedupOptions o = TopK(c.top_k);
     o.per_source_cap = c.per_source_cap;
     EXPECT_EQ(EffectivePerSourceCap(o), c.expected_cap);
@@ -411,10 +398,9 @@ TEST(DedupResultsTest, DuplicatesAreCheckedBeforeTheCapAndCappedHitsAreNotRepres
 }
 
 TEST(DedupResultsTest, StopsAtTopK) {
-  const std::vector<ResultHit> hits = {
-      Hit("a", kVenv, 0.9), Hit("a-copy", kVenv, 0.85),
-      Hit("b", kVacuum, 0.8), Hit("c", kAsyncio, 0.7),
-      Hit("a-copy2", kVenv, 0.6)};
+  const std::vector<ResultHit> hits = {Hit("a", kVenv, 0.9), Hit("a-copy", kVenv, 0.85),
+                                       Hit("b", kVacuum, 0.8), Hit("c", kAsyncio, 0.7),
+                                       Hit("a-copy2", kVenv, 0.6)};
   ASSERT_OK_AND_ASSIGN(const ResultsDedupResult r, Dedup(hits, TopK(2)));
   EXPECT_THAT(r.kept, ElementsAre(0, 2));
   ASSERT_EQ(r.dropped.size(), 1u);
@@ -429,9 +415,8 @@ TEST(DedupResultsTest, EmptyRequestAndDuplicateIds) {
   EXPECT_THAT(empty.dropped, IsEmpty());
   EXPECT_THAT(empty.not_examined, IsEmpty());
   // One chunk returned twice (hybrid retrieval): the second is a duplicate.
-  ASSERT_OK_AND_ASSIGN(
-      const ResultsDedupResult r,
-      Dedup({Hit("x", kVenv, 0.9), Hit("x", kVenv, 0.4)}, TopK(3)));
+  ASSERT_OK_AND_ASSIGN(const ResultsDedupResult r,
+                       Dedup({Hit("x", kVenv, 0.9), Hit("x", kVenv, 0.4)}, TopK(3)));
   EXPECT_THAT(r.kept, ElementsAre(0));
   ASSERT_EQ(r.dropped.size(), 1u);
   EXPECT_EQ(r.dropped[0].measure, DuplicateMeasure::kExactText);
@@ -469,66 +454,69 @@ TEST(DedupResultsTest, RejectsBadRequests) {
        "min_cosine -1.1 is outside [-1, 1]"},
       {"cosine NaN", ok, opts([&](auto& o) { o.min_cosine = dnan; }),
        "min_cosine nan is outside [-1, 1]"},
-      {"cap -2", ok, opts([](auto& o) { o.per_source_cap = -2; }),
-       "per_source_cap -2 is negative"},
-      {"measure", ok,
-       opts([](auto& o) { o.near_text_measure = NearTextMeasure{7}; }),
+      {"cap -2", ok, opts([](auto& o) { o.per_source_cap = -2; }), "per_source_cap -2 is negative"},
+      {"measure", ok, opts([](auto& o) { o.near_text_measure = NearTextMeasure{7}; }),
        "near_text_measure 7 is unknown"},
-      {"too many hits",
-       std::vector<ResultHit>(kMaxResultHits + 1, Hit("a", "x", 1)), TopK(1),
+      {"too many hits", std::vector<ResultHit>(kMaxResultHits + 1, Hit("a", "x", 1)), TopK(1),
        "10001 hits, more than the limit of 10000"},
-      {"empty id", {Hit("a", kVenv, 1), Hit("", kVacuum, 1)}, TopK(1),
-       "hit 1: empty id"},
-      {"empty text", {Hit("a", kVenv, 1), Hit("b", " \t\n ", 1)}, TopK(1),
+      {"empty id", {Hit("a", kVenv, 1), Hit("", kVacuum, 1)}, TopK(1), "hit 1: empty id"},
+      {"empty text",
+       {Hit("a", kVenv, 1), Hit("b", " \t\n ", 1)},
+       TopK(1),
        "hit 1: text: text is empty or only whitespace"},
-      {"invalid UTF-8", {Hit("a", "ab\xFF", 1)}, TopK(1),
-       "hit 0: text: invalid UTF-8 at byte 2"},
-      {"NUL", {Hit("a", kVenv, 1), Hit("b", std::string("a\0b", 3), 1)},
-       TopK(1), "hit 1: text: text contains a NUL byte at byte 1"},
-      {"NaN score", {Hit("a", kVenv, 1), Hit("b", kVacuum, dnan)}, TopK(1),
-       "hit 1: score is NaN"},
-      {"inf score", {Hit("a", kVenv, -HUGE_VAL)}, TopK(1),
-       "hit 0: score is infinite"},
+      {"invalid UTF-8", {Hit("a", "ab\xFF", 1)}, TopK(1), "hit 0: text: invalid UTF-8 at byte 2"},
+      {"NUL",
+       {Hit("a", kVenv, 1), Hit("b", std::string("a\0b", 3), 1)},
+       TopK(1),
+       "hit 1: text: text contains a NUL byte at byte 1"},
+      {"NaN score", {Hit("a", kVenv, 1), Hit("b", kVacuum, dnan)}, TopK(1), "hit 1: score is NaN"},
+      {"inf score", {Hit("a", kVenv, -HUGE_VAL)}, TopK(1), "hit 0: score is infinite"},
       {"NaN in embedding",
        {Hit("a", kVenv, 1, "", {1, 2}), Hit("b", kVacuum, 1, "", {1, nan})},
-       TopK(1), "hit 1: embedding element 1 is NaN"},
-      {"inf in embedding", {Hit("a", kVenv, 1, "", {inf, 2})}, TopK(1),
+       TopK(1),
+       "hit 1: embedding element 1 is NaN"},
+      {"inf in embedding",
+       {Hit("a", kVenv, 1, "", {inf, 2})},
+       TopK(1),
        "hit 0: embedding element 0 is infinite"},
       {"zero norm",
        {Hit("a", kVenv, 1, "", {1, 2}), Hit("b", kVacuum, 1, "", {0, 0})},
-       TopK(1), "hit 1: embedding has norm 0"},
+       TopK(1),
+       "hit 1: embedding has norm 0"},
       {"size mismatch",
        {Hit("a", kVenv, 1, "", {1, 2, 3}), Hit("b", kVacuum, 1, "", {1, 2})},
-       TopK(1), "hit 1: embedding has 2 dimensions, hit 0 has 3"},
+       TopK(1),
+       "hit 1: embedding has 2 dimensions, hit 0 has 3"},
       {"missing embedding",
-       {Hit("a", kVenv, 1, "", {1, 2}), Hit("b", kVacuum, 1)}, TopK(1),
+       {Hit("a", kVenv, 1, "", {1, 2}), Hit("b", kVacuum, 1)},
+       TopK(1),
        "hit 1: has no embedding but hit 0 has one (2 dimensions)"},
       {"extra embedding",
-       {Hit("a", kVenv, 1), Hit("b", kVacuum, 1, "", {1, 2})}, TopK(1),
+       {Hit("a", kVenv, 1), Hit("b", kVacuum, 1, "", {1, 2})},
+       TopK(1),
        "hit 1: has an embedding (2 dimensions) but hit 0 has none"},
       {"too many dimensions",
-       {Hit("a", kVenv, 1,
-            "", std::vector<float>(kMaxEmbeddingDimensions + 1, 1.0f))},
-       TopK(1), "hit 0: embedding has 4097 dimensions, more than the limit"},
+       {Hit("a", kVenv, 1, "", std::vector<float>(kMaxEmbeddingDimensions + 1, 1.0f))},
+       TopK(1),
+       "hit 0: embedding has 4097 dimensions, more than the limit"},
       // A hit past top_k is still validated.
       {"not examined is validated",
        {Hit("a", kVenv, 1), Hit("b", kVacuum, 0.5), Hit("c", "", 0.1)},
-       TopK(1), "hit 2: text: text is empty"},
+       TopK(1),
+       "hit 2: text: text is empty"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     EXPECT_THAT(DedupResults(c.hits, c.options),
-                StatusIs(absl::StatusCode::kInvalidArgument,
-                         HasSubstr(c.message)));
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.message)));
   }
 }
 
 TEST(DedupResultsTest, HugeAndTinyEmbeddingElementsAreNotErrors) {
   // Squares overflow or underflow float; the norm is computed in double.
-  const std::vector<ResultHit> hits = {
-      Hit("a", kVenv, 1, "", {3e30f, 4e30f}),
-      Hit("b", kVacuum, 0.5, "", {4e-30f, -3e-30f}),
-      Hit("c", kAsyncio, 0.2, "", {8e-30f, -6e-30f})};
+  const std::vector<ResultHit> hits = {Hit("a", kVenv, 1, "", {3e30f, 4e30f}),
+                                       Hit("b", kVacuum, 0.5, "", {4e-30f, -3e-30f}),
+                                       Hit("c", kAsyncio, 0.2, "", {8e-30f, -6e-30f})};
   ASSERT_OK_AND_ASSIGN(const ResultsDedupResult r, Dedup(hits, TopK(10)));
   EXPECT_THAT(r.kept, ElementsAre(0, 1));
   ASSERT_EQ(r.dropped.size(), 1u);
@@ -541,8 +529,7 @@ TEST(DedupResultsTest, HugeAndTinyEmbeddingElementsAreNotErrors) {
 TEST(DedupResultsTest, Names) {
   EXPECT_STREQ(DropReasonName(DropReason::kDuplicate), "duplicate");
   EXPECT_STREQ(DropReasonName(DropReason::kSourceCap), "source_cap");
-  EXPECT_STREQ(DuplicateMeasureName(DuplicateMeasure::kExactText),
-               "exact_text");
+  EXPECT_STREQ(DuplicateMeasureName(DuplicateMeasure::kExactText), "exact_text");
   EXPECT_STREQ(DuplicateMeasureName(DuplicateMeasure::kSimHash), "simhash");
   EXPECT_STREQ(DuplicateMeasureName(DuplicateMeasure::kJaccard), "jaccard");
   EXPECT_STREQ(DuplicateMeasureName(DuplicateMeasure::kCosine), "cosine");

@@ -34,8 +34,7 @@ struct ContentFingerprint {
 // normalized bytes with SHA-256 and `hasher`, and counts their words.
 // Errors: those of NormalizeText (InvalidArgument for invalid UTF-8, a NUL
 // byte, or empty text). Thread-safe.
-absl::StatusOr<ContentFingerprint> FingerprintText(absl::string_view utf8,
-                                                   const SimHasher& hasher);
+absl::StatusOr<ContentFingerprint> FingerprintText(absl::string_view utf8, const SimHasher& hasher);
 
 }  // namespace dedupd
 

@@ -103,10 +103,8 @@ inline uint64_t SpaceMask64(const char* p) {
   const __m128i space = _mm_set1_epi8(' ');
   uint64_t mask = 0;
   for (int i = 0; i < 4; ++i) {
-    const __m128i v =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i));
-    const uint64_t m =
-        static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, space)));
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i));
+    const uint64_t m = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, space)));
     mask |= m << (16 * i);
   }
   return mask;
@@ -139,8 +137,7 @@ constexpr std::array<LaneMasks, 17> MakeLaneMasks() {
 constexpr std::array<LaneMasks, 17> kLaneMasks = MakeLaneMasks();
 
 inline uint64_t LoadLane(const char* p) {
-  return stable_hash_internal::Load64(
-      reinterpret_cast<const unsigned char*>(p));
+  return stable_hash_internal::Load64(reinterpret_cast<const unsigned char*>(p));
 }
 
 // HashWord returns StableWordHash64 of the `len` bytes at `w`, len >= 1;
@@ -152,8 +149,7 @@ inline uint64_t HashWord(const char* w, size_t len, const char* end) {
     return StableWordHash64(absl::string_view(w, len), SimHasher::kSeed);
   }
   return StableWordHash64Lanes(LoadLane(w) & kLaneMasks[len].lo,
-                               LoadLane(w + 8) & kLaneMasks[len].hi, len,
-                               SimHasher::kSeed);
+                               LoadLane(w + 8) & kLaneMasks[len].hi, len, SimHasher::kSeed);
 }
 
 // WordHashes writes StableWordHash64(word, kSeed) of every word of `text`
@@ -228,10 +224,8 @@ class BitCounter {
   void FlushSlices() {
     for (int j = 0; j < 8; ++j) {
       const int s = 8 * j;
-      lanes_[j] += kSpread[(ones_ >> s) & 0xFF] +
-                   2 * kSpread[(twos_ >> s) & 0xFF] +
-                   4 * kSpread[(fours_ >> s) & 0xFF] +
-                   8 * kSpread[(eights_ >> s) & 0xFF];
+      lanes_[j] += kSpread[(ones_ >> s) & 0xFF] + 2 * kSpread[(twos_ >> s) & 0xFF] +
+                   4 * kSpread[(fours_ >> s) & 0xFF] + 8 * kSpread[(eights_ >> s) & 0xFF];
     }
     ones_ = twos_ = fours_ = eights_ = 0;
     in_lanes_ += in_slices_;
@@ -250,9 +244,9 @@ class BitCounter {
   }
 
   uint64_t ones_ = 0, twos_ = 0, fours_ = 0, eights_ = 0;  // bit slices
-  uint32_t in_slices_ = 0;           // values added since FlushSlices
-  std::array<uint64_t, 8> lanes_{};  // byte lane i of lanes_[j]: bit 8j+i
-  uint32_t in_lanes_ = 0;            // values in lanes_ since FlushLanes
+  uint32_t in_slices_ = 0;                                 // values added since FlushSlices
+  std::array<uint64_t, 8> lanes_{};                        // byte lane i of lanes_[j]: bit 8j+i
+  uint32_t in_lanes_ = 0;                                  // values in lanes_ since FlushLanes
   std::array<uint64_t, 64> totals_{};
 };
 
@@ -316,8 +310,8 @@ class ShingleSet {
 // AddDistinct adds each distinct value of hashes[0..n-1] to `ones` once and
 // returns how many there are. REQUIRES: n >= 1.
 template <typename Index>
-uint64_t AddDistinct(const uint64_t* hashes, size_t n,
-                     std::vector<Index>* slots, BitCounter* ones) {
+uint64_t AddDistinct(const uint64_t* hashes, size_t n, std::vector<Index>* slots,
+                     BitCounter* ones) {
   ShingleSet<Index> seen(hashes, n, slots);
   uint64_t distinct = 0;
   for (size_t j = 0; j < n; ++j) {
@@ -344,8 +338,7 @@ uint64_t SimHasher::Fingerprint(absl::string_view normalized_text) const {
   return Fingerprint(normalized_text, &words);
 }
 
-uint64_t SimHasher::Fingerprint(absl::string_view normalized_text,
-                                size_t* words) const {
+uint64_t SimHasher::Fingerprint(absl::string_view normalized_text, size_t* words) const {
   thread_local Scratch scratch;
   std::vector<uint64_t>& hashes = scratch.hashes;
   // A text of b bytes has at most b / 2 + 1 words ("a b c").
@@ -359,16 +352,13 @@ uint64_t SimHasher::Fingerprint(absl::string_view normalized_text,
 
   // 2. Shingles. Shingle j's hash replaces the hash of word j, which no
   // later shingle needs.
-  const int k = n < static_cast<size_t>(options_.shingle_words)
-                    ? static_cast<int>(n)
-                    : options_.shingle_words;
+  const int k = n < static_cast<size_t>(options_.shingle_words) ? static_cast<int>(n)
+                                                                : options_.shingle_words;
   const size_t shingles = n - k + 1;
   if (k == 3) {  // the default: an unrolled loop
-    for (size_t j = 0; j < shingles; ++j)
-      hashes[j] = ShingleHashK<3>(&hashes[j]);
+    for (size_t j = 0; j < shingles; ++j) hashes[j] = ShingleHashK<3>(&hashes[j]);
   } else {
-    for (size_t j = 0; j < shingles; ++j)
-      hashes[j] = ShingleHash(&hashes[j], k);
+    for (size_t j = 0; j < shingles; ++j) hashes[j] = ShingleHash(&hashes[j], k);
   }
 
   // 3. Bit sums (Charikar) over the distinct shingles, each with weight 1:
@@ -391,8 +381,6 @@ uint64_t SimHasher::Fingerprint(absl::string_view normalized_text,
   return fingerprint;
 }
 
-int HammingDistance(uint64_t a, uint64_t b) {
-  return __builtin_popcountll(a ^ b);
-}
+int HammingDistance(uint64_t a, uint64_t b) { return __builtin_popcountll(a ^ b); }
 
 }  // namespace dedupd

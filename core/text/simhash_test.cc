@@ -37,8 +37,7 @@ namespace dedupd {
 namespace {
 
 std::string ReadTestdata(const std::string& name) {
-  std::ifstream in(std::string(DEDUPD_CORE_TESTDATA_DIR) + "/" + name,
-                   std::ios::binary);
+  std::ifstream in(std::string(DEDUPD_CORE_TESTDATA_DIR) + "/" + name, std::ios::binary);
   EXPECT_TRUE(in.good()) << "cannot open testdata/" << name;
   std::ostringstream s;
   s << in.rdbuf();
@@ -110,10 +109,17 @@ TEST(SimHasherTest, MatchesTheSpecOnRandomWordsWithRepeats) {
   // of the accumulator are flushed many times. Words of 1..17 bytes and
   // more: both word-hash paths.
   std::mt19937 rng(7);
-  const std::vector<std::string> vocab = {
-      "a", "b", "the", "license", "x", "\xC3\xA9t\xC3\xA9", "1",
-      "exactly8", "sixteen-bytes-xx", "seventeen-bytes-x",
-      "internationalization-and-localization"};
+  const std::vector<std::string> vocab = {"a",
+                                          "b",
+                                          "the",
+                                          "license",
+                                          "x",
+                                          "\xC3\xA9t\xC3\xA9",
+                                          "1",
+                                          "exactly8",
+                                          "sixteen-bytes-xx",
+                                          "seventeen-bytes-x",
+                                          "internationalization-and-localization"};
   for (int iter = 0; iter < 300; ++iter) {
     std::string text;
     const int n = std::uniform_int_distribution<int>(0, 2000)(rng);
@@ -155,8 +161,7 @@ TEST(SimHasherTest, CountsWords) {
   EXPECT_EQ(words, 0u);
   EXPECT_EQ(h.Fingerprint("   ", &words), 0u);
   EXPECT_EQ(words, 0u);
-  EXPECT_EQ(h.Fingerprint("to be or not to be", &words),
-            h.Fingerprint("to be or not to be"));
+  EXPECT_EQ(h.Fingerprint("to be or not to be", &words), h.Fingerprint("to be or not to be"));
   EXPECT_EQ(words, 6u);
   h.Fingerprint(" a  b c ", &words);
   EXPECT_EQ(words, 3u);
@@ -234,10 +239,8 @@ TEST(SimHasherTest, RepeatedLicenseDoesNotDominate) {
   const std::string license = Normalized("bsd_license.txt");
   std::string license50;
   for (int i = 0; i < 50; ++i) absl::StrAppend(&license50, " ", license);
-  const std::string a =
-      FirstWords(Normalized("python_tutorial_interactive.txt"), 300);
-  const std::string b =
-      FirstWords(Normalized("python_tutorial_whatnow.txt"), 300);
+  const std::string a = FirstWords(Normalized("python_tutorial_interactive.txt"), 300);
+  const std::string b = FirstWords(Normalized("python_tutorial_whatnow.txt"), 300);
   ASSERT_EQ(Words(a).size(), 300u);
   ASSERT_EQ(Words(b).size(), 300u);
 
@@ -292,25 +295,20 @@ TEST(SimHashGoldenTest, FingerprintsArePinned) {
     } else {
       ASSERT_TRUE(absl::CUnescape(cols[1], &input)) << "line " << line_number;
     }
-    ASSERT_OK_AND_ASSIGN(const ContentFingerprint fp,
-                         FingerprintText(input, SimHasher({k})));
+    ASSERT_OK_AND_ASSIGN(const ContentFingerprint fp, FingerprintText(input, SimHasher({k})));
     const std::string got_simhash = absl::StrFormat("%016x", fp.simhash);
     const std::string got_sha = Sha256Hex(fp.sha256);
-    EXPECT_EQ(got_simhash, cols[2])
-        << "simhash_golden.tsv:" << line_number << "; " << kBumpVersion;
-    EXPECT_EQ(got_sha, cols[3])
-        << "simhash_golden.tsv:" << line_number << "; " << kBumpVersion;
+    EXPECT_EQ(got_simhash, cols[2]) << "simhash_golden.tsv:" << line_number << "; " << kBumpVersion;
+    EXPECT_EQ(got_sha, cols[3]) << "simhash_golden.tsv:" << line_number << "; " << kBumpVersion;
     if (got_simhash != cols[2] || got_sha != cols[3]) {
-      std::cout << "got\t" << cols[0] << "\t" << cols[1] << "\t" << got_simhash
-                << "\t" << got_sha << "\n";
+      std::cout << "got\t" << cols[0] << "\t" << cols[1] << "\t" << got_simhash << "\t" << got_sha
+                << "\n";
     }
     ++rows;
   }
   EXPECT_GE(rows, 20) << "golden file missing or truncated";
-  EXPECT_EQ(simhash_version, static_cast<int>(SimHasher::kVersion))
-      << kBumpVersion;
-  EXPECT_EQ(normalizer_version, static_cast<int>(kTextNormalizerVersion))
-      << kBumpVersion;
+  EXPECT_EQ(simhash_version, static_cast<int>(SimHasher::kVersion)) << kBumpVersion;
+  EXPECT_EQ(normalizer_version, static_cast<int>(kTextNormalizerVersion)) << kBumpVersion;
 }
 
 }  // namespace

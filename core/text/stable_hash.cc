@@ -105,8 +105,7 @@ uint64_t StableWordHash64(absl::string_view word, uint64_t seed) {
   if (word.empty() || word.size() > 16) return StableHash64(word, seed);
   unsigned char lanes[16] = {};  // zero beyond the word
   std::memcpy(lanes, word.data(), word.size());
-  return StableWordHash64Lanes(Load64(lanes), Load64(lanes + 8), word.size(),
-                               seed);
+  return StableWordHash64Lanes(Load64(lanes), Load64(lanes + 8), word.size(), seed);
 }
 
 }  // namespace dedupd

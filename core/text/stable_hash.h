@@ -50,8 +50,7 @@ uint64_t StableWordHash64(absl::string_view word, uint64_t seed);
 // kWordA and kWordB have a zero low byte, so that neither factor of p is 0
 // for a word without NUL bytes: its byte 0 (in lo), and byte 8 (in hi,
 // when len > 8) are not zero, and hi XOR kWordB = kWordB when len <= 8.
-inline uint64_t StableWordHash64Lanes(uint64_t lo, uint64_t hi, size_t len,
-                                      uint64_t seed);
+inline uint64_t StableWordHash64Lanes(uint64_t lo, uint64_t hi, size_t len, uint64_t seed);
 
 // Implementation details below.
 
@@ -79,13 +78,12 @@ inline uint64_t Load64(const unsigned char* p) {
 
 }  // namespace stable_hash_internal
 
-inline uint64_t StableWordHash64Lanes(uint64_t lo, uint64_t hi, size_t len,
-                                      uint64_t seed) {
+inline uint64_t StableWordHash64Lanes(uint64_t lo, uint64_t hi, size_t len, uint64_t seed) {
   using namespace stable_hash_internal;  // NOLINT(build/namespaces)
   const Uint128 p = static_cast<Uint128>(lo ^ kWordA) * (hi ^ kWordB);
-  const Uint128 q = static_cast<Uint128>(static_cast<uint64_t>(p) ^ kWordC ^
-                                         static_cast<uint64_t>(len)) *
-                    (static_cast<uint64_t>(p >> 64) ^ seed);
+  const Uint128 q =
+      static_cast<Uint128>(static_cast<uint64_t>(p) ^ kWordC ^ static_cast<uint64_t>(len)) *
+      (static_cast<uint64_t>(p >> 64) ^ seed);
   return static_cast<uint64_t>(q) ^ static_cast<uint64_t>(q >> 64);
 }
 

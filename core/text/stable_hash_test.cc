@@ -32,13 +32,10 @@ TEST(StableHash64Test, GoldenXxh64Values) {
       {"abc", kS, 0xe32d0a1ef1887d97ULL},
       {"dedupd", 0, 0xde0f37e8f12ad2acULL},
       {"dedupd", kS, 0xc7ef356edaba2ad6ULL},
-      {"The quick brown fox jumps over the lazy dog", 0,
-       0x0b242d361fda71bcULL},
-      {"The quick brown fox jumps over the lazy dog", kS,
-       0x018ae8de105db2ddULL},
+      {"The quick brown fox jumps over the lazy dog", 0, 0x0b242d361fda71bcULL},
+      {"The quick brown fox jumps over the lazy dog", kS, 0x018ae8de105db2ddULL},
       {"0123456789abcdef0123456789abcdef0123456789", 0, 0xa76190c3acf08a1cULL},
-      {"0123456789abcdef0123456789abcdef0123456789", kS,
-       0x8182712565c618c5ULL},
+      {"0123456789abcdef0123456789abcdef0123456789", kS, 0x8182712565c618c5ULL},
   };
   for (const Golden& g : golden) {
     SCOPED_TRACE(g.data);
@@ -55,7 +52,9 @@ TEST(StableWordHash64Test, GoldenValues) {
       {"12345678", kS, 0xff1a9c4fd9b5d4f4ULL},
       {"123456789", kS, 0x4ea261c429728861ULL},
       {"0123456789abcdef", kS, 0xe34e9c5531b4bcdeULL},
-      {"stra\xC3\x9F" "e", kS, 0x107b98dced415afbULL},
+      {"stra\xC3\x9F"
+       "e",
+       kS, 0x107b98dced415afbULL},
       // Not 1..16 bytes: XXH64.
       {"0123456789abcdefg", kS, 0x947e2d16821b41e1ULL},
       {"", kS, 0x1007c9cbe615fcdbULL},
@@ -64,8 +63,7 @@ TEST(StableWordHash64Test, GoldenValues) {
     SCOPED_TRACE(g.data);
     EXPECT_EQ(StableWordHash64(g.data, g.seed), g.want);
   }
-  EXPECT_EQ(StableWordHash64("0123456789abcdefg", kS),
-            StableHash64("0123456789abcdefg", kS));
+  EXPECT_EQ(StableWordHash64("0123456789abcdefg", kS), StableHash64("0123456789abcdefg", kS));
 }
 
 // The lanes form is the same function when given the masked lanes.
@@ -82,8 +80,7 @@ TEST(StableWordHash64Test, LanesMatchTheWord) {
         hi |= byte << (8 * (i - 8));
       }
     }
-    EXPECT_EQ(StableWordHash64Lanes(lo, hi, len, 7),
-              StableWordHash64(text.substr(0, len), 7))
+    EXPECT_EQ(StableWordHash64Lanes(lo, hi, len, 7), StableWordHash64(text.substr(0, len), 7))
         << len;
   }
 }
@@ -108,10 +105,8 @@ TEST(StableWordHash64Test, EveryByteLengthAndSeedMatter) {
 TEST(StableHash64Test, SeedAndEveryLengthMatter) {
   const std::string bytes(100, 'x');
   for (size_t len = 1; len < bytes.size(); ++len) {
-    EXPECT_NE(StableHash64(bytes.substr(0, len), 1),
-              StableHash64(bytes.substr(0, len - 1), 1));
-    EXPECT_NE(StableHash64(bytes.substr(0, len), 1),
-              StableHash64(bytes.substr(0, len), 2));
+    EXPECT_NE(StableHash64(bytes.substr(0, len), 1), StableHash64(bytes.substr(0, len - 1), 1));
+    EXPECT_NE(StableHash64(bytes.substr(0, len), 1), StableHash64(bytes.substr(0, len), 2));
   }
 }
 

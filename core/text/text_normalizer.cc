@@ -94,16 +94,13 @@ inline int CopyAsciiBlock(const unsigned char* in, char* out, bool* at_space) {
   // High bit: a non-ASCII byte or a NUL.
   if (_mm_movemask_epi8(_mm_or_si128(v, nul)) != 0) return kNotPlainAscii;
   // All bytes are 0x01..0x7F from here on, so signed compares are exact.
-  const __m128i space =
-      _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')),
-                   _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('\t' - 1)),
-                                 _mm_cmplt_epi8(v, _mm_set1_epi8('\r' + 1))));
-  const __m128i upper =
-      _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('A' - 1)),
-                    _mm_cmplt_epi8(v, _mm_set1_epi8('Z' + 1)));
+  const __m128i space = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')),
+                                     _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('\t' - 1)),
+                                                   _mm_cmplt_epi8(v, _mm_set1_epi8('\r' + 1))));
+  const __m128i upper = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('A' - 1)),
+                                      _mm_cmplt_epi8(v, _mm_set1_epi8('Z' + 1)));
   __m128i r = _mm_add_epi8(v, _mm_and_si128(upper, _mm_set1_epi8('a' - 'A')));
-  r = _mm_or_si128(_mm_andnot_si128(space, r),
-                   _mm_and_si128(space, _mm_set1_epi8(' ')));
+  r = _mm_or_si128(_mm_andnot_si128(space, r), _mm_and_si128(space, _mm_set1_epi8(' ')));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(out), r);
   const uint32_t spaces = static_cast<uint32_t>(_mm_movemask_epi8(space));
   const uint32_t drop = spaces & ((spaces << 1) | uint32_t{*at_space});
@@ -154,8 +151,8 @@ const icu::Normalizer2* Nfc() {
 // Appends NFC(fold(...)) of `run` (valid UTF-8), iterated to a fixed point,
 // with spaces mapped, to `out`. `left` is the number of input bytes after
 // the run (room the caller's invariant needs).
-absl::Status AppendUnicodeRun(const icu::Normalizer2& nfc,
-                              absl::string_view run, size_t left, Output* out) {
+absl::Status AppendUnicodeRun(const icu::Normalizer2& nfc, absl::string_view run, size_t left,
+                              Output* out) {
   // Scratch buffers: steady-state calls do not allocate.
   thread_local std::string a;
   thread_local std::string b;
@@ -189,8 +186,7 @@ absl::Status AppendUnicodeRun(const icu::Normalizer2& nfc,
     }
   }
   if (U_FAILURE(status)) {
-    return absl::InternalError(
-        absl::StrCat("ICU normalization failed: ", u_errorName(status)));
+    return absl::InternalError(absl::StrCat("ICU normalization failed: ", u_errorName(status)));
   }
   // `a` can be longer than the run (folding "ß" gives "ss").
   out->EnsureRoom(a.size() + left);
@@ -256,8 +252,7 @@ absl::Status NormalizeTextInto(absl::string_view utf8, std::string* result) {
       if (c >= 0x80) break;
       const uint8_t cls = kAsciiClass[c];
       if (cls == kNul) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("text contains a NUL byte at byte ", i));
+        return absl::InvalidArgumentError(absl::StrCat("text contains a NUL byte at byte ", i));
       }
       // Without a branch on the class: a space writes ' ' and keeps it
       // unless the output is empty or already ends with ' '.
@@ -280,8 +275,7 @@ absl::Status NormalizeTextInto(absl::string_view utf8, std::string* result) {
     while (end < n && p[end] >= 0x80) {
       const size_t len = Utf8SequenceLength(p + end, n - end);
       if (len == 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("invalid UTF-8 at byte ", end));
+        return absl::InvalidArgumentError(absl::StrCat("invalid UTF-8 at byte ", end));
       }
       end += len;
     }
@@ -289,8 +283,7 @@ absl::Status NormalizeTextInto(absl::string_view utf8, std::string* result) {
     if (nfc == nullptr) {
       return absl::InternalError("ICU NFC data is not available");
     }
-    const absl::Status s =
-        AppendUnicodeRun(*nfc, utf8.substr(start, end - start), n - end, &out);
+    const absl::Status s = AppendUnicodeRun(*nfc, utf8.substr(start, end - start), n - end, &out);
     if (!s.ok()) return s;
     at_space = out.AtSpace();
     i = end;

@@ -42,33 +42,70 @@ const std::vector<Case>& Cases() {
       {"ascii_punctuation_kept", "a-b_c.d/e?f=1&g", "a-b_c.d/e?f=1&g"},
       {"nfc_input", "Caf\xC3\xA9", "caf\xC3\xA9"},
       {"nfd_input_composed", "Cafe\xCC\x81", "caf\xC3\xA9"},
-      {"nfd_uppercase", "E\xCC\x81" "COLE", "\xC3\xA9" "cole"},
-      {"nfc_uppercase", "\xC3\x89" "COLE", "\xC3\xA9" "cole"},
+      {"nfd_uppercase",
+       "E\xCC\x81"
+       "COLE",
+       "\xC3\xA9"
+       "cole"},
+      {"nfc_uppercase",
+       "\xC3\x89"
+       "COLE",
+       "\xC3\xA9"
+       "cole"},
       {"combining_after_space_kept", "a \xCC\x81", "a \xCC\x81"},
-      {"combining_at_start", "\xCC\x81" "a", "\xCC\x81" "a"},
-      {"nbsp", "a\xC2\xA0" "b", "a b"},
-      {"nbsp_runs", "a\xC2\xA0\xC2\xA0 \xC2\xA0" "b", "a b"},
+      {"combining_at_start",
+       "\xCC\x81"
+       "a",
+       "\xCC\x81"
+       "a"},
+      {"nbsp",
+       "a\xC2\xA0"
+       "b",
+       "a b"},
+      {"nbsp_runs",
+       "a\xC2\xA0\xC2\xA0 \xC2\xA0"
+       "b",
+       "a b"},
       {"tabs_newlines", "\t a\r\n\nb \f\v c", "a b c"},
-      {"line_paragraph_separators", "a\xE2\x80\xA8" "b\xE2\x80\xA9" "c",
+      {"line_paragraph_separators",
+       "a\xE2\x80\xA8"
+       "b\xE2\x80\xA9"
+       "c",
        "a b c"},
-      {"other_zs", "a\xE3\x80\x80" "b\xE2\x80\x83" "c\xE2\x80\xAF" "d"
-                   "\xE2\x81\x9F" "e\xE1\x9A\x80" "f\xE2\x80\x8A" "g",
+      {"other_zs",
+       "a\xE3\x80\x80"
+       "b\xE2\x80\x83"
+       "c\xE2\x80\xAF"
+       "d"
+       "\xE2\x81\x9F"
+       "e\xE1\x9A\x80"
+       "f\xE2\x80\x8A"
+       "g",
        "a b c d e f g"},
-      {"zero_width_space_is_not_space", "a\xE2\x80\x8B" "b",
-       "a\xE2\x80\x8B" "b"},
+      {"zero_width_space_is_not_space",
+       "a\xE2\x80\x8B"
+       "b",
+       "a\xE2\x80\x8B"
+       "b"},
       {"trimmed", "  \n hello \t ", "hello"},
-      {"german_sharp_s", "Stra\xC3\x9F" "e", "strasse"},
+      {"german_sharp_s",
+       "Stra\xC3\x9F"
+       "e",
+       "strasse"},
       {"german_upper", "STRASSE", "strasse"},
       {"capital_sharp_s", "\xE1\xBA\x9E", "ss"},
       {"turkish_dotless_i_stays", "\xC4\xB1", "\xC4\xB1"},
       {"turkish_capital_i_folds_to_i", "I", "i"},
-      {"turkish_dotted_capital_i", "D\xC4\xB0YARBAKIR",
-       "di\xCC\x87yarbakir"},
-      {"greek_final_sigma", "\xCE\xA3\xCE\x8A\xCE\xA3\xCE\xA5\xCE\xA6\xCE\x9F"
-                            "\xCE\xA3",
+      {"turkish_dotted_capital_i", "D\xC4\xB0YARBAKIR", "di\xCC\x87yarbakir"},
+      {"greek_final_sigma",
+       "\xCE\xA3\xCE\x8A\xCE\xA3\xCE\xA5\xCE\xA6\xCE\x9F"
+       "\xCE\xA3",
        "\xCF\x83\xCE\xAF\xCF\x83\xCF\x85\xCF\x86\xCE\xBF\xCF\x83"},
       {"ypogegrammeni", "\xCE\xB1\xCD\x85", "\xCE\xB1\xCE\xB9"},
-      {"fi_ligature_folds", "\xEF\xAC\x81" "le", "file"},
+      {"fi_ligature_folds",
+       "\xEF\xAC\x81"
+       "le",
+       "file"},
       {"fullwidth_kept_not_nfkc", "\xEF\xBC\xA1", "\xEF\xBD\x81"},
       {"angstrom_sign", "\xE2\x84\xAB", "\xC3\xA5"},
       {"kelvin_sign", "\xE2\x84\xAA", "k"},
@@ -77,14 +114,16 @@ const std::vector<Case>& Cases() {
        "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E"},
       {"emoji_kept", "Hi \xF0\x9F\x91\x8B\xF0\x9F\x8F\xBD  THERE",
        "hi \xF0\x9F\x91\x8B\xF0\x9F\x8F\xBD there"},
-      {"emoji_zwj_sequence",
-       "\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x92\xBB",
+      {"emoji_zwj_sequence", "\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x92\xBB",
        "\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x92\xBB"},
-      {"deseret_supplementary_case", "\xF0\x90\x90\x80",
-       "\xF0\x90\x90\xA8"},
+      {"deseret_supplementary_case", "\xF0\x90\x90\x80", "\xF0\x90\x90\xA8"},
       {"noncharacter_allowed", "a\xEF\xBF\xBE", "a\xEF\xBF\xBE"},
       {"max_code_point", "\xF4\x8F\xBF\xBF", "\xF4\x8F\xBF\xBF"},
-      {"other_controls_kept", "a\x01" "b\x7F", "a\x01" "b\x7F"},
+      {"other_controls_kept",
+       "a\x01"
+       "b\x7F",
+       "a\x01"
+       "b\x7F"},
   };
   return *cases;
 }
@@ -116,13 +155,10 @@ struct ErrorCase {
 TEST(NormalizeTextTest, Errors) {
   const std::vector<ErrorCase> cases = {
       {"empty", "", "text is empty or only whitespace"},
-      {"only_whitespace", " \t\n\xC2\xA0\xE3\x80\x80 ",
-       "text is empty or only whitespace"},
-      {"nul", std::string("hello\0world", 11),
-       "text contains a NUL byte at byte 5"},
+      {"only_whitespace", " \t\n\xC2\xA0\xE3\x80\x80 ", "text is empty or only whitespace"},
+      {"nul", std::string("hello\0world", 11), "text contains a NUL byte at byte 5"},
       {"nul_first", std::string("\0a", 2), "text contains a NUL byte at byte 0"},
-      {"nul_after_unicode", std::string("\xC3\xA9\0", 3),
-       "text contains a NUL byte at byte 2"},
+      {"nul_after_unicode", std::string("\xC3\xA9\0", 3), "text contains a NUL byte at byte 2"},
       {"overlong_2", "a\xC0\xAF", "invalid UTF-8 at byte 1"},
       {"overlong_2_c1", "\xC1\xBF", "invalid UTF-8 at byte 0"},
       {"overlong_3", "ab\xE0\x80\xAF", "invalid UTF-8 at byte 2"},
@@ -143,16 +179,15 @@ TEST(NormalizeTextTest, Errors) {
   for (const ErrorCase& c : cases) {
     SCOPED_TRACE(c.name);
     EXPECT_THAT(NormalizeText(c.input),
-                StatusIs(absl::StatusCode::kInvalidArgument,
-                         ::testing::Eq(c.message)));
+                StatusIs(absl::StatusCode::kInvalidArgument, ::testing::Eq(c.message)));
   }
 }
 
 TEST(NormalizeTextTest, SpacesAreExactlyZsAndTheListedControls) {
   for (char32_t c = 0; c <= 0x10FFFF; ++c) {
-    const bool want = u_charType(static_cast<UChar32>(c)) == U_SPACE_SEPARATOR ||
-                      c == '\t' || c == '\n' || c == '\v' || c == '\f' ||
-                      c == '\r' || c == 0x2028 || c == 0x2029;
+    const bool want = u_charType(static_cast<UChar32>(c)) == U_SPACE_SEPARATOR || c == '\t' ||
+                      c == '\n' || c == '\v' || c == '\f' || c == '\r' || c == 0x2028 ||
+                      c == 0x2029;
     ASSERT_EQ(IsTextSpace(c), want) << std::hex << static_cast<uint32_t>(c);
   }
 }
@@ -192,7 +227,18 @@ std::string ReferenceNormalize(const std::string& utf8) {
 // the reference, and the output must be a fixed point.
 TEST(NormalizeTextTest, FastPathMatchesWholeTextReferenceAndIsIdempotent) {
   const std::vector<std::string> alphabet = {
-      "a", "E", "I", "i", "s", "S", "k", " ", "\t", "\n", ".", "1",
+      "a",
+      "E",
+      "I",
+      "i",
+      "s",
+      "S",
+      "k",
+      " ",
+      "\t",
+      "\n",
+      ".",
+      "1",
       "\xC2\xA0",          // NBSP
       "\xCC\x81",          // combining acute
       "\xCC\xA3",          // combining dot below (ccc 220)
@@ -223,8 +269,7 @@ TEST(NormalizeTextTest, FastPathMatchesWholeTextReferenceAndIsIdempotent) {
     const std::string want = ReferenceNormalize(input);
     absl::StatusOr<std::string> got = NormalizeText(input);
     if (want.empty()) {
-      EXPECT_THAT(got, StatusIs(absl::StatusCode::kInvalidArgument,
-                                HasSubstr("empty")));
+      EXPECT_THAT(got, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty")));
       continue;
     }
     ASSERT_THAT(got, IsOk());
@@ -235,8 +280,7 @@ TEST(NormalizeTextTest, FastPathMatchesWholeTextReferenceAndIsIdempotent) {
 }
 
 std::string ReadTestdata(const std::string& name) {
-  std::ifstream in(std::string(DEDUPD_CORE_TESTDATA_DIR) + "/" + name,
-                   std::ios::binary);
+  std::ifstream in(std::string(DEDUPD_CORE_TESTDATA_DIR) + "/" + name, std::ios::binary);
   EXPECT_TRUE(in.good()) << name;
   std::ostringstream s;
   s << in.rdbuf();
@@ -244,9 +288,8 @@ std::string ReadTestdata(const std::string& name) {
 }
 
 TEST(NormalizeTextTest, RealTextIsIdempotentAndMatchesReference) {
-  for (const char* name :
-       {"python_tutorial_venv.txt", "python_tutorial_interactive.txt",
-        "python_tutorial_whatnow.txt", "bsd_license.txt"}) {
+  for (const char* name : {"python_tutorial_venv.txt", "python_tutorial_interactive.txt",
+                           "python_tutorial_whatnow.txt", "bsd_license.txt"}) {
     SCOPED_TRACE(name);
     const std::string text = ReadTestdata(name);
     ASSERT_OK_AND_ASSIGN(const std::string once, NormalizeText(text));

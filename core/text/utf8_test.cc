@@ -9,8 +9,7 @@ namespace dedupd {
 namespace {
 
 size_t LengthOf(const std::string& s) {
-  return Utf8SequenceLength(reinterpret_cast<const unsigned char*>(s.data()),
-                            s.size());
+  return Utf8SequenceLength(reinterpret_cast<const unsigned char*>(s.data()), s.size());
 }
 
 TEST(Utf8Test, SequenceLengthOfWellFormedSequences) {

@@ -30,27 +30,25 @@ inline constexpr char kUpperHex[] = "0123456789ABCDEF";
 
 // RFC 3986 §2.3 unreserved: decoded wherever they appear percent-encoded.
 constexpr bool IsUnreserved(unsigned char c) {
-  return IsAsciiAlpha(c) || IsAsciiDigit(c) || c == '-' || c == '.' ||
-         c == '_' || c == '~';
+  return IsAsciiAlpha(c) || IsAsciiDigit(c) || c == '-' || c == '.' || c == '_' || c == '~';
 }
 constexpr bool IsSubDelim(unsigned char c) {
-  return c == '!' || c == '$' || c == '&' || c == '\'' || c == '(' ||
-         c == ')' || c == '*' || c == '+' || c == ',' || c == ';' || c == '=';
+  return c == '!' || c == '$' || c == '&' || c == '\'' || c == '(' || c == ')' || c == '*' ||
+         c == '+' || c == ',' || c == ';' || c == '=';
 }
 
 // Bytes that cannot appear in an RFC 3986 URI but that real links contain;
 // they are percent-encoded before parsing (as browsers do when they send
 // such a link).
 constexpr bool MustEncode(unsigned char c) {
-  return c >= 0x80 || c == ' ' || c == '"' || c == '<' || c == '>' ||
-         c == '\\' || c == '^' || c == '`' || c == '{' || c == '|' || c == '}';
+  return c >= 0x80 || c == ' ' || c == '"' || c == '<' || c == '>' || c == '\\' || c == '^' ||
+         c == '`' || c == '{' || c == '|' || c == '}';
 }
 
 // Characters of an ASCII host: letters, digits, '-', '_' (seen in real host
 // names although RFC 952 forbids it) and the label separator.
 constexpr bool IsHostChar(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || IsAsciiDigit(c) || c == '-' || c == '_' ||
-         c == '.';
+  return (c >= 'a' && c <= 'z') || IsAsciiDigit(c) || c == '-' || c == '_' || c == '.';
 }
 
 // Byte classes for the single screening pass (steps 1-2).
@@ -92,8 +90,7 @@ constexpr ByteTables MakeByteTables() {
     t.screen[i] = s;
     uint8_t r = 0;
     if (IsUnreserved(c) || IsSubDelim(c)) r |= kRfcRegName;
-    if (IsUnreserved(c) || IsSubDelim(c) || c == ':' || c == '@' || c == '/' ||
-        c == '?') {
+    if (IsUnreserved(c) || IsSubDelim(c) || c == ':' || c == '@' || c == '/' || c == '?') {
       r |= kRfcPathQuery;
     }
     if (IsHostChar(c)) r |= kRfcHost;
@@ -103,9 +100,7 @@ constexpr ByteTables MakeByteTables() {
 }
 inline constexpr ByteTables kTables = MakeByteTables();
 
-inline uint8_t RfcClass(char c) {
-  return kTables.rfc[static_cast<unsigned char>(c)];
-}
+inline uint8_t RfcClass(char c) { return kTables.rfc[static_cast<unsigned char>(c)]; }
 inline bool IsHostByte(char c) { return (RfcClass(c) & kRfcHost) != 0; }
 
 }  // namespace url_internal

@@ -16,16 +16,14 @@ bool AppendNormalizedEscapes(absl::string_view in, std::string* out) {
       return changed;
     }
     out->append(in.data() + i, pct - i);
-    if (in.size() - pct < 3 || !IsHexDigit(in[pct + 1]) ||
-        !IsHexDigit(in[pct + 2])) {
+    if (in.size() - pct < 3 || !IsHexDigit(in[pct + 1]) || !IsHexDigit(in[pct + 2])) {
       out->push_back('%');  // unreachable after Screen; kept literal
       i = pct + 1;
       continue;
     }
     const unsigned char hi = static_cast<unsigned char>(in[pct + 1]);
     const unsigned char lo = static_cast<unsigned char>(in[pct + 2]);
-    const unsigned char c =
-        static_cast<unsigned char>(HexValue(hi) * 16 + HexValue(lo));
+    const unsigned char c = static_cast<unsigned char>(HexValue(hi) * 16 + HexValue(lo));
     if (IsUnreserved(c)) {
       out->push_back(static_cast<char>(c));
       changed = true;
@@ -41,10 +39,8 @@ bool AppendNormalizedEscapes(absl::string_view in, std::string* out) {
 
 void FullyDecode(absl::string_view in, std::string* out) {
   for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i] == '%' && in.size() - i >= 3 && IsHexDigit(in[i + 1]) &&
-        IsHexDigit(in[i + 2])) {
-      out->push_back(
-          static_cast<char>(HexValue(in[i + 1]) * 16 + HexValue(in[i + 2])));
+    if (in[i] == '%' && in.size() - i >= 3 && IsHexDigit(in[i + 1]) && IsHexDigit(in[i + 2])) {
+      out->push_back(static_cast<char>(HexValue(in[i + 1]) * 16 + HexValue(in[i + 2])));
       i += 2;
     } else {
       out->push_back(in[i]);

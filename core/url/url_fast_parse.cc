@@ -22,8 +22,7 @@ inline bool ScanEscaped(absl::string_view s, size_t* i, uint8_t bit) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   while (k < s.size()) {
     while (s.size() - k >= 4 &&
-           (table[p[k]] & table[p[k + 1]] & table[p[k + 2]] & table[p[k + 3]] &
-            bit) != 0) {
+           (table[p[k]] & table[p[k + 1]] & table[p[k + 2]] & table[p[k + 3]] & bit) != 0) {
       k += 4;
     }
     if (k == s.size()) break;
@@ -48,12 +47,11 @@ bool ParseAbsoluteFast(absl::string_view s, UriParts* parts) {
   const size_t n = s.size();
   if (n == 0 || !IsAsciiAlpha(s[0])) return false;
   size_t i = 1;
-  while (i < n && (IsAsciiAlpha(s[i]) || IsAsciiDigit(s[i]) || s[i] == '+' ||
-                   s[i] == '-' || s[i] == '.')) {
+  while (i < n &&
+         (IsAsciiAlpha(s[i]) || IsAsciiDigit(s[i]) || s[i] == '+' || s[i] == '-' || s[i] == '.')) {
     ++i;
   }
-  if (n - i < 3 || s[i] != ':' || s[i + 1] != '/' || s[i + 2] != '/')
-    return false;
+  if (n - i < 3 || s[i] != ':' || s[i + 1] != '/' || s[i + 2] != '/') return false;
   parts->scheme = s.substr(0, i);
   parts->has_authority = true;
   const size_t authority = i + 3;
@@ -82,8 +80,7 @@ bool ParseAbsoluteFast(absl::string_view s, UriParts* parts) {
   parts->host_kind = HostKind::kName;
   parts->host = s.substr(host_begin, host_end - host_begin);
   parts->has_port = colon != absl::string_view::npos;
-  parts->port = parts->has_port ? s.substr(colon + 1, end - colon - 1)
-                                : absl::string_view();
+  parts->port = parts->has_port ? s.substr(colon + 1, end - colon - 1) : absl::string_view();
   for (char c : parts->port) {
     if (!IsAsciiDigit(c)) return false;
   }
@@ -93,12 +90,10 @@ bool ParseAbsoluteFast(absl::string_view s, UriParts* parts) {
   if (!ScanEscaped(s, &q, kRfcPathQuery)) return false;
   const size_t query_mark = s.find('?', end);
   if (q != n) return false;
-  const size_t path_end =
-      query_mark == absl::string_view::npos ? n : query_mark;
+  const size_t path_end = query_mark == absl::string_view::npos ? n : query_mark;
   parts->path = s.substr(end, path_end - end);
   parts->has_query = query_mark != absl::string_view::npos;
-  parts->query =
-      parts->has_query ? s.substr(query_mark + 1) : absl::string_view();
+  parts->query = parts->has_query ? s.substr(query_mark + 1) : absl::string_view();
   return true;
 }
 

@@ -39,8 +39,7 @@ struct GoldenRow {
 // Reads the golden file; `version` gets the value of its "# kVersion=N"
 // line, or -1.
 std::vector<GoldenRow> ReadGolden(int* version) {
-  const std::string path =
-      std::string(DEDUPD_CORE_TESTDATA_DIR) + "/url_golden.tsv";
+  const std::string path = std::string(DEDUPD_CORE_TESTDATA_DIR) + "/url_golden.tsv";
   std::ifstream in(path);
   EXPECT_TRUE(in.good()) << "cannot open " << path;
   std::vector<GoldenRow> rows;
@@ -59,8 +58,7 @@ std::vector<GoldenRow> ReadGolden(int* version) {
       continue;
     }
     const std::vector<std::string> cols = absl::StrSplit(line, '\t');
-    EXPECT_EQ(cols.size(), 3u)
-        << "line " << number << ": want 3 TAB-separated columns";
+    EXPECT_EQ(cols.size(), 3u) << "line " << number << ": want 3 TAB-separated columns";
     if (cols.size() != 3) continue;
     rows.push_back(GoldenRow{number, cols[0], cols[1], cols[2]});
   }
@@ -76,13 +74,11 @@ TEST(UrlGoldenTest, CanonicalFormsArePinned) {
   const UrlNormalizer n;
   int rejected = 0;
   for (const GoldenRow& row : rows) {
-    SCOPED_TRACE(::testing::Message()
-                 << "url_golden.tsv:" << row.line << ": " << row.input);
+    SCOPED_TRACE(::testing::Message() << "url_golden.tsv:" << row.line << ": " << row.input);
     const absl::StatusOr<std::string> got = n.Normalize(row.input, row.base);
     if (row.expected == "ERROR") {
       ++rejected;
-      EXPECT_THAT(got, StatusIs(absl::StatusCode::kInvalidArgument))
-          << kBumpVersion;
+      EXPECT_THAT(got, StatusIs(absl::StatusCode::kInvalidArgument)) << kBumpVersion;
       continue;
     }
     ASSERT_THAT(got, IsOk()) << kBumpVersion;

@@ -26,8 +26,7 @@ namespace urls = boost::urls;
 // range for every position). Returns false on a digit outside the radix.
 bool ParseIpv4Number(absl::string_view part, uint64_t* value) {
   int radix = 10;
-  if (part.size() >= 2 && part[0] == '0' &&
-      (part[1] == 'x' || part[1] == 'X')) {
+  if (part.size() >= 2 && part[0] == '0' && (part[1] == 'x' || part[1] == 'X')) {
     radix = 16;
     part.remove_prefix(2);
   } else if (part.size() >= 2 && part[0] == '0') {
@@ -56,17 +55,13 @@ bool ParseIpv4Number(absl::string_view part, uint64_t* value) {
 // all digits or a 0x hex number, which makes the whole host an IPv4 address.
 bool EndsInNumber(absl::string_view host) {
   const size_t dot = host.rfind('.');
-  const absl::string_view last =
-      dot == absl::string_view::npos ? host : host.substr(dot + 1);
+  const absl::string_view last = dot == absl::string_view::npos ? host : host.substr(dot + 1);
   if (last.empty()) return false;
-  if (std::all_of(last.begin(), last.end(),
-                  [](char c) { return IsAsciiDigit(c); })) {
+  if (std::all_of(last.begin(), last.end(), [](char c) { return IsAsciiDigit(c); })) {
     return true;
   }
-  if (last.size() >= 2 && last[0] == '0' &&
-      (last[1] == 'x' || last[1] == 'X')) {
-    return std::all_of(last.begin() + 2, last.end(),
-                       [](char c) { return IsHexDigit(c); });
+  if (last.size() >= 2 && last[0] == '0' && (last[1] == 'x' || last[1] == 'X')) {
+    return std::all_of(last.begin() + 2, last.end(), [](char c) { return IsHexDigit(c); });
   }
   return false;
 }
@@ -86,8 +81,7 @@ absl::Status ParseWhatwgIpv4(absl::string_view host, uint32_t* address) {
       return Invalid("host", "IPv4 address has more than 4 parts");
     }
     if (!ParseIpv4Number(part, &numbers[count])) {
-      return Invalid(
-          "host", absl::StrCat("IPv4 part ", Quote(part), " is not a number"));
+      return Invalid("host", absl::StrCat("IPv4 part ", Quote(part), " is not a number"));
     }
     ++count;
     if (dot == host.size()) break;
@@ -129,8 +123,7 @@ void AppendIpv6(const urls::ipv6_address& addr, std::string* out) {
   }
   const auto bytes = addr.to_bytes();
   std::array<unsigned, 8> field{};
-  for (size_t i = 0; i < 8; ++i)
-    field[i] = bytes[2 * i] * 256u + bytes[2 * i + 1];
+  for (size_t i = 0; i < 8; ++i) field[i] = bytes[2 * i] * 256u + bytes[2 * i + 1];
   size_t best = 8, best_len = 0;
   for (size_t i = 0; i < 8;) {
     if (field[i] != 0) {
@@ -171,8 +164,7 @@ void AppendIpv6(const urls::ipv6_address& addr, std::string* out) {
 absl::Status ValidateAsciiHost(absl::string_view host) {
   if (host.empty()) return Invalid("host", "empty host");
   if (host.size() > UrlNormalizer::kMaxHostBytes) {
-    return Invalid("host", absl::StrCat("host is ", host.size(),
-                                        " bytes, over the limit of ",
+    return Invalid("host", absl::StrCat("host is ", host.size(), " bytes, over the limit of ",
                                         UrlNormalizer::kMaxHostBytes));
   }
   size_t label_start = 0;
@@ -182,16 +174,15 @@ absl::Status ValidateAsciiHost(absl::string_view host) {
         return Invalid("host", absl::StrCat("empty label in ", Quote(host)));
       }
       if (i - label_start > 63) {
-        return Invalid("host", absl::StrCat("label of ", i - label_start,
-                                            " bytes, over the limit of 63"));
+        return Invalid("host",
+                       absl::StrCat("label of ", i - label_start, " bytes, over the limit of 63"));
       }
       label_start = i + 1;
       continue;
     }
     if (!IsHostByte(host[i])) {
-      return Invalid(
-          "host", absl::StrCat("invalid character ", Quote(host.substr(i, 1)),
-                               " in ", Quote(host)));
+      return Invalid("host", absl::StrCat("invalid character ", Quote(host.substr(i, 1)), " in ",
+                                          Quote(host)));
     }
   }
   return absl::OkStatus();
@@ -213,18 +204,16 @@ bool HasXnLabel(absl::string_view host) {
 // NormalizeRegName turns a reg-name into the canonical ASCII host in
 // `host`: percent-decoded, lowercased, IDNA2008/UTS #46 to punycode, one
 // trailing dot dropped, WHATWG IPv4 forms to dotted decimal, validated.
-absl::Status NormalizeRegName(absl::string_view encoded, std::string* host,
-                              FiredRules* fired) {
+absl::Status NormalizeRegName(absl::string_view encoded, std::string* host, FiredRules* fired) {
   bool had_escape = false;
   if (encoded.find('%') == absl::string_view::npos) {
     host->assign(encoded.data(), encoded.size());
   } else {
     host->clear();
     for (size_t i = 0; i < encoded.size(); ++i) {
-      if (encoded[i] == '%' && encoded.size() - i >= 3 &&
-          IsHexDigit(encoded[i + 1]) && IsHexDigit(encoded[i + 2])) {
-        const char c = static_cast<char>(HexValue(encoded[i + 1]) * 16 +
-                                         HexValue(encoded[i + 2]));
+      if (encoded[i] == '%' && encoded.size() - i >= 3 && IsHexDigit(encoded[i + 1]) &&
+          IsHexDigit(encoded[i + 2])) {
+        const char c = static_cast<char>(HexValue(encoded[i + 1]) * 16 + HexValue(encoded[i + 2]));
         // A leading digit may have been escaped by PrepareForBoost.
         had_escape |= !(i == 0 && IsAsciiDigit(c));
         host->push_back(c);
@@ -249,15 +238,13 @@ absl::Status NormalizeRegName(absl::string_view encoded, std::string* host,
       // Checked before IDNA so that NUL never reaches libidn2 and the
       // message names the character.
       return Invalid(
-          "host", absl::StrCat("invalid character ",
-                               Quote(absl::string_view(&ch, 1)), " in host"));
+          "host", absl::StrCat("invalid character ", Quote(absl::string_view(&ch, 1)), " in host"));
     }
   }
   if (non_ascii && !IsValidUtf8(*host)) {
     return Invalid("host", "percent-decoded host is not valid UTF-8");
   }
-  if (had_escape && !non_ascii)
-    fired->Add(url_rules::kPercentEncodingNormalized);
+  if (had_escape && !non_ascii) fired->Add(url_rules::kPercentEncodingNormalized);
   if (lowered) fired->Add(url_rules::kHostLowercased);
 
   if (non_ascii || HasXnLabel(*host)) {
@@ -267,8 +254,7 @@ absl::Status NormalizeRegName(absl::string_view encoded, std::string* host,
     char* ascii = nullptr;
     const int rc =
         idn2_lookup_u8(reinterpret_cast<const uint8_t*>(host->c_str()),
-                       reinterpret_cast<uint8_t**>(&ascii),
-                       IDN2_NONTRANSITIONAL | IDN2_NFC_INPUT);
+                       reinterpret_cast<uint8_t**>(&ascii), IDN2_NONTRANSITIONAL | IDN2_NFC_INPUT);
     if (rc != IDN2_OK) {
       return Invalid("host", absl::StrCat("IDNA: ", idn2_strerror(rc)));
     }
@@ -296,8 +282,7 @@ absl::Status NormalizeRegName(absl::string_view encoded, std::string* host,
 
 }  // namespace
 
-absl::Status NormalizeHost(const UriParts& parts, std::string* host_out,
-                           FiredRules* fired) {
+absl::Status NormalizeHost(const UriParts& parts, std::string* host_out, FiredRules* fired) {
   std::string& host = *host_out;
   switch (parts.host_kind) {
     case HostKind::kIpv6:
@@ -307,8 +292,7 @@ absl::Status NormalizeHost(const UriParts& parts, std::string* host_out,
       break;
     case HostKind::kIpvFuture:
       return Invalid("host",
-                     absl::StrCat("IPvFuture address ", Quote(parts.host),
-                                  " is not supported"));
+                     absl::StrCat("IPvFuture address ", Quote(parts.host), " is not supported"));
     case HostKind::kName:
       DEDUPD_RETURN_IF_ERROR(NormalizeRegName(parts.host, &host, fired));
       break;

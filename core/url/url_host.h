@@ -24,8 +24,7 @@ namespace url_internal {
 // brackets) to `*host`. Returns InvalidArgument for an IPvFuture literal, a
 // missing or invalid host, an IDN that IDNA2008 rejects, a host over
 // UrlNormalizer::kMaxHostBytes.
-absl::Status NormalizeHost(const UriParts& parts, std::string* host,
-                           FiredRules* fired);
+absl::Status NormalizeHost(const UriParts& parts, std::string* host, FiredRules* fired);
 
 }  // namespace url_internal
 }  // namespace dedupd

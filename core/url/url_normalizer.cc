@@ -66,29 +66,27 @@ Scratch& GetScratch() {
 // NormalizePort applies step 5: `*port` is left empty when the port is
 // absent, empty or the scheme's default, else views its digits without
 // leading zeros. InvalidArgument when out of range.
-absl::Status NormalizePort(const UriParts& parts, bool https,
-                           absl::string_view* port, FiredRules* fired) {
+absl::Status NormalizePort(const UriParts& parts, bool https, absl::string_view* port,
+                           FiredRules* fired) {
   if (parts.has_port) {
     if (parts.port.empty()) {
       fired->Add(url_rules::kEmptyPortDropped);
     } else {
       // port = *DIGIT (RFC 3986): only the range needs checking.
       const size_t digits = parts.port.find_first_not_of('0');
-      const absl::string_view number =
-          digits == absl::string_view::npos
-              ? parts.port.substr(parts.port.size() - 1)
-              : parts.port.substr(digits);
+      const absl::string_view number = digits == absl::string_view::npos
+                                           ? parts.port.substr(parts.port.size() - 1)
+                                           : parts.port.substr(digits);
       uint32_t value = 0;
       for (size_t i = 0; i < number.size() && value <= 65535; ++i) {
         if (!url_internal::IsAsciiDigit(number[i])) {
-          return Invalid("URL", absl::StrCat("port ", Quote(parts.port),
-                                             " is not a number"));
+          return Invalid("URL", absl::StrCat("port ", Quote(parts.port), " is not a number"));
         }
         value = value * 10 + (number[i] - '0');
       }
       if (value > 65535) {
-        return Invalid("URL", absl::StrCat("port ", Quote(parts.port),
-                                           " is out of range (max 65535)"));
+        return Invalid("URL",
+                       absl::StrCat("port ", Quote(parts.port), " is out of range (max 65535)"));
       }
       if (value == (https ? 443u : 80u)) {
         fired->Add(url_rules::kDefaultPortDropped);
@@ -104,9 +102,8 @@ absl::Status NormalizePort(const UriParts& parts, bool https,
 }
 
 // AssembleUrl returns scheme://host[:port]path[?query], allocated once.
-std::string AssembleUrl(bool https, absl::string_view host,
-                        absl::string_view port, absl::string_view path,
-                        const QueryScratch& query) {
+std::string AssembleUrl(bool https, absl::string_view host, absl::string_view port,
+                        absl::string_view path, const QueryScratch& query) {
   size_t size = (https ? 8 : 7) + host.size() + path.size();
   if (!port.empty()) size += 1 + port.size();
   for (const Param& p : query.params) size += 1 + p.size;
@@ -127,16 +124,14 @@ std::string AssembleUrl(bool https, absl::string_view host,
   return out;
 }
 
-absl::StatusOr<std::string> NormalizeImpl(absl::string_view url_in,
-                                          absl::string_view base_in,
-                                          const UrlPolicy& policy,
-                                          bool fast_parse, FiredRules& fired) {
+absl::StatusOr<std::string> NormalizeImpl(absl::string_view url_in, absl::string_view base_in,
+                                          const UrlPolicy& policy, bool fast_parse,
+                                          FiredRules& fired) {
   Scratch& scratch = GetScratch();
 
   UriParts parts;
   bool had_fragment = false;
-  DEDUPD_RETURN_IF_ERROR(url_internal::ParseUrl(url_in, base_in, fast_parse,
-                                                &scratch.parse, &parts,
+  DEDUPD_RETURN_IF_ERROR(url_internal::ParseUrl(url_in, base_in, fast_parse, &scratch.parse, &parts,
                                                 &had_fragment, &fired));
 
   // Step 3: scheme.
@@ -162,13 +157,11 @@ absl::StatusOr<std::string> NormalizeImpl(absl::string_view url_in,
   // seen as what they are; session ids before dot segments, so that
   // "/a/..;jsessionid=1/b" does not leave a ".." for a second pass.
   std::string& path = scratch.path;
-  url_internal::NormalizePath(parts.path, rule, &path, &scratch.path_tmp,
-                              &fired);
+  url_internal::NormalizePath(parts.path, rule, &path, &scratch.path_tmp, &fired);
 
   // Step 7: query.
   QueryScratch& query = scratch.query;
-  url_internal::NormalizeQuery(parts.query, parts.has_query, policy, rule,
-                               &query, &fired);
+  url_internal::NormalizeQuery(parts.query, parts.has_query, policy, rule, &query, &fired);
   if (had_fragment) fired.Add(url_rules::kFragmentDropped);
 
   return AssembleUrl(https, host, port, path, query);
@@ -178,9 +171,8 @@ absl::StatusOr<std::string> NormalizeImpl(absl::string_view url_in,
 
 UrlNormalizer::UrlNormalizer(UrlPolicy policy) : policy_(std::move(policy)) {}
 
-absl::StatusOr<std::string> UrlNormalizer::Normalize(
-    absl::string_view url, absl::string_view base,
-    std::vector<absl::string_view>* fired) const {
+absl::StatusOr<std::string> UrlNormalizer::Normalize(absl::string_view url, absl::string_view base,
+                                                     std::vector<absl::string_view>* fired) const {
   FiredRules rules(fired);
   absl::StatusOr<std::string> result;
   try {

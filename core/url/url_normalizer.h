@@ -87,9 +87,8 @@ class UrlNormalizer {
   // unparsable syntax, a scheme other than http/https (javascript:,
   // mailto:, file:, ...), a missing or invalid host, an IDN that IDNA2008
   // rejects, a host over kMaxHostBytes, a port over 65535.
-  absl::StatusOr<std::string> Normalize(
-      absl::string_view url, absl::string_view base = {},
-      std::vector<absl::string_view>* fired = nullptr) const;
+  absl::StatusOr<std::string> Normalize(absl::string_view url, absl::string_view base = {},
+                                        std::vector<absl::string_view>* fired = nullptr) const;
 
   const UrlPolicy& policy() const { return policy_; }
 

@@ -47,35 +47,26 @@ struct Case {
 };
 
 Case Ok(std::string in, std::string want) { return {in, "", want, "", {}}; }
-Case Ok(std::string in, std::string want,
-        std::vector<absl::string_view> rules) {
+Case Ok(std::string in, std::string want, std::vector<absl::string_view> rules) {
   return {in, "", want, "", rules};
 }
-Case OkB(std::string in, std::string base, std::string want) {
-  return {in, base, want, "", {}};
-}
-Case OkB(std::string in, std::string base, std::string want,
-         std::vector<absl::string_view> rules) {
+Case OkB(std::string in, std::string base, std::string want) { return {in, base, want, "", {}}; }
+Case OkB(std::string in, std::string base, std::string want, std::vector<absl::string_view> rules) {
   return {in, base, want, "", rules};
 }
 Case Err(std::string in, std::string error) { return {in, "", "", error, {}}; }
-Case ErrB(std::string in, std::string base, std::string error) {
-  return {in, base, "", error, {}};
-}
+Case ErrB(std::string in, std::string base, std::string error) { return {in, base, "", error, {}}; }
 
 std::string Printable(absl::string_view s) {
-  if (s.size() > 120)
-    return absl::StrCat(s.substr(0, 120), "...(", s.size(), " bytes)");
+  if (s.size() > 120) return absl::StrCat(s.substr(0, 120), "...(", s.size(), " bytes)");
   return std::string(s);
 }
 
 void RunTable(const UrlNormalizer& n, const std::vector<Case>& cases) {
   for (const Case& c : cases) {
-    SCOPED_TRACE(
-        absl::StrCat("input: ", Printable(c.input), "  base: ", c.base));
+    SCOPED_TRACE(absl::StrCat("input: ", Printable(c.input), "  base: ", c.base));
     std::vector<absl::string_view> fired;
-    const absl::StatusOr<std::string> got =
-        n.Normalize(c.input, c.base, &fired);
+    const absl::StatusOr<std::string> got = n.Normalize(c.input, c.base, &fired);
     if (c.error.empty()) {
       ASSERT_THAT(got, IsOk());
       EXPECT_EQ(*got, c.want);
@@ -83,10 +74,9 @@ void RunTable(const UrlNormalizer& n, const std::vector<Case>& cases) {
         EXPECT_EQ(absl::StrJoin(fired, " "), absl::StrJoin(*c.rules, " "));
       }
     } else {
-      EXPECT_THAT(got, StatusIs(absl::StatusCode::kInvalidArgument,
-                                HasSubstr(c.error)));
-      EXPECT_TRUE(fired.empty())
-          << "rules reported for a rejected URL: " << absl::StrJoin(fired, " ");
+      EXPECT_THAT(got, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.error)));
+      EXPECT_TRUE(fired.empty()) << "rules reported for a rejected URL: "
+                                 << absl::StrJoin(fired, " ");
     }
   }
 }
@@ -101,8 +91,7 @@ std::vector<Case> DefaultPolicyCases() {
       Err("", "URL is empty"),
       Err(" \t\n ", "empty after trimming"),
       Err("http://example.com/" + kLong, "over the limit of 8192 bytes"),
-      Err("http://example.com/" + std::string(8192 - 19 + 1, 'a'),
-          "8193 bytes"),
+      Err("http://example.com/" + std::string(8192 - 19 + 1, 'a'), "8193 bytes"),
       Ok("http://example.com/" + std::string(8192 - 19, 'a'),
          "http://example.com/" + std::string(8192 - 19, 'a')),
       Err("http://example.com/\xff", "not valid UTF-8 (byte offset 19)"),
@@ -122,29 +111,20 @@ std::vector<Case> DefaultPolicyCases() {
       Err("http://example.com/a\x7f/", "control character 0x7F"),
       Err("http://example.com/#\x1b!",
           "control character 0x1B"),  // even in the fragment
-      Ok("http://example.com/\x01", "http://example.com/",
-         {r::kWhitespaceTrimmed}),
-      Ok("  http://example.com/a  ", "http://example.com/a",
-         {r::kWhitespaceTrimmed}),
-      Ok("\x01\x1f http://example.com/a\x0b"s, "http://example.com/a",
-         {r::kWhitespaceTrimmed}),
+      Ok("http://example.com/\x01", "http://example.com/", {r::kWhitespaceTrimmed}),
+      Ok("  http://example.com/a  ", "http://example.com/a", {r::kWhitespaceTrimmed}),
+      Ok("\x01\x1f http://example.com/a\x0b"s, "http://example.com/a", {r::kWhitespaceTrimmed}),
       // A NUL is never trimmed, so the controls before it are inside.
-      Err("\x01\x1f http://example.com/a\x0b\x00"s,
-          "control character 0x0B (byte offset 23)"),
-      Ok("http://exam\tple.com/a\r\nb", "http://example.com/ab",
-         {r::kWhitespaceTrimmed}),
-      Ok("\nhttp://example.com/\n", "http://example.com/",
-         {r::kWhitespaceTrimmed}),
+      Err("\x01\x1f http://example.com/a\x0b\x00"s, "control character 0x0B (byte offset 23)"),
+      Ok("http://exam\tple.com/a\r\nb", "http://example.com/ab", {r::kWhitespaceTrimmed}),
+      Ok("\nhttp://example.com/\n", "http://example.com/", {r::kWhitespaceTrimmed}),
 
       // Step 2: percent-encoding what cannot appear in a URI; parsing.
-      Ok("http://example.com/a b", "http://example.com/a%20b",
-         {r::kCharactersPercentEncoded}),
+      Ok("http://example.com/a b", "http://example.com/a%20b", {r::kCharactersPercentEncoded}),
       Ok("http://example.com/caf\xc3\xa9", "http://example.com/caf%C3%A9",
          {r::kCharactersPercentEncoded}),
-      Ok("http://example.com/\"<>\\^`{|}",
-         "http://example.com/%22%3C%3E%5C%5E%60%7B%7C%7D"),
-      Ok("http://example.com/a[1]?b[]=2",
-         "http://example.com/a%5B1%5D?b%5B%5D=2",
+      Ok("http://example.com/\"<>\\^`{|}", "http://example.com/%22%3C%3E%5C%5E%60%7B%7C%7D"),
+      Ok("http://example.com/a[1]?b[]=2", "http://example.com/a%5B1%5D?b%5B%5D=2",
          {r::kCharactersPercentEncoded}),
       Ok("http://example.com/100%", "http://example.com/100%25"),
       Ok("http://example.com/%zz%4", "http://example.com/%25zz%254"),
@@ -164,8 +144,7 @@ std::vector<Case> DefaultPolicyCases() {
       Err("\x80\x81\x82", "not valid UTF-8 (byte offset 0)"),
 
       // Resolution against a base (RFC 3986 §5.2, examples from §5.4).
-      OkB("g", "http://a/b/c/d;p?q", "http://a/b/c/g",
-          {r::kResolvedAgainstBase}),
+      OkB("g", "http://a/b/c/d;p?q", "http://a/b/c/g", {r::kResolvedAgainstBase}),
       OkB("./g", "http://a/b/c/d;p?q", "http://a/b/c/g"),
       OkB("g/", "http://a/b/c/d;p?q", "http://a/b/c/g"),
       OkB("/g", "http://a/b/c/d;p?q", "http://a/g"),
@@ -185,15 +164,13 @@ std::vector<Case> DefaultPolicyCases() {
       OkB("x", "HTTPS://Ex.COM:443/dir/page.html#frag", "https://ex.com/dir/x"),
       OkB("x y", "http://a.com/d/", "http://a.com/d/x%20y"),
       OkB("b", "http://a.com", "http://a.com/b"),
-      OkB("c", "  http://a.com/a/b\t", "http://a.com/a/c",
-          {r::kResolvedAgainstBase}),
+      OkB("c", "  http://a.com/a/b\t", "http://a.com/a/c", {r::kResolvedAgainstBase}),
       OkB("//10.0.0.1:8080/p", "https://a.com/", "https://10.0.0.1:8080/p"),
       OkB("/p", "http://1.2.3.4.example/x", "http://1.2.3.4.example/p"),
       Err("/relative/path", "relative URL and no base URL"),
       Err("//example.com/x", "relative URL and no base URL"),
       Err("#top", "relative URL and no base URL"),
-      ErrB("g", "mailto:a@b.com",
-           "base URL: scheme 'mailto' is not http or https"),
+      ErrB("g", "mailto:a@b.com", "base URL: scheme 'mailto' is not http or https"),
       ErrB("g", "/relative/base", "base URL: not an absolute URI"),
       ErrB("g", "http://a.com/\xff", "base URL is not valid UTF-8"),
       ErrB("g", "http://a.com/\x01/", "base URL contains control character"),
@@ -204,8 +181,7 @@ std::vector<Case> DefaultPolicyCases() {
 
       // Step 3: scheme.
       Ok("HTTP://example.com/", "http://example.com/", {r::kSchemeLowercased}),
-      Ok("HtTpS://example.com/", "https://example.com/",
-         {r::kSchemeLowercased}),
+      Ok("HtTpS://example.com/", "https://example.com/", {r::kSchemeLowercased}),
       Err("javascript:alert(1)", "scheme 'javascript' is not http or https"),
       Err("JavaScript:void(0)", "scheme 'javascript' is not http or https"),
       Err("mailto:someone@example.com", "scheme 'mailto' is not http or https"),
@@ -217,8 +193,7 @@ std::vector<Case> DefaultPolicyCases() {
       Err("tel:+123", "scheme 'tel'"),
 
       // Step 4: userinfo, host.
-      Ok("http://user:pass@example.com/", "http://example.com/",
-         {r::kUserinfoDropped}),
+      Ok("http://user:pass@example.com/", "http://example.com/", {r::kUserinfoDropped}),
       Ok("http://@example.com/", "http://example.com/", {r::kUserinfoDropped}),
       Ok("http://u%20x@example.com/", "http://example.com/"),
       Err("http:///path", "missing host"),
@@ -226,10 +201,8 @@ std::vector<Case> DefaultPolicyCases() {
       Err("http:example.com", "missing host"),
       Err("http:/example.com/", "missing host"),
       Err("http://:80/", "missing host"),
-      Ok("http://WWW.Example.COM/Path", "http://www.example.com/Path",
-         {r::kHostLowercased}),
-      Ok("http://example.com./", "http://example.com/",
-         {r::kHostTrailingDotDropped}),
+      Ok("http://WWW.Example.COM/Path", "http://www.example.com/Path", {r::kHostLowercased}),
+      Ok("http://example.com./", "http://example.com/", {r::kHostTrailingDotDropped}),
       Err("http://example.com../", "empty label"),
       Err("http://a..b.com/", "empty label"),
       Err("http://.example.com/", "empty label"),
@@ -246,15 +219,12 @@ std::vector<Case> DefaultPolicyCases() {
       Err("http://%C3%28.com/", "invalid character '(' in host"),
       Ok("http://b\xc3\xbc"
          "cher.de/",
-         "http://xn--bcher-kva.de/",
-         {r::kCharactersPercentEncoded, r::kHostIdnaToAscii}),
+         "http://xn--bcher-kva.de/", {r::kCharactersPercentEncoded, r::kHostIdnaToAscii}),
       Ok("http://B\xc3\x9c"
          "CHER.DE/",
          "http://xn--bcher-kva.de/"),
-      Ok("http://b%C3%BCcher.de/", "http://xn--bcher-kva.de/",
-         {r::kHostIdnaToAscii}),
-      Ok("http://XN--BCHER-KVA.de/", "http://xn--bcher-kva.de/",
-         {r::kHostLowercased}),
+      Ok("http://b%C3%BCcher.de/", "http://xn--bcher-kva.de/", {r::kHostIdnaToAscii}),
+      Ok("http://XN--BCHER-KVA.de/", "http://xn--bcher-kva.de/", {r::kHostLowercased}),
       Ok("http://xn--bcher-kva.de/", "http://xn--bcher-kva.de/", {}),
       Ok("http://fa\xc3\x9f.de/",
          "http://xn--fa-hia.de/"),  // non-transitional: ß kept
@@ -274,14 +244,12 @@ std::vector<Case> DefaultPolicyCases() {
       Err("http://a\xe2\x80\x8d"
           "b.com/",
           "IDNA: string contains a forbidden context-j"),
-      Err("http://\xf0\x9f\x92\xa9.la/",
-          "IDNA: string contains a disallowed character"),
+      Err("http://\xf0\x9f\x92\xa9.la/", "IDNA: string contains a disallowed character"),
       Err("http://-x.b\xc3\xbc"
           "cher.de/",
           "IDNA"),
       Err("http://" + std::string(64, 'a') + ".com/", "label of 64 bytes"),
-      Ok("http://" + std::string(63, 'a') + ".com/",
-         "http://" + std::string(63, 'a') + ".com/"),
+      Ok("http://" + std::string(63, 'a') + ".com/", "http://" + std::string(63, 'a') + ".com/"),
       Err("http://" + std::string(63, 'a') + "." + std::string(63, 'b') + "." +
               std::string(63, 'c') + "." + std::string(63, 'd') + ".com/",
           "host is 259 bytes"),
@@ -289,8 +257,7 @@ std::vector<Case> DefaultPolicyCases() {
              std::string(63, 'c') + "." + std::string(61, 'd') + "/",
          "http://" + std::string(63, 'a') + "." + std::string(63, 'b') + "." +
              std::string(63, 'c') + "." + std::string(61, 'd') + "/"),
-      Err("http://" + absl::StrJoin(std::vector<std::string>(64, "abc"), ".") +
-              "/",
+      Err("http://" + absl::StrJoin(std::vector<std::string>(64, "abc"), ".") + "/",
           "over the limit of 253"),
 
       // Step 4: IPv4 in every WHATWG form.
@@ -306,13 +273,11 @@ std::vector<Case> DefaultPolicyCases() {
       Ok("http://0/", "http://0.0.0.0/"),
       Ok("http://0x/", "http://0.0.0.0/"),
       Ok("http://4294967295/", "http://255.255.255.255/"),
-      Ok("http://192.168.0.1./", "http://192.168.0.1/",
-         {r::kHostTrailingDotDropped}),
+      Ok("http://192.168.0.1./", "http://192.168.0.1/", {r::kHostTrailingDotDropped}),
       Ok("http://1.2.3.4.example/", "http://1.2.3.4.example/", {}),
       Ok("http://1.2.3.4x/", "http://1.2.3.4x/"),
       Ok("http://u@8.8.8.8:53/", "http://8.8.8.8:53/", {r::kUserinfoDropped}),
-      Ok("http://\xef\xbc\x91\xef\xbc\x92\xef\xbc\x97.0.0.1/",
-         "http://127.0.0.1/"),
+      Ok("http://\xef\xbc\x91\xef\xbc\x92\xef\xbc\x97.0.0.1/", "http://127.0.0.1/"),
       Err("http://4294967296/", "IPv4 address out of range"),
       Err("http://256.0.0.1/", "IPv4 address part out of range"),
       Err("http://1.256.0.0.1/", "more than 4 parts"),
@@ -326,10 +291,8 @@ std::vector<Case> DefaultPolicyCases() {
       // Step 4: IPv6 literals, RFC 5952.
       Ok("http://[::1]/", "http://[::1]/", {}),
       Ok("http://[0:0:0:0:0:0:0:1]/", "http://[::1]/", {r::kIpv6Canonicalized}),
-      Ok("http://[2001:DB8::1]/", "http://[2001:db8::1]/",
-         {r::kIpv6Canonicalized}),
-      Ok("http://[2001:0db8:0000:0000:0000:0000:0000:0001]:8080/",
-         "http://[2001:db8::1]:8080/"),
+      Ok("http://[2001:DB8::1]/", "http://[2001:db8::1]/", {r::kIpv6Canonicalized}),
+      Ok("http://[2001:0db8:0000:0000:0000:0000:0000:0001]:8080/", "http://[2001:db8::1]:8080/"),
       Ok("http://[2001:db8:0:1:0:0:0:1]/", "http://[2001:db8:0:1::1]/"),
       Ok("http://[2001:db8:0:0:1:0:0:1]/",
          "http://[2001:db8::1:0:0:1]/"),  // first run on a tie
@@ -344,61 +307,47 @@ std::vector<Case> DefaultPolicyCases() {
       Err("http://[fe80::1%25eth0]/", "not a valid URI reference"),
 
       // Step 5: port.
-      Ok("http://example.com:80/", "http://example.com/",
-         {r::kDefaultPortDropped}),
-      Ok("https://example.com:443/", "https://example.com/",
-         {r::kDefaultPortDropped}),
+      Ok("http://example.com:80/", "http://example.com/", {r::kDefaultPortDropped}),
+      Ok("https://example.com:443/", "https://example.com/", {r::kDefaultPortDropped}),
       Ok("http://example.com:443/", "http://example.com:443/", {}),
       Ok("https://example.com:80/", "https://example.com:80/"),
       Ok("http://example.com:8080/", "http://example.com:8080/"),
       Ok("http://example.com:/", "http://example.com/", {r::kEmptyPortDropped}),
-      Ok("http://example.com:0080/", "http://example.com/",
-         {r::kDefaultPortDropped}),
-      Ok("http://example.com:08080/", "http://example.com:8080/",
-         {r::kPortLeadingZerosDropped}),
+      Ok("http://example.com:0080/", "http://example.com/", {r::kDefaultPortDropped}),
+      Ok("http://example.com:08080/", "http://example.com:8080/", {r::kPortLeadingZerosDropped}),
       Ok("http://example.com:0/", "http://example.com:0/"),
       Ok("http://example.com:000/", "http://example.com:0/"),
       Ok("http://example.com:65535/", "http://example.com:65535/"),
-      Err("http://example.com:65536/",
-          "port '65536' is out of range (max 65535)"),
+      Err("http://example.com:65536/", "port '65536' is out of range (max 65535)"),
       Err("http://example.com:99999999999999999999/", "out of range"),
-      Ok("http://example.com:0000000000000000000081/",
-         "http://example.com:81/"),
+      Ok("http://example.com:0000000000000000000081/", "http://example.com:81/"),
 
       // Step 6: path.
-      Ok("http://example.com", "http://example.com/",
-         {r::kEmptyPathSetToSlash}),
+      Ok("http://example.com", "http://example.com/", {r::kEmptyPathSetToSlash}),
       Ok("http://example.com?a=1", "http://example.com/?a=1"),
       Ok("http://example.com/%7euser/%7Efile", "http://example.com/~user/~file",
          {r::kPercentEncodingNormalized}),
       Ok("http://example.com/a%2fb%c3%a9", "http://example.com/a%2Fb%C3%A9"),
       Ok("http://example.com/%41%42%2D%2E%5F%7E", "http://example.com/AB-._~"),
       Ok("http://example.com/%20%21%3B", "http://example.com/%20%21%3B", {}),
-      Ok("http://example.com/a/./b/../c", "http://example.com/a/c",
-         {r::kDotSegmentsRemoved}),
+      Ok("http://example.com/a/./b/../c", "http://example.com/a/c", {r::kDotSegmentsRemoved}),
       Ok("http://example.com/../../a", "http://example.com/a"),
       Ok("http://example.com/a/%2e%2E/b", "http://example.com/b",
          {r::kPercentEncodingNormalized, r::kDotSegmentsRemoved}),
       Ok("http://example.com/a/%2e/b", "http://example.com/a/b"),
-      Ok("http://example.com/a/..", "http://example.com/",
-         {r::kDotSegmentsRemoved}),
+      Ok("http://example.com/a/..", "http://example.com/", {r::kDotSegmentsRemoved}),
       Ok("http://example.com/a/.../b", "http://example.com/a/.../b", {}),
       Ok("http://example.com/a/.b/..c", "http://example.com/a/.b/..c"),
       Ok("http://example.com/a;jsessionid=0123ABC", "http://example.com/a",
          {r::kPathSessionIdDropped}),
-      Ok("http://example.com/a;JSESSIONID=x/b;jsessionid=y?q=1",
-         "http://example.com/a/b?q=1"),
-      Ok("http://example.com/a;v=1;jsessionid=x;w=2",
-         "http://example.com/a;v=1;w=2"),
+      Ok("http://example.com/a;JSESSIONID=x/b;jsessionid=y?q=1", "http://example.com/a/b?q=1"),
+      Ok("http://example.com/a;v=1;jsessionid=x;w=2", "http://example.com/a;v=1;w=2"),
       Ok("http://example.com/a/..;jsessionid=1/b", "http://example.com/b",
          {r::kPathSessionIdDropped, r::kDotSegmentsRemoved}),
       Ok("http://example.com/a;%6Asessionid=1", "http://example.com/a"),
-      Ok("http://example.com/a%3Bjsessionid=1",
-         "http://example.com/a%3Bjsessionid=1"),
-      Ok("http://example.com/a;jsessionidx=1",
-         "http://example.com/a;jsessionidx=1"),
-      Ok("http://example.com/a/", "http://example.com/a",
-         {r::kTrailingSlashStripped}),
+      Ok("http://example.com/a%3Bjsessionid=1", "http://example.com/a%3Bjsessionid=1"),
+      Ok("http://example.com/a;jsessionidx=1", "http://example.com/a;jsessionidx=1"),
+      Ok("http://example.com/a/", "http://example.com/a", {r::kTrailingSlashStripped}),
       Ok("http://example.com/a///", "http://example.com/a"),
       Ok("http://example.com///", "http://example.com/"),
       Ok("http://example.com/", "http://example.com/", {}),
@@ -406,15 +355,13 @@ std::vector<Case> DefaultPolicyCases() {
       Ok("http://example.com/a/b/.", "http://example.com/a/b",
          {r::kDotSegmentsRemoved, r::kTrailingSlashStripped}),
       Ok("http://example.com/CaSe/Path", "http://example.com/CaSe/Path"),
-      Ok("http://example.com/a:b@c!$&'()*+,;=",
-         "http://example.com/a:b@c!$&'()*+,;="),
+      Ok("http://example.com/a:b@c!$&'()*+,;=", "http://example.com/a:b@c!$&'()*+,;="),
 
       // Step 7: query.
-      Ok("http://example.com/?utm_source=a&utm_medium=b&id=1",
-         "http://example.com/?id=1", {r::kTrackingParamsDropped}),
+      Ok("http://example.com/?utm_source=a&utm_medium=b&id=1", "http://example.com/?id=1",
+         {r::kTrackingParamsDropped}),
       Ok("http://example.com/?UTM_Source=a&id=1", "http://example.com/?id=1"),
-      Ok("http://example.com/?pk_campaign=x&hsa_acc=1&mtm_kwd=2&k=v",
-         "http://example.com/?k=v"),
+      Ok("http://example.com/?pk_campaign=x&hsa_acc=1&mtm_kwd=2&k=v", "http://example.com/?k=v"),
       Ok("http://example.com/"
          "?gclid=1&gclsrc=2&dclid=3&gbraid=4&wbraid=5&fbclid=6"
          "&msclkid=7&mc_cid=8&mc_eid=9&_ga=10&_gl=11&igshid=12&yclid=13&twclid="
@@ -426,39 +373,29 @@ std::vector<Case> DefaultPolicyCases() {
       Ok("http://example.com/?FBCLID=1&x=1", "http://example.com/?x=1"),
       Ok("http://example.com/?utm=1&gclidx=2&my_utm_source=3",
          "http://example.com/?gclidx=2&my_utm_source=3&utm=1"),
-      Ok("http://example.com/?%75tm_source=a&%5Fga=b&x=1",
-         "http://example.com/?x=1"),
+      Ok("http://example.com/?%75tm_source=a&%5Fga=b&x=1", "http://example.com/?x=1"),
       Ok("http://example.com/?utm_source&x=1", "http://example.com/?x=1"),
       Ok("http://example.com/?jsessionid=1&PHPSESSID=2&sid=3&sessionid=4"
          "&session_id=5&ASPSESSIONIDQQGGQGPA=6&cfid=7&CFTOKEN=8&page=2",
          "http://example.com/?page=2", {r::kSessionParamsDropped}),
-      Ok("http://example.com/?sidebar=1&side=2",
-         "http://example.com/?side=2&sidebar=1"),
-      Ok("http://example.com/?utm_source=1&sid=2&b=1&a=2",
-         "http://example.com/?a=2&b=1",
-         {r::kTrackingParamsDropped, r::kSessionParamsDropped,
-          r::kParamsSorted}),
-      Ok("http://example.com/?a=1&&b=2&", "http://example.com/?a=1&b=2",
-         {r::kEmptyParamsDropped}),
-      Ok("http://example.com/?", "http://example.com/",
-         {r::kEmptyQueryDropped}),
+      Ok("http://example.com/?sidebar=1&side=2", "http://example.com/?side=2&sidebar=1"),
+      Ok("http://example.com/?utm_source=1&sid=2&b=1&a=2", "http://example.com/?a=2&b=1",
+         {r::kTrackingParamsDropped, r::kSessionParamsDropped, r::kParamsSorted}),
+      Ok("http://example.com/?a=1&&b=2&", "http://example.com/?a=1&b=2", {r::kEmptyParamsDropped}),
+      Ok("http://example.com/?", "http://example.com/", {r::kEmptyQueryDropped}),
       Ok("http://example.com/?&&", "http://example.com/",
          {r::kEmptyParamsDropped, r::kEmptyQueryDropped}),
       Ok("http://example.com/?utm_source=x", "http://example.com/",
          {r::kTrackingParamsDropped, r::kEmptyQueryDropped}),
-      Ok("http://example.com/?b=2&a=1&c=3", "http://example.com/?a=1&b=2&c=3",
-         {r::kParamsSorted}),
+      Ok("http://example.com/?b=2&a=1&c=3", "http://example.com/?a=1&b=2&c=3", {r::kParamsSorted}),
       Ok("http://example.com/?a=2&b=1&a=1",
          "http://example.com/?a=2&a=1&b=1"),  // stable
       Ok("http://example.com/?a=1&a", "http://example.com/?a=1&a"),
       Ok("http://example.com/?b&a=", "http://example.com/?a=&b"),
-      Ok("http://example.com/?b=1&B=2&_=3&1=4",
-         "http://example.com/?1=4&B=2&_=3&b=1"),
+      Ok("http://example.com/?b=1&B=2&_=3&1=4", "http://example.com/?1=4&B=2&_=3&b=1"),
       Ok("http://example.com/?ab=1&a=2", "http://example.com/?a=2&ab=1"),
-      Ok("http://example.com/?a%62=1&ab=2&a%3D=3",
-         "http://example.com/?a%3D=3&ab=1&ab=2"),
-      Ok("http://example.com/?q=a+b&q2=%2b",
-         "http://example.com/?q=a+b&q2=%2B"),
+      Ok("http://example.com/?a%62=1&ab=2&a%3D=3", "http://example.com/?a%3D=3&ab=1&ab=2"),
+      Ok("http://example.com/?q=a+b&q2=%2b", "http://example.com/?q=a+b&q2=%2B"),
       Ok("http://example.com/?k=a%26b%3dc", "http://example.com/?k=a%26b%3Dc",
          {r::kPercentEncodingNormalized}),
       Ok("http://example.com/?%7a=%7e", "http://example.com/?z=~"),
@@ -467,30 +404,25 @@ std::vector<Case> DefaultPolicyCases() {
       Ok("http://example.com/?q=%zz", "http://example.com/?q=%25zz"),
 
       // Step 8: fragment.
-      Ok("http://example.com/a#top", "http://example.com/a",
-         {r::kFragmentDropped}),
-      Ok("http://example.com/a#", "http://example.com/a",
-         {r::kFragmentDropped}),
+      Ok("http://example.com/a#top", "http://example.com/a", {r::kFragmentDropped}),
+      Ok("http://example.com/a#", "http://example.com/a", {r::kFragmentDropped}),
       Ok("http://example.com/#!/route#x y", "http://example.com/"),
       Ok("http://example.com/?a=1#b=2", "http://example.com/?a=1"),
 
       // Everything at once (the header's example).
-      Ok("HTTP://Example.COM:80/a/./b/?utm_source=x&b=2&a=1#top",
-         "http://example.com/a/b?a=1&b=2",
-         {r::kSchemeLowercased, r::kHostLowercased, r::kDefaultPortDropped,
-          r::kDotSegmentsRemoved, r::kTrailingSlashStripped,
-          r::kTrackingParamsDropped, r::kParamsSorted, r::kFragmentDropped}),
+      Ok("HTTP://Example.COM:80/a/./b/?utm_source=x&b=2&a=1#top", "http://example.com/a/b?a=1&b=2",
+         {r::kSchemeLowercased, r::kHostLowercased, r::kDefaultPortDropped, r::kDotSegmentsRemoved,
+          r::kTrailingSlashStripped, r::kTrackingParamsDropped, r::kParamsSorted,
+          r::kFragmentDropped}),
       Ok(" https://user@WWW.B\xc3\xbc"
          "cher.DE.:0443/%7Ea/../b/;jsessionid=9/?"
          "sid=1&z=%7a&utm_x=2&&a#f",
          "https://www.xn--bcher-kva.de/b?a&z=z",
-         {r::kWhitespaceTrimmed, r::kCharactersPercentEncoded,
-          r::kUserinfoDropped, r::kHostLowercased, r::kHostIdnaToAscii,
-          r::kHostTrailingDotDropped, r::kDefaultPortDropped,
-          r::kPercentEncodingNormalized, r::kPathSessionIdDropped,
-          r::kDotSegmentsRemoved, r::kTrailingSlashStripped,
-          r::kTrackingParamsDropped, r::kSessionParamsDropped,
-          r::kEmptyParamsDropped, r::kParamsSorted, r::kFragmentDropped}),
+         {r::kWhitespaceTrimmed, r::kCharactersPercentEncoded, r::kUserinfoDropped,
+          r::kHostLowercased, r::kHostIdnaToAscii, r::kHostTrailingDotDropped,
+          r::kDefaultPortDropped, r::kPercentEncodingNormalized, r::kPathSessionIdDropped,
+          r::kDotSegmentsRemoved, r::kTrailingSlashStripped, r::kTrackingParamsDropped,
+          r::kSessionParamsDropped, r::kEmptyParamsDropped, r::kParamsSorted, r::kFragmentDropped}),
   };
 }
 
@@ -527,8 +459,7 @@ std::vector<Case> PolicyCases() {
   return {
       // Allowlist: only listed keys (exact, case-sensitive, decoded) survive.
       Ok("http://shop.example/item?id=7&color=red&page=2&sort=asc",
-         "http://shop.example/item?id=7&page=2",
-         {r::kParamsNotAllowlistedDropped}),
+         "http://shop.example/item?id=7&page=2", {r::kParamsNotAllowlistedDropped}),
       Ok("http://shop.example/item?ID=7&Page=2", "http://shop.example/item",
          {r::kParamsNotAllowlistedDropped, r::kEmptyQueryDropped}),
       Ok("http://shop.example/item?i%64=7", "http://shop.example/item?id=7",
@@ -539,14 +470,13 @@ std::vector<Case> PolicyCases() {
          {r::kCharactersPercentEncoded, r::kParamsNotAllowlistedDropped}),
       Ok("http://shop.example/c?filter%5bcolor%5d=red",
          "http://shop.example/c?filter%5Bcolor%5D=red"),
-      Ok("http://shop.example/item?utm_source=x&id=1",
-         "http://shop.example/item?id=1", {r::kTrackingParamsDropped}),
-      Ok("http://www.shop.example/item?color=red",
-         "http://www.shop.example/item?color=red"),
+      Ok("http://shop.example/item?utm_source=x&id=1", "http://shop.example/item?id=1",
+         {r::kTrackingParamsDropped}),
+      Ok("http://www.shop.example/item?color=red", "http://www.shop.example/item?color=red"),
       Ok("http://SHOP.example/item?color=red", "http://shop.example/item"),
       // Global drop_params (case-insensitive) on every host.
-      Ok("http://any.example/?campaign=1&CAMPAIGN=2&x=1",
-         "http://any.example/?x=1", {r::kPolicyParamsDropped}),
+      Ok("http://any.example/?campaign=1&CAMPAIGN=2&x=1", "http://any.example/?x=1",
+         {r::kPolicyParamsDropped}),
       Ok("http://shop.example/?Campaign=1&id=1", "http://shop.example/?id=1",
          {r::kPolicyParamsDropped}),
       // Host rule drop_params, case-insensitive.
@@ -554,15 +484,12 @@ std::vector<Case> PolicyCases() {
          "http://a.blog.example/post.html?p=1", {r::kPolicyParamsDropped}),
       Ok("http://other.example/?ref=tw", "http://other.example/?ref=tw"),
       // Trailing slash: add.
-      Ok("http://a.blog.example/docs", "http://a.blog.example/docs/",
-         {r::kTrailingSlashAdded}),
+      Ok("http://a.blog.example/docs", "http://a.blog.example/docs/", {r::kTrailingSlashAdded}),
       Ok("http://blog.example/docs/intro", "http://blog.example/docs/intro/"),
       Ok("http://a.blog.example/docs/", "http://a.blog.example/docs/", {}),
-      Ok("http://a.blog.example/file.html", "http://a.blog.example/file.html",
-         {}),
+      Ok("http://a.blog.example/file.html", "http://a.blog.example/file.html", {}),
       Ok("http://a.blog.example/v1.2/api", "http://a.blog.example/v1.2/api/"),
-      Ok("http://a.blog.example", "http://a.blog.example/",
-         {r::kEmptyPathSetToSlash}),
+      Ok("http://a.blog.example", "http://a.blog.example/", {r::kEmptyPathSetToSlash}),
       Ok("http://a.blog.example/a/..", "http://a.blog.example/"),
       Ok("http://a.blog.example/a/b/..", "http://a.blog.example/a/"),
       Ok("http://a.blog.example/a/%2E%2E", "http://a.blog.example/"),
@@ -575,14 +502,12 @@ std::vector<Case> PolicyCases() {
       // Exact name beats the pattern; longest pattern wins.
       Ok("http://www.blog.example/docs", "http://www.blog.example/docs"),
       Ok("http://www.blog.example/docs/", "http://www.blog.example/docs/"),
-      Ok("http://x.deep.blog.example/docs/?q=1&ref=2",
-         "http://x.deep.blog.example/docs?q=1",
+      Ok("http://x.deep.blog.example/docs/?q=1&ref=2", "http://x.deep.blog.example/docs?q=1",
          {r::kTrailingSlashStripped, r::kParamsNotAllowlistedDropped}),
-      Ok("http://deep.blog.example/a?z=1&q=2",
-         "http://deep.blog.example/a?q=2"),
+      Ok("http://deep.blog.example/a?z=1&q=2", "http://deep.blog.example/a?q=2"),
       // Case-insensitive path: lowercase, but never the hex of an escape.
-      Ok("http://www.iis.example/Default.ASPX?Q=A",
-         "http://www.iis.example/default.aspx?Q=A", {r::kPathLowercased}),
+      Ok("http://www.iis.example/Default.ASPX?Q=A", "http://www.iis.example/default.aspx?Q=A",
+         {r::kPathLowercased}),
       Ok("http://iis.example/A%2fB%c3%89", "http://iis.example/a%2Fb%C3%89",
          {r::kPercentEncodingNormalized, r::kPathLowercased}),
       Ok("http://iis.example/%41bc", "http://iis.example/abc"),
@@ -616,16 +541,13 @@ TEST(UrlNormalizerTest, ExpectedOutputsAreFixedPoints) {
   const UrlNormalizer with_policy(TestPolicy());
   size_t checked = 0;
   for (const auto& [n, cases] :
-       {std::pair<const UrlNormalizer*, std::vector<Case>>{
-            &plain, DefaultPolicyCases()},
-        std::pair<const UrlNormalizer*, std::vector<Case>>{&with_policy,
-                                                           PolicyCases()}}) {
+       {std::pair<const UrlNormalizer*, std::vector<Case>>{&plain, DefaultPolicyCases()},
+        std::pair<const UrlNormalizer*, std::vector<Case>>{&with_policy, PolicyCases()}}) {
     for (const Case& c : cases) {
       if (c.want.empty()) continue;
       SCOPED_TRACE(Printable(c.want));
       std::vector<absl::string_view> fired;
-      const absl::StatusOr<std::string> again =
-          n->Normalize(c.want, "", &fired);
+      const absl::StatusOr<std::string> again = n->Normalize(c.want, "", &fired);
       ASSERT_THAT(again, IsOk());
       EXPECT_EQ(*again, c.want);
       EXPECT_TRUE(fired.empty()) << absl::StrJoin(fired, " ");
@@ -690,13 +612,11 @@ class UrlGenerator {
   }
 
  private:
-  static constexpr const char* kSchemes[] = {"http://", "https://", "HTTP://",
-                                             "HtTpS://"};
-  static constexpr const char* kBadSchemes[] = {
-      "http:/", "http:",   "ftp://", "mailto:",  "javascript:",
-      "//",     "file://", "data:,", "http:\\\\"};
-  static constexpr const char* kUserinfo[] = {"user@", "u:p@", "@", "a%40b:c@",
-                                              "us er@"};
+  static constexpr const char* kSchemes[] = {"http://", "https://", "HTTP://", "HtTpS://"};
+  static constexpr const char* kBadSchemes[] = {"http:/",  "http:",       "ftp://",
+                                                "mailto:", "javascript:", "//",
+                                                "file://", "data:,",      "http:\\\\"};
+  static constexpr const char* kUserinfo[] = {"user@", "u:p@", "@", "a%40b:c@", "us er@"};
   static constexpr const char* kHosts[] = {"example.com",
                                            "EXAMPLE.com",
                                            "www.Example.COM.",
@@ -740,8 +660,8 @@ class UrlGenerator {
                                            "[v1.x]",
                                            "0x",
                                            "09.1"};
-  static constexpr const char* kPorts[] = {
-      ":80", ":443", ":8080", ":0080", ":", ":65536", ":abc", ":00000", ":1"};
+  static constexpr const char* kPorts[] = {":80",    ":443", ":8080",  ":0080", ":",
+                                           ":65536", ":abc", ":00000", ":1"};
   static constexpr const char* kSegments[] = {"a",
                                               "B",
                                               ".",
@@ -783,24 +703,22 @@ class UrlGenerator {
       "a+b",        "k%3Dv",     "%7a",        "z",
       "",           "\xc3\xa9",  "i%64",       "%49D",
       "%",          "sort",      "color"};
-  static constexpr const char* kValues[] = {
-      "1",   "2",        "x%2Fy", "%7e", "",   "a=b", "%zz", "a+b",
-      "%2b", "\xc3\xa9", "a b",   "?x",  "/p", "%26", "%3d"};
-  static constexpr const char* kFragments[] = {"#top", "#", "#a b", "#!/x#y",
-                                               "#%zz"};
+  static constexpr const char* kValues[] = {"1",   "2",   "x%2Fy", "%7e", "",
+                                            "a=b", "%zz", "a+b",   "%2b", "\xc3\xa9",
+                                            "a b", "?x",  "/p",    "%26", "%3d"};
+  static constexpr const char* kFragments[] = {"#top", "#", "#a b", "#!/x#y", "#%zz"};
   static constexpr const char* kSpace[] = {" ", "\t", "\n", "\x01", "  \r\n"};
-  static constexpr const char* kBases[] = {
-      "http://a.com/b/c/d;p?q",
-      "https://Example.COM:443/dir/page.html#f",
-      "http://shop.example/",
-      "http://0x7f.1/a/b/",
-      "http://[::1]:8080/x",
-      ("http://b\xc3\xbc"
-       "cher.de/a b/"),
-      "ftp://a.com/",
-      "/relative",
-      "http://a.com",
-      " http://a.com/x\t"};
+  static constexpr const char* kBases[] = {"http://a.com/b/c/d;p?q",
+                                           "https://Example.COM:443/dir/page.html#f",
+                                           "http://shop.example/",
+                                           "http://0x7f.1/a/b/",
+                                           "http://[::1]:8080/x",
+                                           ("http://b\xc3\xbc"
+                                            "cher.de/a b/"),
+                                           "ftp://a.com/",
+                                           "/relative",
+                                           "http://a.com",
+                                           " http://a.com/x\t"};
   static constexpr const char* kRelative[] = {
       "",        "g",          "./g",         "../g", "../../../g",     "/g",
       "//g.com", "//G.com:80", "?y=1",        "#s",   "g?utm_source=1", ".",
@@ -811,9 +729,7 @@ class UrlGenerator {
     return options[Below(N)];
   }
   uint64_t Below(uint64_t n) { return rng_() % n; }
-  bool Chance(int percent) {
-    return Below(100) < static_cast<uint64_t>(percent);
-  }
+  bool Chance(int percent) { return Below(100) < static_cast<uint64_t>(percent); }
 
   std::string Host() {
     if (Chance(3)) return RandomBytes(1 + Below(8));
@@ -895,8 +811,7 @@ TEST(UrlNormalizerTest, IdempotentOverGeneratedCorpus) {
     if (!once.ok()) {
       ++rejected;
       if (once.status().code() != absl::StatusCode::kInvalidArgument) {
-        failures.push_back(absl::StrCat("non-InvalidArgument error for '",
-                                        absl::CHexEscape(url),
+        failures.push_back(absl::StrCat("non-InvalidArgument error for '", absl::CHexEscape(url),
                                         "': ", once.status().ToString()));
       }
       continue;
@@ -905,18 +820,14 @@ TEST(UrlNormalizerTest, IdempotentOverGeneratedCorpus) {
     if (*once != url) ++changed;
     std::vector<absl::string_view> fired;
     const absl::StatusOr<std::string> twice = n.Normalize(*once, "", &fired);
-    const bool parses = boost::urls::parse_uri(boost::urls::string_view(
-                                                   once->data(), once->size()))
-                            .has_value();
-    if (!twice.ok() || *twice != *once || !fired.empty() || !IsAscii(*once) ||
-        !parses) {
-      failures.push_back(absl::StrCat(
-          "url '", absl::CHexEscape(url), "' base '", absl::CHexEscape(base),
-          "' -> '", absl::CHexEscape(*once), "' -> ",
-          twice.ok() ? absl::StrCat("'", *twice, "'")
-                     : twice.status().ToString(),
-          " fired: ", absl::StrJoin(fired, " "),
-          parses ? "" : " (does not parse)"));
+    const bool parses =
+        boost::urls::parse_uri(boost::urls::string_view(once->data(), once->size())).has_value();
+    if (!twice.ok() || *twice != *once || !fired.empty() || !IsAscii(*once) || !parses) {
+      failures.push_back(
+          absl::StrCat("url '", absl::CHexEscape(url), "' base '", absl::CHexEscape(base), "' -> '",
+                       absl::CHexEscape(*once), "' -> ",
+                       twice.ok() ? absl::StrCat("'", *twice, "'") : twice.status().ToString(),
+                       " fired: ", absl::StrJoin(fired, " "), parses ? "" : " (does not parse)"));
     }
   }
   for (size_t i = 0; i < failures.size() && i < 20; ++i) {
@@ -955,8 +866,7 @@ TEST(UrlNormalizerTest, BaseCacheNeverLeaksBetweenCalls) {
     SCOPED_TRACE(::testing::Message() << c.url << " against " << c.base);
     const absl::StatusOr<std::string> got = n.Normalize(c.url, c.base);
     if (c.want[0] == '!') {
-      EXPECT_THAT(got, StatusIs(absl::StatusCode::kInvalidArgument,
-                                HasSubstr(c.want + 1)));
+      EXPECT_THAT(got, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.want + 1)));
     } else {
       ASSERT_THAT(got, IsOk());
       EXPECT_EQ(*got, c.want);
@@ -1000,8 +910,7 @@ TEST(UrlNormalizerTest, FastParserAgreesWithBoostUrl) {
   UrlNormalizerTestPeer::UseBoostOnly(&boost_policy);
 
   std::vector<std::pair<std::string, std::string>> inputs;
-  for (const Case& c : DefaultPolicyCases())
-    inputs.emplace_back(c.input, c.base);
+  for (const Case& c : DefaultPolicyCases()) inputs.emplace_back(c.input, c.base);
   for (const Case& c : PolicyCases()) inputs.emplace_back(c.input, c.base);
   UrlGenerator gen(/*seed=*/42);
   for (int i = 0; i < kUrls; ++i) inputs.push_back(gen.Next());
@@ -1014,17 +923,15 @@ TEST(UrlNormalizerTest, FastParserAgreesWithBoostUrl) {
     const absl::StatusOr<std::string> fast =
         (policy ? fast_policy : fast_plain).Normalize(url, base, &fast_rules);
     const absl::StatusOr<std::string> slow =
-        (policy ? boost_policy : boost_plain)
-            .Normalize(url, base, &boost_rules);
+        (policy ? boost_policy : boost_plain).Normalize(url, base, &boost_rules);
     const std::string fast_text = fast.ok() ? *fast : fast.status().ToString();
     const std::string slow_text = slow.ok() ? *slow : slow.status().ToString();
     if (fast_text != slow_text || fast_rules != boost_rules) {
       if (++mismatches <= 20) {
-        ADD_FAILURE() << "'" << absl::CHexEscape(url) << "' base '"
-                      << absl::CHexEscape(base) << "': fast " << fast_text
-                      << " [" << absl::StrJoin(fast_rules, " ")
-                      << "] vs Boost.URL " << slow_text << " ["
-                      << absl::StrJoin(boost_rules, " ") << "]";
+        ADD_FAILURE() << "'" << absl::CHexEscape(url) << "' base '" << absl::CHexEscape(base)
+                      << "': fast " << fast_text << " [" << absl::StrJoin(fast_rules, " ")
+                      << "] vs Boost.URL " << slow_text << " [" << absl::StrJoin(boost_rules, " ")
+                      << "]";
       }
     }
   }

@@ -68,12 +68,10 @@ absl::string_view PrepareForBoost(absl::string_view s, std::string* buf) {
 
 // Boost.URL 1.81 also accepts "http://host:abc/" as port "" plus path
 // "abc/"; RFC 3986 requires a path after an authority to start with '/'.
-absl::Status CheckAuthorityEnd(const urls::url_view_base& u,
-                               absl::string_view what) {
+absl::Status CheckAuthorityEnd(const urls::url_view_base& u, absl::string_view what) {
   const absl::string_view path = Sv(u.encoded_path());
   if (u.has_authority() && !path.empty() && path[0] != '/') {
-    return Invalid(what,
-                   u.has_port() ? "port is not a number" : "invalid authority");
+    return Invalid(what, u.has_port() ? "port is not a number" : "invalid authority");
   }
   return absl::OkStatus();
 }
@@ -81,34 +79,31 @@ absl::Status CheckAuthorityEnd(const urls::url_view_base& u,
 }  // namespace
 
 bool IsHttpScheme(absl::string_view scheme) {
-  return absl::EqualsIgnoreCase(scheme, "http") ||
-         absl::EqualsIgnoreCase(scheme, "https");
+  return absl::EqualsIgnoreCase(scheme, "http") || absl::EqualsIgnoreCase(scheme, "https");
 }
 
 absl::Status CheckScheme(absl::string_view scheme, absl::string_view what) {
   if (IsHttpScheme(scheme)) return absl::OkStatus();
-  return Invalid(what,
-                 absl::StrCat("scheme ", Quote(absl::AsciiStrToLower(scheme)),
-                              " is not http or https"));
+  return Invalid(
+      what, absl::StrCat("scheme ", Quote(absl::AsciiStrToLower(scheme)), " is not http or https"));
 }
 
-absl::Status ParseUrl(absl::string_view url_in, absl::string_view base_in,
-                      bool fast_parse, ParseScratch* scratch,
-                      UriParts* parts_out, bool* had_fragment,
+absl::Status ParseUrl(absl::string_view url_in, absl::string_view base_in, bool fast_parse,
+                      ParseScratch* scratch, UriParts* parts_out, bool* had_fragment,
                       FiredRules* fired) {
   // Steps 1-2: screening, then RFC 3986 parsing.
   absl::string_view text;
-  DEDUPD_RETURN_IF_ERROR(Screen(url_in, "URL", &scratch->untabbed,
-                                &scratch->encoded, &text, had_fragment, fired));
+  DEDUPD_RETURN_IF_ERROR(
+      Screen(url_in, "URL", &scratch->untabbed, &scratch->encoded, &text, had_fragment, fired));
   UriParts& parts = *parts_out;
   bool absolute = fast_parse && ParseAbsoluteFast(text, &parts);
   urls::url_view ref;
   if (!absolute) {
-    const urls::result<urls::url_view> parsed = urls::parse_uri_reference(
-        Bv(PrepareForBoost(text, &scratch->for_boost)));
+    const urls::result<urls::url_view> parsed =
+        urls::parse_uri_reference(Bv(PrepareForBoost(text, &scratch->for_boost)));
     if (!parsed) {
-      return Invalid("URL", absl::StrCat("not a valid URI reference (",
-                                         parsed.error().message(), ")"));
+      return Invalid("URL",
+                     absl::StrCat("not a valid URI reference (", parsed.error().message(), ")"));
     }
     DEDUPD_RETURN_IF_ERROR(CheckAuthorityEnd(*parsed, "URL"));
     ref = *parsed;
@@ -130,17 +125,16 @@ absl::Status ParseUrl(absl::string_view url_in, absl::string_view base_in,
     absl::string_view base_text;
     bool base_fragment = false;
     DEDUPD_RETURN_IF_ERROR(Screen(base_in, "base URL", &scratch->base_untabbed,
-                                  &scratch->base_encoded, &base_text,
-                                  &base_fragment, nullptr));
+                                  &scratch->base_encoded, &base_text, &base_fragment, nullptr));
     UriParts base_parts;
     if (absolute && fast_parse && ParseAbsoluteFast(base_text, &base_parts)) {
       DEDUPD_RETURN_IF_ERROR(CheckScheme(base_parts.scheme, "base URL"));
     } else {
-      const urls::result<urls::url_view> parsed = urls::parse_uri(
-          Bv(PrepareForBoost(base_text, &scratch->base_for_boost)));
+      const urls::result<urls::url_view> parsed =
+          urls::parse_uri(Bv(PrepareForBoost(base_text, &scratch->base_for_boost)));
       if (!parsed) {
-        return Invalid("base URL", absl::StrCat("not an absolute URI (",
-                                                parsed.error().message(), ")"));
+        return Invalid("base URL",
+                       absl::StrCat("not an absolute URI (", parsed.error().message(), ")"));
       }
       DEDUPD_RETURN_IF_ERROR(CheckScheme(Sv(parsed->scheme()), "base URL"));
       DEDUPD_RETURN_IF_ERROR(CheckAuthorityEnd(*parsed, "base URL"));
@@ -155,8 +149,8 @@ absl::Status ParseUrl(absl::string_view url_in, absl::string_view base_in,
     // RFC 3986 §5.2; may throw on allocation (caught in Normalize).
     const urls::result<void> r = urls::resolve(*base, ref, scratch->resolved);
     if (!r) {
-      return Invalid("URL", absl::StrCat("cannot resolve against base URL (",
-                                         r.error().message(), ")"));
+      return Invalid("URL",
+                     absl::StrCat("cannot resolve against base URL (", r.error().message(), ")"));
     }
     parts = PartsOf(scratch->resolved);
     fired->Add(url_rules::kResolvedAgainstBase);

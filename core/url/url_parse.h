@@ -43,9 +43,9 @@ struct ParseScratch {
 // hand-written parser (tests turn it off). Returns InvalidArgument for every
 // input Normalize rejects at these steps. May throw std::bad_alloc (from
 // Boost.URL's url container).
-absl::Status ParseUrl(absl::string_view url_in, absl::string_view base_in,
-                      bool fast_parse, ParseScratch* scratch, UriParts* parts,
-                      bool* had_fragment, FiredRules* fired);
+absl::Status ParseUrl(absl::string_view url_in, absl::string_view base_in, bool fast_parse,
+                      ParseScratch* scratch, UriParts* parts, bool* had_fragment,
+                      FiredRules* fired);
 
 bool IsHttpScheme(absl::string_view scheme);
 

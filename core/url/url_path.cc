@@ -39,8 +39,7 @@ bool IsDotSegment(absl::string_view seg) { return seg == "." || seg == ".."; }
 bool RemoveDotSegments(absl::string_view path, std::string* out) {
   // Fast check: a dot segment starts with "/." .
   bool any = false;
-  for (size_t i = path.find("/."); i != absl::string_view::npos;
-       i = path.find("/.", i + 1)) {
+  for (size_t i = path.find("/."); i != absl::string_view::npos; i = path.find("/.", i + 1)) {
     size_t end = path.find('/', i + 1);
     if (end == absl::string_view::npos) end = path.size();
     if (IsDotSegment(path.substr(i + 1, end - i - 1))) {
@@ -76,8 +75,8 @@ bool RemoveDotSegments(absl::string_view path, std::string* out) {
 
 }  // namespace
 
-void NormalizePath(absl::string_view encoded, const HostRule* rule,
-                   std::string* path_out, std::string* tmp, FiredRules* fired) {
+void NormalizePath(absl::string_view encoded, const HostRule* rule, std::string* path_out,
+                   std::string* tmp, FiredRules* fired) {
   std::string& path = *path_out;
   path.clear();
   if (AppendNormalizedEscapes(encoded, &path)) {
@@ -106,8 +105,7 @@ void NormalizePath(absl::string_view encoded, const HostRule* rule,
     }
     if (lowered) fired->Add(url_rules::kPathLowercased);
   }
-  const TrailingSlash slash =
-      rule != nullptr ? rule->trailing_slash : TrailingSlash::kStrip;
+  const TrailingSlash slash = rule != nullptr ? rule->trailing_slash : TrailingSlash::kStrip;
   if (slash == TrailingSlash::kStrip) {
     size_t keep = path.size();
     while (keep > 1 && path[keep - 1] == '/') --keep;

@@ -22,8 +22,8 @@ namespace url_internal {
 // dropped, dot segments removed (RFC 3986 §5.2.4), then `rule`'s case and
 // trailing-slash policy (the default policy strips trailing slashes when
 // `rule` is null). `*tmp` is scratch space.
-void NormalizePath(absl::string_view encoded, const HostRule* rule,
-                   std::string* path, std::string* tmp, FiredRules* fired);
+void NormalizePath(absl::string_view encoded, const HostRule* rule, std::string* path,
+                   std::string* tmp, FiredRules* fired);
 
 }  // namespace url_internal
 }  // namespace dedupd

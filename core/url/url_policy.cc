@@ -25,11 +25,9 @@ std::string CheckHostName(absl::string_view name) {
     }
     const char c = name[i];
     if (c == '*') return "'*' is only allowed as a leading \"*.\"";
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                    c == '-' || c == '_';
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
     if (!ok) {
-      return absl::StrCat("character '",
-                          absl::CEscape(absl::string_view(&c, 1)),
+      return absl::StrCat("character '", absl::CEscape(absl::string_view(&c, 1)),
                           "' is not allowed (hosts are ASCII, punycoded)");
     }
   }
@@ -38,36 +36,32 @@ std::string CheckHostName(absl::string_view name) {
 
 }  // namespace
 
-absl::StatusOr<UrlPolicy> UrlPolicy::Create(
-    std::vector<HostRule> rules, std::vector<std::string> drop_params) {
+absl::StatusOr<UrlPolicy> UrlPolicy::Create(std::vector<HostRule> rules,
+                                            std::vector<std::string> drop_params) {
   UrlPolicy policy;
   for (size_t i = 0; i < rules.size(); ++i) {
     HostRule& rule = rules[i];
     if (rule.hosts.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("host rule ", i, ": empty host list"));
+      return absl::InvalidArgumentError(absl::StrCat("host rule ", i, ": empty host list"));
     }
     for (std::string& host : rule.hosts) {
       absl::AsciiStrToLower(&host);
       const bool is_pattern = absl::StartsWith(host, "*.");
-      const absl::string_view name =
-          is_pattern ? absl::string_view(host).substr(2) : host;
+      const absl::string_view name = is_pattern ? absl::string_view(host).substr(2) : host;
       if (host == "*") {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "host rule ", i, ": malformed host pattern '*': use \"*.suffix\""));
+        return absl::InvalidArgumentError(
+            absl::StrCat("host rule ", i, ": malformed host pattern '*': use \"*.suffix\""));
       }
       const std::string why = CheckHostName(name);
       if (!why.empty()) {
         return absl::InvalidArgumentError(
-            absl::StrCat("host rule ", i, ": malformed host '",
-                         absl::CEscape(host), "': ", why));
+            absl::StrCat("host rule ", i, ": malformed host '", absl::CEscape(host), "': ", why));
       }
       auto& index = is_pattern ? policy.suffix_ : policy.exact_;
       const auto [it, inserted] = index.emplace(std::string(name), i);
       if (!inserted && it->second != i) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("host rule ", i, ": host '", host,
-                         "' is also named by host rule ", it->second));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "host rule ", i, ": host '", host, "' is also named by host rule ", it->second));
       }
     }
     // Find returns pointers into rules_, and matching is case-insensitive.

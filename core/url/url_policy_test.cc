@@ -33,8 +33,7 @@ TEST(UrlPolicyTest, CreateLowercasesHostsAndDropParams) {
   HostRule rule = Rule({"WWW.Example.COM", "*.Shop.Example"});
   rule.drop_params = {"Ref", "FB_Source"};
   rule.allow_params = {"ID"};  // allowlist is case-sensitive: kept as given
-  ASSERT_OK_AND_ASSIGN(UrlPolicy policy,
-                       UrlPolicy::Create({rule}, {"Campaign", "x"}));
+  ASSERT_OK_AND_ASSIGN(UrlPolicy policy, UrlPolicy::Create({rule}, {"Campaign", "x"}));
   const HostRule* found = policy.Find("www.example.com");
   ASSERT_NE(found, nullptr);
   EXPECT_THAT(found->hosts, ElementsAre("www.example.com", "*.shop.example"));
@@ -107,8 +106,7 @@ TEST(UrlPolicyTest, SameHostTwiceInOneRuleIsAccepted) {
 }
 
 TEST(UrlPolicyTest, ExactAndPatternForTheSameNameAreDistinct) {
-  EXPECT_THAT(UrlPolicy::Create({Rule({"a.com"}), Rule({"*.a.com"})}, {}),
-              IsOk());
+  EXPECT_THAT(UrlPolicy::Create({Rule({"a.com"}), Rule({"*.a.com"})}, {}), IsOk());
 }
 
 TEST(UrlPolicyTest, InvalidRulesNameTheRuleIndex) {
@@ -131,24 +129,20 @@ TEST(UrlPolicyTest, InvalidRulesNameTheRuleIndex) {
       {{{"b\xC3\xBC"
          "cher.de"}},
        "ASCII"},
-      {{{"a.com"}, {"b.com"}, {"A.COM"}},
-       "host rule 2: host 'a.com' is also named by host rule 0"},
-      {{{"*.a.com"}, {"*.A.com"}},
-       "host rule 1: host '*.a.com' is also named by host rule 0"},
+      {{{"a.com"}, {"b.com"}, {"A.COM"}}, "host rule 2: host 'a.com' is also named by host rule 0"},
+      {{{"*.a.com"}, {"*.A.com"}}, "host rule 1: host '*.a.com' is also named by host rule 0"},
   };
   for (const auto& c : kCases) {
     std::vector<HostRule> rules;
     for (const auto& hosts : c.hosts) rules.push_back(Rule(hosts));
     SCOPED_TRACE(c.error);
-    EXPECT_THAT(
-        UrlPolicy::Create(rules, {}),
-        StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.error)));
+    EXPECT_THAT(UrlPolicy::Create(rules, {}),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.error)));
   }
 }
 
 TEST(UrlPolicyTest, FindPointerLivesAsLongAsThePolicy) {
-  ASSERT_OK_AND_ASSIGN(UrlPolicy policy,
-                       UrlPolicy::Create({Rule({"a.com"})}, {}));
+  ASSERT_OK_AND_ASSIGN(UrlPolicy policy, UrlPolicy::Create({Rule({"a.com"})}, {}));
   const UrlPolicy moved = std::move(policy);
   const HostRule* found = moved.Find("a.com");
   ASSERT_NE(found, nullptr);

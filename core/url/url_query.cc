@@ -30,8 +30,7 @@ inline bool EqualsLower(absl::string_view s, absl::string_view lower) {
   return true;
 }
 inline bool StartsWithLower(absl::string_view s, absl::string_view lower) {
-  return s.size() >= lower.size() &&
-         EqualsLower(s.substr(0, lower.size()), lower);
+  return s.size() >= lower.size() && EqualsLower(s.substr(0, lower.size()), lower);
 }
 
 enum class ParamVerdict { kKeep, kTracking, kSession, kPolicy, kNotAllowed };
@@ -48,54 +47,35 @@ constexpr BuiltinName kBuiltinPrefixes[] = {
     {"aspsessionid", ParamVerdict::kSession},
 };
 constexpr BuiltinName kBuiltinNames[] = {
-    {"_ga", ParamVerdict::kTracking},
-    {"_gl", ParamVerdict::kTracking},
-    {"sid", ParamVerdict::kSession},
-    {"cfid", ParamVerdict::kSession},
-    {"gclid", ParamVerdict::kTracking},
-    {"dclid", ParamVerdict::kTracking},
-    {"yclid", ParamVerdict::kTracking},
-    {"_hsmi", ParamVerdict::kTracking},
-    {"s_cid", ParamVerdict::kTracking},
-    {"gclsrc", ParamVerdict::kTracking},
-    {"gbraid", ParamVerdict::kTracking},
-    {"wbraid", ParamVerdict::kTracking},
-    {"fbclid", ParamVerdict::kTracking},
-    {"mc_cid", ParamVerdict::kTracking},
-    {"mc_eid", ParamVerdict::kTracking},
-    {"igshid", ParamVerdict::kTracking},
-    {"twclid", ParamVerdict::kTracking},
-    {"ttclid", ParamVerdict::kTracking},
-    {"_hsenc", ParamVerdict::kTracking},
-    {"msclkid", ParamVerdict::kTracking},
-    {"mkt_tok", ParamVerdict::kTracking},
-    {"vero_id", ParamVerdict::kTracking},
-    {"srsltid", ParamVerdict::kTracking},
-    {"cftoken", ParamVerdict::kSession},
-    {"wickedid", ParamVerdict::kTracking},
-    {"li_fat_id", ParamVerdict::kTracking},
-    {"phpsessid", ParamVerdict::kSession},
-    {"sessionid", ParamVerdict::kSession},
-    {"oly_enc_id", ParamVerdict::kTracking},
-    {"rb_clickid", ParamVerdict::kTracking},
-    {"jsessionid", ParamVerdict::kSession},
-    {"session_id", ParamVerdict::kSession},
+    {"_ga", ParamVerdict::kTracking},         {"_gl", ParamVerdict::kTracking},
+    {"sid", ParamVerdict::kSession},          {"cfid", ParamVerdict::kSession},
+    {"gclid", ParamVerdict::kTracking},       {"dclid", ParamVerdict::kTracking},
+    {"yclid", ParamVerdict::kTracking},       {"_hsmi", ParamVerdict::kTracking},
+    {"s_cid", ParamVerdict::kTracking},       {"gclsrc", ParamVerdict::kTracking},
+    {"gbraid", ParamVerdict::kTracking},      {"wbraid", ParamVerdict::kTracking},
+    {"fbclid", ParamVerdict::kTracking},      {"mc_cid", ParamVerdict::kTracking},
+    {"mc_eid", ParamVerdict::kTracking},      {"igshid", ParamVerdict::kTracking},
+    {"twclid", ParamVerdict::kTracking},      {"ttclid", ParamVerdict::kTracking},
+    {"_hsenc", ParamVerdict::kTracking},      {"msclkid", ParamVerdict::kTracking},
+    {"mkt_tok", ParamVerdict::kTracking},     {"vero_id", ParamVerdict::kTracking},
+    {"srsltid", ParamVerdict::kTracking},     {"cftoken", ParamVerdict::kSession},
+    {"wickedid", ParamVerdict::kTracking},    {"li_fat_id", ParamVerdict::kTracking},
+    {"phpsessid", ParamVerdict::kSession},    {"sessionid", ParamVerdict::kSession},
+    {"oly_enc_id", ParamVerdict::kTracking},  {"rb_clickid", ParamVerdict::kTracking},
+    {"jsessionid", ParamVerdict::kSession},   {"session_id", ParamVerdict::kSession},
     {"oly_anon_id", ParamVerdict::kTracking},
 };
-constexpr size_t kNumBuiltinNames =
-    sizeof(kBuiltinNames) / sizeof(kBuiltinNames[0]);
+constexpr size_t kNumBuiltinNames = sizeof(kBuiltinNames) / sizeof(kBuiltinNames[0]);
 constexpr size_t kMaxBuiltinNameBytes = 11;
 
 constexpr bool BuiltinNamesSortedByLength() {
   for (size_t i = 1; i < kNumBuiltinNames; ++i) {
-    if (kBuiltinNames[i - 1].name.size() > kBuiltinNames[i].name.size())
-      return false;
+    if (kBuiltinNames[i - 1].name.size() > kBuiltinNames[i].name.size()) return false;
     if (kBuiltinNames[i].name.size() > kMaxBuiltinNameBytes) return false;
   }
   return true;
 }
-static_assert(BuiltinNamesSortedByLength(),
-              "keep kBuiltinNames ordered by length");
+static_assert(BuiltinNamesSortedByLength(), "keep kBuiltinNames ordered by length");
 
 // kBuiltinNameStart[n]: index of the first name of length >= n.
 constexpr std::array<size_t, kMaxBuiltinNameBytes + 2> MakeBuiltinNameStart() {
@@ -116,10 +96,8 @@ ParamVerdict BuiltinVerdict(absl::string_view key) {
     if (StartsWithLower(key, n.name)) return n.verdict;
   }
   if (key.size() > kMaxBuiltinNameBytes) return ParamVerdict::kKeep;
-  for (size_t i = kBuiltinNameStart[key.size()];
-       i < kBuiltinNameStart[key.size() + 1]; ++i) {
-    if (EqualsLower(key, kBuiltinNames[i].name))
-      return kBuiltinNames[i].verdict;
+  for (size_t i = kBuiltinNameStart[key.size()]; i < kBuiltinNameStart[key.size() + 1]; ++i) {
+    if (EqualsLower(key, kBuiltinNames[i].name)) return kBuiltinNames[i].verdict;
   }
   return ParamVerdict::kKeep;
 }
@@ -127,9 +105,8 @@ ParamVerdict BuiltinVerdict(absl::string_view key) {
 // ClassifyParam decides on a normalized key. Decisions use the fully
 // decoded key, which normalization does not change, so a second pass keeps
 // exactly what the first kept.
-ParamVerdict ClassifyParam(absl::string_view normalized_key,
-                           const UrlPolicy& policy, const HostRule* rule,
-                           std::string* buf) {
+ParamVerdict ClassifyParam(absl::string_view normalized_key, const UrlPolicy& policy,
+                           const HostRule* rule, std::string* buf) {
   absl::string_view key = normalized_key;
   if (key.find('%') != absl::string_view::npos) {
     buf->clear();
@@ -156,15 +133,14 @@ ParamVerdict ClassifyParam(absl::string_view normalized_key,
 
 // SplitAndClassify splits `q` at '&', normalizes each parameter's escapes
 // and keeps those ClassifyParam keeps, reporting why the others went.
-void SplitAndClassify(absl::string_view q, const UrlPolicy& policy,
-                      const HostRule* rule, QueryScratch* scratch,
-                      FiredRules* fired) {
+void SplitAndClassify(absl::string_view q, const UrlPolicy& policy, const HostRule* rule,
+                      QueryScratch* scratch, FiredRules* fired) {
   std::string& query = scratch->query;
   query.clear();
   std::vector<Param>& params = scratch->params;
   params.clear();
-  bool tracking = false, session = false, by_policy = false,
-       not_allowed = false, empty_param = false, escapes = false;
+  bool tracking = false, session = false, by_policy = false, not_allowed = false,
+       empty_param = false, escapes = false;
   if (!q.empty()) {  // a bare '?' has no parameters, not one empty one
     size_t start = 0;
     while (start <= q.size()) {
@@ -178,13 +154,10 @@ void SplitAndClassify(absl::string_view q, const UrlPolicy& policy,
       }
       const size_t offset = query.size();
       const bool piece_escapes = AppendNormalizedEscapes(piece, &query);
-      const absl::string_view normalized =
-          absl::string_view(query).substr(offset);
+      const absl::string_view normalized = absl::string_view(query).substr(offset);
       const size_t eq = normalized.find('=');
-      const size_t key_size =
-          eq == absl::string_view::npos ? normalized.size() : eq;
-      switch (ClassifyParam(normalized.substr(0, key_size), policy, rule,
-                            &scratch->key)) {
+      const size_t key_size = eq == absl::string_view::npos ? normalized.size() : eq;
+      switch (ClassifyParam(normalized.substr(0, key_size), policy, rule, &scratch->key)) {
         case ParamVerdict::kKeep:
           escapes |= piece_escapes;
           params.push_back(Param{static_cast<uint32_t>(offset),
@@ -217,17 +190,15 @@ void SplitAndClassify(absl::string_view q, const UrlPolicy& policy,
 
 }  // namespace
 
-void NormalizeQuery(absl::string_view q, bool has_query,
-                    const UrlPolicy& policy, const HostRule* rule,
-                    QueryScratch* scratch, FiredRules* fired) {
+void NormalizeQuery(absl::string_view q, bool has_query, const UrlPolicy& policy,
+                    const HostRule* rule, QueryScratch* scratch, FiredRules* fired) {
   SplitAndClassify(q, policy, rule, scratch, fired);
   const std::vector<Param>& params = scratch->params;
   const std::string& query = scratch->query;
 
   // Stable sort by the normalized key, bytewise.
   auto key_of = [&](uint32_t i) {
-    return absl::string_view(query).substr(params[i].offset,
-                                           params[i].key_size);
+    return absl::string_view(query).substr(params[i].offset, params[i].key_size);
   };
   auto by_key = [&](uint32_t a, uint32_t b) { return key_of(a) < key_of(b); };
   std::vector<uint32_t>& order = scratch->order;

@@ -42,9 +42,8 @@ struct QueryScratch {
 // says whether there was a '?') into `*scratch`: the kept parameters with
 // escapes normalized, in `scratch->params`, and their output order in
 // `scratch->order`. `rule` is the host's rule or null.
-void NormalizeQuery(absl::string_view q, bool has_query,
-                    const UrlPolicy& policy, const HostRule* rule,
-                    QueryScratch* scratch, FiredRules* fired);
+void NormalizeQuery(absl::string_view q, bool has_query, const UrlPolicy& policy,
+                    const HostRule* rule, QueryScratch* scratch, FiredRules* fired);
 
 }  // namespace url_internal
 }  // namespace dedupd

@@ -16,8 +16,8 @@ AuthoritySpan FindAuthority(absl::string_view s) {
   size_t rest = 0;
   if (!s.empty() && IsAsciiAlpha(s[0])) {
     size_t i = 1;
-    while (i < s.size() && (IsAsciiAlpha(s[i]) || IsAsciiDigit(s[i]) ||
-                            s[i] == '+' || s[i] == '-' || s[i] == '.')) {
+    while (i < s.size() && (IsAsciiAlpha(s[i]) || IsAsciiDigit(s[i]) || s[i] == '+' ||
+                            s[i] == '-' || s[i] == '.')) {
       ++i;
     }
     if (i < s.size() && s[i] == ':') rest = i + 1;
@@ -26,31 +26,27 @@ AuthoritySpan FindAuthority(absl::string_view s) {
   size_t end = s.find_first_of("/?", rest + 2);
   if (end == absl::string_view::npos) end = s.size();
   const size_t at = s.substr(0, end).rfind('@');
-  const size_t host_begin =
-      at != absl::string_view::npos && at >= rest + 2 ? at + 1 : rest + 2;
+  const size_t host_begin = at != absl::string_view::npos && at >= rest + 2 ? at + 1 : rest + 2;
   return AuthoritySpan{host_begin, end};
 }
 
 namespace {
 
-absl::Status ControlCharError(absl::string_view what, unsigned char c,
-                              size_t offset) {
+absl::Status ControlCharError(absl::string_view what, unsigned char c, size_t offset) {
   if (c == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " contains a NUL byte (byte offset ", offset, ")"));
   }
   return absl::InvalidArgumentError(
-      absl::StrCat(what, " contains control character 0x",
-                   absl::string_view(&kUpperHex[c >> 4], 1),
-                   absl::string_view(&kUpperHex[c & 0xF], 1), " (byte offset ",
-                   offset, ")"));
+      absl::StrCat(what, " contains control character 0x", absl::string_view(&kUpperHex[c >> 4], 1),
+                   absl::string_view(&kUpperHex[c & 0xF], 1), " (byte offset ", offset, ")"));
 }
 
 // CleanUp is Screen's slow path for the trimmed input `s`: removes TAB/CR/LF
 // (when `has_tabs`), cuts the fragment and percent-encodes what must be.
 absl::Status CleanUp(absl::string_view s, bool has_tabs, std::string* untabbed,
-                     std::string* encoded, absl::string_view* out,
-                     bool* had_fragment, FiredRules* fired) {
+                     std::string* encoded, absl::string_view* out, bool* had_fragment,
+                     FiredRules* fired) {
   if (has_tabs) {
     // WHATWG URL: remove all ASCII tab or newline from the input.
     untabbed->clear();
@@ -73,8 +69,7 @@ absl::Status CleanUp(absl::string_view s, bool has_tabs, std::string* untabbed,
     if (MustEncode(c)) return true;
     if ((c == '[' || c == ']') && i >= authority_end) return true;
     if (c == '%') {
-      return i + 2 >= s.size() || !IsHexDigit(s[i + 1]) ||
-             !IsHexDigit(s[i + 2]);
+      return i + 2 >= s.size() || !IsHexDigit(s[i + 1]) || !IsHexDigit(s[i + 2]);
     }
     return false;
   };
@@ -102,23 +97,19 @@ absl::Status CleanUp(absl::string_view s, bool has_tabs, std::string* untabbed,
 
 }  // namespace
 
-absl::Status Screen(absl::string_view in, absl::string_view what,
-                    std::string* untabbed, std::string* encoded,
-                    absl::string_view* out, bool* had_fragment,
+absl::Status Screen(absl::string_view in, absl::string_view what, std::string* untabbed,
+                    std::string* encoded, absl::string_view* out, bool* had_fragment,
                     FiredRules* fired) {
-  if (in.empty())
-    return absl::InvalidArgumentError(absl::StrCat(what, " is empty"));
+  if (in.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " is empty"));
   if (in.size() > UrlNormalizer::kMaxUrlBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " is ", in.size(), " bytes, over the limit of ",
-                     UrlNormalizer::kMaxUrlBytes, " bytes"));
+    return absl::InvalidArgumentError(absl::StrCat(what, " is ", in.size(),
+                                                   " bytes, over the limit of ",
+                                                   UrlNormalizer::kMaxUrlBytes, " bytes"));
   }
   // WHATWG URL: strip leading and trailing C0 control or space -- except
   // NUL, which is an error anywhere: a NUL in a link is a sign of corrupt
   // extraction, not of stray whitespace.
-  auto trimmable = [](char c) {
-    return c != '\0' && static_cast<unsigned char>(c) <= 0x20;
-  };
+  auto trimmable = [](char c) { return c != '\0' && static_cast<unsigned char>(c) <= 0x20; };
   size_t b = 0;
   size_t e = in.size();
   while (b < e && trimmable(in[b])) ++b;
@@ -134,9 +125,9 @@ absl::Status Screen(absl::string_view in, absl::string_view what,
   const uint8_t* const table = kTables.screen.data();
   for (size_t i = b; i < e; ++i) {
     // Most bytes need nothing: skip them eight at a time.
-    while (e - i >= 8 && (table[p[i]] | table[p[i + 1]] | table[p[i + 2]] |
-                          table[p[i + 3]] | table[p[i + 4]] | table[p[i + 5]] |
-                          table[p[i + 6]] | table[p[i + 7]]) == 0) {
+    while (e - i >= 8 &&
+           (table[p[i]] | table[p[i + 1]] | table[p[i + 2]] | table[p[i + 3]] | table[p[i + 4]] |
+            table[p[i + 5]] | table[p[i + 6]] | table[p[i + 7]]) == 0) {
       i += 8;
     }
     if (i == e) break;
@@ -169,8 +160,7 @@ absl::Status Screen(absl::string_view in, absl::string_view what,
     }
   }
   if (b == e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " is empty after trimming whitespace"));
+    return absl::InvalidArgumentError(absl::StrCat(what, " is empty after trimming whitespace"));
   }
   if ((b > 0 || e < in.size() || has_tabs) && fired != nullptr) {
     fired->Add(url_rules::kWhitespaceTrimmed);
@@ -182,8 +172,7 @@ absl::Status Screen(absl::string_view in, absl::string_view what,
     return absl::OkStatus();
   }
 
-  return CleanUp(in.substr(b, e - b), has_tabs, untabbed, encoded, out,
-                 had_fragment, fired);
+  return CleanUp(in.substr(b, e - b), has_tabs, untabbed, encoded, out, had_fragment, fired);
 }
 
 }  // namespace url_internal

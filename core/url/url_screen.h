@@ -38,9 +38,8 @@ AuthoritySpan FindAuthority(absl::string_view s);
 // URI. `*out` views `in` or one of the two scratch strings, and lives as
 // long as they do. `what` names the input in error messages. `fired` may be
 // null (the base's cleanup is not reported: it does not change the output).
-absl::Status Screen(absl::string_view in, absl::string_view what,
-                    std::string* untabbed, std::string* encoded,
-                    absl::string_view* out, bool* had_fragment,
+absl::Status Screen(absl::string_view in, absl::string_view what, std::string* untabbed,
+                    std::string* encoded, absl::string_view* out, bool* had_fragment,
                     FiredRules* fired);
 
 }  // namespace url_internal

@@ -10,13 +10,10 @@
 namespace dedupd::bloom_claim_log {
 namespace {
 
-uint64_t Checksum(absl::string_view bytes) {
-  return StableHash64(bytes, kChecksumSeed);
-}
+uint64_t Checksum(absl::string_view bytes) { return StableHash64(bytes, kChecksumSeed); }
 
 bool AllZero(absl::string_view bytes) {
-  return std::all_of(bytes.begin(), bytes.end(),
-                     [](char c) { return c == 0; });
+  return std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
 }
 
 }  // namespace
@@ -35,17 +32,16 @@ std::string EncodeLogHeader(const LogHeader& header) {
 
 absl::StatusOr<LogHeader> ParseLogHeader(absl::string_view bytes) {
   if (bytes.size() < kHeaderBytes) {
-    return absl::DataLossError(absl::StrCat("claim log header: ", bytes.size(),
-                                            " bytes, expected ", kHeaderBytes));
+    return absl::DataLossError(
+        absl::StrCat("claim log header: ", bytes.size(), " bytes, expected ", kHeaderBytes));
   }
   if (bytes.substr(0, kMagic.size()) != kMagic) {
     return absl::DataLossError("claim log header: wrong magic (not a claim log)");
   }
   const uint32_t version = DecodeFixed32LE(bytes.data() + 8);
   if (version != kVersion) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("claim log header: format version ", version,
-                     ", this build reads version ", kVersion));
+    return absl::FailedPreconditionError(absl::StrCat("claim log header: format version ", version,
+                                                      ", this build reads version ", kVersion));
   }
   if (DecodeFixed64LE(bytes.data() + 32) != Checksum(bytes.substr(0, 32))) {
     return absl::DataLossError("claim log header: checksum mismatch");
@@ -60,8 +56,7 @@ absl::StatusOr<LogHeader> ParseLogHeader(absl::string_view bytes) {
 void AppendRecords(absl::Span<const uint64_t> key_hashes, std::string* out) {
   size_t done = 0;
   while (done < key_hashes.size()) {
-    const size_t n =
-        std::min<size_t>(key_hashes.size() - done, kMaxRecordKeys);
+    const size_t n = std::min<size_t>(key_hashes.size() - done, kMaxRecordKeys);
     const size_t start = out->size();
     out->reserve(start + RecordBytes(n));
     PutFixed32LE(out, static_cast<uint32_t>(n));
@@ -71,8 +66,7 @@ void AppendRecords(absl::Span<const uint64_t> key_hashes, std::string* out) {
   }
 }
 
-absl::StatusOr<ParsedRecords> ParseRecords(absl::string_view body,
-                                           uint64_t base_offset) {
+absl::StatusOr<ParsedRecords> ParseRecords(absl::string_view body, uint64_t base_offset) {
   ParsedRecords parsed;
   size_t pos = 0;
   while (pos < body.size()) {
@@ -91,9 +85,8 @@ absl::StatusOr<ParsedRecords> ParseRecords(absl::string_view body,
         parsed.torn_tail = true;
         break;
       }
-      return absl::DataLossError(absl::StrCat("claim log record at offset ",
-                                              offset, ": bad key count ",
-                                              count));
+      return absl::DataLossError(
+          absl::StrCat("claim log record at offset ", offset, ": bad key count ", count));
     }
     const size_t size = RecordBytes(count);
     if (size > rest.size()) {
@@ -108,9 +101,9 @@ absl::StatusOr<ParsedRecords> ParseRecords(absl::string_view body,
         parsed.torn_tail = true;
         break;
       }
-      return absl::DataLossError(absl::StrCat(
-          "claim log record at offset ", offset, ": checksum mismatch (",
-          count, " keys, ", size, " bytes)"));
+      return absl::DataLossError(absl::StrCat("claim log record at offset ", offset,
+                                              ": checksum mismatch (", count, " keys, ", size,
+                                              " bytes)"));
     }
     parsed.record_keys.push_back(count);
     for (uint32_t i = 0; i < count; ++i) {
@@ -125,8 +118,7 @@ absl::StatusOr<ParsedRecords> ParseRecords(absl::string_view body,
 absl::StatusOr<ParsedLog> ParseLog(absl::string_view bytes) {
   absl::StatusOr<LogHeader> header = ParseLogHeader(bytes);
   if (!header.ok()) return header.status();
-  absl::StatusOr<ParsedRecords> records =
-      ParseRecords(bytes.substr(kHeaderBytes), kHeaderBytes);
+  absl::StatusOr<ParsedRecords> records = ParseRecords(bytes.substr(kHeaderBytes), kHeaderBytes);
   if (!records.ok()) return records.status();
   return ParsedLog{*header, *std::move(records)};
 }

@@ -103,8 +103,7 @@ struct ParsedRecords {
 //     count followed by a non-zero byte: DataLoss "claim log record at
 //     offset <n>: ...".
 // Never crashes on any input. Complexity: O(body.size()).
-absl::StatusOr<ParsedRecords> ParseRecords(absl::string_view body,
-                                           uint64_t base_offset);
+absl::StatusOr<ParsedRecords> ParseRecords(absl::string_view body, uint64_t base_offset);
 
 // A whole log file.
 struct ParsedLog {

@@ -61,19 +61,18 @@ TEST(BloomClaimLogGoldenTest, Records) {
   AppendRecords({0x0102030405060708ULL, 0xfffffffffffffffeULL}, &out);
   AppendRecords({0x1111111111111111ULL}, &out);
   EXPECT_EQ(absl::BytesToHexString(out),
-            "02000000"                          // count 2
-            "0807060504030201"                  // hash 0x0102030405060708
-            "feffffffffffffff"                  // hash 0xfffffffffffffffe
-            "ec42a60d7dd5ef8f"                  // XXH64 of the 20 bytes above
-            "01000000"                          // count 1
-            "1111111111111111"                  // hash
-            "9be537cff5c3cab4")                 // XXH64 of the 12 bytes above
+            "02000000"           // count 2
+            "0807060504030201"   // hash 0x0102030405060708
+            "feffffffffffffff"   // hash 0xfffffffffffffffe
+            "ec42a60d7dd5ef8f"   // XXH64 of the 20 bytes above
+            "01000000"           // count 1
+            "1111111111111111"   // hash
+            "9be537cff5c3cab4")  // XXH64 of the 12 bytes above
       << kBumpMessage;
 }
 
 TEST(BloomClaimLogTest, HeaderRoundTrips) {
-  ASSERT_OK_AND_ASSIGN(LogHeader back,
-                       ParseLogHeader(EncodeLogHeader(GoldenHeader())));
+  ASSERT_OK_AND_ASSIGN(LogHeader back, ParseLogHeader(EncodeLogHeader(GoldenHeader())));
   EXPECT_EQ(back.generation, 7u);
   EXPECT_EQ(back.num_blocks, 2u);
   EXPECT_EQ(back.num_probes, 6u);
@@ -99,15 +98,13 @@ TEST(BloomClaimLogTest, BadHeaders) {
       {"empty", "", absl::StatusCode::kDataLoss, "0 bytes"},
       {"short", good.substr(0, 39), absl::StatusCode::kDataLoss, "39 bytes"},
       {"magic", bad_magic, absl::StatusCode::kDataLoss, "magic"},
-      {"version", bad_version, absl::StatusCode::kFailedPrecondition,
-       "version 2"},
+      {"version", bad_version, absl::StatusCode::kFailedPrecondition, "version 2"},
       {"field", bad_field, absl::StatusCode::kDataLoss, "checksum"},
       {"checksum", bad_checksum, absl::StatusCode::kDataLoss, "checksum"},
   };
   for (const Case& c : cases) {
     EXPECT_THAT(ParseLogHeader(c.bytes),
-                StatusIs(c.code, AllOf(HasSubstr("claim log header: "),
-                                       HasSubstr(c.message))))
+                StatusIs(c.code, AllOf(HasSubstr("claim log header: "), HasSubstr(c.message))))
         << c.name;
   }
 }
@@ -121,8 +118,7 @@ TEST(BloomClaimLogTest, RecordsRoundTripAndSplitAtTheLimit) {
   AppendRecords(hashes, &body);
   AppendRecords({}, &body);  // nothing
   AppendRecords({42}, &body);
-  EXPECT_EQ(body.size(), RecordBytes(kMaxRecordKeys) + RecordBytes(3) +
-                             RecordBytes(1));
+  EXPECT_EQ(body.size(), RecordBytes(kMaxRecordKeys) + RecordBytes(3) + RecordBytes(1));
   ASSERT_OK_AND_ASSIGN(ParsedRecords parsed, ParseRecords(body, 0));
   hashes.push_back(42);
   EXPECT_EQ(parsed.key_hashes, hashes);
@@ -142,9 +138,8 @@ TEST(BloomClaimLogTest, ParseLogCountsOffsetsFromTheFileStart) {
   std::string damaged = log;
   AppendRecords({3}, &damaged);
   damaged[kHeaderBytes + 5] ^= 1;  // inside the first record's first hash
-  EXPECT_THAT(ParseLog(damaged),
-              StatusIs(absl::StatusCode::kDataLoss,
-                       HasSubstr(absl::StrCat("offset ", kHeaderBytes, ":"))));
+  EXPECT_THAT(ParseLog(damaged), StatusIs(absl::StatusCode::kDataLoss,
+                                          HasSubstr(absl::StrCat("offset ", kHeaderBytes, ":"))));
 }
 
 // Every way a body can end or be damaged, and what the parser makes of it.
@@ -175,18 +170,14 @@ TEST(BloomClaimLogTest, TornTailsAndDamage) {
       {"cut in a hash", two.substr(0, first + 9), {11}, true},
       {"cut in the checksum", two.substr(0, two.size() - 1), {11}, true},
       {"last record's hash damaged", flip(two, first + 6), {11}, true},
-      {"last record's checksum damaged", flip(two, two.size() - 2), {11},
-       true},
+      {"last record's checksum damaged", flip(two, two.size() - 2), {11}, true},
       {"zero-filled tail", two + std::string(37, '\0'), {11, 21, 22}, true},
-      {"zero-filled after a cut", two.substr(0, first + 5) + std::string(9, '\0'),
-       {11},
-       true},
+      {"zero-filled after a cut", two.substr(0, first + 5) + std::string(9, '\0'), {11}, true},
       {"first record damaged, more follow", flip(two, 6), {}, false, 0},
       {"first record's checksum damaged", flip(two, first - 1), {}, false, 0},
       {"count 0 then data", std::string(4, '\0') + two, {}, false, 0},
       {"count above the limit",
-       two.substr(0, first) + std::string("\x01\x00\x01\x00", 4) +
-           std::string(8, 'x'),
+       two.substr(0, first) + std::string("\x01\x00\x01\x00", 4) + std::string(8, 'x'),
        {},
        false,
        static_cast<int64_t>(first)},
@@ -195,8 +186,7 @@ TEST(BloomClaimLogTest, TornTailsAndDamage) {
     absl::StatusOr<ParsedRecords> parsed = ParseRecords(c.body, 0);
     if (c.bad_offset >= 0) {
       EXPECT_THAT(parsed, StatusIs(absl::StatusCode::kDataLoss,
-                                   HasSubstr(absl::StrCat(
-                                       "record at offset ", c.bad_offset, ":"))))
+                                   HasSubstr(absl::StrCat("record at offset ", c.bad_offset, ":"))))
           << c.name;
       continue;
     }
@@ -218,9 +208,9 @@ TEST(BloomClaimLogTest, BaseOffsetIsAddedToErrorOffsets) {
   AppendRecords({1}, &body);
   AppendRecords({2}, &body);
   body[2] ^= 1;  // first record's count: 1 → 65537 (above the limit)
-  EXPECT_THAT(ParseRecords(body, 1000),
-              StatusIs(absl::StatusCode::kDataLoss,
-                       HasSubstr("record at offset 1000: bad key count")));
+  EXPECT_THAT(
+      ParseRecords(body, 1000),
+      StatusIs(absl::StatusCode::kDataLoss, HasSubstr("record at offset 1000: bad key count")));
   EXPECT_THAT(ParseRecords("", 5), IsOk());
   ASSERT_OK_AND_ASSIGN(ParsedRecords none, ParseRecords("", 5));
   EXPECT_THAT(none.key_hashes, IsEmpty());

@@ -38,10 +38,10 @@
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "core/index/bloom_filter.h"
-#include "common/status_macros.h"
-#include "storage/bloom/bloom_claim_log.h"
 #include "common/file_io.h"
+#include "common/status_macros.h"
+#include "core/index/bloom_filter.h"
+#include "storage/bloom/bloom_claim_log.h"
 
 namespace dedupd {
 namespace {
@@ -66,10 +66,9 @@ std::string LogName(uint64_t generation) {
 }
 
 // Parses "<prefix><decimal><suffix>"; false for any other name.
-bool ParseGenerationName(absl::string_view name, absl::string_view prefix,
-                         absl::string_view suffix, uint64_t* generation) {
-  if (!absl::ConsumePrefix(&name, prefix) ||
-      !absl::ConsumeSuffix(&name, suffix) || name.empty()) {
+bool ParseGenerationName(absl::string_view name, absl::string_view prefix, absl::string_view suffix,
+                         uint64_t* generation) {
+  if (!absl::ConsumePrefix(&name, prefix) || !absl::ConsumeSuffix(&name, suffix) || name.empty()) {
     return false;
   }
   for (char c : name) {
@@ -113,14 +112,11 @@ absl::StatusOr<DirListing> ListDir(const std::string& dir) {
     }
     const absl::string_view name = e->d_name;
     uint64_t generation = 0;
-    if (ParseGenerationName(name, kSnapshotPrefix, kSnapshotSuffix,
-                            &generation)) {
+    if (ParseGenerationName(name, kSnapshotPrefix, kSnapshotSuffix, &generation)) {
       listing.snapshots.push_back(generation);
-    } else if (ParseGenerationName(name, kLogPrefix, kLogSuffix,
-                                   &generation)) {
+    } else if (ParseGenerationName(name, kLogPrefix, kLogSuffix, &generation)) {
       listing.logs.push_back(generation);
-    } else if (absl::StartsWith(name, kSnapshotPrefix) &&
-               absl::EndsWith(name, kTempSuffix)) {
+    } else if (absl::StartsWith(name, kSnapshotPrefix) && absl::EndsWith(name, kTempSuffix)) {
       listing.temps.emplace_back(name);
     }
   }
@@ -135,22 +131,18 @@ absl::Status CheckOptions(const BloomUrlStoreOptions& options) {
   }
   const std::string prefix = absl::StrCat(options.path, ": Bloom URL store: ");
   if (options.expected_urls == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(prefix, "expected_urls must be positive"));
+    return absl::InvalidArgumentError(absl::StrCat(prefix, "expected_urls must be positive"));
   }
-  if (!(options.false_positive_rate > 0 &&
-        options.false_positive_rate <= 0.5)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(prefix, "false_positive_rate ",
-                     options.false_positive_rate, " is not in (0, 0.5]"));
+  if (!(options.false_positive_rate > 0 && options.false_positive_rate <= 0.5)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        prefix, "false_positive_rate ", options.false_positive_rate, " is not in (0, 0.5]"));
   }
   if (options.memory_budget_bytes != 0) {
-    const uint64_t blocks =
-        options.memory_budget_bytes / (BloomFilter::kBlockBits / 8);
+    const uint64_t blocks = options.memory_budget_bytes / (BloomFilter::kBlockBits / 8);
     if (blocks < 1 || blocks > BloomFilter::kMaxBlocks) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          prefix, "memory_budget_bytes ", options.memory_budget_bytes,
-          " is outside [64, ", BloomFilter::kMaxBlocks * 64, "]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(prefix, "memory_budget_bytes ", options.memory_budget_bytes,
+                       " is outside [64, ", BloomFilter::kMaxBlocks * 64, "]"));
     }
   }
   return absl::OkStatus();
@@ -159,22 +151,17 @@ absl::Status CheckOptions(const BloomUrlStoreOptions& options) {
 // The filter a new store starts with: sized from the options.
 BloomFilter NewFilter(const BloomUrlStoreOptions& options) {
   if (options.memory_budget_bytes != 0) {
-    const uint64_t blocks =
-        options.memory_budget_bytes / (BloomFilter::kBlockBits / 8);
-    const double bits_per_key = static_cast<double>(blocks) *
-                                BloomFilter::kBlockBits /
+    const uint64_t blocks = options.memory_budget_bytes / (BloomFilter::kBlockBits / 8);
+    const double bits_per_key = static_cast<double>(blocks) * BloomFilter::kBlockBits /
                                 static_cast<double>(options.expected_urls);
     return BloomFilter(blocks, BloomFilter::OptimalProbes(bits_per_key));
   }
-  const double bits_per_key =
-      BloomFilter::BitsPerKeyFor(options.false_positive_rate);
+  const double bits_per_key = BloomFilter::BitsPerKeyFor(options.false_positive_rate);
   return BloomFilter(BloomFilter::BlocksFor(options.expected_urls, bits_per_key),
                      BloomFilter::OptimalProbes(bits_per_key));
 }
 
-absl::Time TruncateToMicros(absl::Time t) {
-  return absl::FromUnixMicros(absl::ToUnixMicros(t));
-}
+absl::Time TruncateToMicros(absl::Time t) { return absl::FromUnixMicros(absl::ToUnixMicros(t)); }
 
 }  // namespace
 
@@ -194,25 +181,23 @@ absl::StatusOr<BloomFilter> CopyFilter(const BloomFilter& filter, uint64_t inser
   header.words_checksum = BloomFilter::ChecksumWords(words);
   absl::StatusOr<BloomFilter> copy = BloomFilter::FromHeaderAndWords(header, words);
   if (!copy.ok()) {
-    return absl::InternalError(absl::StrCat(
-        dir, ": snapshot of a copied filter: ", copy.status().message()));
+    return absl::InternalError(
+        absl::StrCat(dir, ": snapshot of a copied filter: ", copy.status().message()));
   }
   return copy;
 }
 
 // WriteSnapshotFile writes `copy` as snapshot `generation` of `dir`
 // (written to a temporary name, fsynced, renamed, directory fsynced).
-absl::Status WriteSnapshotFile(const std::string& dir, const BloomFilter& copy,
-                               uint64_t inserted, uint64_t generation) {
+absl::Status WriteSnapshotFile(const std::string& dir, const BloomFilter& copy, uint64_t inserted,
+                               uint64_t generation) {
   const std::string final_path = absl::StrCat(dir, "/", SnapshotName(generation));
   const std::string temp_path = absl::StrCat(final_path, kTempSuffix);
-  const int fd = ::open(temp_path.c_str(),
-                        O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus(errno, temp_path, "create snapshot");
   int err = WriteAll(fd, copy.EncodeHeader(inserted, generation));
   const absl::string_view words = copy.WordBytes();
-  for (size_t pos = 0; err == 0 && pos < words.size();
-       pos += kWritePieceBytes) {
+  for (size_t pos = 0; err == 0 && pos < words.size(); pos += kWritePieceBytes) {
     err = WriteAll(fd, words.substr(pos, kWritePieceBytes));
   }
   if (err == 0 && ::fsync(fd) != 0) err = errno;
@@ -231,9 +216,7 @@ struct BloomUrlStore::Impl {
   Impl(BloomUrlStoreOptions options_in, BloomFilter filter_in)
       : options(std::move(options_in)), filter(std::move(filter_in)) {}
 
-  std::string Path(absl::string_view name) const {
-    return absl::StrCat(options.path, "/", name);
-  }
+  std::string Path(absl::string_view name) const { return absl::StrCat(options.path, "/", name); }
 
   // CreateLog creates log `generation` (which must not exist) and writes
   // its header; synced, with the directory, when sync_writes. Returns the
@@ -294,8 +277,7 @@ struct BloomUrlStore::Impl {
 
 absl::StatusOr<int> BloomUrlStore::Impl::CreateLog(uint64_t generation) const {
   const std::string path = Path(LogName(generation));
-  const int fd = ::open(path.c_str(),
-                        O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus(errno, path, "create claim log");
   log_format::LogHeader header;
   header.generation = generation;
@@ -339,8 +321,7 @@ absl::Status BloomUrlStore::Impl::WriteSnapshot(bool closing) {
     old_generation = log_generation;
   }
   if (::fdatasync(old_fd) != 0) {
-    return ErrnoStatus(errno, Path(LogName(old_generation)),
-                       "fsync claim log before rotation");
+    return ErrnoStatus(errno, Path(LogName(old_generation)), "fsync claim log before rotation");
   }
   {
     // The cheap part, under the claim mutex: start log g+1.
@@ -350,8 +331,7 @@ absl::Status BloomUrlStore::Impl::WriteSnapshot(bool closing) {
           absl::StrCat(options.path, ": Bloom URL store is closed"));
     }
     if (::fdatasync(log_fd) != 0) {
-      return ErrnoStatus(errno, Path(LogName(log_generation)),
-                         "fsync claim log before rotation");
+      return ErrnoStatus(errno, Path(LogName(log_generation)), "fsync claim log before rotation");
     }
     generation = log_generation + 1;
     absl::StatusOr<int> fd = CreateLog(generation);
@@ -377,11 +357,9 @@ absl::Status BloomUrlStore::Impl::WriteSnapshot(bool closing) {
   // the rotation. Inserts continue meanwhile, so the checksum must be taken
   // over this copy, not over the live words; FromHeaderAndWords checks it
   // and gives a filter whose EncodeHeader is consistent with the copy.
-  DEDUPD_ASSIGN_OR_RETURN(
-      BloomFilter copy,
-      CopyFilter(filter, inserted_at_rotation, generation, options.path));
-  DEDUPD_RETURN_IF_ERROR(
-      WriteSnapshotFile(options.path, copy, inserted_at_rotation, generation));
+  DEDUPD_ASSIGN_OR_RETURN(BloomFilter copy,
+                          CopyFilter(filter, inserted_at_rotation, generation, options.path));
+  DEDUPD_RETURN_IF_ERROR(WriteSnapshotFile(options.path, copy, inserted_at_rotation, generation));
 
   // The snapshot is durable: older logs and snapshots are redundant.
   absl::Status cleanup;
@@ -408,10 +386,9 @@ absl::Status BloomUrlStore::Impl::WriteSnapshot(bool closing) {
 void BloomUrlStore::Impl::SnapshotLoop() {
   absl::MutexLock lock(&mu);
   while (true) {
-    const absl::Time deadline =
-        options.snapshot_interval > absl::ZeroDuration() && !interval_due
-            ? last_rotation + options.snapshot_interval
-            : absl::InfiniteFuture();
+    const absl::Time deadline = options.snapshot_interval > absl::ZeroDuration() && !interval_due
+                                    ? last_rotation + options.snapshot_interval
+                                    : absl::InfiniteFuture();
     mu.AwaitWithDeadline(absl::Condition(this, &Impl::SnapshotDue), deadline);
     if (stop) return;
     if (!interval_due && options.snapshot_interval > absl::ZeroDuration() &&
@@ -427,8 +404,7 @@ void BloomUrlStore::Impl::SnapshotLoop() {
       std::fprintf(stderr, "dedupd: warning: background snapshot failed: %s\n",
                    std::string(s.message()).c_str());
       // Retry later, but wake at once for Close.
-      mu.AwaitWithDeadline(absl::Condition(&stop),
-                           absl::Now() + kSnapshotRetryDelay);
+      mu.AwaitWithDeadline(absl::Condition(&stop), absl::Now() + kSnapshotRetryDelay);
       if (stop) return;
     }
   }
@@ -457,8 +433,7 @@ absl::StatusOr<int> LockDir(const std::string& dir) {
     return ErrnoStatus(errno, dir, "create directory");
   }
   const std::string lock_path = absl::StrCat(dir, "/LOCK");
-  const int lock_fd =
-      ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  const int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock_fd < 0) return ErrnoStatus(errno, lock_path, "open");
   // flock locks belong to the open file description, so a second Open in
   // this process conflicts too.
@@ -466,8 +441,8 @@ absl::StatusOr<int> LockDir(const std::string& dir) {
     const int err = errno;
     ::close(lock_fd);
     if (err == EWOULDBLOCK) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          dir, ": data directory is in use by another store (LOCK held)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat(dir, ": data directory is in use by another store (LOCK held)"));
     }
     return ErrnoStatus(err, lock_path, "flock");
   }
@@ -488,8 +463,7 @@ struct Recovered {
 // LoadSnapshot: the starting point, the newest snapshot, when there is one.
 // Only the newest is kept (older ones are deleted with the logs they
 // cover), so a damaged one cannot be replaced: DataLoss.
-absl::Status LoadSnapshot(const std::string& dir, const DirListing& listing,
-                          Recovered* r) {
+absl::Status LoadSnapshot(const std::string& dir, const DirListing& listing, Recovered* r) {
   if (listing.snapshots.empty()) return absl::OkStatus();
   const uint64_t g = listing.snapshots.back();
   const std::string file = absl::StrCat(dir, "/", SnapshotName(g));
@@ -497,9 +471,8 @@ absl::Status LoadSnapshot(const std::string& dir, const DirListing& listing,
   absl::StatusOr<BloomFilter::Loaded> loaded = BloomFilter::Deserialize(bytes);
   if (!loaded.ok()) return Annotate(loaded.status(), file);
   if (loaded->header.user_tag != g) {
-    return absl::DataLossError(
-        absl::StrCat(file, ": snapshot tag ", loaded->header.user_tag,
-                     " does not match its file name"));
+    return absl::DataLossError(absl::StrCat(file, ": snapshot tag ", loaded->header.user_tag,
+                                            " does not match its file name"));
   }
   r->inserted = loaded->header.inserted_keys;
   r->filter.emplace(std::move(loaded->filter));
@@ -509,22 +482,20 @@ absl::Status LoadSnapshot(const std::string& dir, const DirListing& listing,
 
 // SelectLogs: the logs to replay, first_log, first_log + 1, ... without
 // gaps; DataLoss naming the missing one otherwise.
-absl::Status SelectLogs(const std::string& dir, const DirListing& listing,
-                        Recovered* r) {
+absl::Status SelectLogs(const std::string& dir, const DirListing& listing, Recovered* r) {
   for (uint64_t g : listing.logs) {
     if (g >= r->first_log) r->logs.push_back(g);
   }
   const std::vector<uint64_t>& logs = r->logs;
   if (!logs.empty() && logs.front() != r->first_log) {
-    return absl::DataLossError(absl::StrCat(
-        dir, ": ", LogName(r->first_log), " is missing (",
-        r->filter.has_value() ? SnapshotName(r->first_log) : "the store",
-        " needs it before ", LogName(logs.front()), ")"));
+    return absl::DataLossError(
+        absl::StrCat(dir, ": ", LogName(r->first_log), " is missing (",
+                     r->filter.has_value() ? SnapshotName(r->first_log) : "the store",
+                     " needs it before ", LogName(logs.front()), ")"));
   }
   for (size_t i = 1; i < logs.size(); ++i) {
     if (logs[i] != logs[i - 1] + 1) {
-      return absl::DataLossError(
-          absl::StrCat(dir, ": ", LogName(logs[i - 1] + 1), " is missing"));
+      return absl::DataLossError(absl::StrCat(dir, ": ", LogName(logs[i - 1] + 1), " is missing"));
     }
   }
   return absl::OkStatus();
@@ -540,9 +511,9 @@ absl::Status CheckLogHeader(const std::string& log_path, uint64_t generation,
     if (header.num_blocks < 1 || header.num_blocks > BloomFilter::kMaxBlocks ||
         header.num_probes < BloomFilter::kMinProbes ||
         header.num_probes > BloomFilter::kMaxProbes) {
-      return absl::DataLossError(absl::StrCat(
-          log_path, ": filter size out of range: ", header.num_blocks,
-          " blocks, ", header.num_probes, " probes"));
+      return absl::DataLossError(absl::StrCat(log_path,
+                                              ": filter size out of range: ", header.num_blocks,
+                                              " blocks, ", header.num_probes, " probes"));
     }
     filter->emplace(header.num_blocks, static_cast<int>(header.num_probes));
   }
@@ -550,10 +521,9 @@ absl::Status CheckLogHeader(const std::string& log_path, uint64_t generation,
   if (header.generation != generation || header.num_blocks != f.num_blocks() ||
       header.num_probes != static_cast<uint32_t>(f.num_probes())) {
     return absl::DataLossError(absl::StrCat(
-        log_path, ": header says generation ", header.generation, ", ",
-        header.num_blocks, " blocks, ", header.num_probes,
-        " probes; expected generation ", generation, ", ", f.num_blocks(),
-        " blocks, ", f.num_probes(), " probes"));
+        log_path, ": header says generation ", header.generation, ", ", header.num_blocks,
+        " blocks, ", header.num_probes, " probes; expected generation ", generation, ", ",
+        f.num_blocks(), " blocks, ", f.num_probes(), " probes"));
   }
   return absl::OkStatus();
 }
@@ -565,8 +535,7 @@ absl::Status CutTornTail(const std::string& log_path, uint64_t valid_end) {
   const int fd = ::open(log_path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoStatus(errno, log_path, "open torn log");
   int err = 0;
-  if (::ftruncate(fd, static_cast<off_t>(valid_end)) != 0 ||
-      ::fdatasync(fd) != 0) {
+  if (::ftruncate(fd, static_cast<off_t>(valid_end)) != 0 || ::fdatasync(fd) != 0) {
     err = errno;
   }
   ::close(fd);
@@ -583,8 +552,7 @@ absl::Status ReplayLogs(const std::string& dir, Recovered* r) {
     const bool last = i + 1 == r->logs.size();
     const std::string log_path = absl::StrCat(dir, "/", LogName(r->logs[i]));
     DEDUPD_ASSIGN_OR_RETURN(std::string bytes, ReadFile(log_path));
-    const bool all_zero =
-        std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
+    const bool all_zero = std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
     if (last && (bytes.size() < log_format::kHeaderBytes || all_zero)) {
       DEDUPD_RETURN_IF_ERROR(RemoveFile(log_path));
       r->logs.pop_back();
@@ -592,15 +560,13 @@ absl::Status ReplayLogs(const std::string& dir, Recovered* r) {
     }
     absl::StatusOr<log_format::ParsedLog> parsed = log_format::ParseLog(bytes);
     if (!parsed.ok()) return Annotate(parsed.status(), log_path);
-    DEDUPD_RETURN_IF_ERROR(
-        CheckLogHeader(log_path, r->logs[i], parsed->header, &r->filter));
-    const uint64_t valid_end =
-        log_format::kHeaderBytes + parsed->records.valid_bytes;
+    DEDUPD_RETURN_IF_ERROR(CheckLogHeader(log_path, r->logs[i], parsed->header, &r->filter));
+    const uint64_t valid_end = log_format::kHeaderBytes + parsed->records.valid_bytes;
     if (parsed->records.torn_tail) {
       if (!last) {
-        return absl::DataLossError(absl::StrCat(
-            log_path, ": claim log record at offset ", valid_end,
-            " is torn, but this is not the last log"));
+        return absl::DataLossError(absl::StrCat(log_path, ": claim log record at offset ",
+                                                valid_end,
+                                                " is torn, but this is not the last log"));
       }
       DEDUPD_RETURN_IF_ERROR(CutTornTail(log_path, valid_end));
     }
@@ -651,10 +617,8 @@ absl::StatusOr<std::unique_ptr<BloomUrlStore>> BloomUrlStore::Open(
   auto impl = std::make_unique<Impl>(options, *std::move(r.filter));
   impl->lock_fd = lock_fd;
   impl->design_false_positive_rate = BloomFilter::BlockedFalsePositiveRate(
-      options.expected_urls, impl->filter.num_blocks(),
-      impl->filter.num_probes());
-  const uint64_t next_generation =
-      r.logs.empty() ? r.first_log : r.logs.back() + 1;
+      options.expected_urls, impl->filter.num_blocks(), impl->filter.num_probes());
+  const uint64_t next_generation = r.logs.empty() ? r.first_log : r.logs.back() + 1;
   {
     absl::MutexLock lock(&impl->mu);
     absl::StatusOr<int> log_fd = impl->CreateLog(next_generation);
@@ -684,8 +648,7 @@ absl::StatusOr<std::unique_ptr<BloomUrlStore>> BloomUrlStore::Open(
   return std::unique_ptr<BloomUrlStore>(new BloomUrlStore(std::move(impl)));
 }
 
-BloomUrlStore::BloomUrlStore(std::unique_ptr<Impl> impl)
-    : impl_(std::move(impl)) {}
+BloomUrlStore::BloomUrlStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 BloomUrlStore::~BloomUrlStore() {
   bool closed;
@@ -700,8 +663,7 @@ BloomUrlStore::~BloomUrlStore() {
   }
 }
 
-absl::Status BloomUrlStore::ClaimUrls(absl::Span<const std::string> keys,
-                                      absl::Time now,
+absl::Status BloomUrlStore::ClaimUrls(absl::Span<const std::string> keys, absl::Time now,
                                       std::vector<UrlClaim>* results) {
   results->assign(keys.size(), UrlClaim{false, absl::InfinitePast()});
   DEDUPD_RETURN_IF_ERROR(CheckUrlKeys(keys));
@@ -731,8 +693,7 @@ absl::Status BloomUrlStore::ClaimUrls(absl::Span<const std::string> keys,
       const std::string log_path = m.Path(LogName(m.log_generation));
       if (m.log_dirty) {
         if (::ftruncate(m.log_fd, static_cast<off_t>(m.log_size)) != 0) {
-          return ErrnoStatus(errno, log_path,
-                             "truncate a failed claim log append");
+          return ErrnoStatus(errno, log_path, "truncate a failed claim log append");
         }
         m.log_dirty = false;
       }
@@ -758,13 +719,12 @@ absl::Status BloomUrlStore::ClaimUrls(absl::Span<const std::string> keys,
       m.logged_since_snapshot += new_hashes.size();
       if (!m.warned_capacity && m.inserted > m.options.expected_urls) {
         m.warned_capacity = true;
-        std::fprintf(
-            stderr,
-            "dedupd: warning: %s: the Bloom URL store passed its capacity of "
-            "%llu URLs: false positives now exceed %g and keep rising\n",
-            m.options.path.c_str(),
-            static_cast<unsigned long long>(m.options.expected_urls),
-            m.options.false_positive_rate);
+        std::fprintf(stderr,
+                     "dedupd: warning: %s: the Bloom URL store passed its capacity of "
+                     "%llu URLs: false positives now exceed %g and keep rising\n",
+                     m.options.path.c_str(),
+                     static_cast<unsigned long long>(m.options.expected_urls),
+                     m.options.false_positive_rate);
       }
     }
   }
@@ -773,9 +733,8 @@ absl::Status BloomUrlStore::ClaimUrls(absl::Span<const std::string> keys,
   return absl::OkStatus();
 }
 
-absl::Status BloomUrlStore::LookupUrls(
-    absl::Span<const std::string> keys,
-    std::vector<std::optional<absl::Time>>* results) {
+absl::Status BloomUrlStore::LookupUrls(absl::Span<const std::string> keys,
+                                       std::vector<std::optional<absl::Time>>* results) {
   results->assign(keys.size(), std::nullopt);
   DEDUPD_RETURN_IF_ERROR(CheckUrlKeys(keys));
   if (impl_->closed_for_lookups.load()) {
@@ -793,9 +752,7 @@ absl::Status BloomUrlStore::LookupUrls(
 bool BloomUrlStore::WaitForSnapshots(uint64_t n, absl::Duration timeout) const {
   Impl& m = *impl_;
   absl::MutexLock lock(&m.mu);
-  auto done = [&m, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(m.mu) {
-    return m.snapshots_written >= n;
-  };
+  auto done = [&m, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(m.mu) { return m.snapshots_written >= n; };
   return m.mu.AwaitWithTimeout(absl::Condition(&done), timeout);
 }
 
@@ -826,8 +783,7 @@ absl::Status BloomUrlStore::BackupTo(const std::string& directory) {
   if (::mkdir(directory.c_str(), 0755) != 0) {
     if (errno == EEXIST) {
       return absl::FailedPreconditionError(absl::StrCat(
-          impl_->options.path, ": back up Bloom URL store: ", directory,
-          " already exists"));
+          impl_->options.path, ": back up Bloom URL store: ", directory, " already exists"));
     }
     return ErrnoStatus(errno, directory, "create backup directory");
   }
@@ -853,9 +809,7 @@ absl::Status BloomUrlStore::BackupTo(const std::string& directory) {
   return WriteSnapshotFile(directory, *copy, inserted, generation);
 }
 
-absl::Status BloomUrlStore::Snapshot() {
-  return impl_->WriteSnapshot(/*closing=*/false);
-}
+absl::Status BloomUrlStore::Snapshot() { return impl_->WriteSnapshot(/*closing=*/false); }
 
 absl::Status BloomUrlStore::Close() {
   Impl& m = *impl_;

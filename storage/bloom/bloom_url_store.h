@@ -102,8 +102,7 @@ class BloomUrlStore final : public UrlStore {
   // has another format version; DataLoss for a damaged snapshot or log
   // record that is not the torn tail; Unavailable / ResourceExhausted for
   // I/O errors. Messages start with the path.
-  static absl::StatusOr<std::unique_ptr<BloomUrlStore>> Open(
-      const BloomUrlStoreOptions& options);
+  static absl::StatusOr<std::unique_ptr<BloomUrlStore>> Open(const BloomUrlStoreOptions& options);
 
   BloomUrlStore(const BloomUrlStore&) = delete;
   BloomUrlStore& operator=(const BloomUrlStore&) = delete;
@@ -113,34 +112,33 @@ class BloomUrlStore final : public UrlStore {
   // See UrlStore. is_new: the key's bits were not all set, and it is now
   // logged and set; first_seen is `now` truncated to microseconds.
   // Otherwise the key was probably claimed before: a false positive is
-  // possible, and first_seen is absl::InfinitePast() (no time is kept). Repeated keys in one batch: new at most at their first
-  // position. Errors: InvalidArgument for an empty key, FailedPrecondition
-  // after Close, Unavailable / ResourceExhausted when the log write fails
-  // (then no key of the batch is set or answered new).
+  // possible, and first_seen is absl::InfinitePast() (no time is kept). Repeated keys in one batch:
+  // new at most at their first position. Errors: InvalidArgument for an empty key,
+  // FailedPrecondition after Close, Unavailable / ResourceExhausted when the log write fails (then
+  // no key of the batch is set or answered new).
   absl::Status ClaimUrls(absl::Span<const std::string> keys, absl::Time now,
                          std::vector<UrlClaim>* results) override;
 
   // See UrlStore. A probably-seen key's time is absl::InfinitePast().
   // Takes no lock. Errors: InvalidArgument for an empty key,
   // FailedPrecondition after Close.
-  absl::Status LookupUrls(
-      absl::Span<const std::string> keys,
-      std::vector<std::optional<absl::Time>>* results) override;
+  absl::Status LookupUrls(absl::Span<const std::string> keys,
+                          std::vector<std::optional<absl::Time>>* results) override;
 
   // approximate: true; see UrlStore.
   bool approximate() const override { return true; }
 
   struct Stats {
-    uint64_t capacity_urls = 0;     // the design capacity (expected_urls)
-    uint64_t inserted_urls = 0;     // keys answered is_new, ever
-    bool over_capacity = false;     // inserted_urls > capacity_urls
+    uint64_t capacity_urls = 0;  // the design capacity (expected_urls)
+    uint64_t inserted_urls = 0;  // keys answered is_new, ever
+    bool over_capacity = false;  // inserted_urls > capacity_urls
     double design_false_positive_rate = 0;
     // BloomFilter::BlockedFalsePositiveRate at inserted_urls.
     double estimated_false_positive_rate = 0;
-    uint64_t memory_bytes = 0;      // the filter's bit array
-    uint64_t log_bytes = 0;         // claim-log bytes since the last snapshot
-    uint64_t snapshots_written = 0; // by this process
-    absl::Duration last_open_time;  // how long Open took (load + replay)
+    uint64_t memory_bytes = 0;       // the filter's bit array
+    uint64_t log_bytes = 0;          // claim-log bytes since the last snapshot
+    uint64_t snapshots_written = 0;  // by this process
+    absl::Duration last_open_time;   // how long Open took (load + replay)
   };
   Stats stats() const;
 
@@ -151,9 +149,9 @@ class BloomUrlStore final : public UrlStore {
 
   // Snapshot writes a snapshot now and deletes the logs it covers. Blocks
   // claims only while the next log is created; holds two extra copies of
-  // the filter's words for a moment (the copy and a filter built from it). Errors: FailedPrecondition
-  // after Close; Unavailable / ResourceExhausted for I/O errors (the
-  // claims stay safe in the logs).
+  // the filter's words for a moment (the copy and a filter built from it). Errors:
+  // FailedPrecondition after Close; Unavailable / ResourceExhausted for I/O errors (the claims stay
+  // safe in the logs).
   absl::Status Snapshot();
 
   // BackupTo writes the seen-set as it is now into `directory` (created;

@@ -55,13 +55,10 @@ using ::testing::SizeIs;
 using ::testing::StartsWith;
 using ::testing::UnorderedElementsAre;
 
-absl::Time T(int64_t seconds) {
-  return absl::UnixEpoch() + absl::Seconds(seconds);
-}
+absl::Time T(int64_t seconds) { return absl::UnixEpoch() + absl::Seconds(seconds); }
 
 std::string UrlKey(size_t i) {
-  return absl::StrCat("https://www.example.com/a/long/path/to/page-", i,
-                      "?id=", i * 31);
+  return absl::StrCat("https://www.example.com/a/long/path/to/page-", i, "?id=", i * 31);
 }
 
 std::vector<std::string> Keys(size_t from, size_t to) {
@@ -112,8 +109,7 @@ void CopyStoreFiles(const std::string& from, const std::string& to) {
   fs::create_directories(to);
   for (const std::string& name : Files(from)) {
     if (name == "LOCK") continue;
-    fs::copy_file(fs::path(from) / name, fs::path(to) / name,
-                  fs::copy_options::overwrite_existing);
+    fs::copy_file(fs::path(from) / name, fs::path(to) / name, fs::copy_options::overwrite_existing);
   }
 }
 
@@ -122,8 +118,7 @@ size_t CountPresent(UrlStore& store, const std::vector<std::string>& keys) {
   std::vector<std::optional<absl::Time>> found;
   EXPECT_THAT(store.LookupUrls(keys, &found), IsOk());
   return static_cast<size_t>(
-      std::count_if(found.begin(), found.end(),
-                    [](const auto& f) { return f.has_value(); }));
+      std::count_if(found.begin(), found.end(), [](const auto& f) { return f.has_value(); }));
 }
 
 // --- The conformance suite ------------------------------------------------
@@ -153,8 +148,8 @@ class BloomHarness : public UrlStoreHarness {
 // instead of their time; everything else (is_new, exactly one winner,
 // presence) is asserted as for the exact backends.
 INSTANTIATE_TEST_SUITE_P(Bloom, UrlStoreConformanceTest,
-                         ::testing::Values(UrlStoreBackend{
-                             "Bloom", &BloomHarness::Make, /*approximate=*/true}),
+                         ::testing::Values(UrlStoreBackend{"Bloom", &BloomHarness::Make,
+                                                           /*approximate=*/true}),
                          UrlStoreBackendName);
 
 // --- Store tests ------------------------------------------------------------
@@ -164,7 +159,6 @@ INSTANTIATE_TEST_SUITE_P(Bloom, UrlStoreConformanceTest,
 bool WaitForSnapshots(const BloomUrlStore& store, uint64_t n) {
   return store.WaitForSnapshots(n, absl::Seconds(20));
 }
-
 
 class BloomUrlStoreTest : public ::testing::Test {
  protected:
@@ -258,8 +252,7 @@ TEST_F(BloomUrlStoreTest, ClaimsSurviveCloseAndOpen) {
     // Close wrote the final snapshot: the next Open replays an empty log.
     EXPECT_EQ(store->stats().snapshots_written, 1u);
   }
-  EXPECT_THAT(Files(path_), UnorderedElementsAre("LOCK", "claims-2.log",
-                                                 "snapshot-2.bloom"));
+  EXPECT_THAT(Files(path_), UnorderedElementsAre("LOCK", "claims-2.log", "snapshot-2.bloom"));
   EXPECT_EQ(fs::file_size(path_ + "/claims-2.log"), log_format::kHeaderBytes);
 
   ASSERT_OK_AND_ASSIGN(auto store, Open());
@@ -294,12 +287,10 @@ TEST_F(BloomUrlStoreTest, SnapshotPlusLogReplayAfterRotation) {
   EXPECT_THAT(Files(path_), UnorderedElementsAre("LOCK", "claims-1.log"));
   ASSERT_THAT(store->Snapshot(), IsOk());
   // The log the snapshot covers is gone.
-  EXPECT_THAT(Files(path_), UnorderedElementsAre("LOCK", "claims-2.log",
-                                                 "snapshot-2.bloom"));
+  EXPECT_THAT(Files(path_), UnorderedElementsAre("LOCK", "claims-2.log", "snapshot-2.bloom"));
   EXPECT_EQ(store->stats().log_bytes, log_format::kHeaderBytes);
   ASSERT_THAT(store->ClaimUrls(b, T(2), &out), IsOk());
-  EXPECT_EQ(store->stats().log_bytes,
-            log_format::kHeaderBytes + log_format::RecordBytes(b.size()));
+  EXPECT_EQ(store->stats().log_bytes, log_format::kHeaderBytes + log_format::RecordBytes(b.size()));
 
   const std::string crashed = root_ + "/crashed";
   CopyStoreFiles(path_, crashed);
@@ -313,12 +304,10 @@ TEST_F(BloomUrlStoreTest, SnapshotPlusLogReplayAfterRotation) {
 
   // A second snapshot replaces the first.
   ASSERT_THAT(store->Snapshot(), IsOk());
-  EXPECT_THAT(Files(path_), UnorderedElementsAre("LOCK", "claims-3.log",
-                                                 "snapshot-3.bloom"));
+  EXPECT_THAT(Files(path_), UnorderedElementsAre("LOCK", "claims-3.log", "snapshot-3.bloom"));
   EXPECT_EQ(store->stats().snapshots_written, 2u);
   ASSERT_THAT(store->Close(), IsOk());
-  EXPECT_THAT(Files(path_), UnorderedElementsAre("LOCK", "claims-4.log",
-                                                 "snapshot-4.bloom"));
+  EXPECT_THAT(Files(path_), UnorderedElementsAre("LOCK", "claims-4.log", "snapshot-4.bloom"));
 }
 
 // A store that never wrote a snapshot is rebuilt from its logs alone.
@@ -335,8 +324,7 @@ TEST_F(BloomUrlStoreTest, LogOnlyStoreIsReplayed) {
   EXPECT_EQ(CountPresent(*copy, keys), keys.size());
   EXPECT_EQ(copy->stats().inserted_urls, keys.size());
   // Open started a new log after the replayed one.
-  EXPECT_THAT(Files(crashed),
-              UnorderedElementsAre("LOCK", "claims-1.log", "claims-2.log"));
+  EXPECT_THAT(Files(crashed), UnorderedElementsAre("LOCK", "claims-1.log", "claims-2.log"));
 }
 
 // Two claim batches in the log; the copy's log is cut inside the second.
@@ -355,8 +343,7 @@ class BloomUrlStoreLogDamageTest : public BloomUrlStoreTest {
     ASSERT_THAT(store->Close(), IsOk());
   }
 
-  static constexpr size_t kSecondRecordAt =
-      log_format::kHeaderBytes + log_format::RecordBytes(10);
+  static constexpr size_t kSecondRecordAt = log_format::kHeaderBytes + log_format::RecordBytes(10);
   const std::vector<std::string> a_ = Keys(0, 10);
   const std::vector<std::string> b_ = Keys(10, 30);
   std::string crashed_;
@@ -378,8 +365,7 @@ TEST_F(BloomUrlStoreLogDamageTest, TornTailOfTheLastLogIsDropped) {
     // Leave logs 1 and 2 behind, as a crash would: no final snapshot.
     CopyStoreFiles(crashed_, crashed_ + "2");
   }
-  ASSERT_OK_AND_ASSIGN(auto again,
-                       BloomUrlStore::Open(TestOptions(crashed_ + "2")));
+  ASSERT_OK_AND_ASSIGN(auto again, BloomUrlStore::Open(TestOptions(crashed_ + "2")));
   EXPECT_EQ(CountPresent(*again, a_), a_.size());
   EXPECT_EQ(CountPresent(*again, b_), b_.size());
 }
@@ -397,12 +383,11 @@ TEST_F(BloomUrlStoreLogDamageTest, DamagedMiddleRecordIsDataLossWithOffset) {
   std::string bytes = ReadAll(log_);
   bytes[log_format::kHeaderBytes + 7] ^= 1;  // a hash of the first record
   WriteAll(log_, bytes);
-  EXPECT_THAT(BloomUrlStore::Open(TestOptions(crashed_)),
-              StatusIs(absl::StatusCode::kDataLoss,
-                       AllOf(StartsWith(log_),
-                             HasSubstr(absl::StrCat("offset ",
-                                                    log_format::kHeaderBytes)),
-                             HasSubstr("checksum"))));
+  EXPECT_THAT(
+      BloomUrlStore::Open(TestOptions(crashed_)),
+      StatusIs(absl::StatusCode::kDataLoss,
+               AllOf(StartsWith(log_), HasSubstr(absl::StrCat("offset ", log_format::kHeaderBytes)),
+                     HasSubstr("checksum"))));
   // The failed Open released the directory.
   bytes[log_format::kHeaderBytes + 7] ^= 1;
   WriteAll(log_, bytes);
@@ -427,15 +412,13 @@ TEST_F(BloomUrlStoreLogDamageTest, TornRecordInAnEarlierLogIsDataLoss) {
   EXPECT_THAT(BloomUrlStore::Open(TestOptions(crashed_)),
               StatusIs(absl::StatusCode::kDataLoss,
                        AllOf(StartsWith(log_), HasSubstr("not the last log"),
-                             HasSubstr(absl::StrCat("offset ",
-                                                    kSecondRecordAt)))));
+                             HasSubstr(absl::StrCat("offset ", kSecondRecordAt)))));
 }
 
 TEST_F(BloomUrlStoreLogDamageTest, MissingLogIsDataLoss) {
   fs::rename(log_, crashed_ + "/claims-2.log");
   EXPECT_THAT(BloomUrlStore::Open(TestOptions(crashed_)),
-              StatusIs(absl::StatusCode::kDataLoss,
-                       HasSubstr("claims-1.log is missing")));
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("claims-1.log is missing")));
 }
 
 TEST_F(BloomUrlStoreLogDamageTest, LogOfAnotherFilterSizeIsDataLoss) {
@@ -444,9 +427,7 @@ TEST_F(BloomUrlStoreLogDamageTest, LogOfAnotherFilterSizeIsDataLoss) {
   header.num_blocks += 1;
   bytes.replace(0, log_format::kHeaderBytes, log_format::EncodeLogHeader(header));
   WriteAll(log_, bytes);
-  ASSERT_THAT(fs::copy_file(path_ + "/snapshot-2.bloom",
-                            crashed_ + "/snapshot-1.bloom"),
-              true);
+  ASSERT_THAT(fs::copy_file(path_ + "/snapshot-2.bloom", crashed_ + "/snapshot-1.bloom"), true);
   // snapshot-1 does not exist in real life (the first snapshot is 2), but
   // its tag says 2: a mismatch the store must reject rather than trust.
   EXPECT_THAT(BloomUrlStore::Open(TestOptions(crashed_)),
@@ -476,14 +457,12 @@ TEST_F(BloomUrlStoreTest, DamagedSnapshotIsDataLoss) {
     std::string name;
     size_t offset;
   };
-  for (const Case& c : {Case{"header", 20}, Case{"words", 64 + 1000},
-                        Case{"last word", good.size() - 1}}) {
+  for (const Case& c :
+       {Case{"header", 20}, Case{"words", 64 + 1000}, Case{"last word", good.size() - 1}}) {
     std::string bad = good;
     bad[c.offset] ^= 0x10;
     WriteAll(snapshot, bad);
-    EXPECT_THAT(Open(), StatusIs(absl::StatusCode::kDataLoss,
-                                 StartsWith(snapshot)))
-        << c.name;
+    EXPECT_THAT(Open(), StatusIs(absl::StatusCode::kDataLoss, StartsWith(snapshot))) << c.name;
   }
   WriteAll(snapshot, good.substr(0, good.size() - 64));
   EXPECT_THAT(Open(), StatusIs(absl::StatusCode::kDataLoss, StartsWith(snapshot)));
@@ -507,9 +486,7 @@ TEST_F(BloomUrlStoreTest, GoldenLogFile) {
   options.memory_budget_bytes = 128;  // 2 blocks; 102 bits/key: 16 probes
   ASSERT_OK_AND_ASSIGN(auto store, BloomUrlStore::Open(options));
   std::vector<UrlClaim> out;
-  ASSERT_THAT(store->ClaimUrls({"http://a/", "http://b/", "http://a/"}, T(1),
-                               &out),
-              IsOk());
+  ASSERT_THAT(store->ClaimUrls({"http://a/", "http://b/", "http://a/"}, T(1), &out), IsOk());
   ASSERT_THAT(store->ClaimUrls({"http://b/"}, T(2), &out), IsOk());  // no record
   ASSERT_THAT(store->ClaimUrls({"http://c/"}, T(3), &out), IsOk());
   // Hashes and checksums computed with the reference xxHash library over
@@ -522,11 +499,11 @@ TEST_F(BloomUrlStoreTest, GoldenLogFile) {
             "0200000000000000"  // 2 blocks
             "8f6710698f77a126"
             "02000000"          // record: 2 keys
-            "3ebd24c78c2dbabe"     // KeyHash("http://a/")
-            "530f9a54bf498bc3"     // KeyHash("http://b/")
+            "3ebd24c78c2dbabe"  // KeyHash("http://a/")
+            "530f9a54bf498bc3"  // KeyHash("http://b/")
             "a43482ae64917dda"
             "01000000"          // record: 1 key
-            "83fb1191bd876a12"     // KeyHash("http://c/")
+            "83fb1191bd876a12"  // KeyHash("http://c/")
             "ab95f6f243baad2a");
   ASSERT_THAT(store->Close(), IsOk());
 
@@ -534,8 +511,7 @@ TEST_F(BloomUrlStoreTest, GoldenLogFile) {
   // user_tag = its generation, inserted_keys = the claims it covers.
   const std::string snapshot = ReadAll(path_ + "/snapshot-2.bloom");
   ASSERT_EQ(snapshot.size(), BloomFilter::kHeaderBytes + 128);
-  ASSERT_OK_AND_ASSIGN(BloomFilter::Header header,
-                       BloomFilter::ParseHeader(snapshot));
+  ASSERT_OK_AND_ASSIGN(BloomFilter::Header header, BloomFilter::ParseHeader(snapshot));
   EXPECT_EQ(header.num_blocks, 2u);
   EXPECT_EQ(header.num_probes, 16);
   EXPECT_EQ(header.inserted_keys, 3u);
@@ -575,8 +551,8 @@ TEST_F(BloomUrlStoreTest, AcknowledgedClaimsSurviveKillDashNine) {
     if (!store.ok()) _exit(2);
     for (uint32_t b = 0; b < kMaxBatches; ++b) {
       std::vector<UrlClaim> out;
-      if (!(*store)->ClaimUrls(Keys(b * kBatchKeys, (b + 1) * kBatchKeys),
-                               absl::Now(), &out)
+      if (!(*store)
+               ->ClaimUrls(Keys(b * kBatchKeys, (b + 1) * kBatchKeys), absl::Now(), &out)
                .ok()) {
         _exit(3);
       }
@@ -590,8 +566,7 @@ TEST_F(BloomUrlStoreTest, AcknowledgedClaimsSurviveKillDashNine) {
     uint32_t b = 0;
     size_t got = 0;
     while (got < sizeof(b)) {
-      const ssize_t n =
-          ::read(fds[0], reinterpret_cast<char*>(&b) + got, sizeof(b) - got);
+      const ssize_t n = ::read(fds[0], reinterpret_cast<char*>(&b) + got, sizeof(b) - got);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return false;
       got += static_cast<size_t>(n);
@@ -677,8 +652,8 @@ TEST_F(BloomUrlStoreTest, FalsePositiveRateAtCapacityIsNearTheDesignRate) {
   std::vector<UrlClaim> out;
   const std::vector<std::string> members = Keys(0, kCapacity);
   ASSERT_THAT(store->ClaimUrls(members, T(1), &out), IsOk());
-  const size_t lost = static_cast<size_t>(std::count_if(
-      out.begin(), out.end(), [](const UrlClaim& c) { return !c.is_new; }));
+  const size_t lost = static_cast<size_t>(
+      std::count_if(out.begin(), out.end(), [](const UrlClaim& c) { return !c.is_new; }));
   EXPECT_LT(lost, kCapacity * kRate) << "false positives while filling";
   EXPECT_EQ(store->stats().inserted_urls, kCapacity - lost);
 
@@ -689,17 +664,17 @@ TEST_F(BloomUrlStoreTest, FalsePositiveRateAtCapacityIsNearTheDesignRate) {
   EXPECT_LE(stats.design_false_positive_rate, kRate);
   EXPECT_LE(measured, 1.5 * kRate) << "measured " << measured;
   EXPECT_GE(measured, stats.design_false_positive_rate / 3)
-      << "measured " << measured << ", design "
-      << stats.design_false_positive_rate;
+      << "measured " << measured << ", design " << stats.design_false_positive_rate;
   // Claiming them: exactly the false positives are answered not new.
   ASSERT_THAT(store->ClaimUrls(others, T(2), &out), IsOk());
-  const size_t not_new = static_cast<size_t>(std::count_if(
-      out.begin(), out.end(), [](const UrlClaim& c) { return !c.is_new; }));
+  const size_t not_new = static_cast<size_t>(
+      std::count_if(out.begin(), out.end(), [](const UrlClaim& c) { return !c.is_new; }));
   EXPECT_EQ(not_new, present);
-  std::printf("[ figures  ] capacity %zu at %g: measured FP rate %.5f, "
-              "design %.5f, estimated %.5f\n",
-              kCapacity, kRate, measured, stats.design_false_positive_rate,
-              stats.estimated_false_positive_rate);
+  std::printf(
+      "[ figures  ] capacity %zu at %g: measured FP rate %.5f, "
+      "design %.5f, estimated %.5f\n",
+      kCapacity, kRate, measured, stats.design_false_positive_rate,
+      stats.estimated_false_positive_rate);
   ASSERT_THAT(store->Close(), IsOk());
 }
 
@@ -734,9 +709,8 @@ TEST_F(BloomUrlStoreTest, StatsAndOverCapacity) {
   EXPECT_GT(s.inserted_urls, first);
   EXPECT_GT(s.estimated_false_positive_rate, 0.01);
   EXPECT_EQ(s.estimated_false_positive_rate,
-            BloomFilter::BlockedFalsePositiveRate(
-                s.inserted_urls, s.memory_bytes / 64,
-                BloomFilter::OptimalProbes(bpk)));
+            BloomFilter::BlockedFalsePositiveRate(s.inserted_urls, s.memory_bytes / 64,
+                                                  BloomFilter::OptimalProbes(bpk)));
   // One warning line, when the capacity was first passed.
   EXPECT_THAT(warnings, StartsWith("dedupd: warning: " + path_));
   EXPECT_EQ(std::count(warnings.begin(), warnings.end(), '\n'), 1);
@@ -792,14 +766,12 @@ TEST_F(BloomUrlStoreTest, BadOptionsAreInvalidArgument) {
       {"rate 0", with([](auto& o) { o.false_positive_rate = 0; })},
       {"rate above 0.5", with([](auto& o) { o.false_positive_rate = 0.6; })},
       {"rate negative", with([](auto& o) { o.false_positive_rate = -0.1; })},
-      {"rate NaN", with([](auto& o) {
-         o.false_positive_rate = std::numeric_limits<double>::quiet_NaN();
-       })},
+      {"rate NaN",
+       with([](auto& o) { o.false_positive_rate = std::numeric_limits<double>::quiet_NaN(); })},
       {"budget below a block", with([](auto& o) { o.memory_budget_bytes = 63; })},
   };
   for (const Case& c : cases) {
-    EXPECT_THAT(BloomUrlStore::Open(c.options),
-                StatusIs(absl::StatusCode::kInvalidArgument))
+    EXPECT_THAT(BloomUrlStore::Open(c.options), StatusIs(absl::StatusCode::kInvalidArgument))
         << c.name;
   }
   EXPECT_FALSE(fs::exists(path_)) << "nothing created for bad options";
@@ -897,8 +869,7 @@ TEST_F(BloomUrlStoreTest, DISABLED_OpenTimeFigures) {
   auto claim_range = [&](BloomUrlStore& store, size_t from, size_t to) {
     std::vector<UrlClaim> out;
     for (size_t i = from; i < to; i += kBatch) {
-      ASSERT_THAT(store.ClaimUrls(Keys(i, std::min(to, i + kBatch)), T(1), &out),
-                  IsOk());
+      ASSERT_THAT(store.ClaimUrls(Keys(i, std::min(to, i + kBatch)), T(1), &out), IsOk());
     }
   };
   {
@@ -906,9 +877,8 @@ TEST_F(BloomUrlStoreTest, DISABLED_OpenTimeFigures) {
     claim_range(*store, 0, n);
     const absl::Time start = absl::Now();
     ASSERT_THAT(store->Snapshot(), IsOk());
-    std::printf("[ figures  ] snapshot of %zu URLs (%.1f MB filter): %.3f s\n",
-                n, store->stats().memory_bytes / 1e6,
-                absl::ToDoubleSeconds(absl::Now() - start));
+    std::printf("[ figures  ] snapshot of %zu URLs (%.1f MB filter): %.3f s\n", n,
+                store->stats().memory_bytes / 1e6, absl::ToDoubleSeconds(absl::Now() - start));
     ASSERT_THAT(store->Close(), IsOk());
   }
   {
@@ -921,10 +891,10 @@ TEST_F(BloomUrlStoreTest, DISABLED_OpenTimeFigures) {
   }
   options.path = root_ + "/crashed";
   ASSERT_OK_AND_ASSIGN(auto store, BloomUrlStore::Open(options));
-  std::printf("[ figures  ] Open after a crash (snapshot + %zu logged keys in "
-              "batches of %zu): %.3f s\n",
-              n / 10, kBatch,
-              absl::ToDoubleSeconds(store->stats().last_open_time));
+  std::printf(
+      "[ figures  ] Open after a crash (snapshot + %zu logged keys in "
+      "batches of %zu): %.3f s\n",
+      n / 10, kBatch, absl::ToDoubleSeconds(store->stats().last_open_time));
 }
 
 }  // namespace

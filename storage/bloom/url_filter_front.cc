@@ -15,8 +15,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/coding.h"
-#include "core/text/stable_hash.h"
 #include "common/file_io.h"
+#include "core/text/stable_hash.h"
 
 namespace dedupd {
 namespace {
@@ -56,13 +56,13 @@ std::string UrlFilterFront::EncodeFileHeader(uint32_t segments, uint64_t file_by
   uint64_t rate_bits = 0;
   std::memcpy(&rate_bits, &first_rate, sizeof(rate_bits));
   EncodeFixed64LE(&h[24], rate_bits);
-  EncodeFixed64LE(&h[32],
-                               StableHash64(absl::string_view(h).substr(0, 32), kFileHeaderSeed));
+  EncodeFixed64LE(&h[32], StableHash64(absl::string_view(h).substr(0, 32), kFileHeaderSeed));
   return h;
 }
 
-absl::StatusOr<UrlFilterFront::FileContents> UrlFilterFront::ParseFile(
-    absl::string_view bytes, uint64_t store_tag, uint64_t* hint) {
+absl::StatusOr<UrlFilterFront::FileContents> UrlFilterFront::ParseFile(absl::string_view bytes,
+                                                                       uint64_t store_tag,
+                                                                       uint64_t* hint) {
   *hint = 0;
   if (bytes.empty()) return absl::DataLossError("empty filter file");
   // How many segments follow, where they start, and the first one's rate
@@ -72,29 +72,29 @@ absl::StatusOr<UrlFilterFront::FileContents> UrlFilterFront::ParseFile(
   absl::string_view rest = bytes;
   if (absl::StartsWith(bytes, kFileMagic)) {
     if (bytes.size() < kFileHeaderBytes) {
-      return absl::DataLossError(absl::StrCat("filter file of ", bytes.size(),
-                                              " bytes, shorter than its header"));
+      return absl::DataLossError(
+          absl::StrCat("filter file of ", bytes.size(), " bytes, shorter than its header"));
     }
     if (DecodeFixed64LE(bytes.data() + 32) != StableHash64(bytes.substr(0, 32), kFileHeaderSeed)) {
       return absl::DataLossError("filter file header checksum mismatch");
     }
     const uint64_t version = DecodeFixed32LE(bytes.data() + 8);
     if (version != kFileVersion) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "filter file version ", version, ", this build reads ", kFileVersion));
+      return absl::FailedPreconditionError(
+          absl::StrCat("filter file version ", version, ", this build reads ", kFileVersion));
     }
     want_segments = DecodeFixed32LE(bytes.data() + 12);
     const uint64_t file_bytes = DecodeFixed64LE(bytes.data() + 16);
     if (want_segments == 0) return absl::DataLossError("filter file of 0 segments");
     if (file_bytes != bytes.size()) {
-      return absl::DataLossError(absl::StrCat("filter file of ", bytes.size(),
-                                              " bytes, its header says ", file_bytes));
+      return absl::DataLossError(
+          absl::StrCat("filter file of ", bytes.size(), " bytes, its header says ", file_bytes));
     }
     const uint64_t rate_bits = DecodeFixed64LE(bytes.data() + 24);
     std::memcpy(&first_rate, &rate_bits, sizeof(first_rate));
     if (!(first_rate > 0 && first_rate <= 0.5)) {
-      return absl::DataLossError(absl::StrCat("filter file's first segment rate ", first_rate,
-                                              " is outside (0, 0.5]"));
+      return absl::DataLossError(
+          absl::StrCat("filter file's first segment rate ", first_rate, " is outside (0, 0.5]"));
     }
     rest.remove_prefix(kFileHeaderBytes);
   } else if (!absl::StartsWith(bytes, kBloomMagic)) {
@@ -129,9 +129,9 @@ absl::StatusOr<UrlFilterFront::FileContents> UrlFilterFront::ParseFile(
   }
   for (const BloomFilter::Header& h : headers) {
     if (h.user_tag != store_tag) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "stale filter file (written at store state ", h.user_tag,
-          ", the store is at ", store_tag, ": the process did not stop cleanly)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("stale filter file (written at store state ", h.user_tag,
+                       ", the store is at ", store_tag, ": the process did not stop cleanly)"));
     }
   }
   FileContents chain;
@@ -153,8 +153,7 @@ namespace {
 // LoadFilterFile is ParseFile of the file at `file`; NotFound when there is
 // none.
 absl::StatusOr<UrlFilterFront::FileContents> LoadFilterFile(const std::string& file,
-                                                            uint64_t store_tag,
-                                                            uint64_t* hint) {
+                                                            uint64_t store_tag, uint64_t* hint) {
   *hint = 0;
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) return absl::NotFoundError("no filter file");
@@ -165,8 +164,7 @@ absl::StatusOr<UrlFilterFront::FileContents> LoadFilterFile(const std::string& f
 
 }  // namespace
 
-UrlFilterFront::UrlFilterFront(const UrlFilterOptions& options, ScanFn scan,
-                               std::string file)
+UrlFilterFront::UrlFilterFront(const UrlFilterOptions& options, ScanFn scan, std::string file)
     : options_(options), scan_(std::move(scan)), file_(std::move(file)) {}
 
 UrlFilterFront::~UrlFilterFront() { StopRebuilds(); }
@@ -176,8 +174,8 @@ UrlFilterFront::Segment UrlFilterFront::NewSegment(uint64_t design_keys, double 
   const double bits_per_key = BloomFilter::BitsPerKeyFor(rate);
   const uint64_t blocks =
       first && options_.memory_budget_bytes > 0
-          ? std::clamp<uint64_t>(options_.memory_budget_bytes / (BloomFilter::kBlockBits / 8),
-                                 1, BloomFilter::kMaxBlocks)
+          ? std::clamp<uint64_t>(options_.memory_budget_bytes / (BloomFilter::kBlockBits / 8), 1,
+                                 BloomFilter::kMaxBlocks)
           : BloomFilter::BlocksFor(std::max<uint64_t>(design_keys, 1), bits_per_key);
   Segment seg;
   seg.filter = std::make_shared<BloomFilter>(blocks, BloomFilter::OptimalProbes(bits_per_key));
@@ -228,8 +226,7 @@ void UrlFilterFront::StartRebuildLocked(uint64_t design_keys) {
     rebuild_thread_.join();
   }
   auto chain = std::make_shared<Chain>();
-  chain->segments.push_back(
-      NewSegment(design_keys, options_.false_positive_rate, /*first=*/true));
+  chain->segments.push_back(NewSegment(design_keys, options_.false_positive_rate, /*first=*/true));
   building_ = std::move(chain);
   building_newest_keys_ = 0;
   rebuild_thread_ = std::thread([this] { RunRebuild(); });
@@ -283,9 +280,9 @@ void UrlFilterFront::AddScanned(absl::Span<const uint64_t> key_hashes) {
       if (building_ == nullptr) return;
       const uint64_t design = building_->segments.back().design_keys;
       const uint64_t keys = building_newest_keys_.load(std::memory_order_relaxed);
-      const size_t room = keys < design ? static_cast<size_t>(std::min<uint64_t>(
-                                              design - keys, key_hashes.size()))
-                                        : 0;
+      const size_t room =
+          keys < design ? static_cast<size_t>(std::min<uint64_t>(design - keys, key_hashes.size()))
+                        : 0;
       if (room == 0) {
         full = building_;
       } else {
@@ -401,9 +398,8 @@ absl::Status UrlFilterFront::Persist(uint64_t store_tag) {
   const std::string tmp = file_ + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return file_io::ErrnoStatus(errno, tmp, "create URL filter file");
-  int err = file_io::WriteAll(
-      fd, EncodeFileHeader(static_cast<uint32_t>(chain->segments.size()), file_bytes,
-                           chain->segments.front().rate));
+  int err = file_io::WriteAll(fd, EncodeFileHeader(static_cast<uint32_t>(chain->segments.size()),
+                                                   file_bytes, chain->segments.front().rate));
   // Then the segments, oldest first, each in BloomFilter's serialized form
   // with its own key count and the store's tag.
   for (size_t i = 0; i < chain->segments.size() && err == 0; ++i) {
@@ -459,13 +455,12 @@ UrlFilterFront::Stats UrlFilterFront::stats() const {
     double pass_none = 1;  // the chance a new key passes no segment
     for (size_t i = 0; i < active->segments.size(); ++i) {
       const Segment& seg = active->segments[i];
-      const uint64_t keys =
-          i < active->sealed_keys.size() ? active->sealed_keys[i] : newest_keys;
+      const uint64_t keys = i < active->sealed_keys.size() ? active->sealed_keys[i] : newest_keys;
       st.keys += keys;
       st.design_keys += seg.design_keys;
       st.memory_bytes += seg.filter->memory_bytes();
-      pass_none *= 1 - BloomFilter::BlockedFalsePositiveRate(
-                           keys, seg.filter->num_blocks(), seg.filter->num_probes());
+      pass_none *= 1 - BloomFilter::BlockedFalsePositiveRate(keys, seg.filter->num_blocks(),
+                                                             seg.filter->num_probes());
     }
     st.segments = active->segments.size();
     st.estimated_false_positive_rate = 1 - pass_none;

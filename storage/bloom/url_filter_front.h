@@ -86,9 +86,8 @@ class UrlFilterFront {
   // ScanFn emits every stored URL key, from a consistent view of the store
   // taken after the call begins, and returns OK; it stops early (returning
   // Cancelled) once `cancel` is set. Called on the rebuild thread.
-  using ScanFn = std::function<absl::Status(
-      const std::function<void(absl::string_view key)>& emit,
-      const std::atomic<bool>& cancel)>;
+  using ScanFn = std::function<absl::Status(const std::function<void(absl::string_view key)>& emit,
+                                            const std::atomic<bool>& cancel)>;
 
   // `file` is where Persist writes the filter and Start looks for it.
   UrlFilterFront(const UrlFilterOptions& options, ScanFn scan, std::string file);
@@ -176,14 +175,11 @@ class UrlFilterFront {
   // The 40-byte file header for `segments` segments in a file of
   // `file_bytes` bytes whose first segment was built at `first_rate` (what
   // Persist writes before the segments).
-  static std::string EncodeFileHeader(uint32_t segments, uint64_t file_bytes,
-                                      double first_rate);
+  static std::string EncodeFileHeader(uint32_t segments, uint64_t file_bytes, double first_rate);
   static constexpr size_t kFileHeaderBytes = 40;
 
   // KeyHash is BloomFilter::KeyHash of a stored key (its encoded bytes).
-  static uint64_t KeyHash(absl::string_view key) {
-    return BloomFilter::KeyHash(key);
-  }
+  static uint64_t KeyHash(absl::string_view key) { return BloomFilter::KeyHash(key); }
 
   // Inserted records keys just written to the store (their hashes), in the
   // newest segment (and in a filter being rebuilt); may add a segment.
@@ -213,19 +209,19 @@ class UrlFilterFront {
 
   struct Stats {
     bool enabled = false;
-    bool ready = false;            // a filter answers
-    bool rebuilding = false;       // a rebuild runs
-    uint64_t rebuilds = 0;         // rebuilds finished by this process
-    std::string load_result;       // what Start did: "loaded", "rebuilding: <why>"
-    uint64_t keys = 0;             // keys in the answering filter (approx.)
-    uint64_t design_keys = 0;      // the sum of its segments' design sizes
-    uint64_t segments = 0;         // its segments
-    uint64_t memory_bytes = 0;     // its bit arrays (plus one being built)
+    bool ready = false;         // a filter answers
+    bool rebuilding = false;    // a rebuild runs
+    uint64_t rebuilds = 0;      // rebuilds finished by this process
+    std::string load_result;    // what Start did: "loaded", "rebuilding: <why>"
+    uint64_t keys = 0;          // keys in the answering filter (approx.)
+    uint64_t design_keys = 0;   // the sum of its segments' design sizes
+    uint64_t segments = 0;      // its segments
+    uint64_t memory_bytes = 0;  // its bit arrays (plus one being built)
     // The chance that a never-stored key passes some segment, each at its
     // key count: 1 - prod(1 - rate_i).
     double estimated_false_positive_rate = 0;
-    uint64_t keys_skipped = 0;     // store reads skipped (definitely absent)
-    uint64_t keys_read = 0;        // keys read from the store
+    uint64_t keys_skipped = 0;  // store reads skipped (definitely absent)
+    uint64_t keys_read = 0;     // keys read from the store
     absl::Duration last_rebuild_time;
   };
   Stats stats() const;
@@ -245,8 +241,7 @@ class UrlFilterFront {
   // Inserts `key_hashes` into the newest segment of `which`'s chain (when
   // it exists); returns that chain when the segment passed its design size
   // (the caller then calls Grow without the lock), else null.
-  std::shared_ptr<const Chain> InsertLocked(Which which,
-                                            absl::Span<const uint64_t> key_hashes)
+  std::shared_ptr<const Chain> InsertLocked(Which which, absl::Span<const uint64_t> key_hashes)
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // The chain of `which`, and the key count of its newest segment.
   std::shared_ptr<const Chain>& ChainOf(Which which) ABSL_SHARED_LOCKS_REQUIRED(mu_) {

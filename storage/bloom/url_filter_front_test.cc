@@ -20,14 +20,14 @@
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "absl/types/span.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
+#include "absl/types/span.h"
+#include "common/file_io.h"
 #include "core/index/bloom_filter.h"
 #include "core/text/stable_hash.h"
-#include "common/file_io.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "storage/testing/test_temp_dir.h"
 #include "tests/testing/status_matchers.h"
 
@@ -498,8 +498,7 @@ TEST_F(UrlFilterFrontTest, EverySegmentIsPersistedAndCheckedAtLoad) {
        FileHeader(3, seg1 + 10) + body.substr(0, seg1 + 10 - 40), "segment 1: "},
       {"one segment fewer in the header", FileHeader(2, bytes.size()) + body,
        "after the last of 2 segments"},
-      {"cut inside segment 2's bit array", bytes.substr(0, bytes.size() - 64),
-       "its header says"},
+      {"cut inside segment 2's bit array", bytes.substr(0, bytes.size() - 64), "its header says"},
       {"trailing bytes", bytes + std::string(10, '\0'), "its header says"},
       {"header checksum", FileHeader(3, bytes.size()).substr(0, 32) + std::string(8, 'x') + body,
        "header checksum"},

@@ -14,14 +14,14 @@ class MemoryChunkStore::Reader final : public ChunkStateReader {
  public:
   explicit Reader(MemoryChunkStore* s) : s_(s) {}
 
-  absl::StatusOr<std::optional<ChunkManifest>> GetManifest(
-      absl::string_view url) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  absl::StatusOr<std::optional<ChunkManifest>> GetManifest(absl::string_view url) override
+      ABSL_NO_THREAD_SAFETY_ANALYSIS {
     auto it = s_->manifests_.find(url);
     if (it == s_->manifests_.end()) return std::nullopt;
     return it->second;
   }
-  absl::StatusOr<std::optional<ChunkTextRecord>> GetText(
-      const Sha256Digest& sha) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  absl::StatusOr<std::optional<ChunkTextRecord>> GetText(const Sha256Digest& sha) override
+      ABSL_NO_THREAD_SAFETY_ANALYSIS {
     auto it = s_->texts_.find(DigestKey(sha));
     if (it == s_->texts_.end()) return std::nullopt;
     return it->second;
@@ -37,8 +37,8 @@ class MemoryChunkStore::Reader final : public ChunkStateReader {
     }
     return out;
   }
-  std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance,
-                                             size_t limit, size_t* total) override {
+  std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance, size_t limit,
+                                             size_t* total) override {
     return s_->index_.Query(simhash, max_distance, limit, total);
   }
   absl::StatusOr<FingerprintRecord> GetTextFingerprint(uint32_t id) override
@@ -70,8 +70,8 @@ MemoryChunkStore::MemoryChunkStore(int max_near_distance, int index_blocks)
 
 int MemoryChunkStore::max_near_distance() const { return index_.max_distance(); }
 
-absl::Status MemoryChunkStore::CheckChunks(const ChunkDocument& doc, bool claim,
-                                           absl::Time now, ChunkAnswer* answer) {
+absl::Status MemoryChunkStore::CheckChunks(const ChunkDocument& doc, bool claim, absl::Time now,
+                                           ChunkAnswer* answer) {
   *answer = ChunkAnswer{};
   if (absl::Status s = CheckChunkDocument(doc, max_near_distance()); !s.ok()) {
     return s;

@@ -22,8 +22,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "core/index/simhash_index.h"
-#include "storage/plan/chunk_planner.h"
 #include "storage/chunk_store.h"
+#include "storage/plan/chunk_planner.h"
 
 namespace dedupd {
 
@@ -49,8 +49,7 @@ class MemoryChunkStore final : public ChunkStore {
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, ChunkManifest> manifests_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, ChunkTextRecord> texts_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, absl::btree_set<ChunkHolder>> holders_
-      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, absl::btree_set<ChunkHolder>> holders_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint32_t, FingerprintRecord> fingerprints_ ABSL_GUARDED_BY(mu_);
   uint32_t next_text_id_ ABSL_GUARDED_BY(mu_) = 0;
 };

@@ -17,14 +17,13 @@ class MemoryChunkHarness : public ChunkStoreHarness {
   MemoryChunkStore store_{3};
 };
 
-INSTANTIATE_TEST_SUITE_P(
-    Memory, ChunkStoreConformanceTest,
-    ::testing::Values(ChunkStoreBackend{
-        "Memory",
-        []() -> absl::StatusOr<std::unique_ptr<ChunkStoreHarness>> {
-          return std::make_unique<MemoryChunkHarness>();
-        }}),
-    ChunkStoreBackendName);
+INSTANTIATE_TEST_SUITE_P(Memory, ChunkStoreConformanceTest,
+                         ::testing::Values(ChunkStoreBackend{
+                             "Memory",
+                             []() -> absl::StatusOr<std::unique_ptr<ChunkStoreHarness>> {
+                               return std::make_unique<MemoryChunkHarness>();
+                             }}),
+                         ChunkStoreBackendName);
 
 }  // namespace
 }  // namespace dedupd::testing

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <limits>
-#include <utility>
 #include <optional>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "storage/plan/forget_planner.h"
@@ -16,14 +16,14 @@ class MemoryContentStore::Reader final : public ContentStateReader {
  public:
   explicit Reader(MemoryContentStore* s) : s_(s) {}
 
-  absl::StatusOr<std::optional<ContentRecord>> GetContent(
-      const Sha256Digest& sha) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  absl::StatusOr<std::optional<ContentRecord>> GetContent(const Sha256Digest& sha) override
+      ABSL_NO_THREAD_SAFETY_ANALYSIS {
     auto it = s_->contents_.find(DigestKey(sha));
     if (it == s_->contents_.end()) return std::nullopt;
     return it->second;
   }
-  absl::StatusOr<bool> HasAlias(const Sha256Digest& sha, absl::string_view url)
-      override ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  absl::StatusOr<bool> HasAlias(const Sha256Digest& sha,
+                                absl::string_view url) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
     auto it = s_->aliases_.find(DigestKey(sha));
     return it != s_->aliases_.end() && it->second.contains(url);
   }
@@ -38,8 +38,8 @@ class MemoryContentStore::Reader final : public ContentStateReader {
     }
     return out;
   }
-  absl::StatusOr<std::optional<FetchRecord>> GetFetch(absl::string_view url)
-      override ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  absl::StatusOr<std::optional<FetchRecord>> GetFetch(absl::string_view url) override
+      ABSL_NO_THREAD_SAFETY_ANALYSIS {
     auto it = s_->fetches_.find(url);
     if (it == s_->fetches_.end()) return std::nullopt;
     return it->second;
@@ -51,8 +51,8 @@ class MemoryContentStore::Reader final : public ContentStateReader {
     if (!st.ok()) return st;
     return found[0].has_value();
   }
-  std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance,
-                                             size_t limit, size_t* total) override {
+  std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance, size_t limit,
+                                             size_t* total) override {
     return s_->index_.Query(simhash, max_distance, limit, total);
   }
   absl::StatusOr<FingerprintRecord> GetFingerprint(uint32_t doc_id) override
@@ -77,16 +77,15 @@ class MemoryContentStore::Reader final : public ContentStateReader {
   size_t allocated_ = 0;
 };
 
-MemoryContentStore::MemoryContentStore(MemoryUrlStore* urls,
-                                       int max_near_distance,
+MemoryContentStore::MemoryContentStore(MemoryUrlStore* urls, int max_near_distance,
                                        int index_blocks)
     : urls_(urls), index_(max_near_distance, index_blocks) {}
 
 int MemoryContentStore::max_near_distance() const { return index_.max_distance(); }
 
-absl::Status MemoryContentStore::CheckContent(
-    absl::Span<const ContentDoc> docs, bool claim, const ContentLimits& limits,
-    absl::Time now, std::vector<ContentOutcome>* outcomes) {
+absl::Status MemoryContentStore::CheckContent(absl::Span<const ContentDoc> docs, bool claim,
+                                              const ContentLimits& limits, absl::Time now,
+                                              std::vector<ContentOutcome>* outcomes) {
   outcomes->clear();
   if (absl::Status s = CheckContentDocs(docs, max_near_distance()); !s.ok()) {
     return s;

@@ -27,9 +27,9 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "core/index/simhash_index.h"
-#include "storage/plan/content_planner.h"
 #include "storage/content_store.h"
 #include "storage/memory/memory_url_store.h"
+#include "storage/plan/content_planner.h"
 
 namespace dedupd {
 
@@ -55,8 +55,7 @@ class MemoryContentStore final : public ContentStore {
   // (when not null); this store holds no chunks, so the chunk fields of the
   // result stay zero. Errors: InvalidArgument for an empty URL.
   // Complexity: O(texts) (a scan of every text and alias list).
-  absl::StatusOr<ForgetResult> Forget(const std::string& normalized_url,
-                                      absl::Time now) override;
+  absl::StatusOr<ForgetResult> Forget(const std::string& normalized_url, absl::Time now) override;
 
  private:
   class Reader;
@@ -66,8 +65,7 @@ class MemoryContentStore final : public ContentStore {
   SimHashIndex index_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, ContentRecord> contents_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, absl::btree_set<std::string>> aliases_
-      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, absl::btree_set<std::string>> aliases_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, FetchRecord> fetches_ ABSL_GUARDED_BY(mu_);
   std::vector<FingerprintRecord> fingerprints_ ABSL_GUARDED_BY(mu_);  // by doc id
   // When each alias was added, by (text, alias URL): Forget's promotion

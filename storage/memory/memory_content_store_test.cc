@@ -3,8 +3,8 @@
 #include <memory>
 
 #include "gtest/gtest.h"
-#include "storage/testing/content_store_conformance.h"
 #include "storage/memory/memory_url_store.h"
+#include "storage/testing/content_store_conformance.h"
 
 namespace dedupd::testing {
 namespace {
@@ -19,14 +19,13 @@ class MemoryContentHarness : public ContentStoreHarness {
   MemoryContentStore content_{&urls_, 3};
 };
 
-INSTANTIATE_TEST_SUITE_P(
-    Memory, ContentStoreConformanceTest,
-    ::testing::Values(ContentStoreBackend{
-        "Memory",
-        []() -> absl::StatusOr<std::unique_ptr<ContentStoreHarness>> {
-          return std::make_unique<MemoryContentHarness>();
-        }}),
-    ContentStoreBackendName);
+INSTANTIATE_TEST_SUITE_P(Memory, ContentStoreConformanceTest,
+                         ::testing::Values(ContentStoreBackend{
+                             "Memory",
+                             []() -> absl::StatusOr<std::unique_ptr<ContentStoreHarness>> {
+                               return std::make_unique<MemoryContentHarness>();
+                             }}),
+                         ContentStoreBackendName);
 
 }  // namespace
 }  // namespace dedupd::testing

@@ -5,14 +5,11 @@ namespace {
 
 // The same precision as the durable backends, so that tests written
 // against this fake hold for them too.
-absl::Time TruncateToMicros(absl::Time t) {
-  return absl::FromUnixMicros(absl::ToUnixMicros(t));
-}
+absl::Time TruncateToMicros(absl::Time t) { return absl::FromUnixMicros(absl::ToUnixMicros(t)); }
 
 }  // namespace
 
-absl::Status MemoryUrlStore::ClaimUrls(absl::Span<const std::string> keys,
-                                       absl::Time now,
+absl::Status MemoryUrlStore::ClaimUrls(absl::Span<const std::string> keys, absl::Time now,
                                        std::vector<UrlClaim>* results) {
   results->assign(keys.size(), UrlClaim{});
   if (absl::Status s = CheckUrlKeys(keys); !s.ok()) return s;
@@ -26,9 +23,8 @@ absl::Status MemoryUrlStore::ClaimUrls(absl::Span<const std::string> keys,
   return absl::OkStatus();
 }
 
-absl::Status MemoryUrlStore::LookupUrls(
-    absl::Span<const std::string> keys,
-    std::vector<std::optional<absl::Time>>* results) {
+absl::Status MemoryUrlStore::LookupUrls(absl::Span<const std::string> keys,
+                                        std::vector<std::optional<absl::Time>>* results) {
   results->assign(keys.size(), std::nullopt);
   if (absl::Status s = CheckUrlKeys(keys); !s.ok()) return s;
   absl::ReaderMutexLock lock(&mu_);

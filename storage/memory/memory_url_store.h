@@ -42,9 +42,8 @@ class MemoryUrlStore final : public UrlStore {
                          std::vector<UrlClaim>* results) override;
 
   // See UrlStore. Errors: InvalidArgument when a key is empty.
-  absl::Status LookupUrls(
-      absl::Span<const std::string> keys,
-      std::vector<std::optional<absl::Time>>* results) override;
+  absl::Status LookupUrls(absl::Span<const std::string> keys,
+                          std::vector<std::optional<absl::Time>>* results) override;
 
   // Erase removes `key` (LookupUrls misses it, a claim is new again);
   // returns whether it was recorded. For MemoryContentStore::Forget.

@@ -20,20 +20,18 @@ class MemoryHarness : public UrlStoreHarness {
   MemoryUrlStore store_;
 };
 
-INSTANTIATE_TEST_SUITE_P(
-    Memory, UrlStoreConformanceTest,
-    ::testing::Values(UrlStoreBackend{
-        "Memory",
-        []() -> absl::StatusOr<std::unique_ptr<UrlStoreHarness>> {
-          return std::make_unique<MemoryHarness>();
-        }}),
-    UrlStoreBackendName);
+INSTANTIATE_TEST_SUITE_P(Memory, UrlStoreConformanceTest,
+                         ::testing::Values(UrlStoreBackend{
+                             "Memory",
+                             []() -> absl::StatusOr<std::unique_ptr<UrlStoreHarness>> {
+                               return std::make_unique<MemoryHarness>();
+                             }}),
+                         UrlStoreBackendName);
 
 TEST(MemoryUrlStoreTest, SizeCountsDistinctKeys) {
   MemoryUrlStore store;
   std::vector<UrlClaim> out;
-  ASSERT_THAT(store.ClaimUrls({"a", "b", "a"}, absl::UnixEpoch(), &out),
-              IsOk());
+  ASSERT_THAT(store.ClaimUrls({"a", "b", "a"}, absl::UnixEpoch(), &out), IsOk());
   EXPECT_EQ(store.size(), 2u);
 }
 

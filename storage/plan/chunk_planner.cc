@@ -6,8 +6,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "core/text/simhash.h"
 #include "common/status_macros.h"
+#include "core/text/simhash.h"
 
 namespace dedupd {
 
@@ -26,14 +26,13 @@ absl::Status CheckChunkDocument(const ChunkDocument& doc, int max_near_distance)
       return absl::InvalidArgumentError(absl::StrCat("chunk ", i, ": chunk id is empty"));
     }
     if (c.max_distance < -1 || c.max_distance > max_near_distance) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("chunk ", i, ": max_distance ", c.max_distance,
-                       " is outside [-1, ", max_near_distance, "]"));
+      return absl::InvalidArgumentError(absl::StrCat("chunk ", i, ": max_distance ", c.max_distance,
+                                                     " is outside [-1, ", max_near_distance, "]"));
     }
     auto [it, inserted] = seen.emplace(c.chunk_id, i);
     if (!inserted) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "chunk ", i, ": chunk id \"", c.chunk_id, "\" repeats chunk ", it->second, "'s"));
+      return absl::InvalidArgumentError(absl::StrCat("chunk ", i, ": chunk id \"", c.chunk_id,
+                                                     "\" repeats chunk ", it->second, "'s"));
     }
   }
   return absl::OkStatus();
@@ -50,8 +49,7 @@ absl::StatusOr<std::vector<ChunkHolder>> ListAllHolders(ChunkStateReader* reader
     --limit;
     if (limit == 0) return out;
   }
-  DEDUPD_ASSIGN_OR_RETURN(std::vector<ChunkHolder> records,
-                          reader->ListHolders(sha256, limit));
+  DEDUPD_ASSIGN_OR_RETURN(std::vector<ChunkHolder> records, reader->ListHolders(sha256, limit));
   for (ChunkHolder& h : records) out.push_back(std::move(h));
   return out;
 }
@@ -103,8 +101,7 @@ struct TextState {
 
 class Planner {
  public:
-  Planner(const ChunkDocument& doc, ChunkStateReader* reader)
-      : doc_(doc), reader_(reader) {}
+  Planner(const ChunkDocument& doc, ChunkStateReader* reader) : doc_(doc), reader_(reader) {}
 
   // The pointer is valid until the next call of Text or OldestOther.
   absl::StatusOr<TextState*> Text(const Sha256Digest& sha) {
@@ -141,9 +138,9 @@ class Planner {
       }
     }
     if (!t->oldest_other.has_value()) {
-      return absl::DataLossError(absl::StrCat(
-          "chunk text ", Sha256Hex(sha), " counts ", t->record->holders,
-          " holders but none outside ", doc_.document_url, " is stored"));
+      return absl::DataLossError(absl::StrCat("chunk text ", Sha256Hex(sha), " counts ",
+                                              t->record->holders, " holders but none outside ",
+                                              doc_.document_url, " is stored"));
     }
     return t->oldest_other;
   }
@@ -177,9 +174,8 @@ absl::Status PlanTextHolders(const Sha256Digest& sha,
                              ChunkMutations* mut) {
   if (!was_record.has_value()) {
     if (!gone.empty()) {
-      return absl::DataLossError(absl::StrCat(
-          "document ", document_url, " holds chunk text ", Sha256Hex(sha),
-          " which has no text record"));
+      return absl::DataLossError(absl::StrCat("document ", document_url, " holds chunk text ",
+                                              Sha256Hex(sha), " which has no text record"));
     }
     // A new text: its oldest holder is the owner, the others get records.
     DEDUPD_ASSIGN_OR_RETURN(uint32_t id, reader->AllocateTextId());
@@ -191,13 +187,13 @@ absl::Status PlanTextHolders(const Sha256Digest& sha,
   }
   const ChunkTextRecord& was = *was_record;
   if (was.holders < gone.size()) {
-    return absl::DataLossError(absl::StrCat(
-        "chunk text ", Sha256Hex(sha), " counts ", was.holders,
-        " holders but document ", document_url, " alone held ", gone.size()));
+    return absl::DataLossError(absl::StrCat("chunk text ", Sha256Hex(sha), " counts ", was.holders,
+                                            " holders but document ", document_url, " alone held ",
+                                            gone.size()));
   }
   const uint64_t count = was.holders - gone.size() + come.size();
-  const bool owner_gone = was.owner.has_value() &&
-                          std::binary_search(gone.begin(), gone.end(), *was.owner);
+  const bool owner_gone =
+      was.owner.has_value() && std::binary_search(gone.begin(), gone.end(), *was.owner);
   size_t gone_records = 0;  // the removed holders that have records
   for (const ChunkHolder& h : gone) {
     if (owner_gone && h == *was.owner) continue;
@@ -230,8 +226,7 @@ absl::Status PlanTextHolders(const Sha256Digest& sha,
     if (!owner.has_value()) {
       return absl::DataLossError(absl::StrCat(
           "chunk text ", Sha256Hex(sha), " counts ", was.holders,
-          " holders but none stays after document ", document_url,
-          " drops its ", gone.size()));
+          " holders but none stays after document ", document_url, " drops its ", gone.size()));
     }
   }
   if (!come.empty() && (!owner.has_value() || come.front() < *owner)) {
@@ -306,8 +301,7 @@ absl::StatusOr<std::optional<Candidate>> ExactCandidate(const ChunkDocument& doc
                                                         FirstWithText* first_with_text) {
   const ChunkInput& chunk = doc.chunks[i];
   std::optional<Candidate> exact;
-  DEDUPD_ASSIGN_OR_RETURN(std::optional<ChunkHolder> other,
-                          planner->OldestOther(chunk.sha256));
+  DEDUPD_ASSIGN_OR_RETURN(std::optional<ChunkHolder> other, planner->OldestOther(chunk.sha256));
   if (other.has_value() && !ages->carried[i] && ages->added[i] <= other->added) {
     // The clocks of concurrent calls can disagree: a call that took `now`
     // earlier may record after another. A new holder is recorded as
@@ -316,14 +310,19 @@ absl::StatusOr<std::optional<Candidate>> ExactCandidate(const ChunkDocument& doc
     ages->added[i] = other->added + absl::Microseconds(1);
   }
   if (other.has_value()) {
-    exact = Candidate{0, other->added, other->added, -1, other->document_url,
-                      other->chunk_id, chunk.simhash};
+    exact = Candidate{
+        0, other->added, other->added, -1, other->document_url, other->chunk_id, chunk.simhash};
   }
   auto earlier = first_with_text->find(chunk.sha256);
   if (earlier != first_with_text->end()) {
     const size_t j = earlier->second;
-    Candidate own{0, ages->added[j], ages->rank[j], static_cast<int>(j), doc.document_url,
-                  doc.chunks[j].chunk_id, chunk.simhash};
+    Candidate own{0,
+                  ages->added[j],
+                  ages->rank[j],
+                  static_cast<int>(j),
+                  doc.document_url,
+                  doc.chunks[j].chunk_id,
+                  chunk.simhash};
     if (!exact.has_value() || own.Before(*exact)) exact = std::move(own);
   } else {
     first_with_text->emplace(chunk.sha256, i);
@@ -337,8 +336,7 @@ absl::StatusOr<std::optional<Candidate>> ExactCandidate(const ChunkDocument& doc
 absl::StatusOr<std::optional<Candidate>> NearCandidate(const ChunkDocument& doc, size_t i,
                                                        const ChunkAges& ages,
                                                        const FirstWithText& first_with_text,
-                                                       Planner* planner,
-                                                       ChunkStateReader* reader) {
+                                                       Planner* planner, ChunkStateReader* reader) {
   const ChunkInput& chunk = doc.chunks[i];
   std::optional<Candidate> near;
   size_t total = 0;
@@ -350,11 +348,10 @@ absl::StatusOr<std::optional<Candidate>> NearCandidate(const ChunkDocument& doc,
       if (near.has_value() && m.distance > near->distance) break;
       DEDUPD_ASSIGN_OR_RETURN(FingerprintRecord fp, reader->GetTextFingerprint(m.id));
       if (fp.sha256 == chunk.sha256) continue;  // only this document's
-      DEDUPD_ASSIGN_OR_RETURN(std::optional<ChunkHolder> holder,
-                              planner->OldestOther(fp.sha256));
+      DEDUPD_ASSIGN_OR_RETURN(std::optional<ChunkHolder> holder, planner->OldestOther(fp.sha256));
       if (!holder.has_value()) continue;
-      Candidate c{m.distance, holder->added, holder->added, -1, holder->document_url,
-                  holder->chunk_id, m.fingerprint};
+      Candidate c{m.distance,           holder->added,    holder->added, -1,
+                  holder->document_url, holder->chunk_id, m.fingerprint};
       if (!near.has_value() || c.Before(*near)) near = std::move(c);
     }
     if (total <= limit) break;
@@ -364,8 +361,13 @@ absl::StatusOr<std::optional<Candidate>> NearCandidate(const ChunkDocument& doc,
     if (j >= i) continue;
     const int d = HammingDistance(chunk.simhash, doc.chunks[j].simhash);
     if (d > chunk.max_distance || doc.chunks[j].sha256 == chunk.sha256) continue;
-    Candidate c{d, ages.added[j], ages.rank[j], static_cast<int>(j), doc.document_url,
-                doc.chunks[j].chunk_id, doc.chunks[j].simhash};
+    Candidate c{d,
+                ages.added[j],
+                ages.rank[j],
+                static_cast<int>(j),
+                doc.document_url,
+                doc.chunks[j].chunk_id,
+                doc.chunks[j].simhash};
     if (!near.has_value() || c.Before(*near)) near = std::move(c);
   }
   return near;
@@ -403,8 +405,7 @@ absl::Status AnswerChunks(const ChunkDocument& doc, bool claim, Planner* planner
     // document owns it, whatever is near it.
     std::optional<Candidate> near;
     if (!exact.has_value() && chunk.max_distance >= 0) {
-      DEDUPD_ASSIGN_OR_RETURN(
-          near, NearCandidate(doc, i, *ages, first_with_text, planner, reader));
+      DEDUPD_ASSIGN_OR_RETURN(near, NearCandidate(doc, i, *ages, first_with_text, planner, reader));
     }
     if (near.has_value()) {
       SetDuplicate(ChunkVerdict::kNearDuplicate, *near, &out);
@@ -465,10 +466,9 @@ absl::Status PlanReplacement(const ChunkDocument& doc, const std::optional<Chunk
   auto r_it = removed.begin();
   auto a_it = added_holders.begin();
   while (r_it != removed.end() || a_it != added_holders.end()) {
-    const Sha256Digest sha =
-        r_it == removed.end() ? a_it->first
-        : a_it == added_holders.end() ? r_it->first
-                                      : std::min(r_it->first, a_it->first);
+    const Sha256Digest sha = r_it == removed.end()         ? a_it->first
+                             : a_it == added_holders.end() ? r_it->first
+                                                           : std::min(r_it->first, a_it->first);
     std::vector<ChunkHolder> gone;  // this text's removed holders, oldest first
     for (; r_it != removed.end() && r_it->first == sha; ++r_it) gone.push_back(r_it->second);
     std::vector<ChunkHolder> come;  // its added ones, oldest first
@@ -486,17 +486,16 @@ absl::Status PlanReplacement(const ChunkDocument& doc, const std::optional<Chunk
 
 }  // namespace
 
-absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim,
-                               absl::Time now, ChunkStateReader* reader,
-                               ChunkPlan* plan) {
+absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim, absl::Time now,
+                               ChunkStateReader* reader, ChunkPlan* plan) {
   DEDUPD_ASSIGN_OR_RETURN(std::optional<ChunkManifest> stored,
                           reader->GetManifest(doc.document_url));
   return PlanChunkDocument(doc, claim, now, stored, reader, plan);
 }
 
 absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim, absl::Time now,
-                               const std::optional<ChunkManifest>& stored,
-                               ChunkStateReader* reader, ChunkPlan* plan) {
+                               const std::optional<ChunkManifest>& stored, ChunkStateReader* reader,
+                               ChunkPlan* plan) {
   const absl::Time t = absl::FromUnixMicros(absl::ToUnixMicros(now));
   plan->answer = ChunkAnswer{};
   plan->mutations = ChunkMutations{};

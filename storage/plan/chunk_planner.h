@@ -39,8 +39,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "core/text/sha256.h"
 #include "core/index/simhash_index.h"
+#include "core/text/sha256.h"
 #include "storage/chunk_store.h"
 #include "storage/plan/content_planner.h"
 
@@ -55,8 +55,7 @@ struct StoredChunk {
   absl::Time added;
 
   bool operator==(const StoredChunk& o) const {
-    return chunk_id == o.chunk_id && sha256 == o.sha256 &&
-           simhash == o.simhash && added == o.added;
+    return chunk_id == o.chunk_id && sha256 == o.sha256 && simhash == o.simhash && added == o.added;
   }
 };
 
@@ -74,12 +73,10 @@ struct ChunkHolder {
   std::string chunk_id;
 
   bool operator==(const ChunkHolder& o) const {
-    return added == o.added && document_url == o.document_url &&
-           chunk_id == o.chunk_id;
+    return added == o.added && document_url == o.document_url && chunk_id == o.chunk_id;
   }
   bool operator<(const ChunkHolder& o) const {
-    return std::tie(added, document_url, chunk_id) <
-           std::tie(o.added, o.document_url, o.chunk_id);
+    return std::tie(added, document_url, chunk_id) < std::tie(o.added, o.document_url, o.chunk_id);
   }
 };
 
@@ -96,8 +93,7 @@ struct ChunkTextRecord {
   std::optional<ChunkHolder> owner;
 
   bool operator==(const ChunkTextRecord& o) const {
-    return text_id == o.text_id && simhash == o.simhash && holders == o.holders &&
-           owner == o.owner;
+    return text_id == o.text_id && simhash == o.simhash && holders == o.holders && owner == o.owner;
   }
 };
 
@@ -108,17 +104,14 @@ class ChunkStateReader {
   virtual ~ChunkStateReader() = default;
   virtual absl::StatusOr<std::optional<ChunkManifest>> GetManifest(
       absl::string_view document_url) = 0;
-  virtual absl::StatusOr<std::optional<ChunkTextRecord>> GetText(
-      const Sha256Digest& sha256) = 0;
+  virtual absl::StatusOr<std::optional<ChunkTextRecord>> GetText(const Sha256Digest& sha256) = 0;
   // The first `limit` holder records of the text, oldest first (the text's
   // owner, when its record names one, is not among them).
-  virtual absl::StatusOr<std::vector<ChunkHolder>> ListHolders(
-      const Sha256Digest& sha256, size_t limit) = 0;
+  virtual absl::StatusOr<std::vector<ChunkHolder>> ListHolders(const Sha256Digest& sha256,
+                                                               size_t limit) = 0;
   // The chunk index's answer (see SimHashIndex::Query).
-  virtual std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash,
-                                                     int max_distance,
-                                                     size_t limit,
-                                                     size_t* total) = 0;
+  virtual std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance,
+                                                     size_t limit, size_t* total) = 0;
   // The fingerprint record of a text id the index returned. A backend whose
   // index is updated outside its read view (after the write, by other
   // calls) must not return such ids from QueryNear unless their records
@@ -149,9 +142,8 @@ struct ChunkMutations {
   std::vector<SimHashIndex::Entry> fingerprints_removed;
 
   bool empty() const {
-    return !manifest.has_value() && !delete_manifest &&
-           holders_removed.empty() && holders_added.empty() &&
-           texts_put.empty() && texts_deleted.empty();
+    return !manifest.has_value() && !delete_manifest && holders_removed.empty() &&
+           holders_added.empty() && texts_put.empty() && texts_deleted.empty();
   }
 };
 
@@ -181,16 +173,15 @@ std::vector<Sha256Digest> ChunkLockShas(const ChunkDocument& doc,
 // REQUIRES: CheckChunkDocument(doc, ...) is OK.
 // Errors: the reader's, unchanged; DataLoss for records that contradict
 // each other (an index entry without its text record).
-absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim,
-                               absl::Time now, ChunkStateReader* reader,
-                               ChunkPlan* plan);
+absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim, absl::Time now,
+                               ChunkStateReader* reader, ChunkPlan* plan);
 // The same, given the document's stored manifest (`stored`: what
 // reader->GetManifest(doc.document_url) returns), for a backend that read
 // it already (to know which texts to lock) and holds the document's lock,
 // so that it cannot have changed: the planner then does not read it again.
 absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim, absl::Time now,
-                               const std::optional<ChunkManifest>& stored,
-                               ChunkStateReader* reader, ChunkPlan* plan);
+                               const std::optional<ChunkManifest>& stored, ChunkStateReader* reader,
+                               ChunkPlan* plan);
 
 }  // namespace dedupd
 

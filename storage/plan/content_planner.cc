@@ -8,8 +8,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "core/text/simhash.h"
 #include "common/status_macros.h"
+#include "core/text/simhash.h"
 
 namespace dedupd {
 namespace {
@@ -67,8 +67,7 @@ class Overlay {
     aliases_[DigestKey(sha)].insert(url);
     out->aliases.push_back({sha, url, t});
   }
-  absl::StatusOr<std::vector<std::string>> ListAliases(const Sha256Digest& sha,
-                                                       bool stored_aliases,
+  absl::StatusOr<std::vector<std::string>> ListAliases(const Sha256Digest& sha, bool stored_aliases,
                                                        size_t limit) {
     std::vector<std::string> stored;
     if (stored_aliases && limit > 0) {
@@ -79,8 +78,8 @@ class Overlay {
     // The reader's list is the first `limit` stored aliases in byte order;
     // the first `limit` of its union with the batch's are the answer.
     std::vector<std::string> merged;
-    std::set_union(stored.begin(), stored.end(), it->second.begin(),
-                   it->second.end(), std::back_inserter(merged));
+    std::set_union(stored.begin(), stored.end(), it->second.begin(), it->second.end(),
+                   std::back_inserter(merged));
     if (merged.size() > limit) merged.resize(limit);
     return merged;
   }
@@ -96,8 +95,7 @@ class Overlay {
   }
 
   // Adds `url` to the seen-set unless it is there already.
-  absl::Status SeeUrl(const std::string& url, absl::Time t,
-                      ContentMutations* out) {
+  absl::Status SeeUrl(const std::string& url, absl::Time t, ContentMutations* out) {
     if (!urls_.insert(url).second) return absl::OkStatus();
     DEDUPD_ASSIGN_OR_RETURN(bool seen, reader_->HasUrl(url));
     if (!seen) out->urls.emplace_back(url, t);
@@ -127,13 +125,11 @@ class Overlay {
 // Fills outcome->near_matches / near_match_count from the index and the
 // batch's earlier texts.
 absl::Status FindNear(const ContentDoc& doc, const ContentLimits& limits,
-                      absl::Span<const BatchText> batch_texts,
-                      ContentStateReader* reader, Overlay* overlay,
-                      ContentOutcome* outcome) {
+                      absl::Span<const BatchText> batch_texts, ContentStateReader* reader,
+                      Overlay* overlay, ContentOutcome* outcome) {
   size_t total = 0;
-  std::vector<SimHashIndex::Match> indexed =
-      reader->QueryNear(doc.simhash, doc.max_distance,
-                        std::max<size_t>(limits.max_near_matches, 1), &total);
+  std::vector<SimHashIndex::Match> indexed = reader->QueryNear(
+      doc.simhash, doc.max_distance, std::max<size_t>(limits.max_near_matches, 1), &total);
   std::vector<Candidate> candidates;
   candidates.reserve(indexed.size() + batch_texts.size());
   for (const SimHashIndex::Match& m : indexed) {
@@ -150,24 +146,20 @@ absl::Status FindNear(const ContentDoc& doc, const ContentLimits& limits,
   outcome->near_match_count = total;
   // The nearest match names the owner even when none may be listed
   // (max_near_matches = 0).
-  const size_t resolve = std::min(candidates.size(),
-                                  std::max<size_t>(limits.max_near_matches, 1));
+  const size_t resolve = std::min(candidates.size(), std::max<size_t>(limits.max_near_matches, 1));
   for (size_t i = 0; i < resolve; ++i) {
     const Candidate& c = candidates[i];
-    DEDUPD_ASSIGN_OR_RETURN(std::optional<ContentRecord> record,
-                            overlay->GetContent(c.sha256));
+    DEDUPD_ASSIGN_OR_RETURN(std::optional<ContentRecord> record, overlay->GetContent(c.sha256));
     if (!record.has_value()) {
-      return absl::DataLossError(absl::StrCat(
-          "fingerprint ", c.doc_id, " names text ", Sha256Hex(c.sha256),
-          " which has no content record"));
+      return absl::DataLossError(absl::StrCat("fingerprint ", c.doc_id, " names text ",
+                                              Sha256Hex(c.sha256), " which has no content record"));
     }
     if (i == 0) {
       outcome->owner_url = record->owner_url;
       outcome->first_seen = record->first_seen;
     }
     if (i < limits.max_near_matches) {
-      outcome->near_matches.push_back(
-          {record->owner_url, c.simhash, c.distance, c.sha256});
+      outcome->near_matches.push_back({record->owner_url, c.simhash, c.distance, c.sha256});
     }
   }
   return absl::OkStatus();
@@ -191,17 +183,15 @@ absl::Status PlanContentBatch(absl::Span<const ContentDoc> docs, bool claim,
     const ContentDoc& doc = docs[i];
     ContentOutcome& out = plan->outcomes[i];
 
-    DEDUPD_ASSIGN_OR_RETURN(std::optional<FetchRecord> fetch,
-                            overlay.GetFetch(doc.fetched_url));
+    DEDUPD_ASSIGN_OR_RETURN(std::optional<FetchRecord> fetch, overlay.GetFetch(doc.fetched_url));
     if (!fetch.has_value()) {
       out.recrawl = RecrawlStatus::kFirstSeen;
     } else {
-      out.recrawl = fetch->sha256 == doc.sha256 ? RecrawlStatus::kUnchanged
-                                                : RecrawlStatus::kChanged;
+      out.recrawl =
+          fetch->sha256 == doc.sha256 ? RecrawlStatus::kUnchanged : RecrawlStatus::kChanged;
     }
 
-    DEDUPD_ASSIGN_OR_RETURN(std::optional<ContentRecord> record,
-                            reader->GetContent(doc.sha256));
+    DEDUPD_ASSIGN_OR_RETURN(std::optional<ContentRecord> record, reader->GetContent(doc.sha256));
     // Alias records of the text exist in the store only when its stored
     // record counts some: then (and only then) the reader is asked.
     const bool stored_aliases = record.has_value() && record->alias_count > 0;
@@ -214,8 +204,7 @@ absl::Status PlanContentBatch(absl::Span<const ContentDoc> docs, bool claim,
         bool changed = false;
         for (const std::string* url : {&doc.identity_url, &doc.fetched_url}) {
           if (*url == record->owner_url) continue;
-          DEDUPD_ASSIGN_OR_RETURN(bool known,
-                                  overlay.HasAlias(doc.sha256, stored_aliases, *url));
+          DEDUPD_ASSIGN_OR_RETURN(bool known, overlay.HasAlias(doc.sha256, stored_aliases, *url));
           if (known) continue;
           overlay.AddAlias(doc.sha256, *url, t, &mut);
           ++record->alias_count;
@@ -225,8 +214,7 @@ absl::Status PlanContentBatch(absl::Span<const ContentDoc> docs, bool claim,
       }
       out.alias_count = record->alias_count;
     } else {
-      DEDUPD_RETURN_IF_ERROR(
-          FindNear(doc, limits, batch_texts, reader, &overlay, &out));
+      DEDUPD_RETURN_IF_ERROR(FindNear(doc, limits, batch_texts, reader, &overlay, &out));
       if (out.near_match_count > 0) {
         out.verdict = ContentVerdict::kNearDuplicate;
       } else {
@@ -254,9 +242,8 @@ absl::Status PlanContentBatch(absl::Span<const ContentDoc> docs, bool claim,
       }
     }
     if (out.verdict != ContentVerdict::kNearDuplicate) {
-      DEDUPD_ASSIGN_OR_RETURN(
-          out.aliases,
-          overlay.ListAliases(doc.sha256, stored_aliases, limits.max_aliases));
+      DEDUPD_ASSIGN_OR_RETURN(out.aliases,
+                              overlay.ListAliases(doc.sha256, stored_aliases, limits.max_aliases));
     }
 
     if (claim) {

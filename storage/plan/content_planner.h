@@ -29,8 +29,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "core/text/sha256.h"
 #include "core/index/simhash_index.h"
+#include "core/text/sha256.h"
 #include "storage/content_store.h"
 
 namespace dedupd {
@@ -54,9 +54,8 @@ struct ContentRecord {
   std::string owner_url;
 
   bool operator==(const ContentRecord& o) const {
-    return doc_id == o.doc_id && simhash == o.simhash &&
-           first_seen == o.first_seen && alias_count == o.alias_count &&
-           owner_url == o.owner_url;
+    return doc_id == o.doc_id && simhash == o.simhash && first_seen == o.first_seen &&
+           alias_count == o.alias_count && owner_url == o.owner_url;
   }
 };
 
@@ -69,8 +68,7 @@ struct FetchRecord {
   absl::Time hash_since;
 
   bool operator==(const FetchRecord& o) const {
-    return sha256 == o.sha256 && first_fetch == o.first_fetch &&
-           hash_since == o.hash_since;
+    return sha256 == o.sha256 && first_fetch == o.first_fetch && hash_since == o.hash_since;
   }
 };
 
@@ -89,23 +87,18 @@ struct FingerprintRecord {
 class ContentStateReader {
  public:
   virtual ~ContentStateReader() = default;
-  virtual absl::StatusOr<std::optional<ContentRecord>> GetContent(
-      const Sha256Digest& sha256) = 0;
+  virtual absl::StatusOr<std::optional<ContentRecord>> GetContent(const Sha256Digest& sha256) = 0;
   // True when `url` is recorded as an alias of the text `sha256`.
-  virtual absl::StatusOr<bool> HasAlias(const Sha256Digest& sha256,
-                                        absl::string_view url) = 0;
+  virtual absl::StatusOr<bool> HasAlias(const Sha256Digest& sha256, absl::string_view url) = 0;
   // The first `limit` alias URLs of the text, in byte order.
-  virtual absl::StatusOr<std::vector<std::string>> ListAliases(
-      const Sha256Digest& sha256, size_t limit) = 0;
-  virtual absl::StatusOr<std::optional<FetchRecord>> GetFetch(
-      absl::string_view fetched_url) = 0;
+  virtual absl::StatusOr<std::vector<std::string>> ListAliases(const Sha256Digest& sha256,
+                                                               size_t limit) = 0;
+  virtual absl::StatusOr<std::optional<FetchRecord>> GetFetch(absl::string_view fetched_url) = 0;
   // True when `url` is in the URL seen-set.
   virtual absl::StatusOr<bool> HasUrl(absl::string_view url) = 0;
   // The near-duplicate index's answer (see SimHashIndex::Query).
-  virtual std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash,
-                                                     int max_distance,
-                                                     size_t limit,
-                                                     size_t* total) = 0;
+  virtual std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance,
+                                                     size_t limit, size_t* total) = 0;
   // The fingerprint record of an id the index returned. NotFound is a
   // broken invariant the backend reports as DataLoss.
   virtual absl::StatusOr<FingerprintRecord> GetFingerprint(uint32_t doc_id) = 0;
@@ -130,8 +123,8 @@ struct ContentMutations {
   std::vector<std::pair<uint32_t, FingerprintRecord>> fingerprints;
 
   bool empty() const {
-    return contents.empty() && aliases.empty() && fetches.empty() &&
-           urls.empty() && fingerprints.empty();
+    return contents.empty() && aliases.empty() && fetches.empty() && urls.empty() &&
+           fingerprints.empty();
   }
 };
 

@@ -58,8 +58,8 @@ absl::StatusOr<std::vector<ForgetResult::ChunkPromotion>> PlanChunkOwnerPromotio
   // The document's texts, with how many of its chunks hold each.
   std::vector<std::pair<Sha256Digest, size_t>> held;
   for (const StoredChunk& c : manifest.chunks) {
-    auto it = std::find_if(held.begin(), held.end(),
-                           [&](const auto& h) { return h.first == c.sha256; });
+    auto it =
+        std::find_if(held.begin(), held.end(), [&](const auto& h) { return h.first == c.sha256; });
     if (it == held.end()) {
       held.emplace_back(c.sha256, 1);
     } else {

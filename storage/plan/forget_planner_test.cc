@@ -26,8 +26,8 @@ ContentRecord Owned(const std::string& owner, uint64_t alias_count) {
 }
 
 TEST(PlanTextForgetTest, AliasIsDroppedAndTheCountFalls) {
-  const TextForgetPlan p =
-      PlanTextForget("http://z/", Owned("http://o/", 2), {{"http://b/", T(3)}, {"http://z/", T(2)}});
+  const TextForgetPlan p = PlanTextForget("http://z/", Owned("http://o/", 2),
+                                          {{"http://b/", T(3)}, {"http://z/", T(2)}});
   EXPECT_EQ(p.action, Action::kDropAlias);
   EXPECT_TRUE(p.remove_url_alias);
   EXPECT_EQ(p.record.owner_url, "http://o/");
@@ -58,8 +58,7 @@ TEST(PlanTextForgetTest, SameTimeAliasesTieByUrlBytesWhateverTheirOrder) {
   for (const std::vector<AliasRecord>& aliases :
        {std::vector<AliasRecord>{{"http://m2/", T(60)}, {"http://m1/", T(60)}},
         std::vector<AliasRecord>{{"http://m1/", T(60)}, {"http://m2/", T(60)}}}) {
-    EXPECT_EQ(PlanTextForget("http://q/", Owned("http://q/", 2), aliases).new_owner,
-              "http://m1/");
+    EXPECT_EQ(PlanTextForget("http://q/", Owned("http://q/", 2), aliases).new_owner, "http://m1/");
   }
 }
 
@@ -75,8 +74,8 @@ TEST(PlanTextForgetTest, StaleHitChangesNothing) {
 
 TEST(PlanTextForgetTest, OwnerThatIsAlsoAnAliasLosesBoth) {
   // A damaged store: the owner is listed as an alias too.
-  const TextForgetPlan p = PlanTextForget(
-      "http://o/", Owned("http://o/", 2), {{"http://o/", T(5)}, {"http://b/", T(6)}});
+  const TextForgetPlan p = PlanTextForget("http://o/", Owned("http://o/", 2),
+                                          {{"http://o/", T(5)}, {"http://b/", T(6)}});
   EXPECT_TRUE(p.remove_url_alias);
   EXPECT_EQ(p.action, Action::kPromoteAlias);
   EXPECT_EQ(p.new_owner, "http://b/");

@@ -43,8 +43,7 @@ struct LookupKeyLayout {
 rocksdb::Slice InternalKeyOf(const rocksdb::LookupKey& key) {
   LookupKeyLayout layout;
   std::memcpy(&layout, &key, sizeof(layout));
-  return rocksdb::Slice(layout.internal_key,
-                        static_cast<size_t>(layout.end - layout.internal_key));
+  return rocksdb::Slice(layout.internal_key, static_cast<size_t>(layout.end - layout.internal_key));
 }
 
 // A memtable entry: varint32 length of the internal key, the internal key
@@ -62,9 +61,7 @@ struct EntryLess {
   bool operator()(const char* a, const char* b) const { return cmp(a, b) < 0; }
 };
 
-size_t HashUserKey(absl::string_view user_key) {
-  return absl::Hash<absl::string_view>{}(user_key);
-}
+size_t HashUserKey(absl::string_view user_key) { return absl::Hash<absl::string_view>{}(user_key); }
 
 // An entry in a shard's hash table, with its user key's hash: growing the
 // table then moves 16-byte elements without reading any key (each key sits
@@ -158,9 +155,8 @@ void SortEntries(const rocksdb::MemTableRep::KeyComparator& cmp, Entries* entrie
       Keyed* run_end = run + 1;
       while (run_end != end && run_end->chunk == run->chunk) ++run_end;
       if (run_end - run > 1) {
-        const bool longer = std::any_of(run, run_end, [&r](const Keyed& k) {
-          return k.length > r.depth + 8;
-        });
+        const bool longer =
+            std::any_of(run, run_end, [&r](const Keyed& k) { return k.length > r.depth + 8; });
         if (longer) {
           todo.push_back({static_cast<size_t>(run - items.data()),
                           static_cast<size_t>(run_end - items.data()), r.depth + 8});
@@ -204,25 +200,20 @@ class SortedIterator final : public rocksdb::MemTableRep::Iterator {
     pos_ = after == 0 ? entries_->size() : after - 1;
   }
   void SeekToFirst() override { pos_ = 0; }
-  void SeekToLast() override {
-    pos_ = entries_->empty() ? 0 : entries_->size() - 1;
-  }
+  void SeekToLast() override { pos_ = entries_->empty() ? 0 : entries_->size() - 1; }
 
  private:
   // The position of the first entry not less than the target (lower
   // bound), or with `upper` of the first one greater than it (upper bound).
   // The target is the memtable key when RocksDB passes one, else the
   // internal key.
-  size_t Bound(const rocksdb::Slice& internal_key, const char* memtable_key,
-                    bool upper) const {
+  size_t Bound(const rocksdb::Slice& internal_key, const char* memtable_key, bool upper) const {
     auto before = [&](const char* entry) {
-      const int c = memtable_key != nullptr ? cmp_(entry, memtable_key)
-                                            : cmp_(entry, internal_key);
+      const int c = memtable_key != nullptr ? cmp_(entry, memtable_key) : cmp_(entry, internal_key);
       return upper ? c <= 0 : c < 0;
     };
-    return static_cast<size_t>(
-        std::partition_point(entries_->begin(), entries_->end(), before) -
-        entries_->begin());
+    return static_cast<size_t>(std::partition_point(entries_->begin(), entries_->end(), before) -
+                               entries_->begin());
   }
 
   const rocksdb::MemTableRep::KeyComparator& cmp_;
@@ -292,9 +283,7 @@ class HashVectorRep final : public rocksdb::MemTableRep {
     return sampled == 0 ? 0 : total * inside / sampled;
   }
 
-  size_t ApproximateMemoryUsage() override {
-    return bytes_.load(std::memory_order_relaxed);
-  }
+  size_t ApproximateMemoryUsage() override { return bytes_.load(std::memory_order_relaxed); }
 
   Iterator* GetIterator(rocksdb::Arena* arena) override {
     std::shared_ptr<const Entries> sorted = Sorted();
@@ -408,8 +397,8 @@ class HashVectorRep final : public rocksdb::MemTableRep {
         }
         run->insert(run->end(), from, old.end());
       } else {
-        std::merge(old.begin(), old.end(), fresh.begin(), fresh.end(),
-                   std::back_inserter(*run), less);
+        std::merge(old.begin(), old.end(), fresh.begin(), fresh.end(), std::back_inserter(*run),
+                   less);
       }
     }
     // Not added to bytes_: an immutable memtable's size must not change.

@@ -6,10 +6,10 @@
 #include "storage/rocksdb/hash_vector_memtable.h"
 
 #include <algorithm>
-#include <chrono>
-#include <functional>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -111,8 +111,7 @@ std::vector<std::string> ReadAll(rocksdb::DB* db, const rocksdb::Snapshot* snaps
     it->Seek(t);
     if (it->Valid()) {
       it->Prev();
-      out.push_back(absl::StrCat("seek-prev ", t, " ",
-                                 it->Valid() ? it->key().ToString() : "end"));
+      out.push_back(absl::StrCat("seek-prev ", t, " ", it->Valid() ? it->key().ToString() : "end"));
     }
   }
   EXPECT_TRUE(it->status().ok()) << it->status().ToString();
@@ -121,11 +120,11 @@ std::vector<std::string> ReadAll(rocksdb::DB* db, const rocksdb::Snapshot* snaps
 
 struct Config {
   const char* name;
-  bool concurrent;        // allow_concurrent_memtable_write
-  int flush_every;        // a Flush every this many operations (0: none)
-  int keys;               // size of the key space (small: keys repeat)
-  int immutable_every;    // every this many operations, reads with an
-                          // immutable memtable not yet flushed (0: never)
+  bool concurrent;      // allow_concurrent_memtable_write
+  int flush_every;      // a Flush every this many operations (0: none)
+  int keys;             // size of the key space (small: keys repeat)
+  int immutable_every;  // every this many operations, reads with an
+                        // immutable memtable not yet flushed (0: never)
 };
 
 class HashVectorMemTableDifferentialTest : public ::testing::TestWithParam<Config> {};
@@ -150,8 +149,8 @@ TEST_P(HashVectorMemTableDifferentialTest, ReadsLikeTheSkipList) {
   for (int i = 0; static_cast<int>(keys.size()) < config.keys; ++i) {
     keys.push_back(absl::StrCat("https://h", i % 7, ".example/p/", i * 7919 % 1000));
   }
-  std::vector<std::string> targets = {"", "a", "aa", "https://h3", "https://h3.example/p/5",
-                                      "z", "\xff\xff\xff"};
+  std::vector<std::string> targets = {
+      "", "a", "aa", "https://h3", "https://h3.example/p/5", "z", "\xff\xff\xff"};
 
   std::mt19937_64 rng(1234 + config.keys);
   auto key = [&] { return keys[rng() % keys.size()]; };
@@ -243,16 +242,17 @@ TEST_P(HashVectorMemTableDifferentialTest, ReadsLikeTheSkipList) {
   RemoveTree(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Configs, HashVectorMemTableDifferentialTest,
-    ::testing::Values(Config{"few_keys", false, 0, 16, 0},
-                      Config{"few_keys_concurrent", true, 0, 16, 0},
-                      Config{"many_keys", true, 0, 400, 0},
-                      Config{"flushes", true, 400, 60, 0},
-                      Config{"flushes_serial", false, 250, 400, 0},
-                      Config{"immutable", true, 0, 60, 170},
-                      Config{"immutable_and_flushes", false, 500, 400, 230}),
-    [](const ::testing::TestParamInfo<Config>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Configs, HashVectorMemTableDifferentialTest,
+                         ::testing::Values(Config{"few_keys", false, 0, 16, 0},
+                                           Config{"few_keys_concurrent", true, 0, 16, 0},
+                                           Config{"many_keys", true, 0, 400, 0},
+                                           Config{"flushes", true, 400, 60, 0},
+                                           Config{"flushes_serial", false, 250, 400, 0},
+                                           Config{"immutable", true, 0, 60, 170},
+                                           Config{"immutable_and_flushes", false, 500, 400, 230}),
+                         [](const ::testing::TestParamInfo<Config>& info) {
+                           return info.param.name;
+                         });
 
 // Through RocksDB (not under ThreadSanitizer: Debian's RocksDB is not
 // TSan-built, see tests/tsan.supp; RepConcurrentTest below is): writers in
@@ -461,9 +461,8 @@ TEST(HashVectorMemTableRepTest, IteratorsContainsAndSize) {
   TestComparator cmp;
   std::unique_ptr<rocksdb::MemTableRep> rep = NewRep(cmp, 3);
   // Out of order, one user key three times.
-  std::vector<std::string> entries = {Entry("m", 5, "x"), Entry("b", 2, "x"),
-                                      Entry("m", 9, "y"), Entry("z", 1, "x"),
-                                      Entry("m", 7, "z")};
+  std::vector<std::string> entries = {Entry("m", 5, "x"), Entry("b", 2, "x"), Entry("m", 9, "y"),
+                                      Entry("z", 1, "x"), Entry("m", 7, "z")};
   const size_t empty_bytes = rep->ApproximateMemoryUsage();
   for (std::string& e : entries) rep->InsertConcurrently(e.data());
   EXPECT_GT(rep->ApproximateMemoryUsage(), empty_bytes);
@@ -475,8 +474,8 @@ TEST(HashVectorMemTableRepTest, IteratorsContainsAndSize) {
     return InternalKey(Entry(user_key, seq, "").data()).ToString();
   };
   std::unique_ptr<rocksdb::MemTableRep::Iterator> it(rep->GetIterator(nullptr));
-  EXPECT_THAT(Keys(it.get()), ::testing::ElementsAre(ik("b", 2), ik("m", 9), ik("m", 7),
-                                                     ik("m", 5), ik("z", 1)));
+  EXPECT_THAT(Keys(it.get()),
+              ::testing::ElementsAre(ik("b", 2), ik("m", 9), ik("m", 7), ik("m", 5), ik("z", 1)));
   // Range counts (exact at this size): [start, end) in internal key order.
   EXPECT_EQ(rep->ApproximateNumEntries(ik("a", 1), ik("zz", 1)), 5u);
   EXPECT_EQ(rep->ApproximateNumEntries(ik("m", 99), ik("n", 99)), 3u);
@@ -484,22 +483,21 @@ TEST(HashVectorMemTableRepTest, IteratorsContainsAndSize) {
   EXPECT_EQ(rep->ApproximateNumEntries(ik("c", 1), ik("l", 1)), 0u);
   struct SeekCase {
     std::string target;
-    const char* seek;              // first entry >= target, "" for none
-    const char* seek_for_prev;     // last entry <= target, "" for none
+    const char* seek;           // first entry >= target, "" for none
+    const char* seek_for_prev;  // last entry <= target, "" for none
   };
   const std::string m8 = ik("m", 8);
   const SeekCase cases[] = {
-      {ik("a", 1), "b", ""},       {ik("b", 2), "b", "b"},    {ik("b", 1), "m", "b"},
-      {ik("m", 99), "m", "b"},     {m8, "m", "m"},            {ik("m", 1), "z", "m"},
-      {ik("z", 1), "z", "z"},      {ik("zz", 1), "", "z"},
+      {ik("a", 1), "b", ""},   {ik("b", 2), "b", "b"}, {ik("b", 1), "m", "b"},
+      {ik("m", 99), "m", "b"}, {m8, "m", "m"},         {ik("m", 1), "z", "m"},
+      {ik("z", 1), "z", "z"},  {ik("zz", 1), "", "z"},
   };
   for (const SeekCase& c : cases) {
     std::string tmp = c.target;
     it->Seek(rocksdb::Slice(tmp), nullptr);
     EXPECT_EQ(it->Valid() ? InternalKey(it->key()).ToString().substr(0, 1) : "", c.seek);
     it->SeekForPrev(rocksdb::Slice(tmp), nullptr);
-    EXPECT_EQ(it->Valid() ? InternalKey(it->key()).ToString().substr(0, 1) : "",
-              c.seek_for_prev);
+    EXPECT_EQ(it->Valid() ? InternalKey(it->key()).ToString().substr(0, 1) : "", c.seek_for_prev);
   }
   it->Seek(rocksdb::Slice(m8), nullptr);  // m@7
   ASSERT_TRUE(it->Valid());
@@ -523,8 +521,8 @@ TEST(HashVectorMemTableRepTest, IteratorsContainsAndSize) {
   alignas(8) char fake_arena[8];
   rocksdb::MemTableRep::Iterator* arena_it =
       rep->GetIterator(reinterpret_cast<rocksdb::Arena*>(fake_arena));
-  EXPECT_THAT(Keys(arena_it), ::testing::ElementsAre(ik("b", 2), ik("c", 3), ik("m", 9),
-                                                     ik("m", 7), ik("m", 5), ik("z", 1)));
+  EXPECT_THAT(Keys(arena_it), ::testing::ElementsAre(ik("b", 2), ik("c", 3), ik("m", 9), ik("m", 7),
+                                                     ik("m", 5), ik("z", 1)));
   arena_it->~Iterator();
   // One more (placed by binary search into the previous sorted run), then
   // many (merged with it).
@@ -555,9 +553,7 @@ TEST(HashVectorMemTableRepTest, IteratorsContainsAndSize) {
 // User keys descending, then sequence numbers descending: not bytewise.
 class ReverseComparator : public rocksdb::MemTableRep::KeyComparator {
  public:
-  int operator()(const char* a, const char* b) const override {
-    return -TestComparator()(a, b);
-  }
+  int operator()(const char* a, const char* b) const override { return -TestComparator()(a, b); }
   int operator()(const char* a, const rocksdb::Slice& b) const override {
     return -TestComparator()(a, b);
   }
@@ -623,7 +619,8 @@ TEST(HashVectorMemTableRepTest, EntriesAddedAfterAnIteratorAreMergedInOrder) {
   auto check = [&](const char* when) {
     std::vector<const char*> want;
     for (std::string& e : entries) want.push_back(e.data());
-    std::sort(want.begin(), want.end(), [&](const char* a, const char* b) { return cmp(a, b) < 0; });
+    std::sort(want.begin(), want.end(),
+              [&](const char* a, const char* b) { return cmp(a, b) < 0; });
     std::unique_ptr<rocksdb::MemTableRep::Iterator> it(rep->GetIterator(nullptr));
     std::vector<const char*> got;
     for (it->SeekToFirst(); it->Valid(); it->Next()) got.push_back(it->key());
@@ -656,7 +653,8 @@ TEST(HashVectorMemTableRepTest, RangeEstimateOfALargeMemtable) {
   entries.reserve(20000);
   for (int i = 0; i < 20000; ++i) {
     // A quarter "a..." keys, the rest "b...".
-    entries.push_back(Entry(absl::StrCat(i % 4 == 0 ? "a" : "b", i), static_cast<uint64_t>(i + 1), "v"));
+    entries.push_back(
+        Entry(absl::StrCat(i % 4 == 0 ? "a" : "b", i), static_cast<uint64_t>(i + 1), "v"));
     rep->Insert(entries.back().data());
   }
   auto ik = [](absl::string_view user_key) {
@@ -677,8 +675,9 @@ TEST(HashVectorMemTableRepConcurrentTest, InsertsIteratorsAndLookups) {
   std::vector<std::vector<std::string>> entries(kWriters);
   for (int w = 0; w < kWriters; ++w) {
     for (int i = 0; i < kPerWriter; ++i) {
-      entries[static_cast<size_t>(w)].push_back(
-          Entry(absl::StrCat("k", i % 500, "/", w, "/", i), static_cast<uint64_t>(w * kPerWriter + i + 1), "v"));
+      entries[static_cast<size_t>(w)].push_back(Entry(absl::StrCat("k", i % 500, "/", w, "/", i),
+                                                      static_cast<uint64_t>(w * kPerWriter + i + 1),
+                                                      "v"));
     }
   }
   std::atomic<bool> finished[kWriters];

@@ -1,7 +1,5 @@
 // RocksDbStore: operator calls. Stats, counts and sizes, Checkpoint.
 
-#include "storage/rocksdb/rocksdb_store_internal.h"
-
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -14,6 +12,7 @@
 #include "rocksdb/table_properties.h"
 #include "rocksdb/transaction_log.h"
 #include "rocksdb/utilities/checkpoint.h"
+#include "storage/rocksdb/rocksdb_store_internal.h"
 
 namespace dedupd {
 
@@ -28,12 +27,12 @@ RocksDbStore::IndexStats RocksDbStore::index_stats() const {
 
 absl::StatusOr<uint64_t> RocksDbStore::DataBlockReads() const {
   absl::ReaderMutexLock lifecycle(&impl_->mu);
-  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb("count block reads"));
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB * db, impl_->LiveDb("count block reads"));
   const std::shared_ptr<rocksdb::Statistics> stats = db->GetDBOptions().statistics;
   if (stats == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "count block reads of store at ", impl_->options.path,
-        ": opened without collect_statistics"));
+    return absl::FailedPreconditionError(absl::StrCat("count block reads of store at ",
+                                                      impl_->options.path,
+                                                      ": opened without collect_statistics"));
   }
   return stats->getTickerCount(rocksdb::BLOCK_CACHE_DATA_MISS);
 }
@@ -41,7 +40,7 @@ absl::StatusOr<uint64_t> RocksDbStore::DataBlockReads() const {
 absl::StatusOr<uint64_t> RocksDbStore::ApproximateUrlCount() {
   constexpr absl::string_view kAction = "count URLs in store";
   absl::ReaderMutexLock lifecycle(&impl_->mu);
-  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB * db, impl_->LiveDb(kAction));
   // Not rocksdb.estimate-num-keys: it extrapolates from the files whose
   // statistics were loaded, and Open loads none (skip_stats_update_on_db_open),
   // so it is far off after a restart. URL records are never overwritten,
@@ -69,11 +68,10 @@ absl::StatusOr<uint64_t> RocksDbStore::ApproximateUrlCount() {
                   &rocksdb::DB::Properties::kNumDeletesImmMemTables}}) {
     uint64_t entries = 0;
     uint64_t deletes = 0;
-    for (auto [property, value] : {std::pair{entries_property, &entries},
-                                   std::pair{deletes_property, &deletes}}) {
+    for (auto [property, value] :
+         {std::pair{entries_property, &entries}, std::pair{deletes_property, &deletes}}) {
       if (!db->GetIntProperty(*property, value)) {
-        return absl::InternalError(absl::StrCat(kAction, " at ",
-                                                impl_->options.path,
+        return absl::InternalError(absl::StrCat(kAction, " at ", impl_->options.path,
                                                 ": RocksDB property ", *property,
                                                 " is unavailable"));
       }
@@ -87,14 +85,12 @@ absl::StatusOr<uint64_t> RocksDbStore::ApproximateUrlCount() {
 absl::StatusOr<uint64_t> RocksDbStore::DiskBytes() {
   constexpr absl::string_view kAction = "measure disk use of store";
   absl::ReaderMutexLock lifecycle(&impl_->mu);
-  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB * db, impl_->LiveDb(kAction));
   uint64_t sst_bytes = 0;
-  if (!db->GetAggregatedIntProperty(rocksdb::DB::Properties::kLiveSstFilesSize,
-                                    &sst_bytes)) {
-    return absl::InternalError(
-        absl::StrCat(kAction, " at ", impl_->options.path,
-                     ": RocksDB property rocksdb.live-sst-files-size is "
-                     "unavailable"));
+  if (!db->GetAggregatedIntProperty(rocksdb::DB::Properties::kLiveSstFilesSize, &sst_bytes)) {
+    return absl::InternalError(absl::StrCat(kAction, " at ", impl_->options.path,
+                                            ": RocksDB property rocksdb.live-sst-files-size is "
+                                            "unavailable"));
   }
   rocksdb::VectorLogPtr wal_files;
   rocksdb::Status s = db->GetSortedWalFiles(wal_files);
@@ -146,11 +142,11 @@ absl::StatusOr<StoreStats> RocksDbStore::Stats(bool exact) {
   DEDUPD_ASSIGN_OR_RETURN(st.estimated_url_records, ApproximateUrlCount());
 
   absl::ReaderMutexLock lifecycle(&impl_->mu);
-  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB * db, impl_->LiveDb(kAction));
   const std::string& path = impl_->options.path;
   auto missing = [&](const std::string& property) {
-    return absl::InternalError(absl::StrCat(kAction, " at ", path, ": RocksDB property ",
-                                            property, " is unavailable"));
+    return absl::InternalError(
+        absl::StrCat(kAction, " at ", path, ": RocksDB property ", property, " is unavailable"));
   };
   // Per-family properties, summed over both families.
   const std::pair<const std::string*, uint64_t*> summed[] = {
@@ -214,8 +210,7 @@ absl::StatusOr<StoreStats> RocksDbStore::Stats(bool exact) {
     read.snapshot = snapshot;
     read.iterate_upper_bound = &upper;
     read.fill_cache = false;  // a one-off pass must not evict the working set
-    std::unique_ptr<rocksdb::Iterator> it(
-        db->NewIterator(read, family(ranges[i].content_family)));
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read, family(ranges[i].content_family)));
     uint64_t n = 0;
     for (it->Seek(kind.key_prefix); it->Valid(); it->Next()) ++n;
     if (!it->status().ok()) {
@@ -237,22 +232,21 @@ absl::StatusOr<uint64_t> RocksDbStore::Checkpoint(const std::string& directory) 
   }
   std::error_code ec;
   const std::filesystem::path target(directory);
-  if (std::filesystem::symlink_status(target, ec).type() !=
-      std::filesystem::file_type::not_found) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "back up store at ", path, ": ", directory,
-        " already exists (a backup goes into a new directory; remove it or "
-        "choose another)"));
+  if (std::filesystem::symlink_status(target, ec).type() != std::filesystem::file_type::not_found) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("back up store at ", path, ": ", directory,
+                     " already exists (a backup goes into a new directory; remove it or "
+                     "choose another)"));
   }
   const std::filesystem::path parent =
       target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
   if (!std::filesystem::is_directory(parent, ec)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "back up store at ", path, ": the parent directory ", parent.string(), " of ",
-        directory, " does not exist"));
+    return absl::FailedPreconditionError(absl::StrCat("back up store at ", path,
+                                                      ": the parent directory ", parent.string(),
+                                                      " of ", directory, " does not exist"));
   }
   absl::ReaderMutexLock lifecycle(&impl_->mu);
-  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb("back up store"));
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB * db, impl_->LiveDb("back up store"));
   // A checkpoint flushes the memtables; with writes stopped that flush
   // would fail (and a flush request in that state makes RocksDB's error
   // fatal), so resume first or refuse.
@@ -269,8 +263,7 @@ absl::StatusOr<uint64_t> RocksDbStore::Checkpoint(const std::string& directory) 
     // RocksDB works in DIR.tmp and renames at the end; it removes the
     // temporary directory itself on failure.
     if (s.IsIOError() && absl::StrContains(s.ToString(), "ermission denied")) {
-      return absl::PermissionDeniedError(
-          absl::StrCat(action, " at ", path, ": ", s.ToString()));
+      return absl::PermissionDeniedError(absl::StrCat(action, " at ", path, ": ", s.ToString()));
     }
     return FromRocksDbStatus(s, action, path);
   }

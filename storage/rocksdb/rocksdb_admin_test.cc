@@ -55,8 +55,7 @@ ContentDoc Doc(const std::string& url, const std::string& text) {
 // chunked document with 2 chunks.
 void WriteKnownSet(RocksDbStore* store) {
   std::vector<UrlClaim> claims;
-  ASSERT_THAT(store->ClaimUrls({"http://a/1", "http://a/2", "http://a/3"}, T(10), &claims),
-              IsOk());
+  ASSERT_THAT(store->ClaimUrls({"http://a/1", "http://a/2", "http://a/3"}, T(10), &claims), IsOk());
   std::vector<ContentOutcome> outcomes;
   ASSERT_THAT(store->CheckContent({Doc("http://c/1", "text one"), Doc("http://c/2", "text two"),
                                    Doc("http://c/3", "text one")},
@@ -94,9 +93,8 @@ TEST(RocksDbStoreStatsTest, CountsEveryKindAfterKnownWrites) {
   // Chunk holder records: none, each text's one holder is its owner, named
   // in the text record.
   const std::map<std::string, uint64_t> want = {
-      {"url", 6},         {"content", 2},    {"alias", 1},
-      {"fingerprint", 2}, {"fetch", 3},      {"chunk_manifest", 1},
-      {"chunk_text", 2},  {"chunk_holder", 0}};
+      {"url", 6},   {"content", 2},        {"alias", 1},      {"fingerprint", 2},
+      {"fetch", 3}, {"chunk_manifest", 1}, {"chunk_text", 2}, {"chunk_holder", 0}};
   ASSERT_EQ(kinds.size(), want.size());
   for (const auto& [name, count] : want) {
     ASSERT_TRUE(kinds.count(name)) << name;
@@ -162,15 +160,14 @@ TEST(RocksDbStoreCheckpointTest, CopyOpensAsAStoreWithEveryRecord) {
                        RocksDbStore::Open(SmallOptions(backup)));
   EXPECT_EQ(copy->created(), store->created());
   std::vector<std::optional<absl::Time>> seen;
-  ASSERT_THAT(copy->LookupUrls({"http://a/1", "http://a/2", "http://a/3", "http://c/3",
-                                "http://after/"},
-                               &seen),
+  ASSERT_THAT(copy->LookupUrls(
+                  {"http://a/1", "http://a/2", "http://a/3", "http://c/3", "http://after/"}, &seen),
               IsOk());
-  EXPECT_THAT(seen, ElementsAre(Optional(T(10)), Optional(T(10)), Optional(T(10)),
-                                Optional(T(20)), std::nullopt));
+  EXPECT_THAT(seen, ElementsAre(Optional(T(10)), Optional(T(10)), Optional(T(10)), Optional(T(20)),
+                                std::nullopt));
   std::vector<ContentOutcome> outcomes;
-  ASSERT_THAT(copy->CheckContent({Doc("http://x/", "text two")}, /*claim=*/false,
-                                 ContentLimits{}, T(50), &outcomes),
+  ASSERT_THAT(copy->CheckContent({Doc("http://x/", "text two")}, /*claim=*/false, ContentLimits{},
+                                 T(50), &outcomes),
               IsOk());
   ASSERT_EQ(outcomes.size(), 1u);
   EXPECT_EQ(outcomes[0].verdict, ContentVerdict::kExactDuplicate);
@@ -263,14 +260,12 @@ TEST(RocksDbStoreExportTest, ListsUrlsThenContentWithAliasesInOrder) {
   }
   // Content records come in SHA-256 order.
   const bool one_first = Sha256("text one") < Sha256("text two");
-  std::vector<std::string> content_one = {"content http://c/1 20 one 1",
-                                          "alias http://c/3 20 one"};
+  std::vector<std::string> content_one = {"content http://c/1 20 one 1", "alias http://c/3 20 one"};
   std::vector<std::string> content_two = {"content http://c/2 20 two 0"};
-  std::vector<std::string> want = {"url http://a/1 10", "url http://a/2 10",
-                                   "url http://a/3 10", "url http://c/1 20",
-                                   "url http://c/2 20", "url http://c/3 20"};
-  for (const auto& part : one_first ? std::vector{content_one, content_two}
-                                    : std::vector{content_two, content_one}) {
+  std::vector<std::string> want = {"url http://a/1 10", "url http://a/2 10", "url http://a/3 10",
+                                   "url http://c/1 20", "url http://c/2 20", "url http://c/3 20"};
+  for (const auto& part :
+       one_first ? std::vector{content_one, content_two} : std::vector{content_two, content_one}) {
     want.insert(want.end(), part.begin(), part.end());
   }
   EXPECT_EQ(lines, want);
@@ -286,8 +281,7 @@ TEST(RocksDbStoreExportTest, ListsUrlsThenContentWithAliasesInOrder) {
   ASSERT_OK_AND_ASSIGN(cursor, store->NewExport(true, true));
   ASSERT_THAT(store->Close(), IsOk());
   std::vector<ExportedRecord> none;
-  EXPECT_THAT(cursor->Next(1 << 20, &none, &done),
-              StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(cursor->Next(1 << 20, &none, &done), StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
 TEST(BloomUrlStoreBackupTest, BackupOpensWithEveryClaimedKey) {

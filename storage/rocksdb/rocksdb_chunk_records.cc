@@ -1,11 +1,11 @@
 // RocksDbStore: the chunk layer (CheckChunks), its planner's reader, and
 // the writes and index updates of a chunk plan (shared with Forget).
 
-#include "storage/rocksdb/rocksdb_store_internal.h"
-
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "storage/rocksdb/rocksdb_store_internal.h"
 
 namespace dedupd {
 
@@ -34,9 +34,9 @@ absl::StatusOr<std::optional<ChunkTextRecord>> RocksDbStore::ChunkReader::GetTex
   // Not in the snapshot (a peek's, older than the claim that wrote it),
   // or another text that shares the digest's first 8 bytes.
   if (!v.has_value() || v->sha256 != sha) return std::nullopt;
-  return ChunkTextRecord{*id, v->simhash, v->holders,
-                         ChunkHolder{v->owner_added, std::move(v->owner_url),
-                                     std::move(v->owner_chunk_id)}};
+  return ChunkTextRecord{
+      *id, v->simhash, v->holders,
+      ChunkHolder{v->owner_added, std::move(v->owner_url), std::move(v->owner_chunk_id)}};
 }
 
 absl::StatusOr<std::vector<ChunkHolder>> RocksDbStore::ChunkReader::ListHolders(
@@ -51,14 +51,13 @@ absl::StatusOr<std::vector<ChunkHolder>> RocksDbStore::ChunkReader::ListHolders(
   for (it->Seek(prefix); it->Valid() && out.size() < limit; it->Next()) {
     const absl::string_view key(it->key().data(), it->key().size());
     absl::StatusOr<fmt::ChunkHolderKey> h = fmt::DecodeChunkHolderKey(key);
-    absl::Status value = fmt::CheckChunkHolderValue(
-        absl::string_view(it->value().data(), it->value().size()));
+    absl::Status value =
+        fmt::CheckChunkHolderValue(absl::string_view(it->value().data(), it->value().size()));
     if (!h.ok() || !value.ok() || h->sha256 != sha) {
       return reads_.Damaged(absl::StrCat("chunk holder ", out.size(), " of ", Sha256Hex(sha)),
-                            !h.ok() ? h.status()
-                            : !value.ok()
-                                ? value
-                                : absl::DataLossError("its key names another text"));
+                            !h.ok()       ? h.status()
+                            : !value.ok() ? value
+                                          : absl::DataLossError("its key names another text"));
     }
     out.push_back({h->added, std::move(h->document_url), std::move(h->chunk_id)});
   }
@@ -68,15 +67,13 @@ absl::StatusOr<std::vector<ChunkHolder>> RocksDbStore::ChunkReader::ListHolders(
 
 std::vector<SimHashIndex::Match> RocksDbStore::ChunkReader::QueryNear(uint64_t simhash,
                                                                       int max_distance,
-                                                                      size_t limit,
-                                                                      size_t* total) {
+                                                                      size_t limit, size_t* total) {
   return reads_.KeepInSnapshot(
       impl_->chunk_index->Query(simhash, max_distance, limit, total),
       [this](uint32_t id) { return ReadFingerprint(id); }, total);
 }
 
-absl::StatusOr<FingerprintRecord> RocksDbStore::ChunkReader::GetTextFingerprint(
-    uint32_t text_id) {
+absl::StatusOr<FingerprintRecord> RocksDbStore::ChunkReader::GetTextFingerprint(uint32_t text_id) {
   return reads_.CachedFingerprint(
       text_id, [this](uint32_t id) { return ReadFingerprint(id); },
       absl::StrCat("chunk index entry ", text_id, " has no chunk text record"));
@@ -89,16 +86,15 @@ absl::StatusOr<uint32_t> RocksDbStore::ChunkReader::AllocateTextId() {
 absl::StatusOr<std::optional<fmt::ChunkTextByIdValue>> RocksDbStore::ChunkReader::ReadText(
     uint32_t text_id) {
   std::string value;
-  DEDUPD_ASSIGN_OR_RETURN(bool found,
-                          reads_.Get(fmt::EncodeChunkTextByIdKey(text_id), &value));
+  DEDUPD_ASSIGN_OR_RETURN(bool found, reads_.Get(fmt::EncodeChunkTextByIdKey(text_id), &value));
   if (!found) return std::nullopt;
   absl::StatusOr<fmt::ChunkTextByIdValue> v = fmt::DecodeChunkTextByIdValue(value);
   if (!v.ok()) return reads_.Damaged(absl::StrCat("chunk text ", text_id), v.status());
   return *std::move(v);
 }
 
-absl::StatusOr<std::optional<FingerprintRecord>>
-RocksDbStore::ChunkReader::ReadFingerprint(uint32_t text_id) {
+absl::StatusOr<std::optional<FingerprintRecord>> RocksDbStore::ChunkReader::ReadFingerprint(
+    uint32_t text_id) {
   DEDUPD_ASSIGN_OR_RETURN(std::optional<fmt::ChunkTextByIdValue> v, ReadText(text_id));
   if (!v.has_value()) return std::nullopt;
   return FingerprintRecord{v->simhash, v->sha256};
@@ -130,8 +126,8 @@ rocksdb::Status RocksDbStore::Impl::AddChunkMutations(const ChunkMutations& m,
   for (const auto& [sha, r] : m.texts_put) {
     // The planner names an owner in every record it writes.
     put(fmt::EncodeChunkTextByIdKey(r.text_id),
-        fmt::EncodeChunkTextByIdValue({sha, r.simhash, r.holders, r.owner->added,
-                                       r.owner->document_url, r.owner->chunk_id}));
+        fmt::EncodeChunkTextByIdValue(
+            {sha, r.simhash, r.holders, r.owner->added, r.owner->document_url, r.owner->chunk_id}));
   }
   return s;
 }
@@ -147,8 +143,8 @@ void RocksDbStore::Impl::ApplyChunkIndex(const ChunkMutations& m) {
   }
 }
 
-absl::Status RocksDbStore::CheckChunks(const ChunkDocument& doc, bool claim,
-                                       absl::Time now, ChunkAnswer* answer) {
+absl::Status RocksDbStore::CheckChunks(const ChunkDocument& doc, bool claim, absl::Time now,
+                                       ChunkAnswer* answer) {
   constexpr absl::string_view kAction = "check chunks in store";
   *answer = ChunkAnswer{};
   DEDUPD_RETURN_IF_ERROR(CheckChunkDocument(doc, max_near_distance()));
@@ -158,7 +154,7 @@ absl::Status RocksDbStore::CheckChunks(const ChunkDocument& doc, bool claim,
   }
 
   absl::ReaderMutexLock lifecycle(&impl_->mu);
-  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB * db, impl_->LiveDb(kAction));
   ChunkPlan plan;
   if (!claim) {
     rocksdb::ManagedSnapshot snapshot(db);
@@ -188,8 +184,8 @@ absl::Status RocksDbStore::CheckChunks(const ChunkDocument& doc, bool claim,
   for (const Sha256Digest& sha : ChunkLockShas(doc, stored)) {
     text_keys.push_back(fmt::EncodeChunkTextKey(sha));
   }
-  const KeyLocks text_locks(
-      &impl_->key_locks, std::vector<absl::string_view>(text_keys.begin(), text_keys.end()));
+  const KeyLocks text_locks(&impl_->key_locks,
+                            std::vector<absl::string_view>(text_keys.begin(), text_keys.end()));
   // Taken after the locks: it holds every write of the claims that held
   // them before (they wrote before unlocking), and nothing writes the
   // locked texts' records, holders or this manifest until we unlock.

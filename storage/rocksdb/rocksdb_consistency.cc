@@ -3,8 +3,6 @@
 // memory (Records), check each layer's invariants against it, and compare
 // the in-memory indexes with the fingerprint records.
 
-#include "storage/rocksdb/rocksdb_store_internal.h"
-
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -17,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
+#include "storage/rocksdb/rocksdb_store_internal.h"
 
 namespace dedupd {
 namespace {
@@ -136,8 +135,7 @@ void AddContentLayerRecord(absl::string_view key, absl::string_view value, Recor
 // AddChunkRecord decodes one record of tag 05 into `r`; `bad` reports a
 // record that does not decode.
 template <typename Bad>
-void AddChunkRecord(absl::string_view key, absl::string_view value, Records* r,
-                    const Bad& bad) {
+void AddChunkRecord(absl::string_view key, absl::string_view value, Records* r, const Bad& bad) {
   const char sub = key.size() < 2 ? '\xff' : key[1];
   if (sub == fmt::kChunkManifest) {
     absl::StatusOr<std::vector<StoredChunk>> v = fmt::DecodeChunkManifestValue(value);
@@ -222,14 +220,13 @@ void CheckContentLayer(const Records& r, uint64_t next_doc_id, Problems* problem
     if (fp == r.fingerprints.end()) {
       problems->Add(absl::StrCat(what, ": no fingerprint record ", c.doc_id));
     } else if (DigestKey(fp->second.sha256) != sha || fp->second.simhash != c.simhash) {
-      problems->Add(absl::StrCat(what, ": fingerprint record ", c.doc_id,
-                                 " names another text"));
+      problems->Add(absl::StrCat(what, ": fingerprint record ", c.doc_id, " names another text"));
     }
     auto a = r.aliases.find(sha);
     const size_t n = a == r.aliases.end() ? 0 : a->second.size();
     if (n != c.alias_count) {
-      problems->Add(absl::StrCat(what, ": alias count ", c.alias_count, " but ", n,
-                                 " alias records"));
+      problems->Add(
+          absl::StrCat(what, ": alias count ", c.alias_count, " but ", n, " alias records"));
     }
     if (IsAliasOf(r, sha, c.owner_url)) {
       problems->Add(absl::StrCat(what, ": owner \"", Hex(c.owner_url), "\" is also an alias"));
@@ -245,9 +242,9 @@ void CheckContentLayer(const Records& r, uint64_t next_doc_id, Problems* problem
   for (const auto& [id, fp] : r.fingerprints) {
     auto c = r.contents.find(DigestKey(fp.sha256));
     if (c == r.contents.end() || c->second.doc_id != id) {
-      problems->Add(absl::StrCat("fingerprint ", id, ": text ", Sha256Hex(fp.sha256),
-                                 c == r.contents.end() ? " has no content record"
-                                                       : " has another doc id"));
+      problems->Add(
+          absl::StrCat("fingerprint ", id, ": text ", Sha256Hex(fp.sha256),
+                       c == r.contents.end() ? " has no content record" : " has another doc id"));
     }
     if (id >= next_doc_id) {
       problems->Add(absl::StrCat("fingerprint ", id, ": not below the next doc id"));
@@ -278,9 +275,9 @@ absl::flat_hash_map<std::string, uint64_t> CheckChunkHolders(Records* r, Problem
   for (const fmt::ChunkHolderKey& h : r->holders) {
     auto o = owner_keys.find(DigestKey(h.sha256));
     if (o != owner_keys.end() && fmt::EncodeChunkHolderKey(h) <= o->second) {
-      problems->Add(absl::StrCat(
-          "chunk holder ", ShaHex(o->first), " \"", Hex(h.document_url), "\" ", Hex(h.chunk_id),
-          ": a holder record that is not younger than its text's owner"));
+      problems->Add(absl::StrCat("chunk holder ", ShaHex(o->first), " \"", Hex(h.document_url),
+                                 "\" ", Hex(h.chunk_id),
+                                 ": a holder record that is not younger than its text's owner"));
     }
   }
   for (const auto& [sha, t] : r->chunk_texts) {
@@ -290,8 +287,8 @@ absl::flat_hash_map<std::string, uint64_t> CheckChunkHolders(Records* r, Problem
   for (const fmt::ChunkHolderKey& h : r->holders) {
     const std::string sha = DigestKey(h.sha256);
     ++holder_counts[sha];
-    const std::string what = absl::StrCat("chunk holder ", ShaHex(sha), " \"",
-                                          Hex(h.document_url), "\" ", Hex(h.chunk_id));
+    const std::string what = absl::StrCat("chunk holder ", ShaHex(sha), " \"", Hex(h.document_url),
+                                          "\" ", Hex(h.chunk_id));
     if (!r->chunk_texts.contains(sha)) problems->Add(absl::StrCat(what, ": no text record"));
     auto m = r->manifests.find(h.document_url);
     const bool listed =
@@ -308,8 +305,7 @@ absl::flat_hash_map<std::string, uint64_t> CheckChunkHolders(Records* r, Problem
 // SHA-256 -> text id map.
 void CheckChunkLayer(Records* r, uint64_t next_text_id, const ChunkTextIds& text_id_map,
                      Problems* problems) {
-  const absl::flat_hash_map<std::string, uint64_t> holder_counts =
-      CheckChunkHolders(r, problems);
+  const absl::flat_hash_map<std::string, uint64_t> holder_counts = CheckChunkHolders(r, problems);
   absl::flat_hash_set<std::string> holder_keys;
   for (const fmt::ChunkHolderKey& h : r->holders) {
     holder_keys.insert(fmt::EncodeChunkHolderKey(h));
@@ -374,7 +370,7 @@ absl::StatusOr<ConsistencyReport> RocksDbStore::CheckConsistency() {
   ConsistencyReport report;
   Problems problems(&report);
   absl::ReaderMutexLock lifecycle(&impl_->mu);
-  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kCheck));
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB * db, impl_->LiveDb(kCheck));
   rocksdb::ManagedSnapshot snapshot(db);
   rocksdb::ReadOptions read;
   read.snapshot = snapshot.snapshot();

@@ -1,13 +1,12 @@
 // RocksDbStore: the content layer (CheckContent) and its planner's reader.
 
-#include "storage/rocksdb/rocksdb_store_internal.h"
-
 #include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "storage/rocksdb/rocksdb_store_internal.h"
 
 namespace dedupd {
 
@@ -27,8 +26,7 @@ class RocksDbStore::ContentReader final : public ContentStateReader {
         urls_family_(db->DefaultColumnFamily()),
         reads_(db, impl->content_cf, snapshot, kAction, impl->options.path) {}
 
-  absl::StatusOr<std::optional<ContentRecord>> GetContent(
-      const Sha256Digest& sha) override {
+  absl::StatusOr<std::optional<ContentRecord>> GetContent(const Sha256Digest& sha) override {
     std::string value;
     DEDUPD_ASSIGN_OR_RETURN(bool found, reads_.Get(fmt::EncodeContentKey(sha), &value));
     if (!found) return std::nullopt;
@@ -38,8 +36,7 @@ class RocksDbStore::ContentReader final : public ContentStateReader {
     }
     return *std::move(v);
   }
-  absl::StatusOr<bool> HasAlias(const Sha256Digest& sha,
-                                absl::string_view url) override {
+  absl::StatusOr<bool> HasAlias(const Sha256Digest& sha, absl::string_view url) override {
     std::string value;
     return reads_.Get(fmt::EncodeAliasKey(sha, url), &value);
   }
@@ -60,8 +57,7 @@ class RocksDbStore::ContentReader final : public ContentStateReader {
     if (!it->status().ok()) return reads_.Failed(it->status());
     return out;
   }
-  absl::StatusOr<std::optional<FetchRecord>> GetFetch(
-      absl::string_view url) override {
+  absl::StatusOr<std::optional<FetchRecord>> GetFetch(absl::string_view url) override {
     std::string value;
     DEDUPD_ASSIGN_OR_RETURN(bool found, reads_.Get(fmt::EncodeFetchKey(url), &value));
     if (!found) return std::nullopt;
@@ -76,8 +72,8 @@ class RocksDbStore::ContentReader final : public ContentStateReader {
     std::string value;
     return reads_.Get(fmt::EncodeUrlKey(url), &value, urls_family_);
   }
-  std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance,
-                                             size_t limit, size_t* total) override {
+  std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance, size_t limit,
+                                             size_t* total) override {
     return reads_.KeepInSnapshot(
         impl_->index->Query(simhash, max_distance, limit, total),
         [this](uint32_t id) { return ReadFingerprint(id); }, total);
@@ -96,8 +92,7 @@ class RocksDbStore::ContentReader final : public ContentStateReader {
 
   absl::StatusOr<std::optional<FingerprintRecord>> ReadFingerprint(uint32_t doc_id) {
     std::string value;
-    DEDUPD_ASSIGN_OR_RETURN(bool found,
-                            reads_.Get(fmt::EncodeFingerprintKey(doc_id), &value));
+    DEDUPD_ASSIGN_OR_RETURN(bool found, reads_.Get(fmt::EncodeFingerprintKey(doc_id), &value));
     if (!found) return std::nullopt;
     absl::StatusOr<FingerprintRecord> v = fmt::DecodeFingerprintValue(value);
     if (!v.ok()) return reads_.Damaged(absl::StrCat("fingerprint ", doc_id), v.status());
@@ -109,9 +104,8 @@ class RocksDbStore::ContentReader final : public ContentStateReader {
   SnapshotReads reads_;
 };
 
-absl::Status RocksDbStore::CheckContent(absl::Span<const ContentDoc> docs,
-                                        bool claim, const ContentLimits& limits,
-                                        absl::Time now,
+absl::Status RocksDbStore::CheckContent(absl::Span<const ContentDoc> docs, bool claim,
+                                        const ContentLimits& limits, absl::Time now,
                                         std::vector<ContentOutcome>* outcomes) {
   constexpr absl::string_view kAction = "check content in store";
   outcomes->clear();
@@ -139,7 +133,7 @@ absl::Status RocksDbStore::CheckContent(absl::Span<const ContentDoc> docs,
   }
 
   absl::ReaderMutexLock lifecycle(&impl_->mu);
-  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB * db, impl_->LiveDb(kAction));
   const KeyLocks locks(&impl_->key_locks, std::move(locked));
   // After the locks: see ContentReader.
   rocksdb::ManagedSnapshot snapshot(db);
@@ -166,8 +160,7 @@ absl::Status RocksDbStore::CheckContent(absl::Span<const ContentDoc> docs,
       if (s.ok()) s = batch.Put(fmt::EncodeUrlKey(url), fmt::EncodeUrlValue(t));
     }
     for (const auto& [id, fp] : m.fingerprints) {
-      put(fmt::EncodeFingerprintKey(id),
-          fmt::EncodeFingerprintValue(fp.simhash, fp.sha256));
+      put(fmt::EncodeFingerprintKey(id), fmt::EncodeFingerprintValue(fp.simhash, fp.sha256));
     }
     if (!s.ok()) return FromRocksDbStatus(s, kAction, impl_->options.path);
     DEDUPD_RETURN_IF_ERROR(impl_->BeforeWrite(db, kAction));
@@ -190,8 +183,6 @@ absl::Status RocksDbStore::CheckContent(absl::Span<const ContentDoc> docs,
   return absl::OkStatus();
 }
 
-int RocksDbStore::max_near_distance() const {
-  return impl_->options.simhash_max_distance;
-}
+int RocksDbStore::max_near_distance() const { return impl_->options.simhash_max_distance; }
 
 }  // namespace dedupd

@@ -17,14 +17,14 @@
 //
 // Usage: rocksdb_crash_helper <store path> <normalizer version> [chunks|forget]
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
@@ -36,17 +36,14 @@ int main(int argc, char** argv) {
   const bool chunks = argc == 4 && std::string(argv[3]) == "chunks";
   const bool forget = argc == 4 && std::string(argv[3]) == "forget";
   if (argc != 3 && !chunks && !forget) {
-    std::fprintf(stderr, "usage: %s <store path> <normalizer version> [chunks|forget]\n",
-                 argv[0]);
+    std::fprintf(stderr, "usage: %s <store path> <normalizer version> [chunks|forget]\n", argv[0]);
     return 2;
   }
   dedupd::RocksDbStoreOptions options;
   options.path = argv[1];
-  options.normalizer_version =
-      static_cast<uint32_t>(std::strtoul(argv[2], nullptr, 10));
+  options.normalizer_version = static_cast<uint32_t>(std::strtoul(argv[2], nullptr, 10));
   options.sync_writes = false;  // the point: no fsync, still crash-safe
-  absl::StatusOr<std::unique_ptr<dedupd::RocksDbStore>> store =
-      dedupd::RocksDbStore::Open(options);
+  absl::StatusOr<std::unique_ptr<dedupd::RocksDbStore>> store = dedupd::RocksDbStore::Open(options);
   if (!store.ok()) {
     std::fprintf(stderr, "%s\n", store.status().ToString().c_str());
     return 1;

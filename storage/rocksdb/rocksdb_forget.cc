@@ -3,8 +3,6 @@
 // are forget_planner.h's; this file finds the records, locks their keys and
 // writes the decisions in one WriteBatch.
 
-#include "storage/rocksdb/rocksdb_store_internal.h"
-
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -14,6 +12,7 @@
 #include <vector>
 
 #include "storage/plan/forget_planner.h"
+#include "storage/rocksdb/rocksdb_store_internal.h"
 
 namespace dedupd {
 namespace {
@@ -22,8 +21,7 @@ constexpr absl::string_view kForget = "forget URL in store";
 
 absl::Status ForgetDamaged(const std::string& path, absl::string_view what,
                            const absl::Status& why) {
-  return absl::DataLossError(
-      absl::StrCat(kForget, " at ", path, ": ", what, ": ", why.message()));
+  return absl::DataLossError(absl::StrCat(kForget, " at ", path, ": ", what, ": ", why.message()));
 }
 
 }  // namespace
@@ -40,8 +38,7 @@ struct RocksDbStore::Impl::ForgetBatch {
   void Delete(rocksdb::ColumnFamilyHandle* family, const std::string& key) {
     if (status.ok()) status = batch.Delete(family, key);
   }
-  void Put(rocksdb::ColumnFamilyHandle* family, const std::string& key,
-           const std::string& value) {
+  void Put(rocksdb::ColumnFamilyHandle* family, const std::string& key, const std::string& value) {
     if (status.ok()) status = batch.Put(family, key, value);
   }
 };
@@ -66,11 +63,11 @@ absl::StatusOr<std::vector<Sha256Digest>> RocksDbStore::Impl::TextsNamingUrl(
     }
     bool names_url = false;
     if (key[0] == fmt::kTagContent) {
-      absl::StatusOr<fmt::ContentValue> v = fmt::DecodeContentValue(
-          absl::string_view(it->value().data(), it->value().size()));
+      absl::StatusOr<fmt::ContentValue> v =
+          fmt::DecodeContentValue(absl::string_view(it->value().data(), it->value().size()));
       if (!v.ok()) {
-        return ForgetDamaged(options.path,
-                             absl::StrCat("content record ", PrintableKey(key)), v.status());
+        return ForgetDamaged(options.path, absl::StrCat("content record ", PrintableKey(key)),
+                             v.status());
       }
       names_url = v->owner_url == url;
     } else {
@@ -100,8 +97,8 @@ absl::StatusOr<std::vector<AliasRecord>> RocksDbStore::Impl::ReadAliases(
   for (it->Seek(prefix); it->Valid(); it->Next()) {
     const absl::string_view key(it->key().data(), it->key().size());
     absl::StatusOr<absl::string_view> alias = fmt::DecodeAliasKeyUrl(key);
-    absl::StatusOr<absl::Time> added = fmt::DecodeAliasValue(
-        absl::string_view(it->value().data(), it->value().size()));
+    absl::StatusOr<absl::Time> added =
+        fmt::DecodeAliasValue(absl::string_view(it->value().data(), it->value().size()));
     if (!alias.ok() || !added.ok()) {
       return ForgetDamaged(options.path, "alias list of text " + Sha256Hex(sha),
                            !alias.ok() ? alias.status() : added.status());
@@ -112,11 +109,10 @@ absl::StatusOr<std::vector<AliasRecord>> RocksDbStore::Impl::ReadAliases(
   return aliases;
 }
 
-absl::Status RocksDbStore::Impl::ForgetTexts(rocksdb::DB* db,
-                                             const rocksdb::ReadOptions& read,
+absl::Status RocksDbStore::Impl::ForgetTexts(rocksdb::DB* db, const rocksdb::ReadOptions& read,
                                              const std::string& url,
-                                             absl::Span<const Sha256Digest> texts,
-                                             ForgetBatch* out, ForgetResult* result) {
+                                             absl::Span<const Sha256Digest> texts, ForgetBatch* out,
+                                             ForgetResult* result) {
   for (const Sha256Digest& sha : texts) {
     const std::string content_key = fmt::EncodeContentKey(sha);
     std::string value;
@@ -160,8 +156,8 @@ absl::Status RocksDbStore::Impl::ForgetChunks(ChunkReader* reader, const std::st
                           PlanChunkOwnerPromotions(url, *manifest, reader));
   // Exactly what a claim of the document with no chunks does.
   ChunkPlan plan;
-  DEDUPD_RETURN_IF_ERROR(PlanChunkDocument(ChunkDocument{url, {}}, /*claim=*/true, now,
-                                           manifest, reader, &plan));
+  DEDUPD_RETURN_IF_ERROR(
+      PlanChunkDocument(ChunkDocument{url, {}}, /*claim=*/true, now, manifest, reader, &plan));
   out->chunk_mutations = std::move(plan.mutations);
   result->chunk_manifest_removed = out->chunk_mutations.delete_manifest;
   result->chunk_holders_removed = manifest->chunks.size();
@@ -182,7 +178,7 @@ absl::StatusOr<ForgetResult> RocksDbStore::Forget(const std::string& normalized_
   const std::string& path = impl_->options.path;
 
   absl::ReaderMutexLock lifecycle(&impl_->mu);
-  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kForget));
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB * db, impl_->LiveDb(kForget));
   rocksdb::ColumnFamilyHandle* const cf = impl_->content_cf;
 
   // Step 1: the URL's own keys, as claims lock them (ClaimUrls and
@@ -206,8 +202,7 @@ absl::StatusOr<ForgetResult> RocksDbStore::Forget(const std::string& normalized_
   // locks, so it holds every claim that named the URL. A text found here
   // may change (another Forget promoting this URL from alias to owner, a
   // claim adding aliases) until its lock is held below: it is re-read then.
-  DEDUPD_ASSIGN_OR_RETURN(const std::vector<Sha256Digest> texts,
-                          impl_->TextsNamingUrl(db, url));
+  DEDUPD_ASSIGN_OR_RETURN(const std::vector<Sha256Digest> texts, impl_->TextsNamingUrl(db, url));
   // The document's chunks (stable: only a claim holding its manifest lock
   // writes them).
   std::optional<ChunkManifest> manifest;
@@ -225,8 +220,8 @@ absl::StatusOr<ForgetResult> RocksDbStore::Forget(const std::string& normalized_
       text_keys.push_back(fmt::EncodeChunkTextKey(sha));
     }
   }
-  const KeyLocks text_locks(
-      &impl_->key_locks, std::vector<absl::string_view>(text_keys.begin(), text_keys.end()));
+  const KeyLocks text_locks(&impl_->key_locks,
+                            std::vector<absl::string_view>(text_keys.begin(), text_keys.end()));
   // After every lock: nothing writes what is read below until we unlock.
   rocksdb::ManagedSnapshot snapshot(db);
   rocksdb::ReadOptions read;

@@ -18,10 +18,10 @@
 #include "core/text/sha256.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "storage/chunk_store.h"
-#include "storage/content_store.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
+#include "storage/chunk_store.h"
+#include "storage/content_store.h"
 #include "storage/rocksdb/rocksdb_format.h"
 #include "storage/rocksdb/rocksdb_store.h"
 #include "storage/testing/test_temp_dir.h"
@@ -150,8 +150,7 @@ TEST_F(RocksDbForgetTest, UnknownUrlIsNotAnError) {
 }
 
 TEST_F(RocksDbForgetTest, EmptyUrlIsInvalid) {
-  EXPECT_THAT(store_->Forget("", T(1)).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(store_->Forget("", T(1)).status(), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST_F(RocksDbForgetTest, UrlOnlyIsNewAgainWithTheBloomFrontOn) {
@@ -270,13 +269,11 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         ContentCase{"Alias", kZ, 1, 0, {}, true, kO, kP, kQ, {kBUrl}, {kM1, kM2, kF}},
         // The oldest alias (Z, t=20) wins over the first in byte order (B).
-        ContentCase{"OwnerWithAliases", kO, 0, 0, {kZ}, true, kZ, kP, kQ, {kBUrl},
-                    {kM1, kM2, kF}},
-        ContentCase{"OnlyOwner", kP, 0, 1, {}, true, kO, "", kQ, {kBUrl, kZ},
-                    {kM1, kM2, kF}},
+        ContentCase{"OwnerWithAliases", kO, 0, 0, {kZ}, true, kZ, kP, kQ, {kBUrl}, {kM1, kM2, kF}},
+        ContentCase{"OnlyOwner", kP, 0, 1, {}, true, kO, "", kQ, {kBUrl, kZ}, {kM1, kM2, kF}},
         // Q's fetched URL F is its alias (t=50): the oldest.
-        ContentCase{"OwnerFetchedElsewhere", kQ, 0, 0, {kF}, false, kO, kP, kF, {kBUrl, kZ},
-                    {kM1, kM2}},
+        ContentCase{
+            "OwnerFetchedElsewhere", kQ, 0, 0, {kF}, false, kO, kP, kF, {kBUrl, kZ}, {kM1, kM2}},
         // The fetched URL itself: an alias with a fetch record.
         ContentCase{"FetchedAlias", kF, 1, 0, {}, true, kO, kP, kQ, {kBUrl, kZ}, {kM1, kM2}}),
     [](const ::testing::TestParamInfo<ContentCase>& info) { return info.param.name; });
@@ -463,10 +460,9 @@ TEST_F(RocksDbForgetTest, ConcurrentForgetAndClaimsLeaveAConsistentStore) {
           }
           case 1: {
             std::vector<ContentOutcome> out;
-            s = store_->CheckContent(
-                {Doc(url, urls[pick(urls.size())], texts[pick(texts.size())]),
-                 Doc(urls[pick(urls.size())], texts[pick(texts.size())])},
-                /*claim=*/pick(4) != 0, ContentLimits{}, now, &out);
+            s = store_->CheckContent({Doc(url, urls[pick(urls.size())], texts[pick(texts.size())]),
+                                      Doc(urls[pick(urls.size())], texts[pick(texts.size())])},
+                                     /*claim=*/pick(4) != 0, ContentLimits{}, now, &out);
             break;
           }
           case 2: {
@@ -492,9 +488,8 @@ TEST_F(RocksDbForgetTest, ConcurrentForgetAndClaimsLeaveAConsistentStore) {
   ExpectConsistent();
   for (const std::string& url : urls) Forget(url);
   ASSERT_OK_AND_ASSIGN(ConsistencyReport report, store_->CheckConsistency());
-  EXPECT_EQ(report.urls + report.contents + report.aliases + report.fingerprints +
-                report.fetches + report.chunk_manifests + report.chunk_texts +
-                report.chunk_holders,
+  EXPECT_EQ(report.urls + report.contents + report.aliases + report.fingerprints + report.fetches +
+                report.chunk_manifests + report.chunk_texts + report.chunk_holders,
             0u)
       << "forgetting every URL leaves an empty store";
   EXPECT_EQ(store_->index_stats().fingerprints, 0u);
@@ -543,8 +538,7 @@ TEST_P(CheckerDamageTest, ReportsTheBrokenInvariant) {
         {"content", rocksdb::ColumnFamilyOptions(options)}};
     std::vector<rocksdb::ColumnFamilyHandle*> handles;
     rocksdb::DB* raw = nullptr;
-    rocksdb::Status s =
-        rocksdb::DB::Open(options, dir_->path() + "/db", families, &handles, &raw);
+    rocksdb::Status s = rocksdb::DB::Open(options, dir_->path() + "/db", families, &handles, &raw);
     ASSERT_TRUE(s.ok()) << s.ToString();
     std::unique_ptr<rocksdb::DB> db(raw);
     s = db->Put(rocksdb::WriteOptions(), handles[1], c.key, c.value);
@@ -577,8 +571,7 @@ INSTANTIATE_TEST_SUITE_P(
                    fmt::EncodeContentValue({9, 5, T(1), 0, "http://ghost.example/"}),
                    "has no URL record"},
         DamageCase{"FetchOfAStranger", fmt::EncodeFetchKey(kZ),
-                   fmt::EncodeFetchValue({Sha256(kA.body), T(1), T(1)}),
-                   "neither owner nor alias"},
+                   fmt::EncodeFetchValue({Sha256(kA.body), T(1), T(1)}), "neither owner nor alias"},
         DamageCase{"HolderWithoutManifest",
                    fmt::EncodeChunkHolderKey({Sha256(kB.body), T(1), kZ, "9"}),
                    fmt::EncodeChunkHolderValue(), "not an entry of its document's manifest"},
@@ -595,10 +588,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST_F(RocksDbForgetTest, AfterCloseFails) {
   ASSERT_THAT(store_->Close(), IsOk());
-  EXPECT_THAT(store_->Forget(kO, T(1)).status(),
-              StatusIs(absl::StatusCode::kFailedPrecondition));
-  EXPECT_THAT(store_->CheckConsistency().status(),
-              StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(store_->Forget(kO, T(1)).status(), StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(store_->CheckConsistency().status(), StatusIs(absl::StatusCode::kFailedPrecondition));
   store_.reset();
 }
 

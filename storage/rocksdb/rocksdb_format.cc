@@ -16,13 +16,9 @@ namespace {
 // conversion through uint64_t is well defined in both directions (C++17
 // implementation-defined for the unsigned→signed direction, two's
 // complement on every compiler we build with; C++20 makes it standard).
-uint64_t TimeToStoredMicros(absl::Time t) {
-  return static_cast<uint64_t>(absl::ToUnixMicros(t));
-}
+uint64_t TimeToStoredMicros(absl::Time t) { return static_cast<uint64_t>(absl::ToUnixMicros(t)); }
 
-absl::Time StoredMicrosToTime(uint64_t v) {
-  return absl::FromUnixMicros(static_cast<int64_t>(v));
-}
+absl::Time StoredMicrosToTime(uint64_t v) { return absl::FromUnixMicros(static_cast<int64_t>(v)); }
 
 constexpr size_t kMetaHeaderBytes = 8 + 4;  // magic + format version
 
@@ -42,10 +38,9 @@ std::string EncodeMeta(const StoreMeta& meta) {
 
 absl::StatusOr<uint32_t> DecodeMetaFormatVersion(absl::string_view value) {
   if (value.size() < kMetaHeaderBytes) {
-    return absl::DataLossError(
-        absl::StrCat("meta record has ", value.size(),
-                     " bytes, fewer than the ", kMetaHeaderBytes,
-                     " of magic and format version"));
+    return absl::DataLossError(absl::StrCat("meta record has ", value.size(),
+                                            " bytes, fewer than the ", kMetaHeaderBytes,
+                                            " of magic and format version"));
   }
   if (value.substr(0, kMetaMagic.size()) != kMetaMagic) {
     return absl::DataLossError(
@@ -59,15 +54,13 @@ absl::StatusOr<StoreMeta> DecodeMeta(absl::string_view value) {
   absl::StatusOr<uint32_t> version = DecodeMetaFormatVersion(value);
   if (!version.ok()) return version.status();
   if (*version < kOldestUpgradableFormatVersion || *version > kStorageFormatVersion) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("meta record has storage format version ", *version,
-                     ", this build reads versions ", kOldestUpgradableFormatVersion,
-                     " to ", kStorageFormatVersion));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "meta record has storage format version ", *version, ", this build reads versions ",
+        kOldestUpgradableFormatVersion, " to ", kStorageFormatVersion));
   }
   if (value.size() != kMetaBytes) {
-    return absl::DataLossError(
-        absl::StrCat("meta record has ", value.size(), " bytes, version ",
-                     *version, " has ", kMetaBytes));
+    return absl::DataLossError(absl::StrCat("meta record has ", value.size(), " bytes, version ",
+                                            *version, " has ", kMetaBytes));
   }
   StoreMeta meta;
   const char* p = value.data() + kMetaHeaderBytes;
@@ -88,11 +81,10 @@ std::string EncodeUrlKey(absl::string_view normalized_url) {
 absl::StatusOr<absl::string_view> DecodeUrlKey(absl::string_view key) {
   if (key.size() < 2 || key[0] != kTagUrl) {
     return absl::DataLossError(
-        key.empty() ? std::string("URL key is empty")
-                    : absl::StrCat("URL key has tag ",
-                                   static_cast<int>(static_cast<uint8_t>(key[0])),
-                                   " and ", key.size() - 1,
-                                   " URL bytes; want tag 1 and at least 1"));
+        key.empty()
+            ? std::string("URL key is empty")
+            : absl::StrCat("URL key has tag ", static_cast<int>(static_cast<uint8_t>(key[0])),
+                           " and ", key.size() - 1, " URL bytes; want tag 1 and at least 1"));
   }
   return key.substr(1);
 }
@@ -110,15 +102,13 @@ absl::StatusOr<absl::Time> DecodeUrlValue(absl::string_view value) {
   const uint8_t version = static_cast<uint8_t>(value[0]);
   if (version != kUrlValueVersion) {
     return absl::DataLossError(
-        absl::StrCat("URL value has unknown value version ",
-                     static_cast<int>(version), " (this build reads version ",
-                     static_cast<int>(kUrlValueVersion), ")"));
+        absl::StrCat("URL value has unknown value version ", static_cast<int>(version),
+                     " (this build reads version ", static_cast<int>(kUrlValueVersion), ")"));
   }
   if (value.size() != kUrlValueBytes) {
-    return absl::DataLossError(
-        absl::StrCat("URL value has ", value.size(), " bytes, version ",
-                     static_cast<int>(kUrlValueVersion), " has ",
-                     kUrlValueBytes));
+    return absl::DataLossError(absl::StrCat("URL value has ", value.size(), " bytes, version ",
+                                            static_cast<int>(kUrlValueVersion), " has ",
+                                            kUrlValueBytes));
   }
   return StoredMicrosToTime(DecodeFixed64BE(value.data() + 1));
 }
@@ -137,21 +127,19 @@ Sha256Digest GetSha(const char* p) {
 
 // Checks a value's version byte and size; `exact` false means at least
 // `bytes`. `what` names the record kind in messages.
-absl::Status CheckValue(absl::string_view value, absl::string_view what,
-                        uint8_t want_version, size_t bytes, bool exact) {
+absl::Status CheckValue(absl::string_view value, absl::string_view what, uint8_t want_version,
+                        size_t bytes, bool exact) {
   if (value.empty()) return absl::DataLossError(absl::StrCat(what, " value is empty"));
   const uint8_t version = static_cast<uint8_t>(value[0]);
   if (version != want_version) {
-    return absl::DataLossError(absl::StrCat(
-        what, " value has unknown value version ", static_cast<int>(version),
-        " (this build reads version ", static_cast<int>(want_version), ")"));
+    return absl::DataLossError(
+        absl::StrCat(what, " value has unknown value version ", static_cast<int>(version),
+                     " (this build reads version ", static_cast<int>(want_version), ")"));
   }
   if (exact ? value.size() != bytes : value.size() < bytes) {
-    return absl::DataLossError(absl::StrCat(what, " value has ", value.size(),
-                                            " bytes, version ",
+    return absl::DataLossError(absl::StrCat(what, " value has ", value.size(), " bytes, version ",
                                             static_cast<int>(want_version),
-                                            exact ? " has " : " has at least ",
-                                            bytes));
+                                            exact ? " has " : " has at least ", bytes));
   }
   return absl::OkStatus();
 }
@@ -174,8 +162,8 @@ std::string EncodeContentMeta(const ContentMeta& meta) {
 }
 
 absl::StatusOr<ContentMeta> DecodeContentMeta(absl::string_view value) {
-  absl::Status s = CheckValue(value, "content meta", kContentMetaVersion,
-                              kContentMetaBytes, /*exact=*/true);
+  absl::Status s =
+      CheckValue(value, "content meta", kContentMetaVersion, kContentMetaBytes, /*exact=*/true);
   if (!s.ok()) return s;
   ContentMeta meta;
   const char* p = value.data() + 1;
@@ -205,8 +193,8 @@ std::string EncodeContentValue(const ContentValue& v) {
 }
 
 absl::StatusOr<ContentValue> DecodeContentValue(absl::string_view value) {
-  absl::Status s = CheckValue(value, "content", kContentValueVersion,
-                              kContentValueFixedBytes + 1, /*exact=*/false);
+  absl::Status s = CheckValue(value, "content", kContentValueVersion, kContentValueFixedBytes + 1,
+                              /*exact=*/false);
   if (!s.ok()) return s;
   ContentValue v;
   const char* p = value.data() + 1;
@@ -233,8 +221,7 @@ std::string EncodeAliasKey(const Sha256Digest& sha256, absl::string_view url) {
 absl::StatusOr<absl::string_view> DecodeAliasKeyUrl(absl::string_view key) {
   if (key.size() < 1 + 32 + 1 || key[0] != kTagAlias) {
     return absl::DataLossError(
-        absl::StrCat("alias key of ", key.size(),
-                     " bytes is not tag 3, a SHA-256 and a URL"));
+        absl::StrCat("alias key of ", key.size(), " bytes is not tag 3, a SHA-256 and a URL"));
   }
   return key.substr(1 + 32);
 }
@@ -259,8 +246,8 @@ std::string EncodeFingerprintKey(uint32_t doc_id) {
 
 absl::StatusOr<uint32_t> DecodeFingerprintKey(absl::string_view key) {
   if (key.size() != 5 || key[0] != kTagFingerprint) {
-    return absl::DataLossError(absl::StrCat(
-        "fingerprint key of ", key.size(), " bytes is not tag 4 and a u32"));
+    return absl::DataLossError(
+        absl::StrCat("fingerprint key of ", key.size(), " bytes is not tag 4 and a u32"));
   }
   return DecodeFixed32BE(key.data() + 1);
 }
@@ -275,8 +262,8 @@ std::string EncodeFingerprintValue(uint64_t simhash, const Sha256Digest& sha256)
 }
 
 absl::StatusOr<FingerprintValue> DecodeFingerprintValue(absl::string_view value) {
-  absl::Status s = CheckValue(value, "fingerprint", kFingerprintValueVersion,
-                              kFingerprintValueBytes, true);
+  absl::Status s =
+      CheckValue(value, "fingerprint", kFingerprintValueVersion, kFingerprintValueBytes, true);
   if (!s.ok()) return s;
   FingerprintValue v;
   v.simhash = DecodeFixed64BE(value.data() + 1);
@@ -301,8 +288,7 @@ std::string EncodeFetchValue(const FetchValue& v) {
 }
 
 absl::StatusOr<FetchValue> DecodeFetchValue(absl::string_view value) {
-  absl::Status s = CheckValue(value, "fetch", kFetchValueVersion,
-                              kFetchValueBytes, true);
+  absl::Status s = CheckValue(value, "fetch", kFetchValueVersion, kFetchValueBytes, true);
   if (!s.ok()) return s;
   FetchValue v;
   v.sha256 = GetSha(value.data() + 1);
@@ -346,7 +332,8 @@ absl::StatusOr<uint32_t> DecodeChunkIdKey(absl::string_view key, char kind,
                                           absl::string_view what) {
   if (key.size() != 6 || !HasChunkPrefix(key, kind)) {
     return absl::DataLossError(absl::StrCat(what, " key of ", key.size(), " bytes is not 05 ",
-                                            absl::Hex(static_cast<uint8_t>(kind), absl::kZeroPad2), " and a u32"));
+                                            absl::Hex(static_cast<uint8_t>(kind), absl::kZeroPad2),
+                                            " and a u32"));
   }
   return DecodeFixed32BE(key.data() + 2);
 }
@@ -369,9 +356,9 @@ absl::Status GetChunkTextOwner(absl::string_view tail, absl::Time* added, std::s
   const uint32_t url_bytes = DecodeFixed32BE(tail.data() + 8);
   const size_t rest = tail.size() - 12;
   if (url_bytes == 0 || url_bytes >= rest) {
-    return absl::DataLossError(absl::StrCat(
-        "chunk text value has an owner URL of ", url_bytes, " bytes in ", rest,
-        " bytes of owner URL and chunk id (both at least 1)"));
+    return absl::DataLossError(absl::StrCat("chunk text value has an owner URL of ", url_bytes,
+                                            " bytes in ", rest,
+                                            " bytes of owner URL and chunk id (both at least 1)"));
   }
   *added = StoredMicrosToTime(DecodeFixed64BE(tail.data()));
   *url = std::string(tail.substr(12, url_bytes));
@@ -406,10 +393,9 @@ std::string EncodeChunkManifestValue(const std::vector<ChunkManifestEntry>& entr
   return out;
 }
 
-absl::StatusOr<std::vector<ChunkManifestEntry>> DecodeChunkManifestValue(
-    absl::string_view value) {
-  absl::Status s = CheckValue(value, "chunk manifest", kChunkManifestValueVersion,
-                              1 + 4, /*exact=*/false);
+absl::StatusOr<std::vector<ChunkManifestEntry>> DecodeChunkManifestValue(absl::string_view value) {
+  absl::Status s =
+      CheckValue(value, "chunk manifest", kChunkManifestValueVersion, 1 + 4, /*exact=*/false);
   if (!s.ok()) return s;
   const uint32_t n = DecodeFixed32BE(value.data() + 1);
   absl::string_view rest = value.substr(1 + 4);
@@ -419,9 +405,8 @@ absl::StatusOr<std::vector<ChunkManifestEntry>> DecodeChunkManifestValue(
   // Bound the count by the bytes before allocating: damage must not turn
   // into a huge reservation.
   if (n > rest.size() / (kManifestEntryFixedBytes + 1)) {
-    return absl::DataLossError(absl::StrCat("chunk manifest value lists ", n,
-                                            " chunks in ", rest.size(),
-                                            " bytes of entries"));
+    return absl::DataLossError(absl::StrCat("chunk manifest value lists ", n, " chunks in ",
+                                            rest.size(), " bytes of entries"));
   }
   std::vector<ChunkManifestEntry> entries;
   entries.reserve(n);
@@ -431,7 +416,8 @@ absl::StatusOr<std::vector<ChunkManifestEntry>> DecodeChunkManifestValue(
     }
     const uint32_t id_bytes = DecodeFixed32BE(rest.data());
     if (id_bytes == 0) {
-      return absl::DataLossError(absl::StrCat("chunk manifest entry ", i, " has an empty chunk id"));
+      return absl::DataLossError(
+          absl::StrCat("chunk manifest entry ", i, " has an empty chunk id"));
     }
     if (rest.size() - 4 < size_t{id_bytes} + 32 + 8 + 8) {
       return absl::DataLossError(absl::StrCat("chunk manifest value ends inside entry ", i));
@@ -446,8 +432,8 @@ absl::StatusOr<std::vector<ChunkManifestEntry>> DecodeChunkManifestValue(
     rest.remove_prefix(kManifestEntryFixedBytes + id_bytes);
   }
   if (!rest.empty()) {
-    return absl::DataLossError(absl::StrCat("chunk manifest value has ", rest.size(),
-                                            " bytes after its ", n, " entries"));
+    return absl::DataLossError(
+        absl::StrCat("chunk manifest value has ", rest.size(), " bytes after its ", n, " entries"));
   }
   return entries;
 }
@@ -465,8 +451,8 @@ std::string ChunkTextKeysEnd() { return ChunkKeyPrefix(static_cast<char>(kChunkT
 std::string EncodeChunkTextValue(const ChunkTextValue& v) {
   std::string out;
   out.reserve(kChunkTextValueFixedBytes + 12 + v.owner_url.size() + v.owner_chunk_id.size());
-  out.push_back(static_cast<char>(v.has_owner ? kChunkTextValueVersion
-                                              : kChunkTextValueVersionWithoutOwner));
+  out.push_back(
+      static_cast<char>(v.has_owner ? kChunkTextValueVersion : kChunkTextValueVersionWithoutOwner));
   PutFixed32BE(&out, v.text_id);
   PutFixed64BE(&out, v.simhash);
   PutFixed64BE(&out, v.holders);
@@ -488,14 +474,14 @@ absl::StatusOr<ChunkTextValue> DecodeChunkTextValue(absl::string_view value) {
     absl::Status s = CheckValue(value, "chunk text", kChunkTextValueVersion,
                                 kChunkTextValueFixedBytes + 8 + 4 + 2, /*exact=*/false);
     if (!s.ok()) return s;
-    s = GetChunkTextOwner(value.substr(kChunkTextValueFixedBytes), &v.owner_added,
-                          &v.owner_url, &v.owner_chunk_id);
+    s = GetChunkTextOwner(value.substr(kChunkTextValueFixedBytes), &v.owner_added, &v.owner_url,
+                          &v.owner_chunk_id);
     if (!s.ok()) return s;
     v.has_owner = true;
   } else {
-    return absl::DataLossError(absl::StrCat(
-        "chunk text value has unknown value version ", static_cast<int>(version),
-        " (this build reads versions 1 and 2)"));
+    return absl::DataLossError(absl::StrCat("chunk text value has unknown value version ",
+                                            static_cast<int>(version),
+                                            " (this build reads versions 1 and 2)"));
   }
   v.text_id = DecodeFixed32BE(value.data() + 1);
   v.simhash = DecodeFixed64BE(value.data() + 5);
@@ -525,9 +511,9 @@ std::string EncodeChunkHolderKey(const ChunkHolderKey& k) {
 
 absl::StatusOr<ChunkHolderKey> DecodeChunkHolderKey(absl::string_view key) {
   if (!HasChunkPrefix(key, kChunkHolder) || key.size() < kHolderKeyFixedBytes + 3) {
-    return absl::DataLossError(absl::StrCat(
-        "chunk holder key of ", key.size(),
-        " bytes is not 05 03, a SHA-256, a time, a URL, a NUL and a chunk id"));
+    return absl::DataLossError(
+        absl::StrCat("chunk holder key of ", key.size(),
+                     " bytes is not 05 03, a SHA-256, a time, a URL, a NUL and a chunk id"));
   }
   ChunkHolderKey k;
   k.sha256 = GetSha(key.data() + 2);
@@ -579,9 +565,7 @@ absl::StatusOr<uint32_t> DecodeChunkTextByIdKey(absl::string_view key) {
 
 std::string ChunkTextByIdKeysBegin() { return ChunkKeyPrefix(kChunkTextById); }
 
-std::string ChunkTextByIdKeysEnd() {
-  return ChunkKeyPrefix(static_cast<char>(kChunkTextById + 1));
-}
+std::string ChunkTextByIdKeysEnd() { return ChunkKeyPrefix(static_cast<char>(kChunkTextById + 1)); }
 
 std::string EncodeChunkTextByIdValue(const ChunkTextByIdValue& v) {
   std::string out;

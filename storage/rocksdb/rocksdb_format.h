@@ -139,8 +139,8 @@ struct ContentMeta {
   uint64_t simhash_seed = 0;
   bool operator==(const ContentMeta& o) const {
     return text_normalizer_version == o.text_normalizer_version &&
-           simhash_version == o.simhash_version &&
-           shingle_words == o.shingle_words && simhash_seed == o.simhash_seed;
+           simhash_version == o.simhash_version && shingle_words == o.shingle_words &&
+           simhash_seed == o.simhash_seed;
   }
 };
 inline constexpr uint8_t kContentMetaVersion = 1;
@@ -227,8 +227,7 @@ using ChunkManifestEntry = StoredChunk;
 std::string EncodeChunkManifestValue(const std::vector<ChunkManifestEntry>& entries);
 // Errors: DataLoss naming the defect (version, count, truncated entry,
 // trailing bytes). Never crashes, whatever the bytes.
-absl::StatusOr<std::vector<ChunkManifestEntry>> DecodeChunkManifestValue(
-    absl::string_view value);
+absl::StatusOr<std::vector<ChunkManifestEntry>> DecodeChunkManifestValue(absl::string_view value);
 
 // Chunk text record: key 05 02 | SHA-256 (32). Value, version 2 (written
 // since storage format 3): version byte (2) | text id (u32) | SimHash (u64)

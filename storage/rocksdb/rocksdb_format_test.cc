@@ -77,8 +77,7 @@ TEST(RocksDbFormatGoldenTest, Meta) {
 
 // SHA-256("abc"), the NIST vector, as the text digest of the content goldens.
 Sha256Digest GoldenSha() { return Sha256("abc"); }
-constexpr char kGoldenShaHex[] =
-    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+constexpr char kGoldenShaHex[] = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
 
 TEST(RocksDbFormatGoldenTest, ContentMeta) {
   EXPECT_EQ(absl::BytesToHexString(EncodeContentMetaKey()), "0001") << kBumpMessage;
@@ -104,12 +103,12 @@ TEST(RocksDbFormatGoldenTest, ContentRecord) {
       << kBumpMessage;
   ContentValue v{7, 0x0123456789abcdefULL, kGoldenTime, 2, "http://a/"};
   EXPECT_EQ(absl::BytesToHexString(EncodeContentValue(v)),
-            "01"                  // value version
-            "00000007"            // doc id
-            "0123456789abcdef"    // SimHash
-            "00060a2418202240"    // first seen
-            "0000000000000002"    // alias count
-            "687474703a2f2f612f") // owner URL
+            "01"                   // value version
+            "00000007"             // doc id
+            "0123456789abcdef"     // SimHash
+            "00060a2418202240"     // first seen
+            "0000000000000002"     // alias count
+            "687474703a2f2f612f")  // owner URL
       << kBumpMessage;
   ASSERT_OK_AND_ASSIGN(ContentValue back, DecodeContentValue(EncodeContentValue(v)));
   EXPECT_EQ(back.doc_id, 7u);
@@ -123,22 +122,17 @@ TEST(RocksDbFormatGoldenTest, AliasFingerprintAndFetchRecords) {
   EXPECT_EQ(absl::BytesToHexString(EncodeAliasKey(GoldenSha(), "http://b/")),
             std::string("03") + kGoldenShaHex + "687474703a2f2f622f")
       << kBumpMessage;
-  EXPECT_EQ(absl::BytesToHexString(EncodeAliasValue(kGoldenTime)),
-            "0100060a2418202240")
+  EXPECT_EQ(absl::BytesToHexString(EncodeAliasValue(kGoldenTime)), "0100060a2418202240")
       << kBumpMessage;
-  EXPECT_EQ(absl::BytesToHexString(EncodeFingerprintKey(0x01020304)), "0401020304")
-      << kBumpMessage;
-  EXPECT_EQ(absl::BytesToHexString(
-                EncodeFingerprintValue(0x0123456789abcdefULL, GoldenSha())),
+  EXPECT_EQ(absl::BytesToHexString(EncodeFingerprintKey(0x01020304)), "0401020304") << kBumpMessage;
+  EXPECT_EQ(absl::BytesToHexString(EncodeFingerprintValue(0x0123456789abcdefULL, GoldenSha())),
             std::string("01") + "0123456789abcdef" + kGoldenShaHex)
       << kBumpMessage;
-  EXPECT_EQ(absl::BytesToHexString(EncodeFetchKey("http://c/")),
-            "06687474703a2f2f632f")
+  EXPECT_EQ(absl::BytesToHexString(EncodeFetchKey("http://c/")), "06687474703a2f2f632f")
       << kBumpMessage;
   FetchValue f{GoldenSha(), kGoldenTime, kGoldenTime + absl::Microseconds(1)};
   EXPECT_EQ(absl::BytesToHexString(EncodeFetchValue(f)),
-            std::string("01") + kGoldenShaHex + "00060a2418202240" +
-                "00060a2418202241")
+            std::string("01") + kGoldenShaHex + "00060a2418202240" + "00060a2418202241")
       << kBumpMessage;
 
   // The decoded URL views the key: keep the key alive.
@@ -160,8 +154,7 @@ TEST(RocksDbFormatGoldenTest, AliasFingerprintAndFetchRecords) {
 // ---- Chunk layer (tag 0x05) ----
 
 // SHA-256(""), the second digest of the chunk goldens.
-constexpr char kEmptyShaHex[] =
-    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+constexpr char kEmptyShaHex[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 std::vector<ChunkManifestEntry> GoldenManifest() {
   return {{"0", GoldenSha(), 0x0123456789abcdefULL, kGoldenTime},
@@ -174,13 +167,16 @@ TEST(RocksDbFormatGoldenTest, ChunkManifestRecord) {
             "687474703a2f2f612f")  // document URL
       << kBumpMessage;
   EXPECT_EQ(absl::BytesToHexString(EncodeChunkManifestValue(GoldenManifest())),
-            std::string("01") +    // value version
-                "00000002" +       // chunk count
-                "00000001" "30" +  // id length, chunk id "0"
-                kGoldenShaHex +    // SHA-256
-                "0123456789abcdef" // SimHash
-                "00060a2418202240" // added, i64 big-endian microseconds
-                "00000002" "00ff" + kEmptyShaHex +
+            std::string("01") +  // value version
+                "00000002" +     // chunk count
+                "00000001"
+                "30" +              // id length, chunk id "0"
+                kGoldenShaHex +     // SHA-256
+                "0123456789abcdef"  // SimHash
+                "00060a2418202240"  // added, i64 big-endian microseconds
+                "00000002"
+                "00ff" +
+                kEmptyShaHex +
                 "0000000000000005"
                 "ffffffffffffffff")
       << kBumpMessage;
@@ -204,7 +200,10 @@ TEST(RocksDbFormatGoldenTest, ChunkTextRecord) {
   // Version 1 (storage format 2, no owner) is still read, and written
   // only without an owner.
   const std::string v1 = absl::HexStringToBytes(
-      "01" "00000007" "0123456789abcdef" "0000000000000003");
+      "01"
+      "00000007"
+      "0123456789abcdef"
+      "0000000000000003");
   EXPECT_EQ(EncodeChunkTextValue({7, 0x0123456789abcdefULL, 3, false, {}, "", ""}), v1)
       << kBumpMessage;
   ASSERT_OK_AND_ASSIGN(ChunkTextValue t, DecodeChunkTextValue(v1));
@@ -226,17 +225,19 @@ TEST(RocksDbFormatGoldenTest, ChunkHolderRecord) {
                 "00"                  // its terminator
                 "6300")               // chunk id: the rest, any bytes
       << kBumpMessage;
-  EXPECT_EQ(absl::BytesToHexString(EncodeChunkHolderKey(
-                {GoldenSha(), absl::FromUnixMicros(-1), "u", "i"}))
+  EXPECT_EQ(absl::BytesToHexString(
+                EncodeChunkHolderKey({GoldenSha(), absl::FromUnixMicros(-1), "u", "i"}))
                 .substr(4 + 64),
-            "7fffffffffffffff" "75" "00" "69")
+            "7fffffffffffffff"
+            "75"
+            "00"
+            "69")
       << kBumpMessage;
   EXPECT_EQ(absl::BytesToHexString(EncodeChunkHolderValue()), "01") << kBumpMessage;
 }
 
 TEST(RocksDbFormatGoldenTest, ChunkFingerprintRecord) {
-  EXPECT_EQ(absl::BytesToHexString(EncodeChunkFingerprintKey(0x01020304)),
-            "050401020304")
+  EXPECT_EQ(absl::BytesToHexString(EncodeChunkFingerprintKey(0x01020304)), "050401020304")
       << kBumpMessage;
   EXPECT_EQ(absl::BytesToHexString(ChunkFingerprintKeysBegin()), "0504");
   EXPECT_EQ(absl::BytesToHexString(ChunkFingerprintKeysEnd()), "0505");
@@ -249,8 +250,8 @@ TEST(RocksDbFormatGoldenTest, ChunkTextByIdRecord) {
   EXPECT_EQ(absl::BytesToHexString(ChunkTextByIdKeysEnd()), "0506");
   EXPECT_EQ(absl::BytesToHexString(EncodeChunkTextByIdValue(
                 {GoldenSha(), 0x0123456789abcdefULL, 3, kGoldenTime, "http://a/", "c"})),
-            std::string("03")     // value version
-                + kGoldenShaHex + // SHA-256
+            std::string("03")         // value version
+                + kGoldenShaHex +     // SHA-256
                 "0123456789abcdef"    // SimHash
                 "0000000000000003"    // holders
                 "00060a2418202240"    // owner added, i64 big-endian microseconds
@@ -296,8 +297,8 @@ TEST(RocksDbFormatTest, ChunkRecordsRoundTrip) {
   ASSERT_OK_AND_ASSIGN(id, DecodeChunkTextByIdKey(EncodeChunkTextByIdKey(0xfffffffe)));
   EXPECT_EQ(id, 0xfffffffeu);
   for (absl::Time added : {kGoldenTime, absl::FromUnixMicros(-5)}) {
-    const ChunkTextByIdValue in{Sha256("t"), 8, 7, added, "https://d/",
-                                std::string("\x00id\xff", 4)};
+    const ChunkTextByIdValue in{
+        Sha256("t"), 8, 7, added, "https://d/", std::string("\x00id\xff", 4)};
     ASSERT_OK_AND_ASSIGN(ChunkTextByIdValue t,
                          DecodeChunkTextByIdValue(EncodeChunkTextByIdValue(in)));
     EXPECT_EQ(t.sha256, in.sha256);
@@ -315,9 +316,9 @@ TEST(RocksDbFormatTest, ChunkRecordsRoundTrip) {
 TEST(RocksDbFormatTest, ChunkHolderKeysSortLikeHolders) {
   using Holder = std::tuple<absl::Time, std::string, std::string>;
   std::vector<Holder> holders;
-  for (absl::Time t : {absl::FromUnixMicros(-2), absl::FromUnixMicros(-1),
-                       absl::UnixEpoch(), absl::FromUnixMicros(1), kGoldenTime,
-                       absl::FromUnixMicros(INT64_MIN), absl::FromUnixMicros(INT64_MAX)}) {
+  for (absl::Time t : {absl::FromUnixMicros(-2), absl::FromUnixMicros(-1), absl::UnixEpoch(),
+                       absl::FromUnixMicros(1), kGoldenTime, absl::FromUnixMicros(INT64_MIN),
+                       absl::FromUnixMicros(INT64_MAX)}) {
     for (std::string url : {"http://a/", "http://a/b", "http://a", "http://\xff/", "h"}) {
       for (std::string id : {std::string("0"), std::string("0\x00", 2), std::string("\xff"),
                              std::string("\x01"), std::string("00")}) {
@@ -381,8 +382,10 @@ TEST(RocksDbFormatTest, DamagedChunkRecordsAreDataLossWithReasons) {
   std::string v3 = owned;
   v3[0] = 3;
   EXPECT_THAT(DecodeChunkTextValue(v3), StatusIs(kDataLoss, HasSubstr("unknown value version 3")));
-  EXPECT_THAT(DecodeChunkTextValue(absl::HexStringToBytes(
-                  "01" "00000001" "0000000000000002" "0000000000000000")),
+  EXPECT_THAT(DecodeChunkTextValue(absl::HexStringToBytes("01"
+                                                          "00000001"
+                                                          "0000000000000002"
+                                                          "0000000000000000")),
               StatusIs(kDataLoss, HasSubstr("0 holders")));
 
   const std::string holder = EncodeChunkHolderKey({GoldenSha(), kGoldenTime, "u", "i"});
@@ -404,8 +407,7 @@ TEST(RocksDbFormatTest, DamagedChunkRecordsAreDataLossWithReasons) {
   EXPECT_THAT(CheckChunkHolderValue("\x07"),
               StatusIs(kDataLoss, HasSubstr("chunk holder value has unknown value version 7")));
 
-  const std::string by_id =
-      EncodeChunkTextByIdValue({GoldenSha(), 2, 3, kGoldenTime, "u", "c"});
+  const std::string by_id = EncodeChunkTextByIdValue({GoldenSha(), 2, 3, kGoldenTime, "u", "c"});
   ASSERT_EQ(by_id.size(), 63u);
   EXPECT_THAT(DecodeChunkTextByIdValue(by_id.substr(0, 62)),
               StatusIs(kDataLoss, HasSubstr("chunk text value has 62 bytes")));
@@ -423,16 +425,14 @@ TEST(RocksDbFormatTest, DamagedChunkRecordsAreDataLossWithReasons) {
               StatusIs(kDataLoss, HasSubstr("owner URL of 0 bytes")));
   std::string by_id_unheld = by_id;
   by_id_unheld[48] = 0;  // the holder count's last byte: 3 -> 0
-  EXPECT_THAT(DecodeChunkTextByIdValue(by_id_unheld),
-              StatusIs(kDataLoss, HasSubstr("0 holders")));
+  EXPECT_THAT(DecodeChunkTextByIdValue(by_id_unheld), StatusIs(kDataLoss, HasSubstr("0 holders")));
   EXPECT_THAT(DecodeChunkTextByIdKey(EncodeChunkFingerprintKey(1)),
               StatusIs(kDataLoss, HasSubstr("not 05 05")));
   EXPECT_THAT(DecodeChunkTextByIdKey(EncodeChunkTextByIdKey(1) + "x"), StatusIs(kDataLoss));
 
   EXPECT_THAT(DecodeChunkFingerprintKey(EncodeFingerprintKey(1)),
               StatusIs(kDataLoss, HasSubstr("not 05 04")));
-  EXPECT_THAT(DecodeChunkFingerprintKey(EncodeChunkFingerprintKey(1) + "x"),
-              StatusIs(kDataLoss));
+  EXPECT_THAT(DecodeChunkFingerprintKey(EncodeChunkFingerprintKey(1) + "x"), StatusIs(kDataLoss));
 }
 
 TEST(RocksDbFormatTest, BadContentValuesAreDataLossWithReasons) {
@@ -454,33 +454,27 @@ TEST(RocksDbFormatTest, BadContentValuesAreDataLossWithReasons) {
 }
 
 TEST(RocksDbFormatGoldenTest, GoldenBytesDecode) {
-  ASSERT_OK_AND_ASSIGN(
-      absl::Time t,
-      DecodeUrlValue(absl::HexStringToBytes("0100060a2418202240")));
+  ASSERT_OK_AND_ASSIGN(absl::Time t, DecodeUrlValue(absl::HexStringToBytes("0100060a2418202240")));
   EXPECT_EQ(t, kGoldenTime);
-  ASSERT_OK_AND_ASSIGN(
-      StoreMeta meta,
-      DecodeMeta(absl::HexStringToBytes(
-          "44454455504453540000000200000007" "00060a2418202240")));
+  ASSERT_OK_AND_ASSIGN(StoreMeta meta,
+                       DecodeMeta(absl::HexStringToBytes("44454455504453540000000200000007"
+                                                         "00060a2418202240")));
   EXPECT_EQ(meta.format_version, 2u);
   EXPECT_EQ(meta.normalizer_version, 7u);
   EXPECT_EQ(meta.created, kGoldenTime);
 }
 
 TEST(RocksDbFormatTest, UrlValueRoundTripsAndTruncatesToMicros) {
-  for (absl::Time t :
-       {absl::UnixEpoch(), kGoldenTime, absl::FromUnixMicros(-123),
-        absl::FromUnixMicros(INT64_MAX), absl::FromUnixMicros(INT64_MIN)}) {
+  for (absl::Time t : {absl::UnixEpoch(), kGoldenTime, absl::FromUnixMicros(-123),
+                       absl::FromUnixMicros(INT64_MAX), absl::FromUnixMicros(INT64_MIN)}) {
     ASSERT_OK_AND_ASSIGN(absl::Time got, DecodeUrlValue(EncodeUrlValue(t)));
     EXPECT_EQ(got, t);
   }
-  ASSERT_OK_AND_ASSIGN(
-      absl::Time got,
-      DecodeUrlValue(EncodeUrlValue(kGoldenTime + absl::Nanoseconds(999))));
+  ASSERT_OK_AND_ASSIGN(absl::Time got,
+                       DecodeUrlValue(EncodeUrlValue(kGoldenTime + absl::Nanoseconds(999))));
   EXPECT_EQ(got, kGoldenTime);
   // Before the epoch, truncation is toward negative infinity.
-  ASSERT_OK_AND_ASSIGN(
-      got, DecodeUrlValue(EncodeUrlValue(absl::FromUnixNanos(-1))));
+  ASSERT_OK_AND_ASSIGN(got, DecodeUrlValue(EncodeUrlValue(absl::FromUnixNanos(-1))));
   EXPECT_EQ(got, absl::FromUnixMicros(-1));
 }
 
@@ -496,11 +490,9 @@ TEST(RocksDbFormatTest, UrlKeyRoundTrips) {
 }
 
 TEST(RocksDbFormatTest, BadUrlValuesAreDataLossWithReasons) {
-  EXPECT_THAT(DecodeUrlValue(""),
-              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("empty")));
+  EXPECT_THAT(DecodeUrlValue(""), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("empty")));
   EXPECT_THAT(DecodeUrlValue(absl::HexStringToBytes("0200060a2418202240")),
-              StatusIs(absl::StatusCode::kDataLoss,
-                       HasSubstr("unknown value version 2")));
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("unknown value version 2")));
   EXPECT_THAT(DecodeUrlValue(absl::HexStringToBytes("0100060a24182022")),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("8 bytes")));
   EXPECT_THAT(DecodeUrlValue(absl::HexStringToBytes("0100060a241820224000")),
@@ -515,14 +507,11 @@ TEST(RocksDbFormatTest, BadMetaIsDataLossOtherVersionIsFailedPrecondition) {
   EXPECT_EQ(decoded.normalizer_version, 3u);
 
   EXPECT_THAT(DecodeMeta(""), StatusIs(absl::StatusCode::kDataLoss));
-  EXPECT_THAT(DecodeMeta(good.substr(0, 11)),
-              StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_THAT(DecodeMeta(good.substr(0, 11)), StatusIs(absl::StatusCode::kDataLoss));
   std::string bad_magic = good;
   bad_magic[0] = 'X';
-  EXPECT_THAT(DecodeMeta(bad_magic),
-              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("magic")));
-  EXPECT_THAT(DecodeMeta(good + "x"),
-              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("25 bytes")));
+  EXPECT_THAT(DecodeMeta(bad_magic), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("magic")));
+  EXPECT_THAT(DecodeMeta(good + "x"), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("25 bytes")));
 
   StoreMeta v5 = meta;
   v5.format_version = 5;
@@ -534,9 +523,8 @@ TEST(RocksDbFormatTest, BadMetaIsDataLossOtherVersionIsFailedPrecondition) {
   EXPECT_EQ(version, 5u);
   StoreMeta v1 = meta;
   v1.format_version = 1;
-  EXPECT_THAT(DecodeMeta(EncodeMeta(v1)),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("storage format version 1")));
+  EXPECT_THAT(DecodeMeta(EncodeMeta(v1)), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                                   HasSubstr("storage format version 1")));
 }
 
 // Whether a decoder's answer for `input` is canonical: what it accepts,
@@ -549,15 +537,14 @@ template <typename T, typename Encode>
   if (decoded.ok()) {
     const std::string again = encode(*decoded);
     if (again == input) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure()
-           << "re-encodes " << absl::BytesToHexString(input) << " as "
-           << absl::BytesToHexString(again);
+    return ::testing::AssertionFailure() << "re-encodes " << absl::BytesToHexString(input) << " as "
+                                         << absl::BytesToHexString(again);
   }
   if (!data_loss_only || decoded.status().code() == absl::StatusCode::kDataLoss) {
     return ::testing::AssertionSuccess();
   }
-  return ::testing::AssertionFailure() << "refuses " << absl::BytesToHexString(input)
-                                       << " with " << decoded.status();
+  return ::testing::AssertionFailure()
+         << "refuses " << absl::BytesToHexString(input) << " with " << decoded.status();
 }
 
 // A small seeded fuzz loop: decoding arbitrary bytes never crashes, fails
@@ -570,16 +557,24 @@ TEST(RocksDbFormatTest, DecodingArbitraryBytesNeverCrashes) {
   meta.normalizer_version = 9;
   meta.created = kGoldenTime;
   const std::vector<std::string> seeds = {
-      EncodeUrlValue(kGoldenTime), EncodeMeta(meta), EncodeUrlKey("http://a/"),
-      EncodeMetaKey(), std::string(),
+      EncodeUrlValue(kGoldenTime),
+      EncodeMeta(meta),
+      EncodeUrlKey("http://a/"),
+      EncodeMetaKey(),
+      std::string(),
       EncodeContentValue({3, 4, kGoldenTime, 5, "http://o/"}),
-      EncodeFingerprintValue(6, Sha256("x")), EncodeFingerprintKey(8),
+      EncodeFingerprintValue(6, Sha256("x")),
+      EncodeFingerprintKey(8),
       EncodeFetchValue({Sha256("y"), kGoldenTime, kGoldenTime}),
-      EncodeAliasKey(Sha256("z"), "http://q/"), EncodeContentMeta({1, 2, 3, 4}),
-      EncodeChunkManifestValue(GoldenManifest()), EncodeChunkTextValue({1, 2, 3, false, {}, "", ""}),
+      EncodeAliasKey(Sha256("z"), "http://q/"),
+      EncodeContentMeta({1, 2, 3, 4}),
+      EncodeChunkManifestValue(GoldenManifest()),
+      EncodeChunkTextValue({1, 2, 3, false, {}, "", ""}),
       EncodeChunkTextValue({1, 2, 3, true, kGoldenTime, "http://o/", "c"}),
       EncodeChunkHolderKey({Sha256("h"), kGoldenTime, "http://h/", "c"}),
-      EncodeChunkHolderValue(), EncodeChunkFingerprintKey(4), EncodeChunkTextByIdKey(5),
+      EncodeChunkHolderValue(),
+      EncodeChunkFingerprintKey(4),
+      EncodeChunkTextByIdKey(5),
       EncodeChunkTextByIdValue({Sha256("i"), 1, 2, kGoldenTime, "http://o/", "c"})};
   std::uniform_int_distribution<int> byte(0, 255);
   for (int iter = 0; iter < 200'000; ++iter) {
@@ -604,43 +599,42 @@ TEST(RocksDbFormatTest, DecodingArbitraryBytesNeverCrashes) {
       }
     }
 
-    ASSERT_TRUE(Canonical(DecodeUrlValue(input), input,
-                          [](absl::Time t) { return EncodeUrlValue(t); }));
+    ASSERT_TRUE(
+        Canonical(DecodeUrlValue(input), input, [](absl::Time t) { return EncodeUrlValue(t); }));
     absl::StatusOr<StoreMeta> m = DecodeMeta(input);
     if (m.ok()) {
       ASSERT_EQ(EncodeMeta(*m), input);
     } else {
-      ASSERT_THAT(m.status().code(),
-                  ::testing::AnyOf(absl::StatusCode::kDataLoss,
-                                   absl::StatusCode::kFailedPrecondition));
+      ASSERT_THAT(m.status().code(), ::testing::AnyOf(absl::StatusCode::kDataLoss,
+                                                      absl::StatusCode::kFailedPrecondition));
     }
     absl::StatusOr<uint32_t> v = DecodeMetaFormatVersion(input);
     if (!v.ok()) {
       ASSERT_EQ(v.status().code(), absl::StatusCode::kDataLoss);
     }
-    ASSERT_TRUE(Canonical(DecodeUrlKey(input), input,
-                          [](absl::string_view k) { return EncodeUrlKey(k); }));
+    ASSERT_TRUE(
+        Canonical(DecodeUrlKey(input), input, [](absl::string_view k) { return EncodeUrlKey(k); }));
     // The content layer's decoders: canonical when they accept.
     ASSERT_TRUE(Canonical(DecodeContentValue(input), input,
                           [](const ContentValue& c) { return EncodeContentValue(c); }));
     ASSERT_TRUE(Canonical(DecodeFingerprintValue(input), input, [](const FingerprintValue& f) {
       return EncodeFingerprintValue(f.simhash, f.sha256);
     }));
-    ASSERT_TRUE(Canonical(DecodeFingerprintKey(input), input,
-                          [](uint32_t id) { return EncodeFingerprintKey(id); }, kAnyError));
+    ASSERT_TRUE(Canonical(
+        DecodeFingerprintKey(input), input, [](uint32_t id) { return EncodeFingerprintKey(id); },
+        kAnyError));
     ASSERT_TRUE(Canonical(DecodeFetchValue(input), input,
                           [](const FetchValue& f) { return EncodeFetchValue(f); }));
-    ASSERT_TRUE(Canonical(DecodeContentMeta(input), input,
-                          [](const ContentMeta& c) { return EncodeContentMeta(c); },
-                          kAnyError));
+    ASSERT_TRUE(Canonical(
+        DecodeContentMeta(input), input, [](const ContentMeta& c) { return EncodeContentMeta(c); },
+        kAnyError));
     if (auto a = DecodeAliasKeyUrl(input); a.ok()) {
       ASSERT_EQ(input.substr(0, 1), "\x03");
     }
     // The chunk layer's decoders: canonical when they accept.
-    ASSERT_TRUE(Canonical(DecodeChunkManifestValue(input), input,
-                          [](const std::vector<ChunkManifestEntry>& e) {
-                            return EncodeChunkManifestValue(e);
-                          }));
+    ASSERT_TRUE(Canonical(
+        DecodeChunkManifestValue(input), input,
+        [](const std::vector<ChunkManifestEntry>& e) { return EncodeChunkManifestValue(e); }));
     ASSERT_TRUE(Canonical(DecodeChunkTextValue(input), input,
                           [](const ChunkTextValue& t) { return EncodeChunkTextValue(t); }));
     ASSERT_TRUE(Canonical(DecodeChunkHolderKey(input), input,
@@ -648,11 +642,12 @@ TEST(RocksDbFormatTest, DecodingArbitraryBytesNeverCrashes) {
     if (CheckChunkHolderValue(input).ok()) {
       ASSERT_EQ(input, EncodeChunkHolderValue());
     }
-    ASSERT_TRUE(Canonical(DecodeChunkFingerprintKey(input), input,
-                          [](uint32_t id) { return EncodeChunkFingerprintKey(id); },
-                          kAnyError));
-    ASSERT_TRUE(Canonical(DecodeChunkTextByIdKey(input), input,
-                          [](uint32_t id) { return EncodeChunkTextByIdKey(id); }, kAnyError));
+    ASSERT_TRUE(Canonical(
+        DecodeChunkFingerprintKey(input), input,
+        [](uint32_t id) { return EncodeChunkFingerprintKey(id); }, kAnyError));
+    ASSERT_TRUE(Canonical(
+        DecodeChunkTextByIdKey(input), input,
+        [](uint32_t id) { return EncodeChunkTextByIdKey(id); }, kAnyError));
     ASSERT_TRUE(Canonical(DecodeChunkTextByIdValue(input), input,
                           [](const ChunkTextByIdValue& t) { return EncodeChunkTextByIdValue(t); }));
   }

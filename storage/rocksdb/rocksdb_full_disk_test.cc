@@ -118,8 +118,7 @@ TEST_F(RocksDbFullDiskTest, WritesStopReadsGoOnWritesResumeWhenSpaceIsFreed) {
   EXPECT_THAT(FillUntilFull(store),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        AllOf(HasSubstr("claim URLs in store at " + DbPath()),
-                             HasSubstr("No space left on device"),
-                             HasSubstr("free disk space"))));
+                             HasSubstr("No space left on device"), HasSubstr("free disk space"))));
   ASSERT_FALSE(acked_.empty());
   EXPECT_THAT(store.write_status(), StatusIs(absl::StatusCode::kResourceExhausted));
   // Resume's flush can free room by itself (the flushed log is deleted, and
@@ -137,8 +136,7 @@ TEST_F(RocksDbFullDiskTest, WritesStopReadsGoOnWritesResumeWhenSpaceIsFreed) {
   doc.sha256 = Sha256("a text");
   doc.simhash = 0x1234;
   std::vector<ContentOutcome> outcomes;
-  EXPECT_THAT(store.CheckContent({doc}, /*claim=*/true, ContentLimits{}, absl::Now(),
-                                 &outcomes),
+  EXPECT_THAT(store.CheckContent({doc}, /*claim=*/true, ContentLimits{}, absl::Now(), &outcomes),
               StatusIs(absl::StatusCode::kResourceExhausted));
   ChunkDocument chunks;
   chunks.document_url = "https://full.example/doc";
@@ -146,8 +144,7 @@ TEST_F(RocksDbFullDiskTest, WritesStopReadsGoOnWritesResumeWhenSpaceIsFreed) {
   ChunkAnswer answer;
   EXPECT_THAT(store.CheckChunks(chunks, /*claim=*/true, absl::Now(), &answer),
               StatusIs(absl::StatusCode::kResourceExhausted));
-  ASSERT_THAT(store.CheckContent({doc}, /*claim=*/false, ContentLimits{}, absl::Now(),
-                                 &outcomes),
+  ASSERT_THAT(store.CheckContent({doc}, /*claim=*/false, ContentLimits{}, absl::Now(), &outcomes),
               IsOk());
   EXPECT_EQ(outcomes[0].verdict, ContentVerdict::kNew);
   ExpectAckedOnly(store);
@@ -162,8 +159,7 @@ TEST_F(RocksDbFullDiskTest, WritesStopReadsGoOnWritesResumeWhenSpaceIsFreed) {
   for (const UrlClaim& c : claims) EXPECT_FALSE(c.is_new);
   ASSERT_THAT(store.ClaimUrls(acked_, absl::Now(), &claims), IsOk());
   for (const UrlClaim& c : claims) EXPECT_FALSE(c.is_new);
-  ASSERT_THAT(store.CheckContent({doc}, /*claim=*/true, ContentLimits{}, absl::Now(),
-                                 &outcomes),
+  ASSERT_THAT(store.CheckContent({doc}, /*claim=*/true, ContentLimits{}, absl::Now(), &outcomes),
               IsOk());
   EXPECT_EQ(outcomes[0].verdict, ContentVerdict::kNew);
   ASSERT_THAT(store.CheckChunks(chunks, /*claim=*/true, absl::Now(), &answer), IsOk());
@@ -194,17 +190,16 @@ TEST_F(RocksDbFullDiskTest, CloseOnAFullDiskKeepsEveryAcknowledgedWrite) {
   ASSERT_FALSE(acked_.empty());
   ASSERT_THAT(mnt_->AddBallast(0, "ballast2"), IsOk());  // as above
   std::vector<UrlClaim> claims;
-  EXPECT_THAT((*opened)->ClaimUrls({"https://full.example/x"}, absl::Now(), &claims),
-              StatusIs(absl::StatusCode::kResourceExhausted,
-                       HasSubstr("recovery is tried every 1h")));
+  EXPECT_THAT(
+      (*opened)->ClaimUrls({"https://full.example/x"}, absl::Now(), &claims),
+      StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("recovery is tried every 1h")));
   // A backup would flush: refused while writes are stopped.
   EXPECT_THAT((*opened)->Checkpoint(mnt_->path() + "/backup"),
               StatusIs(absl::StatusCode::kResourceExhausted));
   ExpectAckedOnly(**opened);
 
   EXPECT_THAT((*opened)->Close(),
-              StatusIs(absl::StatusCode::kResourceExhausted,
-                       HasSubstr("closed without flushing")));
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("closed without flushing")));
   opened->reset();
 
   ASSERT_THAT(mnt_->RemoveBallast(), IsOk());
@@ -252,8 +247,8 @@ TEST_F(RocksDbFullDiskTest, FailedFirstLogWriteNeedsARestartAndNeverAborts) {
               StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("restart")));
   EXPECT_THAT(store.write_status(), StatusIs(absl::StatusCode::kResourceExhausted));
   ExpectAckedOnly(store);
-  EXPECT_THAT(store.Close(), StatusIs(absl::StatusCode::kResourceExhausted,
-                                      HasSubstr("closed without flushing")));
+  EXPECT_THAT(store.Close(),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("closed without flushing")));
   opened->reset();
 
   opened = RocksDbStore::Open(Options(DbPath(), absl::ZeroDuration()));

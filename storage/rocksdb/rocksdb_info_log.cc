@@ -1,7 +1,5 @@
 // RocksDbStore: the info logger that survives a full disk.
 
-#include "storage/rocksdb/rocksdb_store_internal.h"
-
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -17,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "rocksdb/env.h"
+#include "storage/rocksdb/rocksdb_store_internal.h"
 
 namespace dedupd {
 
@@ -42,8 +41,8 @@ class TolerantInfoLogger final : public rocksdb::Logger {
     if (create_dir) std::filesystem::create_directories(dir, ec);
     const std::string log = dir + "/LOG";
     if (std::filesystem::exists(log, ec)) {
-      std::filesystem::rename(
-          log, absl::StrCat(dir, "/LOG.old.", absl::ToUnixMicros(absl::Now())), ec);
+      std::filesystem::rename(log, absl::StrCat(dir, "/LOG.old.", absl::ToUnixMicros(absl::Now())),
+                              ec);
     }
     fd_ = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   }
@@ -73,8 +72,7 @@ class TolerantInfoLogger final : public rocksdb::Logger {
 
 }  // namespace
 
-std::shared_ptr<rocksdb::Logger> NewTolerantInfoLogger(const std::string& dir,
-                                                       bool create_dir) {
+std::shared_ptr<rocksdb::Logger> NewTolerantInfoLogger(const std::string& dir, bool create_dir) {
   return std::make_shared<TolerantInfoLogger>(dir, create_dir);
 }
 

@@ -1,8 +1,6 @@
 // RocksDbStore: the lifecycle. Open (meta records, format upgrade, the
 // in-memory indexes rebuilt from the fingerprint records) and Close.
 
-#include "storage/rocksdb/rocksdb_store_internal.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -15,6 +13,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "storage/rocksdb/rocksdb_store_internal.h"
 
 namespace dedupd {
 
@@ -27,8 +26,8 @@ absl::Status RocksDbStore::Impl::CloseDb(rocksdb::DB* db, bool sync_wal) {
   absl::Status result;
   if (content_cf != nullptr) {
     // Handles must go before the database closes.
-    result = FromRocksDbStatus(db->DestroyColumnFamilyHandle(content_cf),
-                               "close store", options.path);
+    result =
+        FromRocksDbStatus(db->DestroyColumnFamilyHandle(content_cf), "close store", options.path);
     content_cf = nullptr;
   }
   if (sync_wal && result.ok()) {
@@ -39,9 +38,7 @@ absl::Status RocksDbStore::Impl::CloseDb(rocksdb::DB* db, bool sync_wal) {
   return result;
 }
 
-RocksDbStore::RocksDbStore(std::unique_ptr<Impl> impl)
-    : impl_(std::move(impl)) {}
-
+RocksDbStore::RocksDbStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 RocksDbStore::~RocksDbStore() {
   absl::Status s = Close();
@@ -72,18 +69,15 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
     return FromRocksDbStatus(s, kOpen, path);
   }
   const bool has_content_family =
-      s.ok() && std::find(families.begin(), families.end(),
-                          kContentColumnFamily) != families.end();
+      s.ok() && std::find(families.begin(), families.end(), kContentColumnFamily) != families.end();
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors = {
       {rocksdb::kDefaultColumnFamilyName, UrlFamilyOptions(db_options, options)}};
   if (has_content_family) {
-    descriptors.push_back(
-        {kContentColumnFamily, rocksdb::ColumnFamilyOptions(db_options)});
+    descriptors.push_back({kContentColumnFamily, rocksdb::ColumnFamilyOptions(db_options)});
   }
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw_db = nullptr;
-  s = rocksdb::DB::Open(rocksdb::DBOptions(db_options), path, descriptors,
-                        &handles, &raw_db);
+  s = rocksdb::DB::Open(rocksdb::DBOptions(db_options), path, descriptors, &handles, &raw_db);
   if (!s.ok()) return FromRocksDbStatus(s, kOpen, path);
   std::unique_ptr<rocksdb::DB> db(raw_db);
 
@@ -109,10 +103,9 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
   auto fail = [&](const absl::Status& error) -> absl::Status {
     absl::Status closed = impl->CloseDb(db.get(), /*sync_wal=*/false);
     if (closed.ok()) return error;
-    return absl::Status(
-        error.code(),
-        absl::StrCat(error.message(), " (closing after that error failed too: ",
-                     closed.message(), ")"));
+    return absl::Status(error.code(),
+                        absl::StrCat(error.message(), " (closing after that error failed too: ",
+                                     closed.message(), ")"));
   };
 
   // The default family is reached through db->DefaultColumnFamily().
@@ -140,8 +133,9 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
   Impl* const raw = impl.get();
   impl->url_front = std::make_unique<UrlFilterFront>(
       options.url_filter,
-      [raw](const std::function<void(absl::string_view)>& emit,
-            const std::atomic<bool>& cancel) { return raw->ScanUrlKeys(emit, cancel); },
+      [raw](const std::function<void(absl::string_view)>& emit, const std::atomic<bool>& cancel) {
+        return raw->ScanUrlKeys(emit, cancel);
+      },
       (std::filesystem::path(path) / kUrlFilterFileName).string());
   impl->url_front->Start(store_tag);
   return std::unique_ptr<RocksDbStore>(new RocksDbStore(std::move(impl)));
@@ -157,10 +151,10 @@ absl::Status RocksDbStore::Impl::CreateMeta(rocksdb::DB* db, const rocksdb::Opti
   it.reset();
   if (!it_status.ok()) return FromRocksDbStatus(it_status, kOpen, options.path);
   if (!empty) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "store at ", options.path,
-        " holds a RocksDB database without a dedupd meta record: not a "
-        "dedupd store; point the store at an empty or dedupd directory"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("store at ", options.path,
+                     " holds a RocksDB database without a dedupd meta record: not a "
+                     "dedupd store; point the store at an empty or dedupd directory"));
   }
   fmt::StoreMeta meta;
   meta.format_version = fmt::kStorageFormatVersion;
@@ -170,8 +164,8 @@ absl::Status RocksDbStore::Impl::CreateMeta(rocksdb::DB* db, const rocksdb::Opti
   sync_write.sync = true;  // once per store: always durable
   rocksdb::Status s;
   if (content_cf == nullptr) {
-    s = db->CreateColumnFamily(rocksdb::ColumnFamilyOptions(db_options),
-                               kContentColumnFamily, &content_cf);
+    s = db->CreateColumnFamily(rocksdb::ColumnFamilyOptions(db_options), kContentColumnFamily,
+                               &content_cf);
     if (!s.ok()) return FromRocksDbStatus(s, kOpen, options.path);
   }
   rocksdb::WriteBatch metas;
@@ -193,25 +187,23 @@ absl::Status RocksDbStore::Impl::CheckMeta(rocksdb::DB* db, const std::string& m
     return absl::DataLossError(
         absl::StrCat("store at ", options.path, ": ", version.status().message()));
   }
-  if (*version < fmt::kOldestUpgradableFormatVersion ||
-      *version > fmt::kStorageFormatVersion) {
+  if (*version < fmt::kOldestUpgradableFormatVersion || *version > fmt::kStorageFormatVersion) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "store at ", options.path, " was written with storage format version ",
-        *version, ", this build reads versions ", fmt::kOldestUpgradableFormatVersion,
-        " to ", fmt::kStorageFormatVersion,
-        ": run the matching dedupd version or rebuild the store"));
+        "store at ", options.path, " was written with storage format version ", *version,
+        ", this build reads versions ", fmt::kOldestUpgradableFormatVersion, " to ",
+        fmt::kStorageFormatVersion, ": run the matching dedupd version or rebuild the store"));
   }
   absl::StatusOr<fmt::StoreMeta> meta = fmt::DecodeMeta(meta_value);
   if (!meta.ok()) {
-    return absl::Status(meta.status().code(), absl::StrCat("store at ", options.path, ": ",
-                                                           meta.status().message()));
+    return absl::Status(meta.status().code(),
+                        absl::StrCat("store at ", options.path, ": ", meta.status().message()));
   }
   if (meta->normalizer_version != options.normalizer_version) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "store at ", options.path, " was written with normalizer version ",
-        meta->normalizer_version, ", this build uses ", options.normalizer_version,
-        "; keys would not match: rebuild the store or run the matching "
-        "dedupd version"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("store at ", options.path, " was written with normalizer version ",
+                     meta->normalizer_version, ", this build uses ", options.normalizer_version,
+                     "; keys would not match: rebuild the store or run the matching "
+                     "dedupd version"));
   }
   created = meta->created;
   DEDUPD_RETURN_IF_ERROR(CheckContentMeta(db));
@@ -231,11 +223,11 @@ absl::Status RocksDbStore::Impl::CheckMeta(rocksdb::DB* db, const std::string& m
 }
 
 absl::Status RocksDbStore::Impl::LoadIndexes(rocksdb::DB* db) {
-  index = std::make_unique<SimHashIndex>(options.simhash_max_distance,
-                                         options.simhash_index_blocks);
+  index =
+      std::make_unique<SimHashIndex>(options.simhash_max_distance, options.simhash_index_blocks);
   DEDUPD_RETURN_IF_ERROR(LoadFingerprints(db));
-  chunk_index = std::make_unique<SimHashIndex>(options.simhash_max_distance,
-                                               options.simhash_index_blocks);
+  chunk_index =
+      std::make_unique<SimHashIndex>(options.simhash_max_distance, options.simhash_index_blocks);
   DEDUPD_RETURN_IF_ERROR(ConvertChunkTextsToIds(db).status());
   DEDUPD_RETURN_IF_ERROR(LoadChunkTexts(db));
   return absl::OkStatus();
@@ -245,22 +237,21 @@ absl::Status RocksDbStore::Impl::CheckContentMeta(rocksdb::DB* db) {
   const std::string& path = options.path;
   std::string value;
   if (content_cf == nullptr) {
-    return absl::DataLossError(absl::StrCat(
-        "store at ", path, " has no \"", kContentColumnFamily,
-        "\" column family, which every format-2 store has: the store is damaged"));
+    return absl::DataLossError(
+        absl::StrCat("store at ", path, " has no \"", kContentColumnFamily,
+                     "\" column family, which every format-2 store has: the store is damaged"));
   }
-  rocksdb::Status s = db->Get(rocksdb::ReadOptions(), content_cf,
-                              fmt::EncodeContentMetaKey(), &value);
+  rocksdb::Status s =
+      db->Get(rocksdb::ReadOptions(), content_cf, fmt::EncodeContentMetaKey(), &value);
   if (s.IsNotFound()) {
-    return absl::DataLossError(absl::StrCat(
-        "store at ", path, " has no content meta record (key 00 01), which "
-        "every format-2 store has: the store is damaged"));
+    return absl::DataLossError(absl::StrCat("store at ", path,
+                                            " has no content meta record (key 00 01), which "
+                                            "every format-2 store has: the store is damaged"));
   }
   if (!s.ok()) return FromRocksDbStatus(s, "open store", path);
   absl::StatusOr<fmt::ContentMeta> have = fmt::DecodeContentMeta(value);
   if (!have.ok()) {
-    return absl::DataLossError(
-        absl::StrCat("store at ", path, ": ", have.status().message()));
+    return absl::DataLossError(absl::StrCat("store at ", path, ": ", have.status().message()));
   }
   const fmt::ContentMeta want = WantedContentMeta();
   if (*have == want) return absl::OkStatus();
@@ -269,26 +260,24 @@ absl::Status RocksDbStore::Impl::CheckContentMeta(rocksdb::DB* db) {
   fmt::ContentMeta same_shingles = *have;
   same_shingles.shingle_words = want.shingle_words;
   const bool only_shingles_differ = same_shingles == want;
-  return absl::FailedPreconditionError(absl::StrCat(
-      "store at ", path, " was written with text normalizer version ",
-      have->text_normalizer_version, ", SimHash version ",
-      have->simhash_version, ", ", have->shingle_words,
-      "-word shingles and SimHash seed ", have->simhash_seed,
-      "; this server uses ", want.text_normalizer_version, ", ",
-      want.simhash_version, ", ", want.shingle_words, " and ",
-      want.simhash_seed, ": content hashes and fingerprints would not match (",
-      only_shingles_differ
-          ? "set --simhash_shingle_words to the store's value, or rebuild the store"
-          : "serve it with the dedupd release that wrote it, or rebuild the store "
-            "from the source documents",
-      ")"));
+  return absl::FailedPreconditionError(
+      absl::StrCat("store at ", path, " was written with text normalizer version ",
+                   have->text_normalizer_version, ", SimHash version ", have->simhash_version, ", ",
+                   have->shingle_words, "-word shingles and SimHash seed ", have->simhash_seed,
+                   "; this server uses ", want.text_normalizer_version, ", ", want.simhash_version,
+                   ", ", want.shingle_words, " and ", want.simhash_seed,
+                   ": content hashes and fingerprints would not match (",
+                   only_shingles_differ
+                       ? "set --simhash_shingle_words to the store's value, or rebuild the store"
+                       : "serve it with the dedupd release that wrote it, or rebuild the store "
+                         "from the source documents",
+                   ")"));
 }
 
 absl::StatusOr<uint64_t> RocksDbStore::Impl::LoadIndex(
-    rocksdb::DB* db, absl::string_view action, const std::string& first,
-    const std::string& end,
-    const std::function<absl::StatusOr<SimHashIndex::Entry>(absl::string_view,
-                                                            absl::string_view)>& decode,
+    rocksdb::DB* db, absl::string_view action, const std::string& first, const std::string& end,
+    const std::function<absl::StatusOr<SimHashIndex::Entry>(absl::string_view, absl::string_view)>&
+        decode,
     SimHashIndex* into) {
   rocksdb::ReadOptions read;
   read.fill_cache = false;  // one sequential pass; keep the cache for claims
@@ -318,17 +307,17 @@ absl::StatusOr<uint64_t> RocksDbStore::Impl::LoadIndex(
 
 absl::Status RocksDbStore::Impl::LoadFingerprints(rocksdb::DB* db) {
   DEDUPD_ASSIGN_OR_RETURN(
-      uint64_t next,
-      LoadIndex(db, "load fingerprints of store", std::string(1, fmt::kTagFingerprint),
-                std::string(1, static_cast<char>(fmt::kTagFingerprint + 1)),
-                [](absl::string_view key,
-                   absl::string_view value) -> absl::StatusOr<SimHashIndex::Entry> {
-                  DEDUPD_ASSIGN_OR_RETURN(uint32_t id, fmt::DecodeFingerprintKey(key));
-                  DEDUPD_ASSIGN_OR_RETURN(fmt::FingerprintValue v,
-                                          fmt::DecodeFingerprintValue(value));
-                  return SimHashIndex::Entry{v.simhash, id};
-                },
-                index.get()));
+      uint64_t next, LoadIndex(
+                         db, "load fingerprints of store", std::string(1, fmt::kTagFingerprint),
+                         std::string(1, static_cast<char>(fmt::kTagFingerprint + 1)),
+                         [](absl::string_view key,
+                            absl::string_view value) -> absl::StatusOr<SimHashIndex::Entry> {
+                           DEDUPD_ASSIGN_OR_RETURN(uint32_t id, fmt::DecodeFingerprintKey(key));
+                           DEDUPD_ASSIGN_OR_RETURN(fmt::FingerprintValue v,
+                                                   fmt::DecodeFingerprintValue(value));
+                           return SimHashIndex::Entry{v.simhash, id};
+                         },
+                         index.get()));
   next_doc_id.store(next);
   return absl::OkStatus();
 }
@@ -369,10 +358,10 @@ absl::StatusOr<uint64_t> RocksDbStore::Impl::ConvertChunkTextsToIds(rocksdb::DB*
     }
     Sha256Digest sha{};
     std::memcpy(sha.data(), key.data() + 2, sha.size());
-    absl::StatusOr<fmt::ChunkTextValue> v = fmt::DecodeChunkTextValue(
-        absl::string_view(it->value().data(), it->value().size()));
+    absl::StatusOr<fmt::ChunkTextValue> v =
+        fmt::DecodeChunkTextValue(absl::string_view(it->value().data(), it->value().size()));
     if (!v.ok()) return damaged("chunk text record of " + Sha256Hex(sha), v.status());
-    fmt::ChunkTextByIdValue out{sha, v->simhash, v->holders, v->owner_added,
+    fmt::ChunkTextByIdValue out{sha,          v->simhash,       v->holders, v->owner_added,
                                 v->owner_url, v->owner_chunk_id};
     if (!v->has_owner) {
       // Format 2: every holder has a record; the oldest becomes the owner.
@@ -417,18 +406,18 @@ absl::StatusOr<uint64_t> RocksDbStore::Impl::ConvertChunkTextsToIds(rocksdb::DB*
 
 absl::Status RocksDbStore::Impl::LoadChunkTexts(rocksdb::DB* db) {
   DEDUPD_ASSIGN_OR_RETURN(
-      uint64_t next,
-      LoadIndex(db, "load chunk texts of store", fmt::ChunkTextByIdKeysBegin(),
-                fmt::ChunkTextByIdKeysEnd(),
-                [this](absl::string_view key,
-                       absl::string_view value) -> absl::StatusOr<SimHashIndex::Entry> {
-                  DEDUPD_ASSIGN_OR_RETURN(uint32_t id, fmt::DecodeChunkTextByIdKey(key));
-                  DEDUPD_ASSIGN_OR_RETURN(fmt::ChunkTextByIdValue v,
-                                          fmt::DecodeChunkTextByIdValue(value));
-                  chunk_text_ids.Insert(v.sha256, id);
-                  return SimHashIndex::Entry{v.simhash, id};
-                },
-                chunk_index.get()));
+      uint64_t next, LoadIndex(
+                         db, "load chunk texts of store", fmt::ChunkTextByIdKeysBegin(),
+                         fmt::ChunkTextByIdKeysEnd(),
+                         [this](absl::string_view key,
+                                absl::string_view value) -> absl::StatusOr<SimHashIndex::Entry> {
+                           DEDUPD_ASSIGN_OR_RETURN(uint32_t id, fmt::DecodeChunkTextByIdKey(key));
+                           DEDUPD_ASSIGN_OR_RETURN(fmt::ChunkTextByIdValue v,
+                                                   fmt::DecodeChunkTextByIdValue(value));
+                           chunk_text_ids.Insert(v.sha256, id);
+                           return SimHashIndex::Entry{v.simhash, id};
+                         },
+                         chunk_index.get()));
   next_text_id.store(next);
   return absl::OkStatus();
 }
@@ -485,8 +474,7 @@ absl::Status RocksDbStore::Close() {
     flush.wait = true;
     std::vector<rocksdb::ColumnFamilyHandle*> families = {db->DefaultColumnFamily()};
     if (impl_->content_cf != nullptr) families.push_back(impl_->content_cf);
-    flushed = FromRocksDbStatus(db->Flush(flush, families), "flush store",
-                                impl_->options.path);
+    flushed = FromRocksDbStatus(db->Flush(flush, families), "flush store", impl_->options.path);
   }
   // The URL filter, tagged with the store's last sequence number: the next
   // Open uses it only if no write happened since. Its loss costs a rebuild,
@@ -494,13 +482,13 @@ absl::Status RocksDbStore::Close() {
   if (impl_->url_front != nullptr && flushed.ok()) {
     absl::Status persisted = impl_->url_front->Persist(db->GetLatestSequenceNumber());
     if (!persisted.ok()) {
-      std::fprintf(stderr, "dedupd: warning: URL filter not saved (the next start rebuilds it): %s\n",
+      std::fprintf(stderr,
+                   "dedupd: warning: URL filter not saved (the next start rebuilds it): %s\n",
                    persisted.ToString().c_str());
     }
   }
   // SyncWAL is one fsync; skip it when every write was synced already.
-  absl::Status closed =
-      impl_->CloseDb(db.get(), /*sync_wal=*/!impl_->options.sync_writes);
+  absl::Status closed = impl_->CloseDb(db.get(), /*sync_wal=*/!impl_->options.sync_writes);
   return flushed.ok() ? closed : flushed;
 }
 

@@ -1,8 +1,6 @@
 // RocksDbStore: the checks of RocksDbStoreOptions and the RocksDB options
 // they turn into.
 
-#include "storage/rocksdb/rocksdb_store_internal.h"
-
 #include <algorithm>
 #include <memory>
 #include <vector>
@@ -14,6 +12,7 @@
 #include "rocksdb/statistics.h"
 #include "rocksdb/table.h"
 #include "storage/rocksdb/hash_vector_memtable.h"
+#include "storage/rocksdb/rocksdb_store_internal.h"
 
 namespace dedupd {
 
@@ -24,66 +23,60 @@ absl::Status CheckOptions(const RocksDbStoreOptions& o) {
     return absl::InvalidArgumentError("RocksDbStoreOptions.path is empty");
   }
   if (o.normalizer_version == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "open store at ", o.path,
-        ": RocksDbStoreOptions.normalizer_version is 0 (it is required)"));
-  }
-  if (o.bloom_bits_per_key < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("open store at ", o.path,
-                     ": RocksDbStoreOptions.bloom_bits_per_key is negative"));
+                     ": RocksDbStoreOptions.normalizer_version is 0 (it is required)"));
+  }
+  if (o.bloom_bits_per_key < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "open store at ", o.path, ": RocksDbStoreOptions.bloom_bits_per_key is negative"));
   }
   if (o.write_buffer_bytes == 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("open store at ", o.path,
-                     ": RocksDbStoreOptions.write_buffer_bytes is 0"));
+        absl::StrCat("open store at ", o.path, ": RocksDbStoreOptions.write_buffer_bytes is 0"));
   }
-  if (o.simhash_max_distance < 0 ||
-      o.simhash_max_distance > SimHashIndex::kMaxSupportedDistance) {
+  if (o.simhash_max_distance < 0 || o.simhash_max_distance > SimHashIndex::kMaxSupportedDistance) {
     return absl::InvalidArgumentError(absl::StrCat(
         "open store at ", o.path, ": RocksDbStoreOptions.simhash_max_distance ",
-        o.simhash_max_distance, " is outside [0, ",
-        SimHashIndex::kMaxSupportedDistance, "]"));
+        o.simhash_max_distance, " is outside [0, ", SimHashIndex::kMaxSupportedDistance, "]"));
   }
-  if (!SimHashIndex::IsValidLayout(o.simhash_max_distance,
-                                   o.simhash_index_blocks)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "open store at ", o.path, ": RocksDbStoreOptions.simhash_index_blocks ",
-        o.simhash_index_blocks, " is not 0 or in [simhash_max_distance + 1, ",
-        "simhash_max_distance + ", SimHashIndex::kMaxExtraBlocks + 1,
-        "] = [", o.simhash_max_distance + 1, ", ",
-        o.simhash_max_distance + 1 + SimHashIndex::kMaxExtraBlocks,
-        "] with at most ", SimHashIndex::kMaxTables,
-        " tables (C(blocks, simhash_max_distance))"));
+  if (!SimHashIndex::IsValidLayout(o.simhash_max_distance, o.simhash_index_blocks)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("open store at ", o.path, ": RocksDbStoreOptions.simhash_index_blocks ",
+                     o.simhash_index_blocks, " is not 0 or in [simhash_max_distance + 1, ",
+                     "simhash_max_distance + ", SimHashIndex::kMaxExtraBlocks + 1, "] = [",
+                     o.simhash_max_distance + 1, ", ",
+                     o.simhash_max_distance + 1 + SimHashIndex::kMaxExtraBlocks, "] with at most ",
+                     SimHashIndex::kMaxTables, " tables (C(blocks, simhash_max_distance))"));
   }
-  if (!(o.url_filter.false_positive_rate > 0 &&
-        o.url_filter.false_positive_rate <= 0.5)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "open store at ", o.path, ": RocksDbStoreOptions.url_filter."
-        "false_positive_rate ", o.url_filter.false_positive_rate,
-        " is outside (0, 0.5]"));
+  if (!(o.url_filter.false_positive_rate > 0 && o.url_filter.false_positive_rate <= 0.5)) {
+    return absl::InvalidArgumentError(absl::StrCat("open store at ", o.path,
+                                                   ": RocksDbStoreOptions.url_filter."
+                                                   "false_positive_rate ",
+                                                   o.url_filter.false_positive_rate,
+                                                   " is outside (0, 0.5]"));
   }
-  if (o.url_filter.expected_urls == 0 ||
-      o.url_filter.expected_urls > (uint64_t{1} << 40)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "open store at ", o.path, ": RocksDbStoreOptions.url_filter."
-        "expected_urls ", o.url_filter.expected_urls, " is outside [1, 2^40]"));
+  if (o.url_filter.expected_urls == 0 || o.url_filter.expected_urls > (uint64_t{1} << 40)) {
+    return absl::InvalidArgumentError(absl::StrCat("open store at ", o.path,
+                                                   ": RocksDbStoreOptions.url_filter."
+                                                   "expected_urls ",
+                                                   o.url_filter.expected_urls,
+                                                   " is outside [1, 2^40]"));
   }
   if (o.simhash_shingle_words < 1 || o.simhash_shingle_words > 16) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "open store at ", o.path, ": RocksDbStoreOptions.simhash_shingle_words ",
-        o.simhash_shingle_words, " is outside [1, 16]"));
+    return absl::InvalidArgumentError(absl::StrCat("open store at ", o.path,
+                                                   ": RocksDbStoreOptions.simhash_shingle_words ",
+                                                   o.simhash_shingle_words, " is outside [1, 16]"));
   }
   if (o.max_open_files == 0 || o.max_open_files < -1) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "open store at ", o.path,
-        ": RocksDbStoreOptions.max_open_files must be -1 or positive"));
+        "open store at ", o.path, ": RocksDbStoreOptions.max_open_files must be -1 or positive"));
   }
   if (o.write_resume_interval < absl::ZeroDuration() ||
       o.write_resume_interval == absl::InfiniteDuration()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "open store at ", o.path, ": RocksDbStoreOptions.write_resume_interval ",
-        absl::FormatDuration(o.write_resume_interval), " is negative or infinite"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("open store at ", o.path, ": RocksDbStoreOptions.write_resume_interval ",
+                     absl::FormatDuration(o.write_resume_interval), " is negative or infinite"));
   }
   return absl::OkStatus();
 }
@@ -93,10 +86,8 @@ namespace {
 // LZ4 when this RocksDB build has it: cheap to compress, very cheap to
 // decompress, and URLs compress well. Snappy otherwise.
 rocksdb::CompressionType PickCompression() {
-  const std::vector<rocksdb::CompressionType> supported =
-      rocksdb::GetSupportedCompressions();
-  for (rocksdb::CompressionType want :
-       {rocksdb::kLZ4Compression, rocksdb::kSnappyCompression}) {
+  const std::vector<rocksdb::CompressionType> supported = rocksdb::GetSupportedCompressions();
+  for (rocksdb::CompressionType want : {rocksdb::kLZ4Compression, rocksdb::kSnappyCompression}) {
     if (std::find(supported.begin(), supported.end(), want) != supported.end()) {
       return want;
     }
@@ -108,8 +99,7 @@ rocksdb::CompressionType PickCompression() {
 
 // The database options for `o`. `stop` (may be null: no write-stop
 // tracking, for ListColumnFamilies) receives the background errors.
-rocksdb::Options MakeDbOptions(const RocksDbStoreOptions& o,
-                               std::shared_ptr<WriteStop> stop) {
+rocksdb::Options MakeDbOptions(const RocksDbStoreOptions& o, std::shared_ptr<WriteStop> stop) {
   rocksdb::Options db;
   if (stop != nullptr) {
     db.listeners.push_back(NewWriteStopListener(std::move(stop)));
@@ -154,13 +144,12 @@ rocksdb::Options MakeDbOptions(const RocksDbStoreOptions& o,
   if (o.bloom_bits_per_key > 0) {
     // Full (not block-based) filters over whole keys: what MultiGet's
     // batched filter probes are built for.
-    table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(
-        static_cast<double>(o.bloom_bits_per_key)));
+    table.filter_policy.reset(
+        rocksdb::NewBloomFilterPolicy(static_cast<double>(o.bloom_bits_per_key)));
   }
   table.whole_key_filtering = true;
   // A hash index inside each data block saves the binary search on hits.
-  table.data_block_index_type =
-      rocksdb::BlockBasedTableOptions::kDataBlockBinaryAndHash;
+  table.data_block_index_type = rocksdb::BlockBasedTableOptions::kDataBlockBinaryAndHash;
   db.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   return db;
 }
@@ -183,8 +172,7 @@ rocksdb::ColumnFamilyOptions UrlFamilyOptions(const rocksdb::Options& db,
   // limits): only with the bytewise comparator and none of the options
   // that need live memtable iterators.
   const bool hash_vector_fits = cf.comparator == rocksdb::BytewiseComparator() &&
-                                cf.max_successive_merges == 0 &&
-                                !cf.inplace_update_support;
+                                cf.max_successive_merges == 0 && !cf.inplace_update_support;
   if (o.url_memtable == RocksDbStoreOptions::UrlMemtable::kHashVector && hash_vector_fits) {
     cf.memtable_factory = std::make_shared<HashVectorMemTableRepFactory>();
     cf.memtable_prefix_bloom_size_ratio = 0;

@@ -28,19 +28,16 @@ bool IsLockHeld(const rocksdb::Status& s) {
 
 // The one conversion (see rocksdb_status.h for the table). Codes follow
 // what the caller should do (STYLE.md "Errors").
-absl::Status FromRocksDbStatus(const rocksdb::Status& s,
-                               absl::string_view action,
+absl::Status FromRocksDbStatus(const rocksdb::Status& s, absl::string_view action,
                                absl::string_view path) {
   if (s.ok()) return absl::OkStatus();
   if (IsLockHeld(s)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("data directory ", path,
-                     " is in use by another process (RocksDB LOCK held): ",
-                     action, ": ", s.ToString()));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "data directory ", path, " is in use by another process (RocksDB LOCK held): ", action,
+        ": ", s.ToString()));
   }
   const std::string message = absl::StrCat(action, " at ", path, ": ", s.ToString());
-  if (s.IsNoSpace() || s.subcode() == rocksdb::Status::kSpaceLimit ||
-      s.IsMemoryLimit()) {
+  if (s.IsNoSpace() || s.subcode() == rocksdb::Status::kSpaceLimit || s.IsMemoryLimit()) {
     return absl::ResourceExhaustedError(message);
   }
   if (s.IsCorruption()) return absl::DataLossError(message);
@@ -49,8 +46,7 @@ absl::Status FromRocksDbStatus(const rocksdb::Status& s,
     // The directory vanished or was never there: retrying will not help.
     return absl::FailedPreconditionError(message);
   }
-  if (s.IsIOError() || s.IsBusy() || s.IsTimedOut() || s.IsTryAgain() ||
-      s.IsShutdownInProgress()) {
+  if (s.IsIOError() || s.IsBusy() || s.IsTimedOut() || s.IsTryAgain() || s.IsShutdownInProgress()) {
     return absl::UnavailableError(message);
   }
   return absl::InternalError(message);

@@ -37,8 +37,7 @@ namespace dedupd::rocksdb_internal {
 //   IOError (other), Busy, TimedOut,
 //   TryAgain, ShutdownInProgress         → Unavailable (transient: retry)
 //   anything else                        → Internal
-absl::Status FromRocksDbStatus(const rocksdb::Status& s,
-                               absl::string_view action,
+absl::Status FromRocksDbStatus(const rocksdb::Status& s, absl::string_view action,
                                absl::string_view path);
 
 }  // namespace dedupd::rocksdb_internal

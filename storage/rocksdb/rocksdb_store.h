@@ -58,9 +58,9 @@
 #include "core/text/sha256.h"
 #include "core/text/simhash.h"
 #include "core/text/text_normalizer.h"
+#include "storage/bloom/url_filter_front.h"
 #include "storage/chunk_store.h"
 #include "storage/content_store.h"
-#include "storage/bloom/url_filter_front.h"
 #include "storage/url_store.h"
 
 namespace dedupd {
@@ -266,14 +266,14 @@ struct StoreStats {
 
   // RocksDB health, from the DB properties of the same names (per-family
   // ones summed over both families).
-  bool write_stopped = false;                    // rocksdb.is-write-stopped
-  uint64_t actual_delayed_write_rate = 0;        // bytes/s; 0: not delayed
+  bool write_stopped = false;              // rocksdb.is-write-stopped
+  uint64_t actual_delayed_write_rate = 0;  // bytes/s; 0: not delayed
   uint64_t estimate_pending_compaction_bytes = 0;
   uint64_t num_running_compactions = 0;
   uint64_t num_running_flushes = 0;
-  uint64_t cur_size_all_mem_tables = 0;          // bytes
-  uint64_t block_cache_usage = 0;                // bytes
-  uint64_t block_cache_capacity = 0;             // bytes
+  uint64_t cur_size_all_mem_tables = 0;  // bytes
+  uint64_t block_cache_usage = 0;        // bytes
+  uint64_t block_cache_capacity = 0;     // bytes
 };
 
 // ExportedRecord: one record of RocksDbStore's export, in export order.
@@ -304,8 +304,7 @@ class ExportCursor {
   // each content record (by SHA-256) followed by its aliases (by URL bytes).
   // Errors: FailedPrecondition after the store was closed; DataLoss naming
   // a record that cannot be decoded; Unavailable for I/O errors.
-  virtual absl::Status Next(size_t max_bytes, std::vector<ExportedRecord>* out,
-                            bool* done) = 0;
+  virtual absl::Status Next(size_t max_bytes, std::vector<ExportedRecord>* out, bool* done) = 0;
 };
 
 // The URL filter's file in the store directory (RocksDB ignores files whose
@@ -331,8 +330,7 @@ class RocksDbStore final : public UrlStore, public ContentStore, public ChunkSto
   //   ResourceExhausted: no space left on the device.
   //   Unavailable: transient I/O error; retry.
   // Every message starts with the path.
-  static absl::StatusOr<std::unique_ptr<RocksDbStore>> Open(
-      const RocksDbStoreOptions& options);
+  static absl::StatusOr<std::unique_ptr<RocksDbStore>> Open(const RocksDbStoreOptions& options);
 
   RocksDbStore(const RocksDbStore&) = delete;
   RocksDbStore& operator=(const RocksDbStore&) = delete;
@@ -345,8 +343,8 @@ class RocksDbStore final : public UrlStore, public ContentStore, public ChunkSto
   // claim lock (found keys are SEEN: records are never overwritten, and
   // Forget, the one delete, takes the key's claim lock); then, when some
   // key was absent, with the claim locks of the absent keys held, a
-  // MultiGet of those keys and one WAL write of the ones still absent. Waits while another claim holds any of those keys.
-  // Errors: as UrlStore, plus InvalidArgument for an empty key (nothing
+  // MultiGet of those keys and one WAL write of the ones still absent. Waits while another claim
+  // holds any of those keys. Errors: as UrlStore, plus InvalidArgument for an empty key (nothing
   // recorded), FailedPrecondition after Close, and DataLoss naming the key
   // when a stored value cannot be decoded.
   absl::Status ClaimUrls(absl::Span<const std::string> keys, absl::Time now,
@@ -355,9 +353,8 @@ class RocksDbStore final : public UrlStore, public ContentStore, public ChunkSto
   // See UrlStore. Does not take the claim mutex. Errors: InvalidArgument for
   // an empty key, FailedPrecondition after Close, DataLoss for an
   // undecodable value, Unavailable for transient I/O errors.
-  absl::Status LookupUrls(
-      absl::Span<const std::string> keys,
-      std::vector<std::optional<absl::Time>>* results) override;
+  absl::Status LookupUrls(absl::Span<const std::string> keys,
+                          std::vector<std::optional<absl::Time>>* results) override;
 
   // See ContentStore. The batch's content, fetch and URL keys are locked
   // for the whole call (waiting while another claim holds any), read with
@@ -422,8 +419,7 @@ class RocksDbStore final : public UrlStore, public ContentStore, public ChunkSto
   //                           store->Forget("https://a.example/post", absl::Now()));
   //   // r.url_found: CheckUrl("https://a.example/post") is NEW again;
   //   // r.contents_promoted[i].new_owner_url now owns a text it owned.
-  absl::StatusOr<ForgetResult> Forget(const std::string& normalized_url,
-                                      absl::Time now) override;
+  absl::StatusOr<ForgetResult> Forget(const std::string& normalized_url, absl::Time now) override;
 
   // CheckConsistency reads every record from one snapshot and checks the
   // invariants that tie the kinds together (docs/storage_format.md,

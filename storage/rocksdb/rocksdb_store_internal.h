@@ -117,20 +117,17 @@ struct WriteStop {
 
 // NewWriteStopListener returns the listener that records RocksDB's
 // background errors in `stop` (rocksdb_write_guard.cc).
-std::shared_ptr<rocksdb::EventListener> NewWriteStopListener(
-    std::shared_ptr<WriteStop> stop);
+std::shared_ptr<rocksdb::EventListener> NewWriteStopListener(std::shared_ptr<WriteStop> stop);
 // NewTolerantInfoLogger returns RocksDB's info logger for the store at `dir`
 // (rocksdb_info_log.cc): it drops lines it cannot write instead of
 // asserting.
-std::shared_ptr<rocksdb::Logger> NewTolerantInfoLogger(const std::string& dir,
-                                                       bool create_dir);
+std::shared_ptr<rocksdb::Logger> NewTolerantInfoLogger(const std::string& dir, bool create_dir);
 
 // CheckOptions returns InvalidArgument naming the first bad field of `o`.
 absl::Status CheckOptions(const RocksDbStoreOptions& o);
 // The database options for `o`. `stop` (may be null: no write-stop
 // tracking, for ListColumnFamilies) receives the background errors.
-rocksdb::Options MakeDbOptions(const RocksDbStoreOptions& o,
-                               std::shared_ptr<WriteStop> stop);
+rocksdb::Options MakeDbOptions(const RocksDbStoreOptions& o, std::shared_ptr<WriteStop> stop);
 // The default column family's options: the URL records (and the meta
 // record). See rocksdb_options.cc.
 rocksdb::ColumnFamilyOptions UrlFamilyOptions(const rocksdb::Options& db,
@@ -172,8 +169,7 @@ class SnapshotReads {
   // `value`: false when absent.
   absl::StatusOr<bool> Get(const std::string& key, std::string* value,
                            rocksdb::ColumnFamilyHandle* family = nullptr) {
-    rocksdb::Status s =
-        db_->Get(read_, family == nullptr ? family_ : family, key, value);
+    rocksdb::Status s = db_->Get(read_, family == nullptr ? family_ : family, key, value);
     if (s.IsNotFound()) return false;
     if (!s.ok()) return Failed(s);
     return true;
@@ -202,9 +198,8 @@ class SnapshotReads {
   // remembered, so the reader reports it if the planner asks for that
   // fingerprint. `*total` (when non-null) drops by one per match dropped.
   template <typename ReadFn>
-  std::vector<SimHashIndex::Match> KeepInSnapshot(
-      std::vector<SimHashIndex::Match> matches, const ReadFn& read_fingerprint,
-      size_t* total) {
+  std::vector<SimHashIndex::Match> KeepInSnapshot(std::vector<SimHashIndex::Match> matches,
+                                                  const ReadFn& read_fingerprint, size_t* total) {
     std::vector<SimHashIndex::Match> kept;
     kept.reserve(matches.size());
     for (const SimHashIndex::Match& m : matches) {
@@ -229,8 +224,7 @@ class SnapshotReads {
   // one KeepInSnapshot read (or its error), else `read_fingerprint(id)`'s;
   // DataLoss "<action> at <path>: <missing>" when the snapshot lacks it.
   template <typename ReadFn>
-  absl::StatusOr<FingerprintRecord> CachedFingerprint(uint32_t id,
-                                                      const ReadFn& read_fingerprint,
+  absl::StatusOr<FingerprintRecord> CachedFingerprint(uint32_t id, const ReadFn& read_fingerprint,
                                                       absl::string_view missing) {
     if (auto it = fingerprints_.find(id); it != fingerprints_.end()) return it->second;
     if (auto it = failed_.find(id); it != failed_.end()) return it->second;
@@ -317,8 +311,7 @@ struct RocksDbStore::Impl {
   // LiveDb returns `db`, or FailedPrecondition "<action> at <path>: store
   // is closed" after Close. REQUIRES: `mu` held (shared is enough) for as
   // long as the returned pointer is used.
-  absl::StatusOr<rocksdb::DB*> LiveDb(absl::string_view action)
-      ABSL_SHARED_LOCKS_REQUIRED(mu) {
+  absl::StatusOr<rocksdb::DB*> LiveDb(absl::string_view action) ABSL_SHARED_LOCKS_REQUIRED(mu) {
     if (db == nullptr) {
       return absl::FailedPreconditionError(
           absl::StrCat(action, " at ", options.path, ": store is closed"));
@@ -337,8 +330,7 @@ struct RocksDbStore::Impl {
   // indices into batch.unique_keys): sets (*first_seen)[u] for each u in
   // `which` to the stored time, leaving it nullopt when the key is absent.
   // REQUIRES: first_seen->size() == batch.unique_keys.size().
-  absl::Status MultiGet(rocksdb::DB* db, const SortedBatch& batch,
-                        absl::Span<const size_t> which,
+  absl::Status MultiGet(rocksdb::DB* db, const SortedBatch& batch, absl::Span<const size_t> which,
                         absl::string_view action,
                         std::vector<std::optional<absl::Time>>* first_seen);
 
@@ -361,10 +353,8 @@ struct RocksDbStore::Impl {
   }
   // The keys of `candidates` that must be read from the store: all of them
   // when the front has no filter, else those it may contain. Counts both.
-  std::vector<size_t> KeysToRead(const SortedBatch& batch,
-                                 const std::vector<size_t>& candidates,
-                                 std::vector<uint64_t>* hashes,
-                                 std::vector<bool>* hashed) {
+  std::vector<size_t> KeysToRead(const SortedBatch& batch, const std::vector<size_t>& candidates,
+                                 std::vector<uint64_t>* hashes, std::vector<bool>* hashed) {
     const UrlFilterFront::View view = url_front->Acquire();
     if (!view.ready()) {
       url_front->CountProbes(0, candidates.size());
@@ -383,8 +373,7 @@ struct RocksDbStore::Impl {
   // Adds the records of a chunk plan's mutations `m`, for the document whose
   // manifest key is `doc_key`, to `batch`: deletions, then puts
   // (ChunkMutations' contract). Returns the first WriteBatch error.
-  rocksdb::Status AddChunkMutations(const ChunkMutations& m,
-                                    const std::string& doc_key,
+  rocksdb::Status AddChunkMutations(const ChunkMutations& m, const std::string& doc_key,
                                     rocksdb::WriteBatch* batch) const;
   // After the write of `m`: the chunk index drops the deleted texts and
   // takes the new ones (only then, so it never names a text before its
@@ -397,8 +386,7 @@ struct RocksDbStore::Impl {
   // TextsNamingUrl returns the texts whose content record names `url` as
   // owner or that have an alias record of it: a scan of every content and
   // alias record of the latest state. Sorted, distinct.
-  absl::StatusOr<std::vector<Sha256Digest>> TextsNamingUrl(rocksdb::DB* db,
-                                                           const std::string& url);
+  absl::StatusOr<std::vector<Sha256Digest>> TextsNamingUrl(rocksdb::DB* db, const std::string& url);
   // ReadAliases returns every alias record of the text `sha` in `read`'s
   // snapshot, in URL byte order.
   absl::StatusOr<std::vector<AliasRecord>> ReadAliases(rocksdb::DB* db,
@@ -416,8 +404,9 @@ struct RocksDbStore::Impl {
   // `result`. REQUIRES: manifest.has_value(); the manifest key and the
   // texts' keys locked.
   absl::Status ForgetChunks(ChunkReader* reader, const std::string& url,
-                            const std::optional<ChunkManifest>& manifest, const std::string& doc_key,
-                            absl::Time now, ForgetBatch* out, ForgetResult* result);
+                            const std::optional<ChunkManifest>& manifest,
+                            const std::string& doc_key, absl::Time now, ForgetBatch* out,
+                            ForgetResult* result);
 
   // Closes `db` (which must not be used afterwards). Returns the first error.
   absl::Status CloseDb(rocksdb::DB* db, bool sync_wal);
@@ -425,8 +414,7 @@ struct RocksDbStore::Impl {
   // Snapshots held by ExportCursors: released by their cursor, or by Close
   // (under `mu` exclusively, before the database closes) if still held.
   absl::Mutex export_mu ABSL_ACQUIRED_AFTER(mu);
-  absl::flat_hash_set<const rocksdb::Snapshot*> export_snapshots
-      ABSL_GUARDED_BY(export_mu);
+  absl::flat_hash_set<const rocksdb::Snapshot*> export_snapshots ABSL_GUARDED_BY(export_mu);
 
   // The content layer's column family (kContentColumnFamily): content,
   // alias, fingerprint and fetch records and the content meta record.
@@ -495,14 +483,13 @@ struct RocksDbStore::Impl {
   // Hands out the next id of `next` (next_doc_id or next_text_id): ids are
   // uint32 index ids, so ResourceExhausted, naming `what` and `action`,
   // once 2^32 are used up.
-  absl::StatusOr<uint32_t> AllocateIndexId(std::atomic<uint64_t>* next,
-                                           absl::string_view action,
+  absl::StatusOr<uint32_t> AllocateIndexId(std::atomic<uint64_t>* next, absl::string_view action,
                                            absl::string_view what) const {
     const uint64_t id = next->fetch_add(1);
     if (id > std::numeric_limits<uint32_t>::max()) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          action, " at ", options.path, ": the store handed out 2^32 ", what,
-          " ids, the most one store can"));
+      return absl::ResourceExhaustedError(absl::StrCat(action, " at ", options.path,
+                                                       ": the store handed out 2^32 ", what,
+                                                       " ids, the most one store can"));
     }
     return static_cast<uint32_t>(id);
   }
@@ -512,14 +499,12 @@ struct RocksDbStore::Impl {
   // turns a record into its index entry (and may note more of it). Returns
   // one more than the largest id (0 when there is none); a decode error
   // becomes DataLoss naming `action` and the store.
-  absl::StatusOr<uint64_t> LoadIndex(
-      rocksdb::DB* db, absl::string_view action, const std::string& first,
-      const std::string& end,
-      const std::function<absl::StatusOr<SimHashIndex::Entry>(
-          absl::string_view key, absl::string_view value)>& decode,
-      SimHashIndex* into);
+  absl::StatusOr<uint64_t> LoadIndex(rocksdb::DB* db, absl::string_view action,
+                                     const std::string& first, const std::string& end,
+                                     const std::function<absl::StatusOr<SimHashIndex::Entry>(
+                                         absl::string_view key, absl::string_view value)>& decode,
+                                     SimHashIndex* into);
 };
-
 
 // The chunk planner's view of the store: reads of one snapshot (or of the
 // latest state when `snapshot` is null), so that a text record and its
@@ -533,13 +518,12 @@ class RocksDbStore::ChunkReader final : public ChunkStateReader {
  public:
   ChunkReader(Impl* impl, rocksdb::DB* db, const rocksdb::Snapshot* snapshot);
 
-  absl::StatusOr<std::optional<ChunkManifest>> GetManifest(
-      absl::string_view url) override;
+  absl::StatusOr<std::optional<ChunkManifest>> GetManifest(absl::string_view url) override;
   absl::StatusOr<std::optional<ChunkTextRecord>> GetText(const Sha256Digest& sha) override;
   absl::StatusOr<std::vector<ChunkHolder>> ListHolders(const Sha256Digest& sha,
                                                        size_t limit) override;
-  std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance,
-                                             size_t limit, size_t* total) override;
+  std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance, size_t limit,
+                                             size_t* total) override;
   absl::StatusOr<FingerprintRecord> GetTextFingerprint(uint32_t text_id) override;
   absl::StatusOr<uint32_t> AllocateTextId() override;
 

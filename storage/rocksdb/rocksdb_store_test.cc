@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
-#include <atomic>
 #include <cstring>
 #include <functional>
 #include <iterator>
@@ -23,16 +23,16 @@
 #include <optional>
 #include <random>
 #include <set>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/text/sha256.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/text/sha256.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rocksdb/db.h"
@@ -40,12 +40,12 @@
 #include "rocksdb/status.h"
 #include "rocksdb/utilities/options_util.h"
 #include "rocksdb/write_batch.h"
+#include "storage/memory/memory_chunk_store.h"
 #include "storage/rocksdb/rocksdb_format.h"
 #include "storage/rocksdb/rocksdb_status.h"
-#include "storage/testing/test_temp_dir.h"
 #include "storage/testing/chunk_store_conformance.h"
 #include "storage/testing/content_store_conformance.h"
-#include "storage/memory/memory_chunk_store.h"
+#include "storage/testing/test_temp_dir.h"
 #include "storage/testing/url_store_conformance.h"
 #include "tests/testing/status_matchers.h"
 
@@ -75,13 +75,10 @@ RocksDbStoreOptions SmallOptions(const std::string& path,
   return options;
 }
 
-absl::Time T(int64_t seconds) {
-  return absl::UnixEpoch() + absl::Seconds(seconds);
-}
+absl::Time T(int64_t seconds) { return absl::UnixEpoch() + absl::Seconds(seconds); }
 
 std::string UrlKey(size_t i) {
-  return absl::StrCat("https://www.example.com/a/long/path/to/page-", i,
-                      "?id=", i * 31);
+  return absl::StrCat("https://www.example.com/a/long/path/to/page-", i, "?id=", i * 31);
 }
 
 // --- The conformance suite ------------------------------------------------
@@ -91,8 +88,7 @@ class RocksDbHarness : public UrlStoreHarness, public ContentStoreHarness {
   static absl::StatusOr<std::unique_ptr<RocksDbHarness>> Make() {
     absl::StatusOr<TestTempDir> dir = TestTempDir::Make();
     if (!dir.ok()) return dir.status();
-    auto harness = std::unique_ptr<RocksDbHarness>(
-        new RocksDbHarness(*std::move(dir)));
+    auto harness = std::unique_ptr<RocksDbHarness>(new RocksDbHarness(*std::move(dir)));
     absl::StatusOr<std::unique_ptr<RocksDbStore>> store =
         RocksDbStore::Open(SmallOptions(harness->dir_.path() + "/db"));
     if (!store.ok()) return store.status();
@@ -111,23 +107,21 @@ class RocksDbHarness : public UrlStoreHarness, public ContentStoreHarness {
   std::unique_ptr<RocksDbStore> store_;  // destroyed first
 };
 
-INSTANTIATE_TEST_SUITE_P(
-    RocksDb, UrlStoreConformanceTest,
-    ::testing::Values(UrlStoreBackend{
-        "RocksDb",
-        []() -> absl::StatusOr<std::unique_ptr<UrlStoreHarness>> {
-          return RocksDbHarness::Make();
-        }}),
-    UrlStoreBackendName);
+INSTANTIATE_TEST_SUITE_P(RocksDb, UrlStoreConformanceTest,
+                         ::testing::Values(UrlStoreBackend{
+                             "RocksDb",
+                             []() -> absl::StatusOr<std::unique_ptr<UrlStoreHarness>> {
+                               return RocksDbHarness::Make();
+                             }}),
+                         UrlStoreBackendName);
 
-INSTANTIATE_TEST_SUITE_P(
-    RocksDb, ContentStoreConformanceTest,
-    ::testing::Values(ContentStoreBackend{
-        "RocksDb",
-        []() -> absl::StatusOr<std::unique_ptr<ContentStoreHarness>> {
-          return RocksDbHarness::Make();
-        }}),
-    ContentStoreBackendName);
+INSTANTIATE_TEST_SUITE_P(RocksDb, ContentStoreConformanceTest,
+                         ::testing::Values(ContentStoreBackend{
+                             "RocksDb",
+                             []() -> absl::StatusOr<std::unique_ptr<ContentStoreHarness>> {
+                               return RocksDbHarness::Make();
+                             }}),
+                         ContentStoreBackendName);
 
 // A chunk store on a fresh directory; Reopen closes it and opens the same
 // directory again (the index is rebuilt from the records).
@@ -136,8 +130,7 @@ class RocksDbChunkHarness : public ChunkStoreHarness {
   static absl::StatusOr<std::unique_ptr<RocksDbChunkHarness>> Make() {
     absl::StatusOr<TestTempDir> dir = TestTempDir::Make();
     if (!dir.ok()) return dir.status();
-    auto harness = std::unique_ptr<RocksDbChunkHarness>(
-        new RocksDbChunkHarness(*std::move(dir)));
+    auto harness = std::unique_ptr<RocksDbChunkHarness>(new RocksDbChunkHarness(*std::move(dir)));
     absl::Status s = harness->Open();
     if (!s.ok()) return s;
     return harness;
@@ -167,14 +160,13 @@ class RocksDbChunkHarness : public ChunkStoreHarness {
   std::unique_ptr<RocksDbStore> store_;  // destroyed first
 };
 
-INSTANTIATE_TEST_SUITE_P(
-    RocksDb, ChunkStoreConformanceTest,
-    ::testing::Values(ChunkStoreBackend{
-        "RocksDb",
-        []() -> absl::StatusOr<std::unique_ptr<ChunkStoreHarness>> {
-          return RocksDbChunkHarness::Make();
-        }}),
-    ChunkStoreBackendName);
+INSTANTIATE_TEST_SUITE_P(RocksDb, ChunkStoreConformanceTest,
+                         ::testing::Values(ChunkStoreBackend{
+                             "RocksDb",
+                             []() -> absl::StatusOr<std::unique_ptr<ChunkStoreHarness>> {
+                               return RocksDbChunkHarness::Make();
+                             }}),
+                         ChunkStoreBackendName);
 
 // --- RocksDB-specific -----------------------------------------------------
 
@@ -218,8 +210,7 @@ class RocksDbStoreTest : public ::testing::Test {
   // Writes key → value straight into the database, as a damaged or foreign
   // store would hold it. REQUIRES: the store is closed.
   // `family` names the column family (the default one unless given).
-  void PutRaw(const std::string& key, const std::string& value,
-              bool create = false,
+  void PutRaw(const std::string& key, const std::string& value, bool create = false,
               const std::string& family = rocksdb::kDefaultColumnFamilyName) {
     WithRawDb(create, [&](rocksdb::DB* db, const Families& families) {
       auto f = families.find(family);
@@ -252,22 +243,24 @@ class RocksDbStoreTest : public ::testing::Test {
         ASSERT_OK_AND_ASSIGN(fmt::ChunkTextByIdValue v,
                              fmt::DecodeChunkTextByIdValue(it->value().ToString()));
         if (shas.count(v.sha256) == 0) continue;
-        fmt::ChunkTextValue old{id, v.simhash, v.holders, true, v.owner_added, v.owner_url,
-                                v.owner_chunk_id};
+        fmt::ChunkTextValue old{id,          v.simhash,       v.holders, true, v.owner_added,
+                                v.owner_url, v.owner_chunk_id};
         if (ownerless.count(v.sha256) != 0) {
-          ASSERT_TRUE(batch.Put(content, fmt::EncodeChunkHolderKey({v.sha256, v.owner_added,
-                                                                    v.owner_url,
-                                                                    v.owner_chunk_id}),
-                                fmt::EncodeChunkHolderValue())
+          ASSERT_TRUE(batch
+                          .Put(content,
+                               fmt::EncodeChunkHolderKey(
+                                   {v.sha256, v.owner_added, v.owner_url, v.owner_chunk_id}),
+                               fmt::EncodeChunkHolderValue())
                           .ok());
           old.has_owner = false;
         }
         ASSERT_TRUE(batch.Delete(content, it->key()).ok());
-        ASSERT_TRUE(batch.Put(content, fmt::EncodeChunkTextKey(v.sha256),
-                              fmt::EncodeChunkTextValue(old))
-                        .ok());
-        ASSERT_TRUE(batch.Put(content, fmt::EncodeChunkFingerprintKey(id),
-                              fmt::EncodeFingerprintValue(v.simhash, v.sha256))
+        ASSERT_TRUE(
+            batch.Put(content, fmt::EncodeChunkTextKey(v.sha256), fmt::EncodeChunkTextValue(old))
+                .ok());
+        ASSERT_TRUE(batch
+                        .Put(content, fmt::EncodeChunkFingerprintKey(id),
+                             fmt::EncodeFingerprintValue(v.simhash, v.sha256))
                         .ok());
       }
       ASSERT_TRUE(it->status().ok());
@@ -350,8 +343,7 @@ TEST_F(RocksDbStoreTest, ReopenKeepsEveryRecordAndFirstSeen) {
 // The options RocksDB wrote for the default (URL) family at the last Open
 // (its newest OPTIONS file, read by RocksDB's own loader; the URL
 // memtable's factory is ours and unknown to it, hence ignored).
-absl::StatusOr<rocksdb::ColumnFamilyOptions> WrittenUrlFamilyOptions(
-    const std::string& path) {
+absl::StatusOr<rocksdb::ColumnFamilyOptions> WrittenUrlFamilyOptions(const std::string& path) {
   rocksdb::ConfigOptions config;
   config.ignore_unknown_options = true;
   config.ignore_unsupported_options = true;
@@ -376,8 +368,7 @@ TEST_F(RocksDbStoreTest, UrlCompactionStylesOpenEachOthersStores) {
   constexpr size_t kBatchKeys = 2'000;
   constexpr size_t kBatchesPerRound = 40;
   using Style = RocksDbStoreOptions::UrlCompaction;
-  const Style rounds[] = {Style::kLeveled, Style::kUniversal, Style::kLeveled,
-                          Style::kUniversal};
+  const Style rounds[] = {Style::kLeveled, Style::kUniversal, Style::kLeveled, Style::kUniversal};
   size_t stored = 0;
   for (size_t r = 0; r < std::size(rounds); ++r) {
     RocksDbStoreOptions options = SmallOptions(path_);
@@ -439,13 +430,12 @@ TEST_F(RocksDbStoreTest, NormalizerVersionMismatchIsFailedPrecondition) {
     ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_, 1)));
     ASSERT_THAT(store->Close(), IsOk());
   }
-  EXPECT_THAT(
-      RocksDbStore::Open(SmallOptions(path_, 2)),
-      StatusIs(absl::StatusCode::kFailedPrecondition,
-               absl::StrCat("store at ", path_,
-                            " was written with normalizer version 1, this "
-                            "build uses 2; keys would not match: rebuild the "
-                            "store or run the matching dedupd version")));
+  EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_, 2)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       absl::StrCat("store at ", path_,
+                                    " was written with normalizer version 1, this "
+                                    "build uses 2; keys would not match: rebuild the "
+                                    "store or run the matching dedupd version")));
   // The failed Open released the directory.
   EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_, 1)), IsOk());
 }
@@ -507,17 +497,16 @@ TEST_F(RocksDbStoreTest, DamagedMetaIsDataLoss) {
 TEST_F(RocksDbStoreTest, ForeignDatabaseIsRefused) {
   PutRaw("some other application's key", "value", /*create=*/true);
   EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_)),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("not a dedupd store")));
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("not a dedupd store")));
 }
 
 TEST_F(RocksDbStoreTest, SecondOpenInThisProcessIsInUse) {
   ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
-  EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_)),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr(absl::StrCat(
-                           "data directory ", path_,
-                           " is in use by another process (RocksDB LOCK held)"))));
+  EXPECT_THAT(
+      RocksDbStore::Open(SmallOptions(path_)),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               HasSubstr(absl::StrCat("data directory ", path_,
+                                      " is in use by another process (RocksDB LOCK held)"))));
   // The refused Open did not disturb the open store.
   std::vector<UrlClaim> out;
   EXPECT_THAT(store->ClaimUrls({"http://a/"}, T(1), &out), IsOk());
@@ -526,29 +515,25 @@ TEST_F(RocksDbStoreTest, SecondOpenInThisProcessIsInUse) {
 TEST_F(RocksDbStoreTest, MissingStoreWithoutCreateIsInvalidArgument) {
   RocksDbStoreOptions options = SmallOptions(path_);
   options.create_if_missing = false;
-  EXPECT_THAT(RocksDbStore::Open(options),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       StartsWith("open store at " + path_ + ": ")));
+  EXPECT_THAT(RocksDbStore::Open(options), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                    StartsWith("open store at " + path_ + ": ")));
 }
 
 TEST_F(RocksDbStoreTest, BadOptionsAreInvalidArgument) {
   EXPECT_THAT(RocksDbStore::Open(SmallOptions("")),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("path")));
   EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_, 0)),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("normalizer_version")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("normalizer_version")));
   RocksDbStoreOptions options = SmallOptions(path_);
   options.bloom_bits_per_key = -1;
-  EXPECT_THAT(RocksDbStore::Open(options),
-              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(RocksDbStore::Open(options), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST_F(RocksDbStoreTest, CorruptValueIsDataLossNotACrash) {
   {
     ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
     std::vector<UrlClaim> out;
-    ASSERT_THAT(store->ClaimUrls({"http://a/", "http://b/"}, T(1), &out),
-                IsOk());
+    ASSERT_THAT(store->ClaimUrls({"http://a/", "http://b/"}, T(1), &out), IsOk());
     ASSERT_THAT(store->Close(), IsOk());
   }
   PutRaw(fmt::EncodeUrlKey("http://a/"), "\x07garbage");
@@ -556,9 +541,8 @@ TEST_F(RocksDbStoreTest, CorruptValueIsDataLossNotACrash) {
 
   std::vector<std::optional<absl::Time>> found;
   EXPECT_THAT(store->LookupUrls({"http://b/", "http://a/"}, &found),
-              StatusIs(absl::StatusCode::kDataLoss,
-                       AllOf(HasSubstr(path_), HasSubstr("http://a/"),
-                             HasSubstr("unknown value version 7"))));
+              StatusIs(absl::StatusCode::kDataLoss, AllOf(HasSubstr(path_), HasSubstr("http://a/"),
+                                                          HasSubstr("unknown value version 7"))));
   std::vector<UrlClaim> out;
   EXPECT_THAT(store->ClaimUrls({"http://a/", "http://c/"}, T(2), &out),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("http://a/")));
@@ -578,8 +562,7 @@ TEST_F(RocksDbStoreTest, CallsAfterCloseAreFailedPrecondition) {
   std::vector<std::optional<absl::Time>> found;
   EXPECT_THAT(store->LookupUrls({"http://a/"}, &found),
               StatusIs(absl::StatusCode::kFailedPrecondition));
-  EXPECT_THAT(store->ApproximateUrlCount(),
-              StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(store->ApproximateUrlCount(), StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_THAT(store->DiskBytes(), StatusIs(absl::StatusCode::kFailedPrecondition));
   // The directory is free again.
   EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_)), IsOk());
@@ -708,8 +691,8 @@ TEST_F(RocksDbStoreTest, ConcurrentChunkClaimsAndPeeksKeepTheRecordsConsistent) 
   auto doc_of = [](int thread, int d) { return absl::StrCat("https://t", thread, "/d", d); };
   ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
   // last[thread][d]: the texts of the document's last claimed version.
-  std::vector<std::vector<std::vector<int>>> last(
-      kThreads, std::vector<std::vector<int>>(kDocsPerThread));
+  std::vector<std::vector<std::vector<int>>> last(kThreads,
+                                                  std::vector<std::vector<int>>(kDocsPerThread));
   std::atomic<int> errors{0};
   std::vector<std::thread> threads;
   for (int th = 0; th < kThreads; ++th) {
@@ -759,8 +742,8 @@ TEST_F(RocksDbStoreTest, ConcurrentChunkClaimsAndPeeksKeepTheRecordsConsistent) 
   ASSERT_THAT(store->CheckChunks(probe, false, absl::Now(), &answer), IsOk());
   for (int t = 0; t < kTexts; ++t) {
     EXPECT_EQ(answer.outcomes[t].other_holders, holders[t]) << "text " << t;
-    EXPECT_EQ(answer.outcomes[t].verdict, holders[t] > 0 ? ChunkVerdict::kExactDuplicate
-                                                         : ChunkVerdict::kNew)
+    EXPECT_EQ(answer.outcomes[t].verdict,
+              holders[t] > 0 ? ChunkVerdict::kExactDuplicate : ChunkVerdict::kNew)
         << "text " << t;
   }
   EXPECT_EQ(store->chunk_index_stats().fingerprints, held);
@@ -771,14 +754,14 @@ TEST_F(RocksDbStoreTest, ChunkIndexStatsCountTextsAcrossReopen) {
     ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
     EXPECT_EQ(store->chunk_index_stats().fingerprints, 0u);
     ChunkAnswer answer;
-    ASSERT_THAT(store->CheckChunks({"https://a/", {TestChunk("0", "t1", 1), TestChunk("1", "t2", 2),
-                                                   TestChunk("2", "t1", 1)}},
-                                   true, T(1), &answer),
+    ASSERT_THAT(store->CheckChunks(
+                    {"https://a/",
+                     {TestChunk("0", "t1", 1), TestChunk("1", "t2", 2), TestChunk("2", "t1", 1)}},
+                    true, T(1), &answer),
                 IsOk());
     EXPECT_EQ(store->chunk_index_stats().fingerprints, 2u);
     EXPECT_EQ(store->index_stats().fingerprints, 0u) << "chunks are not pages";
-    ASSERT_THAT(store->CheckChunks({"https://a/", {TestChunk("0", "t3", 3)}}, true, T(2),
-                                   &answer),
+    ASSERT_THAT(store->CheckChunks({"https://a/", {TestChunk("0", "t3", 3)}}, true, T(2), &answer),
                 IsOk());
     EXPECT_EQ(store->chunk_index_stats().fingerprints, 1u);
   }
@@ -798,8 +781,8 @@ TEST_F(RocksDbStoreTest, ChunkIndexStatsCountTextsAcrossReopen) {
 TEST_F(RocksDbStoreTest, ChunkDocumentUrlWithNulIsInvalidArgument) {
   ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
   ChunkAnswer answer;
-  EXPECT_THAT(store->CheckChunks({std::string("https://a/\0b", 11), {TestChunk("0", "t", 1)}},
-                                 true, T(1), &answer),
+  EXPECT_THAT(store->CheckChunks({std::string("https://a/\0b", 11), {TestChunk("0", "t", 1)}}, true,
+                                 T(1), &answer),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("NUL")));
   EXPECT_EQ(store->chunk_index_stats().fingerprints, 0u);
 }
@@ -819,8 +802,7 @@ TEST_F(RocksDbStoreTest, ChunkTextsSharingADigestPrefixStayApart) {
     constexpr uint64_t kSimHash[] = {0, 0, ~0ULL, 0x00000000ffffffffULL, 0xffffffff00000000ULL};
     return ChunkInput{"0", digest(tail), kSimHash[tail], 3};
   };
-  auto outcome = [](RocksDbStore* store, const std::string& url, const ChunkInput& c,
-                    bool claim) {
+  auto outcome = [](RocksDbStore* store, const std::string& url, const ChunkInput& c, bool claim) {
     ChunkAnswer a;
     EXPECT_THAT(store->CheckChunks({url, {c}}, claim, T(30), &a), IsOk());
     return a.outcomes.empty() ? ChunkOutcome{} : a.outcomes[0];
@@ -828,8 +810,7 @@ TEST_F(RocksDbStoreTest, ChunkTextsSharingADigestPrefixStayApart) {
   {
     ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
     EXPECT_EQ(outcome(store.get(), "https://a/", chunk(1), true).verdict, ChunkVerdict::kNew);
-    EXPECT_EQ(outcome(store.get(), "https://b/", chunk(2), true).verdict,
-              ChunkVerdict::kNew);
+    EXPECT_EQ(outcome(store.get(), "https://b/", chunk(2), true).verdict, ChunkVerdict::kNew);
     ASSERT_THAT(store->Close(), IsOk());
   }
   for (int open = 0; open < 2; ++open) {
@@ -841,8 +822,7 @@ TEST_F(RocksDbStoreTest, ChunkTextsSharingADigestPrefixStayApart) {
     o = outcome(store.get(), "https://c/", chunk(2), false);
     EXPECT_EQ(o.verdict, ChunkVerdict::kExactDuplicate);
     EXPECT_EQ(o.duplicate_document_url, "https://b/");
-    EXPECT_EQ(outcome(store.get(), "https://c/", chunk(3), false).verdict,
-              ChunkVerdict::kNew);
+    EXPECT_EQ(outcome(store.get(), "https://c/", chunk(3), false).verdict, ChunkVerdict::kNew);
     ASSERT_OK_AND_ASSIGN(ConsistencyReport report, store->CheckConsistency());
     EXPECT_TRUE(report.ok()) << absl::StrJoin(report.problems, "\n");
     EXPECT_EQ(report.chunk_texts, 2u);
@@ -850,15 +830,12 @@ TEST_F(RocksDbStoreTest, ChunkTextsSharingADigestPrefixStayApart) {
   }
   ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
   // a's text goes (a now holds a third one), b's stays; and the other way.
-  EXPECT_EQ(outcome(store.get(), "https://a/", chunk(3), true).verdict,
-            ChunkVerdict::kNew);
+  EXPECT_EQ(outcome(store.get(), "https://a/", chunk(3), true).verdict, ChunkVerdict::kNew);
   EXPECT_EQ(outcome(store.get(), "https://c/", chunk(1), false).verdict, ChunkVerdict::kNew);
   EXPECT_EQ(outcome(store.get(), "https://c/", chunk(2), false).duplicate_document_url,
             "https://b/");
-  EXPECT_EQ(outcome(store.get(), "https://b/", chunk(4), true).verdict,
-            ChunkVerdict::kNew);
-  EXPECT_EQ(outcome(store.get(), "https://c/", chunk(2), false).verdict,
-            ChunkVerdict::kNew);
+  EXPECT_EQ(outcome(store.get(), "https://b/", chunk(4), true).verdict, ChunkVerdict::kNew);
+  EXPECT_EQ(outcome(store.get(), "https://c/", chunk(2), false).verdict, ChunkVerdict::kNew);
   EXPECT_EQ(outcome(store.get(), "https://c/", chunk(3), false).duplicate_document_url,
             "https://a/");
   ASSERT_OK_AND_ASSIGN(ConsistencyReport report, store->CheckConsistency());
@@ -871,17 +848,17 @@ TEST_F(RocksDbStoreTest, DamagedChunkRecordsAreDataLossNamingThem) {
   {
     ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
     ChunkAnswer answer;
-    ASSERT_THAT(store->CheckChunks({"https://a/", {TestChunk("0", "t1", 1),
-                                                   TestChunk("1", "t2", 1ULL << 40)}},
-                                   true, T(10), &answer),
+    ASSERT_THAT(store->CheckChunks(
+                    {"https://a/", {TestChunk("0", "t1", 1), TestChunk("1", "t2", 1ULL << 40)}},
+                    true, T(10), &answer),
                 IsOk());
     // t3: owned by c (named in its text record), held by d too (a holder
     // record).
-    ASSERT_THAT(store->CheckChunks({"https://c/", {TestChunk("0", "t3", 1ULL << 50)}}, true,
-                                   T(10), &answer),
+    ASSERT_THAT(store->CheckChunks({"https://c/", {TestChunk("0", "t3", 1ULL << 50)}}, true, T(10),
+                                   &answer),
                 IsOk());
-    ASSERT_THAT(store->CheckChunks({"https://d/", {TestChunk("0", "t3", 1ULL << 50)}}, true,
-                                   T(15), &answer),
+    ASSERT_THAT(store->CheckChunks({"https://d/", {TestChunk("0", "t3", 1ULL << 50)}}, true, T(15),
+                                   &answer),
                 IsOk());
     ASSERT_THAT(store->Close(), IsOk());
   }
@@ -933,12 +910,11 @@ TEST_P(RocksDbStoreConversionTest, OldChunkTextsAreConvertedAtOpen) {
   ChunkAnswer answer;
   {
     ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
-    ASSERT_THAT(store->CheckChunks({"https://a/", {TestChunk("0", "t1", 1)}}, true, T(10),
-                                   &answer),
+    ASSERT_THAT(store->CheckChunks({"https://a/", {TestChunk("0", "t1", 1)}}, true, T(10), &answer),
                 IsOk());
-    ASSERT_THAT(store->CheckChunks({"https://b/", {TestChunk("0", "t1", 1),
-                                                   TestChunk("1", "t2", 1ULL << 40)}},
-                                   true, T(20), &answer),
+    ASSERT_THAT(store->CheckChunks(
+                    {"https://b/", {TestChunk("0", "t1", 1), TestChunk("1", "t2", 1ULL << 40)}},
+                    true, T(20), &answer),
                 IsOk());
     ASSERT_THAT(store->Close(), IsOk());
   }
@@ -976,16 +952,17 @@ TEST_P(RocksDbStoreConversionTest, OldChunkTextsAreConvertedAtOpen) {
   EXPECT_EQ(o.duplicate_chunk_id, "1");
   // Near matches resolve through the converted records too.
   ChunkAnswer near;
-  ASSERT_THAT(store->CheckChunks({"https://d/", {TestChunk("0", "t2-near", (1ULL << 40) | (1ULL << 41))}},
-                                 false, T(30), &near),
-              IsOk());
+  ASSERT_THAT(
+      store->CheckChunks({"https://d/", {TestChunk("0", "t2-near", (1ULL << 40) | (1ULL << 41))}},
+                         false, T(30), &near),
+      IsOk());
   ASSERT_EQ(near.outcomes.size(), 1u);
   EXPECT_EQ(near.outcomes[0].verdict, ChunkVerdict::kNearDuplicate);
   EXPECT_EQ(near.outcomes[0].duplicate_document_url, "https://b/");
   // a drops t1: b, the oldest that stays, owns it now.
-  ASSERT_THAT(store->CheckChunks({"https://a/", {TestChunk("0", "t3", 1ULL << 60)}}, true,
-                                 T(40), &answer),
-              IsOk());
+  ASSERT_THAT(
+      store->CheckChunks({"https://a/", {TestChunk("0", "t3", 1ULL << 60)}}, true, T(40), &answer),
+      IsOk());
   EXPECT_EQ(first("https://e/", "t1", false, 50).duplicate_document_url, "https://b/");
   ASSERT_OK_AND_ASSIGN(report, store->CheckConsistency());
   EXPECT_TRUE(report.ok()) << absl::StrJoin(report.problems, "\n");
@@ -1040,25 +1017,20 @@ TEST_F(RocksDbStoreTest, RandomResendsKeepOwnersConsistent) {
 }
 
 TEST(FromRocksDbStatusTest, MapsByCallerActionWithContext) {
-  using rocksdb::Status;
   using ::dedupd::rocksdb_internal::FromRocksDbStatus;
+  using rocksdb::Status;
   struct Case {
     Status in;
     absl::StatusCode want;
   };
   const Case cases[] = {
-      {Status::NoSpace("write", "No space left on device"),
-       absl::StatusCode::kResourceExhausted},
+      {Status::NoSpace("write", "No space left on device"), absl::StatusCode::kResourceExhausted},
       {Status::SpaceLimit(), absl::StatusCode::kResourceExhausted},
       {Status::MemoryLimit(), absl::StatusCode::kResourceExhausted},
-      {Status::Corruption("block checksum mismatch"),
-       absl::StatusCode::kDataLoss},
-      {Status::InvalidArgument("bad option"),
-       absl::StatusCode::kInvalidArgument},
-      {Status::PathNotFound("/x/CURRENT"),
-       absl::StatusCode::kFailedPrecondition},
-      {Status::IOError("read", "Input/output error"),
-       absl::StatusCode::kUnavailable},
+      {Status::Corruption("block checksum mismatch"), absl::StatusCode::kDataLoss},
+      {Status::InvalidArgument("bad option"), absl::StatusCode::kInvalidArgument},
+      {Status::PathNotFound("/x/CURRENT"), absl::StatusCode::kFailedPrecondition},
+      {Status::IOError("read", "Input/output error"), absl::StatusCode::kUnavailable},
       {Status::Busy(), absl::StatusCode::kUnavailable},
       {Status::TimedOut(), absl::StatusCode::kUnavailable},
       {Status::TryAgain(), absl::StatusCode::kUnavailable},
@@ -1076,8 +1048,7 @@ TEST(FromRocksDbStatusTest, MapsByCallerActionWithContext) {
 
   // RocksDB's two LOCK messages: held by another process, and by this one.
   for (const Status& lock :
-       {Status::IOError("While lock file: /data/LOCK",
-                        "Resource temporarily unavailable"),
+       {Status::IOError("While lock file: /data/LOCK", "Resource temporarily unavailable"),
         Status::IOError("lock hold by current process, acquire time 1 "
                         "acquiring thread 2: /data/LOCK",
                         "No locks available")}) {
@@ -1096,8 +1067,8 @@ class HelperProcess {
  public:
   // `mode`: empty (claim URLs), "chunks" or "forget" (see
   // rocksdb_crash_helper.cc).
-  static absl::StatusOr<std::unique_ptr<HelperProcess>> Start(
-      const std::string& store_path, const std::string& mode = "") {
+  static absl::StatusOr<std::unique_ptr<HelperProcess>> Start(const std::string& store_path,
+                                                              const std::string& mode = "") {
     int in[2], out[2];
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
       return absl::InternalError(absl::StrCat("pipe2: ", std::strerror(errno)));
@@ -1112,16 +1083,14 @@ class HelperProcess {
     char* argv[] = {helper.data(), const_cast<char*>(store_path.c_str()), version.data(),
                     mode.empty() ? nullptr : mode_arg.data(), nullptr};
     pid_t pid = 0;
-    const int rc = posix_spawn(&pid, helper.c_str(), &actions, nullptr, argv,
-                               environ);
+    const int rc = posix_spawn(&pid, helper.c_str(), &actions, nullptr, argv, environ);
     posix_spawn_file_actions_destroy(&actions);
     close(in[0]);
     close(out[1]);
     if (rc != 0) {
       close(in[1]);
       close(out[0]);
-      return absl::InternalError(
-          absl::StrCat("posix_spawn ", helper, ": ", std::strerror(rc)));
+      return absl::InternalError(absl::StrCat("posix_spawn ", helper, ": ", std::strerror(rc)));
     }
     return std::unique_ptr<HelperProcess>(new HelperProcess(pid, in[1], out[0]));
   }
@@ -1188,11 +1157,11 @@ TEST_F(RocksDbStoreProcessTest, DirectoryOpenInAnotherProcessIsInUse) {
   ASSERT_OK_AND_ASSIGN(auto child, HelperProcess::Start(path_));
   ASSERT_TRUE(child->Write("go\n"));  // claim nothing, keep the store open
   ASSERT_EQ(child->ReadLine(), "claimed 0");
-  EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_)),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr(absl::StrCat(
-                           "data directory ", path_,
-                           " is in use by another process (RocksDB LOCK held)"))));
+  EXPECT_THAT(
+      RocksDbStore::Open(SmallOptions(path_)),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               HasSubstr(absl::StrCat("data directory ", path_,
+                                      " is in use by another process (RocksDB LOCK held)"))));
   child->Kill();
   // The kernel released the child's lock with the process.
   EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_)), IsOk());

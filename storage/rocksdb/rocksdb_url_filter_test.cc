@@ -47,8 +47,7 @@ std::vector<std::string> Urls(int from, int to) {
 absl::Time T(int64_t s) { return absl::UnixEpoch() + absl::Seconds(s); }
 
 // Claims `urls` and returns how many were new.
-int ClaimCountNew(RocksDbStore* store, const std::vector<std::string>& urls,
-                  absl::Time now) {
+int ClaimCountNew(RocksDbStore* store, const std::vector<std::string>& urls, absl::Time now) {
   std::vector<UrlClaim> out;
   const absl::Status s = store->ClaimUrls(urls, now, &out);
   EXPECT_THAT(s, IsOk());
@@ -71,8 +70,7 @@ class RocksDbUrlFilterTest : public ::testing::Test {
 };
 
 TEST_F(RocksDbUrlFilterTest, NewUrlsSkipTheStoreRead) {
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RocksDbStore> store,
-                       RocksDbStore::Open(Options(path_)));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RocksDbStore> store, RocksDbStore::Open(Options(path_)));
   ASSERT_TRUE(store->WaitForUrlFilter(kWait));
   EXPECT_EQ(ClaimCountNew(store.get(), Urls(0, 1000), T(1)), 1000);
   UrlFilterFront::Stats st = store->url_filter_stats();
@@ -97,17 +95,14 @@ TEST_F(RocksDbUrlFilterTest, NewUrlsSkipTheStoreRead) {
 
 TEST_F(RocksDbUrlFilterTest, CleanCloseSavesTheFilterAndOpenLoadsIt) {
   {
-    ASSERT_OK_AND_ASSIGN(std::unique_ptr<RocksDbStore> store,
-                         RocksDbStore::Open(Options(path_)));
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<RocksDbStore> store, RocksDbStore::Open(Options(path_)));
     ASSERT_TRUE(store->WaitForUrlFilter(kWait));
-    EXPECT_THAT(store->url_filter_stats().load_result,
-                StartsWith("rebuilding: no filter file"));
+    EXPECT_THAT(store->url_filter_stats().load_result, StartsWith("rebuilding: no filter file"));
     EXPECT_EQ(ClaimCountNew(store.get(), Urls(0, 500), T(1)), 500);
     ASSERT_THAT(store->Close(), IsOk());
   }
   ASSERT_TRUE(std::filesystem::exists(FilterFile()));
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RocksDbStore> store,
-                       RocksDbStore::Open(Options(path_)));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RocksDbStore> store, RocksDbStore::Open(Options(path_)));
   const UrlFilterFront::Stats st = store->url_filter_stats();
   EXPECT_EQ(st.load_result, "loaded");
   EXPECT_TRUE(st.ready);
@@ -118,8 +113,7 @@ TEST_F(RocksDbUrlFilterTest, CleanCloseSavesTheFilterAndOpenLoadsIt) {
 TEST_F(RocksDbUrlFilterTest, StaleFileIsRebuiltAndAnswersStayExact) {
   // Session 1 saves a filter holding 0..499.
   {
-    ASSERT_OK_AND_ASSIGN(std::unique_ptr<RocksDbStore> store,
-                         RocksDbStore::Open(Options(path_)));
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<RocksDbStore> store, RocksDbStore::Open(Options(path_)));
     ASSERT_TRUE(store->WaitForUrlFilter(kWait));
     EXPECT_EQ(ClaimCountNew(store.get(), Urls(0, 500), T(1)), 500);
     ASSERT_THAT(store->Close(), IsOk());
@@ -129,15 +123,13 @@ TEST_F(RocksDbUrlFilterTest, StaleFileIsRebuiltAndAnswersStayExact) {
   // Session 2 records 500..999, then "crashes": its filter file is the old
   // one (what a kill -9 leaves: the file of the last clean stop).
   {
-    ASSERT_OK_AND_ASSIGN(std::unique_ptr<RocksDbStore> store,
-                         RocksDbStore::Open(Options(path_)));
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<RocksDbStore> store, RocksDbStore::Open(Options(path_)));
     EXPECT_EQ(ClaimCountNew(store.get(), Urls(500, 1000), T(2)), 500);
     ASSERT_THAT(store->Close(), IsOk());
   }
   std::filesystem::copy_file(saved, FilterFile(),
                              std::filesystem::copy_options::overwrite_existing);
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RocksDbStore> store,
-                       RocksDbStore::Open(Options(path_)));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RocksDbStore> store, RocksDbStore::Open(Options(path_)));
   EXPECT_THAT(store->url_filter_stats().load_result, HasSubstr("stale filter file"));
   // Exact at once, even before the rebuild finishes: nothing is new again.
   EXPECT_EQ(ClaimCountNew(store.get(), Urls(0, 1000), T(3)), 0);
@@ -195,8 +187,7 @@ TEST_F(RocksDbUrlFilterTest, ClaimsRacingTheRebuildAreExact) {
   EXPECT_FALSE(std::filesystem::exists(FilterFile()));
   // The rebuild scans 40,000 keys while 4 threads claim old and new ones;
   // every new key is new for exactly one of them.
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RocksDbStore> store,
-                       RocksDbStore::Open(Options(path_)));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RocksDbStore> store, RocksDbStore::Open(Options(path_)));
   std::atomic<int> fresh{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
@@ -217,8 +208,7 @@ TEST_F(RocksDbUrlFilterTest, ClaimsRacingTheRebuildAreExact) {
 }
 
 TEST_F(RocksDbUrlFilterTest, ContentUrlsEnterTheFilter) {
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RocksDbStore> store,
-                       RocksDbStore::Open(Options(path_)));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RocksDbStore> store, RocksDbStore::Open(Options(path_)));
   ASSERT_TRUE(store->WaitForUrlFilter(kWait));
   ContentDoc doc;
   doc.identity_url = "https://canonical.example/a";
@@ -227,9 +217,7 @@ TEST_F(RocksDbUrlFilterTest, ContentUrlsEnterTheFilter) {
   doc.simhash = 0x1234;
   doc.max_distance = 3;
   std::vector<ContentOutcome> outcomes;
-  ASSERT_THAT(store->CheckContent({doc}, /*claim=*/true, ContentLimits(), T(1),
-                                  &outcomes),
-              IsOk());
+  ASSERT_THAT(store->CheckContent({doc}, /*claim=*/true, ContentLimits(), T(1), &outcomes), IsOk());
   std::vector<UrlClaim> out;
   ASSERT_THAT(store->ClaimUrls({doc.identity_url, doc.fetched_url}, T(2), &out), IsOk());
   EXPECT_FALSE(out[0].is_new);
@@ -240,8 +228,7 @@ TEST_F(RocksDbUrlFilterTest, BadOptionsAreRejected) {
   RocksDbStoreOptions o = Options(path_);
   o.url_filter.false_positive_rate = 0;
   EXPECT_THAT(RocksDbStore::Open(o).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("false_positive_rate")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("false_positive_rate")));
   o = Options(path_);
   o.url_filter.expected_urls = 0;
   EXPECT_THAT(RocksDbStore::Open(o).status(),

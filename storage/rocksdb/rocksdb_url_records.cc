@@ -2,14 +2,14 @@
 // rebuild scan, which share the sorted batch, the Bloom front's probes and
 // one MultiGet.
 
-#include "storage/rocksdb/rocksdb_store_internal.h"
-
 #include <atomic>
 #include <functional>
 #include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "storage/rocksdb/rocksdb_store_internal.h"
 
 namespace dedupd {
 
@@ -22,9 +22,8 @@ SortedBatch SortBatch(absl::Span<const std::string> keys) {
   std::vector<size_t> order(keys.size());
   std::iota(order.begin(), order.end(), size_t{0});
   // Stable, so that among equal keys the earliest position comes first.
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return encoded[a] < encoded[b];
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return encoded[a] < encoded[b]; });
   SortedBatch batch;
   batch.slot.resize(keys.size());
   for (size_t i : order) {
@@ -41,10 +40,9 @@ SortedBatch SortBatch(absl::Span<const std::string> keys) {
 
 }  // namespace
 
-absl::Status RocksDbStore::Impl::MultiGet(
-    rocksdb::DB* db, const SortedBatch& batch, absl::Span<const size_t> which,
-    absl::string_view action,
-    std::vector<std::optional<absl::Time>>* first_seen) {
+absl::Status RocksDbStore::Impl::MultiGet(rocksdb::DB* db, const SortedBatch& batch,
+                                          absl::Span<const size_t> which, absl::string_view action,
+                                          std::vector<std::optional<absl::Time>>* first_seen) {
   const size_t n = which.size();
   if (n == 0) return absl::OkStatus();
   std::vector<rocksdb::Slice> slices;
@@ -52,8 +50,8 @@ absl::Status RocksDbStore::Impl::MultiGet(
   for (size_t u : which) slices.emplace_back(batch.unique_keys[u]);
   std::vector<rocksdb::PinnableSlice> values(n);
   std::vector<rocksdb::Status> statuses(n);
-  db->MultiGet(rocksdb::ReadOptions(), db->DefaultColumnFamily(), n,
-               slices.data(), values.data(), statuses.data(),
+  db->MultiGet(rocksdb::ReadOptions(), db->DefaultColumnFamily(), n, slices.data(), values.data(),
+               statuses.data(),
                /*sorted_input=*/true);
   for (size_t j = 0; j < n; ++j) {
     const size_t u = which[j];
@@ -62,21 +60,20 @@ absl::Status RocksDbStore::Impl::MultiGet(
     if (!statuses[j].ok()) {
       return FromRocksDbStatus(statuses[j], action, options.path);
     }
-    absl::StatusOr<absl::Time> t = fmt::DecodeUrlValue(
-        absl::string_view(values[j].data(), values[j].size()));
+    absl::StatusOr<absl::Time> t =
+        fmt::DecodeUrlValue(absl::string_view(values[j].data(), values[j].size()));
     if (!t.ok()) {
-      return absl::DataLossError(absl::StrCat(
-          action, " at ", options.path, ": record of URL \"",
-          PrintableKey(absl::string_view(batch.unique_keys[u]).substr(1)),
-          "\": ", t.status().message()));
+      return absl::DataLossError(
+          absl::StrCat(action, " at ", options.path, ": record of URL \"",
+                       PrintableKey(absl::string_view(batch.unique_keys[u]).substr(1)),
+                       "\": ", t.status().message()));
     }
     (*first_seen)[u] = *t;
   }
   return absl::OkStatus();
 }
 
-absl::Status RocksDbStore::ClaimUrls(absl::Span<const std::string> keys,
-                                     absl::Time now,
+absl::Status RocksDbStore::ClaimUrls(absl::Span<const std::string> keys, absl::Time now,
                                      std::vector<UrlClaim>* results) {
   constexpr absl::string_view kAction = "claim URLs in store";
   results->assign(keys.size(), UrlClaim{});
@@ -95,7 +92,7 @@ absl::Status RocksDbStore::ClaimUrls(absl::Span<const std::string> keys,
   std::vector<bool> hashed(n, false);
 
   absl::ReaderMutexLock lifecycle(&impl_->mu);
-  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB * db, impl_->LiveDb(kAction));
   // 1. Read every key the URL filter may contain, without any claim lock
   //    (the others were never stored: no read). Records are never
   //    overwritten, so a key found here is SEEN with its final first-seen
@@ -105,8 +102,7 @@ absl::Status RocksDbStore::ClaimUrls(absl::Span<const std::string> keys,
   //    delete is ordered before that Forget (it answers SEEN as the store
   //    was when it read), one that did not finds it absent and claims it.
   {
-    const std::vector<size_t> read =
-        impl_->KeysToRead(batch, batch.all, &hashes, &hashed);
+    const std::vector<size_t> read = impl_->KeysToRead(batch, batch.all, &hashes, &hashed);
     DEDUPD_RETURN_IF_ERROR(impl_->MultiGet(db, batch, read, kAction, &stored));
   }
   std::vector<size_t> absent;
@@ -124,8 +120,7 @@ absl::Status RocksDbStore::ClaimUrls(absl::Span<const std::string> keys,
     locked.reserve(absent.size());
     for (size_t u : absent) locked.push_back(batch.unique_keys[u]);
     const KeyLocks locks(&impl_->key_locks, std::move(locked));
-    const std::vector<size_t> read =
-        impl_->KeysToRead(batch, absent, &hashes, &hashed);
+    const std::vector<size_t> read = impl_->KeysToRead(batch, absent, &hashes, &hashed);
     DEDUPD_RETURN_IF_ERROR(impl_->MultiGet(db, batch, read, kAction, &stored));
     rocksdb::WriteBatch write_batch;
     std::vector<uint64_t> new_hashes;
@@ -164,9 +159,8 @@ absl::Status RocksDbStore::ClaimUrls(absl::Span<const std::string> keys,
   return absl::OkStatus();
 }
 
-absl::Status RocksDbStore::LookupUrls(
-    absl::Span<const std::string> keys,
-    std::vector<std::optional<absl::Time>>* results) {
+absl::Status RocksDbStore::LookupUrls(absl::Span<const std::string> keys,
+                                      std::vector<std::optional<absl::Time>>* results) {
   constexpr absl::string_view kAction = "look up URLs in store";
   results->assign(keys.size(), std::nullopt);
   if (keys.empty()) return absl::OkStatus();
@@ -178,10 +172,9 @@ absl::Status RocksDbStore::LookupUrls(
   std::vector<bool> hashed(batch.unique_keys.size(), false);
 
   absl::ReaderMutexLock lifecycle(&impl_->mu);
-  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, impl_->LiveDb(kAction));
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB * db, impl_->LiveDb(kAction));
   // Keys the URL filter rules out were never stored: no read.
-  const std::vector<size_t> read =
-      impl_->KeysToRead(batch, batch.all, &hashes, &hashed);
+  const std::vector<size_t> read = impl_->KeysToRead(batch, batch.all, &hashes, &hashed);
   DEDUPD_RETURN_IF_ERROR(impl_->MultiGet(db, batch, read, kAction, &stored));
   for (size_t i = 0; i < keys.size(); ++i) {
     (*results)[i] = stored[batch.slot[i]];
@@ -189,20 +182,17 @@ absl::Status RocksDbStore::LookupUrls(
   return absl::OkStatus();
 }
 
-UrlFilterFront::Stats RocksDbStore::url_filter_stats() const {
-  return impl_->url_front->stats();
-}
+UrlFilterFront::Stats RocksDbStore::url_filter_stats() const { return impl_->url_front->stats(); }
 
 bool RocksDbStore::WaitForUrlFilter(absl::Duration timeout) const {
   return impl_->url_front->WaitForRebuild(timeout);
 }
 
-absl::Status RocksDbStore::Impl::ScanUrlKeys(
-    const std::function<void(absl::string_view)>& emit,
-    const std::atomic<bool>& cancel) {
+absl::Status RocksDbStore::Impl::ScanUrlKeys(const std::function<void(absl::string_view)>& emit,
+                                             const std::atomic<bool>& cancel) {
   constexpr absl::string_view kAction = "rebuild the URL filter of store";
   absl::ReaderMutexLock lifecycle(&mu);
-  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB* db, LiveDb(kAction));
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB * db, LiveDb(kAction));
   const std::string first(1, fmt::kTagUrl);
   const std::string end(1, static_cast<char>(fmt::kTagUrl + 1));
   rocksdb::Slice upper(end);
@@ -218,8 +208,8 @@ absl::Status RocksDbStore::Impl::ScanUrlKeys(
     const rocksdb::Slice key = it->key();
     emit(absl::string_view(key.data(), key.size()));
     if ((++n & 4095) == 0 && cancel.load(std::memory_order_relaxed)) {
-      return absl::CancelledError(absl::StrCat(kAction, " at ", options.path,
-                                               ": cancelled by Close"));
+      return absl::CancelledError(
+          absl::StrCat(kAction, " at ", options.path, ": cancelled by Close"));
     }
   }
   if (!it->status().ok()) {

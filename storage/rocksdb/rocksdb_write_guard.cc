@@ -2,8 +2,6 @@
 // full disk), recovery through DB::Resume, and the errors writes fail with
 // meanwhile.
 
-#include "storage/rocksdb/rocksdb_store_internal.h"
-
 #include <sys/statvfs.h>
 
 #include <memory>
@@ -11,6 +9,7 @@
 
 #include "absl/time/clock.h"
 #include "rocksdb/listener.h"
+#include "storage/rocksdb/rocksdb_store_internal.h"
 
 namespace dedupd {
 
@@ -23,8 +22,7 @@ class WriteStopListener final : public rocksdb::EventListener {
  public:
   explicit WriteStopListener(std::shared_ptr<WriteStop> stop) : stop_(std::move(stop)) {}
 
-  void OnBackgroundError(rocksdb::BackgroundErrorReason reason,
-                         rocksdb::Status* error) override {
+  void OnBackgroundError(rocksdb::BackgroundErrorReason reason, rocksdb::Status* error) override {
     if (error == nullptr || error->ok() ||
         error->severity() < rocksdb::Status::Severity::kHardError) {
       return;  // a soft error (e.g. a compaction short of space) stops nothing
@@ -44,8 +42,8 @@ class WriteStopListener final : public rocksdb::EventListener {
   // write_buffer_bytes: 192 MiB by default), which a small or shared volume
   // may never have, and makes DB::Resume answer Busy meanwhile. The store
   // resumes by itself instead (BeforeWrite), as soon as a flush fits.
-  void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason /*reason*/,
-                            rocksdb::Status error, bool* auto_recovery) override {
+  void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason /*reason*/, rocksdb::Status error,
+                            bool* auto_recovery) override {
     if (error.IsNoSpace()) *auto_recovery = false;
   }
 
@@ -63,8 +61,7 @@ class WriteStopListener final : public rocksdb::EventListener {
 
 }  // namespace
 
-std::shared_ptr<rocksdb::EventListener> NewWriteStopListener(
-    std::shared_ptr<WriteStop> stop) {
+std::shared_ptr<rocksdb::EventListener> NewWriteStopListener(std::shared_ptr<WriteStop> stop) {
   return std::make_shared<WriteStopListener>(std::move(stop));
 }
 
@@ -93,8 +90,7 @@ bool RocksDbStore::Impl::AllMemtablesEmpty(rocksdb::DB* db) const {
   if (content_cf != nullptr) families.push_back(content_cf);
   for (rocksdb::ColumnFamilyHandle* cf : families) {
     uint64_t entries = 0;
-    if (!db->GetIntProperty(cf, "rocksdb.num-entries-active-mem-table", &entries) ||
-        entries != 0) {
+    if (!db->GetIntProperty(cf, "rocksdb.num-entries-active-mem-table", &entries) || entries != 0) {
       return false;  // unknown counts as "not empty": Resume as usual
     }
   }
@@ -108,8 +104,7 @@ absl::Status RocksDbStore::Impl::StopCause(const rocksdb::Status& error,
 }
 
 absl::Status RocksDbStore::Impl::StoppedError(const rocksdb::Status& error,
-                                              absl::string_view action,
-                                              bool needs_reopen) const {
+                                              absl::string_view action, bool needs_reopen) const {
   const absl::Status base = StopCause(error, action);
   if (needs_reopen) {
     return absl::Status(
@@ -118,21 +113,19 @@ absl::Status RocksDbStore::Impl::StoppedError(const rocksdb::Status& error,
                      " (the store stopped taking writes after this error; reads still "
                      "work; this failure needs a restart to clear (the failed "
                      "write-ahead log cannot be replaced in place): fix the cause",
-                     error.IsNoSpace() ? " (free disk space)" : "",
-                     ", then restart dedupd)"));
+                     error.IsNoSpace() ? " (free disk space)" : "", ", then restart dedupd)"));
   }
   return absl::Status(
       base.code(),
-      absl::StrCat(base.message(), " (the store stopped taking writes after this "
+      absl::StrCat(base.message(),
+                   " (the store stopped taking writes after this "
                    "error; reads still work; writes resume by themselves once the "
                    "cause is fixed",
-                   error.IsNoSpace() ? ": free disk space" : "",
-                   "; recovery is tried every ",
+                   error.IsNoSpace() ? ": free disk space" : "", "; recovery is tried every ",
                    absl::FormatDuration(options.write_resume_interval), ")"));
 }
 
-absl::Status RocksDbStore::Impl::WriteFailed(const rocksdb::Status& s,
-                                             absl::string_view action) {
+absl::Status RocksDbStore::Impl::WriteFailed(const rocksdb::Status& s, absl::string_view action) {
   {
     absl::MutexLock lock(&write_stop->mu);
     if (write_stop->stopped) return StoppedError(s, action, write_stop->needs_reopen);
@@ -140,8 +133,7 @@ absl::Status RocksDbStore::Impl::WriteFailed(const rocksdb::Status& s,
   return FromRocksDbStatus(s, action, options.path);
 }
 
-absl::Status RocksDbStore::Impl::BeforeWrite(rocksdb::DB* db,
-                                             absl::string_view action) {
+absl::Status RocksDbStore::Impl::BeforeWrite(rocksdb::DB* db, absl::string_view action) {
   WriteStop& st = *write_stop;
   uint64_t generation = 0;
   bool log_failed = false;
@@ -149,8 +141,7 @@ absl::Status RocksDbStore::Impl::BeforeWrite(rocksdb::DB* db,
     absl::MutexLock lock(&st.mu);
     if (!st.stopped) return absl::OkStatus();
     const absl::Time now = absl::Now();
-    if (st.needs_reopen || st.resuming ||
-        now - st.last_resume < options.write_resume_interval) {
+    if (st.needs_reopen || st.resuming || now - st.last_resume < options.write_resume_interval) {
       return StoppedError(st.error, action, st.needs_reopen);
     }
     st.resuming = true;
@@ -190,9 +181,8 @@ absl::Status RocksDbStore::Impl::BeforeWrite(rocksdb::DB* db,
       absl::MutexLock lock(&st.mu);
       st.resuming = false;
       const absl::Status stopped = StoppedError(st.error, action, st.needs_reopen);
-      return absl::Status(stopped.code(),
-                          absl::StrCat(stopped.message(), "; waiting for ", need,
-                                       " bytes free, ", free_bytes, " now"));
+      return absl::Status(stopped.code(), absl::StrCat(stopped.message(), "; waiting for ", need,
+                                                       " bytes free, ", free_bytes, " now"));
     }
   }
   // Without st.mu: RocksDB calls the listener (which takes it) from Resume.

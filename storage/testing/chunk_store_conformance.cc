@@ -68,15 +68,15 @@ void ExpectDuplicate(const ChunkOutcome& o, ChunkVerdict verdict, const std::str
 }
 
 TEST_P(ChunkStoreConformanceTest, NewThenExactDuplicateOfAnotherDocument) {
-  ChunkAnswer a = Claim(chunks(), Doc("https://a/", {Chunk("0", "t1", kFp),
-                                                     Chunk("1", "t2", kFarA)}), T(100));
+  ChunkAnswer a =
+      Claim(chunks(), Doc("https://a/", {Chunk("0", "t1", kFp), Chunk("1", "t2", kFarA)}), T(100));
   EXPECT_EQ(a.outcomes[0].verdict, ChunkVerdict::kNew);
   EXPECT_EQ(a.outcomes[0].first_seen, T(100));
   EXPECT_EQ(a.outcomes[1].verdict, ChunkVerdict::kNew);
   EXPECT_EQ(a.replaced_chunks, 0u);
 
-  ChunkAnswer b = Claim(chunks(), Doc("https://b/", {Chunk("x", "t2", kFarA),
-                                                     Chunk("y", "t3", kFarB)}), T(200));
+  ChunkAnswer b = Claim(
+      chunks(), Doc("https://b/", {Chunk("x", "t2", kFarA), Chunk("y", "t3", kFarB)}), T(200));
   ExpectDuplicate(b.outcomes[0], ChunkVerdict::kExactDuplicate, "https://a/", "1", 0);
   EXPECT_EQ(b.outcomes[0].first_seen, T(100));
   EXPECT_EQ(b.outcomes[0].other_holders, 1u);
@@ -89,10 +89,9 @@ TEST_P(ChunkStoreConformanceTest, NewThenExactDuplicateOfAnotherDocument) {
 }
 
 TEST_P(ChunkStoreConformanceTest, DuplicatesWithinTheRequestInBothModes) {
-  const ChunkDocument doc = Doc("https://a/", {Chunk("0", "t1", kFp),
-                                               Chunk("1", "t2", kFarA),
-                                               Chunk("2", "t1", kFp),
-                                               Chunk("3", "t4", kFp ^ 0b101)});
+  const ChunkDocument doc =
+      Doc("https://a/", {Chunk("0", "t1", kFp), Chunk("1", "t2", kFarA), Chunk("2", "t1", kFp),
+                         Chunk("3", "t4", kFp ^ 0b101)});
   for (bool claim : {false, true}) {
     SCOPED_TRACE(claim ? "claim" : "peek");
     ChunkAnswer a = RunCheck(chunks(), doc, claim, T(100));
@@ -105,8 +104,7 @@ TEST_P(ChunkStoreConformanceTest, DuplicatesWithinTheRequestInBothModes) {
 }
 
 TEST_P(ChunkStoreConformanceTest, ResendingReplacesInsteadOfDuplicatingItself) {
-  const ChunkDocument doc = Doc("https://a/", {Chunk("0", "t1", kFp),
-                                               Chunk("1", "t2", kFarA)});
+  const ChunkDocument doc = Doc("https://a/", {Chunk("0", "t1", kFp), Chunk("1", "t2", kFarA)});
   Claim(chunks(), doc, T(100));
   ChunkAnswer again = Claim(chunks(), doc, T(200));
   EXPECT_EQ(again.replaced_chunks, 2u);
@@ -116,9 +114,9 @@ TEST_P(ChunkStoreConformanceTest, ResendingReplacesInsteadOfDuplicatingItself) {
     EXPECT_EQ(o.other_holders, 0u);
   }
   // A changed chunk is not a near duplicate of the version it replaces.
-  ChunkAnswer edited = Claim(
-      chunks(), Doc("https://a/", {Chunk("0", "t1-edited", kFp ^ 1), Chunk("1", "t2", kFarA)}),
-      T(300));
+  ChunkAnswer edited =
+      Claim(chunks(),
+            Doc("https://a/", {Chunk("0", "t1-edited", kFp ^ 1), Chunk("1", "t2", kFarA)}), T(300));
   EXPECT_EQ(edited.outcomes[0].verdict, ChunkVerdict::kNew);
   EXPECT_EQ(edited.outcomes[0].first_seen, T(300));
   EXPECT_EQ(edited.outcomes[1].first_seen, T(100));
@@ -155,8 +153,8 @@ TEST_P(ChunkStoreConformanceTest, EmptyResendDeletesTheDocumentsChunks) {
   Claim(chunks(), Doc("https://a/", {Chunk("0", "t1", kFp), Chunk("1", "t2", kFarA)}), T(100));
   ChunkAnswer gone = Claim(chunks(), Doc("https://a/", {}), T(200));
   EXPECT_EQ(gone.replaced_chunks, 2u);
-  ChunkAnswer b = Peek(chunks(), Doc("https://b/", {Chunk("0", "t1", kFp),
-                                                    Chunk("1", "t3", kFarA ^ 1)}));
+  ChunkAnswer b =
+      Peek(chunks(), Doc("https://b/", {Chunk("0", "t1", kFp), Chunk("1", "t3", kFarA ^ 1)}));
   EXPECT_EQ(b.outcomes[0].verdict, ChunkVerdict::kNew);
   EXPECT_EQ(b.outcomes[1].verdict, ChunkVerdict::kNew) << "its text left the index";
   EXPECT_EQ(Claim(chunks(), Doc("https://a/", {}), T(300)).replaced_chunks, 0u);
@@ -166,9 +164,9 @@ TEST_P(ChunkStoreConformanceTest, NearDuplicatesNearestFirstThenOldest) {
   Claim(chunks(), Doc("https://a/", {Chunk("0", "ta", kFp ^ 0b111)}), T(100));
   Claim(chunks(), Doc("https://b/", {Chunk("0", "tb", kFp ^ 0b11000)}), T(200));
   Claim(chunks(), Doc("https://c/", {Chunk("0", "tc", kFp ^ 0b1100000)}), T(300));
-  ChunkAnswer q = Peek(chunks(), Doc("https://q/", {Chunk("0", "tq", kFp),
-                                                    Chunk("1", "tq2", kFp ^ 0b1111, 0),
-                                                    Chunk("2", "tq3", kFp ^ 0b1111, -1)}));
+  ChunkAnswer q =
+      Peek(chunks(), Doc("https://q/", {Chunk("0", "tq", kFp), Chunk("1", "tq2", kFp ^ 0b1111, 0),
+                                        Chunk("2", "tq3", kFp ^ 0b1111, -1)}));
   ExpectDuplicate(q.outcomes[0], ChunkVerdict::kNearDuplicate, "https://b/", "0", 2);
   EXPECT_EQ(q.outcomes[0].first_seen, T(200));
   EXPECT_EQ(q.outcomes[1].verdict, ChunkVerdict::kNew) << "distance 0 allowed only";
@@ -200,17 +198,15 @@ TEST_P(ChunkStoreConformanceTest, RejectsBrokenDocuments) {
   ChunkAnswer answer;
   EXPECT_THAT(chunks().CheckChunks(Doc("", {Chunk("0", "t", kFp)}), true, T(1), &answer),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("document_url")));
-  EXPECT_THAT(chunks().CheckChunks(
-                  Doc("https://a/", {Chunk("x", "t", kFp), Chunk("x", "u", kFp)}), true,
-                  T(1), &answer),
+  EXPECT_THAT(chunks().CheckChunks(Doc("https://a/", {Chunk("x", "t", kFp), Chunk("x", "u", kFp)}),
+                                   true, T(1), &answer),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("chunk 1: chunk id \"x\" repeats chunk 0's")));
-  EXPECT_THAT(chunks().CheckChunks(Doc("https://a/", {Chunk("", "t", kFp)}), true, T(1),
-                                   &answer),
+  EXPECT_THAT(chunks().CheckChunks(Doc("https://a/", {Chunk("", "t", kFp)}), true, T(1), &answer),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("chunk id is empty")));
-  EXPECT_THAT(chunks().CheckChunks(Doc("https://a/", {Chunk("0", "t", kFp, 4)}), true,
-                                   T(1), &answer),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_distance 4")));
+  EXPECT_THAT(
+      chunks().CheckChunks(Doc("https://a/", {Chunk("0", "t", kFp, 4)}), true, T(1), &answer),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_distance 4")));
   // Nothing was recorded by the rejected claims.
   ChunkAnswer b = Peek(chunks(), Doc("https://b/", {Chunk("0", "t", kFp)}));
   EXPECT_EQ(b.outcomes[0].verdict, ChunkVerdict::kNew);
@@ -227,7 +223,7 @@ TEST_P(ChunkStoreConformanceTest, ConcurrentClaimsOfOneTextHaveOneOwner) {
       answers[i] = Claim(chunks(),
                          Doc(absl::StrCat("https://d", i, "/"),
                              {Chunk("0", "shared", kFp), Chunk("1", absl::StrCat("own", i),
-                                                              kFarA ^ (uint64_t{1} << (i + 8)))}),
+                                                               kFarA ^ (uint64_t{1} << (i + 8)))}),
                          T(100 + i));
     });
   }
@@ -259,9 +255,9 @@ TEST_P(ChunkStoreConformanceTest, ReopenKeepsChunksAndTheIndex) {
   Claim(chunks(), Doc("https://gone/", {}), T(260));
   ASSERT_OK_AND_ASSIGN(bool reopened, harness().Reopen());
   if (!reopened) GTEST_SKIP() << GetParam().name << " does not persist";
-  ChunkAnswer q = Peek(chunks(), Doc("https://q/", {Chunk("0", "t1", kFp),
-                                                    Chunk("1", "t2x", kFarA ^ 0b11),
-                                                    Chunk("2", "t3", kFarB ^ 1)}));
+  ChunkAnswer q =
+      Peek(chunks(), Doc("https://q/", {Chunk("0", "t1", kFp), Chunk("1", "t2x", kFarA ^ 0b11),
+                                        Chunk("2", "t3", kFarB ^ 1)}));
   ExpectDuplicate(q.outcomes[0], ChunkVerdict::kExactDuplicate, "https://a/", "0", 0);
   EXPECT_EQ(q.outcomes[0].other_holders, 2u);
   EXPECT_EQ(q.outcomes[0].first_seen, T(100));

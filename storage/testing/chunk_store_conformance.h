@@ -42,12 +42,9 @@ struct ChunkStoreBackend {
   std::function<absl::StatusOr<std::unique_ptr<ChunkStoreHarness>>()> make;
 };
 
-inline void PrintTo(const ChunkStoreBackend& backend, std::ostream* os) {
-  *os << backend.name;
-}
+inline void PrintTo(const ChunkStoreBackend& backend, std::ostream* os) { *os << backend.name; }
 
-inline std::string ChunkStoreBackendName(
-    const ::testing::TestParamInfo<ChunkStoreBackend>& info) {
+inline std::string ChunkStoreBackendName(const ::testing::TestParamInfo<ChunkStoreBackend>& info) {
   return info.param.name;
 }
 

@@ -34,8 +34,8 @@ absl::Time T(int64_t seconds) { return absl::UnixEpoch() + absl::Seconds(seconds
 
 // A document whose text is identified by `text_id` (its digest is the
 // SHA-256 of that string) with SimHash `simhash`.
-ContentDoc Doc(const std::string& identity, const std::string& fetched,
-               const std::string& text_id, uint64_t simhash) {
+ContentDoc Doc(const std::string& identity, const std::string& fetched, const std::string& text_id,
+               uint64_t simhash) {
   ContentDoc d;
   d.identity_url = identity;
   d.fetched_url = fetched;
@@ -56,14 +56,11 @@ class Checker {
   std::vector<ContentOutcome> Claim(std::vector<ContentDoc> docs, absl::Time now) {
     return Run(docs, true, now);
   }
-  std::vector<ContentOutcome> Peek(std::vector<ContentDoc> docs) {
-    return Run(docs, false, T(0));
-  }
+  std::vector<ContentOutcome> Peek(std::vector<ContentDoc> docs) { return Run(docs, false, T(0)); }
   ContentLimits limits;
 
  private:
-  std::vector<ContentOutcome> Run(const std::vector<ContentDoc>& docs, bool claim,
-                                  absl::Time now) {
+  std::vector<ContentOutcome> Run(const std::vector<ContentDoc>& docs, bool claim, absl::Time now) {
     std::vector<ContentOutcome> out;
     absl::Status s = store_->CheckContent(docs, claim, limits, now, &out);
     EXPECT_THAT(s, IsOk());
@@ -93,8 +90,7 @@ TEST_P(ContentStoreConformanceTest, NewThenExactDuplicateWithAliases) {
   EXPECT_EQ(out[0].recrawl, RecrawlStatus::kFirstSeen);
 
   // The same alias again is not counted twice; the owner is never an alias.
-  out = c.Claim({Doc("https://b/", "text", kFp), Doc("https://a/", "text", kFp)},
-                T(300));
+  out = c.Claim({Doc("https://b/", "text", kFp), Doc("https://a/", "text", kFp)}, T(300));
   EXPECT_EQ(out[0].verdict, ContentVerdict::kExactDuplicate);
   EXPECT_EQ(out[0].alias_count, 1u);
   EXPECT_EQ(out[0].recrawl, RecrawlStatus::kUnchanged);
@@ -113,10 +109,9 @@ TEST_P(ContentStoreConformanceTest, CanonicalIsTheIdentityAndBothUrlsAreSeen) {
   EXPECT_EQ(out[0].alias_count, 1u);
 
   std::vector<std::optional<absl::Time>> seen;
-  ASSERT_THAT(urls().LookupUrls({"https://c/canon", "https://c/canon?print=1",
-                                 "https://c/other"},
-                                &seen),
-              IsOk());
+  ASSERT_THAT(
+      urls().LookupUrls({"https://c/canon", "https://c/canon?print=1", "https://c/other"}, &seen),
+      IsOk());
   EXPECT_EQ(seen[0], T(100));
   EXPECT_EQ(seen[1], T(100));
   EXPECT_EQ(seen[2], std::nullopt);
@@ -148,10 +143,8 @@ TEST_P(ContentStoreConformanceTest, RecrawlStatusFollowsTheFetchedUrl) {
     EXPECT_EQ(out[0].recrawl, step.want) << step.text << " at " << t;
   }
   // Peek reports the status without recording the fetch.
-  EXPECT_EQ(c.Peek({Doc("https://u/", "v2", ~uint64_t{0})})[0].recrawl,
-            RecrawlStatus::kChanged);
-  EXPECT_EQ(c.Peek({Doc("https://u/", "v1", 0)})[0].recrawl,
-            RecrawlStatus::kUnchanged);
+  EXPECT_EQ(c.Peek({Doc("https://u/", "v2", ~uint64_t{0})})[0].recrawl, RecrawlStatus::kChanged);
+  EXPECT_EQ(c.Peek({Doc("https://u/", "v1", 0)})[0].recrawl, RecrawlStatus::kUnchanged);
 }
 
 TEST_P(ContentStoreConformanceTest, NearDuplicatesWithinTheDistanceOnly) {
@@ -276,8 +269,8 @@ TEST_P(ContentStoreConformanceTest, AliasListIsBoundedInByteOrderWithTotal) {
   std::vector<ContentOutcome> out = c.Claim({docs.begin() + 7, docs.end()}, T(3));
   const ContentOutcome& last = out.back();
   EXPECT_EQ(last.alias_count, 15u);
-  EXPECT_THAT(last.aliases, ElementsAre("https://alias/00", "https://alias/01",
-                                        "https://alias/02", "https://alias/03"));
+  EXPECT_THAT(last.aliases, ElementsAre("https://alias/00", "https://alias/01", "https://alias/02",
+                                        "https://alias/03"));
   c.limits.max_aliases = 0;
   ContentOutcome o = c.Peek({Doc("https://x/", "x", kFp)})[0];
   EXPECT_THAT(o.aliases, IsEmpty());
@@ -296,9 +289,9 @@ TEST_P(ContentStoreConformanceTest, ConcurrentClaimsOfOneTextHaveOneOwner) {
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&, t] {
         std::vector<ContentOutcome> out;
-        absl::Status s = content().CheckContent(
-            {Doc(absl::StrCat("https://w", t, "/r", round), text, fp)},
-            true, ContentLimits{}, T(round), &out);
+        absl::Status s =
+            content().CheckContent({Doc(absl::StrCat("https://w", t, "/r", round), text, fp)}, true,
+                                   ContentLimits{}, T(round), &out);
         EXPECT_THAT(s, IsOk());
         if (out.size() == 1) got[t] = out[0];
       });
@@ -389,8 +382,7 @@ std::vector<std::string> NewOwners(const ForgetResult& r) {
 TEST_P(ContentStoreConformanceTest, ForgetOfAnUnknownUrlFindsNothing) {
   const ForgetResult r = ForgetOk(content(), "http://unknown.example/");
   EXPECT_FALSE(r.found());
-  EXPECT_THAT(content().Forget("", T(1)).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(content().Forget("", T(1)).status(), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 // One store layout, forgotten in turn by each case (a fresh store each):

@@ -40,17 +40,14 @@ struct ContentStoreBackend {
   std::function<absl::StatusOr<std::unique_ptr<ContentStoreHarness>>()> make;
 };
 
-inline void PrintTo(const ContentStoreBackend& backend, std::ostream* os) {
-  *os << backend.name;
-}
+inline void PrintTo(const ContentStoreBackend& backend, std::ostream* os) { *os << backend.name; }
 
 inline std::string ContentStoreBackendName(
     const ::testing::TestParamInfo<ContentStoreBackend>& info) {
   return info.param.name;
 }
 
-class ContentStoreConformanceTest
-    : public ::testing::TestWithParam<ContentStoreBackend> {
+class ContentStoreConformanceTest : public ::testing::TestWithParam<ContentStoreBackend> {
  protected:
   void SetUp() override;
   void TearDown() override;

@@ -10,18 +10,23 @@ namespace dedupd {
 
 const char* StoreOpName(StoreOp op) {
   switch (op) {
-    case StoreOp::kUrlRead: return "url_read";
-    case StoreOp::kUrlWrite: return "url_write";
-    case StoreOp::kContentRead: return "content_read";
-    case StoreOp::kContentWrite: return "content_write";
-    case StoreOp::kChunkRead: return "chunk_read";
-    case StoreOp::kChunkWrite: return "chunk_write";
+    case StoreOp::kUrlRead:
+      return "url_read";
+    case StoreOp::kUrlWrite:
+      return "url_write";
+    case StoreOp::kContentRead:
+      return "content_read";
+    case StoreOp::kContentWrite:
+      return "content_write";
+    case StoreOp::kChunkRead:
+      return "chunk_read";
+    case StoreOp::kChunkWrite:
+      return "chunk_write";
   }
   return "unknown";
 }
 
-FaultInjectionStore::FaultInjectionStore(UrlStore* urls, ContentStore* content,
-                                         ChunkStore* chunks)
+FaultInjectionStore::FaultInjectionStore(UrlStore* urls, ContentStore* content, ChunkStore* chunks)
     : urls_(urls), content_(content), chunks_(chunks) {}
 
 absl::StatusOr<int> FaultInjectionStore::InjectFault(StoreFault fault) {
@@ -30,8 +35,8 @@ absl::StatusOr<int> FaultInjectionStore::InjectFault(StoreFault fault) {
   }
   // Written so that NaN fails too.
   if (!(fault.probability >= 0.0 && fault.probability <= 1.0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "InjectFault: probability ", fault.probability, " is not in [0, 1]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("InjectFault: probability ", fault.probability, " is not in [0, 1]"));
   }
   absl::MutexLock lock(&mu_);
   ActiveFault active;
@@ -119,34 +124,26 @@ absl::Status NoStore(const char* layer) {
 
 }  // namespace
 
-absl::Status FaultInjectionStore::ClaimUrls(absl::Span<const std::string> keys,
-                                            absl::Time now,
+absl::Status FaultInjectionStore::ClaimUrls(absl::Span<const std::string> keys, absl::Time now,
                                             std::vector<UrlClaim>* results) {
   if (urls_ == nullptr) return NoStore("URL");
-  return Run(StoreOp::kUrlWrite,
-             [&] { return urls_->ClaimUrls(keys, now, results); });
+  return Run(StoreOp::kUrlWrite, [&] { return urls_->ClaimUrls(keys, now, results); });
 }
 
-absl::Status FaultInjectionStore::LookupUrls(
-    absl::Span<const std::string> keys,
-    std::vector<std::optional<absl::Time>>* results) {
+absl::Status FaultInjectionStore::LookupUrls(absl::Span<const std::string> keys,
+                                             std::vector<std::optional<absl::Time>>* results) {
   if (urls_ == nullptr) return NoStore("URL");
   return Run(StoreOp::kUrlRead, [&] { return urls_->LookupUrls(keys, results); });
 }
 
-bool FaultInjectionStore::approximate() const {
-  return urls_ != nullptr && urls_->approximate();
-}
+bool FaultInjectionStore::approximate() const { return urls_ != nullptr && urls_->approximate(); }
 
-absl::Status FaultInjectionStore::CheckContent(absl::Span<const ContentDoc> docs,
-                                               bool claim,
-                                               const ContentLimits& limits,
-                                               absl::Time now,
+absl::Status FaultInjectionStore::CheckContent(absl::Span<const ContentDoc> docs, bool claim,
+                                               const ContentLimits& limits, absl::Time now,
                                                std::vector<ContentOutcome>* outcomes) {
   if (content_ == nullptr) return NoStore("content");
-  return Run(claim ? StoreOp::kContentWrite : StoreOp::kContentRead, [&] {
-    return content_->CheckContent(docs, claim, limits, now, outcomes);
-  });
+  return Run(claim ? StoreOp::kContentWrite : StoreOp::kContentRead,
+             [&] { return content_->CheckContent(docs, claim, limits, now, outcomes); });
 }
 
 absl::StatusOr<ForgetResult> FaultInjectionStore::Forget(const std::string& normalized_url,
@@ -161,8 +158,8 @@ absl::StatusOr<ForgetResult> FaultInjectionStore::Forget(const std::string& norm
   return result;
 }
 
-absl::Status FaultInjectionStore::CheckChunks(const ChunkDocument& doc, bool claim,
-                                              absl::Time now, ChunkAnswer* answer) {
+absl::Status FaultInjectionStore::CheckChunks(const ChunkDocument& doc, bool claim, absl::Time now,
+                                              ChunkAnswer* answer) {
   if (chunks_ == nullptr) return NoStore("chunk");
   return Run(claim ? StoreOp::kChunkWrite : StoreOp::kChunkRead,
              [&] { return chunks_->CheckChunks(doc, claim, now, answer); });

@@ -60,12 +60,12 @@ namespace dedupd {
 
 // StoreOp: one kind of store call, by layer and by whether it records.
 enum class StoreOp : uint32_t {
-  kUrlRead = 0,      // UrlStore::LookupUrls
-  kUrlWrite = 1,     // UrlStore::ClaimUrls
-  kContentRead = 2,  // ContentStore::CheckContent with claim = false
-  kContentWrite = 3, // ContentStore::CheckContent with claim = true; Forget
-  kChunkRead = 4,    // ChunkStore::CheckChunks with claim = false
-  kChunkWrite = 5,   // ChunkStore::CheckChunks with claim = true
+  kUrlRead = 0,       // UrlStore::LookupUrls
+  kUrlWrite = 1,      // UrlStore::ClaimUrls
+  kContentRead = 2,   // ContentStore::CheckContent with claim = false
+  kContentWrite = 3,  // ContentStore::CheckContent with claim = true; Forget
+  kChunkRead = 4,     // ChunkStore::CheckChunks with claim = false
+  kChunkWrite = 5,    // ChunkStore::CheckChunks with claim = true
 };
 inline constexpr size_t kStoreOpCount = 6;
 
@@ -79,13 +79,9 @@ class StoreOpSet {
   constexpr StoreOpSet() = default;
   constexpr StoreOpSet(StoreOp op)  // NOLINT: implicit, so {kUrlWrite} reads well
       : bits_(uint32_t{1} << static_cast<uint32_t>(op)) {}
-  constexpr bool contains(StoreOp op) const {
-    return (bits_ & StoreOpSet(op).bits_) != 0;
-  }
+  constexpr bool contains(StoreOp op) const { return (bits_ & StoreOpSet(op).bits_) != 0; }
   constexpr bool empty() const { return bits_ == 0; }
-  constexpr StoreOpSet operator|(StoreOpSet other) const {
-    return StoreOpSet(bits_ | other.bits_);
-  }
+  constexpr StoreOpSet operator|(StoreOpSet other) const { return StoreOpSet(bits_ | other.bits_); }
   constexpr bool operator==(StoreOpSet other) const { return bits_ == other.bits_; }
 
   // Every read (LookupUrls, peeks), every write (claims), everything.
@@ -93,8 +89,7 @@ class StoreOpSet {
     return StoreOpSet(StoreOp::kUrlRead) | StoreOp::kContentRead | StoreOp::kChunkRead;
   }
   static constexpr StoreOpSet Writes() {
-    return StoreOpSet(StoreOp::kUrlWrite) | StoreOp::kContentWrite |
-           StoreOp::kChunkWrite;
+    return StoreOpSet(StoreOp::kUrlWrite) | StoreOp::kContentWrite | StoreOp::kChunkWrite;
   }
   static constexpr StoreOpSet All() { return Reads() | Writes(); }
 
@@ -184,8 +179,7 @@ class FaultInjectionStore final : public UrlStore, public ContentStore, public C
                             const ContentLimits& limits, absl::Time now,
                             std::vector<ContentOutcome>* outcomes) override;
   // Forget is a content write (StoreOp::kContentWrite).
-  absl::StatusOr<ForgetResult> Forget(const std::string& normalized_url,
-                                      absl::Time now) override;
+  absl::StatusOr<ForgetResult> Forget(const std::string& normalized_url, absl::Time now) override;
   absl::Status CheckChunks(const ChunkDocument& doc, bool claim, absl::Time now,
                            ChunkAnswer* answer) override;
 

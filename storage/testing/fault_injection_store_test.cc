@@ -21,11 +21,11 @@
 #include "core/text/sha256.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "storage/testing/chunk_store_conformance.h"
-#include "storage/testing/content_store_conformance.h"
 #include "storage/memory/memory_chunk_store.h"
 #include "storage/memory/memory_content_store.h"
 #include "storage/memory/memory_url_store.h"
+#include "storage/testing/chunk_store_conformance.h"
+#include "storage/testing/content_store_conformance.h"
 #include "storage/testing/url_store_conformance.h"
 #include "tests/testing/status_matchers.h"
 
@@ -87,43 +87,39 @@ class WrappedChunkHarness : public ChunkStoreHarness {
 
 INSTANTIATE_TEST_SUITE_P(
     FaultInjection, UrlStoreConformanceTest,
-    ::testing::Values(
-        UrlStoreBackend{"NoFault",
-                        []() -> absl::StatusOr<std::unique_ptr<UrlStoreHarness>> {
-                          return std::make_unique<WrappedUrlHarness>(false);
-                        }},
-        UrlStoreBackend{"IdleFault",
-                        []() -> absl::StatusOr<std::unique_ptr<UrlStoreHarness>> {
-                          return std::make_unique<WrappedUrlHarness>(true);
-                        }}),
+    ::testing::Values(UrlStoreBackend{"NoFault",
+                                      []() -> absl::StatusOr<std::unique_ptr<UrlStoreHarness>> {
+                                        return std::make_unique<WrappedUrlHarness>(false);
+                                      }},
+                      UrlStoreBackend{"IdleFault",
+                                      []() -> absl::StatusOr<std::unique_ptr<UrlStoreHarness>> {
+                                        return std::make_unique<WrappedUrlHarness>(true);
+                                      }}),
     UrlStoreBackendName);
 
 INSTANTIATE_TEST_SUITE_P(
     FaultInjection, ContentStoreConformanceTest,
     ::testing::Values(
-        ContentStoreBackend{
-            "NoFault",
-            []() -> absl::StatusOr<std::unique_ptr<ContentStoreHarness>> {
-              return std::make_unique<WrappedContentHarness>(false);
-            }},
-        ContentStoreBackend{
-            "IdleFault",
-            []() -> absl::StatusOr<std::unique_ptr<ContentStoreHarness>> {
-              return std::make_unique<WrappedContentHarness>(true);
-            }}),
+        ContentStoreBackend{"NoFault",
+                            []() -> absl::StatusOr<std::unique_ptr<ContentStoreHarness>> {
+                              return std::make_unique<WrappedContentHarness>(false);
+                            }},
+        ContentStoreBackend{"IdleFault",
+                            []() -> absl::StatusOr<std::unique_ptr<ContentStoreHarness>> {
+                              return std::make_unique<WrappedContentHarness>(true);
+                            }}),
     ContentStoreBackendName);
 
 INSTANTIATE_TEST_SUITE_P(
     FaultInjection, ChunkStoreConformanceTest,
-    ::testing::Values(
-        ChunkStoreBackend{"NoFault",
-                          []() -> absl::StatusOr<std::unique_ptr<ChunkStoreHarness>> {
-                            return std::make_unique<WrappedChunkHarness>(false);
-                          }},
-        ChunkStoreBackend{"IdleFault",
-                          []() -> absl::StatusOr<std::unique_ptr<ChunkStoreHarness>> {
-                            return std::make_unique<WrappedChunkHarness>(true);
-                          }}),
+    ::testing::Values(ChunkStoreBackend{"NoFault",
+                                        []() -> absl::StatusOr<std::unique_ptr<ChunkStoreHarness>> {
+                                          return std::make_unique<WrappedChunkHarness>(false);
+                                        }},
+                      ChunkStoreBackend{"IdleFault",
+                                        []() -> absl::StatusOr<std::unique_ptr<ChunkStoreHarness>> {
+                                          return std::make_unique<WrappedChunkHarness>(true);
+                                        }}),
     ChunkStoreBackendName);
 
 // --- Helpers -------------------------------------------------------------------
@@ -166,30 +162,28 @@ absl::Status Call(FaultInjectionStore& store, StoreOp op, int i) {
     case StoreOp::kContentRead:
     case StoreOp::kContentWrite: {
       std::vector<ContentOutcome> out;
-      return store.CheckContent({Doc(url, i)}, op == StoreOp::kContentWrite,
-                                ContentLimits{}, kNow, &out);
+      return store.CheckContent({Doc(url, i)}, op == StoreOp::kContentWrite, ContentLimits{}, kNow,
+                                &out);
     }
     case StoreOp::kChunkRead:
     case StoreOp::kChunkWrite: {
       ChunkAnswer answer;
-      return store.CheckChunks(ChunkDoc(url, i), op == StoreOp::kChunkWrite, kNow,
-                               &answer);
+      return store.CheckChunks(ChunkDoc(url, i), op == StoreOp::kChunkWrite, kNow, &answer);
     }
   }
   return absl::InternalError("unknown op");
 }
 
-constexpr StoreOp kAllOps[] = {StoreOp::kUrlRead,      StoreOp::kUrlWrite,
-                               StoreOp::kContentRead,  StoreOp::kContentWrite,
-                               StoreOp::kChunkRead,    StoreOp::kChunkWrite};
+constexpr StoreOp kAllOps[] = {StoreOp::kUrlRead,      StoreOp::kUrlWrite,  StoreOp::kContentRead,
+                               StoreOp::kContentWrite, StoreOp::kChunkRead, StoreOp::kChunkWrite};
 
 // --- Which calls fail ----------------------------------------------------------
 
 TEST(StoreOpSetTest, ReadsWritesAndUnions) {
   EXPECT_TRUE(StoreOpSet().empty());
   for (StoreOp op : kAllOps) {
-    const bool is_write = op == StoreOp::kUrlWrite || op == StoreOp::kContentWrite ||
-                          op == StoreOp::kChunkWrite;
+    const bool is_write =
+        op == StoreOp::kUrlWrite || op == StoreOp::kContentWrite || op == StoreOp::kChunkWrite;
     EXPECT_EQ(StoreOpSet::Writes().contains(op), is_write) << StoreOpName(op);
     EXPECT_EQ(StoreOpSet::Reads().contains(op), !is_write) << StoreOpName(op);
     EXPECT_TRUE(StoreOpSet::All().contains(op));
@@ -204,15 +198,13 @@ TEST(StoreOpSetTest, ReadsWritesAndUnions) {
 // Table: a fault on one operation fails that operation only, with the
 // fault's code and message, and counts it; clearing it restores the call.
 TEST(FaultInjectionStoreTest, FaultHitsExactlyItsOperation) {
-  const absl::StatusCode codes[] = {absl::StatusCode::kUnavailable,
-                                    absl::StatusCode::kInternal,
+  const absl::StatusCode codes[] = {absl::StatusCode::kUnavailable, absl::StatusCode::kInternal,
                                     absl::StatusCode::kResourceExhausted,
                                     absl::StatusCode::kDataLoss};
   int i = 0;
   for (StoreOp target : kAllOps) {
     for (absl::StatusCode code : codes) {
-      SCOPED_TRACE(absl::StrCat(StoreOpName(target), " ",
-                                absl::StatusCodeToString(code)));
+      SCOPED_TRACE(absl::StrCat(StoreOpName(target), " ", absl::StatusCodeToString(code)));
       Wrapped w;
       StoreFault fault;
       fault.ops = target;
@@ -244,8 +236,7 @@ TEST(FaultInjectionStoreTest, FailedClaimBeforeCallRecordsNothing) {
   fault.ops = StoreOpSet::Writes();
   ASSERT_THAT(w.store.InjectFault(fault), IsOk());
   std::vector<UrlClaim> claims;
-  EXPECT_THAT(w.store.ClaimUrls({"u"}, kNow, &claims),
-              StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_THAT(w.store.ClaimUrls({"u"}, kNow, &claims), StatusIs(absl::StatusCode::kUnavailable));
   std::vector<ContentOutcome> outcomes;
   EXPECT_THAT(w.store.CheckContent({Doc("d", 1)}, true, ContentLimits{}, kNow, &outcomes),
               StatusIs(absl::StatusCode::kUnavailable));
@@ -262,8 +253,7 @@ TEST(FaultInjectionStoreTest, FailedClaimBeforeCallRecordsNothing) {
   EXPECT_TRUE(claims[0].is_new);
   ASSERT_THAT(w.store.ClaimUrls({"u"}, kNow, &claims), IsOk());
   EXPECT_FALSE(claims[0].is_new);
-  ASSERT_THAT(w.store.CheckContent({Doc("d", 1)}, true, ContentLimits{}, kNow, &outcomes),
-              IsOk());
+  ASSERT_THAT(w.store.CheckContent({Doc("d", 1)}, true, ContentLimits{}, kNow, &outcomes), IsOk());
   EXPECT_EQ(outcomes[0].verdict, ContentVerdict::kNew);
 }
 
@@ -291,8 +281,7 @@ TEST(FaultInjectionStoreTest, FailedClaimAfterCallLandsButIsNotAcknowledged) {
   ASSERT_THAT(w.store.ClaimUrls({"u"}, kNow + absl::Seconds(5), &claims), IsOk());
   EXPECT_FALSE(claims[0].is_new);
   EXPECT_EQ(claims[0].first_seen, kNow);  // the failed call's time
-  ASSERT_THAT(w.store.CheckContent({Doc("d", 1)}, true, ContentLimits{}, kNow, &outcomes),
-              IsOk());
+  ASSERT_THAT(w.store.CheckContent({Doc("d", 1)}, true, ContentLimits{}, kNow, &outcomes), IsOk());
   EXPECT_EQ(outcomes[0].verdict, ContentVerdict::kExactDuplicate);
 }
 
@@ -305,8 +294,7 @@ TEST(FaultInjectionStoreTest, CountFaultFailsTheNextNThenGoes) {
   // Other operations do not use up the count.
   for (int i = 0; i < 5; ++i) ASSERT_THAT(Call(w.store, StoreOp::kUrlRead, i), IsOk());
   for (int i = 0; i < 3; ++i) {
-    EXPECT_THAT(Call(w.store, StoreOp::kUrlWrite, i),
-                StatusIs(absl::StatusCode::kUnavailable));
+    EXPECT_THAT(Call(w.store, StoreOp::kUrlWrite, i), StatusIs(absl::StatusCode::kUnavailable));
   }
   EXPECT_EQ(w.store.active_faults(), 0u);
   for (int i = 3; i < 10; ++i) EXPECT_THAT(Call(w.store, StoreOp::kUrlWrite, i), IsOk());
@@ -391,8 +379,7 @@ TEST(FaultInjectionStoreTest, RejectsFaultsThatBreakTheirRequires) {
   for (double p : {-0.1, 1.5, std::numeric_limits<double>::quiet_NaN()}) {
     StoreFault f;
     f.probability = p;
-    EXPECT_THAT(w.store.InjectFault(f), StatusIs(absl::StatusCode::kInvalidArgument))
-        << p;
+    EXPECT_THAT(w.store.InjectFault(f), StatusIs(absl::StatusCode::kInvalidArgument)) << p;
   }
   EXPECT_EQ(w.store.active_faults(), 0u);
 }
@@ -427,8 +414,7 @@ TEST(FaultInjectionStoreTest, ConcurrentCallsAndToggling) {
     threads.emplace_back([&w, &outcome, t] {
       for (int i = 0; i < kPerThread; ++i) {
         std::vector<UrlClaim> claims;
-        const absl::Status s =
-            w.store.ClaimUrls({absl::StrCat("k/", t, "/", i)}, kNow, &claims);
+        const absl::Status s = w.store.ClaimUrls({absl::StrCat("k/", t, "/", i)}, kNow, &claims);
         if (s.ok()) {
           outcome[t][i] = claims[0].is_new ? 1 : 2;
         } else if (s.code() == absl::StatusCode::kUnavailable) {

@@ -37,14 +37,12 @@ class TestTempDir {
     std::vector<char> buf(templ.begin(), templ.end());
     buf.push_back('\0');
     if (mkdtemp(buf.data()) == nullptr) {
-      return absl::InternalError(
-          absl::StrCat("mkdtemp ", templ, ": ", std::strerror(errno)));
+      return absl::InternalError(absl::StrCat("mkdtemp ", templ, ": ", std::strerror(errno)));
     }
     return TestTempDir(std::string(buf.data()));
   }
 
-  TestTempDir(TestTempDir&& other) noexcept
-      : path_(std::exchange(other.path_, std::string())) {}
+  TestTempDir(TestTempDir&& other) noexcept : path_(std::exchange(other.path_, std::string())) {}
   TestTempDir& operator=(TestTempDir&& other) noexcept {
     if (this != &other) {
       Remove();

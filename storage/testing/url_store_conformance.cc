@@ -33,29 +33,24 @@ using ::testing::IsEmpty;
 using ::testing::Optional;
 using ::testing::SizeIs;
 
-absl::Time T(int64_t seconds) {
-  return absl::UnixEpoch() + absl::Seconds(seconds);
-}
+absl::Time T(int64_t seconds) { return absl::UnixEpoch() + absl::Seconds(seconds); }
 
 // A ~100-byte key, the size of a typical normalized URL.
 std::string UrlKey(size_t i) {
   return absl::StrCat("https://www.example.com/section/articles/2024/",
-                      "some-fairly-long-slug-for-the-page-number-", i,
-                      "?id=", i * 7919);
+                      "some-fairly-long-slug-for-the-page-number-", i, "?id=", i * 7919);
 }
 
 TEST_P(UrlStoreConformanceTest, NewThenSeen) {
   std::vector<UrlClaim> out;
-  ASSERT_THAT(store().ClaimUrls({"http://a/", "http://b/"}, T(100), &out),
-              IsOk());
+  ASSERT_THAT(store().ClaimUrls({"http://a/", "http://b/"}, T(100), &out), IsOk());
   ASSERT_THAT(out, SizeIs(2));
   EXPECT_TRUE(out[0].is_new);
   EXPECT_TRUE(out[1].is_new);
   EXPECT_EQ(out[0].first_seen, T(100));
   EXPECT_EQ(out[1].first_seen, T(100));
 
-  ASSERT_THAT(store().ClaimUrls({"http://a/", "http://c/"}, T(200), &out),
-              IsOk());
+  ASSERT_THAT(store().ClaimUrls({"http://a/", "http://c/"}, T(200), &out), IsOk());
   ASSERT_THAT(out, SizeIs(2));
   EXPECT_FALSE(out[0].is_new);
   EXPECT_EQ(out[0].first_seen, Seen(T(100))) << "SEEN must return the first time";
@@ -71,8 +66,7 @@ TEST_P(UrlStoreConformanceTest, FirstSeenIsPreservedAndTruncatedToMicros) {
   EXPECT_TRUE(out[0].is_new);
   EXPECT_EQ(out[0].first_seen, want);
 
-  ASSERT_THAT(store().ClaimUrls({"http://a/"}, now + absl::Hours(24), &out),
-              IsOk());
+  ASSERT_THAT(store().ClaimUrls({"http://a/"}, now + absl::Hours(24), &out), IsOk());
   EXPECT_FALSE(out[0].is_new);
   EXPECT_EQ(out[0].first_seen, Seen(want));
 
@@ -88,15 +82,13 @@ TEST_P(UrlStoreConformanceTest, TimesBeforeTheEpochAndFarFutureRoundTrip) {
   ASSERT_THAT(store().ClaimUrls({"http://past/"}, past, &out), IsOk());
   ASSERT_THAT(store().ClaimUrls({"http://future/"}, future, &out), IsOk());
   std::vector<std::optional<absl::Time>> found;
-  ASSERT_THAT(store().LookupUrls({"http://past/", "http://future/"}, &found),
-              IsOk());
+  ASSERT_THAT(store().LookupUrls({"http://past/", "http://future/"}, &found), IsOk());
   EXPECT_THAT(found, ElementsAre(Optional(Seen(past)), Optional(Seen(future))));
 }
 
 TEST_P(UrlStoreConformanceTest, DuplicatesWithinABatchAreNewOnlyAtFirstPosition) {
   std::vector<UrlClaim> out;
-  ASSERT_THAT(store().ClaimUrls({"http://b/", "http://a/", "http://b/",
-                                 "http://a/", "http://b/"},
+  ASSERT_THAT(store().ClaimUrls({"http://b/", "http://a/", "http://b/", "http://a/", "http://b/"},
                                 T(5), &out),
               IsOk());
   ASSERT_THAT(out, SizeIs(5));
@@ -111,8 +103,7 @@ TEST_P(UrlStoreConformanceTest, DuplicatesWithinABatchAreNewOnlyAtFirstPosition)
 TEST_P(UrlStoreConformanceTest, RepeatedStoredKeyInABatchIsNeverNew) {
   std::vector<UrlClaim> out;
   ASSERT_THAT(store().ClaimUrls({"http://a/"}, T(1), &out), IsOk());
-  ASSERT_THAT(store().ClaimUrls({"http://a/", "http://a/"}, T(2), &out),
-              IsOk());
+  ASSERT_THAT(store().ClaimUrls({"http://a/", "http://a/"}, T(2), &out), IsOk());
   ASSERT_THAT(out, SizeIs(2));
   EXPECT_FALSE(out[0].is_new);
   EXPECT_FALSE(out[1].is_new);
@@ -125,9 +116,7 @@ TEST_P(UrlStoreConformanceTest, LookupAnswersAbsentAndPresentAndRecordsNothing) 
   ASSERT_THAT(store().ClaimUrls({"http://a/"}, T(7), &out), IsOk());
 
   std::vector<std::optional<absl::Time>> found;
-  ASSERT_THAT(
-      store().LookupUrls({"http://x/", "http://a/", "http://x/"}, &found),
-      IsOk());
+  ASSERT_THAT(store().LookupUrls({"http://x/", "http://a/", "http://x/"}, &found), IsOk());
   EXPECT_THAT(found, ElementsAre(std::nullopt, Optional(Seen(T(7))), std::nullopt));
 
   // The lookup did not record http://x/.
@@ -149,8 +138,7 @@ TEST_P(UrlStoreConformanceTest, EmptyKeyIsInvalidAndRecordsNothing) {
   EXPECT_THAT(store().ClaimUrls({"http://a/", ""}, T(1), &out),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty")));
   std::vector<std::optional<absl::Time>> found;
-  EXPECT_THAT(store().LookupUrls({""}, &found),
-              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(store().LookupUrls({""}, &found), StatusIs(absl::StatusCode::kInvalidArgument));
   ASSERT_THAT(store().LookupUrls({"http://a/"}, &found), IsOk());
   EXPECT_THAT(found, ElementsAre(std::nullopt));
 }
@@ -201,12 +189,11 @@ TEST_P(UrlStoreConformanceTest, BinaryAndLongKeysAreDistinctAndExact) {
   for (size_t i = 0; i < keys.size(); ++i) EXPECT_EQ(found[i], Seen(T(3))) << i;
 
   // Prefixes and near misses of stored keys are absent.
-  ASSERT_THAT(store().LookupUrls({std::string("a\0", 2), std::string(65'535, 'x'),
-                                  "http://a", std::string("\xff", 1)},
+  ASSERT_THAT(store().LookupUrls({std::string("a\0", 2), std::string(65'535, 'x'), "http://a",
+                                  std::string("\xff", 1)},
                                  &found),
               IsOk());
-  EXPECT_THAT(found, ElementsAre(std::nullopt, std::nullopt, std::nullopt,
-                                 std::nullopt));
+  EXPECT_THAT(found, ElementsAre(std::nullopt, std::nullopt, std::nullopt, std::nullopt));
 }
 
 // Many threads claim overlapping random sets; every key must be new for
@@ -303,8 +290,7 @@ TEST_P(UrlStoreConformanceTest, ConcurrentClaimsHaveExactlyOneWinnerPerKey) {
   for (const auto& thread_seen : seen) {
     for (const Observation& o : thread_seen) {
       auto it = winner_time.find(o.key);
-      ASSERT_NE(it, winner_time.end())
-          << "key " << o.key << " was claimed but nobody got is_new";
+      ASSERT_NE(it, winner_time.end()) << "key " << o.key << " was claimed but nobody got is_new";
       EXPECT_EQ(o.first_seen, o.is_new ? it->second : Seen(it->second)) << "key " << o.key;
     }
   }

@@ -48,27 +48,21 @@ struct UrlStoreBackend {
 };
 
 // Prints the backend's name (GoogleTest would print the bytes otherwise).
-inline void PrintTo(const UrlStoreBackend& backend, std::ostream* os) {
-  *os << backend.name;
-}
+inline void PrintTo(const UrlStoreBackend& backend, std::ostream* os) { *os << backend.name; }
 
 // Test-name generator for INSTANTIATE_TEST_SUITE_P.
-inline std::string UrlStoreBackendName(
-    const ::testing::TestParamInfo<UrlStoreBackend>& info) {
+inline std::string UrlStoreBackendName(const ::testing::TestParamInfo<UrlStoreBackend>& info) {
   return info.param.name;
 }
 
-class UrlStoreConformanceTest
-    : public ::testing::TestWithParam<UrlStoreBackend> {
+class UrlStoreConformanceTest : public ::testing::TestWithParam<UrlStoreBackend> {
  protected:
   void SetUp() override;
   void TearDown() override;
   UrlStore& store() { return harness_->store(); }
   // Seen returns the time a seen key first recorded at `t` reports:
   // `t`, or absl::InfinitePast() for an approximate backend.
-  absl::Time Seen(absl::Time t) const {
-    return GetParam().approximate ? absl::InfinitePast() : t;
-  }
+  absl::Time Seen(absl::Time t) const { return GetParam().approximate ? absl::InfinitePast() : t; }
 
  private:
   std::unique_ptr<UrlStoreHarness> harness_;

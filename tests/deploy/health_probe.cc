@@ -28,7 +28,6 @@ int main(int argc, char** argv) {
               << status.error_message() << "\n";
     return 1;
   }
-  std::cout << grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status())
-            << "\n";
+  std::cout << grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status()) << "\n";
   return resp.status() == grpc::health::v1::HealthCheckResponse::SERVING ? 0 : 1;
 }

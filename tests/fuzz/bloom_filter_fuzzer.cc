@@ -35,8 +35,7 @@ namespace {
 using dedupd::BloomFilter;
 
 [[noreturn]] void Fail(const char* what, absl::string_view input) {
-  std::fprintf(stderr, "bloom_filter_fuzzer: %s (input of %zu bytes)\n", what,
-               input.size());
+  std::fprintf(stderr, "bloom_filter_fuzzer: %s (input of %zu bytes)\n", what, input.size());
   std::abort();
 }
 
@@ -57,8 +56,7 @@ void Check(absl::string_view input) {
   absl::StatusOr<BloomFilter::Loaded> loaded = BloomFilter::Deserialize(input);
   if (!loaded.ok()) {
     const absl::StatusCode code = loaded.status().code();
-    if (code != absl::StatusCode::kDataLoss &&
-        code != absl::StatusCode::kFailedPrecondition) {
+    if (code != absl::StatusCode::kDataLoss && code != absl::StatusCode::kFailedPrecondition) {
       Fail("error is neither DataLoss nor FailedPrecondition", input);
     }
     if (code == absl::StatusCode::kFailedPrecondition &&
@@ -73,8 +71,7 @@ void Check(absl::string_view input) {
   if (!header.ok()) Fail("Deserialize accepts what ParseHeader rejects", input);
   const BloomFilter::Header& h = loaded->header;
   if (h.format_version != BloomFilter::kFormatVersion ||
-      h.num_blocks != loaded->filter.num_blocks() ||
-      h.num_probes != loaded->filter.num_probes()) {
+      h.num_blocks != loaded->filter.num_blocks() || h.num_probes != loaded->filter.num_probes()) {
     Fail("header and filter disagree", input);
   }
   if (loaded->filter.Serialize(h.inserted_keys, h.user_tag) != input) {
@@ -95,11 +92,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size >= BloomFilter::kHeaderBytes) {
     std::string fixed(input);
     Store64(fixed, 40,
-            BloomFilter::ChecksumWords(
-                absl::string_view(fixed).substr(BloomFilter::kHeaderBytes)));
+            BloomFilter::ChecksumWords(absl::string_view(fixed).substr(BloomFilter::kHeaderBytes)));
     Store64(fixed, 48,
-            dedupd::StableHash64(absl::string_view(fixed).substr(0, 48),
-                                 BloomFilter::kSeed));
+            dedupd::StableHash64(absl::string_view(fixed).substr(0, 48), BloomFilter::kSeed));
     Check(fixed);
   }
   return 0;

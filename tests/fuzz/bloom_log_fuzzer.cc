@@ -37,8 +37,7 @@ namespace {
 namespace log_format = ::dedupd::bloom_claim_log;
 
 [[noreturn]] void Fail(const char* what, absl::string_view input) {
-  std::fprintf(stderr, "bloom_log_fuzzer: %s (input of %zu bytes)\n", what,
-               input.size());
+  std::fprintf(stderr, "bloom_log_fuzzer: %s (input of %zu bytes)\n", what, input.size());
   std::abort();
 }
 
@@ -49,8 +48,8 @@ uint32_t GetU32(const char* p) {
 }
 
 // Checks a ParseRecords result against the body it came from.
-void CheckRecords(const absl::StatusOr<log_format::ParsedRecords>& parsed,
-                  absl::string_view body, absl::string_view input) {
+void CheckRecords(const absl::StatusOr<log_format::ParsedRecords>& parsed, absl::string_view body,
+                  absl::string_view input) {
   if (!parsed.ok()) {
     if (parsed.status().code() != absl::StatusCode::kDataLoss) {
       Fail("ParseRecords error is not DataLoss", input);
@@ -66,8 +65,7 @@ void CheckRecords(const absl::StatusOr<log_format::ParsedRecords>& parsed,
   for (uint32_t n : parsed->record_keys) {
     if (n == 0 || n > log_format::kMaxRecordKeys) Fail("bad record size", input);
     if (next + n > parsed->key_hashes.size()) Fail("record_keys too many", input);
-    log_format::AppendRecords(
-        absl::MakeConstSpan(parsed->key_hashes).subspan(next, n), &again);
+    log_format::AppendRecords(absl::MakeConstSpan(parsed->key_hashes).subspan(next, n), &again);
     next += n;
   }
   if (next != parsed->key_hashes.size()) Fail("record_keys too few", input);
@@ -85,13 +83,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::StatusOr<log_format::ParsedLog> log = log_format::ParseLog(input);
   if (!log.ok()) {
     const absl::StatusCode code = log.status().code();
-    if (code != absl::StatusCode::kDataLoss &&
-        code != absl::StatusCode::kFailedPrecondition) {
+    if (code != absl::StatusCode::kDataLoss && code != absl::StatusCode::kFailedPrecondition) {
       Fail("ParseLog error is neither DataLoss nor FailedPrecondition", input);
     }
   } else {
-    if (log_format::EncodeLogHeader(log->header) !=
-        input.substr(0, log_format::kHeaderBytes)) {
+    if (log_format::EncodeLogHeader(log->header) != input.substr(0, log_format::kHeaderBytes)) {
       Fail("header does not re-encode", input);
     }
     CheckRecords(log->records, input.substr(log_format::kHeaderBytes), input);
@@ -108,16 +104,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (count == 0 || count > log_format::kMaxRecordKeys) break;
     const size_t bytes = log_format::RecordBytes(count);
     if (bytes > fixed.size() - pos) break;
-    const uint64_t sum = dedupd::StableHash64(
-        absl::string_view(fixed).substr(pos, bytes - 8),
-        log_format::kChecksumSeed);
+    const uint64_t sum = dedupd::StableHash64(absl::string_view(fixed).substr(pos, bytes - 8),
+                                              log_format::kChecksumSeed);
     for (int i = 0; i < 8; ++i) {
       fixed[pos + bytes - 8 + i] = static_cast<char>(sum >> (8 * i));
     }
     pos += bytes;
   }
-  absl::StatusOr<log_format::ParsedRecords> repaired =
-      log_format::ParseRecords(fixed, 0);
+  absl::StatusOr<log_format::ParsedRecords> repaired = log_format::ParseRecords(fixed, 0);
   if (!repaired.ok()) {
     // Only a damaged count after the repaired run can be an error.
     if (fixed.size() - pos < 4) Fail("repaired body rejected", input);

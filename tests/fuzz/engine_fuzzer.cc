@@ -156,9 +156,8 @@ RocksDbFixture* RocksDb() {
         dedupd::RocksDbStore::Open(options);
     if (!store.ok()) Fail("setup", store.status().ToString());
     f->store = *std::move(store);
-    f->engine = std::make_unique<dedupd::Engine>(
-        &Normalizer(), f->store.get(), &Hasher(), f->store.get(), f->store.get(),
-        Options());
+    f->engine = std::make_unique<dedupd::Engine>(&Normalizer(), f->store.get(), &Hasher(),
+                                                 f->store.get(), f->store.get(), Options());
     std::atexit([] {
       RocksDbFixture* f = RocksDb();
       f->engine.reset();
@@ -180,16 +179,15 @@ struct MemoryFixture {
     dedupd::ContentStore* contents = nullptr;
     dedupd::ChunkStore* chunks = nullptr;
     if (rpc == 1) {
-      content_store = std::make_unique<dedupd::MemoryContentStore>(
-          &urls, kIndexDistance, kIndexDistance + 1);
+      content_store =
+          std::make_unique<dedupd::MemoryContentStore>(&urls, kIndexDistance, kIndexDistance + 1);
       contents = content_store.get();
     } else if (rpc == 2) {
-      chunk_store =
-          std::make_unique<dedupd::MemoryChunkStore>(kIndexDistance, kIndexDistance + 1);
+      chunk_store = std::make_unique<dedupd::MemoryChunkStore>(kIndexDistance, kIndexDistance + 1);
       chunks = chunk_store.get();
     }
-    engine = std::make_unique<dedupd::Engine>(&Normalizer(), &urls, &Hasher(),
-                                              contents, chunks, Options());
+    engine = std::make_unique<dedupd::Engine>(&Normalizer(), &urls, &Hasher(), contents, chunks,
+                                              Options());
   }
   dedupd::MemoryUrlStore urls;
   std::unique_ptr<dedupd::MemoryContentStore> content_store;
@@ -267,8 +265,7 @@ std::vector<std::string> RunCheckUrl(const dedupd::Engine& engine,
   return fresh;
 }
 
-void CheckUrl(const dedupd::Engine& engine, const v1::CheckUrlRequest& request,
-              bool fresh_stores) {
+void CheckUrl(const dedupd::Engine& engine, const v1::CheckUrlRequest& request, bool fresh_stores) {
   const char* rpc = "CheckUrl";
   const bool peek = request.mode() == v1::CLAIM_MODE_PEEK;
   std::set<std::string> valid;
@@ -337,11 +334,10 @@ void CheckContent(const dedupd::Engine& engine, const v1::CheckContentRequest& r
 
 void CheckChunks(const dedupd::Engine& engine, const v1::CheckChunksRequest& request) {
   const char* rpc = "CheckChunks";
-  const bool bad =
-      BatchSizeBad(request.chunks_size()) || request.document_url().empty() ||
-      !Normalizer().Normalize(request.document_url(), "").ok() ||
-      (request.has_max_hamming_distance() &&
-       request.max_hamming_distance() > static_cast<uint32_t>(kIndexDistance));
+  const bool bad = BatchSizeBad(request.chunks_size()) || request.document_url().empty() ||
+                   !Normalizer().Normalize(request.document_url(), "").ok() ||
+                   (request.has_max_hamming_distance() &&
+                    request.max_hamming_distance() > static_cast<uint32_t>(kIndexDistance));
   for (int run = 0; run < 2; ++run) {
     v1::CheckChunksResponse response;
     const absl::Status s = engine.CheckChunks(request, &response);
@@ -395,7 +391,8 @@ void DedupResults(const dedupd::Engine& engine, const v1::DedupResultsRequest& r
     if (index >= n) Fail(rpc, absl::StrCat("index ", index, " out of range"));
     if (seen[index]++ != 0) Fail(rpc, absl::StrCat("index ", index, " listed twice"));
   };
-  if (static_cast<size_t>(response.kept_size()) > request.top_k()) Fail(rpc, "more than top_k kept");
+  if (static_cast<size_t>(response.kept_size()) > request.top_k())
+    Fail(rpc, "more than top_k kept");
   absl::flat_hash_set<uint32_t> kept;
   for (const v1::KeptHit& k : response.kept()) {
     mark(k.index());
@@ -422,8 +419,7 @@ bool Parse(const uint8_t* data, size_t size, Request* request) {
   return request->ParseFromArray(data, static_cast<int>(size));
 }
 
-void DiscardProtobufLog(google::protobuf::LogLevel, const char*, int,
-                        const std::string&) {}
+void DiscardProtobufLog(google::protobuf::LogLevel, const char*, int, const std::string&) {}
 
 }  // namespace
 

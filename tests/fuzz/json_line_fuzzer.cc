@@ -27,9 +27,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "client/json.h"
 
 namespace {
@@ -52,8 +52,7 @@ size_t CheckError(const absl::Status& status, absl::string_view input) {
   }
   const size_t colon = message.find(':');
   size_t offset = 0;
-  if (colon == absl::string_view::npos ||
-      !absl::SimpleAtoi(message.substr(0, colon), &offset) ||
+  if (colon == absl::string_view::npos || !absl::SimpleAtoi(message.substr(0, colon), &offset) ||
       offset > input.size() + 1) {
     Fail("error offset missing or past the input", input);
   }
@@ -103,8 +102,8 @@ void WriteTree(const dedupd::JsonValue& v, std::string* out) {
 
 bool SameTree(const dedupd::JsonValue& a, const dedupd::JsonValue& b) {
   if (a.type != b.type || a.boolean != b.boolean || a.string != b.string ||
-      std::memcmp(&a.number, &b.number, sizeof(double)) != 0 ||
-      a.array.size() != b.array.size() || a.object.size() != b.object.size()) {
+      std::memcmp(&a.number, &b.number, sizeof(double)) != 0 || a.array.size() != b.array.size() ||
+      a.object.size() != b.object.size()) {
     return false;
   }
   for (size_t i = 0; i < a.array.size(); ++i) {
@@ -140,8 +139,7 @@ void FuzzTree(absl::string_view input) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view input(reinterpret_cast<const char*>(data), size);
   FuzzTree(input);
-  absl::StatusOr<dedupd::JsonFlatObject> parsed =
-      dedupd::ParseJsonFlatObject(input);
+  absl::StatusOr<dedupd::JsonFlatObject> parsed = dedupd::ParseJsonFlatObject(input);
   if (!parsed.ok()) {
     CheckError(parsed.status(), input);
     return 0;
@@ -162,8 +160,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   const std::string written = std::move(writer).Finish();
-  absl::StatusOr<dedupd::JsonFlatObject> again =
-      dedupd::ParseJsonFlatObject(written);
+  absl::StatusOr<dedupd::JsonFlatObject> again = dedupd::ParseJsonFlatObject(written);
   if (!again.ok()) Fail("the writer's output does not parse", input);
   if (*again != *parsed) Fail("round trip changed the object", input);
   return 0;

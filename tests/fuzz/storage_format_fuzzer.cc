@@ -84,8 +84,7 @@ void DecodeMetaFormatVersion(absl::string_view in) {
 void DecodeMeta(absl::string_view in) {
   absl::StatusOr<fmt::StoreMeta> v = fmt::DecodeMeta(in);
   if (!v.ok()) {
-    return CheckError(v.status(), "meta: bad error", in,
-                      absl::StatusCode::kFailedPrecondition);
+    return CheckError(v.status(), "meta: bad error", in, absl::StatusCode::kFailedPrecondition);
   }
   if (v->format_version < fmt::kOldestUpgradableFormatVersion ||
       v->format_version > fmt::kStorageFormatVersion) {
@@ -174,8 +173,7 @@ void DecodeFetchValue(absl::string_view in) {
 }
 
 void DecodeChunkManifestValue(absl::string_view in) {
-  absl::StatusOr<std::vector<fmt::ChunkManifestEntry>> v =
-      fmt::DecodeChunkManifestValue(in);
+  absl::StatusOr<std::vector<fmt::ChunkManifestEntry>> v = fmt::DecodeChunkManifestValue(in);
   if (!v.ok()) return CheckError(v.status(), "manifest: bad error", in);
   if (v->empty()) Fail("manifest: no entries", in);
   for (const fmt::ChunkManifestEntry& e : *v) {
@@ -198,8 +196,8 @@ void DecodeChunkTextValue(absl::string_view in) {
 void DecodeChunkHolderKey(absl::string_view in) {
   absl::StatusOr<fmt::ChunkHolderKey> v = fmt::DecodeChunkHolderKey(in);
   if (!v.ok()) return CheckError(v.status(), "holder key: bad error", in);
-  if (v->document_url.empty() ||
-      v->document_url.find('\0') != std::string::npos || v->chunk_id.empty()) {
+  if (v->document_url.empty() || v->document_url.find('\0') != std::string::npos ||
+      v->chunk_id.empty()) {
     Fail("holder key: breaks the encoder's REQUIRES", in);
   }
   if (fmt::EncodeChunkHolderKey(*v) != in) {
@@ -218,8 +216,7 @@ void DecodeChunkFingerprintKey(absl::string_view in) {
   if (!v.ok()) return CheckError(v.status(), "chunk fp key: bad error", in);
   const std::string again = fmt::EncodeChunkFingerprintKey(*v);
   if (again != in) Fail("chunk fp key: does not re-encode", in);
-  if (again < fmt::ChunkFingerprintKeysBegin() ||
-      again >= fmt::ChunkFingerprintKeysEnd()) {
+  if (again < fmt::ChunkFingerprintKeysBegin() || again >= fmt::ChunkFingerprintKeysEnd()) {
     Fail("chunk fp key: outside its key range", in);
   }
 }
@@ -247,12 +244,24 @@ void DecodeChunkTextByIdValue(absl::string_view in) {
 
 using Case = void (*)(absl::string_view);
 constexpr Case kDecoders[] = {
-    DecodeMetaFormatVersion, DecodeMeta,           DecodeUrlKey,
-    DecodeUrlValue,          DecodeContentMeta,    DecodeContentValue,
-    DecodeAliasKeyUrl,       DecodeAliasValue,     DecodeFingerprintKey,
-    DecodeFingerprintValue,  DecodeFetchValue,     DecodeChunkManifestValue,
-    DecodeChunkTextValue,    DecodeChunkHolderKey, CheckChunkHolderValue,
-    DecodeChunkFingerprintKey, DecodeChunkTextByIdKey, DecodeChunkTextByIdValue,
+    DecodeMetaFormatVersion,
+    DecodeMeta,
+    DecodeUrlKey,
+    DecodeUrlValue,
+    DecodeContentMeta,
+    DecodeContentValue,
+    DecodeAliasKeyUrl,
+    DecodeAliasValue,
+    DecodeFingerprintKey,
+    DecodeFingerprintValue,
+    DecodeFetchValue,
+    DecodeChunkManifestValue,
+    DecodeChunkTextValue,
+    DecodeChunkHolderKey,
+    CheckChunkHolderValue,
+    DecodeChunkFingerprintKey,
+    DecodeChunkTextByIdKey,
+    DecodeChunkTextByIdValue,
 };
 
 // ---- Encoder cases: values built from the bytes. ----
@@ -276,8 +285,7 @@ absl::Time FuzzTime(FuzzedDataProvider& p) {
 // What a stored time decodes to: `t` truncated to microseconds toward
 // negative infinity.
 absl::Time Truncated(absl::Time t) {
-  return absl::UnixEpoch() +
-         absl::Floor(t - absl::UnixEpoch(), absl::Microseconds(1));
+  return absl::UnixEpoch() + absl::Floor(t - absl::UnixEpoch(), absl::Microseconds(1));
 }
 
 Sha256Digest FuzzSha(FuzzedDataProvider& p) {
@@ -303,8 +311,7 @@ void EncodeMeta(FuzzedDataProvider& p, absl::string_view in) {
     Fail("encode meta: no round trip", in);
   }
   meta.format_version = p.ConsumeIntegral<uint32_t>();
-  absl::StatusOr<uint32_t> version =
-      fmt::DecodeMetaFormatVersion(fmt::EncodeMeta(meta));
+  absl::StatusOr<uint32_t> version = fmt::DecodeMetaFormatVersion(fmt::EncodeMeta(meta));
   if (!version.ok() || *version != meta.format_version) {
     Fail("encode meta: version does not round trip", in);
   }
@@ -312,8 +319,7 @@ void EncodeMeta(FuzzedDataProvider& p, absl::string_view in) {
   const bool readable = meta.format_version >= fmt::kOldestUpgradableFormatVersion &&
                         meta.format_version <= fmt::kStorageFormatVersion;
   if (readable != back.ok() ||
-      (!back.ok() &&
-       back.status().code() != absl::StatusCode::kFailedPrecondition)) {
+      (!back.ok() && back.status().code() != absl::StatusCode::kFailedPrecondition)) {
     Fail("encode meta: other version not FailedPrecondition", in);
   }
 }
@@ -334,8 +340,7 @@ void EncodeContentMeta(FuzzedDataProvider& p, absl::string_view in) {
   meta.simhash_version = p.ConsumeIntegral<uint32_t>();
   meta.shingle_words = p.ConsumeIntegral<uint32_t>();
   meta.simhash_seed = p.ConsumeIntegral<uint64_t>();
-  absl::StatusOr<fmt::ContentMeta> back =
-      fmt::DecodeContentMeta(fmt::EncodeContentMeta(meta));
+  absl::StatusOr<fmt::ContentMeta> back = fmt::DecodeContentMeta(fmt::EncodeContentMeta(meta));
   if (!back.ok() || !(*back == meta)) Fail("encode content meta: no round trip", in);
 }
 
@@ -346,11 +351,10 @@ void EncodeContent(FuzzedDataProvider& p, absl::string_view in) {
   v.first_seen = FuzzTime(p);
   v.alias_count = p.ConsumeIntegral<uint64_t>();
   v.owner_url = FuzzBytes(p, /*non_empty=*/true);
-  absl::StatusOr<fmt::ContentValue> back =
-      fmt::DecodeContentValue(fmt::EncodeContentValue(v));
+  absl::StatusOr<fmt::ContentValue> back = fmt::DecodeContentValue(fmt::EncodeContentValue(v));
   if (!back.ok() || back->doc_id != v.doc_id || back->simhash != v.simhash ||
-      back->first_seen != Truncated(v.first_seen) ||
-      back->alias_count != v.alias_count || back->owner_url != v.owner_url) {
+      back->first_seen != Truncated(v.first_seen) || back->alias_count != v.alias_count ||
+      back->owner_url != v.owner_url) {
     Fail("encode content value: no round trip", in);
   }
   const std::string key = fmt::EncodeContentKey(FuzzSha(p));
@@ -364,8 +368,7 @@ void EncodeAlias(FuzzedDataProvider& p, absl::string_view in) {
   const std::string url = FuzzBytes(p, /*non_empty=*/true);
   const std::string key = fmt::EncodeAliasKey(sha, url);
   absl::StatusOr<absl::string_view> back_url = fmt::DecodeAliasKeyUrl(key);
-  if (!back_url.ok() || *back_url != url ||
-      key.substr(0, 33) != fmt::EncodeAliasPrefix(sha)) {
+  if (!back_url.ok() || *back_url != url || key.substr(0, 33) != fmt::EncodeAliasPrefix(sha)) {
     Fail("encode alias key: no round trip", in);
   }
   const absl::Time t = FuzzTime(p);
@@ -396,8 +399,7 @@ void EncodeFetch(FuzzedDataProvider& p, absl::string_view in) {
   v.first_fetch = FuzzTime(p);
   v.hash_since = FuzzTime(p);
   absl::StatusOr<fmt::FetchValue> back = fmt::DecodeFetchValue(fmt::EncodeFetchValue(v));
-  if (!back.ok() || back->sha256 != v.sha256 ||
-      back->first_fetch != Truncated(v.first_fetch) ||
+  if (!back.ok() || back->sha256 != v.sha256 || back->first_fetch != Truncated(v.first_fetch) ||
       back->hash_since != Truncated(v.hash_since)) {
     Fail("encode fetch value: no round trip", in);
   }
@@ -408,8 +410,7 @@ void EncodeFetch(FuzzedDataProvider& p, absl::string_view in) {
 }
 
 void EncodeManifest(FuzzedDataProvider& p, absl::string_view in) {
-  std::vector<fmt::ChunkManifestEntry> entries(
-      p.ConsumeIntegralInRange<size_t>(1, 16));
+  std::vector<fmt::ChunkManifestEntry> entries(p.ConsumeIntegralInRange<size_t>(1, 16));
   for (fmt::ChunkManifestEntry& e : entries) {
     e.chunk_id = FuzzBytes(p, /*non_empty=*/true);
     e.sha256 = FuzzSha(p);
@@ -424,8 +425,8 @@ void EncodeManifest(FuzzedDataProvider& p, absl::string_view in) {
   for (size_t i = 0; i < entries.size(); ++i) {
     const fmt::ChunkManifestEntry& a = entries[i];
     const fmt::ChunkManifestEntry& b = (*back)[i];
-    if (a.chunk_id != b.chunk_id || a.sha256 != b.sha256 ||
-        a.simhash != b.simhash || Truncated(a.added) != b.added) {
+    if (a.chunk_id != b.chunk_id || a.sha256 != b.sha256 || a.simhash != b.simhash ||
+        Truncated(a.added) != b.added) {
       Fail("encode manifest: entry differs", in);
     }
   }
@@ -435,8 +436,7 @@ void EncodeChunkText(FuzzedDataProvider& p, absl::string_view in) {
   fmt::ChunkTextValue v;
   v.text_id = p.ConsumeIntegral<uint32_t>();
   v.simhash = p.ConsumeIntegral<uint64_t>();
-  v.holders = p.ConsumeIntegralInRange<uint64_t>(
-      1, std::numeric_limits<uint64_t>::max());
+  v.holders = p.ConsumeIntegralInRange<uint64_t>(1, std::numeric_limits<uint64_t>::max());
   absl::StatusOr<fmt::ChunkTextValue> back =
       fmt::DecodeChunkTextValue(fmt::EncodeChunkTextValue(v));
   if (!back.ok() || back->text_id != v.text_id || back->simhash != v.simhash ||
@@ -472,8 +472,8 @@ void EncodeHolder(FuzzedDataProvider& p, absl::string_view in) {
     Fail("encode holder key: prefix differs", in);
   }
   const bool keys_less = ka < kb;
-  const bool values_less = std::tie(a.added, a.document_url, a.chunk_id) <
-                           std::tie(b.added, b.document_url, b.chunk_id);
+  const bool values_less =
+      std::tie(a.added, a.document_url, a.chunk_id) < std::tie(b.added, b.document_url, b.chunk_id);
   if (keys_less != values_less) Fail("encode holder key: order differs", in);
   if (!fmt::CheckChunkHolderValue(fmt::EncodeChunkHolderValue()).ok()) {
     Fail("encode holder value: rejected", in);
@@ -519,9 +519,18 @@ void EncodeChunkTextById(FuzzedDataProvider& p, absl::string_view in) {
 
 using EncodeCase = void (*)(FuzzedDataProvider&, absl::string_view);
 constexpr EncodeCase kEncoders[] = {
-    EncodeMeta,        EncodeUrl,      EncodeContentMeta, EncodeContent,
-    EncodeAlias,       EncodeFingerprint, EncodeFetch,    EncodeManifest,
-    EncodeChunkText,   EncodeHolder,   EncodeChunkFingerprint, EncodeChunkTextById,
+    EncodeMeta,
+    EncodeUrl,
+    EncodeContentMeta,
+    EncodeContent,
+    EncodeAlias,
+    EncodeFingerprint,
+    EncodeFetch,
+    EncodeManifest,
+    EncodeChunkText,
+    EncodeHolder,
+    EncodeChunkFingerprint,
+    EncodeChunkTextById,
 };
 
 constexpr size_t kNumDecoders = sizeof(kDecoders) / sizeof(kDecoders[0]);

@@ -28,11 +28,9 @@
 
 namespace {
 
-[[noreturn]] void Fail(const char* what, absl::string_view input,
-                       absl::string_view detail) {
-  std::fprintf(stderr, "text_normalizer_fuzzer: %s\n  input: \"%s\"\n  %s\n",
-               what, absl::CHexEscape(input).c_str(),
-               absl::CHexEscape(detail).c_str());
+[[noreturn]] void Fail(const char* what, absl::string_view input, absl::string_view detail) {
+  std::fprintf(stderr, "text_normalizer_fuzzer: %s\n  input: \"%s\"\n  %s\n", what,
+               absl::CHexEscape(input).c_str(), absl::CHexEscape(detail).c_str());
   std::abort();
 }
 
@@ -82,13 +80,11 @@ bool IsValidUtf8(absl::string_view s) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const dedupd::SimHasher* const hasher = new dedupd::SimHasher();
-  static const dedupd::SimHasher* const unigrams =
-      new dedupd::SimHasher(dedupd::SimHashOptions{1});
+  static const dedupd::SimHasher* const unigrams = new dedupd::SimHasher(dedupd::SimHashOptions{1});
   const absl::string_view input(reinterpret_cast<const char*>(data), size);
 
   const absl::StatusOr<std::string> once = dedupd::NormalizeText(input);
-  const absl::StatusOr<dedupd::ContentFingerprint> fp =
-      dedupd::FingerprintText(input, *hasher);
+  const absl::StatusOr<dedupd::ContentFingerprint> fp = dedupd::FingerprintText(input, *hasher);
   if (!once.ok()) {
     if (once.status().code() != absl::StatusCode::kInvalidArgument) {
       Fail("error is not InvalidArgument", input, once.status().ToString());
@@ -100,8 +96,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const std::string& out = *once;
   if (out.empty() || out.front() == ' ' || out.back() == ' ' ||
-      out.find("  ") != std::string::npos ||
-      out.find('\0') != std::string::npos) {
+      out.find("  ") != std::string::npos || out.find('\0') != std::string::npos) {
     Fail("output breaks the space/NUL rules", input, out);
   }
   if (!IsValidUtf8(out)) Fail("output is not valid UTF-8", input, out);
@@ -111,8 +106,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (*twice != out) Fail("not idempotent", input, out + " -> " + *twice);
   if (!fp.ok()) Fail("FingerprintText failed", input, fp.status().ToString());
-  if (fp->sha256 != dedupd::Sha256(out) ||
-      fp->simhash != hasher->Fingerprint(out) ||
+  if (fp->sha256 != dedupd::Sha256(out) || fp->simhash != hasher->Fingerprint(out) ||
       fp->normalized_bytes != out.size()) {
     Fail("FingerprintText disagrees with NormalizeText", input, out);
   }

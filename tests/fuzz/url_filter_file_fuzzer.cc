@@ -43,8 +43,7 @@ using dedupd::UrlFilterFront;
 constexpr absl::string_view kFileMagic("DDURLSEG", 8);
 
 [[noreturn]] void Fail(const char* what, absl::string_view input) {
-  std::fprintf(stderr, "url_filter_file_fuzzer: %s (input of %zu bytes)\n", what,
-               input.size());
+  std::fprintf(stderr, "url_filter_file_fuzzer: %s (input of %zu bytes)\n", what, input.size());
   std::abort();
 }
 

@@ -45,25 +45,21 @@ UrlPolicy FuzzPolicy() {
   rules[3].case_insensitive_path = true;
   absl::StatusOr<UrlPolicy> policy = UrlPolicy::Create(rules, {"campaign"});
   if (!policy.ok()) {
-    std::fprintf(stderr, "fuzz policy: %s\n",
-                 policy.status().ToString().c_str());
+    std::fprintf(stderr, "fuzz policy: %s\n", policy.status().ToString().c_str());
     std::abort();
   }
   return *std::move(policy);
 }
 
-[[noreturn]] void Fail(const char* what, absl::string_view url,
-                       absl::string_view base, absl::string_view detail) {
-  std::fprintf(
-      stderr,
-      "url_normalizer_fuzzer: %s\n  url:  \"%s\"\n  base: \"%s\"\n  %s\n", what,
-      absl::CHexEscape(url).c_str(), absl::CHexEscape(base).c_str(),
-      std::string(detail).c_str());
+[[noreturn]] void Fail(const char* what, absl::string_view url, absl::string_view base,
+                       absl::string_view detail) {
+  std::fprintf(stderr, "url_normalizer_fuzzer: %s\n  url:  \"%s\"\n  base: \"%s\"\n  %s\n", what,
+               absl::CHexEscape(url).c_str(), absl::CHexEscape(base).c_str(),
+               std::string(detail).c_str());
   std::abort();
 }
 
-void Check(const UrlNormalizer& n, absl::string_view url,
-           absl::string_view base) {
+void Check(const UrlNormalizer& n, absl::string_view url, absl::string_view base) {
   const absl::StatusOr<std::string> once = n.Normalize(url, base);
   if (!once.ok()) {
     if (once.status().code() != absl::StatusCode::kInvalidArgument) {
@@ -72,21 +68,18 @@ void Check(const UrlNormalizer& n, absl::string_view url,
     return;
   }
   for (char c : *once) {
-    if (static_cast<unsigned char>(c) >= 0x80)
-      Fail("output is not ASCII", url, base, *once);
+    if (static_cast<unsigned char>(c) >= 0x80) Fail("output is not ASCII", url, base, *once);
   }
   std::vector<absl::string_view> fired;
   const absl::StatusOr<std::string> twice = n.Normalize(*once, "", &fired);
   if (!twice.ok()) {
-    Fail("output does not re-normalize", url, base,
-         *once + " -> " + twice.status().ToString());
+    Fail("output does not re-normalize", url, base, *once + " -> " + twice.status().ToString());
   }
   if (*twice != *once) {
     Fail("not idempotent", url, base, *once + " -> " + *twice);
   }
   if (!fired.empty()) {
-    Fail("rules fired on canonical output", url, base,
-         *once + ": " + absl::StrJoin(fired, " "));
+    Fail("rules fired on canonical output", url, base, *once + ": " + absl::StrJoin(fired, " "));
   }
 }
 
@@ -94,14 +87,12 @@ void Check(const UrlNormalizer& n, absl::string_view url,
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const UrlNormalizer* const plain = new UrlNormalizer();
-  static const UrlNormalizer* const with_policy =
-      new UrlNormalizer(FuzzPolicy());
+  static const UrlNormalizer* const with_policy = new UrlNormalizer(FuzzPolicy());
   const absl::string_view input(reinterpret_cast<const char*>(data), size);
   const size_t newline = input.find('\n');
   const absl::string_view url = input.substr(0, newline);
-  const absl::string_view base = newline == absl::string_view::npos
-                                     ? absl::string_view()
-                                     : input.substr(newline + 1);
+  const absl::string_view base =
+      newline == absl::string_view::npos ? absl::string_view() : input.substr(newline + 1);
   Check(*plain, url, base);
   Check(*with_policy, url, base);
   return 0;

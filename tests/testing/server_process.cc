@@ -73,10 +73,8 @@ void RemoveTree(const std::string& path) {
 
 absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     const std::string& binary, const std::string& data_dir,
-    const std::vector<std::string>& extra_flags, absl::Duration timeout,
-    const char* ready_prefix) {
-  std::vector<std::string> args = {binary, "--listen=127.0.0.1:0",
-                                   "--data_dir=" + data_dir};
+    const std::vector<std::string>& extra_flags, absl::Duration timeout, const char* ready_prefix) {
+  std::vector<std::string> args = {binary, "--listen=127.0.0.1:0", "--data_dir=" + data_dir};
   args.insert(args.end(), extra_flags.begin(), extra_flags.end());
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
@@ -160,8 +158,8 @@ absl::StatusOr<int> ServerProcess::Terminate(absl::Duration timeout) {
   }
   if (!exited) {
     Kill();
-    return absl::DeadlineExceededError(absl::StrCat(
-        "dedupd did not stop within ", absl::FormatDuration(timeout)));
+    return absl::DeadlineExceededError(
+        absl::StrCat("dedupd did not stop within ", absl::FormatDuration(timeout)));
   }
   const int code = Reap();
   if (reader_.joinable()) reader_.join();
@@ -176,11 +174,9 @@ void ServerProcess::Kill() {
 }
 
 absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& args,
-                                         const std::string& stdin_data,
-                                         absl::Duration timeout) {
+                                         const std::string& stdin_data, absl::Duration timeout) {
   int in[2], out[2], err[2];
-  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 ||
-      pipe2(err, O_CLOEXEC) != 0) {
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
     return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
   }
   std::vector<char*> argv = Argv(args);
@@ -251,8 +247,8 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& args,
   while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
   if (timed_out) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        args[0], " did not finish within ", absl::FormatDuration(timeout)));
+    return absl::DeadlineExceededError(
+        absl::StrCat(args[0], " did not finish within ", absl::FormatDuration(timeout)));
   }
   result.exit_code = ExitCode(wstatus);
   return result;

@@ -48,8 +48,7 @@ class ServerProcess {
   // out) returns an error carrying its stderr.
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(
       const std::string& binary, const std::string& data_dir,
-      const std::vector<std::string>& extra_flags,
-      absl::Duration timeout = absl::Seconds(60),
+      const std::vector<std::string>& extra_flags, absl::Duration timeout = absl::Seconds(60),
       const char* ready_prefix = kServingPrefix);
 
   // Kills the process (SIGKILL) if it still runs.

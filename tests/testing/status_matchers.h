@@ -35,26 +35,23 @@ MATCHER_P(StatusIs, code, "has status code " + ::testing::PrintToString(code)) {
   return s.code() == code;
 }
 
-MATCHER_P2(StatusIs, code, message_matcher,
-           "has status code " + ::testing::PrintToString(code)) {
+MATCHER_P2(StatusIs, code, message_matcher, "has status code " + ::testing::PrintToString(code)) {
   const absl::Status& s = ::dedupd::testing::GetStatus(arg);
   *result_listener << "status is " << s.ToString();
   return s.code() == code &&
-         ::testing::ExplainMatchResult(message_matcher, std::string(s.message()),
-                                       result_listener);
+         ::testing::ExplainMatchResult(message_matcher, std::string(s.message()), result_listener);
 }
 
 }  // namespace dedupd::testing
 
 // Asserts that `rexpr` (an absl::StatusOr<T>) is OK and moves its value
 // into `lhs`.
-#define ASSERT_OK_AND_ASSIGN(lhs, rexpr)                                \
-  ASSERT_OK_AND_ASSIGN_IMPL_(DEDUPD_TEST_CONCAT_(statusor_, __LINE__), \
-                             lhs, rexpr)
+#define ASSERT_OK_AND_ASSIGN(lhs, rexpr) \
+  ASSERT_OK_AND_ASSIGN_IMPL_(DEDUPD_TEST_CONCAT_(statusor_, __LINE__), lhs, rexpr)
 #define DEDUPD_TEST_CONCAT_INNER_(a, b) a##b
 #define DEDUPD_TEST_CONCAT_(a, b) DEDUPD_TEST_CONCAT_INNER_(a, b)
-#define ASSERT_OK_AND_ASSIGN_IMPL_(statusor, lhs, rexpr)       \
-  auto statusor = (rexpr);                                     \
+#define ASSERT_OK_AND_ASSIGN_IMPL_(statusor, lhs, rexpr)      \
+  auto statusor = (rexpr);                                    \
   ASSERT_TRUE(statusor.ok()) << statusor.status().ToString(); \
   lhs = std::move(statusor).value()
 

@@ -53,16 +53,15 @@ class TmpfsMount {
     std::vector<char> buf(templ.begin(), templ.end());
     buf.push_back('\0');
     if (::mkdtemp(buf.data()) == nullptr) {
-      return absl::UnavailableError(
-          absl::StrCat("mkdtemp ", templ, ": ", std::strerror(errno)));
+      return absl::UnavailableError(absl::StrCat("mkdtemp ", templ, ": ", std::strerror(errno)));
     }
     const std::string dir(buf.data());
     const std::string data = absl::StrCat("size=", bytes, ",mode=0755");
     if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, data.c_str()) != 0) {
       const int err = errno;
       ::rmdir(dir.c_str());
-      return absl::UnavailableError(absl::StrCat("mount -t tmpfs -o ", data, " tmpfs ",
-                                                 dir, ": ", std::strerror(err)));
+      return absl::UnavailableError(
+          absl::StrCat("mount -t tmpfs -o ", data, " tmpfs ", dir, ": ", std::strerror(err)));
     }
     return std::unique_ptr<TmpfsMount>(new TmpfsMount(dir));
   }
@@ -74,8 +73,7 @@ class TmpfsMount {
   // the mount disappears now, its memory when the last file on it closes).
   ~TmpfsMount() {
     if (::umount2(path_.c_str(), 0) != 0 && ::umount2(path_.c_str(), MNT_DETACH) != 0) {
-      std::fprintf(stderr, "TmpfsMount: umount %s: %s\n", path_.c_str(),
-                   std::strerror(errno));
+      std::fprintf(stderr, "TmpfsMount: umount %s: %s\n", path_.c_str(), std::strerror(errno));
     }
     ::rmdir(path_.c_str());
   }
@@ -87,8 +85,7 @@ class TmpfsMount {
   absl::StatusOr<uint64_t> FreeBytes() const {
     struct statvfs st {};
     if (::statvfs(path_.c_str(), &st) != 0) {
-      return absl::UnavailableError(
-          absl::StrCat("statvfs ", path_, ": ", std::strerror(errno)));
+      return absl::UnavailableError(absl::StrCat("statvfs ", path_, ": ", std::strerror(errno)));
     }
     return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
   }
@@ -100,8 +97,8 @@ class TmpfsMount {
     absl::StatusOr<uint64_t> free_bytes = FreeBytes();
     if (!free_bytes.ok()) return free_bytes.status();
     if (*free_bytes < leave_bytes) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "only ", *free_bytes, " bytes free on ", path_, ", want to leave ", leave_bytes));
+      return absl::FailedPreconditionError(absl::StrCat("only ", *free_bytes, " bytes free on ",
+                                                        path_, ", want to leave ", leave_bytes));
     }
     const std::string file = BallastPath(name);
     const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
