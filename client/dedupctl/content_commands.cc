@@ -208,27 +208,15 @@ class ContentJob : public BatchJob {
     for (const ContentInput& input : batch_) {
       if (!input.error) items.push_back(input.item);
     }
-    std::vector<dedupd::v1::ContentResult> results;
-    if (!items.empty()) {
-      absl::StatusOr<std::vector<dedupd::v1::ContentResult>> r =
-          client.CheckContent(items, options_.mode);
-      if (!r.ok()) return r.status();
-      results = std::move(r).value();
-    }
-    size_t next = 0;
-    bool write_ok = true;
-    for (const ContentInput& input : batch_) {
-      const dedupd::v1::ContentResult* result = input.error ? nullptr : &results[next++];
-      if (result == nullptr || result->verdict() == dedupd::v1::CONTENT_VERDICT_INVALID) {
-        *any_invalid = true;
-      }
-      write_ok = WriteLine(ContentLine(input, result)) && write_ok;
-    }
-    absl::Status flushed = FlushStdout();
-    if (flushed.ok() && !write_ok) {
-      return absl::UnavailableError("write to standard output failed");
-    }
-    return flushed;
+    return SendAndPrint(
+        batch_, std::move(items),
+        [&](const std::vector<dedupd::v1::ContentItem>& send) {
+          return client.CheckContent(send, options_.mode);
+        },
+        [](const dedupd::v1::ContentResult& r) {
+          return r.verdict() == dedupd::v1::CONTENT_VERDICT_INVALID;
+        },
+        ContentLine, any_invalid);
   }
 
   absl::Status InputStatus() const override { return source_.status(); }

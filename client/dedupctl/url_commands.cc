@@ -62,26 +62,15 @@ class UrlJob : public BatchJob {
       item.set_url(input.url);
       if (!base_.empty()) item.set_base_url(base_);
     }
-    std::vector<dedupd::v1::UrlResult> results;
-    if (!items.empty()) {
-      absl::StatusOr<std::vector<dedupd::v1::UrlResult>> r = client.CheckUrls(items, options_.mode);
-      if (!r.ok()) return r.status();
-      results = std::move(r).value();
-    }
-    size_t next = 0;
-    bool write_ok = true;
-    for (const InputItem& input : batch_) {
-      const dedupd::v1::UrlResult* result = input.error ? nullptr : &results[next++];
-      if (result == nullptr || result->verdict() == dedupd::v1::URL_VERDICT_INVALID) {
-        *any_invalid = true;
-      }
-      write_ok = WriteLine(UrlLine(input, result)) && write_ok;
-    }
-    absl::Status flushed = FlushStdout();
-    if (flushed.ok() && !write_ok) {
-      return absl::UnavailableError("write to standard output failed");
-    }
-    return flushed;
+    return SendAndPrint(
+        batch_, std::move(items),
+        [&](const std::vector<dedupd::v1::UrlItem>& send) {
+          return client.CheckUrls(send, options_.mode);
+        },
+        [](const dedupd::v1::UrlResult& r) {
+          return r.verdict() == dedupd::v1::URL_VERDICT_INVALID;
+        },
+        UrlLine, any_invalid);
   }
 
   absl::Status InputStatus() const override { return source_.status(); }
