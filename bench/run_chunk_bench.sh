@@ -32,7 +32,7 @@
 #   --resend        documents re-sent (default 5000; 0: no resend phase)
 #   --threads       client threads, one call in flight each (default 4)
 #   --chunk_bytes   ChunkText's max_bytes (default 640: chunks average ~500
-#                   bytes on the page corpus, the size; 500 gives ~390)
+#                   bytes on the page corpus, the target size; 500 gives ~390)
 #   --tiny          CI size: --store_chunks=2000 --measure=100 --resend=50
 #                   --phase_secs=60
 # Example:

@@ -1,7 +1,8 @@
 // chunk_quality: how well 64-bit SimHash at Hamming distance <= k finds
 // near-duplicate CHUNKS (CheckChunks: ~500-byte RAG chunks and the
 // short chunks chunkers also emit), by chunk length, measured against the
-// exact answer on real text; and the "shared preamble" scenario of the issue.
+// exact answer on real text; and the "shared preamble" scenario (N pages behind one common
+// preamble).
 //
 // Quality mode (default). Every page of --pages_dir (one page per file,
 // bench/corpus/make_text_corpus.py) is cut by bench/corpus/chunker.h into chunks of at most
