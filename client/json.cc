@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/text/utf8.h"
 
 namespace dedupd {
 namespace {
@@ -25,28 +26,9 @@ void AppendU00(unsigned char c, std::string* out) {
 }
 
 // Length of the well-formed UTF-8 sequence starting at s[i], or 0 when the
-// byte at i does not start one. Follows the table of well-formed byte
-// sequences in Unicode 15, section 3.9 (Table 3-7): it rejects overlong
-// forms, surrogates (U+D800..U+DFFF) and code points above U+10FFFF.
-size_t Utf8SequenceLength(absl::string_view s, size_t i) {
-  const auto byte = [&](size_t k) -> unsigned { return static_cast<unsigned char>(s[k]); };
-  const auto in = [&](size_t k, unsigned lo, unsigned hi) {
-    return k < s.size() && byte(k) >= lo && byte(k) <= hi;
-  };
-  const unsigned b0 = byte(i);
-  if (b0 < 0x80) return 1;
-  if (b0 >= 0xC2 && b0 <= 0xDF) return in(i + 1, 0x80, 0xBF) ? 2 : 0;
-  if (b0 >= 0xE0 && b0 <= 0xEF) {
-    const unsigned lo = b0 == 0xE0 ? 0xA0 : 0x80;  // no overlongs
-    const unsigned hi = b0 == 0xED ? 0x9F : 0xBF;  // no surrogates
-    return in(i + 1, lo, hi) && in(i + 2, 0x80, 0xBF) ? 3 : 0;
-  }
-  if (b0 >= 0xF0 && b0 <= 0xF4) {
-    const unsigned lo = b0 == 0xF0 ? 0x90 : 0x80;  // no overlongs
-    const unsigned hi = b0 == 0xF4 ? 0x8F : 0xBF;  // <= U+10FFFF
-    return in(i + 1, lo, hi) && in(i + 2, 0x80, 0xBF) && in(i + 3, 0x80, 0xBF) ? 4 : 0;
-  }
-  return 0;  // 0x80..0xC1 (continuation or overlong lead), 0xF5..0xFF
+// byte at i does not start one (core/text/utf8.h: Unicode Table 3-7).
+size_t SequenceAt(absl::string_view s, size_t i) {
+  return Utf8SequenceLength(reinterpret_cast<const unsigned char*>(s.data()) + i, s.size() - i);
 }
 
 }  // namespace
@@ -90,7 +72,7 @@ void AppendJsonString(absl::string_view s, std::string* out) {
       ++i;
       continue;
     }
-    const size_t n = Utf8SequenceLength(s, i);
+    const size_t n = SequenceAt(s, i);
     if (n == 0) {
       // One replacement per bad byte: simple to state, and the count of
       // bad bytes stays visible.
@@ -317,22 +299,12 @@ class JsonParser {
     return v;
   }
 
+  // REQUIRES: cp is a scalar value (not a surrogate, at most U+10FFFF).
   static void AppendUtf8(uint32_t cp, std::string* out) {
-    if (cp < 0x80) {
-      out->push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
+    uint8_t bytes[U8_MAX_LENGTH];
+    size_t n = 0;
+    U8_APPEND_UNSAFE(bytes, n, static_cast<UChar32>(cp));
+    out->append(reinterpret_cast<const char*>(bytes), n);
   }
 
   // REQUIRES: Peek() is the opening quote: '"', or '\'' (only ParseTree
@@ -351,7 +323,7 @@ class JsonParser {
       }
       if (c < 0x20) return Error("control character in a string");
       if (c >= 0x80) {
-        const size_t n = Utf8SequenceLength(in_, pos_);
+        const size_t n = SequenceAt(in_, pos_);
         if (n == 0) return Error("invalid UTF-8 in a string");
         out->append(in_.data() + pos_, n);
         pos_ += n;
