@@ -192,18 +192,15 @@ TEST_F(RocksDbForgetTest, ApproximateUrlCountDropsAfterForget) {
 //   text B: owner P alone (t=40);
 //   text C: owner Q (t=50) fetched from F (alias F), and two more aliases
 //           added in one batch (t=60): M2 and M1 at the same time.
+// What each Forget removes and promotes is checked on every backend by
+// ContentStoreConformanceTest.ForgetRemovesAliasesAndPromotesTheOldestAlias
+// (same layout and cases); here what is RocksDB's own: the consistency
+// checker finds the store whole after the Forget, and the fingerprint index
+// loses exactly the removed texts.
 struct ContentCase {
   std::string name;
   std::string forget;
-  // Expected result.
-  uint64_t aliases_removed = 0;
   uint64_t contents_removed = 0;
-  std::vector<std::string> promoted_to;  // new owners, in text order
-  bool fetch_removed = false;
-  // Expected state after: per text, its owner ("" when it is gone) and its
-  // aliases.
-  std::string owner_a, owner_b, owner_c;
-  std::vector<std::string> aliases_a, aliases_c;
 };
 
 const char kO[] = "http://o.example/";
@@ -218,7 +215,7 @@ const char kM2[] = "http://m2.example/";
 class ContentForgetTest : public RocksDbForgetTest,
                           public ::testing::WithParamInterface<ContentCase> {};
 
-TEST_P(ContentForgetTest, RemovesOrPromotes) {
+TEST_P(ContentForgetTest, LeavesAConsistentStoreAndIndex) {
   const ContentCase& c = GetParam();
   Claim({Doc(kO, kA)}, T(10));
   Claim({Doc(kZ, kA)}, T(20));
@@ -231,51 +228,16 @@ TEST_P(ContentForgetTest, RemovesOrPromotes) {
 
   const ForgetResult r = Forget(c.forget);
   EXPECT_TRUE(r.url_found);
-  EXPECT_EQ(r.aliases_removed, c.aliases_removed);
   EXPECT_EQ(r.contents_removed, c.contents_removed);
-  EXPECT_EQ(r.fetch_removed, c.fetch_removed);
-  std::vector<std::string> promoted;
-  for (const ForgetResult::ContentPromotion& p : r.contents_promoted) {
-    promoted.push_back(p.new_owner_url);
-  }
-  EXPECT_EQ(promoted, c.promoted_to);
-  EXPECT_FALSE(UrlStored(c.forget));
   EXPECT_EQ(store_->index_stats().fingerprints, fingerprints_before - c.contents_removed);
-
-  // Each text as a newcomer sees it now.
-  struct Expect {
-    const Text& text;
-    const std::string& owner;
-    const std::vector<std::string>* aliases;
-  };
-  const std::vector<std::string> none;
-  for (const Expect& e : {Expect{kA, c.owner_a, &c.aliases_a}, Expect{kB, c.owner_b, &none},
-                          Expect{kC, c.owner_c, &c.aliases_c}}) {
-    SCOPED_TRACE(e.text.body);
-    const ContentOutcome out = Peek(Doc("http://newcomer.example/", e.text));
-    if (e.owner.empty()) {
-      EXPECT_EQ(out.verdict, ContentVerdict::kNew);
-    } else {
-      EXPECT_EQ(out.verdict, ContentVerdict::kExactDuplicate);
-      EXPECT_EQ(out.owner_url, e.owner);
-      EXPECT_EQ(out.aliases, *e.aliases);
-      EXPECT_EQ(out.alias_count, e.aliases->size());
-    }
-  }
+  ExpectConsistent();
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, ContentForgetTest,
-    ::testing::Values(
-        ContentCase{"Alias", kZ, 1, 0, {}, true, kO, kP, kQ, {kBUrl}, {kM1, kM2, kF}},
-        // The oldest alias (Z, t=20) wins over the first in byte order (B).
-        ContentCase{"OwnerWithAliases", kO, 0, 0, {kZ}, true, kZ, kP, kQ, {kBUrl}, {kM1, kM2, kF}},
-        ContentCase{"OnlyOwner", kP, 0, 1, {}, true, kO, "", kQ, {kBUrl, kZ}, {kM1, kM2, kF}},
-        // Q's fetched URL F is its alias (t=50): the oldest.
-        ContentCase{
-            "OwnerFetchedElsewhere", kQ, 0, 0, {kF}, false, kO, kP, kF, {kBUrl, kZ}, {kM1, kM2}},
-        // The fetched URL itself: an alias with a fetch record.
-        ContentCase{"FetchedAlias", kF, 1, 0, {}, true, kO, kP, kQ, {kBUrl, kZ}, {kM1, kM2}}),
+    ::testing::Values(ContentCase{"Alias", kZ, 0}, ContentCase{"OwnerWithAliases", kO, 0},
+                      ContentCase{"OnlyOwner", kP, 1}, ContentCase{"OwnerFetchedElsewhere", kQ, 0},
+                      ContentCase{"FetchedAlias", kF, 0}),
     [](const ::testing::TestParamInfo<ContentCase>& info) { return info.param.name; });
 
 // The conformance suite (ContentStoreConformanceTest.Forget*) runs the
