@@ -13,18 +13,8 @@ namespace dedupd::file_io {
 
 absl::Status ErrnoStatus(int err, absl::string_view path, absl::string_view action) {
   const std::string message = absl::StrCat(path, ": ", action, ": ", std::strerror(err));
-  switch (err) {
-    case ENOENT:
-      return absl::NotFoundError(message);
-    case EACCES:
-    case EPERM:
-      return absl::PermissionDeniedError(message);
-    case ENOSPC:
-    case EDQUOT:
-      return absl::ResourceExhaustedError(message);
-    default:
-      return absl::UnavailableError(message);
-  }
+  if (err == ENOSPC || err == EDQUOT) return absl::ResourceExhaustedError(message);
+  return absl::UnavailableError(message);
 }
 
 int WriteAll(int fd, absl::string_view data) {
@@ -61,7 +51,15 @@ absl::StatusOr<std::string> ReadFd(int fd, absl::string_view name) {
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, path, "open");
+  if (fd < 0) {
+    // A file that is not there or not ours to read: a path to fix, not a
+    // call to retry.
+    const int err = errno;
+    const std::string message = absl::StrCat(path, ": open: ", std::strerror(err));
+    if (err == ENOENT) return absl::NotFoundError(message);
+    if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(message);
+    return ErrnoStatus(err, path, "open");
+  }
   absl::StatusOr<std::string> out = ReadFd(fd, path);
   ::close(fd);
   return out;

@@ -18,10 +18,9 @@
 
 namespace dedupd::file_io {
 
-// ErrnoStatus: "<path>: <action>: <strerror>", its code by what the caller
-// should do: a missing file (ENOENT) is NotFound, a refused one (EACCES,
-// EPERM) PermissionDenied, a full disk (ENOSPC, EDQUOT) ResourceExhausted
-// (free space, then retry); anything else Unavailable.
+// ErrnoStatus: "<path>: <action>: <strerror>". A full disk (ENOSPC, EDQUOT)
+// is ResourceExhausted (free space, then retry); anything else Unavailable:
+// the store's own files fail transiently or not at all.
 absl::Status ErrnoStatus(int err, absl::string_view path, absl::string_view action);
 
 // WriteAll writes all of `data` to `fd`, retrying on EINTR and short
@@ -29,8 +28,9 @@ absl::Status ErrnoStatus(int err, absl::string_view path, absl::string_view acti
 // that wrote nothing).
 int WriteAll(int fd, absl::string_view data);
 
-// ReadFile returns the whole file at `path`. Errors: ErrnoStatus of the
-// failed open or read.
+// ReadFile returns the whole file at `path`. Errors: a file that does not
+// exist is NotFound, one that may not be read PermissionDenied (a path to
+// fix, e.g. a flag's); else ErrnoStatus of the failed open or read.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
 // ReadFd reads `fd` (a file, pipe or socket) to its end; `name` names it in

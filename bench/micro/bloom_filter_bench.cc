@@ -57,6 +57,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "core/index/bloom_filter.h"
+#include "core/text/splitmix64.h"
 
 ABSL_FLAG(std::string, keys, "10000000,1000000000",
           "comma-separated numbers of inserted keys, one filter and one line "
@@ -79,14 +80,9 @@ double ThreadCpuSeconds() {
   return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
 }
 
-// SplitMix64 (Steele, Lea, Flood 2014) of state `x`: a bijection, so
+// SplitMix64 (core/text/splitmix64.h) is a bijection of its state, so
 // distinct counters give distinct hashes.
-inline uint64_t SplitMix64(uint64_t x) {
-  uint64_t z = x + 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+using ::dedupd::SplitMix64;
 
 // Inserted hash i and absent hash i (0 <= i < 2^40): SplitMix64 of the
 // states seed * 2^40 + i and (seed + 1) * 2^40 + i (mod 2^64), two disjoint

@@ -53,6 +53,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "core/index/simhash_index.h"
+#include "core/text/splitmix64.h"
 
 ABSL_FLAG(std::string, sizes, "100000,1000000,10000000",
           "comma-separated numbers of stored fingerprints, one line each");
@@ -94,10 +95,9 @@ class SplitMix64 {
  public:
   explicit SplitMix64(uint64_t seed) : state_(seed) {}
   uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    const uint64_t out = dedupd::SplitMix64(state_);  // finalizes state_ + C
+    state_ += 0x9e3779b97f4a7c15ULL;
+    return out;
   }
 
  private:

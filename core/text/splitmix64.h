@@ -1,8 +1,10 @@
 // splitmix64.h: splitmix64 (Steele, Lea, Flood 2014), a fast, well-mixed
 // 64-bit hash, and a deterministic random stream built on it, for the load
 // generators and tests that must make item i a pure function of (seed, i)
-// and replay a run from its seed. Not for anything persisted (the stored
-// hashes are stable_hash.h's) and not cryptographic.
+// and replay a run from its seed, and for the Bloom filter's bit positions
+// (core/index/bloom_filter.cc). Frozen: the positions are persisted in
+// filter snapshots and files, and bloom_filter_test's golden vectors pin
+// them. Keys are hashed with stable_hash.h, not this. Not cryptographic.
 //
 // Example:
 //   const uint64_t h = dedupd::SplitMix64(seed ^ i);

@@ -1,5 +1,5 @@
-// url_filter_front.h: the exact URL store's in-memory Bloom front (the
-// default mode). A BloomFilter over the stored URL keys answers "definitely
+// url_filter_front.h: the exact URL store's in-memory Bloom front (used by
+// the default, exact URL mode). A BloomFilter over the stored URL keys answers "definitely
 // not stored" so that a claim of a new URL skips the store read; "maybe
 // stored" goes to the store, so answers stay exact. The front owns the
 // filter's life: loading the persisted copy at startup, rebuilding it in the

@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/check.h"
 #include "storage/plan/forget_planner.h"
 
 namespace dedupd {
@@ -115,7 +117,9 @@ absl::Status MemoryContentStore::CheckContent(absl::Span<const ContentDoc> docs,
   for (const ContentMutations::Alias& a : m.aliases) {
     const std::string key = DigestKey(a.sha256);
     aliases_[key].insert(a.url);
-    alias_added_[{key, a.url}] = a.added;
+    // Microseconds, as the RocksDB backend stores them, so that aliases added
+    // in the same microsecond tie alike (by URL) on Forget.
+    alias_added_[{key, a.url}] = absl::FromUnixMicros(absl::ToUnixMicros(a.added));
   }
   for (const auto& [url, record] : m.fetches) fetches_[url] = record;
   for (const auto& [id, fp] : m.fingerprints) {
@@ -150,7 +154,11 @@ absl::StatusOr<ForgetResult> MemoryContentStore::Forget(const std::string& norma
     absl::btree_set<std::string>& alias_set = aliases_[key];
     std::vector<AliasRecord> aliases;
     aliases.reserve(alias_set.size());
-    for (const std::string& a : alias_set) aliases.push_back({a, alias_added_[{key, a}]});
+    for (const std::string& a : alias_set) {
+      auto added = alias_added_.find({key, a});
+      DEDUPD_CHECK(added != alias_added_.end(), "MemoryContentStore: an alias without its time");
+      aliases.push_back({a, added->second});
+    }
     const TextForgetPlan plan = PlanTextForget(url, record, aliases);
     Sha256Digest sha{};
     std::copy(key.begin(), key.end(), sha.begin());

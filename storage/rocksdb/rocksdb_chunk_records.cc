@@ -75,8 +75,8 @@ std::vector<SimHashIndex::Match> RocksDbStore::ChunkReader::QueryNear(uint64_t s
 
 absl::StatusOr<FingerprintRecord> RocksDbStore::ChunkReader::GetTextFingerprint(uint32_t text_id) {
   return reads_.CachedFingerprint(
-      text_id, [this](uint32_t id) { return ReadFingerprint(id); },
-      absl::StrCat("chunk index entry ", text_id, " has no chunk text record"));
+      text_id, [this](uint32_t id) { return ReadFingerprint(id); }, "chunk index entry",
+      "chunk text record");
 }
 
 absl::StatusOr<uint32_t> RocksDbStore::ChunkReader::AllocateTextId() {

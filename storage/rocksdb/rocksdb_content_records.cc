@@ -80,8 +80,8 @@ class RocksDbStore::ContentReader final : public ContentStateReader {
   }
   absl::StatusOr<FingerprintRecord> GetFingerprint(uint32_t doc_id) override {
     return reads_.CachedFingerprint(
-        doc_id, [this](uint32_t id) { return ReadFingerprint(id); },
-        absl::StrCat("index entry ", doc_id, " has no fingerprint record"));
+        doc_id, [this](uint32_t id) { return ReadFingerprint(id); }, "index entry",
+        "fingerprint record");
   }
   absl::StatusOr<uint32_t> AllocateDocId() override {
     return impl_->AllocateIndexId(&impl_->next_doc_id, kAction, "text");

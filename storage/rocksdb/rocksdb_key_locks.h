@@ -11,7 +11,10 @@
 //
 // Thread safety: KeyLockTable is thread-safe. Deadlock-free as long as a
 // call that already holds locks takes more only through the documented
-// two-step orders of rocksdb_store.h (document key, then text keys).
+// two-step orders of rocksdb_store.h (document key, then text keys). Its
+// mutex is a leaf, held only inside Lock and Unlock: a caller may hold
+// Impl::mu while it waits (key locks are acquired after mu), never the
+// other way round.
 #ifndef DEDUPD_STORAGE_ROCKSDB_ROCKSDB_KEY_LOCKS_H_
 #define DEDUPD_STORAGE_ROCKSDB_ROCKSDB_KEY_LOCKS_H_
 

@@ -222,15 +222,19 @@ class SnapshotReads {
   }
   // CachedFingerprint returns the fingerprint record of index id `id`: the
   // one KeepInSnapshot read (or its error), else `read_fingerprint(id)`'s;
-  // DataLoss "<action> at <path>: <missing>" when the snapshot lacks it.
+  // DataLoss "<action> at <path>: <entry> <id> has no <record>" when the
+  // snapshot lacks it (the message is built only then: this runs per near
+  // match and per chunk).
   template <typename ReadFn>
   absl::StatusOr<FingerprintRecord> CachedFingerprint(uint32_t id, const ReadFn& read_fingerprint,
-                                                      absl::string_view missing) {
+                                                      absl::string_view entry,
+                                                      absl::string_view record) {
     if (auto it = fingerprints_.find(id); it != fingerprints_.end()) return it->second;
     if (auto it = failed_.find(id); it != failed_.end()) return it->second;
     DEDUPD_ASSIGN_OR_RETURN(std::optional<FingerprintRecord> fp, read_fingerprint(id));
     if (!fp.has_value()) {
-      return absl::DataLossError(absl::StrCat(action_, " at ", path_, ": ", missing));
+      return absl::DataLossError(
+          absl::StrCat(action_, " at ", path_, ": ", entry, " ", id, " has no ", record));
     }
     return *fp;
   }
