@@ -30,7 +30,7 @@
 #include "tests/testing/status_matchers.h"
 
 #ifndef DEDUPD_CORE_TESTDATA_DIR
-#error "DEDUPD_CORE_TESTDATA_DIR must name core/testdata"
+#error "DEDUPD_CORE_TESTDATA_DIR must name core/text/testdata"
 #endif
 
 namespace dedupd {
