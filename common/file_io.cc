@@ -55,10 +55,10 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
     // A file that is not there or not ours to read: a path to fix, not a
     // call to retry.
     const int err = errno;
-    const std::string message = absl::StrCat(path, ": open: ", std::strerror(err));
-    if (err == ENOENT) return absl::NotFoundError(message);
-    if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(message);
-    return ErrnoStatus(err, path, "open");
+    const absl::Status status = ErrnoStatus(err, path, "open");
+    if (err == ENOENT) return absl::NotFoundError(status.message());
+    if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(status.message());
+    return status;
   }
   absl::StatusOr<std::string> out = ReadFd(fd, path);
   ::close(fd);
