@@ -31,6 +31,8 @@ packages=(
   libssl-dev
   # URL parsing (RFC 3986) and IDNA2008/UTS #46
   libboost-url1.81-dev libidn2-dev
+  # fixed-width integers in keys and files (Boost.Endian, header-only; common/coding.h)
+  libboost1.81-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   # benchmark corpus (real documentation sites) and the baseline normalizer
