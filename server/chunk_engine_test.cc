@@ -98,19 +98,23 @@ TEST_F(ChunkEngineTest, BadChunksAreInvalidAndTheRestAreRecorded) {
     std::string text;
     std::optional<std::string> id;
     std::string error;  // empty: valid
+    v1::ErrorReason reason = v1::ERROR_REASON_UNSPECIFIED;
   };
   const std::vector<Case> cases = {
       {good, std::nullopt, ""},
-      {"", std::nullopt, "text: "},
-      {" \t\n\u00a0 ", std::nullopt, "text: "},
-      {"bad \xff utf-8", std::nullopt, "text: "},
-      {std::string("nul \0 byte", 10), std::nullopt, "text: "},
-      {std::string(kMaxTextBytes + 1, 'x'), std::nullopt, "limit is 4096 (--max_text_bytes)"},
+      {"", std::nullopt, "text: ", v1::ERROR_REASON_BAD_TEXT},
+      {" \t\n\u00a0 ", std::nullopt, "text: ", v1::ERROR_REASON_BAD_TEXT},
+      {"bad \xff utf-8", std::nullopt, "text: ", v1::ERROR_REASON_BAD_TEXT},
+      {std::string("nul \0 byte", 10), std::nullopt, "text: ", v1::ERROR_REASON_BAD_TEXT},
+      {std::string(kMaxTextBytes + 1, 'x'), std::nullopt, "limit is 4096 (--max_text_bytes)",
+       v1::ERROR_REASON_TEXT_TOO_LARGE},
       {"second good chunk with words enough to be matched nearly if need be", "intro", ""},
-      {"a chunk whose id repeats another one", "intro", "chunk_id: \"intro\" repeats chunk 6's"},
-      {"a chunk with an explicitly empty id", "", "chunk_id: is empty"},
+      {"a chunk whose id repeats another one", "intro", "chunk_id: \"intro\" repeats chunk 6's",
+       v1::ERROR_REASON_BAD_CHUNK_ID},
+      {"a chunk with an explicitly empty id", "", "chunk_id: is empty",
+       v1::ERROR_REASON_BAD_CHUNK_ID},
       {"a chunk with a huge id", std::string(Engine::kMaxChunkIdBytes + 1, 'i'),
-       "chunk_id: is 1025 bytes"},
+       "chunk_id: is 1025 bytes", v1::ERROR_REASON_BAD_CHUNK_ID},
   };
   for (const Case& c : cases) {
     v1::ChunkItem* item = r.add_chunks();
@@ -130,6 +134,7 @@ TEST_F(ChunkEngineTest, BadChunksAreInvalidAndTheRestAreRecorded) {
       EXPECT_EQ(result.verdict(), v1::CHUNK_VERDICT_INVALID);
       EXPECT_THAT(result.error(), HasSubstr(cases[i].error));
     }
+    EXPECT_EQ(result.error_reason(), cases[i].reason);
   }
   EXPECT_EQ(response.results(0).chunk_id(), "0") << "default id: the index";
   EXPECT_EQ(response.results(6).chunk_id(), "intro");

@@ -68,12 +68,15 @@ absl::StatusOr<int> Engine::ResolveDistance(bool has, uint32_t requested, int in
   return static_cast<int>(requested);
 }
 
-absl::StatusOr<ContentFingerprint> Engine::FingerprintItemText(absl::string_view text) const {
+absl::StatusOr<ContentFingerprint> Engine::FingerprintItemText(absl::string_view text,
+                                                               v1::ErrorReason* reason) const {
+  *reason = v1::ERROR_REASON_TEXT_TOO_LARGE;
   if (text.size() > options_.max_text_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("text: is ", text.size(),
                                                    " bytes; the limit is ", options_.max_text_bytes,
                                                    " (--max_text_bytes)"));
   }
+  *reason = v1::ERROR_REASON_BAD_TEXT;
   absl::StatusOr<ContentFingerprint> fp = FingerprintText(text, *hasher_);
   if (!fp.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("text: ", fp.status().message()));
@@ -100,6 +103,7 @@ absl::Status Engine::CheckUrl(const v1::CheckUrlRequest& request,
     if (!normalized.ok()) {
       result->set_verdict(v1::URL_VERDICT_INVALID);
       result->set_error(std::string(normalized.status().message()));
+      result->set_error_reason(v1::ERROR_REASON_BAD_URL);
       continue;
     }
     result->set_normalized_url(*normalized);
@@ -196,17 +200,19 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
   for (int i = 0; i < n; ++i) {
     const v1::ContentItem& item = request.items(i);
     v1::ContentResult* result = response->add_results();
-    auto invalid = [result](absl::string_view why) {
+    auto invalid = [result](v1::ErrorReason reason, absl::string_view why) {
       result->set_verdict(v1::CONTENT_VERDICT_INVALID);
       result->set_error(std::string(why));
+      result->set_error_reason(reason);
     };
     if (item.url().empty()) {
-      invalid("url: is empty (the URL the text was fetched from is required)");
+      invalid(v1::ERROR_REASON_BAD_URL,
+              "url: is empty (the URL the text was fetched from is required)");
       continue;
     }
     absl::StatusOr<std::string> fetched = normalizer_->Normalize(item.url(), "");
     if (!fetched.ok()) {
-      invalid(absl::StrCat("url: ", fetched.status().message()));
+      invalid(v1::ERROR_REASON_BAD_URL, absl::StrCat("url: ", fetched.status().message()));
       continue;
     }
     std::string identity = *fetched;
@@ -215,7 +221,8 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
       absl::StatusOr<std::string> canonical =
           normalizer_->Normalize(item.canonical_url(), item.url());
       if (!canonical.ok()) {
-        invalid(absl::StrCat("canonical_url: ", canonical.status().message()));
+        invalid(v1::ERROR_REASON_BAD_URL,
+                absl::StrCat("canonical_url: ", canonical.status().message()));
         continue;
       }
       identity = *std::move(canonical);
@@ -225,12 +232,13 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
     absl::StatusOr<int> distance =
         ResolveDistance(item.has_max_hamming_distance(), item.max_hamming_distance(), index_limit);
     if (!distance.ok()) {
-      invalid(distance.status().message());
+      invalid(v1::ERROR_REASON_DISTANCE_TOO_LARGE, distance.status().message());
       continue;
     }
-    absl::StatusOr<ContentFingerprint> fp = FingerprintItemText(item.text());
+    v1::ErrorReason reason;
+    absl::StatusOr<ContentFingerprint> fp = FingerprintItemText(item.text(), &reason);
     if (!fp.ok()) {
-      invalid(fp.status().message());
+      invalid(reason, fp.status().message());
       continue;
     }
     result->set_content_hash(Sha256Hex(fp->sha256));
@@ -342,28 +350,33 @@ absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
   for (int i = 0; i < n; ++i) {
     const v1::ChunkItem& item = request.chunks(i);
     v1::ChunkResult* result = response->add_results();
-    auto invalid = [result](absl::string_view why) {
+    auto invalid = [result](v1::ErrorReason reason, absl::string_view why) {
       result->set_verdict(v1::CHUNK_VERDICT_INVALID);
       result->set_error(std::string(why));
+      result->set_error_reason(reason);
     };
     std::string id = item.has_chunk_id() ? item.chunk_id() : absl::StrCat(i);
     if (id.size() > kMaxChunkIdBytes) {
-      invalid(absl::StrCat("chunk_id: is ", id.size(), " bytes; the limit is ", kMaxChunkIdBytes));
+      invalid(v1::ERROR_REASON_BAD_CHUNK_ID,
+              absl::StrCat("chunk_id: is ", id.size(), " bytes; the limit is ", kMaxChunkIdBytes));
       continue;
     }
     result->set_chunk_id(id);
     if (id.empty()) {
-      invalid("chunk_id: is empty (omit it to use the chunk's index)");
+      invalid(v1::ERROR_REASON_BAD_CHUNK_ID,
+              "chunk_id: is empty (omit it to use the chunk's index)");
       continue;
     }
     auto [it, inserted] = id_item.emplace(id, i);
     if (!inserted) {
-      invalid(absl::StrCat("chunk_id: \"", id, "\" repeats chunk ", it->second, "'s"));
+      invalid(v1::ERROR_REASON_BAD_CHUNK_ID,
+              absl::StrCat("chunk_id: \"", id, "\" repeats chunk ", it->second, "'s"));
       continue;
     }
-    absl::StatusOr<ContentFingerprint> fp = FingerprintItemText(item.text());
+    v1::ErrorReason reason;
+    absl::StatusOr<ContentFingerprint> fp = FingerprintItemText(item.text(), &reason);
     if (!fp.ok()) {
-      invalid(fp.status().message());
+      invalid(reason, fp.status().message());
       continue;
     }
     result->set_content_hash(Sha256Hex(fp->sha256));

@@ -107,8 +107,10 @@ class Engine {
   // `index_limit`.
   absl::StatusOr<int> ResolveDistance(bool has, uint32_t requested, int index_limit) const;
   // FingerprintText of an item's text, after the max_text_bytes check;
-  // InvalidArgument with a "text: " message for the item's INVALID result.
-  absl::StatusOr<ContentFingerprint> FingerprintItemText(absl::string_view text) const;
+  // InvalidArgument with a "text: " message for the item's INVALID result,
+  // and *reason set to its ErrorReason (TEXT_TOO_LARGE or BAD_TEXT).
+  absl::StatusOr<ContentFingerprint> FingerprintItemText(absl::string_view text,
+                                                         v1::ErrorReason* reason) const;
 
   const UrlNormalizer* normalizer_;
   UrlStore* store_;

@@ -98,6 +98,8 @@ TEST_F(EngineTest, OneResultPerItemInOrderWithVerdicts) {
   EXPECT_EQ(response.results(0).normalized_url(), "http://a.example/x");
   EXPECT_EQ(response.results(1).verdict(), v1::URL_VERDICT_INVALID);
   EXPECT_THAT(response.results(1).error(), HasSubstr("mailto"));
+  EXPECT_EQ(response.results(1).error_reason(), v1::ERROR_REASON_BAD_URL);
+  EXPECT_EQ(response.results(0).error_reason(), v1::ERROR_REASON_UNSPECIFIED);
   EXPECT_THAT(response.results(1).normalized_url(), IsEmpty());
   EXPECT_EQ(response.results(2).verdict(), v1::URL_VERDICT_NEW);
   EXPECT_EQ(response.results(2).normalized_url(), "http://a.example/y");
@@ -286,27 +288,38 @@ TEST_F(ContentEngineTest, BadItemsAreInvalidInOneBatchAndGoodOnesSucceed) {
     const char* name;
     v1::ContentItem item;
     std::string want_error;
+    v1::ErrorReason want_reason;
   } cases[] = {
-      {"empty text", Item("https://bad.example/1", ""), "text: text is empty or only whitespace"},
+      {"empty text", Item("https://bad.example/1", ""), "text: text is empty or only whitespace",
+       v1::ERROR_REASON_BAD_TEXT},
       {"whitespace only", Item("https://bad.example/2", " \t\r\n \u00a0 \n"),
-       "empty or only whitespace"},
+       "empty or only whitespace", v1::ERROR_REASON_BAD_TEXT},
       {"invalid UTF-8", Item("https://bad.example/3", "caf\xc3\x28 au lait"),
-       "invalid UTF-8 at byte 3"},
-      {"lone continuation byte", Item("https://bad.example/4", "ok \x80"), "invalid UTF-8"},
+       "invalid UTF-8 at byte 3", v1::ERROR_REASON_BAD_TEXT},
+      {"lone continuation byte", Item("https://bad.example/4", "ok \x80"), "invalid UTF-8",
+       v1::ERROR_REASON_BAD_TEXT},
       {"NUL byte", Item("https://bad.example/5", std::string("before\0after", 12)),
-       "NUL byte at byte 6"},
+       "NUL byte at byte 6", v1::ERROR_REASON_BAD_TEXT},
       {"text over max_text_bytes",
        Item("https://bad.example/6", std::string(kMaxTextBytes + 1, 'a')),
-       "text: is 16385 bytes; the limit is 16384 (--max_text_bytes)"},
-      {"empty url", Item("", "a document without a URL"), "url: is empty"},
-      {"mailto url", Item("mailto:x@example.com", "a document from a mailbox"), "url: "},
-      {"relative url", Item("relative/path.html", "relative fetched URL"), "url: "},
-      {"invalid UTF-8 url", Item("https://bad.example/\xff", "bad bytes in URL"), "url: "},
+       "text: is 16385 bytes; the limit is 16384 (--max_text_bytes)",
+       v1::ERROR_REASON_TEXT_TOO_LARGE},
+      {"empty url", Item("", "a document without a URL"), "url: is empty",
+       v1::ERROR_REASON_BAD_URL},
+      {"mailto url", Item("mailto:x@example.com", "a document from a mailbox"),
+       "url: ", v1::ERROR_REASON_BAD_URL},
+      {"relative url", Item("relative/path.html", "relative fetched URL"),
+       "url: ", v1::ERROR_REASON_BAD_URL},
+      {"invalid UTF-8 url", Item("https://bad.example/\xff", "bad bytes in URL"),
+       "url: ", v1::ERROR_REASON_BAD_URL},
       {"javascript canonical",
-       Item("https://bad.example/7", "bad canonical", "javascript:alert(1)"), "canonical_url: "},
+       Item("https://bad.example/7", "bad canonical", "javascript:alert(1)"),
+       "canonical_url: ", v1::ERROR_REASON_BAD_URL},
       {"distance over index limit", far,
-       "max_hamming_distance 4 is above this server's limit of 3 (--simhash_max_distance)"},
-      {"huge distance", huge_distance, "max_hamming_distance 4000000000 is above"},
+       "max_hamming_distance 4 is above this server's limit of 3 (--simhash_max_distance)",
+       v1::ERROR_REASON_DISTANCE_TOO_LARGE},
+      {"huge distance", huge_distance, "max_hamming_distance 4000000000 is above",
+       v1::ERROR_REASON_DISTANCE_TOO_LARGE},
   };
   // Good documents first, between the bad ones, and last.
   std::vector<v1::ContentItem> items;
@@ -341,6 +354,7 @@ TEST_F(ContentEngineTest, BadItemsAreInvalidInOneBatchAndGoodOnesSucceed) {
     SCOPED_TRACE(cases[k].name);
     EXPECT_EQ(res.verdict(), v1::CONTENT_VERDICT_INVALID);
     EXPECT_THAT(res.error(), HasSubstr(cases[k].want_error));
+    EXPECT_EQ(res.error_reason(), cases[k].want_reason);
     EXPECT_THAT(res.content_hash(), IsEmpty());
     EXPECT_THAT(res.owner_url(), IsEmpty());
     EXPECT_FALSE(res.has_first_seen_time());

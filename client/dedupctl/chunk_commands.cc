@@ -85,7 +85,8 @@ std::string ChunkJson(const dedupd::v1::ChunkResult& result) {
   JsonObjectWriter json;
   json.String("chunk_id", result.chunk_id()).String("verdict", EnumName(result.verdict()));
   if (result.verdict() == dedupd::v1::CHUNK_VERDICT_INVALID) {
-    return std::move(json.String("error", result.error())).Finish();
+    json.String("error", result.error()).String("reason", EnumName(result.error_reason()));
+    return std::move(json).Finish();
   }
   json.String("content_hash", result.content_hash())
       .String("simhash", SimHashHex(result.simhash()));

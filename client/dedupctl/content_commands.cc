@@ -146,6 +146,7 @@ std::string ContentLine(const ContentInput& input, const dedupd::v1::ContentResu
     if (input.line > 0) json.Int("line", static_cast<int64_t>(input.line));
     if (!input.item.url().empty()) json.String("url", input.item.url());
     json.String("error", result == nullptr ? *input.error : result->error());
+    if (result != nullptr) json.String("reason", EnumName(result->error_reason()));
     return std::move(json).Finish();
   }
   json.String("verdict", EnumName(result->verdict()))

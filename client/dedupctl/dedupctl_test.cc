@@ -391,7 +391,7 @@ TEST_F(DedupctlUrlTest, CheckPrintsVerdictsInOrderAndBatches) {
       Lines(r.out),
       ElementsAre(
           R"({"url":"https://a.example/1","normalized":"https://a.example/1","verdict":"NEW"})",
-          R"({"url":"bad:x","verdict":"INVALID","error":"fake: invalid url"})",
+          R"({"url":"bad:x","verdict":"INVALID","error":"fake: invalid url","reason":"BAD_URL"})",
           R"({"url":"https://a.example/1","normalized":"https://a.example/1","verdict":"SEEN","first_seen":"2024-05-06T07:08:09.5Z"})",
           R"({"url":"https://a.example/2","normalized":"https://a.example/2","verdict":"NEW"})",
           R"({"url":"https://a.example/3","normalized":"https://a.example/3","verdict":"NEW"})"));
@@ -531,7 +531,7 @@ TEST_F(DedupctlUrlTest, ContentCheckJsonLinesWithABadLine) {
               R"(","owner_url":"https://a.example/1","alias_urls":["https://a.example/c"],"alias_count":1,"near_matches":[],"near_match_count":0,"recrawl":"FIRST_SEEN","first_seen_time":"2024-05-06T07:08:09.5Z"})"),
           R"({"verdict":"INVALID","line":3,"error":"line 3: invalid JSON: at byte 0: expected '{'"})",
           R"({"verdict":"INVALID","line":5,"url":"https://a.example/3","error":"line 5: missing \"text\""})",
-          R"({"verdict":"INVALID","line":6,"url":"bad:x","error":"fake: invalid url"})",
+          R"({"verdict":"INVALID","line":6,"url":"bad:x","error":"fake: invalid url","reason":"BAD_URL"})",
           absl::StrCat(
               R"({"verdict":"NEAR_DUPLICATE","url":"https://a.example/4","canonical_url":"https://a.example/4","content_hash":")",
               absl::StrCat(near_hash, near_hash, near_hash, near_hash), R"(","simhash":")",
@@ -694,18 +694,20 @@ TEST_F(DedupctlChunksTest, CheckPrintsOneLinePerDocument) {
   CommandResult r = Chunks("check", in);
   EXPECT_EQ(r.exit_code, 1) << r.err;  // one INVALID chunk
   EXPECT_THAT(r.err, IsEmpty());
-  EXPECT_THAT(Lines(r.out),
-              ElementsAre(DocumentLine("https://a.example/1", 0,
-                                       {NewChunk("0", "alpha"), NewChunk("1", "beta"),
-                                        DupChunk("2", "alpha", "https://a.example/1", "0", 0)}),
-                          DocumentLine("https://b.example/2", 0,
-                                       {DupChunk("b-1", "beta", "https://a.example/1", "1", 0),
-                                        DupChunk("1", "alpha!!", "https://a.example/1", "0", 2),
-                                        NewChunk("b-3", "gamma")}),
-                          DocumentLine(
-                              "https://c.example/3", 0,
-                              {R"({"chunk_id":"0","verdict":"INVALID","error":"fake: empty text"})",
-                               NewChunk("1", "delta")})));
+  EXPECT_THAT(
+      Lines(r.out),
+      ElementsAre(
+          DocumentLine("https://a.example/1", 0,
+                       {NewChunk("0", "alpha"), NewChunk("1", "beta"),
+                        DupChunk("2", "alpha", "https://a.example/1", "0", 0)}),
+          DocumentLine(
+              "https://b.example/2", 0,
+              {DupChunk("b-1", "beta", "https://a.example/1", "1", 0),
+               DupChunk("1", "alpha!!", "https://a.example/1", "0", 2), NewChunk("b-3", "gamma")}),
+          DocumentLine(
+              "https://c.example/3", 0,
+              {R"({"chunk_id":"0","verdict":"INVALID","error":"fake: empty text","reason":"BAD_TEXT"})",
+               NewChunk("1", "delta")})));
   // One request per document, with its chunks as given.
   const std::vector<FakeDedupService::Call> calls = fake().calls();
   ASSERT_THAT(calls, SizeIs(3));

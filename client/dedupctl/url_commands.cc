@@ -33,7 +33,7 @@ std::string UrlLine(const InputItem& input, const dedupd::v1::UrlResult* result)
     json.String("first_seen", FormatTimestamp(result->first_seen_time()));
   }
   if (result->verdict() == dedupd::v1::URL_VERDICT_INVALID) {
-    json.String("error", result->error());
+    json.String("error", result->error()).String("reason", EnumName(result->error_reason()));
   }
   return std::move(json).Finish();
 }

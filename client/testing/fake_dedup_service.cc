@@ -113,6 +113,7 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckUrl(grpc::CallbackServerContext
     if (IsFakeInvalidUrl(item.url())) {
       result->set_verdict(dedupd::v1::URL_VERDICT_INVALID);
       result->set_error("fake: invalid url");
+      result->set_error_reason(dedupd::v1::ERROR_REASON_BAD_URL);
       continue;
     }
     result->set_normalized_url(item.url());
@@ -171,11 +172,13 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckContent(
     if (IsFakeInvalidUrl(item.url())) {
       result->set_verdict(dedupd::v1::CONTENT_VERDICT_INVALID);
       result->set_error("fake: invalid url");
+      result->set_error_reason(dedupd::v1::ERROR_REASON_BAD_URL);
       continue;
     }
     if (item.text().empty()) {
       result->set_verdict(dedupd::v1::CONTENT_VERDICT_INVALID);
       result->set_error("fake: empty text");
+      result->set_error_reason(dedupd::v1::ERROR_REASON_BAD_TEXT);
       continue;
     }
     const std::string& text = item.text();
@@ -297,6 +300,7 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckChunks(
     if (item.text().empty()) {
       result->set_verdict(dedupd::v1::CHUNK_VERDICT_INVALID);
       result->set_error("fake: empty text");
+      result->set_error_reason(dedupd::v1::ERROR_REASON_BAD_TEXT);
       continue;
     }
     const std::string& text = item.text();
