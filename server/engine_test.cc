@@ -30,12 +30,16 @@ using ::testing::Not;
 class FailingUrlStore : public UrlStore {
  public:
   explicit FailingUrlStore(absl::Status status) : status_(std::move(status)) {}
-  absl::Status ClaimUrls(absl::Span<const std::string>, absl::Time,
-                         std::vector<UrlClaim>*) override {
+  absl::Status Claim(const UrlClaimOptions&, absl::Span<const std::string>, absl::Time,
+                     std::vector<UrlClaim>*) override {
     return status_;
   }
-  absl::Status LookupUrls(absl::Span<const std::string>,
-                          std::vector<std::optional<absl::Time>>*) override {
+  absl::Status LookupRecords(absl::string_view, absl::Span<const std::string>,
+                             std::vector<std::optional<UrlRecord>>*) override {
+    return status_;
+  }
+  absl::Status Complete(absl::string_view, uint64_t, absl::Span<const std::string>,
+                        std::vector<UrlCompletion>*) override {
     return status_;
   }
 

@@ -663,13 +663,27 @@ BloomUrlStore::~BloomUrlStore() {
   }
 }
 
-absl::Status BloomUrlStore::ClaimUrls(absl::Span<const std::string> keys, absl::Time now,
-                                      std::vector<UrlClaim>* results) {
-  results->assign(keys.size(), UrlClaim{false, absl::InfinitePast()});
+uint64_t BloomUrlStore::KeyHash(absl::string_view name_space, absl::string_view key) {
+  if (name_space.empty()) return BloomFilter::KeyHash(key);
+  return BloomFilter::KeyHash(absl::StrCat(name_space, absl::string_view("\0", 1), key));
+}
+
+absl::Status BloomUrlStore::Claim(const UrlClaimOptions& options,
+                                  absl::Span<const std::string> keys, absl::Time now,
+                                  std::vector<UrlClaim>* results) {
+  UrlClaim probably_seen;
+  probably_seen.first_seen = absl::InfinitePast();
+  probably_seen.last_claim = absl::InfinitePast();
+  results->assign(keys.size(), probably_seen);
+  DEDUPD_RETURN_IF_ERROR(CheckNamespace(options.name_space));
   DEDUPD_RETURN_IF_ERROR(CheckUrlKeys(keys));
+  if (options.lease > absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "a lease needs the exact URL mode: the Bloom URL store keeps no records to expire");
+  }
   std::vector<uint64_t> hashes(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
-    hashes[i] = BloomFilter::KeyHash(keys[i]);
+    hashes[i] = KeyHash(options.name_space, keys[i]);
   }
   Impl& m = *impl_;
   std::vector<size_t> new_positions;
@@ -728,25 +742,37 @@ absl::Status BloomUrlStore::ClaimUrls(absl::Span<const std::string> keys, absl::
       }
     }
   }
-  const absl::Time first_seen = TruncateToMicros(now);
-  for (size_t i : new_positions) (*results)[i] = UrlClaim{true, first_seen};
+  UrlClaim claimed;
+  claimed.is_new = true;
+  claimed.first_seen = TruncateToMicros(now);
+  claimed.last_claim = claimed.first_seen;
+  for (size_t i : new_positions) (*results)[i] = claimed;
   return absl::OkStatus();
 }
 
-absl::Status BloomUrlStore::LookupUrls(absl::Span<const std::string> keys,
-                                       std::vector<std::optional<absl::Time>>* results) {
-  results->assign(keys.size(), std::nullopt);
+absl::Status BloomUrlStore::LookupRecords(absl::string_view name_space,
+                                          absl::Span<const std::string> keys,
+                                          std::vector<std::optional<UrlRecord>>* records) {
+  records->assign(keys.size(), std::nullopt);
+  DEDUPD_RETURN_IF_ERROR(CheckNamespace(name_space));
   DEDUPD_RETURN_IF_ERROR(CheckUrlKeys(keys));
   if (impl_->closed_for_lookups.load()) {
     return absl::FailedPreconditionError(
         absl::StrCat(impl_->options.path, ": Bloom URL store is closed"));
   }
+  UrlRecord probable;
+  probable.first_seen = absl::InfinitePast();
+  probable.last_claim = absl::InfinitePast();
   for (size_t i = 0; i < keys.size(); ++i) {
-    if (impl_->filter.MayContain(BloomFilter::KeyHash(keys[i]))) {
-      (*results)[i] = absl::InfinitePast();
-    }
+    if (impl_->filter.MayContain(KeyHash(name_space, keys[i]))) (*records)[i] = probable;
   }
   return absl::OkStatus();
+}
+
+absl::Status BloomUrlStore::Complete(absl::string_view, uint64_t, absl::Span<const std::string>,
+                                     std::vector<UrlCompletion>*) {
+  return absl::UnimplementedError(
+      "the approximate URL mode keeps no leases: CompleteUrls needs --url_seen_mode=exact");
 }
 
 bool BloomUrlStore::WaitForSnapshots(uint64_t n, absl::Duration timeout) const {

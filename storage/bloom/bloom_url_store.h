@@ -115,15 +115,28 @@ class BloomUrlStore final : public UrlStore {
   // possible, and first_seen is absl::InfinitePast() (no time is kept). Repeated keys in one batch:
   // new at most at their first position. Errors: InvalidArgument for an empty key,
   // FailedPrecondition after Close, Unavailable / ResourceExhausted when the log write fails (then
-  // no key of the batch is set or answered new).
-  absl::Status ClaimUrls(absl::Span<const std::string> keys, absl::Time now,
-                         std::vector<UrlClaim>* results) override;
+  // no key of the batch is set or answered new). A key of a namespace is
+  // the hash of the namespace, a NUL byte and the key (KeyHash); the claim
+  // id is not kept (a retry is answered as probably seen), and a lease is
+  // InvalidArgument (nothing to expire: the filter keeps no records).
+  absl::Status Claim(const UrlClaimOptions& options, absl::Span<const std::string> keys,
+                     absl::Time now, std::vector<UrlClaim>* results) override;
 
-  // See UrlStore. A probably-seen key's time is absl::InfinitePast().
-  // Takes no lock. Errors: InvalidArgument for an empty key,
-  // FailedPrecondition after Close.
-  absl::Status LookupUrls(absl::Span<const std::string> keys,
-                          std::vector<std::optional<absl::Time>>* results) override;
+  // See UrlStore. A probably-seen key's record has InfinitePast times and
+  // nothing else. Takes no lock. Errors: InvalidArgument for an empty key
+  // or a bad namespace, FailedPrecondition after Close.
+  absl::Status LookupRecords(absl::string_view name_space, absl::Span<const std::string> keys,
+                             std::vector<std::optional<UrlRecord>>* records) override;
+
+  // Unimplemented: the filter keeps no leases to confirm.
+  absl::Status Complete(absl::string_view name_space, uint64_t claim_id_hash,
+                        absl::Span<const std::string> keys,
+                        std::vector<UrlCompletion>* results) override;
+
+  // KeyHash returns the filter hash of `key` in `name_space`: for the
+  // empty namespace BloomFilter::KeyHash(key) (as every build before
+  // namespaces), otherwise that of name_space + "\0" + key.
+  static uint64_t KeyHash(absl::string_view name_space, absl::string_view key);
 
   // approximate: true; see UrlStore.
   bool approximate() const override { return true; }

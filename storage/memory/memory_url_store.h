@@ -36,26 +36,34 @@ class MemoryUrlStore final : public UrlStore {
   MemoryUrlStore(const MemoryUrlStore&) = delete;
   MemoryUrlStore& operator=(const MemoryUrlStore&) = delete;
 
-  // See UrlStore. Errors: InvalidArgument when a key is empty (nothing is
-  // recorded then). Complexity: O(keys) expected.
-  absl::Status ClaimUrls(absl::Span<const std::string> keys, absl::Time now,
-                         std::vector<UrlClaim>* results) override;
+  // See UrlStore. Errors: InvalidArgument when a key is empty or the
+  // namespace is bad (nothing is recorded then). Complexity: O(keys)
+  // expected.
+  absl::Status Claim(const UrlClaimOptions& options, absl::Span<const std::string> keys,
+                     absl::Time now, std::vector<UrlClaim>* results) override;
 
-  // See UrlStore. Errors: InvalidArgument when a key is empty.
-  absl::Status LookupUrls(absl::Span<const std::string> keys,
-                          std::vector<std::optional<absl::Time>>* results) override;
+  // See UrlStore. Errors: InvalidArgument when a key is empty or the
+  // namespace is bad.
+  absl::Status LookupRecords(absl::string_view name_space, absl::Span<const std::string> keys,
+                             std::vector<std::optional<UrlRecord>>* records) override;
 
-  // Erase removes `key` (LookupUrls misses it, a claim is new again);
-  // returns whether it was recorded. For MemoryContentStore::Forget.
+  // See UrlStore. Errors: InvalidArgument as LookupRecords.
+  absl::Status Complete(absl::string_view name_space, uint64_t claim_id_hash,
+                        absl::Span<const std::string> keys,
+                        std::vector<UrlCompletion>* results) override;
+
+  // Erase removes `key` of the empty namespace (LookupUrls misses it, a
+  // claim is new again); returns whether it was recorded. For
+  // MemoryContentStore::Forget.
   bool Erase(const std::string& key);
 
-  // size returns how many distinct keys are recorded.
+  // size returns how many distinct keys are recorded, in all namespaces.
   size_t size() const;
 
  private:
   mutable absl::Mutex mu_;
-  // Normalized URL → first-seen time (truncated to microseconds).
-  absl::flat_hash_map<std::string, absl::Time> first_seen_ ABSL_GUARDED_BY(mu_);
+  // MapKey(namespace, normalized URL) → its record.
+  absl::flat_hash_map<std::string, UrlRecord> records_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace dedupd

@@ -106,7 +106,7 @@ TEST(RocksDbStoreStatsTest, CountsEveryKindAfterKnownWrites) {
   EXPECT_EQ(exact.estimated_url_records, 6u);
   EXPECT_EQ(exact.content_fingerprints_indexed, 2u);
   EXPECT_EQ(exact.chunk_fingerprints_indexed, 2u);
-  EXPECT_EQ(exact.storage_format_version, 4u);
+  EXPECT_EQ(exact.storage_format_version, 5u);
   EXPECT_EQ(exact.normalizer_version, 1u);
   EXPECT_EQ(exact.simhash_shingle_words, 3u);
   EXPECT_EQ(exact.created, store->created());

@@ -76,15 +76,16 @@ absl::Status ReadUrlRecords(rocksdb::DB* db, const rocksdb::ReadOptions& read,
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     const absl::string_view key(it->key().data(), it->key().size());
     if (key == fmt::EncodeMetaKey()) continue;
-    absl::StatusOr<absl::string_view> url = fmt::DecodeUrlKey(key);
-    absl::StatusOr<absl::Time> t =
-        fmt::DecodeUrlValue(absl::string_view(it->value().data(), it->value().size()));
-    if (!url.ok() || !t.ok()) {
+    absl::StatusOr<fmt::UrlKey> url = fmt::DecodeAnyUrlKey(key);
+    absl::StatusOr<UrlRecord> record =
+        fmt::DecodeUrlRecord(absl::string_view(it->value().data(), it->value().size()));
+    if (!url.ok() || !record.ok()) {
       problems->Add(absl::StrCat("URL record ", Hex(key), ": ",
-                                 (!url.ok() ? url.status() : t.status()).message()));
+                                 (!url.ok() ? url.status() : record.status()).message()));
       continue;
     }
-    r->urls.emplace(*url);
+    // The content layer's records name URLs of the empty namespace only.
+    if (url->name_space.empty()) r->urls.emplace(url->url);
   }
   if (!it->status().ok()) return FromRocksDbStatus(it->status(), kCheck, path);
   return absl::OkStatus();

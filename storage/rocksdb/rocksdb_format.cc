@@ -89,6 +89,62 @@ absl::StatusOr<absl::string_view> DecodeUrlKey(absl::string_view key) {
   return key.substr(1);
 }
 
+std::string NamespacePrefix(absl::string_view name_space) {
+  std::string prefix;
+  prefix.reserve(2 + name_space.size());
+  prefix.push_back(kTagNamespace);
+  prefix.push_back(static_cast<char>(static_cast<uint8_t>(name_space.size())));
+  prefix.append(name_space.data(), name_space.size());
+  return prefix;
+}
+
+std::string PrefixEnd(absl::string_view prefix) {
+  std::string end(prefix);
+  while (!end.empty() && static_cast<uint8_t>(end.back()) == 0xFF) end.pop_back();
+  if (!end.empty()) end.back() = static_cast<char>(static_cast<uint8_t>(end.back()) + 1);
+  return end;
+}
+
+std::string EncodeUrlKey(absl::string_view name_space, absl::string_view normalized_url) {
+  if (name_space.empty()) return EncodeUrlKey(normalized_url);
+  std::string key = NamespacePrefix(name_space);
+  key.push_back(kTagUrl);
+  key.append(normalized_url.data(), normalized_url.size());
+  return key;
+}
+
+absl::StatusOr<UrlKey> DecodeAnyUrlKey(absl::string_view key) {
+  UrlKey out;
+  if (!key.empty() && key[0] == kTagNamespace) {
+    if (key.size() < 2) return absl::DataLossError("namespace key has no length byte");
+    const size_t n = static_cast<uint8_t>(key[1]);
+    if (n == 0 || key.size() < 2 + n) {
+      return absl::DataLossError(
+          absl::StrCat("namespace key has length ", n, " and ", key.size() - 2, " bytes after it"));
+    }
+    out.name_space = key.substr(2, n);
+    key.remove_prefix(2 + n);
+  }
+  absl::StatusOr<absl::string_view> url = DecodeUrlKey(key);
+  if (!url.ok()) return url.status();
+  out.url = *url;
+  return out;
+}
+
+namespace {
+
+// Version-2 URL value flags (docs/storage_format.md, "URL record").
+constexpr uint8_t kFlagLastClaim = 0x01;  // last claim != first seen
+constexpr uint8_t kFlagClaimId = 0x02;    // claim id hash present
+constexpr uint8_t kFlagLease = 0x04;      // pending lease end present
+constexpr uint8_t kKindShift = 3;         // bits 3-4: UrlClaimKind
+constexpr uint8_t kKindMask = 0x18;
+constexpr uint8_t kKnownFlags = kFlagLastClaim | kFlagClaimId | kFlagLease | kKindMask;
+
+absl::Time Micros(absl::Time t) { return absl::FromUnixMicros(absl::ToUnixMicros(t)); }
+
+}  // namespace
+
 std::string EncodeUrlValue(absl::Time first_seen) {
   std::string value;
   value.reserve(kUrlValueBytes);
@@ -97,20 +153,88 @@ std::string EncodeUrlValue(absl::Time first_seen) {
   return value;
 }
 
-absl::StatusOr<absl::Time> DecodeUrlValue(absl::string_view value) {
+std::string EncodeUrlRecord(const UrlRecord& record) {
+  const absl::Time first = Micros(record.first_seen);
+  const absl::Time last = Micros(record.last_claim);
+  uint8_t flags = static_cast<uint8_t>(static_cast<uint8_t>(record.last_kind) << kKindShift);
+  if (last != first) flags |= kFlagLastClaim;
+  if (record.claim_id_hash != 0) flags |= kFlagClaimId;
+  if (record.lease_until.has_value()) flags |= kFlagLease;
+  if (flags == 0) return EncodeUrlValue(first);
+  std::string value;
+  value.reserve(2 + 4 * 8);
+  value.push_back(static_cast<char>(kUrlValueVersion2));
+  value.push_back(static_cast<char>(flags));
+  PutFixed64BE(&value, TimeToStoredMicros(first));
+  if (flags & kFlagLastClaim) PutFixed64BE(&value, TimeToStoredMicros(last));
+  if (flags & kFlagClaimId) PutFixed64BE(&value, record.claim_id_hash);
+  if (flags & kFlagLease) PutFixed64BE(&value, TimeToStoredMicros(*record.lease_until));
+  return value;
+}
+
+absl::StatusOr<UrlRecord> DecodeUrlRecord(absl::string_view value) {
   if (value.empty()) return absl::DataLossError("URL value is empty");
   const uint8_t version = static_cast<uint8_t>(value[0]);
-  if (version != kUrlValueVersion) {
+  UrlRecord r;
+  if (version == kUrlValueVersion) {
+    if (value.size() != kUrlValueBytes) {
+      return absl::DataLossError(absl::StrCat("URL value has ", value.size(), " bytes, version ",
+                                              static_cast<int>(kUrlValueVersion), " has ",
+                                              kUrlValueBytes));
+    }
+    r.first_seen = StoredMicrosToTime(DecodeFixed64BE(value.data() + 1));
+    r.last_claim = r.first_seen;
+    return r;
+  }
+  if (version != kUrlValueVersion2) {
+    return absl::DataLossError(absl::StrCat(
+        "URL value has unknown value version ", static_cast<int>(version), " (this build reads ",
+        static_cast<int>(kUrlValueVersion), " and ", static_cast<int>(kUrlValueVersion2), ")"));
+  }
+  if (value.size() < 2) return absl::DataLossError("URL value of version 2 has no flags byte");
+  const uint8_t flags = static_cast<uint8_t>(value[1]);
+  const uint8_t kind = (flags & kKindMask) >> kKindShift;
+  if ((flags & ~kKnownFlags) != 0 || kind > static_cast<uint8_t>(UrlClaimKind::kDue)) {
     return absl::DataLossError(
-        absl::StrCat("URL value has unknown value version ", static_cast<int>(version),
-                     " (this build reads version ", static_cast<int>(kUrlValueVersion), ")"));
+        absl::StrCat("URL value has unknown flags 0x", absl::Hex(flags, absl::kZeroPad2)));
   }
-  if (value.size() != kUrlValueBytes) {
-    return absl::DataLossError(absl::StrCat("URL value has ", value.size(), " bytes, version ",
-                                            static_cast<int>(kUrlValueVersion), " has ",
-                                            kUrlValueBytes));
+  if (flags == 0) {
+    return absl::DataLossError("URL value of version 2 has no flags (version 1 holds it)");
   }
-  return StoredMicrosToTime(DecodeFixed64BE(value.data() + 1));
+  const size_t want = 2 + 8 +
+                      8 * (((flags & kFlagLastClaim) ? 1 : 0) + ((flags & kFlagClaimId) ? 1 : 0) +
+                           ((flags & kFlagLease) ? 1 : 0));
+  if (value.size() != want) {
+    return absl::DataLossError(absl::StrCat("URL value has ", value.size(), " bytes, its flags 0x",
+                                            absl::Hex(flags, absl::kZeroPad2), " need ", want));
+  }
+  const char* p = value.data() + 2;
+  auto next = [&p] {
+    const uint64_t v = DecodeFixed64BE(p);
+    p += 8;
+    return v;
+  };
+  r.first_seen = StoredMicrosToTime(next());
+  r.last_kind = static_cast<UrlClaimKind>(kind);
+  r.last_claim = r.first_seen;
+  if (flags & kFlagLastClaim) {
+    r.last_claim = StoredMicrosToTime(next());
+    if (r.last_claim == r.first_seen) {
+      return absl::DataLossError("URL value stores a last claim equal to its first seen");
+    }
+  }
+  if (flags & kFlagClaimId) {
+    r.claim_id_hash = next();
+    if (r.claim_id_hash == 0) return absl::DataLossError("URL value stores claim id hash 0");
+  }
+  if (flags & kFlagLease) r.lease_until = StoredMicrosToTime(next());
+  return r;
+}
+
+absl::StatusOr<absl::Time> DecodeUrlValue(absl::string_view value) {
+  absl::StatusOr<UrlRecord> r = DecodeUrlRecord(value);
+  if (!r.ok()) return r.status();
+  return r->first_seen;
 }
 
 namespace {

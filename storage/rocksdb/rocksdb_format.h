@@ -34,6 +34,7 @@
 #include "core/text/sha256.h"
 #include "storage/plan/chunk_planner.h"
 #include "storage/plan/content_planner.h"
+#include "storage/url_store.h"
 
 namespace dedupd::rocksdb_format {
 
@@ -43,7 +44,7 @@ namespace dedupd::rocksdb_format {
 // added a chunk text value version that format-2 builds cannot read; format
 // 2's records are all still read, docs/storage_format.md "Versions"); any
 // other version is refused.
-inline constexpr uint32_t kStorageFormatVersion = 4;
+inline constexpr uint32_t kStorageFormatVersion = 5;
 inline constexpr uint32_t kOldestUpgradableFormatVersion = 2;
 
 // Key tags: the first byte of every key.
@@ -54,10 +55,16 @@ inline constexpr char kTagAlias = '\x03';
 inline constexpr char kTagFingerprint = '\x04';
 inline constexpr char kTagChunk = '\x05';
 inline constexpr char kTagFetch = '\x06';
-// 0x07..0xFF are unassigned. See docs/storage_format.md.
+// A record of a named namespace: kTagNamespace, the namespace's length
+// (one byte), its bytes, then the record's key as in the empty namespace.
+inline constexpr char kTagNamespace = '\x08';
+// 0x07 and 0x09..0xFF are unassigned. See docs/storage_format.md.
 
-// The first byte of every URL value: the value layout's own version.
+// The first byte of every URL value: the value layout's own version. A
+// URL claimed once, without claim id or lease, keeps version 1 (9 bytes);
+// any other record version 2.
 inline constexpr uint8_t kUrlValueVersion = 1;
+inline constexpr uint8_t kUrlValueVersion2 = 2;
 // Size of a version-1 URL value: version byte + 8-byte big-endian micros.
 inline constexpr size_t kUrlValueBytes = 9;
 
@@ -105,25 +112,66 @@ absl::StatusOr<uint32_t> DecodeMetaFormatVersion(absl::string_view value);
 // fields' layout is then unknown to this build).
 absl::StatusOr<StoreMeta> DecodeMeta(absl::string_view value);
 
-// EncodeUrlKey returns the key of the URL record for `normalized_url`:
-// kTagUrl followed by the URL's bytes, unchanged. Byte order of keys is
-// byte order of URLs.
+// EncodeUrlKey returns the key of the URL record for `normalized_url` in
+// the empty namespace: kTagUrl followed by the URL's bytes, unchanged. Byte
+// order of keys is byte order of URLs.
 // REQUIRES: normalized_url is non-empty.
 std::string EncodeUrlKey(absl::string_view normalized_url);
 
-// DecodeUrlKey returns the normalized URL of a URL record key.
-// Errors: DataLoss when `key` is not kTagUrl followed by at least one byte.
-// The returned view points into `key` and lives as long as it.
+// NamespacePrefix returns the first bytes of every key of a named
+// namespace: kTagNamespace, the length (one byte), the namespace's bytes.
+// The namespace's records are the key range [prefix, PrefixEnd(prefix)).
+// REQUIRES: 1 <= name_space.size() <= 255.
+std::string NamespacePrefix(absl::string_view name_space);
+
+// PrefixEnd returns the smallest key greater than every key that starts
+// with `prefix`. REQUIRES: prefix has a byte below 0xFF.
+std::string PrefixEnd(absl::string_view prefix);
+
+// EncodeUrlKey returns the key of the URL record for `normalized_url` in
+// `name_space`: EncodeUrlKey(normalized_url) for the empty namespace, else
+// NamespacePrefix(name_space) + EncodeUrlKey(normalized_url).
+// REQUIRES: normalized_url non-empty; name_space at most 255 bytes.
+std::string EncodeUrlKey(absl::string_view name_space, absl::string_view normalized_url);
+
+// DecodeUrlKey returns the normalized URL of a URL record key of the empty
+// namespace. Errors: DataLoss when `key` is not kTagUrl followed by at
+// least one byte. The returned view points into `key` and lives as long as
+// it.
 absl::StatusOr<absl::string_view> DecodeUrlKey(absl::string_view key);
 
-// EncodeUrlValue returns the URL record value: kUrlValueVersion followed by
+struct UrlKey {
+  absl::string_view name_space;  // empty: the empty namespace
+  absl::string_view url;
+};
+
+// DecodeAnyUrlKey decodes a URL record key of any namespace. Errors:
+// DataLoss naming the defect. The views point into `key`.
+absl::StatusOr<UrlKey> DecodeAnyUrlKey(absl::string_view key);
+
+// EncodeUrlValue returns the version-1 URL record value of a URL claimed
+// once, without claim id or lease: kUrlValueVersion followed by
 // `first_seen` as i64 big-endian (two's complement) microseconds since the
 // Unix epoch, truncated toward negative infinity.
 std::string EncodeUrlValue(absl::Time first_seen);
 
-// DecodeUrlValue returns the first-seen time stored in a URL value.
-// Errors: DataLoss naming the defect (empty, unknown value version, wrong
-// length). Never crashes, whatever the bytes.
+// EncodeUrlRecord returns the value of `record`: version 1
+// (EncodeUrlValue) when it is a first claim without claim id or lease
+// whose last claim is its first, else version 2 (docs/storage_format.md):
+// kUrlValueVersion2, a flags byte, first seen, then only the fields the
+// flags name (last claim, claim id hash, lease end). Times are truncated
+// to microseconds.
+std::string EncodeUrlRecord(const UrlRecord& record);
+
+// DecodeUrlRecord decodes a URL value of version 1 or 2. Errors: DataLoss
+// naming the defect (empty, unknown value version, unknown flags, wrong
+// length, a version-2 value that version 1 would hold). Never crashes,
+// whatever the bytes; every value it accepts is what EncodeUrlRecord
+// writes for the result.
+absl::StatusOr<UrlRecord> DecodeUrlRecord(absl::string_view value);
+
+// DecodeUrlValue returns the first-seen time stored in a URL value of
+// either version (DecodeUrlRecord's first_seen).
 absl::StatusOr<absl::Time> DecodeUrlValue(absl::string_view value);
 
 // ---- Content layer (format version 2) ----

@@ -35,7 +35,7 @@ const absl::Time kGoldenTime = absl::FromUnixMicros(1'700'000'000'123'456);
 // kStorageFormatVersion. Stores written by earlier builds hold these bytes;
 // a build that encodes differently cannot read them.
 TEST(RocksDbFormatGoldenTest, VersionIsPinned) {
-  EXPECT_EQ(kStorageFormatVersion, 4u)
+  EXPECT_EQ(kStorageFormatVersion, 5u)
       << "bumped the format version: update every golden value below and "
          "docs/storage_format.md";
 }
@@ -62,6 +62,61 @@ TEST(RocksDbFormatGoldenTest, UrlValue) {
       << kBumpMessage;
 }
 
+TEST(RocksDbFormatGoldenTest, NamespacedUrlKey) {
+  EXPECT_EQ(absl::BytesToHexString(EncodeUrlKey("crawl-7", "http://a/")),
+            "08"              // tag: a named namespace's record
+            "07"              // namespace length
+            "637261776c2d37"  // "crawl-7"
+            "01"              // the URL record's key in the empty namespace
+            "687474703a2f2f612f")
+      << kBumpMessage;
+  EXPECT_EQ(EncodeUrlKey("", "http://a/"), EncodeUrlKey("http://a/"));
+  EXPECT_EQ(absl::BytesToHexString(NamespacePrefix("crawl-7")), "0807637261776c2d37");
+  EXPECT_EQ(absl::BytesToHexString(PrefixEnd(NamespacePrefix("crawl-7"))), "0807637261776c2d38");
+}
+
+TEST(RocksDbFormatGoldenTest, UrlValueVersion2) {
+  UrlRecord r;
+  r.first_seen = kGoldenTime;
+  r.last_claim = kGoldenTime + absl::Seconds(1);
+  r.last_kind = UrlClaimKind::kReclaimed;
+  r.claim_id_hash = 0x0102030405060708;
+  r.lease_until = kGoldenTime + absl::Seconds(61);
+  EXPECT_EQ(absl::BytesToHexString(EncodeUrlRecord(r)),
+            "02"                 // value version
+            "0f"                 // flags: last claim, claim id, lease; kind 1 (reclaimed)
+            "00060a2418202240"   // first seen
+            "00060a24182f6480"   // last claim, 1 s later
+            "0102030405060708"   // claim id hash
+            "00060a241bc2eb80")  // lease end, 61 s after first seen
+      << kBumpMessage;
+  UrlRecord leased;
+  leased.first_seen = kGoldenTime;
+  leased.last_claim = kGoldenTime;
+  leased.lease_until = kGoldenTime + absl::Seconds(61);
+  EXPECT_EQ(absl::BytesToHexString(EncodeUrlRecord(leased)),
+            "02"
+            "04"  // flags: lease only; kind 0 (new)
+            "00060a2418202240"
+            "00060a241bc2eb80")
+      << kBumpMessage;
+  UrlRecord due;
+  due.first_seen = kGoldenTime;
+  due.last_claim = kGoldenTime + absl::Seconds(1);
+  due.last_kind = UrlClaimKind::kDue;
+  EXPECT_EQ(absl::BytesToHexString(EncodeUrlRecord(due)),
+            "02"
+            "11"  // flags: last claim; kind 2 (due)
+            "00060a2418202240"
+            "00060a24182f6480")
+      << kBumpMessage;
+  // A first claim without claim id or lease keeps version 1.
+  UrlRecord plain;
+  plain.first_seen = kGoldenTime;
+  plain.last_claim = kGoldenTime;
+  EXPECT_EQ(EncodeUrlRecord(plain), EncodeUrlValue(kGoldenTime)) << kBumpMessage;
+}
+
 TEST(RocksDbFormatGoldenTest, Meta) {
   StoreMeta meta;
   meta.format_version = kStorageFormatVersion;
@@ -69,7 +124,7 @@ TEST(RocksDbFormatGoldenTest, Meta) {
   meta.created = kGoldenTime;
   EXPECT_EQ(absl::BytesToHexString(EncodeMeta(meta)),
             "4445445550445354"   // "DEDUPDST"
-            "00000004"           // storage format version
+            "00000005"           // storage format version
             "00000007"           // normalizer version
             "00060a2418202240")  // created, i64 big-endian microseconds
       << kBumpMessage;
@@ -478,6 +533,38 @@ TEST(RocksDbFormatTest, UrlValueRoundTripsAndTruncatesToMicros) {
   EXPECT_EQ(got, absl::FromUnixMicros(-1));
 }
 
+TEST(RocksDbFormatTest, UrlRecordRoundTrips) {
+  for (int kind = 0; kind < 3; ++kind) {
+    for (int fields = 0; fields < 8; ++fields) {
+      UrlRecord r;
+      r.first_seen = kGoldenTime;
+      r.last_claim = (fields & 1) ? kGoldenTime + absl::Hours(30) : kGoldenTime;
+      r.last_kind = static_cast<UrlClaimKind>(kind);
+      r.claim_id_hash = (fields & 2) ? 0xfedcba9876543210 : 0;
+      if (fields & 4) r.lease_until = absl::FromUnixMicros(-5);
+      ASSERT_OK_AND_ASSIGN(UrlRecord got, DecodeUrlRecord(EncodeUrlRecord(r)));
+      EXPECT_EQ(got, r) << kind << " " << fields;
+    }
+  }
+}
+
+TEST(RocksDbFormatTest, AnyUrlKeyDecodesBothNamespaces) {
+  ASSERT_OK_AND_ASSIGN(UrlKey plain, DecodeAnyUrlKey(EncodeUrlKey("http://a/")));
+  EXPECT_EQ(plain.name_space, "");
+  EXPECT_EQ(plain.url, "http://a/");
+  const std::string key = EncodeUrlKey("t1", "http://b/");
+  ASSERT_OK_AND_ASSIGN(UrlKey named, DecodeAnyUrlKey(key));
+  EXPECT_EQ(named.name_space, "t1");
+  EXPECT_EQ(named.url, "http://b/");
+  EXPECT_THAT(DecodeAnyUrlKey("\x08"), StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_THAT(DecodeAnyUrlKey(absl::HexStringToBytes("080574")),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("length 5 and 1 bytes")));
+  EXPECT_THAT(DecodeAnyUrlKey(absl::HexStringToBytes("0800")),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("length 0")));
+  EXPECT_THAT(DecodeAnyUrlKey(absl::HexStringToBytes("08027431")),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("URL key is empty")));
+}
+
 TEST(RocksDbFormatTest, UrlKeyRoundTrips) {
   const std::string url("http://a/\0\xff", 11);
   const std::string key = EncodeUrlKey(url);  // the view points into it
@@ -491,8 +578,24 @@ TEST(RocksDbFormatTest, UrlKeyRoundTrips) {
 
 TEST(RocksDbFormatTest, BadUrlValuesAreDataLossWithReasons) {
   EXPECT_THAT(DecodeUrlValue(""), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("empty")));
-  EXPECT_THAT(DecodeUrlValue(absl::HexStringToBytes("0200060a2418202240")),
-              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("unknown value version 2")));
+  EXPECT_THAT(DecodeUrlValue(absl::HexStringToBytes("0300060a2418202240")),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("unknown value version 3")));
+  // Version 2: the flags must be known, non-zero, and match the length;
+  // a stored field must differ from what its absence means.
+  EXPECT_THAT(DecodeUrlRecord(absl::HexStringToBytes("02")),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("no flags byte")));
+  EXPECT_THAT(DecodeUrlRecord(absl::HexStringToBytes("020000060a2418202240")),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("version 1 holds it")));
+  EXPECT_THAT(DecodeUrlRecord(absl::HexStringToBytes("022000060a2418202240")),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("unknown flags 0x20")));
+  EXPECT_THAT(DecodeUrlRecord(absl::HexStringToBytes("021800060a2418202240")),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("unknown flags 0x18")));
+  EXPECT_THAT(DecodeUrlRecord(absl::HexStringToBytes("020400060a2418202240")),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("need 18")));
+  EXPECT_THAT(DecodeUrlRecord(absl::HexStringToBytes("020100060a241820224000060a2418202240")),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("equal to its first seen")));
+  EXPECT_THAT(DecodeUrlRecord(absl::HexStringToBytes("020200060a24182022400000000000000000")),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("claim id hash 0")));
   EXPECT_THAT(DecodeUrlValue(absl::HexStringToBytes("0100060a24182022")),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("8 bytes")));
   EXPECT_THAT(DecodeUrlValue(absl::HexStringToBytes("0100060a241820224000")),
@@ -513,14 +616,14 @@ TEST(RocksDbFormatTest, BadMetaIsDataLossOtherVersionIsFailedPrecondition) {
   EXPECT_THAT(DecodeMeta(bad_magic), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("magic")));
   EXPECT_THAT(DecodeMeta(good + "x"), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("25 bytes")));
 
-  StoreMeta v5 = meta;
-  v5.format_version = 5;
-  const std::string v5_bytes = EncodeMeta(v5) + "future fields";
-  EXPECT_THAT(DecodeMeta(v5_bytes),
+  StoreMeta v6 = meta;
+  v6.format_version = 6;
+  const std::string v6_bytes = EncodeMeta(v6) + "future fields";
+  EXPECT_THAT(DecodeMeta(v6_bytes),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("storage format version 5, this build reads versions 2 to 4")));
-  ASSERT_OK_AND_ASSIGN(uint32_t version, DecodeMetaFormatVersion(v5_bytes));
-  EXPECT_EQ(version, 5u);
+                       HasSubstr("storage format version 6, this build reads versions 2 to 5")));
+  ASSERT_OK_AND_ASSIGN(uint32_t version, DecodeMetaFormatVersion(v6_bytes));
+  EXPECT_EQ(version, 6u);
   StoreMeta v1 = meta;
   v1.format_version = 1;
   EXPECT_THAT(DecodeMeta(EncodeMeta(v1)), StatusIs(absl::StatusCode::kFailedPrecondition,

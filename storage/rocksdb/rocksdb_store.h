@@ -340,21 +340,28 @@ class RocksDbStore final : public UrlStore, public ContentStore, public ChunkSto
   ~RocksDbStore() override;
 
   // See UrlStore. One MultiGet of the batch's distinct keys without any
-  // claim lock (found keys are SEEN: records are never overwritten, and
-  // Forget, the one delete, takes the key's claim lock); then, when some
-  // key was absent, with the claim locks of the absent keys held, a
-  // MultiGet of those keys and one WAL write of the ones still absent. Waits while another claim
-  // holds any of those keys. Errors: as UrlStore, plus InvalidArgument for an empty key (nothing
-  // recorded), FailedPrecondition after Close, and DataLoss naming the key
-  // when a stored value cannot be decoded.
-  absl::Status ClaimUrls(absl::Span<const std::string> keys, absl::Time now,
-                         std::vector<UrlClaim>* results) override;
+  // claim lock: a key whose plan writes nothing (SEEN, or a retry of the
+  // same claim id) is answered from it (docs/storage_format.md, "Durability
+  // contract", says why that is safe although records are rewritten); then,
+  // with the claim locks of the other keys held, a MultiGet of those keys,
+  // a fresh plan, and one WAL write of the records that change. Waits while
+  // another claim holds any of those keys. Errors: as UrlStore, plus
+  // FailedPrecondition after Close and DataLoss naming the key when a
+  // stored value cannot be decoded.
+  absl::Status Claim(const UrlClaimOptions& options, absl::Span<const std::string> keys,
+                     absl::Time now, std::vector<UrlClaim>* results) override;
 
-  // See UrlStore. Does not take the claim mutex. Errors: InvalidArgument for
-  // an empty key, FailedPrecondition after Close, DataLoss for an
+  // See UrlStore. Takes no lock. Errors: InvalidArgument for an empty key
+  // or a bad namespace, FailedPrecondition after Close, DataLoss for an
   // undecodable value, Unavailable for transient I/O errors.
-  absl::Status LookupUrls(absl::Span<const std::string> keys,
-                          std::vector<std::optional<absl::Time>>* results) override;
+  absl::Status LookupRecords(absl::string_view name_space, absl::Span<const std::string> keys,
+                             std::vector<std::optional<UrlRecord>>* records) override;
+
+  // See UrlStore. Locks every key, reads them, writes the confirmed records
+  // in one WAL write. Errors: as Claim.
+  absl::Status Complete(absl::string_view name_space, uint64_t claim_id_hash,
+                        absl::Span<const std::string> keys,
+                        std::vector<UrlCompletion>* results) override;
 
   // See ContentStore. The batch's content, fetch and URL keys are locked
   // for the whole call (waiting while another claim holds any), read with

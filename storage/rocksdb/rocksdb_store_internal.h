@@ -9,7 +9,7 @@
 //   rocksdb_write_guard.cc      stopped writes (a full disk) and Resume
 //   rocksdb_info_log.cc         the info logger
 //   rocksdb_key_locks.{h,cc}    per-key claim locks
-//   rocksdb_url_records.cc      ClaimUrls, LookupUrls, the URL filter scan
+//   rocksdb_url_records.cc      URL Claim, LookupRecords, Complete, the URL filter scan
 //   rocksdb_content_records.cc  CheckContent
 //   rocksdb_chunk_records.cc    CheckChunks
 //   rocksdb_forget.cc           Forget
@@ -331,12 +331,11 @@ struct RocksDbStore::Impl {
   rocksdb_internal::KeyLockTable key_locks;
 
   // MultiGet of the unique keys of `batch` named by `which` (ascending
-  // indices into batch.unique_keys): sets (*first_seen)[u] for each u in
-  // `which` to the stored time, leaving it nullopt when the key is absent.
-  // REQUIRES: first_seen->size() == batch.unique_keys.size().
+  // indices into batch.unique_keys): sets (*records)[u] for each u in
+  // `which` to the stored record, nullopt when the key is absent.
+  // REQUIRES: records->size() == batch.unique_keys.size().
   absl::Status MultiGet(rocksdb::DB* db, const SortedBatch& batch, absl::Span<const size_t> which,
-                        absl::string_view action,
-                        std::vector<std::optional<absl::Time>>* first_seen);
+                        absl::string_view action, std::vector<std::optional<UrlRecord>>* records);
 
   // The Bloom front of the URL records; created in Open after `db` is
   // published (its rebuild scans through `db`).

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -461,20 +462,82 @@ TEST_F(RocksDbStoreTest, ContentAlgorithmMismatchSaysWhatToDo) {
                        HasSubstr("set --simhash_shingle_words to the store's value")));
 }
 
+TEST_F(RocksDbStoreTest, FormatFourStoreIsReadAndUpgraded) {
+  // A format-4 store: the meta record says 4, URL values are version 1.
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+    ASSERT_THAT(store->Close(), IsOk());
+  }
+  fmt::StoreMeta v4;
+  v4.format_version = 4;
+  v4.normalizer_version = kNormalizerVersion;
+  PutRaw(fmt::EncodeMetaKey(), fmt::EncodeMeta(v4));
+  PutRaw(fmt::EncodeUrlKey("http://old/"), absl::HexStringToBytes("0100060a2418202240"));
+  ASSERT_EQ(RawFormatVersion(), 4u);
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+    std::vector<UrlClaim> out;
+    UrlClaimOptions leased;
+    leased.claim_id_hash = ClaimIdHash("c");
+    leased.lease = absl::Seconds(30);
+    ASSERT_THAT(store->Claim(leased, {"http://old/", "http://new/"}, T(5), &out), IsOk());
+    EXPECT_FALSE(out[0].is_new) << "a format-4 record is a confirmed claim";
+    EXPECT_EQ(out[0].first_seen, absl::FromUnixMicros(1700000000123456));
+    EXPECT_FALSE(out[0].lease_until.has_value());
+    EXPECT_TRUE(out[1].is_new);
+    ASSERT_OK_AND_ASSIGN(ConsistencyReport report, store->CheckConsistency());
+    EXPECT_TRUE(report.ok()) << absl::StrJoin(report.problems, "\n");
+    ASSERT_THAT(store->Close(), IsOk());
+  }
+  EXPECT_EQ(RawFormatVersion(), 5u) << "older builds must refuse the store now";
+}
+
+TEST_F(RocksDbStoreTest, LeasesClaimIdsAndNamespacesSurviveAReopen) {
+  UrlClaimOptions leased;
+  leased.name_space = "crawl";
+  leased.claim_id_hash = ClaimIdHash("req");
+  leased.lease = absl::Seconds(60);
+  std::vector<UrlClaim> out;
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+    ASSERT_THAT(store->Claim(leased, {"http://a/", "http://b/"}, T(100), &out), IsOk());
+    std::vector<UrlCompletion> done;
+    ASSERT_THAT(store->Complete("crawl", 0, {"http://b/"}, &done), IsOk());
+    ASSERT_THAT(store->Close(), IsOk());
+  }
+  ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+  // The retry of the same request is answered as before the restart.
+  ASSERT_THAT(store->Claim(leased, {"http://a/"}, T(110), &out), IsOk());
+  EXPECT_TRUE(out[0].is_new);
+  EXPECT_EQ(out[0].first_seen, T(100));
+  EXPECT_EQ(out[0].lease_until, T(160));
+  // Another claimant after the lease: a is reclaimed, b (confirmed) is not.
+  UrlClaimOptions other = leased;
+  other.claim_id_hash = ClaimIdHash("other");
+  ASSERT_THAT(store->Claim(other, {"http://a/", "http://b/"}, T(161), &out), IsOk());
+  EXPECT_TRUE(out[0].reclaimed);
+  EXPECT_FALSE(out[1].is_new);
+  // The empty namespace never saw them.
+  ASSERT_THAT(store->ClaimUrls({"http://a/"}, T(200), &out), IsOk());
+  EXPECT_TRUE(out[0].is_new);
+  ASSERT_OK_AND_ASSIGN(ConsistencyReport report, store->CheckConsistency());
+  EXPECT_TRUE(report.ok()) << absl::StrJoin(report.problems, "\n");
+}
+
 TEST_F(RocksDbStoreTest, FormatVersionMismatchIsFailedPrecondition) {
   {
     ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
     ASSERT_THAT(store->Close(), IsOk());
   }
   fmt::StoreMeta future;
-  future.format_version = 5;
+  future.format_version = 6;
   future.normalizer_version = kNormalizerVersion;
-  PutRaw(fmt::EncodeMetaKey(), fmt::EncodeMeta(future) + "more v5 fields");
+  PutRaw(fmt::EncodeMetaKey(), fmt::EncodeMeta(future) + "more v6 fields");
   EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_)),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        AllOf(StartsWith("store at " + path_),
-                             HasSubstr("written with storage format version 5, "
-                                       "this build reads versions 2 to 4"))));
+                             HasSubstr("written with storage format version 6, "
+                                       "this build reads versions 2 to 5"))));
   fmt::StoreMeta before_content;
   before_content.format_version = 1;
   before_content.normalizer_version = kNormalizerVersion;
@@ -970,7 +1033,8 @@ TEST_P(RocksDbStoreConversionTest, OldChunkTextsAreConvertedAtOpen) {
   EXPECT_EQ(report.chunk_holders, 3u);  // b's t1 and t2, a's t3
   ASSERT_THAT(store->Close(), IsOk());
   store.reset();
-  EXPECT_EQ(RawFormatVersion(), 4u) << "older builds must not open the store any more";
+  EXPECT_EQ(RawFormatVersion(), fmt::kStorageFormatVersion)
+      << "older builds must not open the store any more";
   EXPECT_EQ(RawCount(fmt::ChunkTextKeysBegin()), 0u);
   EXPECT_EQ(RawCount(fmt::ChunkFingerprintKeysBegin()), 0u);
   EXPECT_EQ(RawCount(fmt::ChunkTextByIdKeysBegin()), 3u);

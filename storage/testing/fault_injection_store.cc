@@ -124,16 +124,26 @@ absl::Status NoStore(const char* layer) {
 
 }  // namespace
 
-absl::Status FaultInjectionStore::ClaimUrls(absl::Span<const std::string> keys, absl::Time now,
-                                            std::vector<UrlClaim>* results) {
+absl::Status FaultInjectionStore::Claim(const UrlClaimOptions& options,
+                                        absl::Span<const std::string> keys, absl::Time now,
+                                        std::vector<UrlClaim>* results) {
   if (urls_ == nullptr) return NoStore("URL");
-  return Run(StoreOp::kUrlWrite, [&] { return urls_->ClaimUrls(keys, now, results); });
+  return Run(StoreOp::kUrlWrite, [&] { return urls_->Claim(options, keys, now, results); });
 }
 
-absl::Status FaultInjectionStore::LookupUrls(absl::Span<const std::string> keys,
-                                             std::vector<std::optional<absl::Time>>* results) {
+absl::Status FaultInjectionStore::LookupRecords(absl::string_view name_space,
+                                                absl::Span<const std::string> keys,
+                                                std::vector<std::optional<UrlRecord>>* records) {
   if (urls_ == nullptr) return NoStore("URL");
-  return Run(StoreOp::kUrlRead, [&] { return urls_->LookupUrls(keys, results); });
+  return Run(StoreOp::kUrlRead, [&] { return urls_->LookupRecords(name_space, keys, records); });
+}
+
+absl::Status FaultInjectionStore::Complete(absl::string_view name_space, uint64_t claim_id_hash,
+                                           absl::Span<const std::string> keys,
+                                           std::vector<UrlCompletion>* results) {
+  if (urls_ == nullptr) return NoStore("URL");
+  return Run(StoreOp::kUrlWrite,
+             [&] { return urls_->Complete(name_space, claim_id_hash, keys, results); });
 }
 
 bool FaultInjectionStore::approximate() const { return urls_ != nullptr && urls_->approximate(); }

@@ -24,7 +24,7 @@
 //                records, then its answer is replaced by the error: the
 //                write reached the log but its fsync failed, or the commit
 //                happened and the acknowledgement did not. The caller must
-//                treat nothing as recorded (UrlStore::ClaimUrls: "no key
+//                treat nothing as recorded (UrlStore::Claim: "no key
 //                may be treated as claimed"), yet the records exist: a
 //                retry answers SEEN / EXACT_DUPLICATE for them, so nobody
 //                is ever told NEW for those keys. That is the price of
@@ -60,8 +60,8 @@ namespace dedupd {
 
 // StoreOp: one kind of store call, by layer and by whether it records.
 enum class StoreOp : uint32_t {
-  kUrlRead = 0,       // UrlStore::LookupUrls
-  kUrlWrite = 1,      // UrlStore::ClaimUrls
+  kUrlRead = 0,       // UrlStore::LookupRecords
+  kUrlWrite = 1,      // UrlStore::Claim, UrlStore::Complete
   kContentRead = 2,   // ContentStore::CheckContent with claim = false
   kContentWrite = 3,  // ContentStore::CheckContent with claim = true; Forget
   kChunkRead = 4,     // ChunkStore::CheckChunks with claim = false
@@ -168,10 +168,14 @@ class FaultInjectionStore final : public UrlStore, public ContentStore, public C
   // injected status (see StoreFault::When). With kAfterCall the outputs
   // hold the wrapped call's answers (as a careless caller might read
   // them); a caller must never use the outputs of a failed call.
-  absl::Status ClaimUrls(absl::Span<const std::string> keys, absl::Time now,
-                         std::vector<UrlClaim>* results) override;
-  absl::Status LookupUrls(absl::Span<const std::string> keys,
-                          std::vector<std::optional<absl::Time>>* results) override;
+  absl::Status Claim(const UrlClaimOptions& options, absl::Span<const std::string> keys,
+                     absl::Time now, std::vector<UrlClaim>* results) override;
+  absl::Status LookupRecords(absl::string_view name_space, absl::Span<const std::string> keys,
+                             std::vector<std::optional<UrlRecord>>* records) override;
+  // A write (kUrlWrite), like Claim.
+  absl::Status Complete(absl::string_view name_space, uint64_t claim_id_hash,
+                        absl::Span<const std::string> keys,
+                        std::vector<UrlCompletion>* results) override;
   // The wrapped URL store's (false without one).
   bool approximate() const override;
 

@@ -321,3 +321,217 @@ TEST_P(UrlStoreConformanceTest, ConcurrentClaimsHaveExactlyOneWinnerPerKey) {
 
 }  // namespace
 }  // namespace dedupd::testing
+
+namespace dedupd::testing {
+namespace {
+
+// Options of a claim in `name_space` with claim id `id` ("" for none) and a
+// lease of `lease_seconds` (0 for none).
+UrlClaimOptions Opts(absl::string_view name_space, absl::string_view id, int lease_seconds = 0) {
+  UrlClaimOptions o;
+  o.name_space = name_space;
+  o.claim_id_hash = ClaimIdHash(id);
+  o.lease = absl::Seconds(lease_seconds);
+  return o;
+}
+
+TEST_P(UrlStoreConformanceTest, NamespacesNeverSeeEachOther) {
+  std::vector<UrlClaim> out;
+  for (absl::string_view ns : {"", "crawl-a", "crawl-b", "c"}) {
+    SCOPED_TRACE(ns);
+    ASSERT_THAT(store().Claim(Opts(ns, ""), {"http://a/", "http://b/"}, T(10), &out), IsOk());
+    EXPECT_TRUE(out[0].is_new);
+    EXPECT_TRUE(out[1].is_new);
+  }
+  ASSERT_THAT(store().Claim(Opts("crawl-a", ""), {"http://a/", "http://z/"}, T(20), &out), IsOk());
+  EXPECT_FALSE(out[0].is_new);
+  EXPECT_EQ(out[0].first_seen, Seen(T(10)));
+  EXPECT_TRUE(out[1].is_new);
+  std::vector<std::optional<UrlRecord>> records;
+  ASSERT_THAT(store().LookupRecords("crawl-b", {"http://z/", "http://a/"}, &records), IsOk());
+  EXPECT_FALSE(records[0].has_value()) << "z was claimed in crawl-a only";
+  EXPECT_TRUE(records[1].has_value());
+  std::vector<std::optional<absl::Time>> found;
+  ASSERT_THAT(store().LookupUrls({"http://z/"}, &found), IsOk());
+  EXPECT_FALSE(found[0].has_value()) << "nor in the empty namespace";
+}
+
+TEST_P(UrlStoreConformanceTest, BadNamespaceIsInvalidArgumentAndRecordsNothing) {
+  std::vector<UrlClaim> out;
+  EXPECT_THAT(store().Claim(Opts(std::string(65, 'n'), ""), {"http://a/"}, T(1), &out),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("the limit is 64")));
+  EXPECT_THAT(store().Claim(Opts("a/b", ""), {"http://a/"}, T(1), &out),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("namespace: byte 1")));
+  std::vector<std::optional<UrlRecord>> records;
+  EXPECT_THAT(store().LookupRecords("a b", {"http://a/"}, &records),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  std::vector<std::optional<absl::Time>> found;
+  ASSERT_THAT(store().LookupUrls({"http://a/"}, &found), IsOk());
+  EXPECT_FALSE(found[0].has_value());
+}
+
+TEST_P(UrlStoreConformanceTest, ARetryWithTheSameClaimIdIsNewAgainWithTheSameTimes) {
+  if (GetParam().approximate) GTEST_SKIP() << "an approximate store keeps no claim ids";
+  std::vector<UrlClaim> out;
+  const std::vector<std::string> keys = {"http://a/", "http://b/", "http://a/"};
+  ASSERT_THAT(store().Claim(Opts("n", "req-1"), keys, T(100), &out), IsOk());
+  EXPECT_TRUE(out[0].is_new);
+  EXPECT_TRUE(out[1].is_new);
+  EXPECT_FALSE(out[2].is_new) << "a repeat in the batch is new at its first position only";
+  // The reply was lost: the retry, a minute later, gets the same answers.
+  ASSERT_THAT(store().Claim(Opts("n", "req-1"), keys, T(160), &out), IsOk());
+  EXPECT_TRUE(out[0].is_new);
+  EXPECT_TRUE(out[1].is_new);
+  EXPECT_FALSE(out[2].is_new);
+  EXPECT_EQ(out[0].first_seen, T(100));
+  EXPECT_EQ(out[1].last_claim, T(100));
+  // Any other request, or none, sees them.
+  ASSERT_THAT(store().Claim(Opts("n", "req-2"), {"http://a/"}, T(170), &out), IsOk());
+  EXPECT_FALSE(out[0].is_new);
+  EXPECT_EQ(out[0].first_seen, T(100));
+  ASSERT_THAT(store().Claim(Opts("n", ""), {"http://b/"}, T(170), &out), IsOk());
+  EXPECT_FALSE(out[0].is_new);
+  // Past the retention window the id is forgotten.
+  UrlClaimOptions short_retention = Opts("n", "req-1");
+  short_retention.claim_id_retention = absl::Seconds(100);
+  ASSERT_THAT(store().Claim(short_retention, {"http://a/"}, T(201), &out), IsOk());
+  EXPECT_FALSE(out[0].is_new);
+  // The same id in another namespace claims there, independently.
+  ASSERT_THAT(store().Claim(Opts("m", "req-1"), {"http://a/"}, T(300), &out), IsOk());
+  EXPECT_TRUE(out[0].is_new);
+  EXPECT_EQ(out[0].first_seen, T(300));
+}
+
+TEST_P(UrlStoreConformanceTest, AnUnconfirmedLeaseIsReclaimedAfterItEnds) {
+  if (GetParam().approximate) {
+    std::vector<UrlClaim> out;
+    EXPECT_THAT(store().Claim(Opts("", "w1", 60), {"http://a/"}, T(100), &out),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("exact URL mode")));
+    GTEST_SKIP() << "an approximate store keeps no leases";
+  }
+  std::vector<UrlClaim> out;
+  ASSERT_THAT(store().Claim(Opts("", "w1", 60), {"http://a/", "http://b/"}, T(100), &out), IsOk());
+  EXPECT_TRUE(out[0].is_new);
+  EXPECT_EQ(out[0].lease_until, T(160));
+  // While the lease is live, every other claimant sees it held.
+  ASSERT_THAT(store().Claim(Opts("", "w2", 60), {"http://a/", "http://b/"}, T(159), &out), IsOk());
+  EXPECT_FALSE(out[0].is_new);
+  EXPECT_EQ(out[0].lease_until, T(160));
+  // w1 confirms b only, then crashes.
+  std::vector<UrlCompletion> done;
+  ASSERT_THAT(store().Complete("", ClaimIdHash("w1"), {"http://b/"}, &done), IsOk());
+  EXPECT_THAT(done, ElementsAre(UrlCompletion::kConfirmed));
+  // After the lease, a is re-offered to the next claimant; b stays seen.
+  ASSERT_THAT(store().Claim(Opts("", "w2", 60), {"http://a/", "http://b/"}, T(160), &out), IsOk());
+  EXPECT_TRUE(out[0].is_new);
+  EXPECT_TRUE(out[0].reclaimed);
+  EXPECT_EQ(out[0].first_seen, T(100));
+  EXPECT_EQ(out[0].lease_until, T(220));
+  EXPECT_FALSE(out[1].is_new);
+  EXPECT_FALSE(out[1].lease_until.has_value()) << "b is confirmed";
+  // A third claimant, while w2 holds it: seen.
+  ASSERT_THAT(store().Claim(Opts("", "w3", 60), {"http://a/"}, T(161), &out), IsOk());
+  EXPECT_FALSE(out[0].is_new);
+  // w1 comes back: its lease is lost; w2 confirms exactly once.
+  ASSERT_THAT(store().Complete("", ClaimIdHash("w1"), {"http://a/"}, &done), IsOk());
+  EXPECT_THAT(done, ElementsAre(UrlCompletion::kLeaseLost));
+  ASSERT_THAT(store().Complete("", ClaimIdHash("w2"), {"http://a/", "http://a/"}, &done), IsOk());
+  EXPECT_THAT(done, ElementsAre(UrlCompletion::kConfirmed, UrlCompletion::kAlreadyConfirmed));
+  ASSERT_THAT(store().Complete("", ClaimIdHash("w2"), {"http://a/"}, &done), IsOk());
+  EXPECT_THAT(done, ElementsAre(UrlCompletion::kAlreadyConfirmed));
+  // Confirmed: seen for good, long after the lease.
+  ASSERT_THAT(store().Claim(Opts("", "w4", 60), {"http://a/"}, T(100000), &out), IsOk());
+  EXPECT_FALSE(out[0].is_new);
+  EXPECT_EQ(out[0].last_claim, T(160));
+}
+
+TEST_P(UrlStoreConformanceTest, CompleteOfANeverClaimedUrlIsNotClaimed) {
+  if (GetParam().approximate) {
+    std::vector<UrlCompletion> done;
+    EXPECT_THAT(store().Complete("", 0, {"http://a/"}, &done),
+                StatusIs(absl::StatusCode::kUnimplemented));
+    GTEST_SKIP() << "an approximate store keeps no leases";
+  }
+  std::vector<UrlClaim> out;
+  ASSERT_THAT(store().Claim(Opts("x", "w", 30), {"http://a/"}, T(1), &out), IsOk());
+  std::vector<UrlCompletion> done;
+  ASSERT_THAT(store().Complete("y", 0, {"http://a/", "http://never/"}, &done), IsOk());
+  EXPECT_THAT(done, ElementsAre(UrlCompletion::kNotClaimed, UrlCompletion::kNotClaimed))
+      << "a lease of namespace x is not confirmed from y";
+  // Without a claim id any pending lease is confirmed; a plain claim had none.
+  ASSERT_THAT(store().ClaimUrls({"http://plain/"}, T(1), &out), IsOk());
+  ASSERT_THAT(store().Complete("x", 0, {"http://a/"}, &done), IsOk());
+  EXPECT_THAT(done, ElementsAre(UrlCompletion::kConfirmed));
+  ASSERT_THAT(store().Complete("", 0, {"http://plain/"}, &done), IsOk());
+  EXPECT_THAT(done, ElementsAre(UrlCompletion::kAlreadyConfirmed));
+  EXPECT_THAT(store().Complete("", 0, {""}, &done), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST_P(UrlStoreConformanceTest, AConfirmedUrlIsDueAfterItsRevisitInterval) {
+  if (GetParam().approximate) GTEST_SKIP() << "an approximate store keeps no claim times";
+  std::vector<UrlClaim> out;
+  ASSERT_THAT(store().ClaimUrls({"http://a/", "http://b/"}, T(100), &out), IsOk());
+  const std::vector<absl::Duration> revisit = {absl::Seconds(50), absl::InfiniteDuration()};
+  UrlClaimOptions o = Opts("", "r1");
+  o.revisit_after = revisit;
+  ASSERT_THAT(store().Claim(o, {"http://a/", "http://b/"}, T(149), &out), IsOk());
+  EXPECT_FALSE(out[0].is_new);
+  ASSERT_THAT(store().Claim(o, {"http://a/", "http://b/"}, T(150), &out), IsOk());
+  EXPECT_TRUE(out[0].is_new);
+  EXPECT_TRUE(out[0].due);
+  EXPECT_EQ(out[0].first_seen, T(100));
+  EXPECT_EQ(out[0].last_claim, T(100)) << "DUE reports the claim before this one";
+  EXPECT_FALSE(out[1].is_new) << "b is never revisited";
+  // The DUE claim is the last claim now: not due again until 50 s later.
+  o.claim_id_hash = ClaimIdHash("r2");
+  ASSERT_THAT(store().Claim(o, {"http://a/"}, T(199), &out), IsOk());
+  EXPECT_FALSE(out[0].is_new);
+  EXPECT_EQ(out[0].last_claim, T(150));
+  ASSERT_THAT(store().Claim(o, {"http://a/"}, T(200), &out), IsOk());
+  EXPECT_TRUE(out[0].due);
+}
+
+// Claimants with leases and their own claim ids race over one key set:
+// each key is held by exactly one of them at a time, and a retry of a
+// request is never a second winner.
+TEST_P(UrlStoreConformanceTest, ConcurrentLeasedClaimsHaveExactlyOneWinnerPerKey) {
+  if (GetParam().approximate) GTEST_SKIP() << "an approximate store keeps no leases";
+  constexpr int kThreads = 6;
+  constexpr size_t kKeys = 3000;
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < kKeys; ++i) keys.push_back(UrlKey(i));
+  std::vector<std::vector<size_t>> won(kThreads);
+  std::vector<absl::Status> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const UrlClaimOptions o = Opts("race", absl::StrCat("worker-", t), 600);
+      std::vector<UrlClaim> out;
+      for (int attempt = 0; attempt < 2; ++attempt) {  // the second is a retry
+        errors[t] = store().Claim(o, keys, T(10), &out);
+        if (!errors[t].ok()) return;
+        if (attempt == 1) break;
+        for (size_t k = 0; k < kKeys; ++k) {
+          if (out[k].is_new) won[t].push_back(k);
+        }
+      }
+      // The retry answers exactly the first attempt's winners as new.
+      size_t again = 0;
+      for (size_t k = 0; k < kKeys; ++k) again += out[k].is_new ? 1 : 0;
+      if (again != won[t].size()) {
+        errors[t] = absl::InternalError(
+            absl::StrCat("retry of worker ", t, ": ", again, " new, first ", won[t].size()));
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  std::vector<int> winners(kKeys, 0);
+  for (int t = 0; t < kThreads; ++t) {
+    ASSERT_THAT(errors[t], IsOk()) << t;
+    for (size_t k : won[t]) ++winners[k];
+  }
+  for (size_t k = 0; k < kKeys; ++k) ASSERT_EQ(winners[k], 1) << k;
+}
+
+}  // namespace
+}  // namespace dedupd::testing

@@ -100,10 +100,17 @@ void DecodeUrlKey(absl::string_view in) {
   if (fmt::EncodeUrlKey(*v) != in) Fail("url key: does not re-encode", in);
 }
 
+void DecodeAnyUrlKey(absl::string_view in) {
+  absl::StatusOr<fmt::UrlKey> v = fmt::DecodeAnyUrlKey(in);
+  if (!v.ok()) return CheckError(v.status(), "any url key: bad error", in);
+  if (v->url.empty()) Fail("any url key: empty URL", in);
+  if (fmt::EncodeUrlKey(v->name_space, v->url) != in) Fail("any url key: does not re-encode", in);
+}
+
 void DecodeUrlValue(absl::string_view in) {
-  absl::StatusOr<absl::Time> v = fmt::DecodeUrlValue(in);
+  absl::StatusOr<UrlRecord> v = fmt::DecodeUrlRecord(in);
   if (!v.ok()) return CheckError(v.status(), "url value: bad error", in);
-  if (fmt::EncodeUrlValue(*v) != in) Fail("url value: does not re-encode", in);
+  if (fmt::EncodeUrlRecord(*v) != in) Fail("url value: does not re-encode", in);
 }
 
 void DecodeContentMeta(absl::string_view in) {
@@ -247,6 +254,7 @@ constexpr Case kDecoders[] = {
     DecodeMetaFormatVersion,
     DecodeMeta,
     DecodeUrlKey,
+    DecodeAnyUrlKey,
     DecodeUrlValue,
     DecodeContentMeta,
     DecodeContentValue,
@@ -332,6 +340,14 @@ void EncodeUrl(FuzzedDataProvider& p, absl::string_view in) {
   const absl::Time t = FuzzTime(p);
   absl::StatusOr<absl::Time> back = fmt::DecodeUrlValue(fmt::EncodeUrlValue(t));
   if (!back.ok() || *back != Truncated(t)) Fail("encode url value: no round trip", in);
+  UrlRecord r;
+  r.first_seen = Truncated(t);
+  r.last_claim = p.ConsumeBool() ? r.first_seen : Truncated(FuzzTime(p));
+  r.last_kind = static_cast<UrlClaimKind>(p.ConsumeIntegralInRange<int>(0, 2));
+  r.claim_id_hash = p.ConsumeIntegral<uint64_t>();
+  if (p.ConsumeBool()) r.lease_until = Truncated(FuzzTime(p));
+  absl::StatusOr<UrlRecord> back_record = fmt::DecodeUrlRecord(fmt::EncodeUrlRecord(r));
+  if (!back_record.ok() || !(*back_record == r)) Fail("encode url record: no round trip", in);
 }
 
 void EncodeContentMeta(FuzzedDataProvider& p, absl::string_view in) {
