@@ -11,6 +11,7 @@
 #include "dedupd/config/v1/config.pb.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "storage/url_store.h"
 
 namespace dedupd {
 namespace {
@@ -71,6 +72,30 @@ absl::StatusOr<DedupConfig> ParseConfig(absl::string_view text, absl::string_vie
   }
   DedupConfig config;
   config.url_policy = *std::move(policy);
+  std::vector<RevisitRule> revisits;
+  for (int i = 0; i < proto.revisit_rules_size(); ++i) {
+    const cfg::RevisitRule& r = proto.revisit_rules(i);
+    RevisitRule rule;
+    rule.namespaces.assign(r.namespaces().begin(), r.namespaces().end());
+    for (const std::string& ns : rule.namespaces) {
+      if (absl::Status s = CheckNamespace(ns); !s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(source_name, ": revisit_rules[", i, "]: ", s.message()));
+      }
+    }
+    rule.hosts.assign(r.hosts().begin(), r.hosts().end());
+    // Seconds beyond absl::Duration's range are "never" in practice too.
+    rule.after =
+        r.revisit_after_seconds() == 0 || r.revisit_after_seconds() > uint64_t{100} * 365 * 86400
+            ? absl::InfiniteDuration()
+            : absl::Seconds(static_cast<int64_t>(r.revisit_after_seconds()));
+    revisits.push_back(std::move(rule));
+  }
+  absl::StatusOr<RevisitPolicy> revisit = RevisitPolicy::Create(std::move(revisits));
+  if (!revisit.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(source_name, ": ", revisit.status().message()));
+  }
+  config.revisit_policy = *std::move(revisit);
   return config;
 }
 

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/url/revisit_policy.h"
 #include "core/url/url_policy.h"
 
 namespace dedupd {
@@ -21,12 +22,14 @@ namespace dedupd {
 // defaults (no host rules).
 struct DedupConfig {
   UrlPolicy url_policy;
+  RevisitPolicy revisit_policy;
 };
 
 // ParseConfig parses config text. `source_name` (a path) prefixes errors.
 // Returns InvalidArgument "<source>:<line>:<column>: <what>" for a syntax
-// error or an unknown field, and "<source>: host_rules[i]: <what>" for a
-// rule the policy rejects.
+// error or an unknown field, "<source>: host_rules[i]: <what>" for a rule
+// the policy rejects, and "<source>: revisit_rules[i]: <what>" for a bad
+// revisit rule (a bad namespace, a host pattern, two rules of one scope).
 absl::StatusOr<DedupConfig> ParseConfig(absl::string_view text, absl::string_view source_name);
 
 // LoadConfigFile reads and parses the file at `path`. An empty path gives

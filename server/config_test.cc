@@ -65,12 +65,31 @@ TEST(ParseConfigTest, BadConfigsNameTheLineAndTheProblem) {
       {"host_rules { trailing_slash: SIDEWAYS hosts: \"a.com\" }", "SIDEWAYS"},
       {"host_rules { allow_params: \"id\" }", "t.conf: "},
       {"host_rules { hosts: \"a.com\" } host_rules { hosts: \"a.com\" }", "a.com"},
+      {"revisit_rules { namespaces: \"a b\" revisit_after_seconds: 5 }",
+       "t.conf: revisit_rules[0]: namespace: byte 1 (0x20)"},
+      {"revisit_rules { revisit_after_seconds: 5 } revisit_rules { revisit_after_seconds: 6 }",
+       "t.conf: revisit_rules[1]: a second rule for every host of every namespace"},
+      {"revisit_rules { hosts: \"*\" revisit_after_seconds: 5 }", "t.conf: revisit_rules (0)"},
   };
   for (const BadConfigCase& c : cases) {
     EXPECT_THAT(ParseConfig(c.text, "t.conf"),
                 StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.want)))
         << c.text;
   }
+}
+
+TEST(ParseConfigTest, RevisitRulesBecomeTheRevisitPolicy) {
+  ASSERT_OK_AND_ASSIGN(DedupConfig c, ParseConfig(R"(
+    revisit_rules { namespaces: "news" hosts: "*.example.com" revisit_after_seconds: 3600 }
+    revisit_rules { hosts: "static.example.com" revisit_after_seconds: 0 }
+    revisit_rules { revisit_after_seconds: 604800 }
+  )",
+                                                  "r.conf"));
+  EXPECT_EQ(c.revisit_policy.Find("news", "www.example.com"), absl::Hours(1));
+  EXPECT_EQ(c.revisit_policy.Find("", "static.example.com"), absl::InfiniteDuration());
+  EXPECT_EQ(c.revisit_policy.Find("", "other.org"), absl::Hours(24 * 7));
+  ASSERT_OK_AND_ASSIGN(DedupConfig none, ParseConfig("", "e.conf"));
+  EXPECT_TRUE(none.revisit_policy.empty());
 }
 
 TEST(LoadConfigFileTest, EmptyPathIsTheDefaults) { EXPECT_THAT(LoadConfigFile(""), IsOk()); }

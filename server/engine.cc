@@ -8,12 +8,14 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "core/results/results_dedup.h"
 #include "core/text/chunk_near_rule.h"
 #include "core/text/content_fingerprint.h"
 #include "core/text/sha256.h"
 #include "google/protobuf/timestamp.pb.h"
 #include "google/protobuf/util/time_util.h"
+#include "storage/plan/url_planner.h"
 
 namespace dedupd {
 namespace {
@@ -84,71 +86,168 @@ absl::StatusOr<ContentFingerprint> Engine::FingerprintItemText(absl::string_view
   return fp;
 }
 
-absl::Status Engine::CheckUrl(const v1::CheckUrlRequest& request,
-                              v1::CheckUrlResponse* response) const {
-  const int n = request.items_size();
-  if (absl::Status s = CheckBatchSize(n); !s.ok()) return s;
-  response->clear_results();
-  response->mutable_results()->Reserve(n);
+namespace {
 
-  // Normalize every item; collect the valid keys for one store call.
-  std::vector<std::string> keys;
-  std::vector<int> key_item;  // keys[j] belongs to items[key_item[j]]
-  keys.reserve(n);
-  key_item.reserve(n);
+google::protobuf::Timestamp ToTimestamp(absl::Time t) {
+  return TimeUtil::MicrosecondsToTimestamp(absl::ToUnixMicros(t));
+}
+
+absl::Status CheckClaimId(absl::string_view claim_id) {
+  if (claim_id.size() > kMaxClaimIdBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("claim_id: is ", claim_id.size(), " bytes; the limit is ", kMaxClaimIdBytes));
+  }
+  return absl::OkStatus();
+}
+
+// Normalizes every item of a CheckUrl or CompleteUrls request: sets each
+// result's normalized URL, or its INVALID verdict, error and reason, and
+// collects the valid keys (keys[j] belongs to items[key_item[j]]).
+template <typename Results, typename Verdict>
+void NormalizeItems(const UrlNormalizer& normalizer,
+                    const google::protobuf::RepeatedPtrField<v1::UrlItem>& items, Verdict invalid,
+                    Results* results, std::vector<std::string>* keys, std::vector<int>* key_item) {
+  const int n = items.size();
+  results->Reserve(n);
+  keys->reserve(n);
+  key_item->reserve(n);
   for (int i = 0; i < n; ++i) {
-    const v1::UrlItem& item = request.items(i);
-    v1::UrlResult* result = response->add_results();
-    absl::StatusOr<std::string> normalized = normalizer_->Normalize(item.url(), item.base_url());
+    const v1::UrlItem& item = items.Get(i);
+    auto* result = results->Add();
+    absl::StatusOr<std::string> normalized = normalizer.Normalize(item.url(), item.base_url());
     if (!normalized.ok()) {
-      result->set_verdict(v1::URL_VERDICT_INVALID);
+      result->set_verdict(invalid);
       result->set_error(std::string(normalized.status().message()));
       result->set_error_reason(v1::ERROR_REASON_BAD_URL);
       continue;
     }
     result->set_normalized_url(*normalized);
-    keys.push_back(*std::move(normalized));
-    key_item.push_back(i);
+    keys->push_back(*std::move(normalized));
+    key_item->push_back(i);
   }
+}
+
+}  // namespace
+
+absl::StatusOr<UrlClaimOptions> Engine::UrlOptions(const v1::CheckUrlRequest& request) const {
+  DEDUPD_RETURN_IF_ERROR(CheckNamespace(request.namespace_()));
+  DEDUPD_RETURN_IF_ERROR(CheckClaimId(request.claim_id()));
+  UrlClaimOptions options;
+  options.name_space = request.namespace_();
+  options.claim_id_hash = ClaimIdHash(request.claim_id());
+  options.claim_id_retention = options_.claim_id_retention;
+  if (request.has_lease_seconds()) {
+    const uint32_t lease = request.lease_seconds();
+    if (lease < 1 || lease > kMaxLeaseSeconds) {
+      return absl::InvalidArgumentError(absl::StrCat("lease_seconds: ", lease,
+                                                     " is out of range; a lease is 1 to ",
+                                                     kMaxLeaseSeconds, " seconds (7 days)"));
+    }
+    if (store_->approximate()) {
+      return absl::InvalidArgumentError(
+          "lease_seconds: this server is in the approximate URL mode (--url_seen_mode="
+          "approximate), which keeps no leases");
+    }
+    options.lease = absl::Seconds(lease);
+  }
+  return options;
+}
+
+absl::Status Engine::CheckUrl(const v1::CheckUrlRequest& request,
+                              v1::CheckUrlResponse* response) const {
+  if (absl::Status s = CheckBatchSize(request.items_size()); !s.ok()) return s;
+  absl::StatusOr<UrlClaimOptions> options = UrlOptions(request);
+  if (!options.ok()) return options.status();
+  response->clear_results();
+  std::vector<std::string> keys;
+  std::vector<int> key_item;
+  NormalizeItems(*normalizer_, request.items(), v1::URL_VERDICT_INVALID,
+                 response->mutable_results(), &keys, &key_item);
   if (keys.empty()) return absl::OkStatus();
 
-  // An approximate seen-set (a Bloom filter) says "probably seen" and keeps
-  // no time; an exact one says when.
+  std::vector<absl::Duration> revisit;
   const bool approximate = store_->approximate();
-  auto set_seen = [approximate](absl::Time first_seen, v1::UrlResult* result) {
-    if (approximate) {
-      result->set_verdict(v1::URL_VERDICT_SEEN_PROBABLY);
-    } else {
-      result->set_verdict(v1::URL_VERDICT_SEEN);
-      *result->mutable_first_seen_time() =
-          TimeUtil::MicrosecondsToTimestamp(absl::ToUnixMicros(first_seen));
+  if (!options_.revisit_policy.empty() && !approximate) {
+    revisit.reserve(keys.size());
+    for (const std::string& key : keys) {
+      revisit.push_back(options_.revisit_policy.Find(options->name_space, UrlHost(key)));
     }
-  };
-  const bool peek = request.mode() == v1::CLAIM_MODE_PEEK;
-  if (peek) {
-    std::vector<std::optional<absl::Time>> found;
-    absl::Status s = store_->LookupUrls(keys, &found);
-    if (!s.ok()) return WithContext(s, "look up URLs");
-    for (size_t j = 0; j < keys.size(); ++j) {
-      v1::UrlResult* result = response->mutable_results(key_item[j]);
-      if (found[j].has_value()) {
-        set_seen(*found[j], result);
-      } else {
-        result->set_verdict(v1::URL_VERDICT_NEW);
-      }
-    }
-    return absl::OkStatus();
+    options->revisit_after = revisit;
   }
-
+  const bool peek = request.mode() == v1::CLAIM_MODE_PEEK;
+  const absl::Time now = options_.clock();
   std::vector<UrlClaim> claims;
-  absl::Status s = store_->ClaimUrls(keys, options_.clock(), &claims);
-  if (!s.ok()) return WithContext(s, "claim URLs");
+  absl::Status s = peek ? PeekUrls(store_, *options, keys, now, &claims)
+                        : store_->Claim(*options, keys, now, &claims);
+  if (!s.ok()) return WithContext(s, peek ? "look up URLs" : "claim URLs");
   for (size_t j = 0; j < keys.size(); ++j) {
     v1::UrlResult* result = response->mutable_results(key_item[j]);
-    if (claims[j].is_new) {
-      result->set_verdict(v1::URL_VERDICT_NEW);
+    const UrlClaim& c = claims[j];
+    if (approximate) {
+      // An approximate seen-set (a Bloom filter) says "probably seen" and
+      // keeps no time.
+      result->set_verdict(c.is_new ? v1::URL_VERDICT_NEW : v1::URL_VERDICT_SEEN_PROBABLY);
+      continue;
+    }
+    if (c.is_new) {
+      result->set_verdict(c.due ? v1::URL_VERDICT_DUE : v1::URL_VERDICT_NEW);
+      result->set_reclaimed(c.reclaimed);
+      // A peek of a key never recorded has no times to report.
+      if (peek && !c.due && !c.reclaimed) continue;
     } else {
-      set_seen(claims[j].first_seen, result);
+      result->set_verdict(v1::URL_VERDICT_SEEN);
+    }
+    *result->mutable_first_seen_time() = ToTimestamp(c.first_seen);
+    if (!c.is_new || c.due) *result->mutable_last_claim_time() = ToTimestamp(c.last_claim);
+    if (c.lease_until.has_value()) {
+      *result->mutable_lease_expire_time() = ToTimestamp(*c.lease_until);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Engine::CompleteUrls(const v1::CompleteUrlsRequest& request,
+                                  v1::CompleteUrlsResponse* response) const {
+  if (absl::Status s = CheckBatchSize(request.items_size()); !s.ok()) return s;
+  DEDUPD_RETURN_IF_ERROR(CheckNamespace(request.namespace_()));
+  DEDUPD_RETURN_IF_ERROR(CheckClaimId(request.claim_id()));
+  if (store_->approximate()) {
+    return absl::FailedPreconditionError(
+        "this server is in the approximate URL mode (--url_seen_mode=approximate), which keeps "
+        "no leases to confirm");
+  }
+  response->clear_results();
+  std::vector<std::string> keys;
+  std::vector<int> key_item;
+  NormalizeItems(*normalizer_, request.items(), v1::COMPLETE_VERDICT_INVALID,
+                 response->mutable_results(), &keys, &key_item);
+  if (keys.empty()) return absl::OkStatus();
+  std::vector<UrlCompletion> done;
+  absl::Status s =
+      store_->Complete(request.namespace_(), ClaimIdHash(request.claim_id()), keys, &done);
+  if (!s.ok()) return WithContext(s, "confirm URLs");
+  for (size_t j = 0; j < keys.size(); ++j) {
+    v1::CompleteResult* result = response->mutable_results(key_item[j]);
+    switch (done[j]) {
+      case UrlCompletion::kConfirmed:
+        result->set_verdict(v1::COMPLETE_VERDICT_CONFIRMED);
+        break;
+      case UrlCompletion::kAlreadyConfirmed:
+        result->set_verdict(v1::COMPLETE_VERDICT_ALREADY_CONFIRMED);
+        break;
+      case UrlCompletion::kNotClaimed:
+        result->set_verdict(v1::COMPLETE_VERDICT_INVALID);
+        result->set_error_reason(v1::ERROR_REASON_NOT_CLAIMED);
+        result->set_error(absl::StrCat("not claimed in namespace \"", request.namespace_(),
+                                       "\": nothing to confirm"));
+        break;
+      case UrlCompletion::kLeaseLost:
+        result->set_verdict(v1::COMPLETE_VERDICT_INVALID);
+        result->set_error_reason(v1::ERROR_REASON_LEASE_LOST);
+        result->set_error(
+            "its last claim has another claim_id (the lease ended and another request claimed "
+            "it): that claimant confirms it");
+        break;
     }
   }
   return absl::OkStatus();
@@ -272,6 +371,18 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
     std::vector<UrlClaim> ignored;
     s = store_->ClaimUrls(urls, options_.clock(), &ignored);
     if (!s.ok()) return WithContext(s, "record content URLs in the URL seen-set");
+  }
+  if (claim && !store_->approximate()) {
+    // Checking a page's content confirms the lease its URL was claimed
+    // under (CheckUrl lease_seconds), best effort: the content is recorded
+    // already, and a confirmation that fails (or a crash before it) leaves
+    // the lease pending, so the page is fetched once more, never lost. The
+    // content answer does not depend on it.
+    std::vector<std::string> fetched;
+    fetched.reserve(docs.size());
+    for (const ContentDoc& d : docs) fetched.push_back(d.fetched_url);
+    std::vector<UrlCompletion> ignored;
+    store_->Complete("", 0, fetched, &ignored).IgnoreError();
   }
   for (size_t j = 0; j < docs.size(); ++j) {
     const ContentOutcome& o = outcomes[j];

@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "core/text/content_fingerprint.h"
 #include "core/text/simhash.h"
+#include "core/url/revisit_policy.h"
 #include "core/url/url_normalizer.h"
 #include "dedupd/v1/dedupd.pb.h"
 #include "storage/chunk_store.h"
@@ -38,6 +39,12 @@ struct EngineOptions {
   ContentLimits content_limits;
   // The clock stamped on new records. Default: absl::Now.
   std::function<absl::Time()> clock = [] { return absl::Now(); };
+  // How long a claim id answers its retries (CheckUrlRequest.claim_id).
+  // Default: 24 h.
+  absl::Duration claim_id_retention = absl::Hours(24);
+  // When claimed URLs are DUE again (the config file's revisit_rules).
+  // Default: never.
+  RevisitPolicy revisit_policy;
 };
 
 // Engine: thread-safe; holds no state of its own beyond its options.
@@ -60,7 +67,21 @@ class Engine {
   // max_batch_items items (the message names the limit); the store's code
   // (Unavailable, ResourceExhausted, DataLoss, Internal), with context, when
   // the store fails — then nothing in the response is an answer.
+  // The request's namespace, claim_id and lease_seconds are checked first:
+  // a bad one fails the request with InvalidArgument naming the limit
+  // (kMaxNamespaceBytes, kMaxClaimIdBytes, 1..kMaxLeaseSeconds; a lease
+  // from a server in the approximate URL mode).
   absl::Status CheckUrl(const v1::CheckUrlRequest& request, v1::CheckUrlResponse* response) const;
+
+  // CompleteUrls confirms the leases of the request's URLs (see
+  // proto/dedupd/v1/dedupd.proto): one result per item; a URL that cannot
+  // be normalized, was never claimed in the namespace, or whose last claim
+  // had another claim id is INVALID with its reason.
+  // Errors: InvalidArgument for an empty or oversized request, a bad
+  // namespace or claim_id; FailedPrecondition in the approximate URL mode;
+  // the store's code, with context, when the store fails.
+  absl::Status CompleteUrls(const v1::CompleteUrlsRequest& request,
+                            v1::CompleteUrlsResponse* response) const;
 
   // CheckContent answers one result per request item, in order (see
   // proto/dedupd/v1/dedupd.proto). A bad item (bad URL, invalid UTF-8, NUL,
@@ -99,9 +120,14 @@ class Engine {
 
   // The longest chunk id CheckChunks accepts, in bytes.
   static constexpr size_t kMaxChunkIdBytes = 1024;
+  // The longest lease CheckUrl grants: seven days.
+  static constexpr uint32_t kMaxLeaseSeconds = 7 * 24 * 3600;
 
  private:
   absl::Status CheckBatchSize(int n) const;
+  // The claim options of a CheckUrl request (namespace, claim id, lease),
+  // or InvalidArgument naming the bad field and its limit.
+  absl::StatusOr<UrlClaimOptions> UrlOptions(const v1::CheckUrlRequest& request) const;
   // The Hamming distance an item or request asks for (`has`: whether it set
   // one), or the default; InvalidArgument naming the limit when above
   // `index_limit`.

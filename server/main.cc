@@ -69,6 +69,9 @@ ABSL_FLAG(int64_t, simhash_index_blocks, 0,
           "simhash_max_distance + 1, the smallest; up to "
           "simhash_max_distance + 3 with at most 20 tables: more memory, "
           "faster queries at 10^8 fingerprints; docs/simhash_index.md)");
+ABSL_FLAG(absl::Duration, claim_id_retention, absl::Hours(24),
+          "how long a CheckUrl claim_id answers its retries as it was answered (1m to 720h); "
+          "a retry later than this is SEEN");
 ABSL_FLAG(int64_t, max_aliases_returned, 10,
           "alias URLs listed per CheckContent result (the count is always total)");
 ABSL_FLAG(int64_t, max_near_matches, 10, "near matches listed per CheckContent result");
@@ -219,6 +222,12 @@ bool ValidateFlags() {
               << ": requests of the allowed size would be cancelled (raise it, or 0 for no cap)\n";
     return false;
   }
+  const absl::Duration retention = absl::GetFlag(FLAGS_claim_id_retention);
+  if (retention < absl::Minutes(1) || retention > absl::Hours(720)) {
+    std::cerr << "dedupd: --claim_id_retention=" << absl::FormatDuration(retention)
+              << " is out of range [1m, 720h]\n";
+    return false;
+  }
   const std::string url_seen_mode = absl::GetFlag(FLAGS_url_seen_mode);
   if (url_seen_mode != "exact" && url_seen_mode != "approximate") {
     std::cerr << "dedupd: --url_seen_mode=" << url_seen_mode << " must be exact or approximate\n";
@@ -294,6 +303,7 @@ std::optional<dedupd::ServerOptions> OptionsFromFlags() {
   options.simhash_shingle_words = static_cast<int>(absl::GetFlag(FLAGS_simhash_shingle_words));
   options.simhash_max_distance = static_cast<int>(absl::GetFlag(FLAGS_simhash_max_distance));
   options.simhash_index_blocks = static_cast<int>(absl::GetFlag(FLAGS_simhash_index_blocks));
+  options.claim_id_retention = absl::GetFlag(FLAGS_claim_id_retention);
   options.max_aliases_returned = static_cast<size_t>(absl::GetFlag(FLAGS_max_aliases_returned));
   options.max_near_matches = static_cast<size_t>(absl::GetFlag(FLAGS_max_near_matches));
   options.url_seen_mode = absl::GetFlag(FLAGS_url_seen_mode) == "approximate"

@@ -67,7 +67,7 @@ struct ServerMetrics::Impl {
   // Immutable after construction: lookups take no lock.
   absl::flat_hash_map<std::string, std::unique_ptr<Method>> methods;
   Method* other = nullptr;
-  std::array<std::vector<prometheus::Counter*>, 4> verdicts;
+  std::array<std::vector<prometheus::Counter*>, 5> verdicts;  // by Layer
 
   Method* Find(absl::string_view method) const {
     auto it = methods.find(method);
@@ -76,7 +76,10 @@ struct ServerMetrics::Impl {
 };
 
 const std::vector<std::string>& ServerMetrics::VerdictLabels(Layer layer) {
-  static const auto* url = new std::vector<std::string>{"new", "seen", "seen_probably", "invalid"};
+  static const auto* url =
+      new std::vector<std::string>{"new", "seen", "seen_probably", "invalid", "due", "reclaimed"};
+  static const auto* complete = new std::vector<std::string>{
+      "confirmed", "already_confirmed", "not_claimed", "lease_lost", "invalid"};
   static const auto* content =
       new std::vector<std::string>{"new", "exact_duplicate", "near_duplicate", "invalid"};
   static const auto* results =
@@ -84,6 +87,8 @@ const std::vector<std::string>& ServerMetrics::VerdictLabels(Layer layer) {
   switch (layer) {
     case Layer::kUrl:
       return *url;
+    case Layer::kComplete:
+      return *complete;
     case Layer::kContent:
     case Layer::kChunk:
       return *content;
@@ -144,7 +149,10 @@ ServerMetrics::ServerMetrics(std::vector<std::string> methods) : impl_(std::make
     const char* label;
     const char* help;
   } kLayers[] = {
-      {Layer::kUrl, "dedupd_url_verdicts_total", "verdict", "CheckUrl answers by verdict."},
+      {Layer::kUrl, "dedupd_url_verdicts_total", "verdict",
+       "CheckUrl answers by verdict (new excludes reclaimed)."},
+      {Layer::kComplete, "dedupd_url_completions_total", "outcome",
+       "CompleteUrls answers by outcome."},
       {Layer::kContent, "dedupd_content_verdicts_total", "verdict",
        "CheckContent answers by verdict."},
       {Layer::kChunk, "dedupd_chunk_verdicts_total", "verdict", "CheckChunks answers by verdict."},

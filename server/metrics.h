@@ -64,13 +64,16 @@ struct MetricSample {
 class ServerMetrics {
  public:
   // The layers with verdict counters, and their label values, in order:
-  //   kUrl:     dedupd_url_verdicts_total{verdict=new|seen|seen_probably|invalid}
+  //   kUrl:     dedupd_url_verdicts_total{verdict=new|seen|seen_probably|
+  //             invalid|due|reclaimed} (new: not reclaimed)
+  //   kComplete: dedupd_url_completions_total{outcome=confirmed|
+  //             already_confirmed|not_claimed|lease_lost|invalid}
   //   kContent: dedupd_content_verdicts_total{verdict=new|exact_duplicate|
   //             near_duplicate|invalid}
   //   kChunk:   dedupd_chunk_verdicts_total{verdict=<as kContent>}
   //   kResults: dedupd_results_hits_total{outcome=kept|dropped_duplicate|
   //             dropped_source_cap}
-  enum class Layer { kUrl, kContent, kChunk, kResults };
+  enum class Layer { kUrl, kContent, kChunk, kResults, kComplete };
   static const std::vector<std::string>& VerdictLabels(Layer layer);
 
   // The label a method outside `methods` is recorded under, so a client

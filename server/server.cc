@@ -41,6 +41,7 @@ struct DedupServer::Impl {
   std::string host;
   int port = 0;
   std::unique_ptr<UrlNormalizer> normalizer;
+  RevisitPolicy revisit_policy;
   std::unique_ptr<SimHasher> hasher;
   std::unique_ptr<RocksDbStore> store;
   // The approximate mode's seen-set; null in exact mode.
@@ -325,6 +326,13 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(const ServerOpt
 
   DEDUPD_ASSIGN_OR_RETURN(DedupConfig config, LoadConfigFile(options.config_path));
   impl->normalizer = std::make_unique<UrlNormalizer>(std::move(config.url_policy));
+  if (!config.revisit_policy.empty() &&
+      options.url_seen_mode == ServerOptions::UrlSeenMode::kApproximate) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        options.config_path,
+        ": revisit_rules need --url_seen_mode=exact (the approximate mode keeps no claim times)"));
+  }
+  impl->revisit_policy = std::move(config.revisit_policy);
 
   // Every service this server hosts: their methods are the metrics' method
   // labels (anything else is "other"). dedupd.v1.Admin is listed ahead of
@@ -484,6 +492,8 @@ absl::Status DedupServer::OpenStore() {
   engine_options.default_max_hamming_distance = std::min(3, options.simhash_max_distance);
   engine_options.content_limits.max_aliases = options.max_aliases_returned;
   engine_options.content_limits.max_near_matches = options.max_near_matches;
+  engine_options.claim_id_retention = options.claim_id_retention;
+  engine_options.revisit_policy = impl->revisit_policy;
   impl->engine = std::make_unique<Engine>(impl->normalizer.get(), url_store, impl->hasher.get(),
                                           impl->store.get(), impl->store.get(), engine_options);
   impl->service->SetEngine(impl->engine.get());

@@ -11,6 +11,7 @@ namespace {
 
 // Items in a request, for dedupd_rpc_batch_items.
 size_t Items(const v1::CheckUrlRequest& r) { return static_cast<size_t>(r.items_size()); }
+size_t Items(const v1::CompleteUrlsRequest& r) { return static_cast<size_t>(r.items_size()); }
 size_t Items(const v1::CheckContentRequest& r) { return static_cast<size_t>(r.items_size()); }
 size_t Items(const v1::CheckChunksRequest& r) { return static_cast<size_t>(r.chunks_size()); }
 size_t Items(const v1::DedupResultsRequest& r) { return static_cast<size_t>(r.hits_size()); }
@@ -18,11 +19,11 @@ size_t Items(const v1::DedupResultsRequest& r) { return static_cast<size_t>(r.hi
 // Verdict tallies of an answered batch, in ServerMetrics::VerdictLabels
 // order: a loop over the results, added to the counters once per batch.
 void CountVerdicts(const v1::CheckUrlResponse& r, ServerMetrics* m) {
-  std::array<uint64_t, 4> n{};  // new, seen, seen_probably, invalid
+  std::array<uint64_t, 6> n{};  // new, seen, seen_probably, invalid, due, reclaimed
   for (const v1::UrlResult& x : r.results()) {
     switch (x.verdict()) {
       case v1::URL_VERDICT_NEW:
-        ++n[0];
+        ++n[x.reclaimed() ? 5 : 0];
         break;
       case v1::URL_VERDICT_SEEN:
         ++n[1];
@@ -33,11 +34,33 @@ void CountVerdicts(const v1::CheckUrlResponse& r, ServerMetrics* m) {
       case v1::URL_VERDICT_INVALID:
         ++n[3];
         break;
+      case v1::URL_VERDICT_DUE:
+        ++n[4];
+        break;
       default:
         break;
     }
   }
   m->AddVerdicts(ServerMetrics::Layer::kUrl, n);
+}
+
+void CountVerdicts(const v1::CompleteUrlsResponse& r, ServerMetrics* m) {
+  // confirmed, already_confirmed, not_claimed, lease_lost, invalid
+  std::array<uint64_t, 5> n{};
+  for (const v1::CompleteResult& x : r.results()) {
+    if (x.verdict() == v1::COMPLETE_VERDICT_CONFIRMED) {
+      ++n[0];
+    } else if (x.verdict() == v1::COMPLETE_VERDICT_ALREADY_CONFIRMED) {
+      ++n[1];
+    } else if (x.error_reason() == v1::ERROR_REASON_NOT_CLAIMED) {
+      ++n[2];
+    } else if (x.error_reason() == v1::ERROR_REASON_LEASE_LOST) {
+      ++n[3];
+    } else {
+      ++n[4];
+    }
+  }
+  m->AddVerdicts(ServerMetrics::Layer::kComplete, n);
 }
 
 template <typename Result>
@@ -84,6 +107,7 @@ DedupService::DedupService(const Engine* engine, size_t max_concurrent_rpcs, Wor
       metrics_(metrics),
       max_concurrent_rpcs_(max_concurrent_rpcs) {
   SetMessageAllocatorFor_CheckUrl(&url_messages_);
+  SetMessageAllocatorFor_CompleteUrls(&complete_messages_);
   SetMessageAllocatorFor_CheckContent(&content_messages_);
   SetMessageAllocatorFor_CheckChunks(&chunk_messages_);
   SetMessageAllocatorFor_DedupResults(&results_messages_);
@@ -97,6 +121,12 @@ grpc::ServerUnaryReactor* DedupService::CheckUrl(grpc::CallbackServerContext* co
                                                  const v1::CheckUrlRequest* request,
                                                  v1::CheckUrlResponse* response) {
   return Run("dedupd.v1.Dedup/CheckUrl", context, request, response, &Engine::CheckUrl);
+}
+
+grpc::ServerUnaryReactor* DedupService::CompleteUrls(grpc::CallbackServerContext* context,
+                                                     const v1::CompleteUrlsRequest* request,
+                                                     v1::CompleteUrlsResponse* response) {
+  return Run("dedupd.v1.Dedup/CompleteUrls", context, request, response, &Engine::CompleteUrls);
 }
 
 grpc::ServerUnaryReactor* DedupService::CheckContent(grpc::CallbackServerContext* context,

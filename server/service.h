@@ -52,6 +52,9 @@ class DedupService final : public v1::Dedup::CallbackService {
   grpc::ServerUnaryReactor* CheckUrl(grpc::CallbackServerContext* context,
                                      const v1::CheckUrlRequest* request,
                                      v1::CheckUrlResponse* response) override;
+  grpc::ServerUnaryReactor* CompleteUrls(grpc::CallbackServerContext* context,
+                                         const v1::CompleteUrlsRequest* request,
+                                         v1::CompleteUrlsResponse* response) override;
   grpc::ServerUnaryReactor* CheckContent(grpc::CallbackServerContext* context,
                                          const v1::CheckContentRequest* request,
                                          v1::CheckContentResponse* response) override;
@@ -106,6 +109,7 @@ class DedupService final : public v1::Dedup::CallbackService {
   const size_t max_concurrent_rpcs_;
   std::atomic<size_t> in_flight_{0};
   ArenaMessages<v1::CheckUrlRequest, v1::CheckUrlResponse> url_messages_;
+  ArenaMessages<v1::CompleteUrlsRequest, v1::CompleteUrlsResponse> complete_messages_;
   ArenaMessages<v1::CheckContentRequest, v1::CheckContentResponse> content_messages_;
   ArenaMessages<v1::CheckChunksRequest, v1::CheckChunksResponse> chunk_messages_;
   ArenaMessages<v1::DedupResultsRequest, v1::DedupResultsResponse> results_messages_;

@@ -74,24 +74,29 @@ absl::StatusOr<UrlPolicy> UrlPolicy::Create(std::vector<HostRule> rules,
 }
 
 const HostRule* UrlPolicy::Find(absl::string_view host) const {
-  if (rules_.empty()) return nullptr;
+  const int i = FindIndex(host);
+  return i < 0 ? nullptr : &rules_[static_cast<size_t>(i)];
+}
+
+int UrlPolicy::FindIndex(absl::string_view host) const {
+  if (rules_.empty()) return -1;
   if (auto it = exact_.find(host); it != exact_.end()) {
-    return &rules_[it->second];
+    return static_cast<int>(it->second);
   }
-  if (suffix_.empty()) return nullptr;
+  if (suffix_.empty()) return -1;
   // "*.example.com" is stored as "example.com" and matches the host itself
   // and every subdomain; trying suffixes from the longest finds the most
   // specific pattern first.
   absl::string_view rest = host;
   while (!rest.empty()) {
     if (auto it = suffix_.find(rest); it != suffix_.end()) {
-      return &rules_[it->second];
+      return static_cast<int>(it->second);
     }
     const size_t dot = rest.find('.');
     if (dot == absl::string_view::npos) break;
     rest.remove_prefix(dot + 1);
   }
-  return nullptr;
+  return -1;
 }
 
 }  // namespace dedupd

@@ -58,6 +58,10 @@ class UrlPolicy {
   // The pointer lives as long as this policy.  O(number of labels in host).
   const HostRule* Find(absl::string_view host) const;
 
+  // FindIndex returns the index (in the order given to Create) of the rule
+  // Find returns, or -1 when none applies.
+  int FindIndex(absl::string_view host) const;
+
   // Query keys dropped on every host, lowercased.
   const std::vector<std::string>& drop_params() const { return drop_params_; }
 
