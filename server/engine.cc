@@ -444,10 +444,8 @@ absl::Status Engine::DedupResults(const v1::DedupResultsRequest& request,
     out.source_url = in.source_url();
     out.embedding.assign(in.embedding().begin(), in.embedding().end());
   }
-  // top_k is still required in the API (0 when unset).
-  if (request.top_k() == 0) return absl::InvalidArgumentError("top_k must be at least 1");
   ResultsDedupOptions options;
-  options.top_k = request.top_k();
+  if (request.has_top_k()) options.top_k = request.top_k();
   if (request.near_text_measure() == v1::NEAR_TEXT_MEASURE_JACCARD) {
     options.near_text_measure = NearTextMeasure::kJaccard;
   } else if (request.near_text_measure() != v1::NEAR_TEXT_MEASURE_SIMHASH &&
@@ -467,12 +465,6 @@ absl::Status Engine::DedupResults(const v1::DedupResultsRequest& request,
   }
   absl::StatusOr<ResultsDedupResult> result = dedupd::DedupResults(hits, options);
   if (!result.ok()) return result.status();
-  // The API has no field for a rejected hit yet: the first one still fails
-  // the request, named as before.
-  if (!result->rejected.empty()) {
-    const RejectedHit& r = result->rejected.front();
-    return absl::InvalidArgumentError(absl::StrCat("hit ", r.index, ": ", r.error));
-  }
   response->Clear();
   for (size_t i : result->kept) {
     v1::KeptHit* kept = response->add_kept();
@@ -498,6 +490,14 @@ absl::Status Engine::DedupResults(const v1::DedupResultsRequest& request,
     response->add_not_examined(static_cast<uint32_t>(i));
   }
   response->set_per_source_cap(static_cast<uint32_t>(result->per_source_cap));
+  for (const RejectedHit& r : result->rejected) {
+    v1::RejectedHit* rejected = response->add_rejected();
+    rejected->set_index(static_cast<uint32_t>(r.index));
+    rejected->set_id(hits[r.index].id);
+    rejected->set_error_reason(r.reason == RejectReason::kBadText ? v1::ERROR_REASON_BAD_TEXT
+                                                                  : v1::ERROR_REASON_BAD_HIT);
+    rejected->set_error(r.error);
+  }
   return absl::OkStatus();
 }
 
