@@ -224,8 +224,10 @@ class DedupClient {
 
   // DedupResults sends one query's hits in one request, retrying
   // UNAVAILABLE, and returns the server's decision (kept, dropped with
-  // reasons, not examined). Errors: as CheckUrls, with messages that start
-  // with "DedupResults: "; InvalidArgument naming the bad hit or setting.
+  // reasons, not examined, and the bad hits rejected with theirs). Errors:
+  // as CheckUrls, with messages that start with "DedupResults: ";
+  // InvalidArgument naming the limit for a bad request as a whole (no
+  // hits, too many, top_k 0, a setting out of range).
   absl::StatusOr<dedupd::v1::DedupResultsResponse> DedupResults(
       const dedupd::v1::DedupResultsRequest& request) const;
 

@@ -556,7 +556,7 @@ absl::Status Engine::DedupResults(const v1::DedupResultsRequest& request,
     out.embedding.assign(in.embedding().begin(), in.embedding().end());
   }
   ResultsDedupOptions options;
-  options.top_k = request.top_k();
+  if (request.has_top_k()) options.top_k = request.top_k();
   if (request.near_text_measure() == v1::NEAR_TEXT_MEASURE_JACCARD) {
     options.near_text_measure = NearTextMeasure::kJaccard;
   } else if (request.near_text_measure() != v1::NEAR_TEXT_MEASURE_SIMHASH &&
@@ -601,6 +601,14 @@ absl::Status Engine::DedupResults(const v1::DedupResultsRequest& request,
     response->add_not_examined(static_cast<uint32_t>(i));
   }
   response->set_per_source_cap(static_cast<uint32_t>(result->per_source_cap));
+  for (const RejectedHit& r : result->rejected) {
+    v1::RejectedHit* rejected = response->add_rejected();
+    rejected->set_index(static_cast<uint32_t>(r.index));
+    rejected->set_id(hits[r.index].id);
+    rejected->set_error_reason(r.reason == RejectReason::kBadText ? v1::ERROR_REASON_BAD_TEXT
+                                                                  : v1::ERROR_REASON_BAD_HIT);
+    rejected->set_error(r.error);
+  }
   return absl::OkStatus();
 }
 

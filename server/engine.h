@@ -111,10 +111,15 @@ class Engine {
                            v1::CheckChunksResponse* response) const;
 
   // DedupResults deduplicates one query's hits (core/results/results_dedup.h;
-  // stateless: needs no store). Errors: InvalidArgument naming the first
-  // bad hit or setting (empty text, invalid UTF-8, a NaN score or embedding
-  // element, embeddings of different sizes, top_k 0, more than
-  // kMaxResultHits hits).
+  // stateless: needs no store). A bad hit (empty id or text, invalid UTF-8,
+  // a NaN or infinite score or embedding element, an embedding of another
+  // size than the first valid one's, or missing while others have one) is
+  // listed in the response's `rejected` with ERROR_REASON_BAD_TEXT or
+  // ERROR_REASON_BAD_HIT; the other hits are deduplicated without it.
+  // Unset top_k keeps every hit that survives. Errors: InvalidArgument,
+  // naming the limit, for a bad request as a whole: no hits, more than
+  // kMaxResultHits, top_k set to 0, a setting out of range or an unknown
+  // near_text_measure.
   absl::Status DedupResults(const v1::DedupResultsRequest& request,
                             v1::DedupResultsResponse* response) const;
 

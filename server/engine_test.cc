@@ -2,12 +2,14 @@
 
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/results/results_dedup.h"
 #include "core/text/simhash.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -649,6 +651,196 @@ TEST(ContentEngineNoStoreTest, WithoutAContentStoreIsUnimplemented) {
   r.mutable_items(0)->set_text("text");
   v1::CheckContentResponse response;
   EXPECT_THAT(engine.CheckContent(r, &response), StatusIs(absl::StatusCode::kUnimplemented));
+}
+
+// ---------------------------------------------------------------- DedupResults
+
+class ResultsEngineTest : public ::testing::Test {
+ protected:
+  ResultsEngineTest() : engine_(&normalizer_, &store_, EngineOptions{}) {}
+
+  static v1::ResultHit Hit(const std::string& id, const std::string& text, double score,
+                           std::vector<float> embedding = {}, const std::string& source = "") {
+    v1::ResultHit h;
+    h.set_id(id);
+    h.set_text(text);
+    h.set_score(score);
+    h.set_source_url(source);
+    for (float x : embedding) h.add_embedding(x);
+    return h;
+  }
+
+  absl::StatusOr<v1::DedupResultsResponse> Dedup(const v1::DedupResultsRequest& request) const {
+    v1::DedupResultsResponse response;
+    absl::Status s = engine_.DedupResults(request, &response);
+    if (!s.ok()) return s;
+    return response;
+  }
+
+  static std::vector<uint32_t> KeptIndices(const v1::DedupResultsResponse& r) {
+    std::vector<uint32_t> out;
+    for (const v1::KeptHit& k : r.kept()) out.push_back(k.index());
+    return out;
+  }
+
+  UrlNormalizer normalizer_;
+  MemoryUrlStore store_;
+  Engine engine_;
+};
+
+constexpr char kOtters[] = "Otters eat fish and crabs in the river, and sleep in dens.";
+constexpr char kWeather[] = "The weather in the mountains changes quickly in spring.";
+
+TEST_F(ResultsEngineTest, BadHitsAreRejectedWithTheirReasonAndTheRestAnswered) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  v1::DedupResultsRequest request;
+  *request.add_hits() = Hit("a", kOtters, 0.9);
+  *request.add_hits() = Hit("b", "", 5);
+  *request.add_hits() = Hit("c", " \t\n ", 5);
+  *request.add_hits() = Hit("d", "caf\xc3\x28", 5);
+  *request.add_hits() = Hit("e", kWeather, nan);
+  *request.add_hits() = Hit("f", kWeather, -std::numeric_limits<double>::infinity());
+  *request.add_hits() = Hit("", kWeather, 5);
+  *request.add_hits() = Hit("g", kOtters, 0.8);
+  *request.add_hits() = Hit("h", kWeather, 0.7);
+  ASSERT_OK_AND_ASSIGN(const v1::DedupResultsResponse r, Dedup(request));
+
+  struct Want {
+    uint32_t index;
+    const char* id;
+    v1::ErrorReason reason;
+    const char* error;
+  };
+  const Want want[] = {
+      {1, "b", v1::ERROR_REASON_BAD_TEXT, "text: text is empty or only whitespace"},
+      {2, "c", v1::ERROR_REASON_BAD_TEXT, "text: text is empty or only whitespace"},
+      {3, "d", v1::ERROR_REASON_BAD_TEXT, "text: invalid UTF-8 at byte 3"},
+      {4, "e", v1::ERROR_REASON_BAD_HIT, "score is NaN"},
+      {5, "f", v1::ERROR_REASON_BAD_HIT, "score is infinite"},
+      {6, "", v1::ERROR_REASON_BAD_HIT, "empty id"},
+  };
+  ASSERT_EQ(r.rejected_size(), 6);
+  for (int j = 0; j < 6; ++j) {
+    SCOPED_TRACE(j);
+    EXPECT_EQ(r.rejected(j).index(), want[j].index);
+    EXPECT_EQ(r.rejected(j).id(), want[j].id);
+    EXPECT_EQ(r.rejected(j).error_reason(), want[j].reason);
+    EXPECT_EQ(r.rejected(j).error(), want[j].error);
+  }
+  // The rest, as if the rejected hits were absent (indices stay the
+  // request's): g is a copy of a.
+  EXPECT_THAT(KeptIndices(r), ElementsAre(0, 8));
+  ASSERT_EQ(r.dropped_size(), 1);
+  EXPECT_EQ(r.dropped(0).index(), 7u);
+  EXPECT_EQ(r.dropped(0).id(), "g");
+  EXPECT_EQ(r.dropped(0).reason(), v1::DROP_REASON_DUPLICATE);
+  EXPECT_EQ(r.dropped(0).duplicate_of_index(), 0u);
+  EXPECT_EQ(r.dropped(0).duplicate_of(), "a");
+  EXPECT_THAT(r.not_examined(), IsEmpty());
+}
+
+TEST_F(ResultsEngineTest, BadEmbeddingsAreRejectedAndTheOthersStillUseCosine) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  v1::DedupResultsRequest request;
+  *request.add_hits() = Hit("a", kOtters, 0.9, {1, 0, 0});
+  *request.add_hits() = Hit("nan", kWeather, 0.85, {nan, 0, 0});
+  *request.add_hits() = Hit("inf", kWeather, 0.84, {0, inf, 0});
+  *request.add_hits() = Hit("short", kWeather, 0.83, {0, 1});
+  *request.add_hits() = Hit("none", kWeather, 0.82);
+  *request.add_hits() = Hit("para", "A paraphrase of the otter text.", 0.8, {2, 0.1f, 0});
+  *request.add_hits() = Hit("other", kWeather, 0.7, {0, 0, 1});
+  ASSERT_OK_AND_ASSIGN(const v1::DedupResultsResponse r, Dedup(request));
+  std::vector<std::string> errors;
+  for (const v1::RejectedHit& h : r.rejected()) {
+    EXPECT_EQ(h.error_reason(), v1::ERROR_REASON_BAD_HIT) << h.id();
+    errors.push_back(absl::StrCat(h.index(), " ", h.id(), ": ", h.error()));
+  }
+  EXPECT_THAT(errors, ElementsAre("1 nan: embedding element 0 is NaN",
+                                  "2 inf: embedding element 1 is infinite",
+                                  "3 short: embedding has 2 dimensions, hit 0 has 3",
+                                  "4 none: has no embedding but hit 0 has one (3 dimensions); send "
+                                  "embeddings on all hits or none"));
+  EXPECT_THAT(KeptIndices(r), ElementsAre(0, 6));
+  ASSERT_EQ(r.dropped_size(), 1);
+  EXPECT_EQ(r.dropped(0).index(), 5u);
+  EXPECT_EQ(r.dropped(0).measure(), v1::DUPLICATE_MEASURE_COSINE);
+}
+
+TEST_F(ResultsEngineTest, TopKUnsetKeepsEverySurvivorAndZeroIsInvalid) {
+  v1::DedupResultsRequest request;
+  for (int i = 0; i < 8; ++i) {
+    *request.add_hits() = Hit(absl::StrCat("h", i), absl::StrCat("passage number ", i, " here"),
+                              1.0 - 0.1 * i, {}, i < 4 ? "https://one.example/" : "");
+  }
+  ASSERT_FALSE(request.has_top_k());
+  ASSERT_OK_AND_ASSIGN(v1::DedupResultsResponse r, Dedup(request));
+  // Default cap without top_k: 3, so h3 (the 4th of one.example) is dropped.
+  EXPECT_EQ(r.per_source_cap(), 3u);
+  EXPECT_THAT(KeptIndices(r), ElementsAre(0, 1, 2, 4, 5, 6, 7));
+  ASSERT_EQ(r.dropped_size(), 1);
+  EXPECT_EQ(r.dropped(0).index(), 3u);
+  EXPECT_EQ(r.dropped(0).reason(), v1::DROP_REASON_SOURCE_CAP);
+  EXPECT_THAT(r.not_examined(), IsEmpty());
+
+  request.set_top_k(2);
+  ASSERT_OK_AND_ASSIGN(r, Dedup(request));
+  EXPECT_EQ(r.per_source_cap(), 2u);
+  EXPECT_THAT(KeptIndices(r), ElementsAre(0, 1));
+  EXPECT_THAT(r.not_examined(), ElementsAre(2, 3, 4, 5, 6, 7));
+
+  request.set_top_k(0);
+  EXPECT_THAT(Dedup(request),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("top_k: must be at least 1; omit it to keep all hits")));
+}
+
+TEST_F(ResultsEngineTest, RequestWideProblemsFailTheRequest) {
+  auto with_bad_hit = [](v1::DedupResultsRequest r) {
+    *r.add_hits() = Hit("ok", kOtters, 1);
+    *r.add_hits() = Hit("bad", "", 1);
+    return r;
+  };
+  struct Case {
+    const char* name;
+    v1::DedupResultsRequest request;
+    const char* message;
+  };
+  v1::DedupResultsRequest jaccard;
+  jaccard.set_min_jaccard(1.5);
+  v1::DedupResultsRequest measure;
+  measure.set_near_text_measure(static_cast<v1::NearTextMeasure>(7));
+  v1::DedupResultsRequest cosine;
+  cosine.set_min_cosine(-2);
+  v1::DedupResultsRequest distance;
+  distance.set_max_hamming_distance(65);
+  v1::DedupResultsRequest too_many;
+  for (size_t i = 0; i <= kMaxResultHits; ++i) *too_many.add_hits() = Hit("x", "", 1);
+  const Case cases[] = {
+      {"no hits", v1::DedupResultsRequest(), "the request has no hits"},
+      {"too many hits", too_many, "10001 hits, more than the limit of 10000"},
+      {"min_jaccard", with_bad_hit(jaccard), "min_jaccard 1.5 is outside (0, 1]"},
+      {"min_cosine", with_bad_hit(cosine), "min_cosine -2 is outside [-1, 1]"},
+      {"max_hamming_distance", with_bad_hit(distance), "max_hamming_distance 65 is outside 0..64"},
+      {"measure", with_bad_hit(measure), "near_text_measure: unknown value 7"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_THAT(Dedup(c.request),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.message)));
+  }
+}
+
+TEST_F(ResultsEngineTest, EveryHitRejectedIsStillAnAnswer) {
+  v1::DedupResultsRequest request;
+  *request.add_hits() = Hit("a", "", 1);
+  *request.add_hits() = Hit("b", "\xff", 1);
+  ASSERT_OK_AND_ASSIGN(const v1::DedupResultsResponse r, Dedup(request));
+  EXPECT_EQ(r.kept_size(), 0);
+  EXPECT_EQ(r.dropped_size(), 0);
+  ASSERT_EQ(r.rejected_size(), 2);
+  EXPECT_EQ(r.rejected(1).id(), "b");
+  EXPECT_EQ(r.rejected(1).error(), "text: invalid UTF-8 at byte 0");
 }
 
 }  // namespace

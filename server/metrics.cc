@@ -83,7 +83,7 @@ const std::vector<std::string>& ServerMetrics::VerdictLabels(Layer layer) {
   static const auto* content =
       new std::vector<std::string>{"new", "exact_duplicate", "near_duplicate", "invalid"};
   static const auto* results =
-      new std::vector<std::string>{"kept", "dropped_duplicate", "dropped_source_cap"};
+      new std::vector<std::string>{"kept", "dropped_duplicate", "dropped_source_cap", "rejected"};
   switch (layer) {
     case Layer::kUrl:
       return *url;

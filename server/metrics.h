@@ -72,7 +72,7 @@ class ServerMetrics {
   //             near_duplicate|invalid}
   //   kChunk:   dedupd_chunk_verdicts_total{verdict=<as kContent>}
   //   kResults: dedupd_results_hits_total{outcome=kept|dropped_duplicate|
-  //             dropped_source_cap}
+  //             dropped_source_cap|rejected}
   enum class Layer { kUrl, kContent, kChunk, kResults, kComplete };
   static const std::vector<std::string>& VerdictLabels(Layer layer);
 

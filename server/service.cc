@@ -89,12 +89,13 @@ void CountVerdicts(const v1::CheckChunksResponse& r, ServerMetrics* m) {
 }
 
 void CountVerdicts(const v1::DedupResultsResponse& r, ServerMetrics* m) {
-  std::array<uint64_t, 3> n{};  // kept, dropped_duplicate, dropped_source_cap
+  std::array<uint64_t, 4> n{};  // kept, dropped_duplicate, dropped_source_cap, rejected
   n[0] = static_cast<uint64_t>(r.kept_size());
   for (const v1::DroppedHit& d : r.dropped()) {
     if (d.reason() == v1::DROP_REASON_DUPLICATE) ++n[1];
     if (d.reason() == v1::DROP_REASON_SOURCE_CAP) ++n[2];
   }
+  n[3] = static_cast<uint64_t>(r.rejected_size());
   m->AddVerdicts(ServerMetrics::Layer::kResults, n);
 }
 

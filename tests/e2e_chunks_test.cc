@@ -338,22 +338,49 @@ TEST_F(E2eChunksTest, DedupResultsKeepsOneOfEachClusterAndCapsSources) {
   EXPECT_EQ(r->dropped(0).measure(), v1::DUPLICATE_MEASURE_COSINE);
   EXPECT_GT(r->dropped(0).value(), 0.95);
 
-  // Bad input: a clear per-request error.
+  // Bad hits are rejected one by one, with their reason; the rest are
+  // answered as if they were absent. Without top_k every survivor is kept.
   v1::DedupResultsRequest bad = emb;
+  bad.clear_top_k();
   bad.mutable_hits(1)->mutable_embedding()->RemoveLast();
-  EXPECT_THAT(client_->DedupResults(bad),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("hit 1")));
-  bad = emb;
   bad.mutable_hits(2)->set_embedding(0, std::numeric_limits<float>::quiet_NaN());
-  EXPECT_THAT(client_->DedupResults(bad),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("hit 2")));
-  bad = emb;
-  bad.mutable_hits(0)->set_text("");
-  EXPECT_THAT(client_->DedupResults(bad),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("hit 0")));
+  *bad.add_hits() = Hit("w", " ", 0.95, "https://d.example/");
+  *bad.add_hits() = Hit("x2", "How do I install it?", 0.6, "https://e.example/");
+  for (float v : vectors[0]) bad.mutable_hits(4)->add_embedding(v);
+  r = client_->DedupResults(bad);
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->rejected_size(), 3);
+  EXPECT_EQ(r->rejected(0).index(), 1u);
+  EXPECT_EQ(r->rejected(0).id(), "y");
+  EXPECT_EQ(r->rejected(0).error_reason(), v1::ERROR_REASON_BAD_HIT);
+  EXPECT_EQ(r->rejected(0).error(), "embedding has 3 dimensions, hit 0 has 4");
+  EXPECT_EQ(r->rejected(1).index(), 2u);
+  EXPECT_EQ(r->rejected(1).error_reason(), v1::ERROR_REASON_BAD_HIT);
+  EXPECT_EQ(r->rejected(1).error(), "embedding element 0 is NaN");
+  EXPECT_EQ(r->rejected(2).index(), 3u);
+  EXPECT_EQ(r->rejected(2).id(), "w");
+  EXPECT_EQ(r->rejected(2).error_reason(), v1::ERROR_REASON_BAD_TEXT);
+  ASSERT_EQ(r->kept_size(), 1);
+  EXPECT_EQ(r->kept(0).id(), "x");
+  ASSERT_EQ(r->dropped_size(), 1);
+  EXPECT_EQ(r->dropped(0).index(), 4u);
+  EXPECT_EQ(r->dropped(0).duplicate_of(), "x");
+  EXPECT_EQ(r->not_examined_size(), 0);
+
+  // A bad request as a whole: a clear per-request error naming the limit.
   bad = emb;
   bad.clear_hits();
-  EXPECT_THAT(client_->DedupResults(bad), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(client_->DedupResults(bad),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no hits")));
+  bad = emb;
+  bad.set_top_k(0);
+  EXPECT_THAT(client_->DedupResults(bad),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("top_k: must be at least 1; omit it to keep all hits")));
+  bad = emb;
+  bad.set_min_jaccard(0);
+  EXPECT_THAT(client_->DedupResults(bad),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("min_jaccard 0 is outside")));
 }
 
 #ifdef DEDUPCTL_BINARY
@@ -397,11 +424,18 @@ TEST_F(E2eChunksTest, DedupctlChunksCheckAndResultsDedupInAPipeline) {
   EXPECT_THAT(d->out, HasSubstr("\"kept\":[{\"index\":0,\"id\":\"h1\""));
   EXPECT_THAT(d->out, HasSubstr("\"id\":\"h2\",\"reason\":\"DUPLICATE\""));
   EXPECT_THAT(d->out, HasSubstr("\"measure\":\"EXACT_TEXT\""));
+  // Without --top_k every survivor is kept; a bad hit is printed as
+  // rejected beside the decision, and makes the exit code 1.
   auto bad = RunCommand({DEDUPCTL_BINARY, "results", "dedup", "--server", server_->address()},
-                        "[{\"id\":\"x\",\"text\":\"\",\"score\":1}]");
+                        "[{\"id\":\"x\",\"text\":\"\",\"score\":1},"
+                        "{\"id\":\"y\",\"text\":\"Fine text.\",\"score\":0.5}]");
   ASSERT_THAT(bad, IsOk());
   EXPECT_EQ(bad->exit_code, 1) << bad->err;
-  EXPECT_THAT(bad->out, HasSubstr("hit 0"));
+  EXPECT_EQ(bad->out,
+            "{\"kept\":[{\"index\":1,\"id\":\"y\",\"score\":0.5}],\"dropped\":[],"
+            "\"not_examined\":[],\"rejected\":[{\"index\":0,\"id\":\"x\",\"reason\":"
+            "\"BAD_TEXT\",\"error\":\"text: text is empty or only whitespace\"}],"
+            "\"per_source_cap\":3}\n");
 }
 #endif  // DEDUPCTL_BINARY
 

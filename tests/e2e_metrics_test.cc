@@ -150,14 +150,14 @@ TEST_F(E2eMetricsTest, CountersAndHistogramsMoveByTheRightAmounts) {
     ASSERT_EQ(response.results(0).verdict(), v1::CHUNK_VERDICT_NEW);
     ASSERT_EQ(response.results(1).verdict(), v1::CHUNK_VERDICT_EXACT_DUPLICATE);
   }
-  // DedupResults: two copies of one text and another text.
+  // DedupResults: two copies of one text, another text and an empty one.
   {
     v1::DedupResultsRequest request;
     request.set_top_k(3);
     const char* texts[] = {"Otters eat fish and crabs in the river.",
                            "Otters eat fish and crabs in the river.",
-                           "The weather in the mountains changes quickly."};
-    for (int i = 0; i < 3; ++i) {
+                           "The weather in the mountains changes quickly.", ""};
+    for (int i = 0; i < 4; ++i) {
       auto* hit = request.add_hits();
       hit->set_id(absl::StrCat("h", i));
       hit->set_text(texts[i]);
@@ -169,6 +169,7 @@ TEST_F(E2eMetricsTest, CountersAndHistogramsMoveByTheRightAmounts) {
     ASSERT_TRUE(dedup_->DedupResults(&context, request, &response).ok());
     ASSERT_EQ(response.kept_size(), 2);
     ASSERT_EQ(response.dropped_size(), 1);
+    ASSERT_EQ(response.rejected_size(), 1);
   }
 
   const Exposition e = Scrape();
@@ -211,6 +212,7 @@ TEST_F(E2eMetricsTest, CountersAndHistogramsMoveByTheRightAmounts) {
   EXPECT_EQ(e.Value("dedupd_results_hits_total", {{"outcome", "kept"}}), 2);
   EXPECT_EQ(e.Value("dedupd_results_hits_total", {{"outcome", "dropped_duplicate"}}), 1);
   EXPECT_EQ(e.Value("dedupd_results_hits_total", {{"outcome", "dropped_source_cap"}}), 0);
+  EXPECT_EQ(e.Value("dedupd_results_hits_total", {{"outcome", "rejected"}}), 1);
   // No call is left in flight (the server's side ends just after the
   // client has its answer: wait, bounded).
   double in_flight = -1;

@@ -229,10 +229,12 @@ int main(int argc, char** argv) {
           MakeHits(pages, n, dims, base_cosine, absl::GetFlag(FLAGS_seed));
       for (const std::string& k_s : absl::GetFlag(FLAGS_top_k)) {
         dedupd::ResultsDedupOptions options = base;
-        if (!absl::SimpleAtoi(k_s, &options.top_k)) {
+        size_t top_k = 0;
+        if (!absl::SimpleAtoi(k_s, &top_k)) {
           std::fprintf(stderr, "bad --top_k value %s\n", k_s.c_str());
           return 1;
         }
+        options.top_k = top_k;
         absl::StatusOr<dedupd::ResultsDedupResult> r;
         for (int w = 0; w < 3; ++w) r = dedupd::DedupResults(hits, options);
         std::vector<double> us;
@@ -260,7 +262,7 @@ int main(int argc, char** argv) {
             "measure=%s calls=%d mean_us=%.1f p50_us=%.1f p99_us=%.1f "
             "cpu_mean_us=%.1f kept=%zu duplicate=%zu source_cap=%zu "
             "not_examined=%zu\n",
-            n, dims, dims > 0 ? base_cosine : 0.0, options.top_k, measure.c_str(), calls,
+            n, dims, dims > 0 ? base_cosine : 0.0, top_k, measure.c_str(), calls,
             sum / static_cast<double>(calls), Percentile(us, 0.5), Percentile(us, 0.99), cpu_us,
             r->kept.size(), duplicate, source_cap, r->not_examined.size());
         std::fflush(stdout);

@@ -955,29 +955,31 @@ TEST_F(DedupctlResultsTest, ListOfHits) {
     {"id": "b", "text": "same", "score": 0.9},
     {"id": "c", "text": "other", "score": 0.25, "source_url": "s1", "extra": {"k": [1]}},
     {"id": "d", "text": "third", "score": 0.1, "source_url": "s1", "embedding": null},
-    {"id": "e", "text": "fourth", "score": -1e-7, "source_url": "s1"}
+    {"id": "e", "text": "fourth", "score": -1e-7, "source_url": "s1"},
+    {"id": "f", "text": "fifth", "score": -2, "source_url": "s1"}
   ])";
   CommandResult r = Results(in);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, IsEmpty());
-  // top_k: every hit; the fake's default cap for top_k 5 is 2.
+  // No top_k is sent: every survivor is kept, under the default cap for an
+  // unset top_k, 3.
   EXPECT_THAT(
       Lines(r.out),
       ElementsAre(
-          R"({"kept":[{"index":1,"id":"b","score":0.9},{"index":2,"id":"c","score":0.25},{"index":3,"id":"d","score":0.1}],)"
+          R"({"kept":[{"index":1,"id":"b","score":0.9},{"index":2,"id":"c","score":0.25},{"index":3,"id":"d","score":0.1},{"index":4,"id":"e","score":-1e-07}],)"
           R"("dropped":[{"index":0,"id":"a","reason":"DUPLICATE","duplicate_of":{"index":1,"id":"b"},"measure":"EXACT_TEXT","value":1},)"
-          R"({"index":4,"id":"e","reason":"SOURCE_CAP"}],"not_examined":[],"per_source_cap":2})"));
+          R"({"index":5,"id":"f","reason":"SOURCE_CAP"}],"not_examined":[],"rejected":[],"per_source_cap":3})"));
   const std::vector<FakeDedupService::Call> calls = fake().calls();
   ASSERT_THAT(calls, SizeIs(1));
   const dedupd::v1::DedupResultsRequest& req = calls[0].results_request;
   EXPECT_EQ(calls[0].method, "DedupResults");
-  EXPECT_EQ(req.top_k(), 5u);
+  EXPECT_FALSE(req.has_top_k());
   EXPECT_FALSE(req.has_per_source_cap());
   EXPECT_FALSE(req.has_max_hamming_distance());
   EXPECT_FALSE(req.has_min_jaccard());
   EXPECT_FALSE(req.has_min_cosine());
   EXPECT_EQ(req.near_text_measure(), dedupd::v1::NEAR_TEXT_MEASURE_UNSPECIFIED);
-  ASSERT_EQ(req.hits_size(), 5);
+  ASSERT_EQ(req.hits_size(), 6);
   EXPECT_EQ(req.hits(0).source_url(), "s1");
   EXPECT_EQ(req.hits(1).source_url(), "");
   EXPECT_EQ(req.hits(4).score(), -1e-7);
@@ -995,7 +997,7 @@ TEST_F(DedupctlResultsTest, ObjectWithSettingsAndFlagsOverride) {
   EXPECT_THAT(
       Lines(r.out),
       ElementsAre(
-          R"({"kept":[{"index":0,"id":"x","score":3},{"index":1,"id":"y","score":2}],"dropped":[],"not_examined":[2],"per_source_cap":0})"));
+          R"({"kept":[{"index":0,"id":"x","score":3},{"index":1,"id":"y","score":2}],"dropped":[],"not_examined":[2],"rejected":[],"per_source_cap":0})"));
 
   // The same input from a FILE, with flags over the object's settings.
   const std::string dir = MakeTempDir("dedupctl_test_");
@@ -1008,12 +1010,13 @@ TEST_F(DedupctlResultsTest, ObjectWithSettingsAndFlagsOverride) {
   EXPECT_THAT(
       Lines(f.out),
       ElementsAre(
-          R"({"kept":[{"index":0,"id":"x","score":3}],"dropped":[],"not_examined":[1,2],"per_source_cap":4})"));
+          R"({"kept":[{"index":0,"id":"x","score":3}],"dropped":[],"not_examined":[1,2],"rejected":[],"per_source_cap":4})"));
   RemoveTree(dir);
 
   const std::vector<FakeDedupService::Call> calls = fake().calls();
   ASSERT_THAT(calls, SizeIs(2));
   const dedupd::v1::DedupResultsRequest& a = calls[0].results_request;
+  EXPECT_TRUE(a.has_top_k());
   EXPECT_EQ(a.top_k(), 2u);
   EXPECT_TRUE(a.has_per_source_cap());
   EXPECT_EQ(a.per_source_cap(), 0u);
@@ -1122,11 +1125,32 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(info.param.name);
     });
 
-TEST_F(DedupctlResultsTest, RequestTheServerRejectsExits1) {
-  CommandResult r = Results(R"([{"id":"a","text":"t","score":1},{"id":"b","text":"","score":2}])");
+TEST_F(DedupctlResultsTest, RejectedHitsArePrintedWithTheDecisionAndExit1) {
+  CommandResult r =
+      Results(R"([{"id":"a","text":"t","score":1},{"id":"b","text":"","score":2},)"
+              R"({"id":"","text":"t2","score":3},{"id":"d","text":"t","score":0.5}])");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, IsEmpty());
-  EXPECT_THAT(Lines(r.out), ElementsAre(R"({"error":"DedupResults: fake: hit 1: empty text"})"));
+  // The rejected hits take no part: a is kept (b's higher score does not
+  // count), d is its duplicate.
+  EXPECT_THAT(
+      Lines(r.out),
+      ElementsAre(
+          R"({"kept":[{"index":0,"id":"a","score":1}],)"
+          R"("dropped":[{"index":3,"id":"d","reason":"DUPLICATE","duplicate_of":{"index":0,"id":"a"},"measure":"EXACT_TEXT","value":1}],)"
+          R"("not_examined":[],"rejected":[{"index":1,"id":"b","reason":"BAD_TEXT","error":"fake: empty text"},)"
+          R"({"index":2,"id":"","reason":"BAD_HIT","error":"fake: empty id"}],"per_source_cap":3})"));
+}
+
+TEST_F(DedupctlResultsTest, RequestTheServerRejectsExits1) {
+  fake().FailNext(absl::InvalidArgumentError("min_jaccard 0 is outside (0, 1]"));
+  CommandResult r = Results(absl::StrCat(R"({"hits":[)", kHit, R"(],"min_jaccard":0})"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, IsEmpty());
+  EXPECT_THAT(Lines(r.out),
+              ElementsAre(R"({"error":"DedupResults: min_jaccard 0 is outside (0, 1]"})"));
+  ASSERT_THAT(fake().calls(), SizeIs(1));
+  EXPECT_EQ(fake().calls()[0].results_request.min_jaccard(), 0);
 }
 
 TEST_F(DedupctlResultsTest, ServerErrorExits2) {

@@ -65,7 +65,9 @@ commands:
       or standard input (at most 64 MiB): a list of hits {"id", "text",
       "score", "source_url", "embedding"}, or {"hits": [...], "top_k": N,
       ...the settings below}. Output: one line {"kept", "dropped",
-      "not_examined", "per_source_cap"}, or {"error"} for a bad input.
+      "not_examined", "rejected", "per_source_cap"}, or {"error"} for a bad
+      input. A rejected hit (empty text, NaN score, ...) makes the exit
+      status 1.
   admin stats --server ADDR [--exact] [--deadline SECONDS]
       Print the server's store statistics as one JSON object: record kinds,
       bytes on disk, versions, RocksDB health, uptime. --exact also counts
@@ -112,7 +114,8 @@ flags:
                       SimHash distance (default 3)
   --top_k N           results: hits to keep, >= 1 (default: all of them)
   --per_source_cap N  results: most hits kept per source_url, 0: no cap
-                      (default: 2 when top_k <= 5, else 3)
+                      (default: 2 when top_k <= 5, else 3, and 3 without
+                      top_k)
   --min_jaccard J     results: compare texts by shingle Jaccard >= J instead
                       of SimHash (default 0.8 when chosen)
   --min_cosine C      results: embedding cosine that counts as a duplicate

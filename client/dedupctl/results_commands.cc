@@ -76,8 +76,9 @@ absl::Status ParseHit(const JsonValue& value, absl::string_view path, dedupd::v1
 // 0..4294967295), "min_jaccard", "min_cosine" (numbers); at most one of
 // max_hamming_distance and min_jaccard. Null counts as absent; other
 // members of the object are an error (a misspelt setting must not pass
-// unnoticed). Leaves top_k 0 when the input sets none. Returns
-// InvalidArgument saying what is wrong.
+// unnoticed). Leaves top_k unset when the input sets none (the server then
+// keeps every hit that survives). Returns InvalidArgument saying what is
+// wrong.
 absl::Status ParseResultsInput(absl::string_view json, dedupd::v1::DedupResultsRequest* request) {
   DEDUPD_ASSIGN_OR_RETURN(const JsonValue value, ParseInputJson(json));
   const std::vector<JsonValue>* hits = nullptr;
@@ -200,10 +201,21 @@ std::string ResultsLine(const dedupd::v1::DedupResultsResponse& response) {
   for (uint32_t i : response.not_examined()) {
     not_examined.push_back(absl::StrCat(i));
   }
+  std::vector<std::string> rejected;
+  rejected.reserve(response.rejected_size());
+  for (const dedupd::v1::RejectedHit& r : response.rejected()) {
+    JsonObjectWriter json;
+    json.Uint("index", r.index())
+        .String("id", r.id())
+        .String("reason", EnumName(r.error_reason()))
+        .String("error", r.error());
+    rejected.push_back(std::move(json).Finish());
+  }
   JsonObjectWriter json;
   json.RawArray("kept", kept)
       .RawArray("dropped", dropped)
       .RawArray("not_examined", not_examined)
+      .RawArray("rejected", rejected)
       .Uint("per_source_cap", response.per_source_cap());
   return std::move(json).Finish();
 }
@@ -242,9 +254,6 @@ int RunResults(const ResultsOptions& options) {
   input.clear();
   input.shrink_to_fit();
   ApplyResultsFlags(options, &request);
-  if (request.top_k() == 0) {
-    request.set_top_k(static_cast<uint32_t>(request.hits_size()));
-  }
 
   absl::StatusOr<std::unique_ptr<DedupClient>> client =
       DedupClient::Connect(options.server.address, options.server.client);
@@ -262,7 +271,8 @@ int RunResults(const ResultsOptions& options) {
     PrintError(flushed.ok() ? "write to standard output failed" : flushed.message());
     return kExitError;
   }
-  return kExitOk;
+  // A rejected hit is an invalid item, as an INVALID URL of `url check`.
+  return response->rejected_size() > 0 ? kExitInvalid : kExitOk;
 }
 
 }  // namespace dedupd::dedupctl

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <numeric>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -371,16 +370,24 @@ grpc::ServerUnaryReactor* FakeDedupService::DedupResults(
   };
   const int n = request->hits_size();
   if (n == 0) return reject("fake: no hits");
-  if (request->top_k() == 0) return reject("fake: top_k is 0");
+  if (request->has_top_k() && request->top_k() == 0) return reject("fake: top_k is 0");
+  const uint32_t cap = request->has_per_source_cap()
+                           ? request->per_source_cap()
+                           : (request->has_top_k() && request->top_k() <= 5 ? 2 : 3);
+  std::vector<int> order;
   for (int i = 0; i < n; ++i) {
-    if (request->hits(i).text().empty()) {
-      return reject(absl::StrCat("fake: hit ", i, ": empty text"));
+    const dedupd::v1::ResultHit& hit = request->hits(i);
+    if (!hit.text().empty() && !hit.id().empty()) {
+      order.push_back(i);
+      continue;
     }
+    dedupd::v1::RejectedHit* r = response->add_rejected();
+    r->set_index(static_cast<uint32_t>(i));
+    r->set_id(hit.id());
+    r->set_error_reason(hit.text().empty() ? dedupd::v1::ERROR_REASON_BAD_TEXT
+                                           : dedupd::v1::ERROR_REASON_BAD_HIT);
+    r->set_error(hit.text().empty() ? "fake: empty text" : "fake: empty id");
   }
-  const uint32_t cap =
-      request->has_per_source_cap() ? request->per_source_cap() : (request->top_k() <= 5 ? 2 : 3);
-  std::vector<int> order(n);
-  std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     return request->hits(a).score() > request->hits(b).score();
   });
@@ -388,7 +395,7 @@ grpc::ServerUnaryReactor* FakeDedupService::DedupResults(
   absl::flat_hash_map<std::string, uint32_t> kept_per_source;
   for (int i : order) {
     const dedupd::v1::ResultHit& hit = request->hits(i);
-    if (kept.size() >= request->top_k()) {
+    if (request->has_top_k() && kept.size() >= request->top_k()) {
       response->add_not_examined(static_cast<uint32_t>(i));
       continue;
     }

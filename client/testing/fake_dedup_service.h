@@ -51,15 +51,17 @@
 //
 // DedupResults, statelessly, exact text only (no SimHash, Jaccard or
 // embeddings: the settings are only recorded):
-// - InvalidArgument "fake: no hits", "fake: top_k is 0", or
-//   "fake: hit I: empty text";
+// - InvalidArgument "fake: no hits" or "fake: top_k is 0" (set to 0);
+// - a hit with an empty text is rejected (ERROR_REASON_BAD_TEXT, error
+//   "fake: empty text"), one with an empty id too (ERROR_REASON_BAD_HIT,
+//   "fake: empty id"); the others take part as if it were absent;
 // - hits in score order (highest first, ties in request order); a hit
 //   whose text equals a kept hit's is dropped as DUPLICATE of the first
 //   such (measure EXACT_TEXT, value 1); else, with a non-empty source_url
 //   that already has per_source_cap kept hits, dropped as SOURCE_CAP; else
-//   kept; once top_k are kept the rest are not_examined;
-// - per_source_cap: the request's, else 2 when top_k <= 5, else 3 (the
-//   server's default rule); 0: no cap.
+//   kept; once top_k (when set) are kept the rest are not_examined;
+// - per_source_cap: the request's, else 2 when top_k is set and <= 5,
+//   else 3 (the server's default rule); 0: no cap.
 //
 // Every RPC shares the call log and the script below.
 //

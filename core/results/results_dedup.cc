@@ -1,8 +1,8 @@
 // results_dedup.cc: see results_dedup.h and docs/results_dedup.md.
 //
 // Design notes (costs measured with bench/micro/results_dedup_bench.cc):
-// - Every hit is validated and normalized up front, so that whether a
-//   request is accepted never depends on top_k; the fingerprints (SimHash,
+// - Every hit is validated and normalized up front, so that which hits are
+//   rejected never depends on top_k; the fingerprints (SimHash,
 //   or the Jaccard shingle set) are computed only for hits that are
 //   examined, so 1,000 hits with top_k 10 pay for about a dozen of them.
 // - Exact text needs no SHA-256 here: two normalized texts are compared
@@ -23,6 +23,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -40,8 +44,8 @@ namespace {
 // Validation
 
 absl::Status ValidateOptions(const ResultsDedupOptions& o) {
-  if (o.top_k == 0) {
-    return absl::InvalidArgumentError("top_k must be at least 1");
+  if (o.top_k.has_value() && *o.top_k == 0) {
+    return absl::InvalidArgumentError("top_k: must be at least 1; omit it to keep all hits");
   }
   if (o.near_text_measure != NearTextMeasure::kSimHash &&
       o.near_text_measure != NearTextMeasure::kJaccard) {
@@ -66,10 +70,6 @@ absl::Status ValidateOptions(const ResultsDedupOptions& o) {
                                                    " is negative (0: no cap, -1: the default)"));
   }
   return absl::OkStatus();
-}
-
-absl::Status HitError(size_t i, absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat("hit ", i, ": ", what));
 }
 
 // ---------------------------------------------------------------------------
@@ -109,31 +109,54 @@ float Dot(const float* a, const float* b, size_t d) {
 constexpr size_t kCosineBlock = 64;
 
 // ValidateEmbedding checks that `e` is finite with a non-zero norm and
-// sets `*inv_norm` to 1 / |e|.
-absl::Status ValidateEmbedding(size_t hit, const std::vector<float>& e, double* inv_norm) {
+// sets `*inv_norm` to 1 / |e|; otherwise returns what is wrong, for a
+// RejectedHit.
+std::optional<std::string> ValidateEmbedding(const std::vector<float>& e, double* inv_norm) {
   // Fast path: a float sum of squares is finite exactly when every element
   // is finite, unless a large element overflows; it is non-zero unless
   // every element is zero or tiny. Both exceptions take the slow path.
   const float squares = Dot(e.data(), e.data(), e.size());
   if (std::isfinite(squares) && squares > 0) {
     *inv_norm = 1.0 / std::sqrt(static_cast<double>(squares));
-    return absl::OkStatus();
+    return std::nullopt;
   }
   double sum = 0;
   for (size_t j = 0; j < e.size(); ++j) {
-    if (std::isnan(e[j])) {
-      return HitError(hit, absl::StrCat("embedding element ", j, " is NaN"));
-    }
-    if (std::isinf(e[j])) {
-      return HitError(hit, absl::StrCat("embedding element ", j, " is infinite"));
-    }
+    if (std::isnan(e[j])) return absl::StrCat("embedding element ", j, " is NaN");
+    if (std::isinf(e[j])) return absl::StrCat("embedding element ", j, " is infinite");
     sum += static_cast<double>(e[j]) * e[j];
   }
-  if (!(sum > 0)) {
-    return HitError(hit, "embedding has norm 0 (cosine is undefined)");
-  }
+  if (!(sum > 0)) return std::string("embedding has norm 0 (cosine is undefined)");
   *inv_norm = 1.0 / std::sqrt(sum);
-  return absl::OkStatus();
+  return std::nullopt;
+}
+
+// CheckHitAlone returns why `hit` is bad by itself (everything but how its
+// embedding compares with the other hits'), or nothing when it is not; it
+// fills `*normalized` and, for an embedding, `*inv_norm`.
+std::optional<RejectedHit> CheckHitAlone(size_t index, const ResultHit& hit,
+                                         std::string* normalized, double* inv_norm) {
+  auto reject = [index](RejectReason reason, std::string error) {
+    return RejectedHit{index, reason, std::move(error)};
+  };
+  if (hit.id.empty()) return reject(RejectReason::kBadHit, "empty id");
+  if (std::isnan(hit.score)) return reject(RejectReason::kBadHit, "score is NaN");
+  if (std::isinf(hit.score)) return reject(RejectReason::kBadHit, "score is infinite");
+  if (absl::Status s = NormalizeTextInto(hit.text, normalized); !s.ok()) {
+    return reject(RejectReason::kBadText, absl::StrCat("text: ", s.message()));
+  }
+  const size_t d = hit.embedding.size();
+  if (d > kMaxEmbeddingDimensions) {
+    return reject(RejectReason::kBadHit,
+                  absl::StrCat("embedding has ", d, " dimensions, more than the limit of ",
+                               kMaxEmbeddingDimensions));
+  }
+  if (d > 0) {
+    if (std::optional<std::string> bad = ValidateEmbedding(hit.embedding, inv_norm)) {
+      return reject(RejectReason::kBadHit, *std::move(bad));
+    }
+  }
+  return std::nullopt;
 }
 
 // ---------------------------------------------------------------------------
@@ -276,7 +299,8 @@ int EffectivePerSourceCap(const ResultsDedupOptions& options) {
   if (options.per_source_cap != ResultsDedupOptions::kDefaultPerSourceCap) {
     return options.per_source_cap;
   }
-  return options.top_k <= 5 ? 2 : 3;
+  // Unset top_k keeps every survivor: a long list, as a large top_k.
+  return options.top_k.has_value() && *options.top_k <= 5 ? 2 : 3;
 }
 
 const char* DropReasonName(DropReason reason) {
@@ -312,55 +336,50 @@ absl::StatusOr<ResultsDedupResult> DedupResults(absl::Span<const ResultHit> hits
         absl::StrCat(n, " hits, more than the limit of ", kMaxResultHits));
   }
 
-  // Validate every hit (in index order: the first error is reported) and
-  // normalize its text.
-  const size_t dims = n == 0 ? 0 : hits[0].embedding.size();
-  const bool cosine = dims > 0;
+  // Check every hit by itself (normalizing its text), then the embedding
+  // sizes against the first valid hit that has one: a bad hit must not set
+  // the size the others are held to.
   std::vector<Prepared> prepared(n);
+  std::vector<std::optional<RejectedHit>> problem(n);
+  size_t dims = 0;
+  size_t dims_from = 0;  // the hit that set dims, when dims > 0
   for (size_t i = 0; i < n; ++i) {
-    const ResultHit& hit = hits[i];
-    if (hit.id.empty()) return HitError(i, "empty id");
-    if (std::isnan(hit.score)) return HitError(i, "score is NaN");
-    if (std::isinf(hit.score)) return HitError(i, "score is infinite");
-    if (absl::Status s = NormalizeTextInto(hit.text, &prepared[i].normalized); !s.ok()) {
-      return HitError(i, absl::StrCat("text: ", s.message()));
-    }
-    const size_t d = hit.embedding.size();
-    if (d > kMaxEmbeddingDimensions) {
-      return HitError(i, absl::StrCat("embedding has ", d, " dimensions, more than the limit of ",
-                                      kMaxEmbeddingDimensions));
-    }
-    if (d != dims) {
-      if (dims == 0) {
-        return HitError(i, absl::StrCat("has an embedding (", d,
-                                        " dimensions) but hit 0 has none; "
-                                        "send embeddings on all hits or none"));
-      }
-      if (d == 0) {
-        return HitError(i, absl::StrCat("has no embedding but hit 0 has one (", dims,
-                                        " dimensions); send embeddings on all "
-                                        "hits or none"));
-      }
-      return HitError(i, absl::StrCat("embedding has ", d, " dimensions, hit 0 has ", dims));
-    }
-    if (cosine) {
-      if (absl::Status s = ValidateEmbedding(i, hit.embedding, &prepared[i].inv_norm); !s.ok()) {
-        return s;
-      }
+    problem[i] = CheckHitAlone(i, hits[i], &prepared[i].normalized, &prepared[i].inv_norm);
+    if (!problem[i] && dims == 0 && !hits[i].embedding.empty()) {
+      dims = hits[i].embedding.size();
+      dims_from = i;
     }
   }
+  const bool cosine = dims > 0;
+  for (size_t i = 0; cosine && i < n; ++i) {
+    const size_t d = hits[i].embedding.size();
+    if (problem[i] || d == dims) continue;
+    problem[i] = RejectedHit{
+        i, RejectReason::kBadHit,
+        d == 0 ? absl::StrCat("has no embedding but hit ", dims_from, " has one (", dims,
+                              " dimensions); send embeddings on all hits or none")
+               : absl::StrCat("embedding has ", d, " dimensions, hit ", dims_from, " has ", dims)};
+  }
 
-  // Score order, ties in input order.
-  std::vector<size_t> order(n);
-  for (size_t i = 0; i < n; ++i) order[i] = i;
+  // The valid hits in score order, ties in input order.
+  ResultsDedupResult result;
+  std::vector<size_t> order;
+  order.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (problem[i]) {
+      result.rejected.push_back(*std::move(problem[i]));
+    } else {
+      order.push_back(i);
+    }
+  }
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return hits[a].score > hits[b].score; });
 
   const bool jaccard = options.near_text_measure == NearTextMeasure::kJaccard;
   const int cap = EffectivePerSourceCap(options);
-  ResultsDedupResult result;
+  const size_t top_k = options.top_k.value_or(order.size());
   result.per_source_cap = cap;
-  result.kept.reserve(std::min(n, options.top_k));
+  result.kept.reserve(std::min(order.size(), top_k));
   absl::flat_hash_map<absl::string_view, int> per_source;
 
   auto fingerprint = [&](size_t i) {
@@ -376,7 +395,7 @@ absl::StatusOr<ResultsDedupResult> DedupResults(absl::Span<const ResultHit> hits
   };
 
   size_t next = 0;
-  for (; next < n && result.kept.size() < options.top_k; ++next) {
+  for (; next < order.size() && result.kept.size() < top_k; ++next) {
     const size_t i = order[next];
     fingerprint(i);
     const Prepared& p = prepared[i];

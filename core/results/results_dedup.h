@@ -4,7 +4,8 @@
 // keeps the best-scoring hit of each cluster of duplicates (same or nearly
 // the same text, or nearly the same embedding) and at most a few hits per
 // source page, so that an LLM's context is not filled with five copies of
-// one paragraph. docs/results_dedup.md has the rules and measured costs.
+// one paragraph. A bad hit is rejected alone; the rest are deduplicated.
+// docs/results_dedup.md has the rules and measured costs.
 //
 // Example:
 //   std::vector<ResultHit> hits = {
@@ -14,18 +15,21 @@
 //        "https://y.test/2", {}},
 //       {"c", "Something else entirely, about cats.", 0.7,
 //        "https://x.test/1", {}},
+//       {"d", "   ", 0.6, "", {}},
 //   };
-//   ResultsDedupOptions options;
-//   options.top_k = 10;
+//   ResultsDedupOptions options;  // top_k unset: keep every survivor
 //   absl::StatusOr<ResultsDedupResult> r = DedupResults(hits, options);
 //   // r->kept == {0, 2}
 //   // r->dropped == {{.index = 1, .reason = DropReason::kDuplicate,
 //   //                 .duplicate_of = 0,
 //   //                 .measure = DuplicateMeasure::kExactText, .value = 1}}
+//   // r->rejected == {{.index = 3, .reason = RejectReason::kBadText,
+//   //                  .error = "text: text is empty or only whitespace"}}
 #ifndef DEDUPD_CORE_RESULTS_RESULTS_DEDUP_H_
 #define DEDUPD_CORE_RESULTS_RESULTS_DEDUP_H_
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,36 +38,42 @@
 
 namespace dedupd {
 
-// Most hits one request may carry. More is InvalidArgument (a retriever
+// Most hits one request may carry. More is InvalidArgument for the whole
+// request (a retriever
 // returns tens to a few thousand; a larger request is a caller bug, and
 // the cost of the clustering is up to quadratic in the hits examined).
 inline constexpr size_t kMaxResultHits = 10000;
 // Most dimensions an embedding may have (the largest common text embedding
-// models have 3,072). More is InvalidArgument.
+// models have 3,072). A hit with more is rejected (RejectReason::kBadHit).
 inline constexpr size_t kMaxEmbeddingDimensions = 4096;
 // Words per shingle of both text measures: SimHash (as the content layer,
 // SimHashOptions's default) and Jaccard.
 inline constexpr int kResultsDedupShingleWords = 3;
 
-// ResultHit is one retrieved hit, as the retriever returned it.
+// ResultHit is one retrieved hit, as the retriever returned it. A hit that
+// breaks one of the "Valid:" rules below is rejected (ResultsDedupResult::
+// rejected), not an error of the request.
 struct ResultHit {
-  // Names the hit to the caller. REQUIRES: not empty. Need not be unique
+  // Names the hit to the caller. Valid: not empty. Need not be unique
   // (hybrid retrieval can return one chunk twice; the second copy is then
   // a duplicate of the first); results name hits by index, not by id.
   std::string id;
-  // The hit's text, UTF-8. REQUIRES: NormalizeText accepts it (valid UTF-8,
+  // The hit's text, UTF-8. Valid: NormalizeText accepts it (valid UTF-8,
   // no NUL byte, not empty or only whitespace).
   std::string text;
-  // Retrieval score: higher is better. REQUIRES: finite. Any scale.
+  // Retrieval score: higher is better. Valid: finite. Any scale.
   double score = 0;
   // The page the hit comes from, for the per-source cap. Compared byte for
   // byte (normalize URLs before, e.g. with UrlNormalizer, if the retriever
   // stores them in several forms). Empty: unknown source, never capped.
   std::string source_url;
-  // The hit's embedding, or empty for none. REQUIRES: either every hit of
-  // a request has one, all of the same size, finite and with a non-zero
-  // norm, or none has (the cosine measure is used exactly when they do).
-  // Dimensions at most kMaxEmbeddingDimensions.
+  // The hit's embedding, or empty for none. Valid: at most
+  // kMaxEmbeddingDimensions, finite, with a non-zero norm; and either every
+  // hit of a request has one, all of the same size, or none has (the
+  // cosine measure is used exactly when they do). The size is that of the
+  // first hit, in index order, that has an embedding and is valid
+  // otherwise (id, score, text and the embedding's own checks); a hit with
+  // another size, or with none, is rejected.
   std::vector<float> embedding;
 };
 
@@ -84,10 +94,11 @@ enum class NearTextMeasure {
 // ResultsDedupOptions: the per-request settings. Validated by
 // DedupResults (InvalidArgument when out of range).
 struct ResultsDedupOptions {
-  // How many hits to keep: processing stops once this many are kept.
-  // REQUIRES: 1 <= top_k. No default (0 is an error). A top_k above the
-  // number of hits examines every hit.
-  size_t top_k = 0;
+  // The most hits to keep: processing stops once this many are kept.
+  // REQUIRES: 1 <= top_k when set (0 is an error). Default: unset, every
+  // hit is examined and every one that is not dropped is kept (as a top_k
+  // of at least the number of hits).
+  std::optional<size_t> top_k;
   // Text measure for near duplicates. Default: kSimHash.
   NearTextMeasure near_text_measure = NearTextMeasure::kSimHash;
   // kSimHash: largest Hamming distance (bits of 64) at which two texts are
@@ -104,15 +115,15 @@ struct ResultsDedupOptions {
   // embeddings. REQUIRES: -1 <= min_cosine <= 1. Default: 0.95.
   double min_cosine = 0.95;
   // Most hits kept per source_url. kDefaultPerSourceCap: 2 when top_k <= 5,
-  // else 3. 0: no cap. REQUIRES: per_source_cap >= -1. Default:
-  // kDefaultPerSourceCap.
+  // else 3 (also when top_k is unset). 0: no cap. REQUIRES:
+  // per_source_cap >= -1. Default: kDefaultPerSourceCap.
   static constexpr int kDefaultPerSourceCap = -1;
   int per_source_cap = kDefaultPerSourceCap;
 };
 
 // EffectivePerSourceCap returns the cap DedupResults applies for `options`:
-// per_source_cap, or for kDefaultPerSourceCap 2 when top_k <= 5 and 3
-// otherwise; 0 means no cap.
+// per_source_cap, or for kDefaultPerSourceCap 2 when top_k is set and
+// <= 5, and 3 otherwise (a larger or unset top_k); 0 means no cap.
 int EffectivePerSourceCap(const ResultsDedupOptions& options);
 
 enum class DropReason {
@@ -140,9 +151,26 @@ struct DroppedHit {
   double value = 0;
 };
 
+// Why a hit was rejected.
+enum class RejectReason {
+  kBadText,  // NormalizeText rejects its text (empty or only whitespace,
+             // invalid UTF-8, a NUL byte)
+  kBadHit,   // anything else: an empty id, a NaN or infinite score, or a
+             // bad embedding (see ResultHit::embedding)
+};
+
+// RejectedHit says which hit was rejected and why.
+struct RejectedHit {
+  size_t index = 0;  // an index into the request's hits
+  RejectReason reason = RejectReason::kBadText;
+  // For a human, without the hit's index: "text: invalid UTF-8 at byte
+  // 17", "score is NaN", "embedding has 768 dimensions, hit 0 has 1024".
+  std::string error;
+};
+
 // ResultsDedupResult: what DedupResults decided, as indices into the
-// request's hits. Every hit index appears exactly once in kept, dropped or
-// not_examined.
+// request's hits. Every hit index appears exactly once in kept, dropped,
+// not_examined or rejected.
 struct ResultsDedupResult {
   // The hits to return, best score first (at most top_k). Each is the
   // best-scoring hit of its duplicate cluster.
@@ -155,11 +183,21 @@ struct ResultsDedupResult {
   std::vector<size_t> not_examined;
   // The per-source cap that was applied (EffectivePerSourceCap); 0: none.
   int per_source_cap = 0;
+  // The hits rejected as bad, in index order. The other hits are
+  // deduplicated as if these were absent: a rejected hit is never a
+  // cluster representative nor counted for the cap.
+  std::vector<RejectedHit> rejected;
 };
 
 // DedupResults deduplicates `hits` for one query.
 //
-// Order: hits are processed by score, highest first; equal scores keep
+// Rejection: every hit is checked first (ResultHit's "Valid:" rules); a
+// bad hit is listed in `rejected` with the first problem found (in this
+// order: id, score, text, embedding size limit, embedding elements and
+// norm, then embedding size against the other hits') and takes no further
+// part. All hits may be rejected: the result is then only `rejected`.
+//
+// Order: the other hits are processed by score, highest first; equal scores keep
 // their order in `hits` (a stable sort, so hits need not arrive sorted).
 // Each hit, in that order, is:
 //   1. dropped as kDuplicate when it matches a hit kept so far; of several,
@@ -172,19 +210,18 @@ struct ResultsDedupResult {
 //      (dropped as a duplicate of A) without matching A, and is then kept.
 //   2. otherwise dropped as kSourceCap when its non-empty source_url
 //      already has EffectivePerSourceCap(options) kept hits;
-//   3. otherwise kept. Once top_k hits are kept, the rest are not_examined.
+//   3. otherwise kept. Once top_k hits are kept (when top_k is set), the
+//      rest are not_examined.
 // A hit dropped for the source cap is not a cluster representative: a
 // later duplicate of it from another source can be kept.
 //
-// Errors, all InvalidArgument for the whole request, naming the hit index
-// and what is wrong (e.g. "hit 3: embedding has 768 dimensions, hit 0 has
-// 1024"): top_k == 0; an option out of its range; more than kMaxResultHits
-// hits; a hit with an empty id, a text NormalizeText rejects (its message,
-// e.g. "hit 2: text: invalid UTF-8 at byte 17"), a NaN or infinite score;
-// an embedding on some hits but not all, of a different size than hit 0's,
-// longer than kMaxEmbeddingDimensions, with a NaN or infinite element, or
-// of norm zero. Every hit is validated, including those not_examined, so
-// whether a request is accepted does not depend on top_k.
+// Errors, all InvalidArgument for the whole request, and only for what is
+// wrong with the request as a whole (nothing is rejected then): top_k set
+// to 0 ("top_k: must be at least 1; omit it to keep all hits"); an option
+// out of its range (e.g. "min_jaccard 0 is outside (0, 1]"); more than
+// kMaxResultHits hits. No hits is not an error (an empty result). Every
+// hit is checked, including those not_examined, so which hits are
+// rejected does not depend on top_k.
 //
 // Cost, n hits of b bytes with d-dimension embeddings, e examined, k kept:
 // O(n (b + d)) to validate and normalize every hit, O(n log n) to sort,

@@ -1,14 +1,17 @@
 // results_dedup_test.cc: DedupResults keeps the best-scoring hit of each
 // duplicate cluster (exact text, SimHash or Jaccard, cosine), caps hits per
-// source, stops at top_k, and rejects bad requests naming the hit.
+// source, stops at top_k (or keeps every survivor without one), rejects a
+// bad hit alone and a bad request as a whole.
 #include "core/results/results_dedup.h"
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/text/simhash.h"
@@ -20,8 +23,10 @@
 namespace dedupd {
 namespace {
 
+using ::dedupd::testing::IsOk;
 using ::dedupd::testing::StatusIs;
 using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
@@ -106,10 +111,18 @@ ResultsDedupOptions TopK(size_t k) {
 }
 
 // Checks the invariant every result has: each hit index appears exactly
-// once in kept, dropped or not_examined; duplicates point at kept hits
-// with a score at least theirs; kept is in descending score order.
+// once in kept, dropped, not_examined or rejected; duplicates point at kept
+// hits with a score at least theirs; kept is in descending score order;
+// rejected is in index order, each with a message.
 void ExpectPartition(const std::vector<ResultHit>& hits, const ResultsDedupResult& r) {
   std::vector<int> seen(hits.size(), 0);
+  for (size_t j = 0; j < r.rejected.size(); ++j) {
+    ++seen.at(r.rejected[j].index);
+    EXPECT_FALSE(r.rejected[j].error.empty()) << r.rejected[j].index;
+    if (j > 0) {
+      EXPECT_LT(r.rejected[j - 1].index, r.rejected[j].index);
+    }
+  }
   for (size_t i : r.kept) ++seen.at(i);
   for (const DroppedHit& d : r.dropped) {
     ++seen.at(d.index);
@@ -323,7 +336,7 @@ std::vector<ResultHit> SameSource(int n, const std::string& source) {
 
 TEST(DedupResultsTest, PerSourceCapDefaults) {
   struct Case {
-    size_t top_k;
+    std::optional<size_t> top_k;
     int per_source_cap;
     size_t expected_kept;
     int expected_cap;
@@ -333,12 +346,16 @@ TEST(DedupResultsTest, PerSourceCapDefaults) {
            {5, -1, 2, 2},  // default: 2 when top_k <= 5
            {6, -1, 3, 3},  // default: 3 otherwise
            {100, -1, 3, 3},
-           {10, 1, 1, 1},  // explicit
+           {std::nullopt, -1, 3, 3},  // and 3 without top_k
+           {10, 1, 1, 1},             // explicit
            {10, 5, 5, 5},
            {10, 0, 8, 0},  // no cap
+           {std::nullopt, 0, 8, 0},
        }) {
-    SCOPED_TRACE(::testing::Message() << "top_k=" << c.top_k << " cap=" << c.per_source_cap);
-    ResultsDedupOptions o = TopK(c.top_k);
+    SCOPED_TRACE(::testing::Message() << "top_k=" << (c.top_k ? std::to_string(*c.top_k) : "unset")
+                                      << " cap=" << c.per_source_cap);
+    ResultsDedupOptions o;
+    o.top_k = c.top_k;
     o.per_source_cap = c.per_source_cap;
     EXPECT_EQ(EffectivePerSourceCap(o), c.expected_cap);
     const std::vector<ResultHit> hits = SameSource(8, "https://a.test/");
@@ -409,6 +426,30 @@ TEST(DedupResultsTest, StopsAtTopK) {
   EXPECT_THAT(r.not_examined, ElementsAre(3, 4));
 }
 
+TEST(DedupResultsTest, WithoutTopKEverySurvivorIsKeptAndNoneIsLeftUnexamined) {
+  std::vector<ResultHit> hits;
+  for (int i = 0; i < 40; ++i) {
+    hits.push_back(Hit(absl::StrCat("h", i), absl::StrCat("passage ", i, " about topic ", i),
+                       1.0 - 0.01 * i, absl::StrCat("https://s", i % 20, ".test/")));
+  }
+  hits.push_back(Hit("copy", "passage 3 about topic 3", 0.001));
+  ASSERT_OK_AND_ASSIGN(const ResultsDedupResult r, Dedup(hits, ResultsDedupOptions()));
+  // 40 distinct texts from 20 sources, two each (under the cap of 3).
+  ASSERT_EQ(r.kept.size(), 40u);
+  for (size_t j = 0; j < r.kept.size(); ++j) EXPECT_EQ(r.kept[j], j);
+  ASSERT_EQ(r.dropped.size(), 1u);
+  EXPECT_EQ(r.dropped[0].index, 40u);
+  EXPECT_EQ(r.dropped[0].duplicate_of, 3u);
+  EXPECT_THAT(r.not_examined, IsEmpty());
+  EXPECT_THAT(r.rejected, IsEmpty());
+  EXPECT_EQ(r.per_source_cap, 3);
+
+  // The same with a top_k of 10 stops there.
+  ASSERT_OK_AND_ASSIGN(const ResultsDedupResult t, Dedup(hits, TopK(10)));
+  EXPECT_EQ(t.kept.size(), 10u);
+  EXPECT_EQ(t.not_examined.size(), 31u);
+}
+
 TEST(DedupResultsTest, EmptyRequestAndDuplicateIds) {
   ASSERT_OK_AND_ASSIGN(const ResultsDedupResult empty, Dedup({}, TopK(3)));
   EXPECT_THAT(empty.kept, IsEmpty());
@@ -422,9 +463,7 @@ TEST(DedupResultsTest, EmptyRequestAndDuplicateIds) {
   EXPECT_EQ(r.dropped[0].measure, DuplicateMeasure::kExactText);
 }
 
-TEST(DedupResultsTest, RejectsBadRequests) {
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  const float inf = std::numeric_limits<float>::infinity();
+TEST(DedupResultsTest, BadRequestsFailAsAWhole) {
   const double dnan = std::numeric_limits<double>::quiet_NaN();
   auto opts = [](auto change) {
     ResultsDedupOptions o = TopK(10);
@@ -438,15 +477,18 @@ TEST(DedupResultsTest, RejectsBadRequests) {
     std::string message;
   };
   const std::vector<ResultHit> ok = {Hit("a", kVenv, 1)};
+  // Bad hits too: a request-wide error wins over them.
+  const std::vector<ResultHit> with_bad = {Hit("a", kVenv, 1), Hit("b", "", dnan)};
   const std::vector<Case> cases = {
-      {"top_k 0", ok, TopK(0), "top_k must be at least 1"},
+      {"top_k 0", ok, TopK(0), "top_k: must be at least 1; omit it to keep all hits"},
+      {"top_k 0 with bad hits", with_bad, TopK(0), "top_k: must be at least 1"},
       {"distance -1", ok, opts([](auto& o) { o.max_hamming_distance = -1; }),
        "max_hamming_distance -1 is outside 0..64"},
       {"distance 65", ok, opts([](auto& o) { o.max_hamming_distance = 65; }),
        "max_hamming_distance 65 is outside 0..64"},
       {"jaccard 0", ok, opts([](auto& o) { o.min_jaccard = 0; }),
        "min_jaccard 0 is outside (0, 1]"},
-      {"jaccard 1.5", ok, opts([](auto& o) { o.min_jaccard = 1.5; }),
+      {"jaccard 1.5", with_bad, opts([](auto& o) { o.min_jaccard = 1.5; }),
        "min_jaccard 1.5 is outside (0, 1]"},
       {"jaccard NaN", ok, opts([&](auto& o) { o.min_jaccard = dnan; }),
        "min_jaccard nan is outside (0, 1]"},
@@ -459,57 +501,181 @@ TEST(DedupResultsTest, RejectsBadRequests) {
        "near_text_measure 7 is unknown"},
       {"too many hits", std::vector<ResultHit>(kMaxResultHits + 1, Hit("a", "x", 1)), TopK(1),
        "10001 hits, more than the limit of 10000"},
-      {"empty id", {Hit("a", kVenv, 1), Hit("", kVacuum, 1)}, TopK(1), "hit 1: empty id"},
-      {"empty text",
-       {Hit("a", kVenv, 1), Hit("b", " \t\n ", 1)},
-       TopK(1),
-       "hit 1: text: text is empty or only whitespace"},
-      {"invalid UTF-8", {Hit("a", "ab\xFF", 1)}, TopK(1), "hit 0: text: invalid UTF-8 at byte 2"},
-      {"NUL",
-       {Hit("a", kVenv, 1), Hit("b", std::string("a\0b", 3), 1)},
-       TopK(1),
-       "hit 1: text: text contains a NUL byte at byte 1"},
-      {"NaN score", {Hit("a", kVenv, 1), Hit("b", kVacuum, dnan)}, TopK(1), "hit 1: score is NaN"},
-      {"inf score", {Hit("a", kVenv, -HUGE_VAL)}, TopK(1), "hit 0: score is infinite"},
-      {"NaN in embedding",
-       {Hit("a", kVenv, 1, "", {1, 2}), Hit("b", kVacuum, 1, "", {1, nan})},
-       TopK(1),
-       "hit 1: embedding element 1 is NaN"},
-      {"inf in embedding",
-       {Hit("a", kVenv, 1, "", {inf, 2})},
-       TopK(1),
-       "hit 0: embedding element 0 is infinite"},
-      {"zero norm",
-       {Hit("a", kVenv, 1, "", {1, 2}), Hit("b", kVacuum, 1, "", {0, 0})},
-       TopK(1),
-       "hit 1: embedding has norm 0"},
-      {"size mismatch",
-       {Hit("a", kVenv, 1, "", {1, 2, 3}), Hit("b", kVacuum, 1, "", {1, 2})},
-       TopK(1),
-       "hit 1: embedding has 2 dimensions, hit 0 has 3"},
-      {"missing embedding",
-       {Hit("a", kVenv, 1, "", {1, 2}), Hit("b", kVacuum, 1)},
-       TopK(1),
-       "hit 1: has no embedding but hit 0 has one (2 dimensions)"},
-      {"extra embedding",
-       {Hit("a", kVenv, 1), Hit("b", kVacuum, 1, "", {1, 2})},
-       TopK(1),
-       "hit 1: has an embedding (2 dimensions) but hit 0 has none"},
-      {"too many dimensions",
-       {Hit("a", kVenv, 1, "", std::vector<float>(kMaxEmbeddingDimensions + 1, 1.0f))},
-       TopK(1),
-       "hit 0: embedding has 4097 dimensions, more than the limit"},
-      // A hit past top_k is still validated.
-      {"not examined is validated",
-       {Hit("a", kVenv, 1), Hit("b", kVacuum, 0.5), Hit("c", "", 0.1)},
-       TopK(1),
-       "hit 2: text: text is empty"},
+      {"too many bad hits", std::vector<ResultHit>(kMaxResultHits + 1, Hit("", "", 1)),
+       ResultsDedupOptions(), "10001 hits, more than the limit of 10000"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     EXPECT_THAT(DedupResults(c.hits, c.options),
                 StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.message)));
   }
+  // At the limit: accepted.
+  EXPECT_THAT(DedupResults(std::vector<ResultHit>(kMaxResultHits, Hit("a", "x", 1)), TopK(1)),
+              IsOk());
+}
+
+TEST(DedupResultsTest, BadHitsAreRejectedAloneAndTheRestDeduplicated) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const double dnan = std::numeric_limits<double>::quiet_NaN();
+  struct Case {
+    std::string name;
+    ResultHit bad;
+    RejectReason reason;
+    std::string error;  // exactly
+  };
+  // Each case: the bad hit between two good ones, with the best score so
+  // that it would be kept first if it took part, and the text of hit 0 so
+  // that hit 0 would be its duplicate.
+  const std::vector<Case> text_cases = {
+      {"empty id", Hit("", kVenv, 2), RejectReason::kBadHit, "empty id"},
+      {"empty text", Hit("b", "", 2), RejectReason::kBadText,
+       "text: text is empty or only whitespace"},
+      {"whitespace text", Hit("b", " \t\n\xC2\xA0 ", 2), RejectReason::kBadText,
+       "text: text is empty or only whitespace"},
+      {"invalid UTF-8", Hit("b", "ab\xFF", 2), RejectReason::kBadText,
+       "text: invalid UTF-8 at byte 2"},
+      {"NUL", Hit("b", std::string("a\0b", 3), 2), RejectReason::kBadText,
+       "text: text contains a NUL byte at byte 1"},
+      {"NaN score", Hit("b", kVenv, dnan), RejectReason::kBadHit, "score is NaN"},
+      {"+inf score", Hit("b", kVenv, HUGE_VAL), RejectReason::kBadHit, "score is infinite"},
+      {"-inf score", Hit("b", kVenv, -HUGE_VAL), RejectReason::kBadHit, "score is infinite"},
+  };
+  for (const Case& c : text_cases) {
+    SCOPED_TRACE(c.name);
+    ResultHit bad = c.bad;
+    bad.source_url = "https://a.test/";
+    const std::vector<ResultHit> hits = {Hit("a", kVenv, 1, "https://a.test/"), bad,
+                                         Hit("c", kVacuum, 0.5, "https://a.test/")};
+    ResultsDedupOptions o = TopK(2);
+    o.per_source_cap = 1;
+    ASSERT_OK_AND_ASSIGN(const ResultsDedupResult r, Dedup(hits, o));
+    ASSERT_EQ(r.rejected.size(), 1u);
+    EXPECT_EQ(r.rejected[0].index, 1u);
+    EXPECT_EQ(r.rejected[0].reason, c.reason);
+    EXPECT_EQ(r.rejected[0].error, c.error);
+    // As if absent: hit 0 kept (not a duplicate of it), hit 2 capped by
+    // hit 0 alone (the rejected hit is not counted for a.test).
+    EXPECT_THAT(r.kept, ElementsAre(0));
+    ASSERT_EQ(r.dropped.size(), 1u);
+    EXPECT_EQ(r.dropped[0].index, 2u);
+    EXPECT_EQ(r.dropped[0].reason, DropReason::kSourceCap);
+    EXPECT_THAT(r.not_examined, IsEmpty());
+  }
+
+  // Embedding problems, among hits that carry 2-dimension embeddings.
+  const std::vector<Case> embedding_cases = {
+      {"NaN element", Hit("b", kAsyncio, 2, "", {1, nan}), RejectReason::kBadHit,
+       "embedding element 1 is NaN"},
+      {"inf element", Hit("b", kAsyncio, 2, "", {-inf, 2}), RejectReason::kBadHit,
+       "embedding element 0 is infinite"},
+      {"zero norm", Hit("b", kAsyncio, 2, "", {0, 0}), RejectReason::kBadHit,
+       "embedding has norm 0 (cosine is undefined)"},
+      {"other size", Hit("b", kAsyncio, 2, "", {1, 0, 0}), RejectReason::kBadHit,
+       "embedding has 3 dimensions, hit 0 has 2"},
+      {"missing", Hit("b", kAsyncio, 2), RejectReason::kBadHit,
+       "has no embedding but hit 0 has one (2 dimensions); send embeddings on all hits or none"},
+      {"too many dimensions",
+       Hit("b", kAsyncio, 2, "", std::vector<float>(kMaxEmbeddingDimensions + 1, 1.0f)),
+       RejectReason::kBadHit, "embedding has 4097 dimensions, more than the limit of 4096"},
+      // Bad text and a bad embedding: one problem, the text's.
+      {"text first", Hit("b", "", 2, "", {1, nan}), RejectReason::kBadText,
+       "text: text is empty or only whitespace"},
+  };
+  for (const Case& c : embedding_cases) {
+    SCOPED_TRACE(c.name);
+    // Hit 2's embedding is parallel to hit 0's: a cosine duplicate of it.
+    const std::vector<ResultHit> hits = {Hit("a", kVenv, 1, "", {1, 0}), c.bad,
+                                         Hit("c", kVacuum, 0.5, "", {3, 0})};
+    ASSERT_OK_AND_ASSIGN(const ResultsDedupResult r, Dedup(hits, ResultsDedupOptions()));
+    ASSERT_EQ(r.rejected.size(), 1u);
+    EXPECT_EQ(r.rejected[0].index, 1u);
+    EXPECT_EQ(r.rejected[0].reason, c.reason);
+    EXPECT_EQ(r.rejected[0].error, c.error);
+    EXPECT_THAT(r.kept, ElementsAre(0));
+    ASSERT_EQ(r.dropped.size(), 1u);
+    EXPECT_EQ(r.dropped[0].index, 2u);
+    EXPECT_EQ(r.dropped[0].duplicate_of, 0u);
+    EXPECT_EQ(r.dropped[0].measure, DuplicateMeasure::kCosine);
+  }
+}
+
+TEST(DedupResultsTest, EmbeddingSizeIsSetByTheFirstValidHitWithOne) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  struct Case {
+    std::string name;
+    std::vector<ResultHit> hits;
+    std::vector<size_t> rejected;
+    std::vector<std::string> errors;
+    std::vector<size_t> kept;
+  };
+  const std::vector<Case> cases = {
+      {"hit 0 has none: it is the odd one out",
+       {Hit("a", kVenv, 1), Hit("b", kVacuum, 0.9, "", {1, 0}),
+        Hit("c", kAsyncio, 0.8, "", {0, 1})},
+       {0},
+       {"has no embedding but hit 1 has one (2 dimensions); send embeddings on all hits or none"},
+       {1, 2}},
+      {"a bad hit's embedding does not set the size",
+       {Hit("a", "", 1, "", {1, 2, 3}), Hit("b", kVenv, 0.9, "", {1, 0}),
+        Hit("c", kVacuum, 0.8, "", {0, 1})},
+       {0},
+       {"text: text is empty or only whitespace"},
+       {1, 2}},
+      {"nor does a NaN embedding of another size",
+       {Hit("a", kVenv, 1, "", {nan, 2, 3}), Hit("b", kVacuum, 0.9, "", {1, 0}),
+        Hit("c", kAsyncio, 0.8, "", {0, 1, 0})},
+       {0, 2},
+       {"embedding element 0 is NaN", "embedding has 3 dimensions, hit 1 has 2"},
+       {1}},
+      {"several wrong sizes, each named",
+       {Hit("a", kVenv, 1, "", {1, 0}), Hit("b", kVacuum, 0.9, "", {1}),
+        Hit("c", kAsyncio, 0.8, "", {0, 1}), Hit("d", "fourth text", 0.7, "", {1, 2, 3}),
+        Hit("e", "fifth text", 0.6)},
+       {1, 3, 4},
+       {"embedding has 1 dimensions, hit 0 has 2", "embedding has 3 dimensions, hit 0 has 2",
+        "has no embedding but hit 0 has one (2 dimensions); send embeddings on all hits or none"},
+       {0, 2}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ASSERT_OK_AND_ASSIGN(const ResultsDedupResult r, Dedup(c.hits, ResultsDedupOptions()));
+    std::vector<size_t> rejected;
+    std::vector<std::string> errors;
+    for (const RejectedHit& h : r.rejected) {
+      rejected.push_back(h.index);
+      errors.push_back(h.error);
+      EXPECT_EQ(h.reason,
+                h.error.rfind("text:", 0) == 0 ? RejectReason::kBadText : RejectReason::kBadHit);
+    }
+    EXPECT_THAT(rejected, ElementsAreArray(c.rejected));
+    EXPECT_THAT(errors, ElementsAreArray(c.errors));
+    EXPECT_THAT(r.kept, ElementsAreArray(c.kept));
+  }
+}
+
+TEST(DedupResultsTest, HitsPastTopKAreCheckedToo) {
+  const std::vector<ResultHit> hits = {Hit("a", kVenv, 1), Hit("b", kVacuum, 0.5),
+                                       Hit("c", "", 0.1)};
+  ASSERT_OK_AND_ASSIGN(const ResultsDedupResult r, Dedup(hits, TopK(1)));
+  EXPECT_THAT(r.kept, ElementsAre(0));
+  EXPECT_THAT(r.not_examined, ElementsAre(1));
+  ASSERT_EQ(r.rejected.size(), 1u);
+  EXPECT_EQ(r.rejected[0].index, 2u);
+}
+
+TEST(DedupResultsTest, EveryHitRejectedIsAnAnswerNotAnError) {
+  const std::vector<ResultHit> hits = {Hit("a", "", 1), Hit("", kVenv, 0.5),
+                                       Hit("c", kVacuum, std::nan(""))};
+  ASSERT_OK_AND_ASSIGN(const ResultsDedupResult r, Dedup(hits, TopK(2)));
+  EXPECT_THAT(r.kept, IsEmpty());
+  EXPECT_THAT(r.dropped, IsEmpty());
+  EXPECT_THAT(r.not_examined, IsEmpty());
+  ASSERT_EQ(r.rejected.size(), 3u);
+  EXPECT_EQ(r.rejected[0].reason, RejectReason::kBadText);
+  EXPECT_EQ(r.rejected[1].error, "empty id");
+  EXPECT_EQ(r.rejected[2].error, "score is NaN");
+  EXPECT_EQ(r.per_source_cap, 2);
 }
 
 TEST(DedupResultsTest, HugeAndTinyEmbeddingElementsAreNotErrors) {

@@ -36,13 +36,14 @@
 //    InvalidArgument exactly for the documented whole-request errors (no
 //    items, more than max_batch_items; for CheckChunks also a missing or
 //    bad document_url or a distance above the index limit; DedupResults
-//    names a bad hit or setting);
+//    names a bad setting or limit: bad hits are rejected one by one);
 //  - on OK, one result per item in request order: either a verdict
 //    (NEW/SEEN, NEW/EXACT/NEAR duplicate) without an error, or INVALID with
 //    a non-empty error; CheckUrl's normalized_url is the normalizer's
-//    output for that item; DedupResults' kept, dropped and not_examined
-//    indices split the hits exactly, at most top_k are kept and a
-//    duplicate names a kept hit;
+//    output for that item; DedupResults' kept, dropped, not_examined and
+//    rejected indices split the hits exactly, at most top_k (when set) are
+//    kept, a duplicate names a kept hit, and a rejected hit has a reason
+//    and a message;
 //  - the response serializes and parses back to itself (a proto3 string
 //    field holding invalid UTF-8 would make clients reject the answer);
 //  - claim semantics of CheckUrl: with a claim, each distinct normalized
@@ -384,15 +385,21 @@ void DedupResults(const dedupd::Engine& engine, const v1::DedupResultsRequest& r
     CheckStatus(rpc, s, /*whole_request_bad=*/true);
     return;
   }
-  if (request.hits_size() == 0 || request.top_k() == 0) Fail(rpc, "a bad request was answered");
+  if (request.hits_size() == 0 || (request.has_top_k() && request.top_k() == 0)) {
+    Fail(rpc, "a bad request was answered");
+  }
   const size_t n = static_cast<size_t>(request.hits_size());
   std::vector<int> seen(n, 0);
   auto mark = [&](uint32_t index) {
     if (index >= n) Fail(rpc, absl::StrCat("index ", index, " out of range"));
     if (seen[index]++ != 0) Fail(rpc, absl::StrCat("index ", index, " listed twice"));
   };
-  if (static_cast<size_t>(response.kept_size()) > request.top_k())
+  if (request.has_top_k() && static_cast<size_t>(response.kept_size()) > request.top_k()) {
     Fail(rpc, "more than top_k kept");
+  }
+  if (!request.has_top_k() && response.not_examined_size() != 0) {
+    Fail(rpc, "hits not examined without a top_k");
+  }
   absl::flat_hash_set<uint32_t> kept;
   for (const v1::KeptHit& k : response.kept()) {
     mark(k.index());
@@ -408,6 +415,15 @@ void DedupResults(const dedupd::Engine& engine, const v1::DedupResultsRequest& r
     }
   }
   for (uint32_t i : response.not_examined()) mark(i);
+  for (const v1::RejectedHit& r : response.rejected()) {
+    mark(r.index());
+    if (r.id() != request.hits(static_cast<int>(r.index())).id()) Fail(rpc, "rejected id differs");
+    if (r.error_reason() != v1::ERROR_REASON_BAD_TEXT &&
+        r.error_reason() != v1::ERROR_REASON_BAD_HIT) {
+      Fail(rpc, "reject reason");
+    }
+    if (r.error().empty()) Fail(rpc, "a rejected hit without a message");
+  }
   for (size_t i = 0; i < n; ++i) {
     if (seen[i] != 1) Fail(rpc, absl::StrCat("hit ", i, " neither kept, dropped nor listed"));
   }

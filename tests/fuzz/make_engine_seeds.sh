@@ -72,3 +72,9 @@ hits { id: "c" text: "seven eight nine" score: 0.5 embedding: [0, 1, 0] source_u
 seed results_bad 3 DedupResultsRequest '
 top_k: 0
 hits { id: "" text: "" score: nan }'
+seed results_rejected_hits 3 DedupResultsRequest '
+hits { id: "a" text: "the cat sat on the mat" score: 0.9 embedding: [1, 0] }
+hits { id: "b" text: "" score: 0.8 embedding: [1, 0] }
+hits { id: "c" text: "dogs bark at night" score: nan embedding: [0, 1] }
+hits { id: "d" text: "birds sing in the morning" score: 0.6 embedding: [0, 1, 0] }
+hits { id: "e" text: "the cat sat on the mat" score: 0.5 }'
