@@ -212,21 +212,22 @@ absl::Status CallWithRetry(const ClientOptions& options, absl::string_view metho
 // cut `items` into requests (item and byte limits), send each through
 // CallWithRetry, check the result count, and concatenate the results in
 // order. `rpc` is the stub method.
+// `prepare`, when set, fills request k's other fields (k = 0, 1, ...).
 template <typename Request, typename Response, typename Item, typename Result>
 absl::StatusOr<std::vector<Result>> CheckBatched(
     const ClientOptions& options, absl::string_view method, absl::Span<const Item> items,
-    dedupd::v1::ClaimMode mode,
+    const std::function<void(size_t, absl::BitGen&, Request*)>& prepare,
     const std::function<grpc::Status(grpc::ClientContext*, const Request&, Response*)>& rpc,
     const ProgressCallback& progress) {
   std::vector<Result> results;
   results.reserve(items.size());
   absl::BitGen gen;  // per call: the client keeps no mutable state
   size_t next = 0;
-  while (next < items.size()) {
+  for (size_t k = 0; next < items.size(); ++k) {
     // Cut the next request: up to max_items_per_request items, and stop
     // before max_request_bytes unless the request would be empty.
     Request request;
-    request.set_mode(mode);
+    if (prepare) prepare(k, gen, &request);
     size_t bytes = 0;
     while (next < items.size() &&
            static_cast<size_t>(request.items_size()) < options.max_items_per_request) {
@@ -263,15 +264,59 @@ absl::StatusOr<std::vector<Result>> CheckBatched(
 absl::StatusOr<std::vector<dedupd::v1::UrlResult>> DedupClient::CheckUrls(
     absl::Span<const dedupd::v1::UrlItem> items, dedupd::v1::ClaimMode mode,
     const ProgressCallback& progress) const {
+  return CheckUrls(items, mode, UrlCheckOptions(), progress);
+}
+
+absl::StatusOr<std::vector<dedupd::v1::UrlResult>> DedupClient::CheckUrls(
+    absl::Span<const dedupd::v1::UrlItem> items, dedupd::v1::ClaimMode mode,
+    const UrlCheckOptions& url_options, const ProgressCallback& progress) const {
+  constexpr size_t kMaxCallerClaimIdBytes = 48;
+  if (url_options.claim_id.size() > kMaxCallerClaimIdBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CheckUrl: claim_id is ", url_options.claim_id.size(), " bytes; the limit is ",
+                     kMaxCallerClaimIdBytes));
+  }
   dedupd::v1::Dedup::Stub* stub = rpc_->stub.get();
   return CheckBatched<dedupd::v1::CheckUrlRequest, dedupd::v1::CheckUrlResponse,
                       dedupd::v1::UrlItem, dedupd::v1::UrlResult>(
-      options_, "CheckUrl", items, mode,
+      options_, "CheckUrl", items,
+      [&](size_t k, absl::BitGen& gen, dedupd::v1::CheckUrlRequest* request) {
+        request->set_mode(mode);
+        request->set_namespace_(url_options.name_space);
+        if (url_options.lease_seconds) request->set_lease_seconds(*url_options.lease_seconds);
+        if (!url_options.claim_id.empty()) {
+          request->set_claim_id(absl::StrCat(url_options.claim_id, "#", k));
+          return;
+        }
+        // A fresh id per request, reused by its retries (CallWithRetry
+        // resends this request unchanged).
+        std::string id(16, '\0');
+        for (char& c : id) c = static_cast<char>(absl::Uniform<uint8_t>(gen));
+        request->set_claim_id(std::move(id));
+      },
       [stub](grpc::ClientContext* context, const dedupd::v1::CheckUrlRequest& request,
              dedupd::v1::CheckUrlResponse* response) {
         return stub->CheckUrl(context, request, response);
       },
       progress);
+}
+
+absl::StatusOr<std::vector<dedupd::v1::CompleteResult>> DedupClient::CompleteUrls(
+    absl::Span<const dedupd::v1::UrlItem> items, const std::string& name_space,
+    const std::string& claim_id) const {
+  dedupd::v1::Dedup::Stub* stub = rpc_->stub.get();
+  return CheckBatched<dedupd::v1::CompleteUrlsRequest, dedupd::v1::CompleteUrlsResponse,
+                      dedupd::v1::UrlItem, dedupd::v1::CompleteResult>(
+      options_, "CompleteUrls", items,
+      [&](size_t, absl::BitGen&, dedupd::v1::CompleteUrlsRequest* request) {
+        request->set_namespace_(name_space);
+        request->set_claim_id(claim_id);
+      },
+      [stub](grpc::ClientContext* context, const dedupd::v1::CompleteUrlsRequest& request,
+             dedupd::v1::CompleteUrlsResponse* response) {
+        return stub->CompleteUrls(context, request, response);
+      },
+      nullptr);
 }
 
 absl::StatusOr<std::vector<dedupd::v1::ContentResult>> DedupClient::CheckContent(
@@ -280,7 +325,10 @@ absl::StatusOr<std::vector<dedupd::v1::ContentResult>> DedupClient::CheckContent
   dedupd::v1::Dedup::Stub* stub = rpc_->stub.get();
   return CheckBatched<dedupd::v1::CheckContentRequest, dedupd::v1::CheckContentResponse,
                       dedupd::v1::ContentItem, dedupd::v1::ContentResult>(
-      options_, "CheckContent", items, mode,
+      options_, "CheckContent", items,
+      [mode](size_t, absl::BitGen&, dedupd::v1::CheckContentRequest* request) {
+        request->set_mode(mode);
+      },
       [stub](grpc::ClientContext* context, const dedupd::v1::CheckContentRequest& request,
              dedupd::v1::CheckContentResponse* response) {
         return stub->CheckContent(context, request, response);

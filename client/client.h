@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,23 @@ struct ClientOptions {
 // empty token or one with spaces or non-printable bytes.
 absl::StatusOr<std::string> ReadBearerTokenFile(const std::string& path);
 
+// What a CheckUrls call asks besides its items and mode.
+struct UrlCheckOptions {
+  // The namespace of the URLs (CheckUrlRequest.namespace). Default: the
+  // empty one.
+  std::string name_space;
+  // Lease the URLs claimed (CheckUrlRequest.lease_seconds); confirm them
+  // with CompleteUrls (or CheckContent of the page) before it ends.
+  // Default: no lease.
+  std::optional<uint32_t> lease_seconds;
+  // The claim id of the call's requests: empty (the default) gives every
+  // request 16 random bytes of its own; otherwise request k of the call
+  // (k = 0, 1, ...) carries claim_id + "#" + k, so a caller that retries a
+  // whole failed call with the same claim_id (and the same items and
+  // limits) is answered as the first call was. At most 48 bytes.
+  std::string claim_id;
+};
+
 // Called by CheckUrls and CheckContent after each request is answered, on the calling
 // thread, with the number of items answered so far and the span's size.
 using ProgressCallback = std::function<void(size_t done, size_t total)>;
@@ -157,22 +175,42 @@ class DedupClient {
   // server rejects as a whole (e.g. over its item limit), Internal when the
   // server answers with the wrong number of results.
   //
-  // Caveats:
-  // - Retry after a lost reply: an UNAVAILABLE can arrive after the server
-  //   has already recorded a CLAIM (the reply was lost with the
-  //   connection). The retried request then answers SEEN for the URLs the
-  //   first attempt claimed, so no caller is told NEW for them. Callers
-  //   that must not miss a NEW should set max_attempts = 1 or reconcile
-  //   with first_seen_time.
-  // - On any error, results of the requests already answered are dropped;
-  //   with CLAIM those URLs stay claimed. To lose at most one request's
-  //   answers, pass at most max_items_per_request items per call.
+  // Retries: every request carries a claim id (UrlCheckOptions), the same
+  // on each of its attempts, so an UNAVAILABLE that arrives after the
+  // server recorded a CLAIM (the reply was lost with the connection) is
+  // answered, on the retry, NEW for the URLs the first attempt claimed,
+  // with the same first_seen_time (within the server's
+  // --claim_id_retention, 24 h by default).
+  //
+  // Caveat: on any error, results of the requests already answered are
+  // dropped; with CLAIM those URLs stay claimed (leased, with a lease). A
+  // caller that set UrlCheckOptions::claim_id gets them again by retrying
+  // the call with the same claim_id; otherwise pass at most
+  // max_items_per_request items per call to lose at most one request's
+  // answers.
   //
   // `progress`, when set, is called after each request is answered.
   // Complexity: ceil(items / max_items_per_request) RPCs at least.
   absl::StatusOr<std::vector<dedupd::v1::UrlResult>> CheckUrls(
       absl::Span<const dedupd::v1::UrlItem> items, dedupd::v1::ClaimMode mode,
       const ProgressCallback& progress = nullptr) const;
+  // The same, in a namespace, with a lease or the caller's claim id.
+  // Errors: as above; InvalidArgument for a claim_id over 48 bytes.
+  absl::StatusOr<std::vector<dedupd::v1::UrlResult>> CheckUrls(
+      absl::Span<const dedupd::v1::UrlItem> items, dedupd::v1::ClaimMode mode,
+      const UrlCheckOptions& url_options, const ProgressCallback& progress = nullptr) const;
+
+  // CompleteUrls confirms leased URLs (CheckUrls with lease_seconds), in
+  // requests of at most max_items_per_request items, retrying UNAVAILABLE
+  // (a confirmation is idempotent: a repeat answers ALREADY_CONFIRMED).
+  // One result per item, in order; a URL never claimed in `name_space`, or
+  // whose last claim had another claim id when `claim_id` is given, is
+  // COMPLETE_VERDICT_INVALID with its reason. Errors: as CheckUrls, with
+  // messages that start with "CompleteUrls: "; FailedPrecondition from a
+  // server in the approximate URL mode.
+  absl::StatusOr<std::vector<dedupd::v1::CompleteResult>> CompleteUrls(
+      absl::Span<const dedupd::v1::UrlItem> items, const std::string& name_space,
+      const std::string& claim_id = "") const;
 
   // CheckContent sends documents (`items`: url, optional canonical_url,
   // text, optional max_hamming_distance) exactly as CheckUrls sends URLs:

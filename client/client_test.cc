@@ -194,6 +194,60 @@ TEST_F(ClientTest, UnavailableIsRetriedThenSucceeds) {
   const std::vector<FakeDedupService::Call> calls = fake().calls();
   ASSERT_THAT(calls, SizeIs(3));
   EXPECT_EQ(calls[2].urls, calls[0].urls);  // the same request, resent
+  // With the same claim id, so a retry after a lost reply is answered NEW.
+  EXPECT_EQ(calls[0].url_request.claim_id().size(), 16u);
+  EXPECT_EQ(calls[1].url_request.claim_id(), calls[0].url_request.claim_id());
+  EXPECT_EQ(calls[2].url_request.claim_id(), calls[0].url_request.claim_id());
+  ASSERT_OK_AND_ASSIGN(results, client->CheckUrls(Items(2), dedupd::v1::CLAIM_MODE_CLAIM));
+  ASSERT_THAT(fake().calls(), SizeIs(4));
+  EXPECT_NE(fake().calls()[3].url_request.claim_id(), calls[0].url_request.claim_id())
+      << "another request, another claim id";
+}
+
+TEST_F(ClientTest, UrlCheckOptionsReachEveryRequest) {
+  ClientOptions options = FastOptions();
+  options.max_items_per_request = 2;
+  std::unique_ptr<DedupClient> client = Connect(options);
+  ASSERT_NE(client, nullptr);
+  UrlCheckOptions url_options;
+  url_options.name_space = "crawl-9";
+  url_options.lease_seconds = 120;
+  url_options.claim_id = "job-7";
+  ASSERT_OK_AND_ASSIGN(auto results,
+                       client->CheckUrls(Items(5), dedupd::v1::CLAIM_MODE_CLAIM, url_options));
+  EXPECT_THAT(results, SizeIs(5));
+  const std::vector<FakeDedupService::Call> calls = fake().calls();
+  ASSERT_THAT(calls, SizeIs(3));
+  for (size_t k = 0; k < calls.size(); ++k) {
+    EXPECT_EQ(calls[k].url_request.namespace_(), "crawl-9");
+    EXPECT_EQ(calls[k].url_request.lease_seconds(), 120u);
+    EXPECT_EQ(calls[k].url_request.claim_id(), absl::StrCat("job-7#", k));
+  }
+  url_options.claim_id = std::string(49, 'c');
+  EXPECT_THAT(client->CheckUrls(Items(1), dedupd::v1::CLAIM_MODE_CLAIM, url_options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("the limit is 48")));
+}
+
+TEST_F(ClientTest, CompleteUrlsConfirmsInBatchesAndRetries) {
+  ClientOptions options = FastOptions();
+  options.max_items_per_request = 2;
+  std::unique_ptr<DedupClient> client = Connect(options);
+  ASSERT_NE(client, nullptr);
+  const std::vector<dedupd::v1::UrlItem> items = Items(3);
+  ASSERT_OK_AND_ASSIGN(auto claimed, client->CheckUrls(absl::MakeConstSpan(items).subspan(0, 2),
+                                                       dedupd::v1::CLAIM_MODE_CLAIM));
+  fake().FailNext(absl::UnavailableError("blip"));
+  ASSERT_OK_AND_ASSIGN(auto done, client->CompleteUrls(items, "ns", "id"));
+  ASSERT_THAT(done, SizeIs(3));
+  EXPECT_EQ(done[0].verdict(), dedupd::v1::COMPLETE_VERDICT_CONFIRMED);
+  EXPECT_EQ(done[1].verdict(), dedupd::v1::COMPLETE_VERDICT_CONFIRMED);
+  EXPECT_EQ(done[2].error_reason(), dedupd::v1::ERROR_REASON_NOT_CLAIMED);
+  const std::vector<FakeDedupService::Call> calls = fake().calls();
+  ASSERT_THAT(calls, SizeIs(4));  // the claim, a failed and a retried request, the rest
+  EXPECT_EQ(calls[1].method, "CompleteUrls");
+  EXPECT_EQ(calls[2].complete_request.namespace_(), "ns");
+  EXPECT_EQ(calls[3].complete_request.claim_id(), "id");
+  EXPECT_THAT(calls[3].urls, SizeIs(1));
 }
 
 class ClientMaxAttemptsTest : public ClientTest, public ::testing::WithParamInterface<int> {};

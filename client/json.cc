@@ -135,6 +135,12 @@ JsonObjectWriter& JsonObjectWriter::Uint(absl::string_view key, uint64_t value) 
   return *this;
 }
 
+JsonObjectWriter& JsonObjectWriter::Bool(absl::string_view key, bool value) {
+  Key(key);
+  json_.append(value ? "true" : "false");
+  return *this;
+}
+
 JsonObjectWriter& JsonObjectWriter::Null(absl::string_view key) {
   Key(key);
   json_.append("null");

@@ -75,6 +75,9 @@ class JsonObjectWriter {
   JsonObjectWriter& Int(absl::string_view key, int64_t value);
   JsonObjectWriter& Uint(absl::string_view key, uint64_t value);
 
+  // Bool adds `"key":true` or `"key":false`.
+  JsonObjectWriter& Bool(absl::string_view key, bool value);
+
   // Null adds `"key":null`.
   JsonObjectWriter& Null(absl::string_view key);
 

@@ -105,10 +105,13 @@ TEST(JsonObjectWriterTest, NumbersNullAndRawArrays) {
   w.Int("min", INT64_MIN)
       .Uint("max", UINT64_MAX)
       .Null("none")
+      .Bool("yes", true)
+      .Bool("no", false)
       .RawArray("objs", objects)
       .RawArray("empty", {});
   EXPECT_EQ(std::move(w).Finish(), R"({"min":-9223372036854775808,"max":18446744073709551615,)"
-                                   R"("none":null,"objs":[{"d":2},{}],"empty":[]})");
+                                   R"("none":null,"yes":true,"no":false,"objs":[{"d":2},{}],)"
+                                   R"("empty":[]})");
 }
 
 // ------------------------------------------------------------ the reader

@@ -321,11 +321,12 @@ TEST_F(FaultServiceTest, ClientRetriesTransientFaultsOnly) {
 }
 
 // The nasty case: the write landed, the error was reported after it (a
-// failed fsync). The server answers the error, never NEW; the client's
-// automatic retry of the UNAVAILABLE then finds the record and answers
-// SEEN with the failed attempt's first-seen time. Nobody was told NEW:
-// the one thing the seen-set never does is tell two callers NEW.
-TEST_F(FaultServiceTest, WriteThatLandedBeforeFailingIsNeverNew) {
+// failed fsync, a reply lost with the connection). The server answers the
+// error, never NEW; the client's automatic retry of the UNAVAILABLE carries
+// the same claim id, so it is answered NEW, with the failed attempt's
+// first-seen time: the URL is neither lost (SEEN to the only caller that
+// claimed it) nor told NEW to two callers.
+TEST_F(FaultServiceTest, WriteThatLandedBeforeFailingIsNewToItsRetryOnly) {
   std::unique_ptr<DedupClient> retrying = Connect(/*max_attempts=*/4);
   StoreFault fault;
   fault.ops = StoreOp::kUrlWrite;
@@ -336,8 +337,15 @@ TEST_F(FaultServiceTest, WriteThatLandedBeforeFailingIsNeverNew) {
   items[0].set_url("https://landed.example/a");
   absl::StatusOr<std::vector<v1::UrlResult>> r = retrying->CheckUrls(items, v1::CLAIM_MODE_CLAIM);
   ASSERT_THAT(r, IsOk());
-  EXPECT_EQ((*r)[0].verdict(), v1::URL_VERDICT_SEEN);
+  EXPECT_EQ((*r)[0].verdict(), v1::URL_VERDICT_NEW);
   EXPECT_GT((*r)[0].first_seen_time().seconds(), 0);
+  // Any other request is answered SEEN, with the same first-seen time.
+  absl::StatusOr<std::vector<v1::UrlResult>> again =
+      retrying->CheckUrls(items, v1::CLAIM_MODE_CLAIM);
+  ASSERT_THAT(again, IsOk());
+  EXPECT_EQ((*again)[0].verdict(), v1::URL_VERDICT_SEEN);
+  EXPECT_EQ((*again)[0].first_seen_time().seconds(), (*r)[0].first_seen_time().seconds());
+  EXPECT_EQ((*again)[0].first_seen_time().nanos(), (*r)[0].first_seen_time().nanos());
   EXPECT_EQ(faults_->injected_after_call(StoreOp::kUrlWrite), 1u);
 }
 

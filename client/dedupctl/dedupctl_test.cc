@@ -382,6 +382,39 @@ class DedupctlUrlTest : public ::testing::Test {
   std::unique_ptr<FakeDedupServer> server_;
 };
 
+TEST_F(DedupctlUrlTest, NamespaceAndLeaseReachTheServerAndCompleteConfirms) {
+  CommandResult r = Dedupctl({"url", "check", "--server", server_->address(), "--namespace",
+                              "crawl-1", "--lease_seconds", "300", "https://a.example/1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_THAT(fake().calls(), SizeIs(1));
+  EXPECT_EQ(fake().calls()[0].url_request.namespace_(), "crawl-1");
+  EXPECT_EQ(fake().calls()[0].url_request.lease_seconds(), 300u);
+  EXPECT_EQ(fake().calls()[0].url_request.claim_id().size(), 16u);
+  r = Dedupctl({"url", "complete", "--server", server_->address(), "--namespace", "crawl-1"},
+               "https://a.example/1\nhttps://never.example/\n");
+  EXPECT_EQ(r.exit_code, 1) << "one URL was never claimed";
+  EXPECT_THAT(
+      Lines(r.out),
+      ElementsAre(
+          R"({"url":"https://a.example/1","normalized":"https://a.example/1","verdict":"CONFIRMED"})",
+          R"({"url":"https://never.example/","normalized":"https://never.example/","verdict":"INVALID","error":"fake: not claimed","reason":"NOT_CLAIMED"})"));
+  EXPECT_EQ(fake().calls().back().complete_request.namespace_(), "crawl-1");
+}
+
+TEST_F(DedupctlUrlTest, LeaseFlagIsForCheckOnly) {
+  for (const char* sub : {"peek", "complete"}) {
+    CommandResult r = Dedupctl({"url", sub, "--server", server_->address(), "--lease_seconds", "10",
+                                "https://a.example/"});
+    EXPECT_EQ(r.exit_code, 2) << sub;
+    EXPECT_THAT(r.err, HasSubstr(absl::StrCat("--lease_seconds is for url check, not url ", sub)));
+  }
+  CommandResult r = Dedupctl({"url", "check", "--server", server_->address(), "--lease_seconds",
+                              "0", "https://a.example/"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--lease_seconds must be an integer in 1..4294967295"));
+  EXPECT_THAT(fake().calls(), IsEmpty());
+}
+
 TEST_F(DedupctlUrlTest, CheckPrintsVerdictsInOrderAndBatches) {
   CommandResult r = Dedupctl({"url", "check", "--server", server_->address(), "--batch", "2",
                               "https://a.example/1", "bad:x", "https://a.example/1",

@@ -30,10 +30,18 @@ commands:
       Normalize URLs offline (no server), with the per-host policy of a
       dedupd config file. Prints {"url", "normalized"} or {"url", "error"};
       --explain adds "rules": the normalization rules that fired.
-  url check --server ADDR [--base URL] [--batch N] [--deadline SECONDS] [URL...]
-      Claim URLs on a dedupd server: NEW the first time, SEEN after.
-  url peek  --server ADDR [--base URL] [--batch N] [--deadline SECONDS] [URL...]
+  url check --server ADDR [--base URL] [--batch N] [--deadline SECONDS]
+            [--namespace NAME] [--lease_seconds N] [URL...]
+      Claim URLs on a dedupd server: NEW the first time, SEEN after (DUE
+      when a revisit rule says so). --lease_seconds: confirm each NEW URL
+      with `url complete` (or content check) before the lease ends, or it
+      is offered again.
+  url peek  --server ADDR [--base URL] [--batch N] [--deadline SECONDS]
+            [--namespace NAME] [URL...]
       Like check, but records nothing.
+  url complete --server ADDR [--base URL] [--batch N] [--deadline SECONDS]
+               [--namespace NAME] [URL...]
+      Confirm leased URLs: CONFIRMED, ALREADY_CONFIRMED or INVALID.
   content check --server ADDR [--batch N] [--deadline SECONDS]
                 [--max_hamming_distance K] [FILE]
       Check and record documents: NEW, EXACT_DUPLICATE or NEAR_DUPLICATE.
@@ -389,8 +397,16 @@ absl::StatusOr<NormalizeOptions> NormalizeFromFlags(RawFlags raw) {
 absl::StatusOr<UrlOptions> UrlFromFlags(absl::string_view sub, RawFlags raw) {
   UrlOptions options;
   options.mode = Mode(sub);
-  DEDUPD_ASSIGN_OR_RETURN(options.server, ServerOptionsFromFlags(raw, "url check/peek", 1000));
+  options.complete = sub == "complete";
+  DEDUPD_ASSIGN_OR_RETURN(options.server,
+                          ServerOptionsFromFlags(raw, "url check/peek/complete", 1000));
   options.base = raw.Value("--base");
+  options.name_space = raw.Value("--namespace").value_or("");
+  DEDUPD_ASSIGN_OR_RETURN(options.lease_seconds, ParseUint32Flag(raw, "--lease_seconds", 1));
+  if (options.lease_seconds && sub != "check") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--lease_seconds is for url check, not url ", sub));
+  }
   options.urls = std::move(raw.positional);
   return options;
 }
@@ -512,8 +528,8 @@ absl::StatusOr<CommandLine> Wrap(absl::StatusOr<Options> options) {
 
 const ServerCommand kServerCommands[] = {
     {"url",
-     {"check", "peek"},
-     {"--server", "--base", "--batch", "--deadline"},
+     {"check", "peek", "complete"},
+     {"--server", "--base", "--batch", "--deadline", "--namespace", "--lease_seconds"},
      [](const std::string& sub, RawFlags raw) { return Wrap(UrlFromFlags(sub, std::move(raw))); }},
     {"content",
      {"check", "peek"},

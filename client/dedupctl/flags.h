@@ -52,12 +52,15 @@ struct NormalizeOptions {
   std::vector<std::string> urls;  // empty: standard input
 };
 
-// `url check|peek`.
+// `url check|peek|complete`.
 struct UrlOptions {
   dedupd::v1::ClaimMode mode = dedupd::v1::CLAIM_MODE_CLAIM;
+  bool complete = false;  // `url complete`: CompleteUrls instead of CheckUrl
   ServerOptions server;
   std::optional<std::string> base;
-  std::vector<std::string> urls;  // empty: standard input
+  std::string name_space;                 // --namespace
+  std::optional<uint32_t> lease_seconds;  // --lease_seconds (check only)
+  std::vector<std::string> urls;          // empty: standard input
 };
 
 // `content check|peek`: JSON lines from `file`, or with `url` set one

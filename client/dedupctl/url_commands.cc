@@ -1,4 +1,5 @@
-// `dedupctl url check|peek`: URLs to CheckUrl in batches, one line each.
+// `dedupctl url check|peek|complete`: URLs to CheckUrl (or CompleteUrls) in
+// batches, one line each.
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,10 +30,35 @@ std::string UrlLine(const InputItem& input, const dedupd::v1::UrlResult* result)
     json.String("normalized", result->normalized_url());
   }
   json.String("verdict", EnumName(result->verdict()));
-  if (result->verdict() == dedupd::v1::URL_VERDICT_SEEN && result->has_first_seen_time()) {
+  if (result->reclaimed()) json.Bool("reclaimed", true);
+  const bool recorded = result->verdict() == dedupd::v1::URL_VERDICT_SEEN ||
+                        result->verdict() == dedupd::v1::URL_VERDICT_DUE;
+  if (recorded && result->has_first_seen_time()) {
     json.String("first_seen", FormatTimestamp(result->first_seen_time()));
   }
+  if (result->has_last_claim_time()) {
+    json.String("last_claim", FormatTimestamp(result->last_claim_time()));
+  }
+  if (result->has_lease_expire_time()) {
+    json.String("lease_expires", FormatTimestamp(result->lease_expire_time()));
+  }
   if (result->verdict() == dedupd::v1::URL_VERDICT_INVALID) {
+    json.String("error", result->error()).String("reason", EnumName(result->error_reason()));
+  }
+  return std::move(json).Finish();
+}
+
+// The output line of one URL of `url complete`.
+std::string CompleteLine(const InputItem& input, const dedupd::v1::CompleteResult* result) {
+  JsonObjectWriter json;
+  json.String("url", input.url);
+  if (result == nullptr) {
+    json.String("verdict", "INVALID").String("error", *input.error);
+    return std::move(json).Finish();
+  }
+  if (!result->normalized_url().empty()) json.String("normalized", result->normalized_url());
+  json.String("verdict", EnumName(result->verdict()));
+  if (result->verdict() == dedupd::v1::COMPLETE_VERDICT_INVALID) {
     json.String("error", result->error()).String("reason", EnumName(result->error_reason()));
   }
   return std::move(json).Finish();
@@ -62,10 +88,24 @@ class UrlJob : public BatchJob {
       item.set_url(input.url);
       if (!base_.empty()) item.set_base_url(base_);
     }
+    if (options_.complete) {
+      return SendAndPrint(
+          batch_, std::move(items),
+          [&](const std::vector<dedupd::v1::UrlItem>& send) {
+            return client.CompleteUrls(send, options_.name_space);
+          },
+          [](const dedupd::v1::CompleteResult& r) {
+            return r.verdict() == dedupd::v1::COMPLETE_VERDICT_INVALID;
+          },
+          CompleteLine, any_invalid);
+    }
+    UrlCheckOptions url_options;
+    url_options.name_space = options_.name_space;
+    url_options.lease_seconds = options_.lease_seconds;
     return SendAndPrint(
         batch_, std::move(items),
         [&](const std::vector<dedupd::v1::UrlItem>& send) {
-          return client.CheckUrls(send, options_.mode);
+          return client.CheckUrls(send, options_.mode, url_options);
         },
         [](const dedupd::v1::UrlResult& r) {
           return r.verdict() == dedupd::v1::URL_VERDICT_INVALID;

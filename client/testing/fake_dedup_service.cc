@@ -96,6 +96,7 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckUrl(grpc::CallbackServerContext
   Call call;
   call.method = "CheckUrl";
   call.mode = request->mode();
+  call.url_request = *request;
   for (const dedupd::v1::UrlItem& item : request->items()) {
     call.urls.push_back(item.url());
     call.base_urls.push_back(item.base_url());
@@ -148,6 +149,37 @@ void SetFirstSeen(Result* result) {
 }
 
 }  // namespace
+
+grpc::ServerUnaryReactor* FakeDedupService::CompleteUrls(
+    grpc::CallbackServerContext* context, const dedupd::v1::CompleteUrlsRequest* request,
+    dedupd::v1::CompleteUrlsResponse* response) {
+  Call call;
+  call.method = "CompleteUrls";
+  call.complete_request = *request;
+  for (const dedupd::v1::UrlItem& item : request->items()) call.urls.push_back(item.url());
+  absl::MutexLock lock(&mu_);
+  bool wrong_count = false;
+  if (grpc::ServerUnaryReactor* done = Begin(context, std::move(call), &wrong_count)) {
+    return done;
+  }
+  for (const dedupd::v1::UrlItem& item : request->items()) {
+    dedupd::v1::CompleteResult* result = response->add_results();
+    result->set_normalized_url(item.url());
+    if (seen_.contains(item.url())) {
+      result->set_verdict(dedupd::v1::COMPLETE_VERDICT_CONFIRMED);
+    } else {
+      result->set_verdict(dedupd::v1::COMPLETE_VERDICT_INVALID);
+      result->set_error("fake: not claimed");
+      result->set_error_reason(dedupd::v1::ERROR_REASON_NOT_CLAIMED);
+    }
+  }
+  if (wrong_count && response->results_size() > 0) {
+    response->mutable_results()->RemoveLast();
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
 
 grpc::ServerUnaryReactor* FakeDedupService::CheckContent(
     grpc::CallbackServerContext* context, const dedupd::v1::CheckContentRequest* request,

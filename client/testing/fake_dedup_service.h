@@ -105,7 +105,8 @@ class FakeDedupService final : public dedupd::v1::Dedup::CallbackService {
 
   // What the fake saw of one call.
   struct Call {
-    // "CheckUrl", "CheckContent", "CheckChunks" or "DedupResults".
+    // "CheckUrl", "CompleteUrls", "CheckContent", "CheckChunks" or
+    // "DedupResults".
     std::string method;
     // CheckUrl: the items' url and base_url; CheckContent: the items' url
     // (base_urls stays empty) and the items themselves; CheckChunks: the
@@ -113,6 +114,10 @@ class FakeDedupService final : public dedupd::v1::Dedup::CallbackService {
     std::vector<std::string> urls;
     std::vector<std::string> base_urls;
     std::vector<dedupd::v1::ContentItem> content_items;
+    // CheckUrl and CompleteUrls: the request as received (claim id,
+    // namespace, lease).
+    dedupd::v1::CheckUrlRequest url_request;
+    dedupd::v1::CompleteUrlsRequest complete_request;
     // CheckChunks and DedupResults: the request as received.
     dedupd::v1::CheckChunksRequest chunks_request;
     dedupd::v1::DedupResultsRequest results_request;
@@ -149,6 +154,12 @@ class FakeDedupService final : public dedupd::v1::Dedup::CallbackService {
   grpc::ServerUnaryReactor* CheckUrl(grpc::CallbackServerContext* context,
                                      const dedupd::v1::CheckUrlRequest* request,
                                      dedupd::v1::CheckUrlResponse* response) override;
+
+  // CompleteUrls answers CONFIRMED for a URL a CheckUrl claim recorded,
+  // INVALID with ERROR_REASON_NOT_CLAIMED otherwise.
+  grpc::ServerUnaryReactor* CompleteUrls(grpc::CallbackServerContext* context,
+                                         const dedupd::v1::CompleteUrlsRequest* request,
+                                         dedupd::v1::CompleteUrlsResponse* response) override;
 
   grpc::ServerUnaryReactor* CheckContent(grpc::CallbackServerContext* context,
                                          const dedupd::v1::CheckContentRequest* request,
