@@ -401,6 +401,19 @@ absl::StatusOr<dedupd::v1::ForgetResponse> DedupClient::AdminForget(
   return response;
 }
 
+absl::StatusOr<dedupd::v1::DropNamespaceResponse> DedupClient::AdminDropNamespace(
+    const dedupd::v1::DropNamespaceRequest& request) const {
+  dedupd::v1::DropNamespaceResponse response;
+  absl::BitGen gen;
+  absl::Status status =
+      CallWithRetry(options_, "Admin.DropNamespace", gen, [&](grpc::ClientContext* context) {
+        response.Clear();
+        return rpc_->admin->DropNamespace(context, request, &response);
+      });
+  if (!status.ok()) return status;
+  return response;
+}
+
 absl::Status DedupClient::AdminExport(
     const dedupd::v1::ExportRequest& request,
     const std::function<absl::Status(const dedupd::v1::ExportResponse&)>& on_message) const {

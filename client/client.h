@@ -286,6 +286,10 @@ class DedupClient {
   // each URL costs a scan of the store).
   absl::StatusOr<dedupd::v1::ForgetResponse> AdminForget(
       const dedupd::v1::ForgetRequest& request) const;
+  // AdminDropNamespace retries UNAVAILABLE: a repeated drop is harmless
+  // (found is then false).
+  absl::StatusOr<dedupd::v1::DropNamespaceResponse> AdminDropNamespace(
+      const dedupd::v1::DropNamespaceRequest& request) const;
   // AdminExport streams the export, calling `on_message` for each message
   // in order on the calling thread; a non-OK return from it cancels the
   // stream and is returned. Not retried. The deadline

@@ -110,6 +110,13 @@ absl::Status AdminOps::Stats(const v1::StatsRequest& request, v1::StatsResponse*
     out->set_estimated_bytes(k.estimated_bytes);
     if (k.exact_count.has_value()) out->set_exact_count(*k.exact_count);
   }
+  for (const StoreStats::Namespace& ns : st.namespaces) {
+    v1::NamespaceStats* out = response->add_namespaces();
+    out->set_name(ns.name);
+    out->set_estimated_bytes(ns.estimated_bytes);
+    if (ns.exact_url_count.has_value()) out->set_exact_url_count(*ns.exact_url_count);
+  }
+  response->set_more_namespaces(st.more_namespaces);
   response->set_disk_bytes(st.disk_bytes);
   response->set_live_sst_bytes(st.live_sst_bytes);
   response->set_wal_bytes(st.wal_bytes);
@@ -330,6 +337,19 @@ absl::Status RestoreBackup(const std::string& backup_dir, const std::string& dat
   // The rename itself: durable once the parent directory is synced.
   const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
   return file_io::SyncDir(parent.string());
+}
+
+absl::Status AdminOps::DropNamespace(const v1::DropNamespaceRequest& request,
+                                     v1::DropNamespaceResponse* response) {
+  if (url_bloom_ != nullptr) {
+    return absl::FailedPreconditionError(
+        "this server is in the approximate URL mode (--url_seen_mode=approximate): its Bloom "
+        "seen-set cannot delete a namespace's URLs");
+  }
+  absl::StatusOr<bool> found = store_->DropNamespace(request.namespace_());
+  if (!found.ok()) return found.status();
+  response->set_found(*found);
+  return absl::OkStatus();
 }
 
 }  // namespace dedupd

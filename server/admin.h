@@ -90,6 +90,11 @@ class AdminOps {
   absl::Status Forget(const v1::ForgetRequest& request, v1::ForgetResponse* response,
                       const std::function<bool()>& cancelled = nullptr);
 
+  // DropNamespace calls RocksDbStore::DropNamespace (see admin.proto).
+  // Errors: as it; FailedPrecondition in approximate URL mode.
+  absl::Status DropNamespace(const v1::DropNamespaceRequest& request,
+                             v1::DropNamespaceResponse* response);
+
  private:
   RocksDbStore* const store_;
   BloomUrlStore* const url_bloom_;

@@ -74,6 +74,13 @@ grpc::ServerUnaryReactor* AdminService::Forget(grpc::CallbackServerContext* cont
   });
 }
 
+grpc::ServerUnaryReactor* AdminService::DropNamespace(grpc::CallbackServerContext* context,
+                                                      const v1::DropNamespaceRequest* request,
+                                                      v1::DropNamespaceResponse* response) {
+  return RunAdmitted(context,
+                     [=](AdminOps* ops) { return ops->DropNamespace(*request, response); });
+}
+
 // ExportReactor: one Export stream. At most one message exists at a time:
 // the next one is read from the cursor (on the worker pool) only after the
 // previous write completed, so a slow reader holds the server to one

@@ -55,6 +55,9 @@ class AdminService final : public v1::Admin::CallbackService {
   grpc::ServerUnaryReactor* Forget(grpc::CallbackServerContext* context,
                                    const v1::ForgetRequest* request,
                                    v1::ForgetResponse* response) override;
+  grpc::ServerUnaryReactor* DropNamespace(grpc::CallbackServerContext* context,
+                                          const v1::DropNamespaceRequest* request,
+                                          v1::DropNamespaceResponse* response) override;
   grpc::ServerWriteReactor<v1::ExportResponse>* Export(grpc::CallbackServerContext* context,
                                                        const v1::ExportRequest* request) override;
 

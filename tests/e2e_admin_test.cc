@@ -373,6 +373,63 @@ TEST_F(E2eAdminTest, StatsThroughDedupctl) {
   for (const v1::RecordKindStats& k : cheap->kinds()) EXPECT_FALSE(k.has_exact_count());
 }
 
+// Sanitizer builds run every e2e test several times slower: a tenth of the
+// records there.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr int kBigNamespaceUrls = 100'000;
+#else
+constexpr int kBigNamespaceUrls = 1'000'000;
+#endif
+
+TEST_F(E2eAdminTest, DropNamespaceBesideAMillionRecordsOfAnother) {
+  StartServer({kDrain});
+  ClientOptions options;
+  options.deadline = absl::Seconds(60);
+  options.max_items_per_request = 10'000;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<DedupClient> bulk,
+                       DedupClient::Connect(server_->address(), options));
+  UrlCheckOptions big, small;
+  big.name_space = "big";
+  small.name_space = "small";
+  std::vector<v1::UrlItem> items(10'000);
+  for (int b = 0; b < kBigNamespaceUrls / 10'000; ++b) {
+    for (int i = 0; i < 10'000; ++i) {
+      items[i].set_url(absl::StrCat("https://big.example/", b, "/page-", i));
+    }
+    ASSERT_OK_AND_ASSIGN(auto r, bulk->CheckUrls(items, v1::CLAIM_MODE_CLAIM, big));
+    ASSERT_EQ(r[0].verdict(), v1::URL_VERDICT_NEW) << b;
+  }
+  std::vector<v1::UrlItem> few(1000);
+  for (int i = 0; i < 1000; ++i) few[i].set_url(absl::StrCat("https://big.example/0/page-", i));
+  ASSERT_OK_AND_ASSIGN(auto r, bulk->CheckUrls(few, v1::CLAIM_MODE_CLAIM, small));
+  ASSERT_EQ(r[999].verdict(), v1::URL_VERDICT_NEW) << "namespaces never see each other";
+
+  const absl::Time start = absl::Now();
+  const std::string out = Dedupctl({"admin", "drop-namespace", "small"}, server_->address());
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(out, "{\"found\":true}\n");
+  std::printf("drop-namespace beside %d URLs of another namespace: %s (dedupctl start to exit)\n",
+              kBigNamespaceUrls, absl::FormatDuration(took).c_str());
+  EXPECT_LT(took, absl::Seconds(30)) << "a key-range delete, not a scan";
+
+  ASSERT_OK_AND_ASSIGN(r, bulk->CheckUrls(few, v1::CLAIM_MODE_PEEK, small));
+  EXPECT_EQ(r[0].verdict(), v1::URL_VERDICT_NEW) << "small is empty again";
+  ASSERT_OK_AND_ASSIGN(r, bulk->CheckUrls(few, v1::CLAIM_MODE_PEEK, big));
+  for (const v1::UrlResult& u : r) ASSERT_EQ(u.verdict(), v1::URL_VERDICT_SEEN);
+  v1::StatsRequest exact;
+  exact.set_exact(true);
+  ASSERT_OK_AND_ASSIGN(v1::StatsResponse stats, bulk->AdminStats(exact));
+  ASSERT_EQ(stats.namespaces_size(), 1) << "small holds nothing now";
+  EXPECT_EQ(stats.namespaces(0).name(), "big");
+  EXPECT_EQ(stats.namespaces(0).exact_url_count(), static_cast<uint64_t>(kBigNamespaceUrls));
+
+  std::string err;
+  Dedupctl({"admin", "drop-namespace", "bad name"}, server_->address(), /*want_exit=*/2, &err);
+  EXPECT_THAT(err, HasSubstr("namespace: byte 3 (0x20)"));
+  Dedupctl({"admin", "drop-namespace"}, server_->address(), /*want_exit=*/2, &err);
+  EXPECT_THAT(err, HasSubstr("admin drop-namespace needs exactly one NAME"));
+}
+
 TEST_F(E2eAdminTest, BadBackupDirectoriesAreRejectedWithAMessage) {
   StartServer({kDrain});
   v1::BackupRequest request;

@@ -1,4 +1,5 @@
-// `dedupctl admin stats|backup|export|forget`: the dedupd.v1.Admin calls,
+// `dedupctl admin stats|backup|export|forget|drop-namespace`: the
+// dedupd.v1.Admin calls,
 // their answers printed as proto3 JSON lines.
 #include <memory>
 #include <string>
@@ -145,6 +146,11 @@ absl::Status RunOneCall(const DedupClient& client, const AdminOptions& options) 
       dedupd::v1::BackupRequest request;
       request.set_directory(options.backup_dir);
       return WriteAnswer(client.AdminBackup(request));
+    }
+    case AdminOptions::Command::kDropNamespace: {
+      dedupd::v1::DropNamespaceRequest request;
+      request.set_namespace_(options.name_space);
+      return WriteAnswer(client.AdminDropNamespace(request));
     }
     case AdminOptions::Command::kExport:
     case AdminOptions::Command::kForget:

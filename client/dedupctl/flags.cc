@@ -98,6 +98,9 @@ commands:
       counts, "contents_promoted", ...} or {"url", "error"} for a URL that
       does not normalize (exit status 1). Each URL costs the server a scan
       of every stored text; the deadline covers one request (default 600).
+  admin drop-namespace --server ADDR [--deadline SECONDS] NAME
+      Remove every record of the namespace NAME at once (its URLs are NEW
+      again there; other namespaces are untouched). Prints {"found": bool}.
   help
       Print this text.
 
@@ -475,7 +478,8 @@ absl::StatusOr<AdminOptions> AdminFromFlags(const std::string& sub, RawFlags raw
   options.command = sub == "stats"    ? Command::kStats
                     : sub == "backup" ? Command::kBackup
                     : sub == "export" ? Command::kExport
-                                      : Command::kForget;
+                    : sub == "forget" ? Command::kForget
+                                      : Command::kDropNamespace;
   options.exact = raw.Has("--exact");
   options.skip_urls = raw.Has("--skip_urls");
   options.skip_content = raw.Has("--skip_content");
@@ -492,6 +496,13 @@ absl::StatusOr<AdminOptions> AdminFromFlags(const std::string& sub, RawFlags raw
   if (options.command == Command::kBackup && raw.positional.size() != 1) {
     return absl::InvalidArgumentError(
         "admin backup needs exactly one DIR (an absolute path on the server)");
+  }
+  if (options.command == Command::kDropNamespace) {
+    if (raw.positional.size() != 1 || raw.positional[0].empty()) {
+      return absl::InvalidArgumentError("admin drop-namespace needs exactly one NAME");
+    }
+    options.name_space = raw.positional[0];
+    return options;
   }
   if (options.command != Command::kBackup && options.command != Command::kForget &&
       !raw.positional.empty()) {
@@ -546,7 +557,7 @@ const ServerCommand kServerCommands[] = {
       "--min_jaccard", "--min_cosine"},
      [](const std::string&, RawFlags raw) { return Wrap(ResultsFromFlags(raw)); }},
     {"admin",
-     {"stats", "backup", "export", "forget"},
+     {"stats", "backup", "export", "forget", "drop-namespace"},
      {"--server", "--deadline", "--exact", "--skip_urls", "--skip_content"},
      [](const std::string& sub, RawFlags raw) {
        return Wrap(AdminFromFlags(sub, std::move(raw)));

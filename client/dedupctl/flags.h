@@ -91,9 +91,9 @@ struct ResultsOptions {
   std::string file = "-";
 };
 
-// `admin stats|backup|export|forget`.
+// `admin stats|backup|export|forget|drop-namespace`.
 struct AdminOptions {
-  enum class Command { kStats, kBackup, kExport, kForget };
+  enum class Command { kStats, kBackup, kExport, kForget, kDropNamespace };
   Command command = Command::kStats;
   // The deadline defaults to 3600 s for export, backup and exact stats,
   // 600 s for forget.
@@ -102,6 +102,7 @@ struct AdminOptions {
   bool skip_urls = false;         // export
   bool skip_content = false;      // export
   std::string backup_dir;         // backup
+  std::string name_space;         // drop-namespace
   std::vector<std::string> urls;  // forget; empty: standard input
 };
 

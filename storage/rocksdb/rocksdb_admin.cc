@@ -122,6 +122,7 @@ std::vector<KindRange> KindRanges() {
       {"chunk_manifest", true, chunk(fmt::kChunkManifest)},
       {"chunk_text", true, chunk(fmt::kChunkTextById)},
       {"chunk_holder", true, chunk(fmt::kChunkHolder)},
+      {"namespaced_url", false, tag(fmt::kTagNamespace)},
   };
 }
 
@@ -197,11 +198,15 @@ absl::StatusOr<StoreStats> RocksDbStore::Stats(bool exact) {
     if (!s.ok()) return FromRocksDbStatus(s, kAction, path);
     st.kinds.push_back(std::move(kind));
   }
-  if (!exact) return st;
+  if (!exact) {
+    DEDUPD_RETURN_IF_ERROR(impl_->ListNamespaces(db, nullptr, &st));
+    return st;
+  }
 
   // One snapshot for both families, so the counts agree with each other.
   const rocksdb::Snapshot* snapshot = db->GetSnapshot();
-  absl::Status scanned;
+  absl::Status scanned = impl_->ListNamespaces(db, snapshot, &st);
+  if (scanned.ok()) scanned = impl_->CountNamespaceUrls(db, snapshot, &st);
   for (size_t i = 0; i < st.kinds.size() && scanned.ok(); ++i) {
     StoreStats::RecordKind& kind = st.kinds[i];
     const std::string end = PrefixEnd(kind.key_prefix);

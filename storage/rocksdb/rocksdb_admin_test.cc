@@ -73,6 +73,9 @@ void WriteKnownSet(RocksDbStore* store) {
   }
   ChunkAnswer answer;
   ASSERT_THAT(store->CheckChunks(doc, /*claim=*/true, T(30), &answer), IsOk());
+  UrlClaimOptions named;
+  named.name_space = "n";
+  ASSERT_THAT(store->Claim(named, {"http://a/", "http://n/"}, T(40), &claims), IsOk());
 }
 
 std::map<std::string, StoreStats::RecordKind> ByName(const StoreStats& st) {
@@ -89,12 +92,14 @@ TEST(RocksDbStoreStatsTest, CountsEveryKindAfterKnownWrites) {
 
   ASSERT_OK_AND_ASSIGN(const StoreStats exact, store->Stats(/*exact=*/true));
   const auto kinds = ByName(exact);
-  // URLs: 3 claimed + 3 content URLs (a content claim records its URLs).
+  // URLs: 3 claimed + 3 content URLs (a content claim records its URLs);
+  // 2 more in namespace "n".
   // Chunk holder records: none, each text's one holder is its owner, named
   // in the text record.
   const std::map<std::string, uint64_t> want = {
-      {"url", 6},   {"content", 2},        {"alias", 1},      {"fingerprint", 2},
-      {"fetch", 3}, {"chunk_manifest", 1}, {"chunk_text", 2}, {"chunk_holder", 0}};
+      {"url", 6},         {"content", 2},      {"alias", 1},
+      {"fingerprint", 2}, {"fetch", 3},        {"chunk_manifest", 1},
+      {"chunk_text", 2},  {"chunk_holder", 0}, {"namespaced_url", 2}};
   ASSERT_EQ(kinds.size(), want.size());
   for (const auto& [name, count] : want) {
     ASSERT_TRUE(kinds.count(name)) << name;
@@ -103,7 +108,7 @@ TEST(RocksDbStoreStatsTest, CountsEveryKindAfterKnownWrites) {
   EXPECT_EQ(kinds.at("url").key_prefix, "\x01");
   EXPECT_EQ(kinds.at("chunk_holder").key_prefix, std::string("\x05\x03", 2));
   EXPECT_EQ(kinds.at("chunk_text").key_prefix, std::string("\x05\x05", 2));
-  EXPECT_EQ(exact.estimated_url_records, 6u);
+  EXPECT_EQ(exact.estimated_url_records, 8u) << "every namespace's URL records";
   EXPECT_EQ(exact.content_fingerprints_indexed, 2u);
   EXPECT_EQ(exact.chunk_fingerprints_indexed, 2u);
   EXPECT_EQ(exact.storage_format_version, 5u);
@@ -126,9 +131,16 @@ TEST(RocksDbStoreStatsTest, CountsEveryKindAfterKnownWrites) {
   for (const StoreStats::RecordKind& k : cheap.kinds) {
     EXPECT_FALSE(k.exact_count.has_value()) << k.name;
   }
-  EXPECT_EQ(cheap.estimated_url_records, 6u);
+  EXPECT_EQ(cheap.estimated_url_records, 8u);
   EXPECT_GT(cheap.live_sst_bytes, 0u);
-  EXPECT_GT(ByName(cheap).at("url").estimated_bytes, 0u);
+  // A key range inside one data block of a table file is estimated at 0
+  // bytes; the URL records of the family end in the namespaced range.
+  EXPECT_GT(
+      ByName(cheap).at("url").estimated_bytes + ByName(cheap).at("namespaced_url").estimated_bytes,
+      0u);
+  ASSERT_EQ(cheap.namespaces.size(), 1u);
+  EXPECT_EQ(cheap.namespaces[0].name, "n");
+  EXPECT_FALSE(cheap.namespaces[0].exact_url_count.has_value());
   EXPECT_EQ(cheap.content_fingerprints_indexed, 2u);
 
   ASSERT_THAT(store->Close(), IsOk());

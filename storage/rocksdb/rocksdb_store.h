@@ -259,6 +259,19 @@ struct StoreStats {
   // In the order of the "Key tags" table.
   std::vector<RecordKind> kinds;
 
+  // The named namespaces that hold records, in byte order (at most
+  // kMaxListedNamespaces; `more_namespaces` when there are others).
+  struct Namespace {
+    std::string name;
+    // RocksDB's estimate of the bytes of its key range (both families).
+    uint64_t estimated_bytes = 0;
+    // Its URL records in one snapshot; set only by Stats(exact=true).
+    std::optional<uint64_t> exact_url_count;
+  };
+  std::vector<Namespace> namespaces;
+  bool more_namespaces = false;
+  static constexpr size_t kMaxListedNamespaces = 1000;
+
   // Bytes on disk: live table files + write-ahead log files (DiskBytes).
   uint64_t disk_bytes = 0;
   uint64_t live_sst_bytes = 0;
@@ -488,9 +501,21 @@ class RocksDbStore final : public UrlStore, public ContentStore, public ChunkSto
   // log files, in bytes.
   absl::StatusOr<uint64_t> DiskBytes();
 
+  // DropNamespace deletes every record of the named namespace `name` in
+  // one WriteBatch of two DeleteRange operations (one per column family:
+  // docs/storage_format.md, tag 0x08), WAL on, so its cost does not depend
+  // on how many records it holds; the space is reclaimed by compaction.
+  // Claims of the namespace that run meanwhile are ordered before or after
+  // it; the URL filter front keeps answering "maybe" for the dropped keys
+  // (one store read each, answered NEW). Returns whether the namespace
+  // held any record. Errors: InvalidArgument for the empty namespace (it
+  // is not a key range; Forget removes its URLs one by one) or a bad name;
+  // FailedPrecondition after Close; the write's errors as Claim.
+  absl::StatusOr<bool> DropNamespace(absl::string_view name);
+
   // Stats returns the store's figures (see StoreStats). Cost: O(table
-  // files) without `exact`; with it, one pass over every key of a
-  // snapshot (not filling the block cache). Errors: FailedPrecondition
+  // files) plus one seek per named namespace without `exact`; with it, one
+  // pass over every key of a snapshot (not filling the block cache). Errors: FailedPrecondition
   // after Close; Internal when a RocksDB property is missing; Unavailable
   // for I/O errors of the exact scan.
   absl::StatusOr<StoreStats> Stats(bool exact);

@@ -10,6 +10,7 @@
 //   rocksdb_info_log.cc         the info logger
 //   rocksdb_key_locks.{h,cc}    per-key claim locks
 //   rocksdb_url_records.cc      URL Claim, LookupRecords, Complete, the URL filter scan
+//   rocksdb_namespaces.cc       DropNamespace, the namespaces of Stats
 //   rocksdb_content_records.cc  CheckContent
 //   rocksdb_chunk_records.cc    CheckChunks
 //   rocksdb_forget.cc           Forget
@@ -336,6 +337,12 @@ struct RocksDbStore::Impl {
   // REQUIRES: records->size() == batch.unique_keys.size().
   absl::Status MultiGet(rocksdb::DB* db, const SortedBatch& batch, absl::Span<const size_t> which,
                         absl::string_view action, std::vector<std::optional<UrlRecord>>* records);
+
+  // Fills st->namespaces and st->more_namespaces (rocksdb_namespaces.cc);
+  // CountNamespaceUrls their exact_url_count, reading `snapshot`.
+  absl::Status ListNamespaces(rocksdb::DB* db, const rocksdb::Snapshot* snapshot, StoreStats* st);
+  absl::Status CountNamespaceUrls(rocksdb::DB* db, const rocksdb::Snapshot* snapshot,
+                                  StoreStats* st);
 
   // The Bloom front of the URL records; created in Open after `db` is
   // published (its rebuild scans through `db`).

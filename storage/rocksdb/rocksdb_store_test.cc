@@ -524,6 +524,65 @@ TEST_F(RocksDbStoreTest, LeasesClaimIdsAndNamespacesSurviveAReopen) {
   EXPECT_TRUE(report.ok()) << absl::StrJoin(report.problems, "\n");
 }
 
+TEST_F(RocksDbStoreTest, DropNamespaceRemovesOneNamespaceAndNothingElse) {
+  ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+  std::vector<std::string> keys;
+  for (int i = 0; i < 2000; ++i) keys.push_back(absl::StrCat("https://a.example/", i));
+  UrlClaimOptions keep, drop, lease;
+  keep.name_space = "keep";
+  drop.name_space = "drop";
+  lease.name_space = "drop-2";  // a prefix of no other name, and named like one
+  lease.lease = absl::Seconds(30);
+  std::vector<UrlClaim> out;
+  ASSERT_THAT(store->Claim(keep, keys, T(1), &out), IsOk());
+  ASSERT_THAT(store->Claim(drop, keys, T(2), &out), IsOk());
+  ASSERT_THAT(store->Claim(lease, {"https://l/"}, T(2), &out), IsOk());
+  ASSERT_THAT(store->ClaimUrls({"https://a.example/0"}, T(3), &out), IsOk());
+  ASSERT_OK_AND_ASSIGN(StoreStats before, store->Stats(/*exact=*/true));
+  ASSERT_EQ(before.namespaces.size(), 3u);
+  EXPECT_EQ(before.namespaces[0].name, "drop");
+  EXPECT_EQ(before.namespaces[1].name, "drop-2");
+  EXPECT_EQ(before.namespaces[2].name, "keep");
+  EXPECT_EQ(before.namespaces[2].exact_url_count, 2000u);
+  EXPECT_FALSE(before.more_namespaces);
+
+  ASSERT_OK_AND_ASSIGN(bool found, store->DropNamespace("drop"));
+  EXPECT_TRUE(found);
+  ASSERT_OK_AND_ASSIGN(found, store->DropNamespace("drop"));
+  EXPECT_FALSE(found) << "a second drop finds nothing";
+  ASSERT_OK_AND_ASSIGN(found, store->DropNamespace("never"));
+  EXPECT_FALSE(found);
+
+  ASSERT_THAT(store->Claim(drop, {keys[0], keys[1999]}, T(4), &out), IsOk());
+  EXPECT_TRUE(out[0].is_new) << "a dropped namespace starts empty";
+  EXPECT_TRUE(out[1].is_new);
+  ASSERT_THAT(store->Claim(keep, {keys[0], keys[1999]}, T(4), &out), IsOk());
+  EXPECT_FALSE(out[0].is_new);
+  EXPECT_EQ(out[0].first_seen, T(1));
+  ASSERT_THAT(store->Claim(lease, {"https://l/"}, T(5), &out), IsOk());
+  EXPECT_FALSE(out[0].is_new) << "drop-2 is another namespace";
+  ASSERT_THAT(store->ClaimUrls({"https://a.example/0"}, T(5), &out), IsOk());
+  EXPECT_FALSE(out[0].is_new) << "the empty namespace is untouched";
+
+  ASSERT_OK_AND_ASSIGN(StoreStats after, store->Stats(/*exact=*/true));
+  ASSERT_EQ(after.namespaces.size(), 3u);
+  EXPECT_EQ(after.namespaces[0].exact_url_count, 2u);
+  EXPECT_EQ(after.namespaces[2].exact_url_count, 2000u);
+  EXPECT_THAT(store->DropNamespace(""),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("the empty namespace cannot be dropped")));
+  EXPECT_THAT(store->DropNamespace("no/slash"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("namespace: byte 2")));
+  ASSERT_OK_AND_ASSIGN(ConsistencyReport report, store->CheckConsistency());
+  EXPECT_TRUE(report.ok()) << absl::StrJoin(report.problems, "\n");
+  // The drop is durable.
+  ASSERT_THAT(store->Close(), IsOk());
+  store.reset();
+  ASSERT_OK_AND_ASSIGN(store, RocksDbStore::Open(SmallOptions(path_)));
+  ASSERT_THAT(store->Claim(drop, {keys[5]}, T(6), &out), IsOk());
+  EXPECT_TRUE(out[0].is_new);
+}
+
 TEST_F(RocksDbStoreTest, FormatVersionMismatchIsFailedPrecondition) {
   {
     ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
