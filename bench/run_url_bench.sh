@@ -73,6 +73,9 @@
 #   --tiny        CI size: --measure=20000 --preload=50000 --first=5000
 #                 --seen=20000 --phase_secs=60
 #   --keep_data   leave the data dir (its path is printed)
+#   --claim_ids   every request carries a claim id (as the C++ client's do)
+#   --lease_seconds=N  every claim leases its URLs for N seconds (0: none;
+#                 longer than the run, so the seen phase finds them leased)
 # The client pregenerates each measured phase's requests: about 230 bytes of
 # its memory per URL (2.3 GB for --measure=10000000).
 # Example (the README's figures):
@@ -90,6 +93,7 @@ threads=4
 phase_secs=3600
 settle_secs=300
 keep_data=0
+load_flags=()
 server_flags=()
 while (($#)); do
   case "$1" in
@@ -104,8 +108,10 @@ while (($#)); do
     --settle_secs=*) settle_secs=${1#*=} ;;
     --tiny) measure=20000; preload=50000; first=5000; seen=20000; phase_secs=60 ;;
     --keep_data) keep_data=1 ;;
+    --claim_ids) load_flags+=(--claim_ids) ;;
+    --lease_seconds=*) load_flags+=("--lease_seconds=${1#*=}") ;;
     --) shift; server_flags=("$@"); break ;;
-    -h|--help) sed -n '2,79p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,82p' "$0"; exit 0 ;;
     *) echo "run_url_bench: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -134,7 +140,7 @@ start_server
 
 echo "# dedupd url bench: batch=$batch threads=$threads measure=$measure" \
   "preload=$preload nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg)" \
-  "server_flags=${server_flags[*]:-none}"
+  "server_flags=${server_flags[*]:-none} load_flags=${load_flags[*]:-none}"
 
 approximate=0
 for f in "${server_flags[@]}"; do
@@ -154,7 +160,8 @@ run_phase() {
   out=$(timeout --signal=TERM --kill-after=10 $((phase_secs + 120)) \
     "$load_bin" --target="127.0.0.1:$port" --synthetic --seed=1 \
     --offset="$offset" --urls="$urls" --seconds="$phase_secs" \
-    --batch="$batch" --threads="$threads" --mode=claim --server_pid="$server_pid" "$@")
+    --batch="$batch" --threads="$threads" --mode=claim --server_pid="$server_pid" \
+    ${load_flags[@]+"${load_flags[@]}"} "$@")
   rc=$?
   last_line=$(grep '^checkurl ' <<<"$out")
   first_line=$(grep '^checkurl_first ' <<<"$out")

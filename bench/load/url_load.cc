@@ -50,6 +50,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,6 +64,7 @@
 #include "absl/strings/string_view.h"
 #include "bench/corpus/read_lines.h"
 #include "bench/load/load_driver.h"
+#include "core/text/splitmix64.h"
 #include "dedupd/v1/dedupd.grpc.pb.h"
 #include "dedupd/v1/dedupd.pb.h"
 
@@ -83,6 +85,10 @@ ABSL_FLAG(int, channels, 0,
           "gRPC channels (TCP connections), threads use them round-robin; "
           "0: one per thread");
 ABSL_FLAG(std::string, mode, "claim", "claim or peek");
+ABSL_FLAG(bool, claim_ids, false,
+          "give every request a 16-byte claim id of its own (as the C++ client does)");
+ABSL_FLAG(int, lease_seconds, 0, "lease the claimed URLs for this long (0: no lease)");
+ABSL_FLAG(std::string, url_namespace, "", "the requests' namespace (default: the empty one)");
 ABSL_FLAG(int, deadline_ms, 30000, "deadline of every call, in milliseconds");
 ABSL_FLAG(int, connect_timeout_s, 10, "how long to wait for the server to accept connections");
 ABSL_FLAG(int, server_pid, 0,
@@ -246,6 +252,9 @@ struct RunOptions {
   int deadline_ms = 0;
   std::string mode_name;  // lowercased
   dedupd::v1::ClaimMode mode = dedupd::v1::CLAIM_MODE_CLAIM;
+  bool claim_ids = false;
+  int lease_seconds = 0;  // 0: none
+  std::string name_space;
 };
 
 // RunOptionsFromFlags reads the flags into `o`. Returns false, after saying
@@ -260,6 +269,13 @@ bool RunOptionsFromFlags(RunOptions* o) {
   o->first_urls = absl::GetFlag(FLAGS_first_urls);
   o->deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
   o->mode_name = absl::AsciiStrToLower(absl::GetFlag(FLAGS_mode));
+  o->claim_ids = absl::GetFlag(FLAGS_claim_ids);
+  o->lease_seconds = absl::GetFlag(FLAGS_lease_seconds);
+  o->name_space = absl::GetFlag(FLAGS_url_namespace);
+  if (o->lease_seconds < 0) {
+    std::cerr << "url_load: --lease_seconds must be >= 0\n";
+    return false;
+  }
   if (o->batch < 1 || o->threads < 1 || o->channels < 1 || o->channels > o->threads ||
       o->urls < 0 || o->seconds < 0 || o->deadline_ms < 1 || o->first_urls < 0) {
     std::cerr << "url_load: need --batch >= 1, 1 <= --channels <= --threads, "
@@ -309,6 +325,20 @@ RunResult RunUrls(const RunOptions& o, const UrlSource& urls,
     const int64_t first = b * o.batch;
     const int64_t n = std::min<int64_t>(o.batch, total_urls - first);
     request->set_mode(o.mode);
+    request->set_namespace_(o.name_space);
+    if (o.lease_seconds > 0) request->set_lease_seconds(static_cast<uint32_t>(o.lease_seconds));
+    if (o.claim_ids) {
+      // 16 bytes, distinct per request and per run of this tool (a run
+      // that sends the same URLs again is another request, not a retry).
+      static const uint64_t run_salt = std::random_device()() * 0x100000001b3ULL;
+      const uint64_t key = run_salt ^ static_cast<uint64_t>(urls.offset + first);
+      std::string id;
+      for (uint64_t half = 0; half < 2; ++half) {
+        const uint64_t x = dedupd::SplitMix64(key + half);
+        id.append(reinterpret_cast<const char*>(&x), sizeof(x));
+      }
+      request->set_claim_id(std::move(id));
+    }
     request->mutable_items()->Reserve(static_cast<int>(n));
     for (int64_t i = 0; i < n; ++i) {
       request->add_items()->set_url(urls.At(urls.offset + first + i));
