@@ -36,6 +36,9 @@ inline void EncodeFixed64LE(char* p, uint64_t v) {
   boost::endian::store_little_u64(reinterpret_cast<unsigned char*>(p), v);
 }
 
+inline uint16_t DecodeFixed16BE(const char* p) {
+  return boost::endian::load_big_u16(reinterpret_cast<const unsigned char*>(p));
+}
 inline uint32_t DecodeFixed32BE(const char* p) {
   return boost::endian::load_big_u32(reinterpret_cast<const unsigned char*>(p));
 }
@@ -50,6 +53,11 @@ inline uint64_t DecodeFixed64LE(const char* p) {
 }
 
 // Put* append the integer to `out`.
+inline void PutFixed16BE(std::string* out, uint16_t v) {
+  unsigned char b[2];
+  boost::endian::store_big_u16(b, v);
+  out->append(reinterpret_cast<const char*>(b), sizeof(b));
+}
 inline void PutFixed32BE(std::string* out, uint32_t v) {
   char b[4];
   EncodeFixed32BE(b, v);

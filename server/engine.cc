@@ -92,6 +92,23 @@ google::protobuf::Timestamp ToTimestamp(absl::Time t) {
   return TimeUtil::MicrosecondsToTimestamp(absl::ToUnixMicros(t));
 }
 
+// An HTTP validator as CheckContent keeps it: at most kMaxValidatorBytes of
+// printable ASCII.
+absl::Status CheckValidator(absl::string_view field, absl::string_view value) {
+  if (value.size() > kMaxValidatorBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": is ", value.size(), " bytes; the limit is ", kMaxValidatorBytes));
+  }
+  for (size_t i = 0; i < value.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(value[i]);
+    if (c < 0x20 || c > 0x7e) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ": byte ", i, " (0x", absl::Hex(c, absl::kZeroPad2), ") is not printable ASCII"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckClaimId(absl::string_view claim_id) {
   if (claim_id.size() > kMaxClaimIdBytes) {
     return absl::InvalidArgumentError(
@@ -202,6 +219,36 @@ absl::Status Engine::CheckUrl(const v1::CheckUrlRequest& request,
     if (c.lease_until.has_value()) {
       *result->mutable_lease_expire_time() = ToTimestamp(*c.lease_until);
     }
+  }
+  if (approximate || content_store_ == nullptr || !options->name_space.empty()) {
+    return absl::OkStatus();
+  }
+  return AddFetches(keys, key_item, claims, response);
+}
+
+absl::Status Engine::AddFetches(absl::Span<const std::string> keys, absl::Span<const int> key_item,
+                                absl::Span<const UrlClaim> claims,
+                                v1::CheckUrlResponse* response) const {
+  // The fetch records of the URLs answered SEEN or DUE: what a re-crawl
+  // needs to skip an unchanged page.
+  std::vector<std::string> recorded;
+  std::vector<int> recorded_item;
+  for (size_t j = 0; j < keys.size(); ++j) {
+    if (claims[j].is_new && !claims[j].due) continue;
+    recorded.push_back(keys[j]);
+    recorded_item.push_back(key_item[j]);
+  }
+  if (recorded.empty()) return absl::OkStatus();
+  std::vector<std::optional<FetchRecord>> fetches;
+  absl::Status s = content_store_->LookupFetches(recorded, &fetches);
+  if (!s.ok()) return WithContext(s, "look up the fetches of URLs");
+  for (size_t j = 0; j < recorded.size(); ++j) {
+    if (!fetches[j].has_value()) continue;
+    v1::UrlResult* result = response->mutable_results(recorded_item[j]);
+    *result->mutable_last_changed_time() = ToTimestamp(fetches[j]->hash_since);
+    result->set_content_hash(Sha256Hex(fetches[j]->sha256));
+    result->set_etag(fetches[j]->etag);
+    result->set_last_modified(fetches[j]->last_modified);
   }
   return absl::OkStatus();
 }
@@ -340,9 +387,19 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
       invalid(reason, fp.status().message());
       continue;
     }
+    if (absl::Status v = CheckValidator("etag", item.etag()); !v.ok()) {
+      invalid(v1::ERROR_REASON_BAD_VALIDATOR, v.message());
+      continue;
+    }
+    if (absl::Status v = CheckValidator("last_modified", item.last_modified()); !v.ok()) {
+      invalid(v1::ERROR_REASON_BAD_VALIDATOR, v.message());
+      continue;
+    }
     result->set_content_hash(Sha256Hex(fp->sha256));
     result->set_simhash(fp->simhash);
     ContentDoc doc;
+    doc.etag = item.etag();
+    doc.last_modified = item.last_modified();
     doc.identity_url = std::move(identity);
     doc.fetched_url = *std::move(fetched);
     doc.sha256 = fp->sha256;

@@ -161,6 +161,50 @@ TEST_F(UrlClaimEngineTest, CheckContentConfirmsTheLeaseOfItsUrl) {
       << "the fetch was confirmed: no re-offer after the lease";
 }
 
+TEST_F(UrlClaimEngineTest, SeenAndDueAnswersCarryTheLastFetchAndItsValidators) {
+  const std::string url = "https://www.daily.example/today";
+  Check(Request({url}, "", "c1"));
+  v1::CheckContentRequest content;
+  v1::ContentItem* item = content.add_items();
+  item->set_url(url);
+  item->set_text("today's front page, with more than enough words for a fingerprint");
+  item->set_etag("\"abc123\"");
+  item->set_last_modified("Fri, 04 Dec 2026 03:00:00 GMT");
+  v1::ContentItem* bad = content.add_items();
+  bad->set_url("https://www.daily.example/bad");
+  bad->set_text("another page with its own words");
+  bad->set_etag("line\nbreak");
+  v1::ContentItem* long_validator = content.add_items();
+  long_validator->set_url("https://www.daily.example/long");
+  long_validator->set_text("a third page with its own words");
+  long_validator->set_last_modified(std::string(1025, 'x'));
+  v1::CheckContentResponse checked;
+  ASSERT_THAT(engine_.CheckContent(content, &checked), IsOk());
+  EXPECT_EQ(checked.results(1).error_reason(), v1::ERROR_REASON_BAD_VALIDATOR);
+  EXPECT_THAT(checked.results(1).error(), HasSubstr("etag: byte 4 (0x0a) is not printable ASCII"));
+  EXPECT_EQ(checked.results(2).error_reason(), v1::ERROR_REASON_BAD_VALIDATOR);
+  EXPECT_THAT(checked.results(2).error(),
+              HasSubstr("last_modified: is 1025 bytes; the limit is 1024"));
+
+  now_ += absl::Minutes(5);
+  v1::CheckUrlResponse seen =
+      Check(Request({url, "https://www.daily.example/never-fetched"}, "", "c2"));
+  ASSERT_EQ(seen.results(0).verdict(), v1::URL_VERDICT_SEEN);
+  EXPECT_EQ(seen.results(0).etag(), "\"abc123\"");
+  EXPECT_EQ(seen.results(0).last_modified(), "Fri, 04 Dec 2026 03:00:00 GMT");
+  EXPECT_EQ(seen.results(0).content_hash(), checked.results(0).content_hash());
+  EXPECT_EQ(Seconds(seen.results(0).last_changed_time()), 1'700'000'000);
+  EXPECT_EQ(seen.results(1).verdict(), v1::URL_VERDICT_NEW);
+  EXPECT_FALSE(seen.results(1).has_last_changed_time());
+  // Due in namespace "news" only: the empty namespace's URL is SEEN, and a
+  // namespace's answers carry no fetch (CheckContent has no namespace).
+  Check(Request({url}, "news", ""));
+  now_ += absl::Hours(2);
+  v1::CheckUrlResponse due = Check(Request({url}, "news", ""));
+  EXPECT_EQ(due.results(0).verdict(), v1::URL_VERDICT_DUE);
+  EXPECT_TRUE(due.results(0).etag().empty());
+}
+
 TEST_F(UrlClaimEngineTest, RevisitRulesMakeOldClaimsDue) {
   const std::string url = "https://www.daily.example/front";
   Check(Request({url, "https://other.example/"}, "news", ""));

@@ -12,6 +12,8 @@ absl::Status CheckContentDocs(absl::Span<const ContentDoc> docs, int max_near_di
       problem = "identity_url is empty";
     } else if (d.fetched_url.empty()) {
       problem = "fetched_url is empty";
+    } else if (d.etag.size() > kMaxValidatorBytes || d.last_modified.size() > kMaxValidatorBytes) {
+      problem = "a validator (etag, last_modified) is over kMaxValidatorBytes";
     } else if (d.max_distance < 0 || d.max_distance > max_near_distance) {
       return absl::InvalidArgumentError(absl::StrCat("doc ", i, " of the batch: max_distance ",
                                                      d.max_distance, " is outside [0, ",

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,10 @@ struct ContentDoc {
   Sha256Digest sha256{};
   // 64-bit SimHash of the normalized text.
   uint64_t simhash = 0;
+  // The fetch's HTTP validators (ETag, Last-Modified), kept in the fetched
+  // URL's fetch record; empty: none. At most kMaxValidatorBytes each.
+  std::string etag;
+  std::string last_modified;
   // Largest Hamming distance that counts as near.
   // REQUIRES: 0 <= max_distance <= the store's max_near_distance().
   int max_distance = 3;
@@ -137,6 +142,24 @@ struct ForgetResult {
   }
 };
 
+// What is stored per fetched URL, for re-crawl status: the hash of its
+// last fetch, when it was first fetched, and since when it has had that
+// hash (the first fetch that saw it; unchanged re-fetches write nothing).
+struct FetchRecord {
+  Sha256Digest sha256{};
+  absl::Time first_fetch;
+  absl::Time hash_since;
+  // The last fetch's HTTP validators (ETag and Last-Modified response
+  // headers, as the caller sent them); empty: none.
+  std::string etag;
+  std::string last_modified;
+
+  bool operator==(const FetchRecord& o) const {
+    return sha256 == o.sha256 && first_fetch == o.first_fetch && hash_since == o.hash_since &&
+           etag == o.etag && last_modified == o.last_modified;
+  }
+};
+
 // ContentStore: implementations are thread-safe.
 class ContentStore {
  public:
@@ -177,6 +200,13 @@ class ContentStore {
   // near-duplicate index answers exactly.
   virtual int max_near_distance() const = 0;
 
+  // LookupFetches sets (*fetches)[i] to the fetch record of the normalized
+  // URL urls[i] (its last checked text, when that text changed, and the
+  // fetch's validators), nullopt when none is stored. Records nothing.
+  // Errors: Unavailable, DataLoss, Internal.
+  virtual absl::Status LookupFetches(absl::Span<const std::string> urls,
+                                     std::vector<std::optional<FetchRecord>>* fetches) = 0;
+
   // Forget removes `normalized_url` from the store, leaving no record that
   // names it: its seen-set record (when the backend is also the UrlStore),
   // its fetch record, its alias records (those texts keep their owner, with
@@ -196,6 +226,9 @@ class ContentStore {
   virtual absl::StatusOr<ForgetResult> Forget(const std::string& normalized_url,
                                               absl::Time now) = 0;
 };
+
+// The longest ETag or Last-Modified value a fetch record keeps, in bytes.
+inline constexpr size_t kMaxValidatorBytes = 1024;
 
 // CheckContentDocs returns InvalidArgument naming the first doc of `docs`
 // that breaks a REQUIRES of ContentDoc ("doc 3 of the batch: identity_url

@@ -42,6 +42,12 @@ std::string UrlLine(const InputItem& input, const dedupd::v1::UrlResult* result)
   if (result->has_lease_expire_time()) {
     json.String("lease_expires", FormatTimestamp(result->lease_expire_time()));
   }
+  if (result->has_last_changed_time()) {
+    json.String("last_changed", FormatTimestamp(result->last_changed_time()))
+        .String("content_hash", result->content_hash());
+    if (!result->etag().empty()) json.String("etag", result->etag());
+    if (!result->last_modified().empty()) json.String("last_modified", result->last_modified());
+  }
   if (result->verdict() == dedupd::v1::URL_VERDICT_INVALID) {
     json.String("error", result->error()).String("reason", EnumName(result->error_reason()));
   }

@@ -85,6 +85,17 @@ MemoryContentStore::MemoryContentStore(MemoryUrlStore* urls, int max_near_distan
 
 int MemoryContentStore::max_near_distance() const { return index_.max_distance(); }
 
+absl::Status MemoryContentStore::LookupFetches(absl::Span<const std::string> urls,
+                                               std::vector<std::optional<FetchRecord>>* fetches) {
+  fetches->assign(urls.size(), std::nullopt);
+  absl::ReaderMutexLock lock(&mu_);
+  for (size_t i = 0; i < urls.size(); ++i) {
+    auto it = fetches_.find(urls[i]);
+    if (it != fetches_.end()) (*fetches)[i] = it->second;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MemoryContentStore::CheckContent(absl::Span<const ContentDoc> docs, bool claim,
                                               const ContentLimits& limits, absl::Time now,
                                               std::vector<ContentOutcome>* outcomes) {

@@ -51,6 +51,10 @@ class MemoryContentStore final : public ContentStore {
                             std::vector<ContentOutcome>* outcomes) override;
   int max_near_distance() const override;
 
+  // See ContentStore.
+  absl::Status LookupFetches(absl::Span<const std::string> urls,
+                             std::vector<std::optional<FetchRecord>>* fetches) override;
+
   // See ContentStore. The URL's seen-set record is erased from `urls`
   // (when not null); this store holds no chunks, so the chunk fields of the
   // result stay zero. Errors: InvalidArgument for an empty URL.

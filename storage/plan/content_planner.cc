@@ -247,13 +247,17 @@ absl::Status PlanContentBatch(absl::Span<const ContentDoc> docs, bool claim,
     }
 
     if (claim) {
-      // Only a first fetch or a changed hash is written: a batch of
-      // unchanged re-crawls of known texts then writes nothing at all.
-      if (!fetch.has_value() || fetch->sha256 != doc.sha256) {
+      // Only a first fetch, a changed hash or changed validators are
+      // written: a batch of unchanged re-crawls of known texts (with the
+      // same ETag and Last-Modified) then writes nothing at all.
+      const bool changed = !fetch.has_value() || fetch->sha256 != doc.sha256;
+      if (changed || fetch->etag != doc.etag || fetch->last_modified != doc.last_modified) {
         FetchRecord next;
         next.sha256 = doc.sha256;
         next.first_fetch = fetch.has_value() ? fetch->first_fetch : t;
-        next.hash_since = t;
+        next.hash_since = changed ? t : fetch->hash_since;
+        next.etag = doc.etag;
+        next.last_modified = doc.last_modified;
         overlay.PutFetch(doc.fetched_url, next);
       }
       DEDUPD_RETURN_IF_ERROR(overlay.SeeUrl(doc.identity_url, t, &mut));

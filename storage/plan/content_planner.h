@@ -59,19 +59,6 @@ struct ContentRecord {
   }
 };
 
-// What is stored per fetched URL, for re-crawl status: the hash of its
-// last fetch, when it was first fetched, and since when it has had that
-// hash (the first fetch that saw it; unchanged re-fetches write nothing).
-struct FetchRecord {
-  Sha256Digest sha256{};
-  absl::Time first_fetch;
-  absl::Time hash_since;
-
-  bool operator==(const FetchRecord& o) const {
-    return sha256 == o.sha256 && first_fetch == o.first_fetch && hash_since == o.hash_since;
-  }
-};
-
 // What is stored per index entry: which text a doc_id is.
 struct FingerprintRecord {
   uint64_t simhash = 0;

@@ -185,4 +185,34 @@ absl::Status RocksDbStore::CheckContent(absl::Span<const ContentDoc> docs, bool 
 
 int RocksDbStore::max_near_distance() const { return impl_->options.simhash_max_distance; }
 
+absl::Status RocksDbStore::LookupFetches(absl::Span<const std::string> urls,
+                                         std::vector<std::optional<FetchRecord>>* fetches) {
+  constexpr absl::string_view kAction = "look up fetch records in store";
+  fetches->assign(urls.size(), std::nullopt);
+  if (urls.empty()) return absl::OkStatus();
+  std::vector<std::string> keys;
+  keys.reserve(urls.size());
+  for (const std::string& url : urls) keys.push_back(fmt::EncodeFetchKey(url));
+  std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+  std::vector<rocksdb::PinnableSlice> values(keys.size());
+  std::vector<rocksdb::Status> statuses(keys.size());
+  absl::ReaderMutexLock lifecycle(&impl_->mu);
+  DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB * db, impl_->LiveDb(kAction));
+  db->MultiGet(rocksdb::ReadOptions(), impl_->content_cf, keys.size(), slices.data(), values.data(),
+               statuses.data());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (statuses[i].IsNotFound()) continue;
+    if (!statuses[i].ok()) return FromRocksDbStatus(statuses[i], kAction, impl_->options.path);
+    absl::StatusOr<FetchRecord> v =
+        fmt::DecodeFetchValue(absl::string_view(values[i].data(), values[i].size()));
+    if (!v.ok()) {
+      return absl::DataLossError(absl::StrCat(kAction, " at ", impl_->options.path,
+                                              ": fetch record of \"", PrintableKey(urls[i]),
+                                              "\": ", v.status().message()));
+    }
+    (*fetches)[i] = *std::move(v);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace dedupd

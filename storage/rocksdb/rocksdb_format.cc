@@ -402,22 +402,48 @@ std::string EncodeFetchKey(absl::string_view fetched_url) {
 }
 
 std::string EncodeFetchValue(const FetchValue& v) {
+  const bool validators = !v.etag.empty() || !v.last_modified.empty();
   std::string value;
-  value.reserve(kFetchValueBytes);
-  value.push_back(static_cast<char>(kFetchValueVersion));
+  value.reserve(kFetchValueBytes + (validators ? 4 + v.etag.size() + v.last_modified.size() : 0));
+  value.push_back(static_cast<char>(validators ? kFetchValueVersion2 : kFetchValueVersion));
   PutSha(&value, v.sha256);
   PutFixed64BE(&value, TimeToStoredMicros(v.first_fetch));
   PutFixed64BE(&value, TimeToStoredMicros(v.hash_since));
+  if (validators) {
+    for (const std::string* field : {&v.etag, &v.last_modified}) {
+      PutFixed16BE(&value, static_cast<uint16_t>(field->size()));
+      value.append(*field);
+    }
+  }
   return value;
 }
 
 absl::StatusOr<FetchValue> DecodeFetchValue(absl::string_view value) {
-  absl::Status s = CheckValue(value, "fetch", kFetchValueVersion, kFetchValueBytes, true);
+  const bool v2 = !value.empty() && static_cast<uint8_t>(value[0]) == kFetchValueVersion2;
+  absl::Status s = CheckValue(value, "fetch", v2 ? kFetchValueVersion2 : kFetchValueVersion,
+                              kFetchValueBytes, /*exact=*/!v2);
   if (!s.ok()) return s;
   FetchValue v;
   v.sha256 = GetSha(value.data() + 1);
   v.first_fetch = StoredMicrosToTime(DecodeFixed64BE(value.data() + 33));
   v.hash_since = StoredMicrosToTime(DecodeFixed64BE(value.data() + 41));
+  if (!v2) return v;
+  absl::string_view rest = value.substr(kFetchValueBytes);
+  for (std::string* field : {&v.etag, &v.last_modified}) {
+    if (rest.size() < 2) return absl::DataLossError("fetch value of version 2 is cut short");
+    const size_t n = DecodeFixed16BE(rest.data());
+    rest.remove_prefix(2);
+    if (rest.size() < n) return absl::DataLossError("fetch value of version 2 is cut short");
+    field->assign(rest.data(), n);
+    rest.remove_prefix(n);
+  }
+  if (!rest.empty()) {
+    return absl::DataLossError(
+        absl::StrCat("fetch value has ", rest.size(), " bytes after its validators"));
+  }
+  if (v.etag.empty() && v.last_modified.empty()) {
+    return absl::DataLossError("fetch value of version 2 has no validators (version 1 holds it)");
+  }
   return v;
 }
 

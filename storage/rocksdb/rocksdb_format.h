@@ -239,8 +239,11 @@ absl::StatusOr<FingerprintValue> DecodeFingerprintValue(absl::string_view value)
 
 // Fetch record: key 06 | fetched URL bytes; value version byte (1) |
 // SHA-256 of the last fetch (32) | first fetch (i64 micros) | hash since
-// (i64 micros: the first fetch that saw this hash).
+// (i64 micros: the first fetch that saw this hash). Version 2 (a fetch with
+// validators) adds the ETag and the Last-Modified value, each a u16 BE
+// length and its bytes; a fetch without either keeps version 1.
 inline constexpr uint8_t kFetchValueVersion = 1;
+inline constexpr uint8_t kFetchValueVersion2 = 2;
 inline constexpr size_t kFetchValueBytes = 1 + 32 + 8 + 8;
 std::string EncodeFetchKey(absl::string_view fetched_url);
 // The planner's record (SHA-256, first fetch, hash since).

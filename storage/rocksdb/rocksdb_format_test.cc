@@ -185,10 +185,33 @@ TEST(RocksDbFormatGoldenTest, AliasFingerprintAndFetchRecords) {
       << kBumpMessage;
   EXPECT_EQ(absl::BytesToHexString(EncodeFetchKey("http://c/")), "06687474703a2f2f632f")
       << kBumpMessage;
-  FetchValue f{GoldenSha(), kGoldenTime, kGoldenTime + absl::Microseconds(1)};
+  FetchValue f{GoldenSha(), kGoldenTime, kGoldenTime + absl::Microseconds(1), "", ""};
   EXPECT_EQ(absl::BytesToHexString(EncodeFetchValue(f)),
             std::string("01") + kGoldenShaHex + "00060a2418202240" + "00060a2418202241")
       << kBumpMessage;
+  FetchValue validated = f;
+  validated.etag = "\"v1\"";
+  validated.last_modified = "Wed, 21 Oct 2015 07:28:00 GMT";
+  EXPECT_EQ(absl::BytesToHexString(EncodeFetchValue(validated)),
+            std::string("02") + kGoldenShaHex + "00060a2418202240" + "00060a2418202241" + "0004" +
+                "22763122" +  // ETag "v1", with its quotes
+                "001d" + absl::BytesToHexString("Wed, 21 Oct 2015 07:28:00 GMT"))
+      << kBumpMessage;
+  ASSERT_OK_AND_ASSIGN(FetchValue back, DecodeFetchValue(EncodeFetchValue(validated)));
+  EXPECT_EQ(back, validated);
+  FetchValue etag_only = f;
+  etag_only.etag = "W/\"x\"";
+  ASSERT_OK_AND_ASSIGN(back, DecodeFetchValue(EncodeFetchValue(etag_only)));
+  EXPECT_EQ(back, etag_only);
+  const std::string v2 = EncodeFetchValue(validated);
+  EXPECT_THAT(DecodeFetchValue(v2.substr(0, v2.size() - 1)),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("cut short")));
+  EXPECT_THAT(DecodeFetchValue(v2 + "x"),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("1 bytes after its validators")));
+  std::string empty_v2 = EncodeFetchValue(f) + std::string(4, '\0');
+  empty_v2[0] = 2;
+  EXPECT_THAT(DecodeFetchValue(empty_v2),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("version 1 holds it")));
 
   // The decoded URL views the key: keep the key alive.
   const std::string alias_key = EncodeAliasKey(GoldenSha(), "http://b/");
@@ -668,7 +691,7 @@ TEST(RocksDbFormatTest, DecodingArbitraryBytesNeverCrashes) {
       EncodeContentValue({3, 4, kGoldenTime, 5, "http://o/"}),
       EncodeFingerprintValue(6, Sha256("x")),
       EncodeFingerprintKey(8),
-      EncodeFetchValue({Sha256("y"), kGoldenTime, kGoldenTime}),
+      EncodeFetchValue({Sha256("y"), kGoldenTime, kGoldenTime, "", ""}),
       EncodeAliasKey(Sha256("z"), "http://q/"),
       EncodeContentMeta({1, 2, 3, 4}),
       EncodeChunkManifestValue(GoldenManifest()),

@@ -388,6 +388,12 @@ class RocksDbStore final : public UrlStore, public ContentStore, public ChunkSto
   // the chunk index alike.
   int max_near_distance() const override;
 
+  // See ContentStore. One MultiGet of the fetch keys in the content family;
+  // takes no lock. Errors: FailedPrecondition after Close, DataLoss naming
+  // the URL for an undecodable value, Unavailable for I/O errors.
+  absl::Status LookupFetches(absl::Span<const std::string> urls,
+                             std::vector<std::optional<FetchRecord>>* fetches) override;
+
   // See ChunkStore. A claim locks the document's manifest key (waiting while
   // another claim holds it), reads its stored manifest, then locks the text
   // keys of every chunk text the document held or will hold; with both held

@@ -147,6 +147,44 @@ TEST_P(ContentStoreConformanceTest, RecrawlStatusFollowsTheFetchedUrl) {
   EXPECT_EQ(c.Peek({Doc("https://u/", "v1", 0)})[0].recrawl, RecrawlStatus::kUnchanged);
 }
 
+TEST_P(ContentStoreConformanceTest, FetchRecordsKeepTheLastChangeAndTheValidators) {
+  Checker c(&content());
+  std::vector<std::optional<FetchRecord>> fetches;
+  ASSERT_THAT(content().LookupFetches({"https://u/"}, &fetches), IsOk());
+  EXPECT_FALSE(fetches[0].has_value());
+  struct Step {
+    std::string text, etag, last_modified;
+    int64_t want_since;  // the first fetch of the current text
+  };
+  const std::vector<Step> steps = {
+      {"v1", "\"a\"", "Mon, 01 Jan 2024 00:00:00 GMT", 100},
+      {"v1", "\"a\"", "Mon, 01 Jan 2024 00:00:00 GMT", 100},  // unchanged
+      {"v1", "\"b\"", "", 100},                               // new validators, same text
+      {"v2", "", "", 103},                                    // the text changed
+  };
+  int64_t t = 100;
+  for (const Step& step : steps) {
+    ContentDoc d = Doc("https://u/", step.text, step.text == "v1" ? 0 : ~uint64_t{0});
+    d.etag = step.etag;
+    d.last_modified = step.last_modified;
+    c.Claim({d}, T(t++));
+    ASSERT_THAT(content().LookupFetches({"https://u/", "https://other/"}, &fetches), IsOk());
+    ASSERT_TRUE(fetches[0].has_value()) << step.text;
+    EXPECT_FALSE(fetches[1].has_value());
+    EXPECT_EQ(fetches[0]->etag, step.etag);
+    EXPECT_EQ(fetches[0]->last_modified, step.last_modified);
+    EXPECT_EQ(fetches[0]->hash_since, T(step.want_since)) << step.text << " at " << t;
+    EXPECT_EQ(fetches[0]->first_fetch, T(100));
+    EXPECT_EQ(fetches[0]->sha256, d.sha256);
+  }
+  // A peek records no validators.
+  ContentDoc peek = Doc("https://u/", "v2", ~uint64_t{0});
+  peek.etag = "\"peeked\"";
+  c.Peek({peek});
+  ASSERT_THAT(content().LookupFetches({"https://u/"}, &fetches), IsOk());
+  EXPECT_EQ(fetches[0]->etag, "");
+}
+
 TEST_P(ContentStoreConformanceTest, NearDuplicatesWithinTheDistanceOnly) {
   Checker c(&content());
   c.Claim({Doc("https://orig/", "orig", kFp)}, T(100));

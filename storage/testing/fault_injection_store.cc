@@ -175,6 +175,12 @@ absl::Status FaultInjectionStore::CheckChunks(const ChunkDocument& doc, bool cla
              [&] { return chunks_->CheckChunks(doc, claim, now, answer); });
 }
 
+absl::Status FaultInjectionStore::LookupFetches(absl::Span<const std::string> urls,
+                                                std::vector<std::optional<FetchRecord>>* fetches) {
+  if (content_ == nullptr) return NoStore("content");
+  return Run(StoreOp::kContentRead, [&] { return content_->LookupFetches(urls, fetches); });
+}
+
 int FaultInjectionStore::max_near_distance() const {
   if (content_ != nullptr && chunks_ != nullptr) {
     return std::min(content_->max_near_distance(), chunks_->max_near_distance());

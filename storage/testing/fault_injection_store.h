@@ -191,6 +191,9 @@ class FaultInjectionStore final : public UrlStore, public ContentStore, public C
   // two wrapped stores' limits (so the wrapper never promises exact answers
   // beyond either), the one present when only one is wrapped, 0 with none.
   int max_near_distance() const override;
+  // A read (kContentRead).
+  absl::Status LookupFetches(absl::Span<const std::string> urls,
+                             std::vector<std::optional<FetchRecord>>* fetches) override;
 
  private:
   struct ActiveFault {
