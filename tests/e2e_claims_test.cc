@@ -1,21 +1,35 @@
-// End-to-end tests of CheckUrl's claim ids against the real dedupd binary
-// on 127.0.0.1, driven by the client library and raw stubs:
+// End-to-end tests of CheckUrl's claim ids, leases, namespaces and revisits
+// against the real dedupd binary on 127.0.0.1, driven by the client library
+// and raw stubs:
 //   - a reply lost on the wire (an in-test TCP proxy cuts the connection as
 //     the reply starts) is answered again to the client's automatic retry;
-//   - a claim survives kill -9 for its retry.
+//   - a claim survives kill -9 for its retry;
+//   - a lease that ends unconfirmed is re-offered once, and the late
+//     confirmation of the first claimant is refused;
+//   - eight workers with leases, retries and crashes fetch every URL and
+//     confirm each exactly once, never two holders of one live lease;
+//   - namespaces are apart; over-limit requests name the limit;
+//   - revisit_rules make a URL DUE once.
 //
-// Every RPC has a deadline; every loop is bounded in count and time.
+// Every RPC has a deadline; every loop is bounded in count and time. The
+// only waits on the wall clock are for leases and revisit_after to pass.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <fstream>
+#include <iostream>
+#include <map>
 #include <memory>
+#include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -53,6 +67,13 @@ std::vector<v1::UrlItem> Items(const std::string& prefix, int n) {
   std::vector<v1::UrlItem> items(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) items[static_cast<size_t>(i)].set_url(absl::StrCat(prefix, i));
   return items;
+}
+
+// Waits until `t` has passed on the wall clock (leases and revisit_after
+// are wall-clock times; nothing else can signal them).
+void SleepUntil(absl::Time t) {
+  const absl::Duration left = t - absl::Now();
+  if (left > absl::ZeroDuration()) absl::SleepFor(left);
 }
 
 // DroppingProxy: a TCP proxy on 127.0.0.1 (an ephemeral port) in front of
@@ -426,6 +447,453 @@ TEST_F(E2eClaimsTest, ClaimSurvivesKillMinus9ForItsRetry) {
     EXPECT_EQ(ToTime(leased_seen.results(i).first_seen_time()), ToTime(lb.first_seen_time()));
     // The pending lease survived the crash too.
     EXPECT_EQ(ToTime(leased_seen.results(i).lease_expire_time()), ToTime(lb.lease_expire_time()));
+  }
+}
+
+// 3. Worker A leases 200 URLs and "crashes". B is SEEN while the lease is
+// live, reclaims them all once it ends and confirms; A's late confirmation
+// is LEASE_LOST.
+TEST_F(E2eClaimsTest, UnconfirmedLeaseIsReclaimedOnceAndTheLateConfirmationIsLost) {
+  constexpr uint32_t kLeaseSeconds = 2;
+  const std::string ns = "crawl";
+  const std::vector<v1::UrlItem> items = Items("https://lease.example/page/", 200);
+  UrlCheckOptions a;
+  a.name_space = ns;
+  a.lease_seconds = kLeaseSeconds;
+  a.claim_id = "worker-a";  // one request: it carries "worker-a#0"
+  const std::vector<v1::UrlResult> by_a = Claim(items, a);
+  ASSERT_EQ(by_a.size(), items.size());
+  absl::Time lease_end = absl::InfinitePast();
+  for (const v1::UrlResult& r : by_a) {
+    ASSERT_EQ(r.verdict(), v1::URL_VERDICT_NEW) << r.normalized_url();
+    EXPECT_FALSE(r.reclaimed());
+    EXPECT_EQ(ToTime(r.lease_expire_time()),
+              ToTime(r.first_seen_time()) + absl::Seconds(kLeaseSeconds));
+    lease_end = std::max(lease_end, ToTime(r.lease_expire_time()));
+  }
+
+  // While A's lease is live: B is SEEN for every URL, with A's lease end.
+  UrlCheckOptions b = a;
+  b.claim_id = "worker-b-early";
+  const std::vector<v1::UrlResult> b_early = Claim(items, b);
+  ASSERT_LT(absl::Now(), lease_end) << "the machine is too slow for a 2 s lease";
+  ASSERT_EQ(b_early.size(), items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    EXPECT_EQ(b_early[i].verdict(), v1::URL_VERDICT_SEEN) << items[i].url();
+    EXPECT_EQ(ToTime(b_early[i].lease_expire_time()), ToTime(by_a[i].lease_expire_time()));
+    EXPECT_EQ(ToTime(b_early[i].first_seen_time()), ToTime(by_a[i].first_seen_time()));
+  }
+  // A's own retry is still answered NEW.
+  for (const v1::UrlResult& r : Claim(items, a)) {
+    EXPECT_EQ(r.verdict(), v1::URL_VERDICT_NEW) << r.normalized_url();
+  }
+
+  SleepUntil(lease_end + absl::Milliseconds(50));
+  b.claim_id = "worker-b";
+  const absl::Time b_sent = absl::Now();
+  const std::vector<v1::UrlResult> by_b = Claim(items, b);
+  ASSERT_EQ(by_b.size(), items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    const v1::UrlResult& r = by_b[i];
+    EXPECT_EQ(r.verdict(), v1::URL_VERDICT_NEW) << items[i].url();
+    EXPECT_TRUE(r.reclaimed()) << items[i].url();
+    EXPECT_EQ(ToTime(r.first_seen_time()), ToTime(by_a[i].first_seen_time()));
+    // B's own lease, from its claim on.
+    EXPECT_GE(ToTime(r.lease_expire_time()),
+              b_sent + absl::Seconds(kLeaseSeconds) - absl::Milliseconds(1));
+  }
+  // Nobody else gets them while B's lease is live.
+  UrlCheckOptions c = a;
+  c.claim_id = "worker-c";
+  const std::vector<v1::UrlResult> by_c = Claim(items, c);
+  ASSERT_EQ(by_c.size(), items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    EXPECT_EQ(by_c[i].verdict(), v1::URL_VERDICT_SEEN) << items[i].url();
+    EXPECT_EQ(ToTime(by_c[i].lease_expire_time()), ToTime(by_b[i].lease_expire_time()));
+  }
+
+  for (const v1::CompleteResult& r : Complete(items, ns, "worker-b#0")) {
+    EXPECT_EQ(r.verdict(), v1::COMPLETE_VERDICT_CONFIRMED) << r.normalized_url() << r.error();
+  }
+  for (const v1::CompleteResult& r : Complete(items, ns, "worker-a#0")) {
+    EXPECT_EQ(r.verdict(), v1::COMPLETE_VERDICT_INVALID) << r.normalized_url();
+    EXPECT_EQ(r.error_reason(), v1::ERROR_REASON_LEASE_LOST) << r.normalized_url();
+    EXPECT_THAT(r.error(), HasSubstr("another claim_id"));
+  }
+  for (const v1::CompleteResult& r : Complete(items, ns, "worker-b#0")) {
+    EXPECT_EQ(r.verdict(), v1::COMPLETE_VERDICT_ALREADY_CONFIRMED) << r.normalized_url();
+  }
+  // Confirmed: SEEN for good, no lease; A's retry of its claim too.
+  for (const v1::UrlResult& r : Claim(items, a)) {
+    EXPECT_EQ(r.verdict(), v1::URL_VERDICT_SEEN) << r.normalized_url();
+    EXPECT_FALSE(r.has_lease_expire_time()) << r.normalized_url();
+  }
+}
+
+// 4. Eight workers over overlapping URL sets, with leases, re-sent
+// requests (same claim id) and crashes (NEW answers never confirmed),
+// polling until each of its URLs is confirmed by someone.
+TEST_F(E2eClaimsTest, ConcurrentWorkersWithRetriesAndCrashesConfirmEveryUrlExactlyOnce) {
+  constexpr int kUrls = 2000, kWorkers = 8, kBatch = 100;
+  constexpr uint32_t kLeaseSeconds = 3;
+  constexpr absl::Duration kLease = absl::Seconds(kLeaseSeconds);
+  constexpr absl::Duration kPoll = absl::Milliseconds(250);
+  constexpr int kMaxCallsPerWorker = 400;
+  const std::string ns = "swarm";
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  const auto url = [](int i) { return absl::StrCat("https://swarm.example/doc/", i); };
+
+  // Each worker's own ~60% of the URLs; every URL is somebody's.
+  std::mt19937 rng(20240611);
+  std::vector<std::vector<int>> sets(kWorkers);
+  for (int u = 0; u < kUrls; ++u) {
+    bool any = false;
+    for (int w = 0; w < kWorkers; ++w) {
+      if (std::uniform_int_distribution<int>(0, 99)(rng) < 60) {
+        sets[static_cast<size_t>(w)].push_back(u);
+        any = true;
+      }
+    }
+    if (!any) sets[static_cast<size_t>(u % kWorkers)].push_back(u);
+  }
+  for (auto& s : sets) std::shuffle(s.begin(), s.end(), rng);
+
+  struct ClaimEvent {
+    std::string claimant;  // the request's claim id
+    bool reclaimed = false;
+    absl::Time first_seen, lease_end;
+  };
+  absl::Mutex mu;
+  std::map<std::string, std::vector<ClaimEvent>> claims;     // by normalized URL
+  std::map<std::string, std::vector<std::string>> confirms;  // CONFIRMED, by URL: claimants
+  std::vector<std::string> violations;
+  std::atomic<int> resends{0}, resends_changed{0}, abandoned{0}, lease_lost{0}, calls{0};
+
+  const auto worker = [&](int w, uint64_t seed) {
+    std::mt19937 wrng(static_cast<uint32_t>(seed));
+    const bool crashes = w % 3 == 1;  // workers 1, 4, 7 drop some NEWs early on
+    auto violation = [&](const std::string& what) {
+      absl::MutexLock lock(&mu);
+      violations.push_back(absl::StrCat("worker ", w, ": ", what));
+    };
+    ClientOptions options;
+    options.deadline = kRpcDeadline;
+    absl::StatusOr<std::unique_ptr<DedupClient>> client =
+        DedupClient::Connect(server_->address(), options);
+    if (!client.ok()) return violation(client.status().ToString());
+    // URL index -> earliest next poll; erased once confirmed by anyone.
+    std::map<int, absl::Time> pending;
+    for (int u : sets[static_cast<size_t>(w)]) pending[u] = absl::InfinitePast();
+    for (int call = 0; !pending.empty() && call < kMaxCallsPerWorker; ++call) {
+      if (absl::Now() > give_up) return violation("out of time");
+      std::vector<int> batch;
+      absl::Time next = absl::InfiniteFuture();
+      const absl::Time now = absl::Now();
+      for (const auto& [u, at] : pending) {
+        if (at <= now && batch.size() < kBatch) batch.push_back(u);
+        next = std::min(next, at);
+      }
+      if (batch.empty()) {
+        SleepUntil(std::min(next, give_up));
+        continue;
+      }
+      std::vector<v1::UrlItem> items(batch.size());
+      for (size_t i = 0; i < batch.size(); ++i) items[i].set_url(url(batch[i]));
+      UrlCheckOptions opts;
+      opts.name_space = ns;
+      opts.lease_seconds = kLeaseSeconds;
+      opts.claim_id = absl::StrCat("w", w, "-", call);
+      const std::string claimant = opts.claim_id + "#0";  // batch <= one request
+      ++calls;
+      absl::StatusOr<std::vector<v1::UrlResult>> r =
+          (*client)->CheckUrls(items, v1::CLAIM_MODE_CLAIM, opts);
+      if (!r.ok() || r->size() != items.size()) return violation("CheckUrls failed");
+      // An injected retry: the same call again, as after a lost reply. Its
+      // answers are the ones the worker goes by; a NEW must be answered
+      // identically (a URL may turn NEW, reclaimed, if a lease ended in
+      // between).
+      if (std::uniform_int_distribution<int>(0, 3)(wrng) == 0) {
+        ++resends;
+        absl::StatusOr<std::vector<v1::UrlResult>> again =
+            (*client)->CheckUrls(items, v1::CLAIM_MODE_CLAIM, opts);
+        if (!again.ok() || again->size() != items.size()) return violation("resend failed");
+        for (size_t i = 0; i < items.size(); ++i) {
+          const v1::UrlResult &x = (*r)[i], &y = (*again)[i];
+          if (x.verdict() == v1::URL_VERDICT_NEW &&
+              x.SerializeAsString() != y.SerializeAsString()) {
+            violation(absl::StrCat(x.normalized_url(), ": resent NEW answered ", y.DebugString()));
+          } else if (x.verdict() != y.verdict()) {
+            ++resends_changed;
+            if (!(y.verdict() == v1::URL_VERDICT_NEW && y.reclaimed())) {
+              violation(absl::StrCat(x.normalized_url(), ": resend turned ", x.verdict(), " into ",
+                                     y.DebugString()));
+            }
+          }
+        }
+        r = std::move(again);
+      }
+      std::vector<v1::UrlItem> to_confirm;
+      std::vector<int> to_confirm_index;
+      const absl::Time answered = absl::Now();
+      for (size_t i = 0; i < items.size(); ++i) {
+        const v1::UrlResult& res = (*r)[i];
+        const int u = batch[i];
+        if (res.verdict() == v1::URL_VERDICT_NEW) {
+          {
+            absl::MutexLock lock(&mu);
+            claims[res.normalized_url()].push_back({claimant, res.reclaimed(),
+                                                    ToTime(res.first_seen_time()),
+                                                    ToTime(res.lease_expire_time())});
+          }
+          // A crash: the answer is lost with the worker, its lease runs out.
+          if (crashes && call < 3 && std::uniform_int_distribution<int>(0, 3)(wrng) == 0) {
+            ++abandoned;
+            pending[u] = ToTime(res.lease_expire_time());
+            continue;
+          }
+          to_confirm.push_back(items[i]);
+          to_confirm_index.push_back(u);
+        } else if (res.verdict() == v1::URL_VERDICT_SEEN) {
+          if (!res.has_lease_expire_time()) {
+            pending.erase(u);  // confirmed by someone
+          } else {
+            pending[u] = std::min(ToTime(res.lease_expire_time()), answered + kPoll);
+          }
+        } else {
+          violation(absl::StrCat(res.normalized_url(), ": ", res.DebugString()));
+          pending.erase(u);
+        }
+      }
+      if (to_confirm.empty()) continue;
+      absl::StatusOr<std::vector<v1::CompleteResult>> done =
+          (*client)->CompleteUrls(to_confirm, ns, claimant);
+      if (!done.ok() || done->size() != to_confirm.size()) return violation("CompleteUrls failed");
+      for (size_t i = 0; i < to_confirm.size(); ++i) {
+        const v1::CompleteResult& c = (*done)[i];
+        if (c.verdict() == v1::COMPLETE_VERDICT_CONFIRMED) {
+          absl::MutexLock lock(&mu);
+          confirms[c.normalized_url()].push_back(claimant);
+          pending.erase(to_confirm_index[i]);
+        } else if (c.error_reason() == v1::ERROR_REASON_LEASE_LOST) {
+          // Slower than the lease, and someone reclaimed it: theirs now.
+          ++lease_lost;
+          pending[to_confirm_index[i]] = absl::Now();
+        } else {
+          violation(absl::StrCat(c.normalized_url(), ": confirm answered ", c.DebugString()));
+        }
+      }
+    }
+    if (!pending.empty()) violation(absl::StrCat(pending.size(), " URLs never settled"));
+  };
+
+  const absl::Time start = absl::Now();
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWorkers; ++w) threads.emplace_back(worker, w, 1000 + w);
+  for (std::thread& t : threads) t.join();
+  const absl::Duration took = absl::Now() - start;
+  std::cout << "e2e_claims: " << calls.load() << " claim calls, " << resends.load() << " resent ("
+            << resends_changed.load() << " answers changed), " << abandoned.load()
+            << " NEW answers abandoned, " << lease_lost.load() << " LEASE_LOST, in "
+            << absl::FormatDuration(took) << "\n";
+  ASSERT_TRUE(violations.empty()) << ::testing::PrintToString(violations);
+
+  // Every URL fetched at least once and confirmed exactly once, by its last
+  // claimant; its claims form a chain in which each next claim is a
+  // reclaim that starts no earlier than the previous lease ended.
+  int reclaims = 0;
+  for (int u = 0; u < kUrls; ++u) {
+    const std::string key = url(u);
+    SCOPED_TRACE(key);
+    auto it = claims.find(key);
+    ASSERT_NE(it, claims.end()) << "never fetched";
+    // A resent claim is the same claim: one event per claimant.
+    std::map<std::string, ClaimEvent> by_claimant;
+    for (const ClaimEvent& e : it->second) {
+      auto [pos, fresh] = by_claimant.emplace(e.claimant, e);
+      if (!fresh) {
+        EXPECT_EQ(pos->second.lease_end, e.lease_end) << e.claimant;
+        EXPECT_EQ(pos->second.first_seen, e.first_seen) << e.claimant;
+      }
+    }
+    std::vector<ClaimEvent> chain;
+    for (const auto& [id, e] : by_claimant) chain.push_back(e);
+    // A claim's time is its lease end minus the lease (both truncated to
+    // microseconds by the server, so exactly).
+    std::sort(chain.begin(), chain.end(),
+              [](const ClaimEvent& x, const ClaimEvent& y) { return x.lease_end < y.lease_end; });
+    EXPECT_FALSE(chain[0].reclaimed);
+    EXPECT_EQ(chain[0].lease_end - kLease, chain[0].first_seen);
+    for (size_t i = 1; i < chain.size(); ++i) {
+      ++reclaims;
+      EXPECT_TRUE(chain[i].reclaimed) << chain[i].claimant;
+      EXPECT_EQ(chain[i].first_seen, chain[0].first_seen) << chain[i].claimant;
+      EXPECT_GE(chain[i].lease_end - kLease, chain[i - 1].lease_end)
+          << chain[i].claimant << " claimed while " << chain[i - 1].claimant << "'s lease was live";
+    }
+    auto c = confirms.find(key);
+    ASSERT_NE(c, confirms.end()) << "never confirmed";
+    ASSERT_EQ(c->second.size(), 1u) << ::testing::PrintToString(c->second);
+    EXPECT_EQ(c->second[0], chain.back().claimant) << "confirmed by another than its last claimant";
+  }
+  // The run exercised what it is for.
+  EXPECT_GT(resends.load(), 0);
+  EXPECT_GT(abandoned.load(), 0);
+  EXPECT_GE(reclaims, abandoned.load());
+  // And the store agrees: every URL SEEN, no lease pending.
+  std::vector<v1::UrlItem> all = Items("https://swarm.example/doc/", kUrls);
+  UrlCheckOptions peek;
+  peek.name_space = ns;
+  absl::StatusOr<std::vector<v1::UrlResult>> final_state =
+      client_->CheckUrls(all, v1::CLAIM_MODE_PEEK, peek);
+  ASSERT_THAT(final_state, IsOk());
+  for (const v1::UrlResult& r : *final_state) {
+    EXPECT_EQ(r.verdict(), v1::URL_VERDICT_SEEN) << r.normalized_url();
+    EXPECT_FALSE(r.has_lease_expire_time()) << r.normalized_url();
+  }
+}
+
+// 5. Namespaces are apart; a request over a limit fails as a whole with
+// INVALID_ARGUMENT naming the limit, and records nothing; confirming a URL
+// nobody claimed is NOT_CLAIMED.
+TEST_F(E2eClaimsTest, NamespacesAreApartAndOverLimitRequestsNameTheLimit) {
+  const std::vector<v1::UrlItem> items = Items("https://ns.example/p/", 10);
+  UrlCheckOptions in_a, in_b;
+  in_a.name_space = "a";
+  in_b.name_space = "b";
+  for (const v1::UrlResult& r : Claim(items, in_a)) EXPECT_EQ(r.verdict(), v1::URL_VERDICT_NEW);
+  for (const v1::UrlResult& r : Claim(items, in_b)) EXPECT_EQ(r.verdict(), v1::URL_VERDICT_NEW);
+  for (const v1::UrlResult& r : Claim(items)) EXPECT_EQ(r.verdict(), v1::URL_VERDICT_NEW);
+  for (const v1::UrlResult& r : Claim(items, in_a)) EXPECT_EQ(r.verdict(), v1::URL_VERDICT_SEEN);
+  for (const v1::UrlResult& r : Claim(items, in_b)) EXPECT_EQ(r.verdict(), v1::URL_VERDICT_SEEN);
+
+  auto stub = RawStub();
+  const std::string fresh = "https://ns.example/never-recorded";
+  struct Case {
+    const char* what;
+    std::string name_space, claim_id;
+    std::optional<uint32_t> lease_seconds;
+    std::vector<std::string> message;
+  };
+  const Case cases[] = {
+      {"namespace of 65 bytes",
+       std::string(65, 'n'),
+       "",
+       std::nullopt,
+       {"namespace", "65 bytes", "the limit is 64"}},
+      {"claim_id of 65 bytes",
+       "a",
+       std::string(65, 'c'),
+       std::nullopt,
+       {"claim_id", "65 bytes", "the limit is 64"}},
+      {"lease_seconds 0", "a", "", 0, {"lease_seconds", "1 to 604800 seconds"}},
+      {"lease_seconds of 10 years",
+       "a",
+       "",
+       315360000u,
+       {"lease_seconds", "315360000", "1 to 604800 seconds"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    v1::CheckUrlRequest request;
+    request.set_mode(v1::CLAIM_MODE_CLAIM);
+    request.add_items()->set_url(fresh);
+    request.set_namespace_(c.name_space);
+    request.set_claim_id(c.claim_id);
+    if (c.lease_seconds) request.set_lease_seconds(*c.lease_seconds);
+    v1::CheckUrlResponse response;
+    const grpc::Status s = Call(stub.get(), request, &response);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+    for (const std::string& part : c.message) EXPECT_THAT(s.error_message(), HasSubstr(part));
+  }
+  // The client passes the server's error through with its code.
+  UrlCheckOptions long_ns;
+  long_ns.name_space = std::string(65, 'n');
+  EXPECT_THAT(client_->CheckUrls(Items(fresh, 1), v1::CLAIM_MODE_CLAIM, long_ns),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("the limit is 64")));
+  // None of them recorded anything.
+  absl::StatusOr<std::vector<v1::UrlResult>> peek =
+      client_->CheckUrls(Items(fresh, 1), v1::CLAIM_MODE_PEEK, in_a);
+  ASSERT_THAT(peek, IsOk());
+  EXPECT_EQ((*peek)[0].verdict(), v1::URL_VERDICT_NEW);
+
+  // CompleteUrls: never claimed anywhere; claimed in "a" but confirmed in
+  // "c"; an over-long namespace or claim id fails the request.
+  std::vector<v1::UrlItem> complete = Items(fresh, 1);
+  complete.push_back(items[0]);
+  for (const v1::CompleteResult& r : Complete(complete, "c", "")) {
+    EXPECT_EQ(r.verdict(), v1::COMPLETE_VERDICT_INVALID) << r.normalized_url();
+    EXPECT_EQ(r.error_reason(), v1::ERROR_REASON_NOT_CLAIMED) << r.normalized_url();
+    EXPECT_THAT(r.error(), HasSubstr("not claimed in namespace \"c\""));
+  }
+  EXPECT_THAT(client_->CompleteUrls(complete, std::string(65, 'n')),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("the limit is 64")));
+  {
+    v1::CompleteUrlsRequest request;
+    *request.add_items() = items[0];
+    request.set_namespace_("a");
+    request.set_claim_id(std::string(65, 'c'));
+    v1::CompleteUrlsResponse response;
+    const grpc::Status s = Call(stub.get(), request, &response);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr("claim_id: is 65 bytes; the limit is 64"));
+  }
+  // Claimed without a lease in "a": nothing pending to confirm.
+  const std::vector<v1::CompleteResult> in_a_done = Complete({items[0]}, "a", "");
+  ASSERT_EQ(in_a_done.size(), 1u);
+  EXPECT_EQ(in_a_done[0].verdict(), v1::COMPLETE_VERDICT_ALREADY_CONFIRMED);
+}
+
+// 6. With revisit_rules, a claim older than revisit_after_seconds is DUE
+// once (with the first claim's times), then SEEN as of the DUE claim.
+TEST_F(E2eClaimsTest, RevisitAfterMakesAUrlDueOnceWithTheStoredTimes) {
+  constexpr absl::Duration kRevisitAfter = absl::Seconds(2);
+  const std::string config = dir_ + "/revisit.conf";
+  { std::ofstream(config) << "revisit_rules { revisit_after_seconds: 2 }\n"; }
+  StartServer({"--config=" + config});
+  const std::vector<v1::UrlItem> items = Items("https://due.example/p/", 20);
+
+  const std::vector<v1::UrlResult> first = Claim(items);
+  ASSERT_EQ(first.size(), items.size());
+  absl::Time first_time = ToTime(first[0].first_seen_time());
+  for (const v1::UrlResult& r : first) {
+    ASSERT_EQ(r.verdict(), v1::URL_VERDICT_NEW) << r.normalized_url();
+    EXPECT_EQ(ToTime(r.first_seen_time()), first_time);
+  }
+  // Before revisit_after: SEEN, last claimed at the first claim.
+  for (const v1::UrlResult& r : Claim(items)) {
+    EXPECT_EQ(r.verdict(), v1::URL_VERDICT_SEEN) << r.normalized_url();
+    EXPECT_EQ(ToTime(r.last_claim_time()), first_time);
+  }
+
+  SleepUntil(first_time + kRevisitAfter + absl::Milliseconds(300));
+  UrlCheckOptions due_options;
+  due_options.claim_id = "revisit";
+  const absl::Time due_sent = absl::Now();
+  const std::vector<v1::UrlResult> due = Claim(items, due_options);
+  const absl::Time due_answered = absl::Now();
+  ASSERT_EQ(due.size(), items.size());
+  for (const v1::UrlResult& r : due) {
+    EXPECT_EQ(r.verdict(), v1::URL_VERDICT_DUE) << r.normalized_url();
+    EXPECT_EQ(ToTime(r.first_seen_time()), first_time) << r.normalized_url();
+    EXPECT_EQ(ToTime(r.last_claim_time()), first_time) << r.normalized_url();
+    EXPECT_FALSE(r.has_lease_expire_time());
+  }
+  // The DUE claim's own retry is answered DUE again. Its last_claim_time
+  // is not compared: the store keeps only the last claim, so a retried DUE
+  // reports the DUE claim's own time there, not the earlier one the first
+  // answer gave (url_planner.h, rule 2).
+  for (const v1::UrlResult& r : Claim(items, due_options)) {
+    EXPECT_EQ(r.verdict(), v1::URL_VERDICT_DUE) << r.normalized_url();
+    EXPECT_EQ(ToTime(r.first_seen_time()), first_time) << r.normalized_url();
+  }
+  // Right after: SEEN, last claimed by the DUE claim.
+  for (const v1::UrlResult& r : Claim(items)) {
+    EXPECT_EQ(r.verdict(), v1::URL_VERDICT_SEEN) << r.normalized_url();
+    EXPECT_EQ(ToTime(r.first_seen_time()), first_time) << r.normalized_url();
+    const absl::Time last = ToTime(r.last_claim_time());
+    EXPECT_GE(last, due_sent - absl::Milliseconds(1)) << r.normalized_url();
+    EXPECT_LE(last, due_answered) << r.normalized_url();
+    EXPECT_GE(last - first_time, kRevisitAfter) << r.normalized_url();
   }
 }
 
