@@ -47,9 +47,11 @@
 //  - the response serializes and parses back to itself (a proto3 string
 //    field holding invalid UTF-8 would make clients reject the answer);
 //  - claim semantics of CheckUrl: with a claim, each distinct normalized
-//    URL is NEW at most once in the first run and never in the second; on
-//    the fresh store exactly once; with a peek on the fresh store, every
-//    valid item is NEW in both runs.
+//    URL is NEW at most once in the first run and, without a claim id,
+//    never in the second (with one, the second run is its retry and is
+//    answered the same); on the fresh store exactly once; with a peek on
+//    the fresh store, every valid item is NEW in both runs. A bad
+//    namespace, claim id or lease fails the request.
 // Any violation aborts with the RPC name.
 //
 // Seeds (corpus/engine): written by tests/fuzz/make_engine_seeds.sh from
@@ -225,6 +227,15 @@ void CheckReparses(const char* rpc, const Response& response) {
 
 bool BatchSizeBad(int n) { return n == 0 || static_cast<size_t>(n) > kMaxBatchItems; }
 
+// A CheckUrl request the engine must refuse as a whole: a bad batch size,
+// namespace, claim id or lease.
+bool UrlRequestBad(const v1::CheckUrlRequest& r) {
+  return BatchSizeBad(r.items_size()) || !dedupd::CheckNamespace(r.namespace_()).ok() ||
+         r.claim_id().size() > dedupd::kMaxClaimIdBytes ||
+         (r.has_lease_seconds() &&
+          (r.lease_seconds() < 1 || r.lease_seconds() > dedupd::Engine::kMaxLeaseSeconds));
+}
+
 // ---- CheckUrl ----
 
 // Returns the normalized URLs answered NEW.
@@ -233,7 +244,7 @@ std::vector<std::string> RunCheckUrl(const dedupd::Engine& engine,
   const char* rpc = "CheckUrl";
   v1::CheckUrlResponse response;
   const absl::Status s = engine.CheckUrl(request, &response);
-  CheckStatus(rpc, s, BatchSizeBad(request.items_size()));
+  CheckStatus(rpc, s, UrlRequestBad(request));
   if (!s.ok()) return {};
   if (response.results_size() != request.items_size()) Fail(rpc, "result count");
   std::vector<std::string> fresh;
@@ -274,16 +285,25 @@ void CheckUrl(const dedupd::Engine& engine, const v1::CheckUrlRequest& request, 
     absl::StatusOr<std::string> n = Normalizer().Normalize(item.url(), item.base_url());
     if (n.ok()) valid.insert(*n);
   }
+  // The second run is a retry when the request has a claim id: answered
+  // as the first run was; without one, nothing is NEW twice.
+  std::vector<std::string> first_fresh;
   for (int run = 0; run < 2; ++run) {
     const std::vector<std::string> fresh = RunCheckUrl(engine, request);
-    if (BatchSizeBad(request.items_size())) return;
+    if (UrlRequestBad(request)) return;
     const std::set<std::string> distinct(fresh.begin(), fresh.end());
     if (peek) {
       if (fresh_stores && distinct != valid) Fail(rpc, "peek: not every valid URL is NEW");
       continue;
     }
     if (distinct.size() != fresh.size()) Fail(rpc, "claim: a URL is NEW twice");
-    if (run == 1 && !fresh.empty()) Fail(rpc, "claim: NEW again in the second run");
+    if (run == 0) first_fresh = fresh;
+    if (run == 1 && request.claim_id().empty() && !fresh.empty()) {
+      Fail(rpc, "claim: NEW again in the second run");
+    }
+    if (run == 1 && !request.claim_id().empty() && fresh != first_fresh) {
+      Fail(rpc, "claim: a retry with the claim id is answered otherwise");
+    }
     if (run == 0 && fresh_stores && distinct != valid) {
       Fail(rpc, "claim: not every valid URL is NEW once");
     }

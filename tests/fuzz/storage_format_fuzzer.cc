@@ -108,7 +108,7 @@ void DecodeAnyUrlKey(absl::string_view in) {
 }
 
 void DecodeUrlValue(absl::string_view in) {
-  absl::StatusOr<UrlRecord> v = fmt::DecodeUrlRecord(in);
+  absl::StatusOr<dedupd::UrlRecord> v = fmt::DecodeUrlRecord(in);
   if (!v.ok()) return CheckError(v.status(), "url value: bad error", in);
   if (fmt::EncodeUrlRecord(*v) != in) Fail("url value: does not re-encode", in);
 }
@@ -340,13 +340,13 @@ void EncodeUrl(FuzzedDataProvider& p, absl::string_view in) {
   const absl::Time t = FuzzTime(p);
   absl::StatusOr<absl::Time> back = fmt::DecodeUrlValue(fmt::EncodeUrlValue(t));
   if (!back.ok() || *back != Truncated(t)) Fail("encode url value: no round trip", in);
-  UrlRecord r;
+  dedupd::UrlRecord r;
   r.first_seen = Truncated(t);
   r.last_claim = p.ConsumeBool() ? r.first_seen : Truncated(FuzzTime(p));
-  r.last_kind = static_cast<UrlClaimKind>(p.ConsumeIntegralInRange<int>(0, 2));
+  r.last_kind = static_cast<dedupd::UrlClaimKind>(p.ConsumeIntegralInRange<int>(0, 2));
   r.claim_id_hash = p.ConsumeIntegral<uint64_t>();
   if (p.ConsumeBool()) r.lease_until = Truncated(FuzzTime(p));
-  absl::StatusOr<UrlRecord> back_record = fmt::DecodeUrlRecord(fmt::EncodeUrlRecord(r));
+  absl::StatusOr<dedupd::UrlRecord> back_record = fmt::DecodeUrlRecord(fmt::EncodeUrlRecord(r));
   if (!back_record.ok() || !(*back_record == r)) Fail("encode url record: no round trip", in);
 }
 
