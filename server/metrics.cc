@@ -12,10 +12,12 @@
 #include <sstream>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "prometheus/collectable.h"
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
@@ -68,6 +70,12 @@ struct ServerMetrics::Impl {
   absl::flat_hash_map<std::string, std::unique_ptr<Method>> methods;
   Method* other = nullptr;
   std::array<std::vector<prometheus::Counter*>, 5> verdicts;  // by Layer
+  // dedupd_url_namespace_verdicts_total: counters by namespace label,
+  // created on first use (at most kMaxNamespaceLabels + 1 labels).
+  prometheus::Family<prometheus::Counter>* namespace_verdicts = nullptr;
+  absl::Mutex namespace_mu;
+  absl::flat_hash_map<std::string, std::vector<prometheus::Counter*>> by_namespace
+      ABSL_GUARDED_BY(namespace_mu);
 
   Method* Find(absl::string_view method) const {
     auto it = methods.find(method);
@@ -159,6 +167,13 @@ ServerMetrics::ServerMetrics(std::vector<std::string> methods) : impl_(std::make
       {Layer::kResults, "dedupd_results_hits_total", "outcome",
        "DedupResults hits by outcome (hits not examined are not counted)."},
   };
+  m.namespace_verdicts =
+      &prometheus::BuildCounter()
+           .Name("dedupd_url_namespace_verdicts_total")
+           .Help(
+               "CheckUrl answers by namespace (the first 32 seen; later ones are \"(other)\", "
+               "the empty one \"(empty)\") and verdict.")
+           .Register(*m.registry);
   for (const auto& l : kLayers) {
     auto& family = prometheus::BuildCounter().Name(l.name).Help(l.help).Register(*m.registry);
     for (const std::string& value : VerdictLabels(l.layer)) {
@@ -194,6 +209,32 @@ void ServerMetrics::RecordBatchItems(absl::string_view method, size_t items) {
     m->batch.store(h, std::memory_order_release);
   }
   h->Observe(static_cast<double>(items));
+}
+
+void ServerMetrics::AddNamespaceVerdicts(absl::string_view name_space,
+                                         absl::Span<const uint64_t> counts) {
+  Impl& m = *impl_;
+  std::string label = name_space.empty() ? kEmptyNamespaceLabel : std::string(name_space);
+  std::vector<prometheus::Counter*>* counters = nullptr;
+  {
+    absl::MutexLock lock(&m.namespace_mu);
+    auto it = m.by_namespace.find(label);
+    if (it == m.by_namespace.end() && m.by_namespace.size() >= kMaxNamespaceLabels) {
+      label = kOtherNamespaceLabel;
+      it = m.by_namespace.find(label);
+    }
+    if (it == m.by_namespace.end()) {
+      std::vector<prometheus::Counter*> created;
+      for (const std::string& verdict : VerdictLabels(Layer::kUrl)) {
+        created.push_back(&m.namespace_verdicts->Add({{"namespace", label}, {"verdict", verdict}}));
+      }
+      it = m.by_namespace.emplace(label, std::move(created)).first;
+    }
+    counters = &it->second;  // node-stable: entries are never erased
+  }
+  for (size_t i = 0; i < counts.size() && i < counters->size(); ++i) {
+    if (counts[i] > 0) (*counters)[i]->Increment(static_cast<double>(counts[i]));
+  }
 }
 
 void ServerMetrics::AddVerdicts(Layer layer, absl::Span<const uint64_t> counts) {

@@ -106,6 +106,18 @@ class ServerMetrics {
   // REQUIRES: counts.size() == VerdictLabels(layer).size().
   void AddVerdicts(Layer layer, absl::Span<const uint64_t> counts);
 
+  // AddNamespaceVerdicts adds counts[i] (in VerdictLabels(kUrl) order) to
+  // dedupd_url_namespace_verdicts_total{namespace, verdict}. The label is
+  // the namespace for the first kMaxNamespaceLabels distinct namespaces
+  // seen since the start (the empty one is kEmptyNamespaceLabel), and
+  // kOtherNamespaceLabel for every later one, so clients cannot grow the
+  // label set.
+  void AddNamespaceVerdicts(absl::string_view name_space, absl::Span<const uint64_t> counts);
+  static constexpr size_t kMaxNamespaceLabels = 32;
+  // Neither can be a namespace (CheckNamespace allows no parentheses).
+  static constexpr char kEmptyNamespaceLabel[] = "(empty)";
+  static constexpr char kOtherNamespaceLabel[] = "(other)";
+
   // The name of a gRPC status code ("OK", "INVALID_ARGUMENT", ...).
   static absl::string_view CodeName(int grpc_code);
 

@@ -17,8 +17,10 @@ size_t Items(const v1::CheckChunksRequest& r) { return static_cast<size_t>(r.chu
 size_t Items(const v1::DedupResultsRequest& r) { return static_cast<size_t>(r.hits_size()); }
 
 // Verdict tallies of an answered batch, in ServerMetrics::VerdictLabels
-// order: a loop over the results, added to the counters once per batch.
-void CountVerdicts(const v1::CheckUrlResponse& r, ServerMetrics* m) {
+// order: a loop over the results, added to the counters once per batch
+// (CheckUrl's also by the request's namespace).
+void CountVerdicts(const v1::CheckUrlRequest& req, const v1::CheckUrlResponse& r,
+                   ServerMetrics* m) {
   std::array<uint64_t, 6> n{};  // new, seen, seen_probably, invalid, due, reclaimed
   for (const v1::UrlResult& x : r.results()) {
     switch (x.verdict()) {
@@ -42,9 +44,11 @@ void CountVerdicts(const v1::CheckUrlResponse& r, ServerMetrics* m) {
     }
   }
   m->AddVerdicts(ServerMetrics::Layer::kUrl, n);
+  m->AddNamespaceVerdicts(req.namespace_(), n);
 }
 
-void CountVerdicts(const v1::CompleteUrlsResponse& r, ServerMetrics* m) {
+void CountVerdicts(const v1::CompleteUrlsRequest&, const v1::CompleteUrlsResponse& r,
+                   ServerMetrics* m) {
   // confirmed, already_confirmed, not_claimed, lease_lost, invalid
   std::array<uint64_t, 5> n{};
   for (const v1::CompleteResult& x : r.results()) {
@@ -80,15 +84,18 @@ static_assert(v1::CONTENT_VERDICT_INVALID == 4 && v1::CHUNK_VERDICT_INVALID == 4
                   v1::CONTENT_VERDICT_NEAR_DUPLICATE == 3 && v1::CHUNK_VERDICT_NEAR_DUPLICATE == 3,
               "ContentLikeTally assumes content and chunk verdicts share numbers");
 
-void CountVerdicts(const v1::CheckContentResponse& r, ServerMetrics* m) {
+void CountVerdicts(const v1::CheckContentRequest&, const v1::CheckContentResponse& r,
+                   ServerMetrics* m) {
   m->AddVerdicts(ServerMetrics::Layer::kContent, ContentLikeTally(r.results()));
 }
 
-void CountVerdicts(const v1::CheckChunksResponse& r, ServerMetrics* m) {
+void CountVerdicts(const v1::CheckChunksRequest&, const v1::CheckChunksResponse& r,
+                   ServerMetrics* m) {
   m->AddVerdicts(ServerMetrics::Layer::kChunk, ContentLikeTally(r.results()));
 }
 
-void CountVerdicts(const v1::DedupResultsResponse& r, ServerMetrics* m) {
+void CountVerdicts(const v1::DedupResultsRequest&, const v1::DedupResultsResponse& r,
+                   ServerMetrics* m) {
   std::array<uint64_t, 4> n{};  // kept, dropped_duplicate, dropped_source_cap, rejected
   n[0] = static_cast<uint64_t>(r.kept_size());
   for (const v1::DroppedHit& d : r.dropped()) {
@@ -187,7 +194,7 @@ grpc::ServerUnaryReactor* DedupService::Run(const char* label, grpc::CallbackSer
       const absl::Status status = std::invoke(method, engine, *request, response);
       // Verdicts of answered batches only: a failed call's response is
       // not sent.
-      if (status.ok() && metrics_ != nullptr) CountVerdicts(*response, metrics_);
+      if (status.ok() && metrics_ != nullptr) CountVerdicts(*request, *response, metrics_);
       answer = ToGrpcStatus(status);
     }
     // The slot is released before the answer goes out, so a client's next

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -85,9 +86,11 @@ class E2eMetricsTest : public ServerTest {
     return e;
   }
 
-  grpc::Status CheckUrls(const std::vector<std::string>& urls, v1::CheckUrlResponse* response) {
+  grpc::Status CheckUrls(const std::vector<std::string>& urls, v1::CheckUrlResponse* response,
+                         const std::string& name_space = "") {
     v1::CheckUrlRequest request;
     request.set_mode(v1::CLAIM_MODE_CLAIM);
+    request.set_namespace_(name_space);
     for (const std::string& u : urls) request.add_items()->set_url(u);
     grpc::ClientContext context;
     SetDeadline(&context);
@@ -99,6 +102,28 @@ class E2eMetricsTest : public ServerTest {
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
   int metrics_port_ = 0;
 };
+
+TEST_F(E2eMetricsTest, NamespaceVerdictsHaveABoundedLabelSet) {
+  v1::CheckUrlResponse r;
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(CheckUrls({"https://ns.example/a"}, &r, absl::StrCat("tenant-", i)).ok());
+    ASSERT_EQ(r.results(0).verdict(), v1::URL_VERDICT_NEW) << i;
+  }
+  ASSERT_TRUE(CheckUrls({"https://ns.example/a"}, &r, "tenant-0").ok());
+  const Exposition e = Scrape();
+  std::set<std::string> labels;
+  for (const Exposition::Sample& s : e.samples) {
+    if (s.name == "dedupd_url_namespace_verdicts_total") labels.insert(s.labels.at("namespace"));
+  }
+  EXPECT_EQ(labels.size(), 33u) << "32 namespaces and (other)";
+  EXPECT_EQ(e.Value("dedupd_url_namespace_verdicts_total",
+                    {{"namespace", "tenant-0"}, {"verdict", "seen"}}),
+            1);
+  EXPECT_EQ(e.Value("dedupd_url_namespace_verdicts_total",
+                    {{"namespace", "(other)"}, {"verdict", "new"}}),
+            8);
+  EXPECT_EQ(e.Value("dedupd_url_verdicts_total", {{"verdict", "new"}}), 40);
+}
 
 TEST_F(E2eMetricsTest, CountersAndHistogramsMoveByTheRightAmounts) {
   const Exposition before = Scrape();
@@ -203,6 +228,12 @@ TEST_F(E2eMetricsTest, CountersAndHistogramsMoveByTheRightAmounts) {
   EXPECT_EQ(e.Value("dedupd_url_verdicts_total", {{"verdict", "seen"}}), 2);
   EXPECT_EQ(e.Value("dedupd_url_verdicts_total", {{"verdict", "invalid"}}), 1);
   EXPECT_EQ(e.Value("dedupd_url_verdicts_total", {{"verdict", "seen_probably"}}), 0);
+  EXPECT_EQ(e.Value("dedupd_url_namespace_verdicts_total",
+                    {{"namespace", "(empty)"}, {"verdict", "new"}}),
+            2);
+  EXPECT_EQ(e.Value("dedupd_url_namespace_verdicts_total",
+                    {{"namespace", "(empty)"}, {"verdict", "seen"}}),
+            2);
   EXPECT_EQ(e.Value("dedupd_content_verdicts_total", {{"verdict", "new"}}), 1);
   EXPECT_EQ(e.Value("dedupd_content_verdicts_total", {{"verdict", "exact_duplicate"}}), 1);
   EXPECT_EQ(e.Value("dedupd_content_verdicts_total", {{"verdict", "invalid"}}), 1);
