@@ -123,10 +123,12 @@ step bloom_filter_bench \
   "$build_dir/bench/dedupd_bloom_filter_bench" --keys=100000 --bits_per_key=10 \
   --probes=100000
 
+# With claim ids (the default) and 2 s leases, so both stay exercised.
 step soak \
-  '^soak_total secs=8 clients=2 kills=[1-9][0-9]* ops=[1-9][0-9]* .* lost=0 double_new=0 ' \
+  '^soak_total secs=8 clients=2 kills=[1-9][0-9]* ops=[1-9][0-9]* .* lost=0 double_new=0 .* bad_reclaims=0 confirmed_twice=0 not_reoffered=0$' \
   "$build_dir/bench/dedupd_soak" --dedupd="$build_dir/server/dedupd" \
-  --duration=8s --kill_every=3s --clients=2 --client_threads=1 --calls_per_sec=50
+  --duration=8s --kill_every=3s --clients=2 --client_threads=1 --calls_per_sec=50 \
+  --url_lease_seconds=2
 
 if ((${#failed[@]})); then
   echo "ci_smoke: FAILED: ${failed[*]}"

@@ -4,8 +4,8 @@
 // CheckUrl / CheckContent / CheckChunks CLAIM load, SIGKILLs the server every
 // --kill_every and restarts it on the same data dir, for --duration. Clients
 // find the new port in the server's --port_file and carry on. Then every
-// write a client saw acknowledged (a NEW answer) is checked with PEEK calls
-// against the last server, and the run is summed up.
+// write a client saw acknowledged (a NEW answer, a CONFIRMED lease) is
+// checked with PEEK calls against the last server, and the run is summed up.
 //
 // Output, one line per minute of the run (minute m covers calls answered in
 // [m, m+1) minutes from the start):
@@ -21,22 +21,55 @@
 //       items=<items> errors=<failed calls> acked_urls=<u> acked_texts=<t>
 //       acked_chunks=<c> lost=<acknowledged writes not found> double_new=<d>
 //       restart_ms_max=<r> rss_first_min_mb=<a> rss_last_min_mb=<b>
+//       retried_ok=<r> retried_new=<n> recovered=<v> gave_up=<g>
+//       reclaimed=<c> confirmed=<f> dropped=<u> lease_lost=<l>
+//       bad_reclaims=<b> confirmed_twice=<t> not_reoffered=<o>
 //
-// (one line each). ops: calls answered OK; items: URLs, documents and
-// chunks in them; errors: calls that failed (mostly those in flight at a
-// kill or sent while the server restarted). p50/p99/max: latency of one
-// answered call, from send to answer, measured in the client processes.
-// rss_peak_mb: the largest VmRSS of the server sampled every 250 ms in the
-// minute (MiB), across restarts; store_mb: the data dir's size at the end
-// of the minute. acked_*: distinct keys answered NEW (URLs, content texts,
-// chunk texts). lost: acknowledged writes that the last server does not
-// hold as acknowledged (a URL not SEEN; a text or chunk text not an
-// EXACT_DUPLICATE of the owner it was acknowledged to); double_new: keys
-// answered NEW to more than one call (the second NEW means the first
-// claim was lost). restart_ms_max: the longest time from a restart to
-// serving; rss_first_min_mb / rss_last_min_mb: rss_peak_mb of the first and
-// the last minute. lost and double_new must be 0; the exit status is 1
-// otherwise, or when the server or a client failed.
+// (one line each). ops: calls answered OK (a resend counts as a call, and
+// so does every CompleteUrls); items: URLs, documents and chunks in them;
+// errors: calls that failed (mostly those in flight at a kill or sent while
+// the server restarted). p50/p99/max: latency of one answered call, from
+// send to answer, measured in the client processes. rss_peak_mb: the
+// largest VmRSS of the server sampled every 250 ms in the minute (MiB),
+// across restarts; store_mb: the data dir's size at the end of the minute.
+// acked_*: distinct keys answered NEW (URLs, content texts, chunk texts).
+// restart_ms_max: the longest time from a restart to serving;
+// rss_first_min_mb / rss_last_min_mb: rss_peak_mb of the first and the
+// last minute.
+//
+// The checks (each must be 0; the exit status is 1 otherwise, or when the
+// server or a client failed):
+//   lost: acknowledged writes that the last server does not hold as
+//     acknowledged: a text or chunk text not an EXACT_DUPLICATE of the owner
+//     it was acknowledged to; without leases, a URL answered NEW that is
+//     not SEEN. With leases, a URL some client saw confirmed (CONFIRMED, or
+//     ALREADY_CONFIRMED to its claimant) that is not SEEN with no lease
+//     pending, and any other URL answered NEW that is neither SEEN nor NEW
+//     with reclaimed (its lease ended unconfirmed); a plain NEW has no
+//     record. A confirmation answered NOT_CLAIMED is lost too.
+//   double_new: texts and chunk texts answered NEW to more than one call;
+//     URLs answered NEW, not reclaimed, to more than one claim (CheckUrl
+//     call; its resends, with the same claim id, are the same claim).
+//   bad_reclaims: reclaims (NEW with reclaimed) without leases; after a
+//     CONFIRMED answer for the URL had arrived before the reclaim's first
+//     attempt was sent; before the lease of the URL's claim before it ended
+//     (by the claims' server times: a NEW's lease_expire_time minus the
+//     lease); of a URL no client claimed before (unless a call with it went
+//     unanswered).
+//   confirmed_twice: URLs answered CONFIRMED more than once.
+//   not_reoffered: URLs whose last claim was left unconfirmed on purpose,
+//     with no confirmation and no unanswered call, that PEEK does not
+//     answer NEW with reclaimed once the lease ended: the next claimant
+//     would not get them.
+// The counts beside them: retried_ok: CheckUrl calls answered on a resend;
+// retried_new: URLs such a resend answered NEW; recovered: of those, the
+// ones claimed (server time) before the last attempt was sent, i.e. by an
+// earlier attempt whose reply was lost: what the claim id exists for;
+// gave_up: CheckUrl and CompleteUrls calls never answered (every failed
+// CheckUrl without claim ids); reclaimed: reclaims (distinct claims);
+// confirmed: CONFIRMED answers; dropped: NEW URLs left unconfirmed on
+// purpose; lease_lost: confirmations answered LEASE_LOST (the lease ended
+// and another client reclaimed the URL first).
 //
 // The load: each client process runs --client_threads threads; each sends
 // at most --calls_per_sec calls per second (paced, one call in flight,
@@ -48,7 +81,19 @@
 // race and many answers are SEEN / EXACT_DUPLICATE. Every text is a pure
 // function of its id and --seed.
 //
-// Example (the README's run):
+// CheckUrl calls carry a random 16-byte claim id (--url_claim_ids, the
+// default, as the C++ client does) and a call that fails UNAVAILABLE,
+// DEADLINE_EXCEEDED or CANCELLED is resent unchanged once the server is
+// back (at most 6 attempts, started within 20 s); CheckContent and
+// CheckChunks calls are never resent. With --url_lease_seconds the claims
+// are leased: a client confirms the URLs it was answered NEW (reclaimed or
+// not) with CompleteUrls (with the call's claim id) 100-300 ms later, a
+// fetch, resent like CheckUrl, except a random --unconfirmed_fraction of
+// them that it never confirms, as a crashed worker would. At the end each
+// client finishes its fetches, and the check waits until every lease a
+// client saw has ended.
+//
+// Example (the README's run; add --url_lease_seconds=5 for leases):
 //   nice -n 10 build/bench/dedupd_soak --dedupd=build/server/dedupd
 //       --duration=10m --kill_every=60s --clients=3      (one command)
 #include <dirent.h>
@@ -67,14 +112,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -110,6 +158,20 @@ ABSL_FLAG(std::string, work_dir, "",
 ABSL_FLAG(bool, keep, false, "keep the scratch directory");
 ABSL_FLAG(std::vector<std::string>, server_flags, {},
           "extra dedupd flags, comma-separated (e.g. --sync_writes=true)");
+ABSL_FLAG(bool, url_claim_ids, true,
+          "every CheckUrl call carries a random 16-byte claim_id, and a call "
+          "that fails UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED is resent "
+          "with the same claim_id (as the C++ client does), at most 6 attempts "
+          "within 20 s; false: no claim_id and no resend");
+ABSL_FLAG(int, url_lease_seconds, 0,
+          "lease the URLs CheckUrl claims for this many seconds (1 to "
+          "604800); each client confirms its NEW URLs with CompleteUrls "
+          "100-300 ms after the answer (a fetch), but for "
+          "--unconfirmed_fraction of them; 0: no lease");
+ABSL_FLAG(double, unconfirmed_fraction, 0.1,
+          "with --url_lease_seconds: fraction of the URLs answered NEW that a "
+          "client never confirms (a crashed worker); their lease must end and "
+          "the URL come back NEW, reclaimed");
 // Client mode (internal: the coordinator starts clients with these).
 ABSL_FLAG(int, client, -1, "internal: run as client number N");
 ABSL_FLAG(int64_t, start_unix_ms, 0, "internal: the run's start");
@@ -171,6 +233,77 @@ struct MinuteStats {
   std::vector<uint32_t> latency_us;
 };
 
+// How a CheckUrl or CompleteUrls call is resent: at most kMaxAttempts
+// attempts, none started later than kRetryWindow after the first; waits
+// between them double from kFirstBackoff up to kMaxBackoff (and while the
+// server has no port file, no attempt is counted).
+constexpr int kMaxAttempts = 6;
+constexpr absl::Duration kRetryWindow = absl::Seconds(20);
+constexpr absl::Duration kFirstBackoff = absl::Milliseconds(50);
+constexpr absl::Duration kMaxBackoff = absl::Seconds(1);
+
+// A fetch confirms its URLs this long after their NEW answer, uniformly
+// (kFetchMinMs + [0, kFetchSpreadMs]).
+constexpr int kFetchMinMs = 100, kFetchSpreadMs = 200;
+
+int64_t Micros(const google::protobuf::Timestamp& t) {
+  return t.seconds() * 1000000 + t.nanos() / 1000;
+}
+
+// The stub of one client thread to the current server, made again when
+// the server's port file names a new port. Thread-compatible.
+class Connection {
+ public:
+  explicit Connection(std::string port_file) : port_file_(std::move(port_file)) {}
+
+  // Get returns the stub, or nullptr while the port file is missing (the
+  // server restarts). The stub lives until the next Get or Reset.
+  v1::Dedup::Stub* Get() {
+    const int current = ReadPort(port_file_);
+    if (current == 0) return nullptr;
+    if (current != port_ || stub_ == nullptr) {
+      port_ = current;
+      grpc::ChannelArguments args;
+      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+      stub_ = v1::Dedup::NewStub(grpc::CreateCustomChannel(
+          absl::StrCat("127.0.0.1:", port_), grpc::InsecureChannelCredentials(), args));
+    }
+    return stub_.get();
+  }
+
+  // Reset drops the stub: the next Get connects afresh.
+  void Reset() { stub_.reset(); }
+
+ private:
+  const std::string port_file_;
+  int port_ = 0;
+  std::unique_ptr<v1::Dedup::Stub> stub_;
+};
+
+// The outcome of one call and its resends.
+struct Sent {
+  grpc::Status status;
+  int attempts = 0;        // attempts sent (0: the server had no port)
+  absl::Time first_sent;   // when the first attempt was sent
+  absl::Time last_sent;    // when the last one was
+  absl::Duration latency;  // of the last attempt
+};
+
+// One CheckUrl call's URLs that the client still has to confirm.
+struct PendingFetch {
+  std::string claim_id;  // the call's (empty without claim ids)
+  std::string token;     // the call's name in the acks file
+  std::vector<std::string> urls;
+};
+
+// The counters of one client thread that no acks line carries.
+struct ThreadTotals {
+  int64_t retried_ok = 0;   // CheckUrl calls answered on a resend
+  int64_t retried_new = 0;  // URLs such a resend answered NEW
+  int64_t recovered = 0;    // of those, claimed by an earlier attempt
+  int64_t gave_up = 0;      // CheckUrl and CompleteUrls calls never answered
+};
+
 class Client {
  public:
   Client(int id, std::string work, uint64_t seed, int64_t start_ms, int64_t end_ms)
@@ -179,7 +312,11 @@ class Client {
         seed_(seed),
         start_ms_(start_ms),
         end_ms_(end_ms),
-        last_minute_(static_cast<int>((end_ms - start_ms - 1) / 60000)) {}
+        last_minute_(static_cast<int>((end_ms - start_ms - 1) / 60000)),
+        deadline_ms_(absl::GetFlag(FLAGS_deadline_ms)),
+        claim_ids_(absl::GetFlag(FLAGS_url_claim_ids)),
+        lease_seconds_(absl::GetFlag(FLAGS_url_lease_seconds)),
+        unconfirmed_fraction_(absl::GetFlag(FLAGS_unconfirmed_fraction)) {}
 
   int Run() {
     const int threads = absl::GetFlag(FLAGS_client_threads);
@@ -237,43 +374,133 @@ class Client {
     std::rename((path + ".tmp").c_str(), path.c_str());
   }
 
+  // Send runs `rpc` once, and with `retry` again after a transient failure
+  // (UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED: in flight at a kill, or sent
+  // while the server restarted) within the kMaxAttempts / kRetryWindow
+  // bounds, each time with a fresh context and the current server. `rpc`
+  // must send the same request every time. Every failed attempt is
+  // recorded as an error; the caller records the answer.
+  Sent Send(Connection* conn, bool retry,
+            const std::function<grpc::Status(v1::Dedup::Stub*, grpc::ClientContext*)>& rpc) {
+    Sent out;
+    out.first_sent = absl::Now();
+    out.status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "no server port");
+    for (;;) {
+      v1::Dedup::Stub* stub = conn->Get();
+      if (stub == nullptr) {  // the server restarts
+        if (!retry || absl::Now() - out.first_sent >= kRetryWindow) return out;
+        absl::SleepFor(absl::Milliseconds(20));
+        continue;
+      }
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms_));
+      out.last_sent = absl::Now();
+      ++out.attempts;
+      out.status = rpc(stub, &ctx);
+      out.latency = absl::Now() - out.last_sent;
+      if (out.status.ok()) return out;
+      Record(0, false, out.latency);
+      const grpc::StatusCode code = out.status.error_code();
+      const bool transient = code == grpc::StatusCode::UNAVAILABLE ||
+                             code == grpc::StatusCode::DEADLINE_EXCEEDED ||
+                             code == grpc::StatusCode::CANCELLED;
+      if (!transient) {
+        std::cerr << "soak client " << id_ << ": " << CodeName(code) << ": "
+                  << out.status.error_message() << "\n";
+      }
+      conn->Reset();  // reconnect (the server may have a new port)
+      if (!retry || !transient || out.attempts >= kMaxAttempts ||
+          absl::Now() - out.first_sent >= kRetryWindow) {
+        absl::SleepFor(absl::Milliseconds(20));
+        return out;
+      }
+      absl::Duration wait = kFirstBackoff;
+      for (int i = 1; i < out.attempts && wait < kMaxBackoff; ++i) wait *= 2;
+      absl::SleepFor(std::min(wait, kMaxBackoff));
+    }
+  }
+
+  // Confirm sends one fetch's CompleteUrls (resent like a CheckUrl; a
+  // repeated confirmation changes nothing) and writes one line per URL:
+  // "F <url> <C|A|L|N|I> <answered_us> <token>" (CONFIRMED,
+  // ALREADY_CONFIRMED, LEASE_LOST, NOT_CLAIMED, another INVALID), or
+  // "X <url>" when the call was never answered.
+  void Confirm(Connection* conn, const PendingFetch& fetch, std::ostream& acks,
+               ThreadTotals* totals) {
+    v1::CompleteUrlsRequest request;
+    for (const std::string& url : fetch.urls) request.add_items()->set_url(url);
+    request.set_claim_id(fetch.claim_id);
+    v1::CompleteUrlsResponse response;
+    const Sent sent =
+        Send(conn, /*retry=*/true, [&](v1::Dedup::Stub* stub, grpc::ClientContext* ctx) {
+          response.Clear();
+          return stub->CompleteUrls(ctx, request, &response);
+        });
+    const int64_t answered_us = absl::ToUnixMicros(absl::Now());
+    if (sent.status.ok() && response.results_size() != request.items_size()) {
+      Record(0, false, sent.latency);
+      std::cerr << "soak client " << id_ << ": CompleteUrls: wrong result count\n";
+      failed_ = true;
+    } else if (sent.status.ok()) {
+      Record(response.results_size(), true, sent.latency);
+      for (int i = 0; i < response.results_size(); ++i) {
+        const v1::CompleteResult& r = response.results(i);
+        char v = 'I';
+        if (r.verdict() == v1::COMPLETE_VERDICT_CONFIRMED) {
+          v = 'C';
+        } else if (r.verdict() == v1::COMPLETE_VERDICT_ALREADY_CONFIRMED) {
+          v = 'A';
+        } else if (r.error_reason() == v1::ERROR_REASON_LEASE_LOST) {
+          v = 'L';
+        } else if (r.error_reason() == v1::ERROR_REASON_NOT_CLAIMED) {
+          v = 'N';
+        }
+        acks << "F " << fetch.urls[i] << " " << v << " " << answered_us << " " << fetch.token
+             << "\n";
+      }
+      return;
+    }
+    ++totals->gave_up;
+    for (const std::string& url : fetch.urls) acks << "X " << url << "\n";
+  }
+
   void Work(int thread) {
     Rng rng(Mix(seed_ ^ Mix(static_cast<uint64_t>(id_ * 1000 + thread + 1))));
-    // Every NEW this thread was answered, one line each.
+    // Which NEW URLs go unconfirmed and when fetches end: a stream of its
+    // own, so that leases do not change the workload's draws.
+    Rng lease_rng(Mix(~seed_ ^ Mix(static_cast<uint64_t>(id_ * 1000 + thread + 1))));
+    // Claim ids are random, as the client library's are.
+    std::mt19937_64 claim_id_gen(std::random_device{}());
+    // Every NEW this thread was answered, and the leases' fates, one line
+    // each (Verify reads them).
     std::ofstream acks(WorkPath(work_, absl::StrCat("acks_", id_, "_", thread)), std::ios::trunc);
-    const std::string port_file = WorkPath(work_, "server.port");
-    const int deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
+    Connection conn(WorkPath(work_, "server.port"));
     const double own_fraction = absl::GetFlag(FLAGS_own_fraction);
     const absl::Duration interval =
         absl::Seconds(1.0 / std::max(0.001, absl::GetFlag(FLAGS_calls_per_sec)));
-    int port = 0;
-    std::unique_ptr<v1::Dedup::Stub> stub;
     absl::Time next_call = absl::Now();
     // Unique ids of this thread: client, thread and a sequence number.
     const uint64_t own_base =
         (static_cast<uint64_t>(id_) << 48) | (static_cast<uint64_t>(thread) << 40);
     uint64_t seq = 0;
+    uint64_t url_calls = 0;  // names the CheckUrl calls: token <client>.<thread>.<n>
+    ThreadTotals totals;
+    std::multimap<absl::Time, PendingFetch> fetches;  // by when they end
     while (NowMs() < end_ms_) {
+      while (!fetches.empty() && fetches.begin()->first <= absl::Now()) {
+        Confirm(&conn, fetches.begin()->second, acks, &totals);
+        fetches.erase(fetches.begin());
+      }
       const absl::Time now = absl::Now();
       if (next_call > now) absl::SleepFor(next_call - now);
       next_call = std::max(next_call + interval, absl::Now() - interval);
-      const int current = ReadPort(port_file);
-      if (current == 0) {
+      if (conn.Get() == nullptr) {
         absl::SleepFor(absl::Milliseconds(20));  // the server restarts
         continue;
       }
-      if (current != port || stub == nullptr) {
-        port = current;
-        grpc::ChannelArguments args;
-        args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-        stub = v1::Dedup::NewStub(grpc::CreateCustomChannel(
-            absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials(), args));
-      }
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
       const int op = rng.Below(10);
-      const absl::Time sent = absl::Now();
-      grpc::Status s;
+      Sent sent;
+      grpc::Status s;  // sent.status, or the answer found wrong
       int64_t items = 0;
       if (op < 5) {
         v1::CheckUrlRequest request;
@@ -284,16 +511,67 @@ class Client {
                   ? SharedUrl(rng.Below(kSharedUrls))
                   : absl::StrCat("https://c", id_, ".example/t", thread, "/", seq++));
         }
+        if (claim_ids_) {
+          std::string claim_id(16, '\0');
+          for (char& c : claim_id) c = static_cast<char>(claim_id_gen() & 0xff);
+          request.set_claim_id(std::move(claim_id));
+        }
+        if (lease_seconds_ > 0) request.set_lease_seconds(static_cast<uint32_t>(lease_seconds_));
+        const std::string token = absl::StrCat(id_, ".", thread, ".", url_calls++);
         v1::CheckUrlResponse response;
-        s = stub->CheckUrl(&ctx, request, &response);
+        sent = Send(&conn, claim_ids_, [&](v1::Dedup::Stub* stub, grpc::ClientContext* ctx) {
+          response.Clear();
+          return stub->CheckUrl(ctx, request, &response);
+        });
+        s = sent.status;
         if (s.ok() && response.results_size() != request.items_size()) {
           s = grpc::Status(grpc::StatusCode::INTERNAL, "wrong result count");
         }
         if (s.ok()) {
           items = response.results_size();
+          if (sent.attempts > 1) ++totals.retried_ok;
+          PendingFetch fetch{request.claim_id(), token, {}};
           for (const v1::UrlResult& r : response.results()) {
-            if (r.verdict() == v1::URL_VERDICT_NEW) acks << "U " << r.normalized_url() << "\n";
+            if (r.verdict() != v1::URL_VERDICT_NEW) continue;
+            // The claim's time on the server: its lease's start (a reclaim's
+            // first_seen_time is the URL's first claim), or first_seen_time.
+            int64_t claim_us = Micros(r.first_seen_time());
+            const int64_t expire_us = r.has_lease_expire_time() ? Micros(r.lease_expire_time()) : 0;
+            if (lease_seconds_ > 0) {
+              if (!r.has_lease_expire_time()) {
+                std::cerr << "soak client " << id_ << ": NEW without lease_expire_time for "
+                          << r.normalized_url() << "\n";
+                failed_ = true;
+              }
+              claim_us = expire_us - int64_t{lease_seconds_} * 1000000;
+            }
+            acks << "U " << r.normalized_url() << " " << token << " " << (r.reclaimed() ? 1 : 0)
+                 << " " << absl::ToUnixMicros(sent.first_sent) << " " << claim_us << " "
+                 << expire_us << "\n";
+            if (sent.attempts > 1) {
+              ++totals.retried_new;
+              // Claimed before the last attempt was sent: by an earlier
+              // one, whose reply was lost (both times floored to 1 us).
+              if (claim_us < absl::ToUnixMicros(sent.last_sent)) ++totals.recovered;
+            }
+            if (lease_seconds_ > 0) {
+              if (lease_rng.Unit() < unconfirmed_fraction_) {
+                acks << "D " << r.normalized_url() << " " << token << "\n";
+              } else {
+                fetch.urls.push_back(r.normalized_url());
+              }
+            }
           }
+          if (!fetch.urls.empty()) {
+            const absl::Time due =
+                absl::Now() + absl::Milliseconds(kFetchMinMs + lease_rng.Below(kFetchSpreadMs + 1));
+            fetches.emplace(due, std::move(fetch));
+          }
+        } else if (sent.attempts > 0) {
+          // Never answered: the server may hold claims of these URLs that
+          // no client knows of.
+          ++totals.gave_up;
+          for (const v1::UrlItem& item : request.items()) acks << "G " << item.url() << "\n";
         }
       } else if (op < 8) {
         v1::CheckContentRequest request;
@@ -309,7 +587,10 @@ class Client {
           item->set_text(DocText(ids.back().first, ids.back().second, seed_));
         }
         v1::CheckContentResponse response;
-        s = stub->CheckContent(&ctx, request, &response);
+        sent = Send(&conn, /*retry=*/false, [&](v1::Dedup::Stub* stub, grpc::ClientContext* ctx) {
+          return stub->CheckContent(ctx, request, &response);
+        });
+        s = sent.status;
         if (s.ok() && response.results_size() != request.items_size()) {
           s = grpc::Status(grpc::StatusCode::INTERNAL, "wrong result count");
         }
@@ -338,7 +619,10 @@ class Client {
           request.add_chunks()->set_text(ChunkText(ids.back().first, ids.back().second, seed_));
         }
         v1::CheckChunksResponse response;
-        s = stub->CheckChunks(&ctx, request, &response);
+        sent = Send(&conn, /*retry=*/false, [&](v1::Dedup::Stub* stub, grpc::ClientContext* ctx) {
+          return stub->CheckChunks(ctx, request, &response);
+        });
+        s = sent.status;
         if (s.ok() && response.results_size() != request.chunks_size()) {
           s = grpc::Status(grpc::StatusCode::INTERNAL, "wrong result count");
         }
@@ -353,18 +637,23 @@ class Client {
           }
         }
       }
-      Record(items, s.ok(), absl::Now() - sent);
-      if (!s.ok()) {
-        if (s.error_code() != grpc::StatusCode::UNAVAILABLE &&
-            s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED &&
-            s.error_code() != grpc::StatusCode::CANCELLED) {
-          std::cerr << "soak client " << id_ << ": " << CodeName(s.error_code()) << ": "
-                    << s.error_message() << "\n";
-        }
-        stub.reset();  // reconnect (the server may have a new port)
+      if (s.ok()) {
+        Record(items, true, sent.latency);
+      } else if (sent.status.ok()) {
+        Record(0, false, sent.latency);  // answered, but wrongly
         absl::SleepFor(absl::Milliseconds(20));
       }
     }
+    // The fetches still running finish (the server is not killed in the
+    // run's last second).
+    while (!fetches.empty()) {
+      const absl::Time due = fetches.begin()->first;
+      if (due > absl::Now()) absl::SleepFor(due - absl::Now());
+      Confirm(&conn, fetches.begin()->second, acks, &totals);
+      fetches.erase(fetches.begin());
+    }
+    acks << "T " << totals.retried_ok << " " << totals.retried_new << " " << totals.recovered << " "
+         << totals.gave_up << "\n";
     acks.flush();
     if (!acks) {
       std::cerr << "soak client " << id_ << ": cannot write acks\n";
@@ -377,6 +666,10 @@ class Client {
   const uint64_t seed_;
   const int64_t start_ms_, end_ms_;
   const int last_minute_;  // the number of the run's last minute
+  const int deadline_ms_;
+  const bool claim_ids_;
+  const int lease_seconds_;  // 0: none
+  const double unconfirmed_fraction_;
   std::atomic<bool> failed_{false};
   absl::Mutex mu_;
   std::map<int, MinuteStats> minutes_ ABSL_GUARDED_BY(mu_);
@@ -459,7 +752,10 @@ class Coordinator {
           absl::StrCat("--client_threads=", absl::GetFlag(FLAGS_client_threads)),
           absl::StrCat("--calls_per_sec=", absl::GetFlag(FLAGS_calls_per_sec)),
           absl::StrCat("--deadline_ms=", absl::GetFlag(FLAGS_deadline_ms)),
-          absl::StrCat("--own_fraction=", absl::GetFlag(FLAGS_own_fraction))};
+          absl::StrCat("--own_fraction=", absl::GetFlag(FLAGS_own_fraction)),
+          absl::StrCat("--url_claim_ids=", absl::GetFlag(FLAGS_url_claim_ids) ? "true" : "false"),
+          absl::StrCat("--url_lease_seconds=", absl::GetFlag(FLAGS_url_lease_seconds)),
+          absl::StrCat("--unconfirmed_fraction=", absl::GetFlag(FLAGS_unconfirmed_fraction))};
       // /proc/self/exe resolves in the child to this same program.
       const pid_t pid = Spawn(argv, WorkPath(work_, absl::StrCat("client_", c, ".log")));
       if (pid < 0) {
@@ -488,10 +784,12 @@ class Coordinator {
       }
       absl::SleepFor(absl::Milliseconds(250));
     }
-    // Let the clients finish (bounded), then the remaining minutes.
+    // Let the clients finish (bounded: a call's resends, then its fetch's),
+    // then the remaining minutes.
     bool clients_ok = true;
     const absl::Time give_up =
-        absl::Now() + absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms) + 30000);
+        absl::Now() + 2 * (kRetryWindow + absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms))) +
+        absl::Seconds(10);
     for (pid_t pid : client_pids) {
       int status = 0;
       while (waitpid(pid, &status, WNOHANG) == 0) {
@@ -518,13 +816,20 @@ class Coordinator {
     std::cout << absl::StrFormat(
                      "soak_total secs=%d clients=%d kills=%d ops=%d items=%d errors=%d "
                      "acked_urls=%d acked_texts=%d acked_chunks=%d lost=%d double_new=%d "
-                     "restart_ms_max=%d rss_first_min_mb=%.1f rss_last_min_mb=%.1f",
+                     "restart_ms_max=%d rss_first_min_mb=%.1f rss_last_min_mb=%.1f "
+                     "retried_ok=%d retried_new=%d recovered=%d gave_up=%d reclaimed=%d "
+                     "confirmed=%d dropped=%d lease_lost=%d bad_reclaims=%d confirmed_twice=%d "
+                     "not_reoffered=%d",
                      (end_ms_ - start_ms_) / 1000, clients, kills_, total_ops_, total_items_,
                      total_errors_, v.urls, v.texts, v.chunks, v.lost, v.double_new,
-                     restart_ms_max_, first_rss / 1024.0, last_rss / 1024.0)
+                     restart_ms_max_, first_rss / 1024.0, last_rss / 1024.0, v.retried_ok,
+                     v.retried_new, v.recovered, v.gave_up, v.reclaimed, v.confirmed, v.dropped,
+                     v.lease_lost, v.bad_reclaims, v.confirmed_twice, v.not_reoffered)
               << std::endl;
     for (const std::string& e : v.examples) std::cerr << "soak: " << e << "\n";
-    if (server_failed || !clients_ok || !v.ok || v.lost != 0 || v.double_new != 0) {
+    const bool violations = v.lost != 0 || v.double_new != 0 || v.bad_reclaims != 0 ||
+                            v.confirmed_twice != 0 || v.not_reoffered != 0;
+    if (server_failed || !clients_ok || !v.ok || violations) {
       std::cerr << "soak: FAILED (server_failed=" << server_failed << " clients_ok=" << clients_ok
                 << " verified=" << v.ok << ")\n";
       return 1;
@@ -544,7 +849,32 @@ class Coordinator {
   struct Verdict {
     bool ok = false;
     int64_t urls = 0, texts = 0, chunks = 0, lost = 0, double_new = 0;
-    std::vector<std::string> examples;  // the first few losses
+    // From the clients' ThreadTotals.
+    int64_t retried_ok = 0, retried_new = 0, recovered = 0, gave_up = 0;
+    // Leases: reclaims (distinct claims), CONFIRMED answers, URLs left
+    // unconfirmed on purpose, confirmations answered LEASE_LOST.
+    int64_t reclaimed = 0, confirmed = 0, dropped = 0, lease_lost = 0;
+    // Violations (each must be 0).
+    int64_t bad_reclaims = 0, confirmed_twice = 0, not_reoffered = 0;
+    std::vector<std::string> examples;  // the first few violations
+  };
+
+  // One NEW answer of a URL ("U" line).
+  struct UrlClaimLog {
+    std::string token;  // the CheckUrl call (one claim id, its resends alike)
+    bool reclaimed = false;
+    int64_t sent_us = 0;    // the call's first attempt was sent (client clock)
+    int64_t claim_us = 0;   // the claim on the server (its clock: the same)
+    int64_t expire_us = 0;  // its lease's end; 0: no lease
+  };
+
+  // What the clients saw of one URL.
+  struct UrlHistory {
+    std::vector<UrlClaimLog> claims;    // its NEW answers, one per call
+    std::vector<int64_t> confirmed_us;  // when CONFIRMED answers arrived
+    std::vector<std::string> dropped;   // tokens of claims left unconfirmed
+    bool already_confirmed = false;     // an ALREADY_CONFIRMED answer
+    bool not_claimed = false;           // a NOT_CLAIMED answer
   };
 
   int MinutesOf(int64_t end_ms) const {
@@ -657,11 +987,67 @@ class Coordinator {
     return true;
   }
 
+  // CheckClaims counts what the clients' own answers of one URL show
+  // (before any PEEK): double NEWs, reclaims and bad ones, CONFIRMED twice.
+  // `unknown`: a call with the URL was never answered, so the server may
+  // hold a claim of it that no line shows.
+  void CheckClaims(const std::string& url, const UrlHistory& h, bool unknown, Verdict* v) const {
+    const int64_t lease_us = int64_t{absl::GetFlag(FLAGS_url_lease_seconds)} * 1000000;
+    auto violation = [&](int64_t* counter, const std::string& what) {
+      ++*counter;
+      if (v->examples.size() < 10) v->examples.push_back(absl::StrCat(what, ": url ", url));
+    };
+    // A resend with the same claim id answered NEW again is the same claim:
+    // only claims of different calls count.
+    std::set<std::string> plain, reclaims;
+    for (const UrlClaimLog& c : h.claims) (c.reclaimed ? reclaims : plain).insert(c.token);
+    if (plain.size() > 1) violation(&v->double_new, "NEW to two claims");
+    v->reclaimed += static_cast<int64_t>(reclaims.size());
+    if (h.confirmed_us.size() > 1) violation(&v->confirmed_twice, "CONFIRMED twice");
+    for (const UrlClaimLog& r : h.claims) {
+      if (!r.reclaimed) continue;
+      if (lease_us == 0) {
+        violation(&v->bad_reclaims, "reclaimed without leases");
+        continue;
+      }
+      if (plain.count(r.token) != 0) {
+        violation(&v->bad_reclaims, "one claim answered NEW and reclaimed");
+        continue;
+      }
+      // Confirmed (answer received) before the reclaim's first attempt was
+      // sent: the URL was SEEN for good by then.
+      if (std::any_of(h.confirmed_us.begin(), h.confirmed_us.end(),
+                      [&](int64_t c) { return c < r.sent_us; })) {
+        violation(&v->bad_reclaims, "reclaimed after CONFIRMED");
+        continue;
+      }
+      // The claim before this one (server times) must have had its lease
+      // end first. A claim no client saw answered lies between the two
+      // only after that lease ended, so the check holds with it too.
+      const UrlClaimLog* before = nullptr;
+      for (const UrlClaimLog& c : h.claims) {
+        if (c.token != r.token && c.claim_us <= r.claim_us &&
+            (before == nullptr || c.claim_us > before->claim_us)) {
+          before = &c;
+        }
+      }
+      if (before == nullptr) {
+        if (!unknown) violation(&v->bad_reclaims, "reclaimed, never claimed before");
+      } else if (before->expire_us == 0 || before->expire_us > r.claim_us) {
+        violation(&v->bad_reclaims,
+                  absl::StrCat("reclaimed at ", r.claim_us, " before the lease of ", before->token,
+                               " ended at ", before->expire_us));
+      }
+    }
+  }
+
   // Verify reads every client's acknowledgements and checks them against
   // the running server with PEEK calls.
   Verdict Verify() {
     Verdict v;
-    std::unordered_map<std::string, int> url_news;
+    const int lease_seconds = absl::GetFlag(FLAGS_url_lease_seconds);
+    std::unordered_map<std::string, UrlHistory> url_history;
+    std::unordered_set<std::string> url_unknown;  // in a call never answered
     // (kind, id) -> owner URL; and the number of NEWs.
     std::map<std::pair<char, uint64_t>, std::pair<std::string, int>> texts;
     std::map<std::pair<char, uint64_t>, std::pair<std::string, int>> chunks;  // owner "doc#id"
@@ -671,8 +1057,39 @@ class Coordinator {
         std::string line;
         while (std::getline(in, line)) {
           std::vector<std::string> f = absl::StrSplit(line, ' ');
-          if (f.size() == 2 && f[0] == "U") {
-            ++url_news[f[1]];
+          auto num = [&f](size_t i) { return std::strtoll(f[i].c_str(), nullptr, 10); };
+          if (f.size() == 7 && f[0] == "U") {
+            url_history[f[1]].claims.push_back({f[2], f[3] == "1", num(4), num(5), num(6)});
+          } else if (f.size() == 3 && f[0] == "D") {
+            url_history[f[1]].dropped.push_back(f[2]);
+            ++v.dropped;
+          } else if (f.size() == 5 && f[0] == "F" && f[2].size() == 1) {
+            UrlHistory& h = url_history[f[1]];
+            switch (f[2][0]) {
+              case 'C':
+                h.confirmed_us.push_back(num(3));
+                ++v.confirmed;
+                break;
+              case 'A':
+                h.already_confirmed = true;
+                break;
+              case 'L':
+                ++v.lease_lost;
+                break;
+              case 'N':
+                h.not_claimed = true;
+                break;
+              default:  // another INVALID: not confirmed, and no verdict on the URL
+                if (v.examples.size() < 10) v.examples.push_back("CompleteUrls INVALID: " + line);
+                break;
+            }
+          } else if (f.size() == 2 && (f[0] == "G" || f[0] == "X")) {
+            url_unknown.insert(f[1]);
+          } else if (f.size() == 5 && f[0] == "T") {
+            v.retried_ok += num(1);
+            v.retried_new += num(2);
+            v.recovered += num(3);
+            v.gave_up += num(4);
           } else if (f.size() == 4 && f[0] == "C" && f[1].size() == 1) {
             auto& [owner, news] = texts[{f[1][0], std::strtoull(f[2].c_str(), nullptr, 10)}];
             if (news++ == 0) owner = f[3];
@@ -686,29 +1103,47 @@ class Coordinator {
         }
       }
     }
-    v.urls = static_cast<int64_t>(url_news.size());
     v.texts = static_cast<int64_t>(texts.size());
     v.chunks = static_cast<int64_t>(chunks.size());
     auto lost = [&v](const std::string& what) {
       ++v.lost;
       if (v.examples.size() < 10) v.examples.push_back("lost: " + what);
     };
-    for (const auto& [url, n] : url_news) v.double_new += n > 1;
+    int64_t last_expire_us = 0;
+    for (const auto& [url, h] : url_history) {
+      v.urls += !h.claims.empty();
+      CheckClaims(url, h, url_unknown.count(url) != 0, &v);
+      for (const UrlClaimLog& c : h.claims) last_expire_us = std::max(last_expire_us, c.expire_us);
+    }
     for (const auto& [id, o] : texts) v.double_new += o.second > 1;
     for (const auto& [id, o] : chunks) v.double_new += o.second > 1;
 
+    // Every lease the clients saw ends before the PEEKs (bounded: a lease
+    // ends at most --url_lease_seconds after now).
+    if (last_expire_us > 0) {
+      const absl::Time until =
+          std::min(absl::FromUnixMicros(last_expire_us) + absl::Milliseconds(100),
+                   absl::Now() + absl::Seconds(lease_seconds + 1));
+      if (until > absl::Now()) absl::SleepFor(until - absl::Now());
+    }
     const int port = ReadPort(WorkPath(work_, "server.port"));
     auto stub = v1::Dedup::NewStub(
         grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
     auto deadline = [] { return std::chrono::system_clock::now() + std::chrono::seconds(60); };
-    // URLs, 1,000 a call.
-    std::vector<const std::string*> urls;
-    for (const auto& [url, n] : url_news) urls.push_back(&url);
+    // URLs, 1,000 a call. Without leases every URL answered NEW is SEEN.
+    // With leases: a URL confirmed (CONFIRMED or ALREADY_CONFIRMED) is SEEN
+    // with no lease pending; any other is SEEN or, its last lease ended
+    // unconfirmed, NEW with reclaimed (a plain NEW has no record: lost); and
+    // a URL whose last claim was left unconfirmed on purpose, with no
+    // confirmation and no unanswered call, is NEW with reclaimed: it comes
+    // back to the next claimant.
+    std::vector<std::pair<const std::string*, const UrlHistory*>> urls;
+    for (const auto& [url, h] : url_history) urls.emplace_back(&url, &h);
     for (size_t start = 0; start < urls.size(); start += 1000) {
       v1::CheckUrlRequest request;
       request.set_mode(v1::CLAIM_MODE_PEEK);
       const size_t end = std::min(urls.size(), start + 1000);
-      for (size_t i = start; i < end; ++i) request.add_items()->set_url(*urls[i]);
+      for (size_t i = start; i < end; ++i) request.add_items()->set_url(*urls[i].first);
       v1::CheckUrlResponse response;
       grpc::ClientContext ctx;
       ctx.set_deadline(deadline());
@@ -718,8 +1153,32 @@ class Coordinator {
         return v;
       }
       for (size_t i = start; i < end; ++i) {
-        if (response.results(static_cast<int>(i - start)).verdict() != v1::URL_VERDICT_SEEN) {
-          lost("url " + *urls[i]);
+        const std::string& url = *urls[i].first;
+        const UrlHistory& h = *urls[i].second;
+        const v1::UrlResult& r = response.results(static_cast<int>(i - start));
+        const bool seen = r.verdict() == v1::URL_VERDICT_SEEN;
+        const bool reoffered = r.verdict() == v1::URL_VERDICT_NEW && r.reclaimed();
+        const bool confirmed = !h.confirmed_us.empty() || h.already_confirmed;
+        if (h.not_claimed) {
+          lost("url " + url + " (CompleteUrls: NOT_CLAIMED)");
+        } else if (lease_seconds == 0) {
+          if (!seen) lost("url " + url);
+        } else if (confirmed) {
+          if (!seen || r.has_lease_expire_time()) lost("url " + url + " (confirmed)");
+        } else if (!seen && !reoffered) {
+          lost("url " + url);
+        } else if (!h.claims.empty() && !reoffered && url_unknown.count(url) == 0) {
+          const UrlClaimLog* last = &h.claims.front();
+          for (const UrlClaimLog& c : h.claims) {
+            if (c.claim_us > last->claim_us) last = &c;
+          }
+          if (std::find(h.dropped.begin(), h.dropped.end(), last->token) != h.dropped.end()) {
+            ++v.not_reoffered;
+            if (v.examples.size() < 10) {
+              v.examples.push_back(absl::StrCat("not re-offered: url ", url, " (lease of ",
+                                                last->token, " ended unconfirmed)"));
+            }
+          }
         }
       }
     }
@@ -825,7 +1284,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "soak: mixed claim load against dedupd with a SIGKILL + restart every "
       "--kill_every; checks that no acknowledged write is lost.\n"
-      "Usage: dedupd_soak --dedupd=PATH [--duration=10m] [--kill_every=60s] [--clients=3]");
+      "Usage: dedupd_soak --dedupd=PATH [--duration=10m] [--kill_every=60s] [--clients=3]\n"
+      "       [--url_claim_ids=true] [--url_lease_seconds=0] [--unconfirmed_fraction=0.1]");
   absl::ParseCommandLine(argc, argv);
   signal(SIGPIPE, SIG_IGN);
   if (absl::GetFlag(FLAGS_client) >= 0) {
@@ -841,6 +1301,13 @@ int main(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_clients) < 1 || absl::GetFlag(FLAGS_client_threads) < 1 ||
       absl::GetFlag(FLAGS_duration) < absl::Seconds(1)) {
     std::cerr << "soak: --clients and --client_threads must be >= 1, --duration >= 1s\n";
+    return 2;
+  }
+  if (absl::GetFlag(FLAGS_url_lease_seconds) < 0 ||
+      absl::GetFlag(FLAGS_url_lease_seconds) > 604800 ||
+      !(absl::GetFlag(FLAGS_unconfirmed_fraction) >= 0 &&
+        absl::GetFlag(FLAGS_unconfirmed_fraction) <= 1)) {
+    std::cerr << "soak: --url_lease_seconds must be 0 to 604800, --unconfirmed_fraction 0 to 1\n";
     return 2;
   }
   std::string work = absl::GetFlag(FLAGS_work_dir);
@@ -861,7 +1328,13 @@ int main(int argc, char** argv) {
             << ", kill every " << absl::FormatDuration(absl::GetFlag(FLAGS_kill_every))
             << ", clients " << absl::GetFlag(FLAGS_clients) << " x "
             << absl::GetFlag(FLAGS_client_threads) << " threads at most "
-            << absl::GetFlag(FLAGS_calls_per_sec) << " calls/s each" << std::endl;
+            << absl::GetFlag(FLAGS_calls_per_sec) << " calls/s each, CheckUrl "
+            << (absl::GetFlag(FLAGS_url_claim_ids) ? "with" : "without") << " claim ids, "
+            << (absl::GetFlag(FLAGS_url_lease_seconds) > 0
+                    ? absl::StrCat(absl::GetFlag(FLAGS_url_lease_seconds), " s leases (",
+                                   absl::GetFlag(FLAGS_unconfirmed_fraction), " unconfirmed)")
+                    : std::string("no leases"))
+            << std::endl;
   int rc = 0;
   {
     dedupd::bench::Coordinator coordinator(work);
