@@ -25,6 +25,7 @@ namespace {
 
 using ::dedupd::testing::IsOk;
 using ::dedupd::testing::StatusIs;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 std::string ReadTestdata(const std::string& name) {
@@ -141,6 +142,8 @@ TEST_F(ChunkEngineTest, BadChunksAreInvalidAndTheRestAreRecorded) {
   // Only the two valid chunks were recorded: a re-send replaces two.
   v1::CheckChunksResponse again = Check("https://docs.example/a", {good}, v1::CLAIM_MODE_PEEK);
   EXPECT_EQ(again.replaced_chunks(), 2u);
+  // "0" is sent again with its text (its vector stays); "intro" is not.
+  EXPECT_THAT(again.removed_chunk_ids(), ElementsAre("intro"));
 }
 
 TEST_F(ChunkEngineTest, AllChunksInvalidRecordsNothing) {

@@ -561,6 +561,7 @@ absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
   absl::Status s = chunk_store_->CheckChunks(doc, claim, options_.clock(), &answer);
   if (!s.ok()) return WithContext(s, claim ? "claim chunks" : "look up chunks");
   response->set_replaced_chunks(answer.replaced_chunks);
+  for (const std::string& id : answer.removed_chunk_ids) response->add_removed_chunk_ids(id);
   for (size_t j = 0; j < doc.chunks.size(); ++j) {
     const ChunkOutcome& o = answer.outcomes[j];
     v1::ChunkResult* result = response->mutable_results(chunk_item[j]);

@@ -76,6 +76,11 @@ struct ChunkAnswer {
   // How many chunk records of an earlier version of the document the call
   // replaced (claim) or would replace (peek).
   size_t replaced_chunks = 0;
+  // The ids of the stored chunks this call removed (claim) or would remove
+  // (peek): those of the earlier version whose id the call does not send
+  // again with the same text (SHA-256), in the stored order. The caller
+  // deletes exactly their vectors; a chunk sent again unchanged keeps its.
+  std::vector<std::string> removed_chunk_ids;
 };
 
 // ChunkStore: implementations are thread-safe.

@@ -113,9 +113,12 @@ std::string ChunksLine(const dedupd::v1::CheckChunksResponse& response) {
   for (const dedupd::v1::ChunkResult& r : response.results()) {
     chunks.push_back(ChunkJson(r));
   }
+  std::vector<absl::string_view> removed(response.removed_chunk_ids().begin(),
+                                         response.removed_chunk_ids().end());
   JsonObjectWriter json;
   json.String("document_url", response.document_url())
       .Uint("replaced_chunks", response.replaced_chunks())
+      .StringArray("removed_chunk_ids", removed)
       .RawArray("chunks", chunks);
   return std::move(json).Finish();
 }

@@ -703,7 +703,7 @@ std::string DupChunk(absl::string_view id, absl::string_view text, absl::string_
 std::string DocumentLine(absl::string_view url, int replaced,
                          const std::vector<std::string>& chunks) {
   return absl::StrCat(R"({"document_url":")", url, R"(","replaced_chunks":)", replaced,
-                      R"(,"chunks":[)", absl::StrJoin(chunks, ","), "]}");
+                      R"(,"removed_chunk_ids":[],"chunks":[)", absl::StrJoin(chunks, ","), "]}");
 }
 
 class DedupctlChunksTest : public DedupctlUrlTest {

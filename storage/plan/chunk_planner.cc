@@ -504,6 +504,15 @@ absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim, absl::Time 
   if (stored.has_value()) {
     planner.CountOwnOld(*stored);
     plan->answer.replaced_chunks = stored->chunks.size();
+    absl::flat_hash_map<absl::string_view, const Sha256Digest*> sent;
+    sent.reserve(doc.chunks.size());
+    for (const ChunkInput& c : doc.chunks) sent.emplace(c.chunk_id, &c.sha256);
+    for (const StoredChunk& old : stored->chunks) {
+      auto it = sent.find(old.chunk_id);
+      if (it == sent.end() || *it->second != old.sha256) {
+        plan->answer.removed_chunk_ids.push_back(old.chunk_id);
+      }
+    }
   }
   ChunkAges ages = CarryStoredAges(doc, stored, t);
   DEDUPD_RETURN_IF_ERROR(AnswerChunks(doc, claim, &planner, reader, &ages, &plan->answer));

@@ -24,7 +24,9 @@ void ChunkStoreConformanceTest::TearDown() { harness_.reset(); }
 
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 using ::testing::SizeIs;
 
 absl::Time T(int64_t seconds) { return absl::UnixEpoch() + absl::Seconds(seconds); }
@@ -108,6 +110,7 @@ TEST_P(ChunkStoreConformanceTest, ResendingReplacesInsteadOfDuplicatingItself) {
   Claim(chunks(), doc, T(100));
   ChunkAnswer again = Claim(chunks(), doc, T(200));
   EXPECT_EQ(again.replaced_chunks, 2u);
+  EXPECT_THAT(again.removed_chunk_ids, IsEmpty()) << "sent again unchanged: every vector stays";
   for (const ChunkOutcome& o : again.outcomes) {
     EXPECT_EQ(o.verdict, ChunkVerdict::kNew);
     EXPECT_EQ(o.first_seen, T(100)) << "a re-sent text keeps its age";
@@ -118,6 +121,7 @@ TEST_P(ChunkStoreConformanceTest, ResendingReplacesInsteadOfDuplicatingItself) {
       Claim(chunks(),
             Doc("https://a/", {Chunk("0", "t1-edited", kFp ^ 1), Chunk("1", "t2", kFarA)}), T(300));
   EXPECT_EQ(edited.outcomes[0].verdict, ChunkVerdict::kNew);
+  EXPECT_THAT(edited.removed_chunk_ids, ElementsAre("0")) << "its text changed";
   EXPECT_EQ(edited.outcomes[0].first_seen, T(300));
   EXPECT_EQ(edited.outcomes[1].first_seen, T(100));
   // The replaced text is gone: nothing matches it any more.
@@ -147,6 +151,27 @@ TEST_P(ChunkStoreConformanceTest, OwnershipPassesToTheNextHolderWhenTheOwnerDrop
   ChunkAnswer c = Peek(chunks(), Doc("https://c/", {Chunk("0", "t1", kFp)}));
   ExpectDuplicate(c.outcomes[0], ChunkVerdict::kExactDuplicate, "https://b/", "7", 0);
   EXPECT_EQ(c.outcomes[0].first_seen, T(200));
+}
+
+TEST_P(ChunkStoreConformanceTest, RemovedChunkIdsAreTheStoredChunksNotSentAgainUnchanged) {
+  Claim(chunks(),
+        Doc("https://a/", {Chunk("a", "t1", kFp), Chunk("b", "t2", kFarA), Chunk("c", "t3", ~kFp)}),
+        T(100));
+  // b's text changes, c is gone, d is new; a is sent again unchanged.
+  const ChunkDocument next =
+      Doc("https://a/", {Chunk("d", "t4", kFarA ^ 0xff00), Chunk("b", "t2x", kFarA ^ 0xf0f0f0),
+                         Chunk("a", "t1", kFp)});
+  EXPECT_THAT(Peek(chunks(), next).removed_chunk_ids, ElementsAre("b", "c"))
+      << "a peek says what a claim would remove";
+  ChunkAnswer claimed = Claim(chunks(), next, T(200));
+  EXPECT_THAT(claimed.removed_chunk_ids, ElementsAre("b", "c"));
+  EXPECT_EQ(claimed.replaced_chunks, 3u);
+  EXPECT_THAT(Claim(chunks(), Doc("https://a/", {}), T(300)).removed_chunk_ids,
+              ElementsAre("d", "b", "a"))
+      << "an empty resend removes every stored chunk, in stored order";
+  EXPECT_THAT(Claim(chunks(), Doc("https://new/", {Chunk("0", "t9", kFp ^ 0xff)}), T(300))
+                  .removed_chunk_ids,
+              IsEmpty());
 }
 
 TEST_P(ChunkStoreConformanceTest, EmptyResendDeletesTheDocumentsChunks) {
