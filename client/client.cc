@@ -322,12 +322,19 @@ absl::StatusOr<std::vector<dedupd::v1::CompleteResult>> DedupClient::CompleteUrl
 absl::StatusOr<std::vector<dedupd::v1::ContentResult>> DedupClient::CheckContent(
     absl::Span<const dedupd::v1::ContentItem> items, dedupd::v1::ClaimMode mode,
     const ProgressCallback& progress) const {
+  return CheckContent(items, mode, ContentCheckOptions(), progress);
+}
+
+absl::StatusOr<std::vector<dedupd::v1::ContentResult>> DedupClient::CheckContent(
+    absl::Span<const dedupd::v1::ContentItem> items, dedupd::v1::ClaimMode mode,
+    const ContentCheckOptions& content_options, const ProgressCallback& progress) const {
   dedupd::v1::Dedup::Stub* stub = rpc_->stub.get();
   return CheckBatched<dedupd::v1::CheckContentRequest, dedupd::v1::CheckContentResponse,
                       dedupd::v1::ContentItem, dedupd::v1::ContentResult>(
       options_, "CheckContent", items,
-      [mode](size_t, absl::BitGen&, dedupd::v1::CheckContentRequest* request) {
+      [&](size_t, absl::BitGen&, dedupd::v1::CheckContentRequest* request) {
         request->set_mode(mode);
+        request->set_namespace_(content_options.name_space);
       },
       [stub](grpc::ClientContext* context, const dedupd::v1::CheckContentRequest& request,
              dedupd::v1::CheckContentResponse* response) {

@@ -133,6 +133,13 @@ struct UrlCheckOptions {
   std::string claim_id;
 };
 
+// What a CheckContent call asks besides its items and mode.
+struct ContentCheckOptions {
+  // The namespace of the texts (CheckContentRequest.namespace). Default:
+  // the empty one.
+  std::string name_space;
+};
+
 // Called by CheckUrls and CheckContent after each request is answered, on the calling
 // thread, with the number of items answered so far and the span's size.
 using ProgressCallback = std::function<void(size_t done, size_t total)>;
@@ -240,6 +247,10 @@ class DedupClient {
   absl::StatusOr<std::vector<dedupd::v1::ContentResult>> CheckContent(
       absl::Span<const dedupd::v1::ContentItem> items, dedupd::v1::ClaimMode mode,
       const ProgressCallback& progress = nullptr) const;
+  // The same, in a namespace.
+  absl::StatusOr<std::vector<dedupd::v1::ContentResult>> CheckContent(
+      absl::Span<const dedupd::v1::ContentItem> items, dedupd::v1::ClaimMode mode,
+      const ContentCheckOptions& content_options, const ProgressCallback& progress = nullptr) const;
 
   // CheckChunks sends one document's chunks (`request`: document_url,
   // chunks, optional max_hamming_distance, mode) in one request, retrying

@@ -220,14 +220,12 @@ absl::Status Engine::CheckUrl(const v1::CheckUrlRequest& request,
       *result->mutable_lease_expire_time() = ToTimestamp(*c.lease_until);
     }
   }
-  if (approximate || content_store_ == nullptr || !options->name_space.empty()) {
-    return absl::OkStatus();
-  }
-  return AddFetches(keys, key_item, claims, response);
+  if (approximate || content_store_ == nullptr) return absl::OkStatus();
+  return AddFetches(options->name_space, keys, key_item, claims, response);
 }
 
-absl::Status Engine::AddFetches(absl::Span<const std::string> keys, absl::Span<const int> key_item,
-                                absl::Span<const UrlClaim> claims,
+absl::Status Engine::AddFetches(absl::string_view name_space, absl::Span<const std::string> keys,
+                                absl::Span<const int> key_item, absl::Span<const UrlClaim> claims,
                                 v1::CheckUrlResponse* response) const {
   // The fetch records of the URLs answered SEEN or DUE: what a re-crawl
   // needs to skip an unchanged page.
@@ -240,7 +238,7 @@ absl::Status Engine::AddFetches(absl::Span<const std::string> keys, absl::Span<c
   }
   if (recorded.empty()) return absl::OkStatus();
   std::vector<std::optional<FetchRecord>> fetches;
-  absl::Status s = content_store_->LookupFetches(recorded, &fetches);
+  absl::Status s = content_store_->LookupFetches(name_space, recorded, &fetches);
   if (!s.ok()) return WithContext(s, "look up the fetches of URLs");
   for (size_t j = 0; j < recorded.size(); ++j) {
     if (!fetches[j].has_value()) continue;
@@ -335,6 +333,7 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
   }
   const int n = request.items_size();
   if (absl::Status s = CheckBatchSize(n); !s.ok()) return s;
+  DEDUPD_RETURN_IF_ERROR(CheckNamespace(request.namespace_()));
   response->clear_results();
   response->mutable_results()->Reserve(n);
   const int index_limit = content_store_->max_near_distance();
@@ -398,6 +397,7 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
     result->set_content_hash(Sha256Hex(fp->sha256));
     result->set_simhash(fp->simhash);
     ContentDoc doc;
+    doc.name_space = request.namespace_();
     doc.etag = item.etag();
     doc.last_modified = item.last_modified();
     doc.identity_url = std::move(identity);
@@ -425,8 +425,10 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
       urls.push_back(d.identity_url);
       if (d.fetched_url != d.identity_url) urls.push_back(d.fetched_url);
     }
+    UrlClaimOptions url_options;
+    url_options.name_space = request.namespace_();
     std::vector<UrlClaim> ignored;
-    s = store_->ClaimUrls(urls, options_.clock(), &ignored);
+    s = store_->Claim(url_options, urls, options_.clock(), &ignored);
     if (!s.ok()) return WithContext(s, "record content URLs in the URL seen-set");
   }
   if (claim && !store_->approximate()) {
@@ -439,7 +441,7 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
     fetched.reserve(docs.size());
     for (const ContentDoc& d : docs) fetched.push_back(d.fetched_url);
     std::vector<UrlCompletion> ignored;
-    store_->Complete("", 0, fetched, &ignored).IgnoreError();
+    store_->Complete(request.namespace_(), 0, fetched, &ignored).IgnoreError();
   }
   for (size_t j = 0; j < docs.size(); ++j) {
     const ContentOutcome& o = outcomes[j];
@@ -493,6 +495,7 @@ absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
                                                    options_.max_batch_items,
                                                    " per request (--max_batch_items)"));
   }
+  DEDUPD_RETURN_IF_ERROR(CheckNamespace(request.namespace_()));
   if (request.document_url().empty()) {
     return absl::InvalidArgumentError("document_url: is empty (the document's URL is required)");
   }
@@ -510,6 +513,7 @@ absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
 
   ChunkDocument doc;
   doc.document_url = *std::move(url);
+  doc.name_space = request.namespace_();
   doc.chunks.reserve(static_cast<size_t>(n));
   std::vector<int> chunk_item;  // doc.chunks[j] belongs to chunks[chunk_item[j]]
   chunk_item.reserve(static_cast<size_t>(n));

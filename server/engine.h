@@ -136,8 +136,9 @@ class Engine {
   // Sets the fetch fields (last_changed_time, content_hash, etag,
   // last_modified) of the SEEN and DUE results among keys (keys[j] is
   // results[key_item[j]], claimed as claims[j]).
-  absl::Status AddFetches(absl::Span<const std::string> keys, absl::Span<const int> key_item,
-                          absl::Span<const UrlClaim> claims, v1::CheckUrlResponse* response) const;
+  absl::Status AddFetches(absl::string_view name_space, absl::Span<const std::string> keys,
+                          absl::Span<const int> key_item, absl::Span<const UrlClaim> claims,
+                          v1::CheckUrlResponse* response) const;
   // The Hamming distance an item or request asks for (`has`: whether it set
   // one), or the default; InvalidArgument naming the limit when above
   // `index_limit`.

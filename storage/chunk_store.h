@@ -48,6 +48,11 @@ struct ChunkDocument {
   std::string document_url;
   // REQUIRES: chunk ids pairwise distinct.
   std::vector<ChunkInput> chunks;
+  // The namespace the document belongs to (CheckNamespace). Chunks of
+  // different namespaces never see each other; a document URL names one
+  // document per namespace. Last, with an initializer, so that
+  // `ChunkDocument{url, chunks}` names the empty namespace.
+  std::string name_space{};
 };
 
 enum class ChunkVerdict { kNew, kExactDuplicate, kNearDuplicate };

@@ -1,6 +1,7 @@
 #include "storage/content_store.h"
 
 #include "absl/strings/str_cat.h"
+#include "storage/url_store.h"
 
 namespace dedupd {
 
@@ -8,6 +9,14 @@ absl::Status CheckContentDocs(absl::Span<const ContentDoc> docs, int max_near_di
   for (size_t i = 0; i < docs.size(); ++i) {
     const ContentDoc& d = docs[i];
     absl::string_view problem;
+    if (absl::Status ns = CheckNamespace(d.name_space); !ns.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("doc ", i, " of the batch: ", ns.message()));
+    }
+    if (d.name_space != docs[0].name_space) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("doc ", i, " of the batch: namespace \"", d.name_space,
+                       "\" is not doc 0's \"", docs[0].name_space, "\" (one namespace per batch)"));
+    }
     if (d.identity_url.empty()) {
       problem = "identity_url is empty";
     } else if (d.fetched_url.empty()) {

@@ -25,6 +25,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "core/text/sha256.h"
@@ -33,6 +34,11 @@ namespace dedupd {
 
 // One document to check: its identity and its text's fingerprints.
 struct ContentDoc {
+  // The namespace the document belongs to (CheckNamespace: empty, or 1 to
+  // 64 bytes of [A-Za-z0-9._-]). Texts, aliases, fetch records and seen
+  // URLs of different namespaces never see each other. Every doc of one
+  // CheckContent batch names the same namespace.
+  std::string name_space;
   // The normalized URL that identifies the document: its canonical URL when
   // the page names one, else the fetched URL. Non-empty.
   std::string identity_url;
@@ -201,13 +207,18 @@ class ContentStore {
   virtual int max_near_distance() const = 0;
 
   // LookupFetches sets (*fetches)[i] to the fetch record of the normalized
-  // URL urls[i] (its last checked text, when that text changed, and the
-  // fetch's validators), nullopt when none is stored. Records nothing.
-  // Errors: Unavailable, DataLoss, Internal.
-  virtual absl::Status LookupFetches(absl::Span<const std::string> urls,
+  // URL urls[i] in `name_space` (its last checked text, when that text
+  // changed, and the fetch's validators), nullopt when none is stored.
+  // Records nothing.
+  // Errors: InvalidArgument for a bad namespace (CheckNamespace);
+  // Unavailable, DataLoss, Internal.
+  virtual absl::Status LookupFetches(absl::string_view name_space,
+                                     absl::Span<const std::string> urls,
                                      std::vector<std::optional<FetchRecord>>* fetches) = 0;
 
-  // Forget removes `normalized_url` from the store, leaving no record that
+  // Forget removes `normalized_url` of the empty namespace from the store
+  // (a named namespace is dropped whole, not forgotten URL by URL), leaving
+  // no record that
   // names it: its seen-set record (when the backend is also the UrlStore),
   // its fetch record, its alias records (those texts keep their owner, with
   // one alias less), and each text it owns: when other URLs served the same
@@ -232,7 +243,8 @@ inline constexpr size_t kMaxValidatorBytes = 1024;
 
 // CheckContentDocs returns InvalidArgument naming the first doc of `docs`
 // that breaks a REQUIRES of ContentDoc ("doc 3 of the batch: identity_url
-// is empty"), OK otherwise. Every backend checks its input with it.
+// is empty"), or a namespace other than doc 0's, OK otherwise. Every
+// backend checks its input with it.
 absl::Status CheckContentDocs(absl::Span<const ContentDoc> docs, int max_near_distance);
 
 }  // namespace dedupd

@@ -166,6 +166,7 @@ class ChunksJob : public BatchJob {
         request.set_max_hamming_distance(*options_.max_hamming_distance);
       }
       request.set_mode(options_.mode);
+      request.set_namespace_(options_.name_space);
       absl::StatusOr<dedupd::v1::CheckChunksResponse> response = client.CheckChunks(request);
       if (response.ok()) {
         out = ChunksLine(*response);

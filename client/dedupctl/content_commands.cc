@@ -212,7 +212,9 @@ class ContentJob : public BatchJob {
     return SendAndPrint(
         batch_, std::move(items),
         [&](const std::vector<dedupd::v1::ContentItem>& send) {
-          return client.CheckContent(send, options_.mode);
+          ContentCheckOptions content_options;
+          content_options.name_space = options_.name_space;
+          return client.CheckContent(send, options_.mode, content_options);
         },
         [](const dedupd::v1::ContentResult& r) {
           return r.verdict() == dedupd::v1::CONTENT_VERDICT_INVALID;

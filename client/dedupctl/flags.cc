@@ -43,20 +43,21 @@ commands:
                [--namespace NAME] [URL...]
       Confirm leased URLs: CONFIRMED, ALREADY_CONFIRMED or INVALID.
   content check --server ADDR [--batch N] [--deadline SECONDS]
-                [--max_hamming_distance K] [FILE]
+                [--max_hamming_distance K] [--namespace NAME] [FILE]
       Check and record documents: NEW, EXACT_DUPLICATE or NEAR_DUPLICATE.
       Input: JSON lines from FILE (or standard input when FILE is absent or
       "-"), one document a line: {"url": "...", "text": "...",
       "canonical_url": "...", "max_hamming_distance": 3} (url and text
       required). A bad line prints its own error line and the run goes on.
   content check --server ADDR --url URL [--canonical_url URL]
-                [--max_hamming_distance K] [--text_file FILE]
+                [--max_hamming_distance K] [--namespace NAME]
+                [--text_file FILE]
       One document: its whole text is read from --text_file (or standard
       input when absent or "-"), as is.
   content peek ...
       Like content check, but records nothing.
   chunks check --server ADDR [--deadline SECONDS] [--max_hamming_distance K]
-               [FILE]
+               [--namespace NAME] [FILE]
       Check and record each document's chunks (one request per document;
       its chunks replace those stored for it): NEW, EXACT_DUPLICATE or
       NEAR_DUPLICATE of another chunk. Input: JSON lines, one document a
@@ -418,6 +419,7 @@ absl::StatusOr<ContentOptions> ContentFromFlags(absl::string_view sub, const Raw
   ContentOptions options;
   options.mode = Mode(sub);
   DEDUPD_ASSIGN_OR_RETURN(options.server, ServerOptionsFromFlags(raw, "content check/peek", 100));
+  options.name_space = raw.Value("--namespace").value_or("");
   DEDUPD_ASSIGN_OR_RETURN(options.max_hamming_distance,
                           ParseUint32Flag(raw, "--max_hamming_distance", 0));
   // The input rule: --url given means the whole input is one document's
@@ -446,6 +448,7 @@ absl::StatusOr<ChunksOptions> ChunksFromFlags(absl::string_view sub, const RawFl
   ChunksOptions options;
   options.mode = Mode(sub);
   DEDUPD_ASSIGN_OR_RETURN(options.server, ServerOptionsFromFlags(raw, "chunks check/peek", 1));
+  options.name_space = raw.Value("--namespace").value_or("");
   DEDUPD_ASSIGN_OR_RETURN(options.max_hamming_distance,
                           ParseUint32Flag(raw, "--max_hamming_distance", 0));
   DEDUPD_ASSIGN_OR_RETURN(
@@ -545,11 +548,11 @@ const ServerCommand kServerCommands[] = {
     {"content",
      {"check", "peek"},
      {"--server", "--batch", "--deadline", "--url", "--canonical_url", "--text_file",
-      "--max_hamming_distance"},
+      "--max_hamming_distance", "--namespace"},
      [](const std::string& sub, RawFlags raw) { return Wrap(ContentFromFlags(sub, raw)); }},
     {"chunks",
      {"check", "peek"},
-     {"--server", "--deadline", "--max_hamming_distance"},
+     {"--server", "--deadline", "--max_hamming_distance", "--namespace"},
      [](const std::string& sub, RawFlags raw) { return Wrap(ChunksFromFlags(sub, raw)); }},
     {"results",
      {"dedup"},

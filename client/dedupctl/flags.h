@@ -73,6 +73,7 @@ struct ContentOptions {
   std::optional<std::string> url;   // the --url form
   std::optional<std::string> canonical_url;
   std::string text_file = "-";  // with url
+  std::string name_space;       // --namespace
 };
 
 // `chunks check|peek`.
@@ -81,6 +82,7 @@ struct ChunksOptions {
   ServerOptions server;
   std::optional<uint32_t> max_hamming_distance;
   std::optional<std::string> file;  // absent or "-": stdin
+  std::string name_space;           // --namespace
 };
 
 // `results dedup`: the settings each override the input's.

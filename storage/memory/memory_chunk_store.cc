@@ -1,7 +1,9 @@
 #include "storage/memory/memory_chunk_store.h"
 
 #include <limits>
+#include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -12,24 +14,26 @@ namespace dedupd {
 // claims), which the analysis cannot see through the interface.
 class MemoryChunkStore::Reader final : public ChunkStateReader {
  public:
-  explicit Reader(MemoryChunkStore* s) : s_(s) {}
+  // `index`: the namespace's chunk index, nullptr when it has none.
+  Reader(MemoryChunkStore* s, absl::string_view name_space, const SimHashIndex* index)
+      : s_(s), name_space_(name_space), index_(index) {}
 
   absl::StatusOr<std::optional<ChunkManifest>> GetManifest(absl::string_view url) override
       ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    auto it = s_->manifests_.find(url);
+    auto it = s_->manifests_.find(Scoped(name_space_, url));
     if (it == s_->manifests_.end()) return std::nullopt;
     return it->second;
   }
   absl::StatusOr<std::optional<ChunkTextRecord>> GetText(const Sha256Digest& sha) override
       ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    auto it = s_->texts_.find(DigestKey(sha));
+    auto it = s_->texts_.find(Scoped(name_space_, DigestKey(sha)));
     if (it == s_->texts_.end()) return std::nullopt;
     return it->second;
   }
   absl::StatusOr<std::vector<ChunkHolder>> ListHolders(
       const Sha256Digest& sha, size_t limit) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
     std::vector<ChunkHolder> out;
-    auto it = s_->holders_.find(DigestKey(sha));
+    auto it = s_->holders_.find(Scoped(name_space_, DigestKey(sha)));
     if (it == s_->holders_.end()) return out;
     for (const ChunkHolder& h : it->second) {
       if (out.size() == limit) break;
@@ -39,7 +43,11 @@ class MemoryChunkStore::Reader final : public ChunkStateReader {
   }
   std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance, size_t limit,
                                              size_t* total) override {
-    return s_->index_.Query(simhash, max_distance, limit, total);
+    if (index_ == nullptr) {
+      if (total != nullptr) *total = 0;
+      return {};
+    }
+    return index_->Query(simhash, max_distance, limit, total);
   }
   absl::StatusOr<FingerprintRecord> GetTextFingerprint(uint32_t id) override
       ABSL_NO_THREAD_SAFETY_ANALYSIS {
@@ -62,13 +70,36 @@ class MemoryChunkStore::Reader final : public ChunkStateReader {
 
  private:
   MemoryChunkStore* s_;
+  const absl::string_view name_space_;
+  const SimHashIndex* const index_;
   uint32_t allocated_ = 0;
 };
 
 MemoryChunkStore::MemoryChunkStore(int max_near_distance, int index_blocks)
-    : index_(max_near_distance, index_blocks) {}
+    : max_near_distance_(max_near_distance), index_blocks_(index_blocks) {
+  // Checks the layout (REQUIRES) once, for every namespace's index.
+  absl::MutexLock lock(&mu_);
+  GetIndex("");
+}
 
-int MemoryChunkStore::max_near_distance() const { return index_.max_distance(); }
+int MemoryChunkStore::max_near_distance() const { return max_near_distance_; }
+
+std::string MemoryChunkStore::Scoped(absl::string_view name_space, absl::string_view key) {
+  std::string scoped(1, static_cast<char>(name_space.size()));
+  absl::StrAppend(&scoped, name_space, key);
+  return scoped;
+}
+
+const SimHashIndex* MemoryChunkStore::FindIndex(absl::string_view name_space) const {
+  auto it = indexes_.find(name_space);
+  return it == indexes_.end() ? nullptr : it->second.get();
+}
+
+SimHashIndex* MemoryChunkStore::GetIndex(absl::string_view name_space) {
+  std::unique_ptr<SimHashIndex>& index = indexes_[name_space];
+  if (index == nullptr) index = std::make_unique<SimHashIndex>(max_near_distance_, index_blocks_);
+  return index.get();
+}
 
 absl::Status MemoryChunkStore::CheckChunks(const ChunkDocument& doc, bool claim, absl::Time now,
                                            ChunkAnswer* answer) {
@@ -76,38 +107,42 @@ absl::Status MemoryChunkStore::CheckChunks(const ChunkDocument& doc, bool claim,
   if (absl::Status s = CheckChunkDocument(doc, max_near_distance()); !s.ok()) {
     return s;
   }
-  Reader reader(this);
+  const std::string& ns = doc.name_space;
   ChunkPlan plan;
   if (!claim) {
     absl::ReaderMutexLock lock(&mu_);
+    Reader reader(this, ns, FindIndex(ns));
     absl::Status s = PlanChunkDocument(doc, false, now, &reader, &plan);
     if (!s.ok()) return s;
     *answer = std::move(plan.answer);
     return absl::OkStatus();
   }
   absl::MutexLock lock(&mu_);
+  SimHashIndex* index = GetIndex(ns);
+  Reader reader(this, ns, index);
   absl::Status s = PlanChunkDocument(doc, true, now, &reader, &plan);
   if (!s.ok()) return s;
   ChunkMutations& m = plan.mutations;
   next_text_id_ += reader.allocated();
-  if (m.delete_manifest) manifests_.erase(doc.document_url);
-  if (m.manifest.has_value()) manifests_[doc.document_url] = std::move(*m.manifest);
+  const std::string doc_key = Scoped(ns, doc.document_url);
+  if (m.delete_manifest) manifests_.erase(doc_key);
+  if (m.manifest.has_value()) manifests_[doc_key] = std::move(*m.manifest);
   for (const auto& [sha, h] : m.holders_removed) {
-    auto it = holders_.find(DigestKey(sha));
+    auto it = holders_.find(Scoped(ns, DigestKey(sha)));
     if (it == holders_.end()) continue;
     it->second.erase(h);
     if (it->second.empty()) holders_.erase(it);
   }
-  for (const auto& [sha, h] : m.holders_added) holders_[DigestKey(sha)].insert(h);
-  for (const auto& [sha, r] : m.texts_deleted) texts_.erase(DigestKey(sha));
-  for (const auto& [sha, r] : m.texts_put) texts_[DigestKey(sha)] = r;
+  for (const auto& [sha, h] : m.holders_added) holders_[Scoped(ns, DigestKey(sha))].insert(h);
+  for (const auto& [sha, r] : m.texts_deleted) texts_.erase(Scoped(ns, DigestKey(sha)));
+  for (const auto& [sha, r] : m.texts_put) texts_[Scoped(ns, DigestKey(sha))] = r;
   for (const SimHashIndex::Entry& e : m.fingerprints_removed) {
     fingerprints_.erase(e.id);
-    index_.Remove(e.fingerprint, e.id);
+    index->Remove(e.fingerprint, e.id);
   }
   for (const auto& [id, fp] : m.fingerprints_added) {
     fingerprints_[id] = fp;
-    index_.Insert(fp.simhash, id);
+    index->Insert(fp.simhash, id);
   }
   *answer = std::move(plan.answer);
   return absl::OkStatus();

@@ -15,6 +15,7 @@
 #define DEDUPD_STORAGE_MEMORY_MEMORY_CHUNK_STORE_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -44,9 +45,20 @@ class MemoryChunkStore final : public ChunkStore {
  private:
   class Reader;
 
-  // Synchronized by itself; written only with mu_ held exclusively.
-  SimHashIndex index_;
+  // The key of the maps below for `key` of `name_space`: the namespace's
+  // length (one byte), its bytes, then `key`.
+  static std::string Scoped(absl::string_view name_space, absl::string_view key);
+  // The chunk index of a namespace; nullptr (Find) when it has none yet.
+  const SimHashIndex* FindIndex(absl::string_view name_space) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  SimHashIndex* GetIndex(absl::string_view name_space) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const int max_near_distance_;
+  const int index_blocks_;
   mutable absl::Mutex mu_;
+  // One per namespace: each synchronized by itself, written only with mu_
+  // held exclusively.
+  absl::flat_hash_map<std::string, std::unique_ptr<SimHashIndex>> indexes_ ABSL_GUARDED_BY(mu_);
+  // Keyed by Scoped(namespace, document URL or DigestKey).
   absl::flat_hash_map<std::string, ChunkManifest> manifests_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, ChunkTextRecord> texts_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, absl::btree_set<ChunkHolder>> holders_ ABSL_GUARDED_BY(mu_);

@@ -16,24 +16,26 @@ namespace dedupd {
 // claims), which the analysis cannot see through the interface.
 class MemoryContentStore::Reader final : public ContentStateReader {
  public:
-  explicit Reader(MemoryContentStore* s) : s_(s) {}
+  // `space`: the namespace's records (no_records_ when it has none).
+  Reader(MemoryContentStore* s, absl::string_view name_space, const Space* space)
+      : s_(s), name_space_(name_space), space_(space) {}
 
   absl::StatusOr<std::optional<ContentRecord>> GetContent(const Sha256Digest& sha) override
       ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    auto it = s_->contents_.find(DigestKey(sha));
-    if (it == s_->contents_.end()) return std::nullopt;
+    auto it = space_->contents.find(DigestKey(sha));
+    if (it == space_->contents.end()) return std::nullopt;
     return it->second;
   }
   absl::StatusOr<bool> HasAlias(const Sha256Digest& sha,
                                 absl::string_view url) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    auto it = s_->aliases_.find(DigestKey(sha));
-    return it != s_->aliases_.end() && it->second.contains(url);
+    auto it = space_->aliases.find(DigestKey(sha));
+    return it != space_->aliases.end() && it->second.contains(url);
   }
   absl::StatusOr<std::vector<std::string>> ListAliases(
       const Sha256Digest& sha, size_t limit) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
     std::vector<std::string> out;
-    auto it = s_->aliases_.find(DigestKey(sha));
-    if (it == s_->aliases_.end()) return out;
+    auto it = space_->aliases.find(DigestKey(sha));
+    if (it == space_->aliases.end()) return out;
     for (const std::string& url : it->second) {
       if (out.size() == limit) break;
       out.push_back(url);
@@ -42,20 +44,20 @@ class MemoryContentStore::Reader final : public ContentStateReader {
   }
   absl::StatusOr<std::optional<FetchRecord>> GetFetch(absl::string_view url) override
       ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    auto it = s_->fetches_.find(url);
-    if (it == s_->fetches_.end()) return std::nullopt;
+    auto it = space_->fetches.find(url);
+    if (it == space_->fetches.end()) return std::nullopt;
     return it->second;
   }
   absl::StatusOr<bool> HasUrl(absl::string_view url) override {
     if (s_->urls_ == nullptr) return false;
-    std::vector<std::optional<absl::Time>> found;
-    absl::Status st = s_->urls_->LookupUrls({std::string(url)}, &found);
+    std::vector<std::optional<UrlRecord>> found;
+    absl::Status st = s_->urls_->LookupRecords(name_space_, {std::string(url)}, &found);
     if (!st.ok()) return st;
     return found[0].has_value();
   }
   std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance, size_t limit,
                                              size_t* total) override {
-    return s_->index_.Query(simhash, max_distance, limit, total);
+    return space_->index.Query(simhash, max_distance, limit, total);
   }
   absl::StatusOr<FingerprintRecord> GetFingerprint(uint32_t doc_id) override
       ABSL_NO_THREAD_SAFETY_ANALYSIS {
@@ -76,22 +78,42 @@ class MemoryContentStore::Reader final : public ContentStateReader {
 
  private:
   MemoryContentStore* s_;
+  const absl::string_view name_space_;
+  const Space* const space_;
   size_t allocated_ = 0;
 };
 
 MemoryContentStore::MemoryContentStore(MemoryUrlStore* urls, int max_near_distance,
                                        int index_blocks)
-    : urls_(urls), index_(max_near_distance, index_blocks) {}
+    : urls_(urls), index_blocks_(index_blocks), no_records_(max_near_distance, index_blocks) {
+  absl::MutexLock lock(&mu_);
+  GetSpace("");
+}
 
-int MemoryContentStore::max_near_distance() const { return index_.max_distance(); }
+int MemoryContentStore::max_near_distance() const { return no_records_.index.max_distance(); }
 
-absl::Status MemoryContentStore::LookupFetches(absl::Span<const std::string> urls,
+const MemoryContentStore::Space* MemoryContentStore::FindSpace(absl::string_view name_space) const {
+  auto it = spaces_.find(name_space);
+  return it == spaces_.end() ? nullptr : it->second.get();
+}
+
+MemoryContentStore::Space* MemoryContentStore::GetSpace(absl::string_view name_space) {
+  std::unique_ptr<Space>& space = spaces_[name_space];
+  if (space == nullptr) space = std::make_unique<Space>(max_near_distance(), index_blocks_);
+  return space.get();
+}
+
+absl::Status MemoryContentStore::LookupFetches(absl::string_view name_space,
+                                               absl::Span<const std::string> urls,
                                                std::vector<std::optional<FetchRecord>>* fetches) {
   fetches->assign(urls.size(), std::nullopt);
+  if (absl::Status s = CheckNamespace(name_space); !s.ok()) return s;
   absl::ReaderMutexLock lock(&mu_);
+  const Space* space = FindSpace(name_space);
+  if (space == nullptr) return absl::OkStatus();
   for (size_t i = 0; i < urls.size(); ++i) {
-    auto it = fetches_.find(urls[i]);
-    if (it != fetches_.end()) (*fetches)[i] = it->second;
+    auto it = space->fetches.find(urls[i]);
+    if (it != space->fetches.end()) (*fetches)[i] = it->second;
   }
   return absl::OkStatus();
 }
@@ -100,19 +122,24 @@ absl::Status MemoryContentStore::CheckContent(absl::Span<const ContentDoc> docs,
                                               const ContentLimits& limits, absl::Time now,
                                               std::vector<ContentOutcome>* outcomes) {
   outcomes->clear();
+  if (docs.empty()) return absl::OkStatus();
   if (absl::Status s = CheckContentDocs(docs, max_near_distance()); !s.ok()) {
     return s;
   }
-  Reader reader(this);
+  const std::string& name_space = docs[0].name_space;
   ContentPlan plan;
   if (!claim) {
     absl::ReaderMutexLock lock(&mu_);
+    const Space* space = FindSpace(name_space);
+    Reader reader(this, name_space, space == nullptr ? &no_records_ : space);
     absl::Status s = PlanContentBatch(docs, false, limits, now, &reader, &plan);
     if (!s.ok()) return s;
     *outcomes = std::move(plan.outcomes);
     return absl::OkStatus();
   }
   absl::MutexLock lock(&mu_);
+  Space* space = GetSpace(name_space);
+  Reader reader(this, name_space, space);
   absl::Status s = PlanContentBatch(docs, true, limits, now, &reader, &plan);
   if (!s.ok()) return s;
   const ContentMutations& m = plan.mutations;
@@ -121,22 +148,24 @@ absl::Status MemoryContentStore::CheckContent(absl::Span<const ContentDoc> docs,
     std::vector<std::string> keys;
     for (const auto& [url, t] : m.urls) keys.push_back(url);
     std::vector<UrlClaim> ignored;
-    s = urls_->ClaimUrls(keys, m.urls.front().second, &ignored);
+    UrlClaimOptions options;
+    options.name_space = name_space;
+    s = urls_->Claim(options, keys, m.urls.front().second, &ignored);
     if (!s.ok()) return s;
   }
-  for (const auto& [sha, record] : m.contents) contents_[DigestKey(sha)] = record;
+  for (const auto& [sha, record] : m.contents) space->contents[DigestKey(sha)] = record;
   for (const ContentMutations::Alias& a : m.aliases) {
     const std::string key = DigestKey(a.sha256);
-    aliases_[key].insert(a.url);
+    space->aliases[key].insert(a.url);
     // Microseconds, as the RocksDB backend stores them, so that aliases added
     // in the same microsecond tie alike (by URL) on Forget.
-    alias_added_[{key, a.url}] = absl::FromUnixMicros(absl::ToUnixMicros(a.added));
+    space->alias_added[{key, a.url}] = absl::FromUnixMicros(absl::ToUnixMicros(a.added));
   }
-  for (const auto& [url, record] : m.fetches) fetches_[url] = record;
+  for (const auto& [url, record] : m.fetches) space->fetches[url] = record;
   for (const auto& [id, fp] : m.fingerprints) {
     // Ids are allocated densely from fingerprints_.size().
     fingerprints_.push_back(fp);
-    index_.Insert(fp.simhash, id);
+    space->index.Insert(fp.simhash, id);
   }
   *outcomes = std::move(plan.outcomes);
   return absl::OkStatus();
@@ -148,26 +177,28 @@ absl::StatusOr<ForgetResult> MemoryContentStore::Forget(const std::string& norma
   if (url.empty()) return absl::InvalidArgumentError("forget: the URL is empty");
   ForgetResult result;
   absl::MutexLock lock(&mu_);
+  Space& space = *GetSpace("");
   if (urls_ != nullptr) result.url_found = urls_->Erase(url);
-  result.fetch_removed = fetches_.erase(url) > 0;
+  result.fetch_removed = space.fetches.erase(url) > 0;
   // The texts that name the URL, as owner or alias, in SHA-256 order (the
   // order the RocksDB backend reports promotions in).
   std::vector<std::string> texts;
-  for (const auto& [key, record] : contents_) {
-    auto a = aliases_.find(key);
-    if (record.owner_url == url || (a != aliases_.end() && a->second.contains(url))) {
+  for (const auto& [key, record] : space.contents) {
+    auto a = space.aliases.find(key);
+    if (record.owner_url == url || (a != space.aliases.end() && a->second.contains(url))) {
       texts.push_back(key);
     }
   }
   std::sort(texts.begin(), texts.end());
   for (const std::string& key : texts) {
-    ContentRecord& record = contents_[key];
-    absl::btree_set<std::string>& alias_set = aliases_[key];
+    ContentRecord& record = space.contents[key];
+    absl::btree_set<std::string>& alias_set = space.aliases[key];
     std::vector<AliasRecord> aliases;
     aliases.reserve(alias_set.size());
     for (const std::string& a : alias_set) {
-      auto added = alias_added_.find({key, a});
-      DEDUPD_CHECK(added != alias_added_.end(), "MemoryContentStore: an alias without its time");
+      auto added = space.alias_added.find({key, a});
+      DEDUPD_CHECK(added != space.alias_added.end(),
+                   "MemoryContentStore: an alias without its time");
       aliases.push_back({a, added->second});
     }
     const TextForgetPlan plan = PlanTextForget(url, record, aliases);
@@ -176,14 +207,14 @@ absl::StatusOr<ForgetResult> MemoryContentStore::Forget(const std::string& norma
     plan.Count(sha, &result);
     if (plan.remove_url_alias) {
       alias_set.erase(url);
-      alias_added_.erase({key, url});
+      space.alias_added.erase({key, url});
     }
     switch (plan.action) {
       case TextForgetPlan::Action::kNone:
         break;
       case TextForgetPlan::Action::kPromoteAlias:
         alias_set.erase(plan.new_owner);
-        alias_added_.erase({key, plan.new_owner});
+        space.alias_added.erase({key, plan.new_owner});
         [[fallthrough]];
       case TextForgetPlan::Action::kDropAlias:
         record = plan.record;
@@ -191,12 +222,12 @@ absl::StatusOr<ForgetResult> MemoryContentStore::Forget(const std::string& norma
       case TextForgetPlan::Action::kDeleteText:
         // The doc id stays allocated (ids are dense indexes of
         // fingerprints_); only the index entry goes, as in RocksDB.
-        index_.Remove(record.simhash, record.doc_id);
+        space.index.Remove(record.simhash, record.doc_id);
         forgotten_ids_.insert(record.doc_id);
-        contents_.erase(key);
+        space.contents.erase(key);
         break;
     }
-    if (alias_set.empty()) aliases_.erase(key);
+    if (alias_set.empty()) space.aliases.erase(key);
   }
   return result;
 }

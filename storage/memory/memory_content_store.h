@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,10 +53,10 @@ class MemoryContentStore final : public ContentStore {
   int max_near_distance() const override;
 
   // See ContentStore.
-  absl::Status LookupFetches(absl::Span<const std::string> urls,
+  absl::Status LookupFetches(absl::string_view name_space, absl::Span<const std::string> urls,
                              std::vector<std::optional<FetchRecord>>* fetches) override;
 
-  // See ContentStore. The URL's seen-set record is erased from `urls`
+  // See ContentStore (the empty namespace's URL). The URL's seen-set record is erased from `urls`
   // (when not null); this store holds no chunks, so the chunk fields of the
   // result stay zero. Errors: InvalidArgument for an empty URL.
   // Complexity: O(texts) (a scan of every text and alias list).
@@ -63,19 +64,30 @@ class MemoryContentStore final : public ContentStore {
 
  private:
   class Reader;
+  // The records of one namespace.
+  struct Space {
+    Space(int max_distance, int blocks) : index(max_distance, blocks) {}
+    // Synchronized by itself; written only with mu_ held exclusively.
+    SimHashIndex index;
+    absl::flat_hash_map<std::string, ContentRecord> contents;
+    absl::flat_hash_map<std::string, absl::btree_set<std::string>> aliases;
+    absl::flat_hash_map<std::string, FetchRecord> fetches;
+    // When each alias was added, by (text, alias URL): Forget's promotion
+    // picks the oldest.
+    absl::flat_hash_map<std::pair<std::string, std::string>, absl::Time> alias_added;
+  };
+  // The namespace's records; nullptr when none was ever recorded.
+  const Space* FindSpace(absl::string_view name_space) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  Space* GetSpace(absl::string_view name_space) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   MemoryUrlStore* const urls_;
-  // Synchronized by itself; written only with mu_ held exclusively.
-  SimHashIndex index_;
+  const int index_blocks_;
+  // What a namespace without records reads as.
+  const Space no_records_;
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<std::string, ContentRecord> contents_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, absl::btree_set<std::string>> aliases_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, FetchRecord> fetches_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::unique_ptr<Space>> spaces_ ABSL_GUARDED_BY(mu_);
+  // Doc ids are dense over every namespace.
   std::vector<FingerprintRecord> fingerprints_ ABSL_GUARDED_BY(mu_);  // by doc id
-  // When each alias was added, by (text, alias URL): Forget's promotion
-  // picks the oldest.
-  absl::flat_hash_map<std::pair<std::string, std::string>, absl::Time> alias_added_
-      ABSL_GUARDED_BY(mu_);
   // Doc ids of texts Forget deleted (their fingerprints_ slot stays, since
   // ids index it densely).
   absl::flat_hash_set<uint32_t> forgotten_ids_ ABSL_GUARDED_BY(mu_);

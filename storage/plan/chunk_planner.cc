@@ -8,10 +8,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "core/text/simhash.h"
+#include "storage/url_store.h"
 
 namespace dedupd {
 
 absl::Status CheckChunkDocument(const ChunkDocument& doc, int max_near_distance) {
+  DEDUPD_RETURN_IF_ERROR(CheckNamespace(doc.name_space));
   if (doc.document_url.empty()) {
     return absl::InvalidArgumentError("document_url is empty");
   }

@@ -10,13 +10,17 @@
 namespace dedupd {
 
 RocksDbStore::ChunkReader::ChunkReader(Impl* impl, rocksdb::DB* db,
-                                       const rocksdb::Snapshot* snapshot)
-    : impl_(impl), reads_(db, impl->content_cf, snapshot, kAction, impl->options.path) {}
+                                       const rocksdb::Snapshot* snapshot,
+                                       const Impl::SpaceView* space)
+    : impl_(impl),
+      space_(space),
+      reads_(db, impl->content_cf, snapshot, kAction, impl->options.path) {}
 
 absl::StatusOr<std::optional<ChunkManifest>> RocksDbStore::ChunkReader::GetManifest(
     absl::string_view url) {
   std::string value;
-  DEDUPD_ASSIGN_OR_RETURN(bool found, reads_.Get(fmt::EncodeChunkManifestKey(url), &value));
+  DEDUPD_ASSIGN_OR_RETURN(bool found,
+                          reads_.Get(space_->Key(fmt::EncodeChunkManifestKey(url)), &value));
   if (!found) return std::nullopt;
   absl::StatusOr<std::vector<StoredChunk>> v = fmt::DecodeChunkManifestValue(value);
   if (!v.ok()) {
@@ -28,7 +32,8 @@ absl::StatusOr<std::optional<ChunkManifest>> RocksDbStore::ChunkReader::GetManif
 
 absl::StatusOr<std::optional<ChunkTextRecord>> RocksDbStore::ChunkReader::GetText(
     const Sha256Digest& sha) {
-  const std::optional<uint32_t> id = impl_->chunk_text_ids.Find(sha);
+  if (space_->chunk_text_ids() == nullptr) return std::nullopt;
+  const std::optional<uint32_t> id = space_->chunk_text_ids()->Find(sha);
   if (!id.has_value()) return std::nullopt;
   DEDUPD_ASSIGN_OR_RETURN(std::optional<fmt::ChunkTextByIdValue> v, ReadText(*id));
   // Not in the snapshot (a peek's, older than the claim that wrote it),
@@ -42,7 +47,7 @@ absl::StatusOr<std::optional<ChunkTextRecord>> RocksDbStore::ChunkReader::GetTex
 absl::StatusOr<std::vector<ChunkHolder>> RocksDbStore::ChunkReader::ListHolders(
     const Sha256Digest& sha, size_t limit) {
   std::vector<ChunkHolder> out;
-  const std::string prefix = fmt::EncodeChunkHolderPrefix(sha);
+  const std::string prefix = space_->Key(fmt::EncodeChunkHolderPrefix(sha));
   // Bounded above, so that a text without holders does not scan on
   // through the (deleted) holders of the texts after it.
   const std::string end = PrefixEnd(prefix);
@@ -50,7 +55,7 @@ absl::StatusOr<std::vector<ChunkHolder>> RocksDbStore::ChunkReader::ListHolders(
   std::unique_ptr<rocksdb::Iterator> it = reads_.NewIterator(&upper);
   for (it->Seek(prefix); it->Valid() && out.size() < limit; it->Next()) {
     const absl::string_view key(it->key().data(), it->key().size());
-    absl::StatusOr<fmt::ChunkHolderKey> h = fmt::DecodeChunkHolderKey(key);
+    absl::StatusOr<fmt::ChunkHolderKey> h = fmt::DecodeChunkHolderKey(space_->Unscoped(key));
     absl::Status value =
         fmt::CheckChunkHolderValue(absl::string_view(it->value().data(), it->value().size()));
     if (!h.ok() || !value.ok() || h->sha256 != sha) {
@@ -68,8 +73,12 @@ absl::StatusOr<std::vector<ChunkHolder>> RocksDbStore::ChunkReader::ListHolders(
 std::vector<SimHashIndex::Match> RocksDbStore::ChunkReader::QueryNear(uint64_t simhash,
                                                                       int max_distance,
                                                                       size_t limit, size_t* total) {
+  if (space_->chunk_index() == nullptr) {
+    if (total != nullptr) *total = 0;
+    return {};
+  }
   return reads_.KeepInSnapshot(
-      impl_->chunk_index->Query(simhash, max_distance, limit, total),
+      space_->chunk_index()->Query(simhash, max_distance, limit, total),
       [this](uint32_t id) { return ReadFingerprint(id); }, total);
 }
 
@@ -86,7 +95,8 @@ absl::StatusOr<uint32_t> RocksDbStore::ChunkReader::AllocateTextId() {
 absl::StatusOr<std::optional<fmt::ChunkTextByIdValue>> RocksDbStore::ChunkReader::ReadText(
     uint32_t text_id) {
   std::string value;
-  DEDUPD_ASSIGN_OR_RETURN(bool found, reads_.Get(fmt::EncodeChunkTextByIdKey(text_id), &value));
+  DEDUPD_ASSIGN_OR_RETURN(bool found,
+                          reads_.Get(space_->Key(fmt::EncodeChunkTextByIdKey(text_id)), &value));
   if (!found) return std::nullopt;
   absl::StatusOr<fmt::ChunkTextByIdValue> v = fmt::DecodeChunkTextByIdValue(value);
   if (!v.ok()) return reads_.Damaged(absl::StrCat("chunk text ", text_id), v.status());
@@ -102,6 +112,7 @@ absl::StatusOr<std::optional<FingerprintRecord>> RocksDbStore::ChunkReader::Read
 
 rocksdb::Status RocksDbStore::Impl::AddChunkMutations(const ChunkMutations& m,
                                                       const std::string& doc_key,
+                                                      const SpaceView& space,
                                                       rocksdb::WriteBatch* batch) const {
   rocksdb::Status s;
   rocksdb::ColumnFamilyHandle* cf = content_cf;
@@ -111,13 +122,15 @@ rocksdb::Status RocksDbStore::Impl::AddChunkMutations(const ChunkMutations& m,
   auto put = [&](const std::string& k, const std::string& v) {
     if (s.ok()) s = batch->Put(cf, k, v);
   };
-  auto holder_key = [](const Sha256Digest& sha, const ChunkHolder& h) {
-    return fmt::EncodeChunkHolderKey({sha, h.added, h.document_url, h.chunk_id});
+  auto holder_key = [&space](const Sha256Digest& sha, const ChunkHolder& h) {
+    return space.Key(fmt::EncodeChunkHolderKey({sha, h.added, h.document_url, h.chunk_id}));
   };
   // Deletions first, then puts (ChunkMutations' contract; the planner
   // never deletes and puts one key).
   for (const auto& [sha, h] : m.holders_removed) del(holder_key(sha, h));
-  for (const auto& [sha, r] : m.texts_deleted) del(fmt::EncodeChunkTextByIdKey(r.text_id));
+  for (const auto& [sha, r] : m.texts_deleted) {
+    del(space.Key(fmt::EncodeChunkTextByIdKey(r.text_id)));
+  }
   if (m.delete_manifest) del(doc_key);
   if (m.manifest.has_value()) put(doc_key, fmt::EncodeChunkManifestValue(m.manifest->chunks));
   for (const auto& [sha, h] : m.holders_added) {
@@ -125,21 +138,22 @@ rocksdb::Status RocksDbStore::Impl::AddChunkMutations(const ChunkMutations& m,
   }
   for (const auto& [sha, r] : m.texts_put) {
     // The planner names an owner in every record it writes.
-    put(fmt::EncodeChunkTextByIdKey(r.text_id),
+    put(space.Key(fmt::EncodeChunkTextByIdKey(r.text_id)),
         fmt::EncodeChunkTextByIdValue(
             {sha, r.simhash, r.holders, r.owner->added, r.owner->document_url, r.owner->chunk_id}));
   }
   return s;
 }
 
-void RocksDbStore::Impl::ApplyChunkIndex(const ChunkMutations& m) {
-  for (const SimHashIndex::Entry& e : m.fingerprints_removed) {
-    chunk_index->Remove(e.fingerprint, e.id);
-  }
-  for (const auto& [sha, r] : m.texts_deleted) chunk_text_ids.Erase(sha, r.text_id);
+void RocksDbStore::Impl::ApplyChunkIndex(const ChunkMutations& m, const SpaceView& space) {
+  // A claim's view was created with its namespace's indexes.
+  SimHashIndex* index = space.chunk_index();
+  ChunkTextIds* ids = space.chunk_text_ids();
+  for (const SimHashIndex::Entry& e : m.fingerprints_removed) index->Remove(e.fingerprint, e.id);
+  for (const auto& [sha, r] : m.texts_deleted) ids->Erase(sha, r.text_id);
   for (const auto& [id, fp] : m.fingerprints_added) {
-    chunk_text_ids.Insert(fp.sha256, id);
-    chunk_index->Insert(fp.simhash, id);
+    ids->Insert(fp.sha256, id);
+    index->Insert(fp.simhash, id);
   }
 }
 
@@ -155,10 +169,11 @@ absl::Status RocksDbStore::CheckChunks(const ChunkDocument& doc, bool claim, abs
 
   absl::ReaderMutexLock lifecycle(&impl_->mu);
   DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB * db, impl_->LiveDb(kAction));
+  const Impl::SpaceView space(impl_.get(), doc.name_space, /*create=*/claim);
   ChunkPlan plan;
   if (!claim) {
     rocksdb::ManagedSnapshot snapshot(db);
-    ChunkReader reader(impl_.get(), db, snapshot.snapshot());
+    ChunkReader reader(impl_.get(), db, snapshot.snapshot(), &space);
     DEDUPD_RETURN_IF_ERROR(PlanChunkDocument(doc, false, now, &reader, &plan));
     *answer = std::move(plan.answer);
     return absl::OkStatus();
@@ -173,16 +188,16 @@ absl::Status RocksDbStore::CheckChunks(const ChunkDocument& doc, bool claim, abs
   // first). So a call holding text locks never waits, and finishes. The
   // manifest read between the steps is stable: only a claim holding the
   // document's lock writes it.
-  const std::string doc_key = fmt::EncodeChunkManifestKey(doc.document_url);
+  const std::string doc_key = space.Key(fmt::EncodeChunkManifestKey(doc.document_url));
   const KeyLocks doc_lock(&impl_->key_locks, {absl::string_view(doc_key)});
   std::optional<ChunkManifest> stored;
   {
-    ChunkReader latest(impl_.get(), db, /*snapshot=*/nullptr);
+    ChunkReader latest(impl_.get(), db, /*snapshot=*/nullptr, &space);
     DEDUPD_ASSIGN_OR_RETURN(stored, latest.GetManifest(doc.document_url));
   }
   std::vector<std::string> text_keys;
   for (const Sha256Digest& sha : ChunkLockShas(doc, stored)) {
-    text_keys.push_back(fmt::EncodeChunkTextKey(sha));
+    text_keys.push_back(space.Key(fmt::EncodeChunkTextKey(sha)));
   }
   const KeyLocks text_locks(&impl_->key_locks,
                             std::vector<absl::string_view>(text_keys.begin(), text_keys.end()));
@@ -190,19 +205,19 @@ absl::Status RocksDbStore::CheckChunks(const ChunkDocument& doc, bool claim, abs
   // them before (they wrote before unlocking), and nothing writes the
   // locked texts' records, holders or this manifest until we unlock.
   rocksdb::ManagedSnapshot snapshot(db);
-  ChunkReader reader(impl_.get(), db, snapshot.snapshot());
+  ChunkReader reader(impl_.get(), db, snapshot.snapshot(), &space);
   // The manifest read above is the snapshot's too (only a claim holding the
   // document's lock writes it): the planner is given it, not asked again.
   DEDUPD_RETURN_IF_ERROR(PlanChunkDocument(doc, true, now, stored, &reader, &plan));
   const ChunkMutations& m = plan.mutations;
   if (!m.empty()) {
     rocksdb::WriteBatch batch;
-    rocksdb::Status s = impl_->AddChunkMutations(m, doc_key, &batch);
+    rocksdb::Status s = impl_->AddChunkMutations(m, doc_key, space, &batch);
     if (!s.ok()) return FromRocksDbStatus(s, kAction, impl_->options.path);
     DEDUPD_RETURN_IF_ERROR(impl_->BeforeWrite(db, kAction));
     s = db->Write(impl_->write_options, &batch);
     if (!s.ok()) return impl_->WriteFailed(s, kAction);
-    impl_->ApplyChunkIndex(m);
+    impl_->ApplyChunkIndex(m, space);
   }
   *answer = std::move(plan.answer);
   return absl::OkStatus();

@@ -163,7 +163,8 @@ absl::Status RocksDbStore::Impl::ForgetChunks(ChunkReader* reader, const std::st
   result->chunk_holders_removed = manifest->chunks.size();
   result->chunk_texts_removed = out->chunk_mutations.texts_deleted.size();
   if (out->status.ok()) {
-    out->status = AddChunkMutations(out->chunk_mutations, doc_key, &out->batch);
+    out->status =
+        AddChunkMutations(out->chunk_mutations, doc_key, SpaceView(this, "", false), &out->batch);
   }
   return absl::OkStatus();
 }
@@ -180,6 +181,8 @@ absl::StatusOr<ForgetResult> RocksDbStore::Forget(const std::string& normalized_
   absl::ReaderMutexLock lifecycle(&impl_->mu);
   DEDUPD_ASSIGN_OR_RETURN(rocksdb::DB * db, impl_->LiveDb(kForget));
   rocksdb::ColumnFamilyHandle* const cf = impl_->content_cf;
+  // Forget is of the empty namespace's URLs (a named one is dropped whole).
+  const Impl::SpaceView space(impl_.get(), "", /*create=*/false);
 
   // Step 1: the URL's own keys, as claims lock them (ClaimUrls and
   // CheckContent lock the URL key, CheckContent the fetch key, CheckChunks
@@ -207,7 +210,7 @@ absl::StatusOr<ForgetResult> RocksDbStore::Forget(const std::string& normalized_
   // writes them).
   std::optional<ChunkManifest> manifest;
   if (may_have_chunks) {
-    ChunkReader latest(impl_.get(), db, /*snapshot=*/nullptr);
+    ChunkReader latest(impl_.get(), db, /*snapshot=*/nullptr, &space);
     DEDUPD_ASSIGN_OR_RETURN(manifest, latest.GetManifest(url));
   }
 
@@ -239,7 +242,7 @@ absl::StatusOr<ForgetResult> RocksDbStore::Forget(const std::string& normalized_
   }
   DEDUPD_RETURN_IF_ERROR(impl_->ForgetTexts(db, read, url, texts, &out, &result));
   if (manifest.has_value()) {
-    ChunkReader reader(impl_.get(), db, snapshot.snapshot());
+    ChunkReader reader(impl_.get(), db, snapshot.snapshot(), &space);
     DEDUPD_RETURN_IF_ERROR(
         impl_->ForgetChunks(&reader, url, manifest, doc_key, now, &out, &result));
   }
@@ -255,7 +258,7 @@ absl::StatusOr<ForgetResult> RocksDbStore::Forget(const std::string& normalized_
   for (const SimHashIndex::Entry& e : out.index_removed) {
     impl_->index->Remove(e.fingerprint, e.id);
   }
-  impl_->ApplyChunkIndex(out.chunk_mutations);
+  impl_->ApplyChunkIndex(out.chunk_mutations, space);
   return result;
 }
 

@@ -2,6 +2,8 @@
 // and the listing Stats reports.
 
 #include <algorithm>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,12 @@ absl::StatusOr<bool> RocksDbStore::DropNamespace(absl::string_view name) {
     found = found || it->Valid();
   }
   if (!found) return false;
+  // Content and chunk calls of the namespace hold its lock shared while
+  // they use its indexes: with it held exclusively, none is under way, and
+  // the next one finds the records gone and the indexes empty.
+  Impl::NamedSpace* space = impl_->FindSpace(name, /*create=*/false);
+  std::optional<absl::WriterMutexLock> space_lock;
+  if (space != nullptr) space_lock.emplace(&space->mu);
   rocksdb::WriteBatch batch;
   for (rocksdb::ColumnFamilyHandle* family : {db->DefaultColumnFamily(), impl_->content_cf}) {
     rocksdb::Status s = batch.DeleteRange(family, begin, end);
@@ -40,7 +48,42 @@ absl::StatusOr<bool> RocksDbStore::DropNamespace(absl::string_view name) {
   DEDUPD_RETURN_IF_ERROR(impl_->BeforeWrite(db, kAction));
   rocksdb::Status s = db->Write(impl_->write_options, &batch);
   if (!s.ok()) return impl_->WriteFailed(s, kAction);
+  if (space != nullptr) {
+    space->index = std::make_unique<SimHashIndex>(impl_->options.simhash_max_distance,
+                                                  impl_->options.simhash_index_blocks);
+    space->chunk_index = std::make_unique<SimHashIndex>(impl_->options.simhash_max_distance,
+                                                        impl_->options.simhash_index_blocks);
+    space->chunk_text_ids = std::make_unique<ChunkTextIds>();
+  }
   return true;
+}
+
+absl::Status RocksDbStore::Impl::LoadNamedSpaces(rocksdb::DB* db) {
+  constexpr absl::string_view kAction = "load the namespaces' fingerprints of store";
+  // A skip scan of the content family's namespace range: one seek per
+  // namespace, then its fingerprint and chunk text ranges.
+  const std::string stop(1, static_cast<char>(fmt::kTagNamespace + 1));
+  const rocksdb::Slice upper(stop);
+  rocksdb::ReadOptions read;
+  read.iterate_upper_bound = &upper;
+  read.fill_cache = false;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read, content_cf));
+  std::string next(1, fmt::kTagNamespace);
+  for (it->Seek(next); it->Valid(); it->Seek(next)) {
+    const absl::string_view k(it->key().data(), it->key().size());
+    if (k.size() < 2 || k[1] == 0 || k.size() < size_t{2} + static_cast<uint8_t>(k[1])) {
+      return absl::DataLossError(absl::StrCat(kAction, " at ", options.path,
+                                              ": a namespace key is shorter than its prefix"));
+    }
+    const std::string name(k.substr(2, static_cast<uint8_t>(k[1])));
+    const std::string prefix = fmt::NamespacePrefix(name);
+    NamedSpace* space = FindSpace(name, /*create=*/true);
+    DEDUPD_RETURN_IF_ERROR(LoadSpace(db, prefix, space->index.get(), space->chunk_index.get(),
+                                     space->chunk_text_ids.get()));
+    next = fmt::PrefixEnd(prefix);
+  }
+  if (!it->status().ok()) return FromRocksDbStatus(it->status(), kAction, options.path);
+  return absl::OkStatus();
 }
 
 absl::Status RocksDbStore::Impl::ListNamespaces(rocksdb::DB* db, const rocksdb::Snapshot* snapshot,

@@ -225,12 +225,11 @@ absl::Status RocksDbStore::Impl::CheckMeta(rocksdb::DB* db, const std::string& m
 absl::Status RocksDbStore::Impl::LoadIndexes(rocksdb::DB* db) {
   index =
       std::make_unique<SimHashIndex>(options.simhash_max_distance, options.simhash_index_blocks);
-  DEDUPD_RETURN_IF_ERROR(LoadFingerprints(db));
   chunk_index =
       std::make_unique<SimHashIndex>(options.simhash_max_distance, options.simhash_index_blocks);
   DEDUPD_RETURN_IF_ERROR(ConvertChunkTextsToIds(db).status());
-  DEDUPD_RETURN_IF_ERROR(LoadChunkTexts(db));
-  return absl::OkStatus();
+  DEDUPD_RETURN_IF_ERROR(LoadSpace(db, "", index.get(), chunk_index.get(), &chunk_text_ids));
+  return LoadNamedSpaces(db);
 }
 
 absl::Status RocksDbStore::Impl::CheckContentMeta(rocksdb::DB* db) {
@@ -305,20 +304,41 @@ absl::StatusOr<uint64_t> RocksDbStore::Impl::LoadIndex(
   return next;
 }
 
-absl::Status RocksDbStore::Impl::LoadFingerprints(rocksdb::DB* db) {
+absl::Status RocksDbStore::Impl::LoadSpace(rocksdb::DB* db, const std::string& prefix,
+                                           SimHashIndex* into, SimHashIndex* chunk_into,
+                                           ChunkTextIds* text_ids) {
+  // Both decoders see the key without the namespace's prefix.
   DEDUPD_ASSIGN_OR_RETURN(
-      uint64_t next, LoadIndex(
-                         db, "load fingerprints of store", std::string(1, fmt::kTagFingerprint),
-                         std::string(1, static_cast<char>(fmt::kTagFingerprint + 1)),
-                         [](absl::string_view key,
-                            absl::string_view value) -> absl::StatusOr<SimHashIndex::Entry> {
-                           DEDUPD_ASSIGN_OR_RETURN(uint32_t id, fmt::DecodeFingerprintKey(key));
-                           DEDUPD_ASSIGN_OR_RETURN(fmt::FingerprintValue v,
-                                                   fmt::DecodeFingerprintValue(value));
-                           return SimHashIndex::Entry{v.simhash, id};
-                         },
-                         index.get()));
-  next_doc_id.store(next);
+      uint64_t next_doc,
+      LoadIndex(
+          db, "load fingerprints of store", prefix + fmt::kTagFingerprint,
+          prefix + static_cast<char>(fmt::kTagFingerprint + 1),
+          [&prefix](absl::string_view key,
+                    absl::string_view value) -> absl::StatusOr<SimHashIndex::Entry> {
+            DEDUPD_ASSIGN_OR_RETURN(uint32_t id,
+                                    fmt::DecodeFingerprintKey(key.substr(prefix.size())));
+            DEDUPD_ASSIGN_OR_RETURN(fmt::FingerprintValue v, fmt::DecodeFingerprintValue(value));
+            return SimHashIndex::Entry{v.simhash, id};
+          },
+          into));
+  DEDUPD_ASSIGN_OR_RETURN(
+      uint64_t next_text,
+      LoadIndex(
+          db, "load chunk texts of store", prefix + fmt::ChunkTextByIdKeysBegin(),
+          prefix + fmt::ChunkTextByIdKeysEnd(),
+          [&prefix, text_ids](absl::string_view key,
+                              absl::string_view value) -> absl::StatusOr<SimHashIndex::Entry> {
+            DEDUPD_ASSIGN_OR_RETURN(uint32_t id,
+                                    fmt::DecodeChunkTextByIdKey(key.substr(prefix.size())));
+            DEDUPD_ASSIGN_OR_RETURN(fmt::ChunkTextByIdValue v,
+                                    fmt::DecodeChunkTextByIdValue(value));
+            text_ids->Insert(v.sha256, id);
+            return SimHashIndex::Entry{v.simhash, id};
+          },
+          chunk_into));
+  // Ids are shared by every namespace: the next is past the largest of all.
+  if (next_doc > next_doc_id.load()) next_doc_id.store(next_doc);
+  if (next_text > next_text_id.load()) next_text_id.store(next_text);
   return absl::OkStatus();
 }
 
@@ -402,24 +422,6 @@ absl::StatusOr<uint64_t> RocksDbStore::Impl::ConvertChunkTextsToIds(rocksdb::DB*
     if (!s.ok()) return FromRocksDbStatus(s, kConvert, options.path);
   }
   return converted;
-}
-
-absl::Status RocksDbStore::Impl::LoadChunkTexts(rocksdb::DB* db) {
-  DEDUPD_ASSIGN_OR_RETURN(
-      uint64_t next, LoadIndex(
-                         db, "load chunk texts of store", fmt::ChunkTextByIdKeysBegin(),
-                         fmt::ChunkTextByIdKeysEnd(),
-                         [this](absl::string_view key,
-                                absl::string_view value) -> absl::StatusOr<SimHashIndex::Entry> {
-                           DEDUPD_ASSIGN_OR_RETURN(uint32_t id, fmt::DecodeChunkTextByIdKey(key));
-                           DEDUPD_ASSIGN_OR_RETURN(fmt::ChunkTextByIdValue v,
-                                                   fmt::DecodeChunkTextByIdValue(value));
-                           chunk_text_ids.Insert(v.sha256, id);
-                           return SimHashIndex::Entry{v.simhash, id};
-                         },
-                         chunk_index.get()));
-  next_text_id.store(next);
-  return absl::OkStatus();
 }
 
 absl::Status RocksDbStore::Close() {

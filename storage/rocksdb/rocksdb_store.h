@@ -391,7 +391,7 @@ class RocksDbStore final : public UrlStore, public ContentStore, public ChunkSto
   // See ContentStore. One MultiGet of the fetch keys in the content family;
   // takes no lock. Errors: FailedPrecondition after Close, DataLoss naming
   // the URL for an undecodable value, Unavailable for I/O errors.
-  absl::Status LookupFetches(absl::Span<const std::string> urls,
+  absl::Status LookupFetches(absl::string_view name_space, absl::Span<const std::string> urls,
                              std::vector<std::optional<FetchRecord>>* fetches) override;
 
   // See ChunkStore. A claim locks the document's manifest key (waiting while

@@ -265,6 +265,8 @@ using rocksdb_internal::SortedBatch;
 using rocksdb_internal::WriteStop;
 
 struct RocksDbStore::Impl {
+  class SpaceView;  // One call's view of a namespace (below).
+
   RocksDbStoreOptions options;
   rocksdb::WriteOptions write_options;
   absl::Time created;
@@ -384,11 +386,11 @@ struct RocksDbStore::Impl {
   // manifest key is `doc_key`, to `batch`: deletions, then puts
   // (ChunkMutations' contract). Returns the first WriteBatch error.
   rocksdb::Status AddChunkMutations(const ChunkMutations& m, const std::string& doc_key,
-                                    rocksdb::WriteBatch* batch) const;
+                                    const SpaceView& space, rocksdb::WriteBatch* batch) const;
   // After the write of `m`: the chunk index drops the deleted texts and
   // takes the new ones (only then, so it never names a text before its
   // records exist; readers skip the ones it still names after deletion).
-  void ApplyChunkIndex(const ChunkMutations& m);
+  void ApplyChunkIndex(const ChunkMutations& m, const SpaceView& space);
 
   // ---- Forget (rocksdb_forget.cc) ----
   // The WriteBatch of one Forget, with the index entries it deletes.
@@ -449,6 +451,99 @@ struct RocksDbStore::Impl {
     m.simhash_seed = options.simhash_seed;
     return m;
   }
+  // ---- Namespaces of the content and chunk layers (rocksdb_namespaces.cc) ----
+  // A named namespace's records sit under its key prefix (NamespacePrefix)
+  // in the content family; its texts and chunk texts have their own
+  // in-memory indexes. Doc ids and chunk text ids are shared by every
+  // namespace (next_doc_id, next_text_id).
+  struct NamedSpace {
+    NamedSpace(int max_distance, int blocks)
+        : index(std::make_unique<SimHashIndex>(max_distance, blocks)),
+          chunk_index(std::make_unique<SimHashIndex>(max_distance, blocks)),
+          chunk_text_ids(std::make_unique<ChunkTextIds>()) {}
+    // Held shared by every content and chunk call of the namespace for as
+    // long as it uses the indexes; exclusively by DropNamespace while it
+    // deletes the namespace's records and replaces the indexes by empty
+    // ones. Acquired after Impl::mu, before the key locks.
+    absl::Mutex mu;
+    std::unique_ptr<SimHashIndex> index;
+    std::unique_ptr<SimHashIndex> chunk_index;
+    std::unique_ptr<ChunkTextIds> chunk_text_ids;
+  };
+  absl::Mutex spaces_mu ABSL_ACQUIRED_AFTER(mu);
+  // Never erased (a drop empties an entry), so pointers to entries stay
+  // valid for the store's life.
+  absl::flat_hash_map<std::string, std::unique_ptr<NamedSpace>> spaces ABSL_GUARDED_BY(spaces_mu);
+  // The named namespace's entry: created when `create`, else nullptr when
+  // the namespace has none.
+  NamedSpace* FindSpace(absl::string_view name_space, bool create) {
+    absl::MutexLock lock(&spaces_mu);
+    auto it = spaces.find(name_space);
+    if (it != spaces.end()) return it->second.get();
+    if (!create) return nullptr;
+    auto& space = spaces[name_space];
+    space =
+        std::make_unique<NamedSpace>(options.simhash_max_distance, options.simhash_index_blocks);
+    return space.get();
+  }
+  // Every named namespace with an entry, in no order.
+  std::vector<std::pair<std::string, NamedSpace*>> NamedSpaces() {
+    absl::MutexLock lock(&spaces_mu);
+    std::vector<std::pair<std::string, NamedSpace*>> out;
+    out.reserve(spaces.size());
+    for (auto& [name, space] : spaces) out.emplace_back(name, space.get());
+    return out;
+  }
+  // Loads the named namespaces' indexes at Open: a skip scan of the
+  // content family's namespace range, one seek per namespace.
+  absl::Status LoadNamedSpaces(rocksdb::DB* db);
+  // Scans the fingerprint records (content) and chunk text records under
+  // `prefix` (empty: the empty namespace) into the given indexes; raises
+  // next_doc_id and next_text_id past every id seen.
+  absl::Status LoadSpace(rocksdb::DB* db, const std::string& prefix, SimHashIndex* index,
+                         SimHashIndex* chunk_index, ChunkTextIds* chunk_text_ids);
+
+  // SpaceView: one call's view of a namespace: its key prefix and its
+  // indexes (the empty namespace's are Impl's own), holding a named
+  // namespace's lock shared while it lives. The indexes are nullptr for a
+  // named namespace that has no records yet (only when not `create`).
+  class SpaceView {
+   public:
+    SpaceView(Impl* impl, absl::string_view name_space, bool create)
+        : prefix_(name_space.empty() ? std::string() : fmt::NamespacePrefix(name_space)) {
+      if (name_space.empty()) {
+        index_ = impl->index.get();
+        chunk_index_ = impl->chunk_index.get();
+        chunk_text_ids_ = &impl->chunk_text_ids;
+        return;
+      }
+      NamedSpace* space = impl->FindSpace(name_space, create);
+      if (space == nullptr) return;
+      lock_ = std::make_unique<absl::ReaderMutexLock>(&space->mu);
+      index_ = space->index.get();
+      chunk_index_ = space->chunk_index.get();
+      chunk_text_ids_ = space->chunk_text_ids.get();
+    }
+    SpaceView(const SpaceView&) = delete;
+    SpaceView& operator=(const SpaceView&) = delete;
+
+    // `key` (an empty-namespace key of the format) in this namespace.
+    std::string Key(absl::string_view key) const { return absl::StrCat(prefix_, key); }
+    // `key` of this namespace without its prefix. REQUIRES: it has it.
+    absl::string_view Unscoped(absl::string_view key) const { return key.substr(prefix_.size()); }
+    const std::string& prefix() const { return prefix_; }
+    SimHashIndex* index() const { return index_; }
+    SimHashIndex* chunk_index() const { return chunk_index_; }
+    ChunkTextIds* chunk_text_ids() const { return chunk_text_ids_; }
+
+   private:
+    const std::string prefix_;
+    std::unique_ptr<absl::ReaderMutexLock> lock_;
+    SimHashIndex* index_ = nullptr;
+    SimHashIndex* chunk_index_ = nullptr;
+    ChunkTextIds* chunk_text_ids_ = nullptr;
+  };
+
   // ---- Open (rocksdb_open.cc) ----
   // CreateMeta makes `db` (which has no meta record) a new store: refuses
   // a non-empty database, creates the content column family and writes
@@ -464,8 +559,6 @@ struct RocksDbStore::Impl {
   absl::Status LoadIndexes(rocksdb::DB* db);
   // Checks an existing store's content meta record against this build's.
   absl::Status CheckContentMeta(rocksdb::DB* db);
-  // Scans every fingerprint record into `index` and sets next_doc_id.
-  absl::Status LoadFingerprints(rocksdb::DB* db);
 
   // The chunk layer's index over every chunk text record (05 05),
   // rebuilt at Open like `index`, with the same layout options. Entries
@@ -480,9 +573,6 @@ struct RocksDbStore::Impl {
   // SHA-256 -> text id of every chunk text record, updated with
   // `chunk_index` (after the write, with the texts' claim locks held).
   ChunkTextIds chunk_text_ids;
-  // Scans every chunk text record into `chunk_index` and
-  // `chunk_text_ids` and sets next_text_id.
-  absl::Status LoadChunkTexts(rocksdb::DB* db);
   // Converts the chunk text records of storage formats 2 and 3 (keyed by
   // SHA-256, each with a fingerprint record) to text records by id, in
   // batches; a store without any is left alone after one seek. Resumable:
@@ -526,7 +616,9 @@ struct RocksDbStore::Impl {
 // Used by CheckChunks and Forget (rocksdb_chunk_records.cc).
 class RocksDbStore::ChunkReader final : public ChunkStateReader {
  public:
-  ChunkReader(Impl* impl, rocksdb::DB* db, const rocksdb::Snapshot* snapshot);
+  // `space`: the document's namespace; it must outlive the reader.
+  ChunkReader(Impl* impl, rocksdb::DB* db, const rocksdb::Snapshot* snapshot,
+              const Impl::SpaceView* space);
 
   absl::StatusOr<std::optional<ChunkManifest>> GetManifest(absl::string_view url) override;
   absl::StatusOr<std::optional<ChunkTextRecord>> GetText(const Sha256Digest& sha) override;
@@ -544,6 +636,7 @@ class RocksDbStore::ChunkReader final : public ChunkStateReader {
   absl::StatusOr<std::optional<FingerprintRecord>> ReadFingerprint(uint32_t text_id);
 
   Impl* const impl_;
+  const Impl::SpaceView* const space_;
   SnapshotReads reads_;
 };
 

@@ -43,8 +43,9 @@ ChunkInput Chunk(const std::string& id, const std::string& text, uint64_t simhas
   return ChunkInput{id, Sha256(text), simhash, max_distance};
 }
 
-ChunkDocument Doc(const std::string& url, std::vector<ChunkInput> chunks) {
-  return ChunkDocument{url, std::move(chunks)};
+ChunkDocument Doc(const std::string& url, std::vector<ChunkInput> chunks,
+                  const std::string& name_space = "") {
+  return ChunkDocument{url, std::move(chunks), name_space};
 }
 
 ChunkAnswer RunCheck(ChunkStore& store, const ChunkDocument& doc, bool claim, absl::Time now) {
@@ -293,6 +294,42 @@ TEST_P(ChunkStoreConformanceTest, ReopenKeepsChunksAndTheIndex) {
   EXPECT_EQ(a.outcomes[0].verdict, ChunkVerdict::kNew);
   EXPECT_EQ(a.outcomes[0].first_seen, T(100));
   EXPECT_EQ(a.replaced_chunks, 2u);
+}
+
+TEST_P(ChunkStoreConformanceTest, NamespacesNeverSeeEachOthersChunks) {
+  ChunkAnswer a = Claim(chunks(), Doc("https://a/", {Chunk("0", "t1", kFp)}, "crawl-a"), T(100));
+  EXPECT_EQ(a.outcomes[0].verdict, ChunkVerdict::kNew);
+  // The same text in the empty namespace, and the same document URL in
+  // another namespace: NEW, a document of its own.
+  a = Claim(chunks(), Doc("https://b/", {Chunk("0", "t1", kFp)}), T(110));
+  EXPECT_EQ(a.outcomes[0].verdict, ChunkVerdict::kNew);
+  a = Claim(chunks(), Doc("https://a/", {Chunk("x", "t2", kFarA)}, "crawl-b"), T(120));
+  EXPECT_EQ(a.outcomes[0].verdict, ChunkVerdict::kNew);
+  EXPECT_EQ(a.replaced_chunks, 0u);
+  EXPECT_THAT(a.removed_chunk_ids, IsEmpty());
+  // Within crawl-a, its chunk is found, exactly and near.
+  a = Peek(chunks(),
+           Doc("https://c/", {Chunk("0", "t1", kFp), Chunk("1", "near", kFp ^ 0x1)}, "crawl-a"));
+  ExpectDuplicate(a.outcomes[0], ChunkVerdict::kExactDuplicate, "https://a/", "0", 0);
+  ExpectDuplicate(a.outcomes[1], ChunkVerdict::kNearDuplicate, "https://a/", "0", 1);
+  // crawl-b's document https://a/ did not replace crawl-a's.
+  a = Claim(chunks(), Doc("https://a/", {Chunk("0", "t1", kFp)}, "crawl-a"), T(130));
+  EXPECT_EQ(a.outcomes[0].verdict, ChunkVerdict::kNew);
+  EXPECT_EQ(a.replaced_chunks, 1u);
+  EXPECT_EQ(a.outcomes[0].first_seen, T(100));
+  // A namespace with nothing recorded.
+  a = Peek(chunks(), Doc("https://d/", {Chunk("0", "t1", kFp)}, "crawl-z"));
+  EXPECT_EQ(a.outcomes[0].verdict, ChunkVerdict::kNew);
+}
+
+TEST_P(ChunkStoreConformanceTest, BadNamespaceFailsTheDocument) {
+  ChunkAnswer answer;
+  EXPECT_THAT(chunks().CheckChunks(Doc("https://a/", {Chunk("0", "t", kFp)}, "no/slash"), true,
+                                   T(1), &answer),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("namespace: byte 2")));
+  EXPECT_THAT(chunks().CheckChunks(Doc("https://a/", {Chunk("0", "t", kFp)}, std::string(65, 'n')),
+                                   true, T(1), &answer),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("the limit is 64")));
 }
 
 }  // namespace

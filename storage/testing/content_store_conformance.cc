@@ -150,7 +150,7 @@ TEST_P(ContentStoreConformanceTest, RecrawlStatusFollowsTheFetchedUrl) {
 TEST_P(ContentStoreConformanceTest, FetchRecordsKeepTheLastChangeAndTheValidators) {
   Checker c(&content());
   std::vector<std::optional<FetchRecord>> fetches;
-  ASSERT_THAT(content().LookupFetches({"https://u/"}, &fetches), IsOk());
+  ASSERT_THAT(content().LookupFetches("", {"https://u/"}, &fetches), IsOk());
   EXPECT_FALSE(fetches[0].has_value());
   struct Step {
     std::string text, etag, last_modified;
@@ -168,7 +168,7 @@ TEST_P(ContentStoreConformanceTest, FetchRecordsKeepTheLastChangeAndTheValidator
     d.etag = step.etag;
     d.last_modified = step.last_modified;
     c.Claim({d}, T(t++));
-    ASSERT_THAT(content().LookupFetches({"https://u/", "https://other/"}, &fetches), IsOk());
+    ASSERT_THAT(content().LookupFetches("", {"https://u/", "https://other/"}, &fetches), IsOk());
     ASSERT_TRUE(fetches[0].has_value()) << step.text;
     EXPECT_FALSE(fetches[1].has_value());
     EXPECT_EQ(fetches[0]->etag, step.etag);
@@ -181,7 +181,7 @@ TEST_P(ContentStoreConformanceTest, FetchRecordsKeepTheLastChangeAndTheValidator
   ContentDoc peek = Doc("https://u/", "v2", ~uint64_t{0});
   peek.etag = "\"peeked\"";
   c.Peek({peek});
-  ASSERT_THAT(content().LookupFetches({"https://u/"}, &fetches), IsOk());
+  ASSERT_THAT(content().LookupFetches("", {"https://u/"}, &fetches), IsOk());
   EXPECT_EQ(fetches[0]->etag, "");
 }
 
@@ -563,6 +563,90 @@ TEST_P(ContentStoreConformanceTest, ForgottenOwnerComesBackAsAnAlias) {
   const ForgetResult again = ForgetOk(content(), kO);
   EXPECT_EQ(again.aliases_removed, 1u);
   EXPECT_THAT(again.contents_promoted, IsEmpty());
+}
+
+ContentDoc InSpace(ContentDoc d, const std::string& name_space) {
+  d.name_space = name_space;
+  return d;
+}
+
+TEST_P(ContentStoreConformanceTest, NamespacesNeverSeeEachOthersTexts) {
+  Checker c(&content());
+  std::vector<ContentOutcome> out =
+      c.Claim({InSpace(Doc("https://a/", "text", kFp), "crawl-a")}, T(100));
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+  // The same text in the empty namespace and in another one: NEW there.
+  out = c.Claim({Doc("https://b/", "text", kFp)}, T(110));
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+  EXPECT_EQ(out[0].owner_url, "https://b/");
+  out = c.Claim({InSpace(Doc("https://c/", "text", kFp), "crawl-b")}, T(120));
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+  EXPECT_EQ(out[0].owner_url, "https://c/");
+  // Within a namespace, exact and near duplicates find its own texts only.
+  out = c.Claim({InSpace(Doc("https://d/", "text", kFp), "crawl-a"),
+                 InSpace(Doc("https://e/", "near", kFp ^ 0x3), "crawl-a")},
+                T(130));
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kExactDuplicate);
+  EXPECT_EQ(out[0].owner_url, "https://a/");
+  EXPECT_EQ(out[0].first_seen, T(100));
+  EXPECT_THAT(out[0].aliases, ElementsAre("https://d/"));
+  EXPECT_EQ(out[1].verdict, ContentVerdict::kNearDuplicate);
+  ASSERT_THAT(out[1].near_matches, SizeIs(1));
+  EXPECT_EQ(out[1].near_matches[0].owner_url, "https://a/");
+  // A namespace nothing was recorded in peeks NEW.
+  out = c.Peek({InSpace(Doc("https://f/", "text", kFp), "crawl-z")});
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+  EXPECT_THAT(out[0].near_matches, IsEmpty());
+  // The empty namespace's owner is unchanged by the others.
+  out = c.Peek({Doc("https://g/", "text", kFp)});
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kExactDuplicate);
+  EXPECT_EQ(out[0].owner_url, "https://b/");
+  EXPECT_THAT(out[0].aliases, IsEmpty());
+}
+
+TEST_P(ContentStoreConformanceTest, UrlsAndFetchesAreRecordedInTheTextsNamespace) {
+  Checker c(&content());
+  ContentDoc d = InSpace(Doc("https://a/", "text", kFp), "crawl-a");
+  d.etag = "\"v1\"";
+  c.Claim({d}, T(100));
+  std::vector<std::optional<UrlRecord>> records;
+  ASSERT_THAT(urls().LookupRecords("crawl-a", {"https://a/"}, &records), IsOk());
+  ASSERT_TRUE(records[0].has_value());
+  EXPECT_EQ(records[0]->first_seen, T(100));
+  ASSERT_THAT(urls().LookupRecords("", {"https://a/"}, &records), IsOk());
+  EXPECT_FALSE(records[0].has_value());
+
+  std::vector<std::optional<FetchRecord>> fetches;
+  ASSERT_THAT(content().LookupFetches("crawl-a", {"https://a/"}, &fetches), IsOk());
+  ASSERT_TRUE(fetches[0].has_value());
+  EXPECT_EQ(fetches[0]->etag, "\"v1\"");
+  ASSERT_THAT(content().LookupFetches("", {"https://a/"}, &fetches), IsOk());
+  EXPECT_FALSE(fetches[0].has_value());
+  ASSERT_THAT(content().LookupFetches("crawl-b", {"https://a/"}, &fetches), IsOk());
+  EXPECT_FALSE(fetches[0].has_value());
+  // The re-crawl status follows the fetch record of the namespace.
+  std::vector<ContentOutcome> out = c.Claim({Doc("https://a/", "text", kFp)}, T(110));
+  EXPECT_EQ(out[0].recrawl, RecrawlStatus::kFirstSeen);
+  out = c.Claim({InSpace(Doc("https://a/", "text", kFp), "crawl-a")}, T(120));
+  EXPECT_EQ(out[0].recrawl, RecrawlStatus::kUnchanged);
+}
+
+TEST_P(ContentStoreConformanceTest, BadOrMixedNamespacesFailTheBatch) {
+  std::vector<ContentOutcome> out;
+  EXPECT_THAT(content().CheckContent({InSpace(Doc("https://a/", "t", kFp), "bad space")}, true,
+                                     ContentLimits(), T(1), &out),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("namespace")));
+  EXPECT_THAT(content().CheckContent({InSpace(Doc("https://a/", "t", kFp), std::string(65, 'n'))},
+                                     true, ContentLimits(), T(1), &out),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("the limit is 64")));
+  EXPECT_THAT(content().CheckContent({InSpace(Doc("https://a/", "t", kFp), "one"),
+                                      InSpace(Doc("https://b/", "u", kFp), "two")},
+                                     true, ContentLimits(), T(1), &out),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("one namespace per batch")));
+  // Nothing was recorded.
+  std::vector<std::optional<UrlRecord>> records;
+  ASSERT_THAT(urls().LookupRecords("one", {"https://a/"}, &records), IsOk());
+  EXPECT_FALSE(records[0].has_value());
 }
 
 }  // namespace

@@ -175,10 +175,12 @@ absl::Status FaultInjectionStore::CheckChunks(const ChunkDocument& doc, bool cla
              [&] { return chunks_->CheckChunks(doc, claim, now, answer); });
 }
 
-absl::Status FaultInjectionStore::LookupFetches(absl::Span<const std::string> urls,
+absl::Status FaultInjectionStore::LookupFetches(absl::string_view name_space,
+                                                absl::Span<const std::string> urls,
                                                 std::vector<std::optional<FetchRecord>>* fetches) {
   if (content_ == nullptr) return NoStore("content");
-  return Run(StoreOp::kContentRead, [&] { return content_->LookupFetches(urls, fetches); });
+  return Run(StoreOp::kContentRead,
+             [&] { return content_->LookupFetches(name_space, urls, fetches); });
 }
 
 int FaultInjectionStore::max_near_distance() const {

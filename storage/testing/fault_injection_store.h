@@ -192,7 +192,7 @@ class FaultInjectionStore final : public UrlStore, public ContentStore, public C
   // beyond either), the one present when only one is wrapped, 0 with none.
   int max_near_distance() const override;
   // A read (kContentRead).
-  absl::Status LookupFetches(absl::Span<const std::string> urls,
+  absl::Status LookupFetches(absl::string_view name_space, absl::Span<const std::string> urls,
                              std::vector<std::optional<FetchRecord>>* fetches) override;
 
  private:
