@@ -18,6 +18,7 @@
 #include "common/status_macros.h"
 #include "core/text/sha256.h"
 #include "google/protobuf/util/time_util.h"
+#include "storage/document_key.h"
 
 namespace dedupd {
 namespace {
@@ -197,7 +198,11 @@ absl::Status AdminOps::NextExport(ExportCursor* cursor, v1::ExportResponse* resp
       case ExportedRecord::Kind::kContent: {
         v1::ExportedContent* c = out->mutable_content();
         c->set_content_hash(Sha256Hex(r.sha256));
-        c->set_owner_url(std::move(r.url));
+        if (IsDocumentIdKey(r.url)) {
+          c->set_owner_document_id(std::string(DocumentIdOfKey(r.url)));
+        } else {
+          c->set_owner_url(std::move(r.url));
+        }
         *c->mutable_first_seen() = ToTimestamp(r.time);
         c->set_simhash_hex(absl::StrFormat("%016x", r.simhash));
         c->set_alias_count(r.alias_count);
@@ -206,7 +211,11 @@ absl::Status AdminOps::NextExport(ExportCursor* cursor, v1::ExportResponse* resp
       case ExportedRecord::Kind::kAlias: {
         v1::ExportedAlias* a = out->mutable_alias();
         a->set_content_hash(Sha256Hex(r.sha256));
-        a->set_url(std::move(r.url));
+        if (IsDocumentIdKey(r.url)) {
+          a->set_document_id(std::string(DocumentIdOfKey(r.url)));
+        } else {
+          a->set_url(std::move(r.url));
+        }
         *a->mutable_added() = ToTimestamp(r.time);
         break;
       }

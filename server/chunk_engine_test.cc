@@ -254,6 +254,75 @@ TEST_F(ChunkEngineTest, ResendingADocumentReplacesItsChunks) {
   EXPECT_EQ(Check("https://docs.example/b", chunks, v1::CLAIM_MODE_PEEK).replaced_chunks(), 0u);
 }
 
+v1::CheckChunksRequest IdRequest(const std::string& document_id,
+                                 const std::vector<std::pair<std::string, std::string>>& chunks) {
+  v1::CheckChunksRequest r;
+  r.set_document_id(document_id);
+  for (const auto& [id, text] : chunks) {
+    v1::ChunkItem* c = r.add_chunks();
+    c->set_chunk_id(id);
+    c->set_text(text);
+  }
+  return r;
+}
+
+TEST_F(ChunkEngineTest, DocumentIdsAreDocumentsOfTheirOwnAndRemovedChunksAreListed) {
+  const std::vector<std::string> words = SplitWords(ReadTestdata("python_policy_packaging.txt"));
+  const std::string p0 = Words(words, 0, 60), p1 = Words(words, 60, 60), p2 = Words(words, 120, 60);
+  const std::string p3 = Words(words, 180, 60);
+  v1::CheckChunksResponse first =
+      Check(IdRequest("s3://bucket/Guide.PDF", {{"a", p0}, {"b", p1}, {"c", p2}}));
+  EXPECT_EQ(first.document_id(), "s3://bucket/Guide.PDF");
+  EXPECT_EQ(first.document_url(), "");
+  for (const v1::ChunkResult& r : first.results()) EXPECT_EQ(r.verdict(), v1::CHUNK_VERDICT_NEW);
+
+  // A URL document with one of its paragraphs names the id as the holder.
+  v1::CheckChunksResponse page = Check("https://docs.example/guide", {p1});
+  EXPECT_EQ(page.results(0).verdict(), v1::CHUNK_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(page.results(0).duplicate_of_document_id(), "s3://bucket/Guide.PDF");
+  EXPECT_EQ(page.results(0).duplicate_of_document_url(), "");
+  EXPECT_EQ(page.results(0).duplicate_of_chunk_id(), "b");
+
+  // A re-ingest of the id: "a" unchanged, "b" edited away, "c" dropped,
+  // "d" new. The caller deletes exactly the vectors of "b" and "c".
+  now_ += absl::Hours(1);
+  v1::CheckChunksResponse again =
+      Check(IdRequest("s3://bucket/Guide.PDF", {{"a", p0}, {"b", p3 + " edited"}, {"d", p2}}));
+  EXPECT_EQ(again.replaced_chunks(), 3u);
+  EXPECT_THAT(again.removed_chunk_ids(), ElementsAre("b", "c"));
+  EXPECT_EQ(again.results(0).verdict(), v1::CHUNK_VERDICT_NEW);
+  // The id is not normalized: another spelling is another document.
+  v1::CheckChunksResponse other = Check(IdRequest("s3://bucket/guide.pdf", {{"a", p0}}));
+  EXPECT_EQ(other.results(0).verdict(), v1::CHUNK_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(other.results(0).duplicate_of_document_id(), "s3://bucket/Guide.PDF");
+  EXPECT_EQ(other.replaced_chunks(), 0u);
+}
+
+TEST_F(ChunkEngineTest, BadDocumentIdsFailTheRequestWithTheLimit) {
+  v1::CheckChunksResponse response;
+  struct Case {
+    v1::CheckChunksRequest request;
+    std::string want;
+  } cases[] = {
+      {IdRequest(std::string(1025, 'd'), {{"0", "text"}}),
+       "document_id: is 1025 bytes; the limit is 1024"},
+      {IdRequest(std::string("a\0b", 3), {{"0", "text"}}), "document_id: byte 1 is NUL"},
+      {IdRequest("bad \xc3", {{"0", "text"}}), "document_id: is not valid UTF-8"},
+      {Request("", {"text"}), "document_url: is empty (the document's URL, or a document_id"},
+  };
+  cases[3].request.set_document_id("");
+  v1::CheckChunksRequest both = IdRequest("doc", {{"0", "text"}});
+  both.set_document_url("https://a.example/");
+  EXPECT_THAT(engine_.CheckChunks(both, &response),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("document_id: is given with document_url")));
+  for (const Case& c : cases) {
+    EXPECT_THAT(engine_.CheckChunks(c.request, &response),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.want)))
+        << c.want;
+  }
+}
+
 TEST_F(ChunkEngineTest, ShortChunksUseTheStricterRule) {
   // A heading-sized chunk: near matching by the rule for its word count.
   const std::string heading = "Installation";

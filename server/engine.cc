@@ -15,6 +15,7 @@
 #include "core/text/sha256.h"
 #include "google/protobuf/timestamp.pb.h"
 #include "google/protobuf/util/time_util.h"
+#include "storage/document_key.h"
 #include "storage/plan/url_planner.h"
 
 namespace dedupd {
@@ -350,30 +351,50 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
       result->set_error(std::string(why));
       result->set_error_reason(reason);
     };
-    if (item.url().empty()) {
-      invalid(v1::ERROR_REASON_BAD_URL,
-              "url: is empty (the URL the text was fetched from is required)");
-      continue;
-    }
-    absl::StatusOr<std::string> fetched = normalizer_->Normalize(item.url(), "");
-    if (!fetched.ok()) {
-      invalid(v1::ERROR_REASON_BAD_URL, absl::StrCat("url: ", fetched.status().message()));
-      continue;
-    }
-    std::string identity = *fetched;
-    if (!item.canonical_url().empty()) {
-      // A relative rel=canonical resolves against the page's own URL.
-      absl::StatusOr<std::string> canonical =
-          normalizer_->Normalize(item.canonical_url(), item.url());
-      if (!canonical.ok()) {
-        invalid(v1::ERROR_REASON_BAD_URL,
-                absl::StrCat("canonical_url: ", canonical.status().message()));
+    std::string fetched;   // the fetched URL's document key
+    std::string identity;  // the identity's document key
+    if (!item.document_id().empty()) {
+      if (!item.url().empty() || !item.canonical_url().empty()) {
+        invalid(v1::ERROR_REASON_BAD_DOCUMENT_ID,
+                "document_id: is given with url or canonical_url (name the document by one: "
+                "its URL or its id)");
         continue;
       }
-      identity = *std::move(canonical);
+      if (absl::Status id = CheckDocumentId(item.document_id()); !id.ok()) {
+        invalid(v1::ERROR_REASON_BAD_DOCUMENT_ID, id.message());
+        continue;
+      }
+      fetched = DocumentKeyOfId(item.document_id());
+      identity = fetched;
+      result->set_document_id(item.document_id());
+    } else {
+      if (item.url().empty()) {
+        invalid(v1::ERROR_REASON_BAD_URL,
+                "url: is empty (the URL the text was fetched from, or a document_id, is "
+                "required)");
+        continue;
+      }
+      absl::StatusOr<std::string> url = normalizer_->Normalize(item.url(), "");
+      if (!url.ok()) {
+        invalid(v1::ERROR_REASON_BAD_URL, absl::StrCat("url: ", url.status().message()));
+        continue;
+      }
+      fetched = *std::move(url);
+      identity = fetched;
+      if (!item.canonical_url().empty()) {
+        // A relative rel=canonical resolves against the page's own URL.
+        absl::StatusOr<std::string> canonical =
+            normalizer_->Normalize(item.canonical_url(), item.url());
+        if (!canonical.ok()) {
+          invalid(v1::ERROR_REASON_BAD_URL,
+                  absl::StrCat("canonical_url: ", canonical.status().message()));
+          continue;
+        }
+        identity = *std::move(canonical);
+      }
+      result->set_url(fetched);
+      result->set_canonical_url(identity);
     }
-    result->set_url(*fetched);
-    result->set_canonical_url(identity);
     absl::StatusOr<int> distance =
         ResolveDistance(item.has_max_hamming_distance(), item.max_hamming_distance(), index_limit);
     if (!distance.ok()) {
@@ -401,7 +422,7 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
     doc.etag = item.etag();
     doc.last_modified = item.last_modified();
     doc.identity_url = std::move(identity);
-    doc.fetched_url = *std::move(fetched);
+    doc.fetched_url = std::move(fetched);
     doc.sha256 = fp->sha256;
     doc.simhash = fp->simhash;
     doc.max_distance = *distance;
@@ -422,13 +443,14 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
     std::vector<std::string> urls;
     urls.reserve(2 * docs.size());
     for (const ContentDoc& d : docs) {
+      if (IsDocumentIdKey(d.identity_url)) continue;  // a document id is not a URL
       urls.push_back(d.identity_url);
       if (d.fetched_url != d.identity_url) urls.push_back(d.fetched_url);
     }
     UrlClaimOptions url_options;
     url_options.name_space = request.namespace_();
     std::vector<UrlClaim> ignored;
-    s = store_->Claim(url_options, urls, options_.clock(), &ignored);
+    if (!urls.empty()) s = store_->Claim(url_options, urls, options_.clock(), &ignored);
     if (!s.ok()) return WithContext(s, "record content URLs in the URL seen-set");
   }
   if (claim && !store_->approximate()) {
@@ -439,21 +461,39 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
     // content answer does not depend on it.
     std::vector<std::string> fetched;
     fetched.reserve(docs.size());
-    for (const ContentDoc& d : docs) fetched.push_back(d.fetched_url);
+    for (const ContentDoc& d : docs) {
+      if (!IsDocumentIdKey(d.fetched_url)) fetched.push_back(d.fetched_url);
+    }
     std::vector<UrlCompletion> ignored;
-    store_->Complete(request.namespace_(), 0, fetched, &ignored).IgnoreError();
+    if (!fetched.empty()) {
+      store_->Complete(request.namespace_(), 0, fetched, &ignored).IgnoreError();
+    }
   }
   for (size_t j = 0; j < docs.size(); ++j) {
     const ContentOutcome& o = outcomes[j];
     v1::ContentResult* result = response->mutable_results(doc_item[j]);
     result->set_verdict(ToProto(o.verdict));
     result->set_recrawl(ToProto(o.recrawl));
-    result->set_owner_url(o.owner_url);
-    for (const std::string& alias : o.aliases) result->add_alias_urls(alias);
+    if (IsDocumentIdKey(o.owner_url)) {
+      result->set_owner_document_id(std::string(DocumentIdOfKey(o.owner_url)));
+    } else {
+      result->set_owner_url(o.owner_url);
+    }
+    for (const std::string& alias : o.aliases) {
+      if (IsDocumentIdKey(alias)) {
+        result->add_alias_document_ids(std::string(DocumentIdOfKey(alias)));
+      } else {
+        result->add_alias_urls(alias);
+      }
+    }
     result->set_alias_count(o.alias_count);
     for (const NearMatch& m : o.near_matches) {
       v1::NearMatch* out = result->add_near_matches();
-      out->set_url(m.owner_url);
+      if (IsDocumentIdKey(m.owner_url)) {
+        out->set_document_id(std::string(DocumentIdOfKey(m.owner_url)));
+      } else {
+        out->set_url(m.owner_url);
+      }
       out->set_simhash(m.simhash);
       out->set_distance(static_cast<uint32_t>(m.distance));
       out->set_content_hash(Sha256Hex(m.sha256));
@@ -483,6 +523,27 @@ v1::ChunkVerdict ToProto(ChunkVerdict v) {
 
 }  // namespace
 
+absl::StatusOr<std::string> Engine::ChunkDocumentKey(const v1::CheckChunksRequest& request) const {
+  if (!request.document_id().empty()) {
+    if (!request.document_url().empty()) {
+      return absl::InvalidArgumentError(
+          "document_id: is given with document_url (name the document by one: its URL or its "
+          "id)");
+    }
+    DEDUPD_RETURN_IF_ERROR(CheckDocumentId(request.document_id()));
+    return DocumentKeyOfId(request.document_id());
+  }
+  if (request.document_url().empty()) {
+    return absl::InvalidArgumentError(
+        "document_url: is empty (the document's URL, or a document_id, is required)");
+  }
+  absl::StatusOr<std::string> url = normalizer_->Normalize(request.document_url(), "");
+  if (!url.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("document_url: ", url.status().message()));
+  }
+  return url;
+}
+
 absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
                                  v1::CheckChunksResponse* response) const {
   if (chunk_store_ == nullptr || hasher_ == nullptr) {
@@ -496,23 +557,21 @@ absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
                                                    " per request (--max_batch_items)"));
   }
   DEDUPD_RETURN_IF_ERROR(CheckNamespace(request.namespace_()));
-  if (request.document_url().empty()) {
-    return absl::InvalidArgumentError("document_url: is empty (the document's URL is required)");
-  }
-  absl::StatusOr<std::string> url = normalizer_->Normalize(request.document_url(), "");
-  if (!url.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("document_url: ", url.status().message()));
-  }
+  DEDUPD_ASSIGN_OR_RETURN(std::string document_key, ChunkDocumentKey(request));
   const int index_limit = chunk_store_->max_near_distance();
   absl::StatusOr<int> distance = ResolveDistance(request.has_max_hamming_distance(),
                                                  request.max_hamming_distance(), index_limit);
   if (!distance.ok()) return distance.status();
   response->Clear();
-  response->set_document_url(*url);
+  if (IsDocumentIdKey(document_key)) {
+    response->set_document_id(request.document_id());
+  } else {
+    response->set_document_url(document_key);
+  }
   response->mutable_results()->Reserve(n);
 
   ChunkDocument doc;
-  doc.document_url = *std::move(url);
+  doc.document_url = std::move(document_key);
   doc.name_space = request.namespace_();
   doc.chunks.reserve(static_cast<size_t>(n));
   std::vector<int> chunk_item;  // doc.chunks[j] belongs to chunks[chunk_item[j]]
@@ -572,7 +631,12 @@ absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
     result->set_verdict(ToProto(o.verdict));
     result->set_other_holders(o.other_holders);
     if (o.verdict != ChunkVerdict::kNew) {
-      result->set_duplicate_of_document_url(o.duplicate_document_url);
+      if (IsDocumentIdKey(o.duplicate_document_url)) {
+        result->set_duplicate_of_document_id(
+            std::string(DocumentIdOfKey(o.duplicate_document_url)));
+      } else {
+        result->set_duplicate_of_document_url(o.duplicate_document_url);
+      }
       result->set_duplicate_of_chunk_id(o.duplicate_chunk_id);
       result->set_duplicate_of_simhash(o.duplicate_simhash);
       result->set_distance(static_cast<uint32_t>(o.distance));

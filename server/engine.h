@@ -139,6 +139,11 @@ class Engine {
   absl::Status AddFetches(absl::string_view name_space, absl::Span<const std::string> keys,
                           absl::Span<const int> key_item, absl::Span<const UrlClaim> claims,
                           v1::CheckUrlResponse* response) const;
+  // The document key a CheckChunks request names: its normalized
+  // document_url, or its document_id's key (storage/document_key.h);
+  // InvalidArgument naming the field and the limit when it names none,
+  // both, or a bad one.
+  absl::StatusOr<std::string> ChunkDocumentKey(const v1::CheckChunksRequest& request) const;
   // The Hamming distance an item or request asks for (`has`: whether it set
   // one), or the default; InvalidArgument naming the limit when above
   // `index_limit`.

@@ -490,6 +490,83 @@ TEST_F(ContentEngineTest, CanonicalUrlIsTheIdentityAndBothUrlsBecomeSeen) {
   EXPECT_EQ(UrlVerdict("https://site.example/print/post.html"), v1::URL_VERDICT_SEEN);
 }
 
+v1::ContentItem IdItem(const std::string& document_id, const std::string& text) {
+  v1::ContentItem item;
+  item.set_document_id(document_id);
+  item.set_text(text);
+  return item;
+}
+
+TEST_F(ContentEngineTest, DocumentIdsNameDocumentsAsGivenBesideUrls) {
+  // An id that looks like a URL is still an opaque id: not normalized, not
+  // the URL's document, never in the URL seen-set.
+  std::vector<v1::ContentResult> r =
+      Check({IdItem("s3://bucket/Key?v=1", "An ingested report about rivers."),
+             IdItem("HTTPS://Site.example/a", "A second, different report about lakes."),
+             Item("https://site.example/a", "A second, different report about lakes.")});
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].verdict(), v1::CONTENT_VERDICT_NEW);
+  EXPECT_EQ(r[0].document_id(), "s3://bucket/Key?v=1");
+  EXPECT_EQ(r[0].url(), "");
+  EXPECT_EQ(r[0].canonical_url(), "");
+  EXPECT_EQ(r[0].owner_document_id(), "s3://bucket/Key?v=1");
+  EXPECT_EQ(r[0].owner_url(), "");
+  EXPECT_EQ(r[0].recrawl(), v1::RECRAWL_STATUS_FIRST_SEEN);
+  EXPECT_EQ(r[1].verdict(), v1::CONTENT_VERDICT_NEW);
+  EXPECT_EQ(r[1].owner_document_id(), "HTTPS://Site.example/a");
+  // The URL's copy of the text: a duplicate of the id, which it names.
+  EXPECT_EQ(r[2].verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(r[2].owner_document_id(), "HTTPS://Site.example/a");
+  EXPECT_EQ(r[2].owner_url(), "");
+  EXPECT_THAT(r[2].alias_urls(), ElementsAre("https://site.example/a"));
+  EXPECT_THAT(r[2].alias_document_ids(), IsEmpty());
+  EXPECT_EQ(UrlVerdict("https://site.example/a"), v1::URL_VERDICT_SEEN);
+  EXPECT_EQ(UrlVerdict("https://site.example/other"), v1::URL_VERDICT_NEW);
+  // A URL owner, and a second id with its text: the id is an alias, listed
+  // apart from the URLs and counted with them.
+  r = Check({Item("https://owner.example/", "A text a URL owns, then an id holds too."),
+             IdItem("db:row/7", "a text a url owns, then an id holds too.")});
+  EXPECT_EQ(r[1].verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(r[1].owner_url(), "https://owner.example/");
+  EXPECT_THAT(r[1].alias_document_ids(), ElementsAre("db:row/7"));
+  EXPECT_THAT(r[1].alias_urls(), IsEmpty());
+  EXPECT_EQ(r[1].alias_count(), 1u);
+  // Re-ingesting an id: its own text, unchanged.
+  r = Check({IdItem("s3://bucket/Key?v=1", "An ingested report about rivers.")});
+  EXPECT_EQ(r[0].verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(r[0].owner_document_id(), "s3://bucket/Key?v=1");
+  EXPECT_EQ(r[0].recrawl(), v1::RECRAWL_STATUS_UNCHANGED);
+}
+
+TEST_F(ContentEngineTest, BadDocumentIdsAreInvalidItemsWithTheLimit) {
+  v1::ContentItem both = IdItem("doc-1", "some fine text");
+  both.set_url("https://a.example/");
+  v1::ContentItem with_canonical = IdItem("doc-2", "some fine text");
+  with_canonical.set_canonical_url("https://a.example/");
+  struct Case {
+    v1::ContentItem item;
+    std::string want_error;
+  } cases[] = {
+      {IdItem(std::string(1025, 'd'), "text"), "document_id: is 1025 bytes; the limit is 1024"},
+      {IdItem(std::string("a\0b", 3), "text"), "document_id: byte 1 is NUL"},
+      {IdItem("bad \xc3", "text"), "document_id: is not valid UTF-8"},
+      {both, "document_id: is given with url or canonical_url"},
+      {with_canonical, "document_id: is given with url or canonical_url"},
+  };
+  std::vector<v1::ContentItem> items;
+  for (const Case& c : cases) items.push_back(c.item);
+  items.push_back(IdItem("good-id", "the one good item"));
+  std::vector<v1::ContentResult> r = Check(items);
+  ASSERT_EQ(r.size(), std::size(cases) + 1);
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    EXPECT_EQ(r[i].verdict(), v1::CONTENT_VERDICT_INVALID) << i;
+    EXPECT_EQ(r[i].error_reason(), v1::ERROR_REASON_BAD_DOCUMENT_ID) << i;
+    EXPECT_THAT(r[i].error(), HasSubstr(cases[i].want_error)) << i;
+  }
+  EXPECT_EQ(r.back().verdict(), v1::CONTENT_VERDICT_NEW);
+  EXPECT_EQ(r.back().owner_document_id(), "good-id");
+}
+
 TEST_F(ContentEngineTest, OneWordEditOfARealPageIsANearDuplicate) {
   const std::string original = ReadTestdata("python_policy_packaging.txt");
   ASSERT_GT(original.size(), 5000u) << "missing testdata";

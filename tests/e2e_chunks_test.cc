@@ -280,6 +280,54 @@ TEST_F(E2eChunksTest, RestartAndKillMinus9KeepAcknowledgedChunks) {
   EXPECT_EQ(lost, 0u) << "of " << total << " acknowledged chunks";
 }
 
+TEST_F(E2eChunksTest, DocumentIdsNamespacesAndRemovedChunksSurviveARestart) {
+  const std::string page = ReadFile(std::string(DEDUPD_PREAMBLE_TESTDATA_DIR) + "/page_00.txt");
+  const std::vector<std::string> chunks = Chunks(page);
+  ASSERT_GE(chunks.size(), 4u) << "missing testdata";
+  auto id_request = [](const std::string& id, const std::string& name_space,
+                       const std::vector<std::pair<std::string, std::string>>& items) {
+    v1::CheckChunksRequest r;
+    r.set_document_id(id);
+    r.set_namespace_(name_space);
+    for (const auto& [chunk_id, text] : items) {
+      v1::ChunkItem* c = r.add_chunks();
+      c->set_chunk_id(chunk_id);
+      c->set_text(text);
+    }
+    return r;
+  };
+  v1::CheckChunksResponse first = Check(id_request(
+      "s3://rag/Guide.txt", "tenant-a", {{"c0", chunks[0]}, {"c1", chunks[1]}, {"c2", chunks[2]}}));
+  EXPECT_EQ(first.document_id(), "s3://rag/Guide.txt");
+  for (const v1::ChunkResult& r : first.results()) EXPECT_EQ(r.verdict(), v1::CHUNK_VERDICT_NEW);
+  // Another tenant sees none of it; its own copy is NEW there.
+  v1::CheckChunksResponse other =
+      Check(id_request("s3://rag/Guide.txt", "tenant-b", {{"c0", chunks[0]}}));
+  EXPECT_EQ(other.results(0).verdict(), v1::CHUNK_VERDICT_NEW);
+  EXPECT_EQ(other.replaced_chunks(), 0u);
+
+  absl::StatusOr<int> code = server_->Terminate();
+  ASSERT_THAT(code, IsOk());
+  EXPECT_EQ(*code, 0) << server_->Logs();
+  StartServer();
+
+  // After the restart: a URL document in tenant-a names the id; a
+  // re-ingest of the id lists exactly the chunks it removed.
+  v1::CheckChunksRequest by_url = Request("https://site.example/guide", {chunks[1]});
+  by_url.set_namespace_("tenant-a");
+  v1::CheckChunksResponse page_answer = Check(by_url);
+  EXPECT_EQ(page_answer.results(0).verdict(), v1::CHUNK_VERDICT_EXACT_DUPLICATE);
+  EXPECT_EQ(page_answer.results(0).duplicate_of_document_id(), "s3://rag/Guide.txt");
+  EXPECT_EQ(page_answer.results(0).duplicate_of_chunk_id(), "c1");
+  v1::CheckChunksResponse again =
+      Check(id_request("s3://rag/Guide.txt", "tenant-a", {{"c0", chunks[0]}, {"c3", chunks[3]}}));
+  EXPECT_EQ(again.replaced_chunks(), 3u);
+  EXPECT_THAT(again.removed_chunk_ids(), ::testing::ElementsAre("c1", "c2"));
+  // A bad id fails the request with the limit.
+  EXPECT_THAT(client_->CheckChunks(id_request(std::string(1025, 'x'), "", {{"0", "text"}})),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("the limit is 1024")));
+}
+
 v1::ResultHit Hit(const std::string& id, const std::string& text, double score,
                   const std::string& source) {
   v1::ResultHit h;

@@ -479,6 +479,51 @@ TEST_F(E2eContentTest, DedupctlContentCheckReadsJsonLines) {
   EXPECT_THAT(one->out, HasSubstr("\"verdict\":\"EXACT_DUPLICATE\""));
   EXPECT_EQ(PeekUrl("https://j.example/y"), v1::URL_VERDICT_NEW);
 }
+
+TEST_F(E2eContentTest, DedupctlDocumentIdsAndNamespacesThroughTheRealBinary) {
+  // crawl-a: a page, then a pipeline's document id with the same text, an
+  // id with a bad byte, and an id given with a url.
+  const std::string input =
+      "{\"url\":\"https://n.example/a\",\"text\":\"Text one of namespace a.\"}\n"
+      "{\"document_id\":\"s3://bucket/A.txt\",\"text\":\"text ONE of namespace a.\"}\n"
+      "{\"document_id\":\"s3://bucket/B.txt\",\"text\":\"A text only an id owns.\"}\n"
+      "{\"document_id\":\"x\",\"url\":\"https://n.example/x\",\"text\":\"t\"}\n";
+  auto r = RunCommand({DEDUPCTL_BINARY, "content", "check", "--server", server_->address(),
+                       "--namespace", "crawl-a"},
+                      input);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->exit_code, 1) << r->err;  // the last line is INVALID
+  std::vector<std::string> lines = absl::StrSplit(r->out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 4u) << r->out;
+  EXPECT_THAT(lines[1], HasSubstr("\"verdict\":\"EXACT_DUPLICATE\",\"document_id\":"
+                                  "\"s3://bucket/A.txt\""));
+  EXPECT_THAT(lines[1], HasSubstr("\"owner_url\":\"https://n.example/a\""));
+  EXPECT_THAT(lines[1], HasSubstr("\"alias_document_ids\":[\"s3://bucket/A.txt\"]"));
+  EXPECT_THAT(lines[2], HasSubstr("\"verdict\":\"NEW\""));
+  EXPECT_THAT(lines[2], HasSubstr("\"owner_document_id\":\"s3://bucket/B.txt\""));
+  EXPECT_THAT(lines[3], HasSubstr("\"reason\":\"BAD_DOCUMENT_ID\""));
+  EXPECT_THAT(lines[3], HasSubstr("document_id: is given with url"));
+
+  // The empty namespace saw none of it: the same text is NEW there, and
+  // the page's URL was seen in crawl-a only.
+  EXPECT_EQ(
+      CheckOne("https://n.example/a", "Text one of namespace a.", v1::CLAIM_MODE_PEEK).verdict(),
+      v1::CONTENT_VERDICT_NEW);
+  EXPECT_EQ(PeekUrl("https://n.example/a"), v1::URL_VERDICT_NEW);
+  auto peek = RunCommand({DEDUPCTL_BINARY, "content", "peek", "--server", server_->address(),
+                          "--namespace", "crawl-a", "--url", "https://n.example/z"},
+                         "A text only an id owns.");
+  ASSERT_THAT(peek, IsOk());
+  EXPECT_EQ(peek->exit_code, 0) << peek->err;
+  EXPECT_THAT(peek->out, HasSubstr("\"owner_document_id\":\"s3://bucket/B.txt\""));
+  // A bad namespace fails the whole request, with the rule in the message.
+  auto bad = RunCommand({DEDUPCTL_BINARY, "content", "check", "--server", server_->address(),
+                         "--namespace", "no spaces"},
+                        "{\"url\":\"https://n.example/q\",\"text\":\"q\"}\n");
+  ASSERT_THAT(bad, IsOk());
+  EXPECT_NE(bad->exit_code, 0);
+  EXPECT_THAT(bad->err + bad->out, HasSubstr("namespace: byte 2 (0x20)"));
+}
 #endif  // DEDUPCTL_BINARY
 
 }  // namespace

@@ -27,7 +27,8 @@ namespace {
 constexpr size_t kMaxChunksLineBytes = 16 << 20;
 
 // ParseChunkDocument turns one JSON line into a request (docs/dedupctl.md,
-// "chunks check|peek"): an object with "document_url" (string) and
+// "chunks check|peek"): an object with "document_url" or "document_id"
+// (string; the server rejects both) and
 // "chunks" (a non-empty array; each chunk a string, its text, or an object
 // with "text" (string) and optional "chunk_id" (string)), and optional
 // "max_hamming_distance" (whole number 0..4294967295). Null counts as
@@ -41,8 +42,11 @@ absl::Status ParseChunkDocument(absl::string_view line, dedupd::v1::CheckChunksR
         absl::StrCat("a line must be a JSON object, not ", JsonKindName(value)));
   }
   const JsonValue& doc = value;
+  std::string id;
+  DEDUPD_RETURN_IF_ERROR(StringMember(doc, "document_id", "document_id", false, &id));
+  request->set_document_id(id);
   std::string url;
-  DEDUPD_RETURN_IF_ERROR(StringMember(doc, "document_url", "document_url", true, &url));
+  DEDUPD_RETURN_IF_ERROR(StringMember(doc, "document_url", "document_url", id.empty(), &url));
   request->set_document_url(url);
   const JsonValue* chunks = Member(doc, "chunks");
   if (chunks == nullptr) {
@@ -94,9 +98,12 @@ std::string ChunkJson(const dedupd::v1::ChunkResult& result) {
   if (result.verdict() == dedupd::v1::CHUNK_VERDICT_EXACT_DUPLICATE ||
       result.verdict() == dedupd::v1::CHUNK_VERDICT_NEAR_DUPLICATE) {
     JsonObjectWriter of;
-    of.String("document_url", result.duplicate_of_document_url())
-        .String("chunk_id", result.duplicate_of_chunk_id())
-        .Uint("distance", result.distance());
+    if (!result.duplicate_of_document_id().empty()) {
+      of.String("document_id", result.duplicate_of_document_id());
+    } else {
+      of.String("document_url", result.duplicate_of_document_url());
+    }
+    of.String("chunk_id", result.duplicate_of_chunk_id()).Uint("distance", result.distance());
     out = WithRawMember(std::move(out), "duplicate_of", std::move(of).Finish());
   }
   if (result.has_first_seen_time()) {
@@ -116,8 +123,12 @@ std::string ChunksLine(const dedupd::v1::CheckChunksResponse& response) {
   std::vector<absl::string_view> removed(response.removed_chunk_ids().begin(),
                                          response.removed_chunk_ids().end());
   JsonObjectWriter json;
-  json.String("document_url", response.document_url())
-      .Uint("replaced_chunks", response.replaced_chunks())
+  if (!response.document_id().empty()) {
+    json.String("document_id", response.document_id());
+  } else {
+    json.String("document_url", response.document_url());
+  }
+  json.Uint("replaced_chunks", response.replaced_chunks())
       .StringArray("removed_chunk_ids", removed)
       .RawArray("chunks", chunks);
   return std::move(json).Finish();
@@ -125,10 +136,12 @@ std::string ChunksLine(const dedupd::v1::CheckChunksResponse& response) {
 
 // The output line of a document that was not answered: a bad input line,
 // or a request the server rejected as a whole.
-std::string ChunksErrorLine(size_t line, absl::string_view document_url, absl::string_view error) {
+std::string ChunksErrorLine(size_t line, const dedupd::v1::CheckChunksRequest& request,
+                            absl::string_view error) {
   JsonObjectWriter json;
   json.Int("line", static_cast<int64_t>(line));
-  if (!document_url.empty()) json.String("document_url", document_url);
+  if (!request.document_url().empty()) json.String("document_url", request.document_url());
+  if (!request.document_id().empty()) json.String("document_id", request.document_id());
   json.String("error", error);
   return std::move(json).Finish();
 }
@@ -159,7 +172,7 @@ class ChunksJob : public BatchJob {
     std::string out;
     if (!parsed.ok()) {
       *any_invalid = true;
-      out = ChunksErrorLine(line_number, request.document_url(),
+      out = ChunksErrorLine(line_number, request,
                             absl::StrCat("line ", line_number, ": ", parsed.message()));
     } else {
       if (options_.max_hamming_distance && !request.has_max_hamming_distance()) {
@@ -180,7 +193,7 @@ class ChunksJob : public BatchJob {
         // too many chunks, a distance over its limit): its problem, not
         // the run's.
         *any_invalid = true;
-        out = ChunksErrorLine(line_number, request.document_url(), response.status().message());
+        out = ChunksErrorLine(line_number, request, response.status().message());
       } else {
         return response.status();
       }

@@ -35,8 +35,9 @@ struct ContentInput {
   std::optional<std::string> error;  // set: not sent, report this
 };
 
-// ParseDocument turns one JSON line into a request item: "url" and "text"
-// strings are required; "canonical_url" (string) and
+// ParseDocument turns one JSON line into a request item: "url" (or, in its
+// place, "document_id") and "text" strings are required; "canonical_url"
+// (string) and
 // "max_hamming_distance" (integer 0..2^32-1) are optional, and null counts
 // as absent; other members are ignored. Returns InvalidArgument saying
 // what is wrong.
@@ -65,7 +66,12 @@ absl::Status ParseDocument(absl::string_view line, dedupd::v1::ContentItem* item
     *out = v->string;
     return absl::OkStatus();
   };
-  if (absl::Status s = string_member("url", true, item->mutable_url()); !s.ok()) {
+  if (absl::Status s = string_member("document_id", false, item->mutable_document_id()); !s.ok()) {
+    return s;
+  }
+  // The server says what is wrong with a document_id given with a url.
+  if (absl::Status s = string_member("url", item->document_id().empty(), item->mutable_url());
+      !s.ok()) {
     return s;
   }
   if (absl::Status s = string_member("canonical_url", false, item->mutable_canonical_url());
@@ -145,23 +151,43 @@ std::string ContentLine(const ContentInput& input, const dedupd::v1::ContentResu
     json.String("verdict", "INVALID");
     if (input.line > 0) json.Int("line", static_cast<int64_t>(input.line));
     if (!input.item.url().empty()) json.String("url", input.item.url());
+    if (!input.item.document_id().empty()) json.String("document_id", input.item.document_id());
     json.String("error", result == nullptr ? *input.error : result->error());
     if (result != nullptr) json.String("reason", EnumName(result->error_reason()));
     return std::move(json).Finish();
   }
-  json.String("verdict", EnumName(result->verdict()))
-      .String("url", result->url())
-      .String("canonical_url", result->canonical_url())
-      .String("content_hash", result->content_hash())
-      .String("simhash", SimHashHex(result->simhash()))
-      .String("owner_url", result->owner_url());
+  // Document ids appear only where the server answered with one, so the
+  // lines of URL-named documents are as they always were.
+  json.String("verdict", EnumName(result->verdict()));
+  if (!result->document_id().empty()) {
+    json.String("document_id", result->document_id());
+  } else {
+    json.String("url", result->url()).String("canonical_url", result->canonical_url());
+  }
+  json.String("content_hash", result->content_hash())
+      .String("simhash", SimHashHex(result->simhash()));
+  if (!result->owner_document_id().empty()) {
+    json.String("owner_document_id", result->owner_document_id());
+  } else {
+    json.String("owner_url", result->owner_url());
+  }
   std::vector<absl::string_view> aliases(result->alias_urls().begin(), result->alias_urls().end());
-  json.StringArray("alias_urls", aliases).Uint("alias_count", result->alias_count());
+  json.StringArray("alias_urls", aliases);
+  if (result->alias_document_ids_size() > 0) {
+    std::vector<absl::string_view> ids(result->alias_document_ids().begin(),
+                                       result->alias_document_ids().end());
+    json.StringArray("alias_document_ids", ids);
+  }
+  json.Uint("alias_count", result->alias_count());
   std::vector<std::string> matches;
   for (const dedupd::v1::NearMatch& m : result->near_matches()) {
     JsonObjectWriter match;
-    match.String("url", m.url())
-        .String("simhash", SimHashHex(m.simhash()))
+    if (!m.document_id().empty()) {
+      match.String("document_id", m.document_id());
+    } else {
+      match.String("url", m.url());
+    }
+    match.String("simhash", SimHashHex(m.simhash()))
         .Uint("distance", m.distance())
         .String("content_hash", m.content_hash());
     matches.push_back(std::move(match).Finish());

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "core/text/simhash.h"
+#include "storage/document_key.h"
 
 namespace dedupd {
 namespace {
@@ -96,6 +97,8 @@ class Overlay {
 
   // Adds `url` to the seen-set unless it is there already.
   absl::Status SeeUrl(const std::string& url, absl::Time t, ContentMutations* out) {
+    // A document id is not a URL: the URL seen-set never holds one.
+    if (IsDocumentIdKey(url)) return absl::OkStatus();
     if (!urls_.insert(url).second) return absl::OkStatus();
     DEDUPD_ASSIGN_OR_RETURN(bool seen, reader_->HasUrl(url));
     if (!seen) out->urls.emplace_back(url, t);

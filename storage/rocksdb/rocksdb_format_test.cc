@@ -75,6 +75,29 @@ TEST(RocksDbFormatGoldenTest, NamespacedUrlKey) {
   EXPECT_EQ(absl::BytesToHexString(PrefixEnd(NamespacePrefix("crawl-7"))), "0807637261776c2d38");
 }
 
+TEST(RocksDbFormatGoldenTest, NamespacedContentKeysAndDocumentIdKeys) {
+  // A named namespace's content-layer records: the prefix, then the key
+  // of the empty namespace's record (docs/storage_format.md, "Namespaces").
+  EXPECT_EQ(absl::BytesToHexString(NamespacePrefix("crawl-7") + EncodeFingerprintKey(5)),
+            "0807637261776c2d37"
+            "04"
+            "00000005")
+      << kBumpMessage;
+  // A document named by an id: its key is 01 + the id ("Document keys").
+  EXPECT_EQ(absl::BytesToHexString(EncodeChunkManifestKey("\x01"
+                                                          "s3://b/k")),
+            "0501"
+            "01"
+            "73333a2f2f622f6b")
+      << kBumpMessage;
+  EXPECT_EQ(absl::BytesToHexString(EncodeFetchKey("\x01"
+                                                  "doc")),
+            "06"
+            "01"
+            "646f63")
+      << kBumpMessage;
+}
+
 TEST(RocksDbFormatGoldenTest, UrlValueVersion2) {
   UrlRecord r;
   r.first_seen = kGoldenTime;

@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "core/text/sha256.h"
 #include "gmock/gmock.h"
+#include "storage/document_key.h"
 #include "tests/testing/status_matchers.h"
 
 namespace dedupd::testing {
@@ -629,6 +630,32 @@ TEST_P(ContentStoreConformanceTest, UrlsAndFetchesAreRecordedInTheTextsNamespace
   EXPECT_EQ(out[0].recrawl, RecrawlStatus::kFirstSeen);
   out = c.Claim({InSpace(Doc("https://a/", "text", kFp), "crawl-a")}, T(120));
   EXPECT_EQ(out[0].recrawl, RecrawlStatus::kUnchanged);
+}
+
+TEST_P(ContentStoreConformanceTest, DocumentIdKeysOwnTextsButAreNeverSeenUrls) {
+  Checker c(&content());
+  const std::string id = DocumentKeyOfId("https://a/");  // an id that looks like a URL
+  ContentDoc d = Doc(id, "text", kFp);
+  d.etag = "\"v1\"";
+  std::vector<ContentOutcome> out = c.Claim({d}, T(100));
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+  EXPECT_EQ(out[0].owner_url, id);
+  // The URL it looks like is another document, and was never seen.
+  std::vector<std::optional<UrlRecord>> records;
+  ASSERT_THAT(urls().LookupRecords("", {"https://a/", id}, &records), IsOk());
+  EXPECT_FALSE(records[0].has_value());
+  EXPECT_FALSE(records[1].has_value());
+  out = c.Claim({Doc("https://a/", "text", kFp)}, T(110));
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kExactDuplicate);
+  EXPECT_EQ(out[0].owner_url, id);
+  EXPECT_THAT(out[0].aliases, ElementsAre("https://a/"));
+  // Re-crawl status and validators are kept per document id.
+  out = c.Claim({Doc(id, "text", kFp)}, T(120));
+  EXPECT_EQ(out[0].recrawl, RecrawlStatus::kUnchanged);
+  std::vector<std::optional<FetchRecord>> fetches;
+  ASSERT_THAT(content().LookupFetches("", {id}, &fetches), IsOk());
+  ASSERT_TRUE(fetches[0].has_value());
+  EXPECT_EQ(fetches[0]->first_fetch, T(100));
 }
 
 TEST_P(ContentStoreConformanceTest, BadOrMixedNamespacesFailTheBatch) {

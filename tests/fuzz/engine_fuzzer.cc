@@ -34,8 +34,9 @@
 //    store code (Unavailable, DataLoss, ...) is reported too: the status
 //    must be OK or InvalidArgument with a message, and
 //    InvalidArgument exactly for the documented whole-request errors (no
-//    items, more than max_batch_items; for CheckChunks also a missing or
-//    bad document_url or a distance above the index limit; DedupResults
+//    items, more than max_batch_items, a bad namespace; for CheckChunks
+//    also a missing or bad document_url or document_id, or both, or a
+//    distance above the index limit; DedupResults
 //    names a bad setting or limit: bad hits are rejected one by one);
 //  - on OK, one result per item in request order: either a verdict
 //    (NEW/SEEN, NEW/EXACT/NEAR duplicate) without an error, or INVALID with
@@ -87,6 +88,7 @@
 #include "dedupd/v1/dedupd.pb.h"
 #include "google/protobuf/stubs/logging.h"
 #include "server/engine.h"
+#include "storage/document_key.h"
 #include "storage/memory/memory_chunk_store.h"
 #include "storage/memory/memory_content_store.h"
 #include "storage/memory/memory_url_store.h"
@@ -325,7 +327,9 @@ void CheckContent(const dedupd::Engine& engine, const v1::CheckContentRequest& r
   for (int run = 0; run < 2; ++run) {
     v1::CheckContentResponse response;
     const absl::Status s = engine.CheckContent(request, &response);
-    CheckStatus(rpc, s, BatchSizeBad(request.items_size()));
+    CheckStatus(
+        rpc, s,
+        BatchSizeBad(request.items_size()) || !dedupd::CheckNamespace(request.namespace_()).ok());
     if (!s.ok()) return;
     if (response.results_size() != request.items_size()) Fail(rpc, "result count");
     for (int i = 0; i < response.results_size(); ++i) {
@@ -339,8 +343,15 @@ void CheckContent(const dedupd::Engine& engine, const v1::CheckContentRequest& r
         case v1::CONTENT_VERDICT_NEAR_DUPLICATE:
           if (!r.error().empty()) Fail(rpc, absl::StrCat("item ", i, ": error on a verdict"));
           if (!IsHex64(r.content_hash())) Fail(rpc, absl::StrCat("item ", i, ": content_hash"));
-          if (r.url().empty() || r.owner_url().empty()) {
-            Fail(rpc, absl::StrCat("item ", i, ": empty url or owner_url"));
+          // A document is named by a URL or by an id, and so is its owner.
+          if (r.url().empty() == r.document_id().empty() ||
+              r.owner_url().empty() == r.owner_document_id().empty()) {
+            Fail(rpc, absl::StrCat("item ", i,
+                                   ": not one of url, document_id; or of owner_url, "
+                                   "owner_document_id"));
+          }
+          if (!r.document_id().empty() && r.document_id() != request.items(i).document_id()) {
+            Fail(rpc, absl::StrCat("item ", i, ": document_id is not the request's"));
           }
           break;
         default:
@@ -355,10 +366,15 @@ void CheckContent(const dedupd::Engine& engine, const v1::CheckContentRequest& r
 
 void CheckChunks(const dedupd::Engine& engine, const v1::CheckChunksRequest& request) {
   const char* rpc = "CheckChunks";
-  const bool bad = BatchSizeBad(request.chunks_size()) || request.document_url().empty() ||
-                   !Normalizer().Normalize(request.document_url(), "").ok() ||
-                   (request.has_max_hamming_distance() &&
-                    request.max_hamming_distance() > static_cast<uint32_t>(kIndexDistance));
+  const bool by_id = !request.document_id().empty();
+  const bool bad =
+      BatchSizeBad(request.chunks_size()) || !dedupd::CheckNamespace(request.namespace_()).ok() ||
+      (by_id
+           ? !request.document_url().empty() || !dedupd::CheckDocumentId(request.document_id()).ok()
+           : request.document_url().empty() ||
+                 !Normalizer().Normalize(request.document_url(), "").ok()) ||
+      (request.has_max_hamming_distance() &&
+       request.max_hamming_distance() > static_cast<uint32_t>(kIndexDistance));
   for (int run = 0; run < 2; ++run) {
     v1::CheckChunksResponse response;
     const absl::Status s = engine.CheckChunks(request, &response);
@@ -381,7 +397,8 @@ void CheckChunks(const dedupd::Engine& engine, const v1::CheckChunksRequest& req
             Fail(rpc, absl::StrCat("chunk ", i, ": empty or repeated chunk_id"));
           }
           if (r.verdict() != v1::CHUNK_VERDICT_NEW &&
-              (r.duplicate_of_document_url().empty() || r.duplicate_of_chunk_id().empty())) {
+              (r.duplicate_of_document_url().empty() == r.duplicate_of_document_id().empty() ||
+               r.duplicate_of_chunk_id().empty())) {
             Fail(rpc, absl::StrCat("chunk ", i, ": duplicate of nothing"));
           }
           break;
