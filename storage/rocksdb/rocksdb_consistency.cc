@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
+#include "storage/document_key.h"
 #include "storage/rocksdb/rocksdb_store_internal.h"
 
 namespace dedupd {
@@ -52,8 +53,8 @@ class Problems {
   size_t more_ = 0;
 };
 
-// Every decoded record of one snapshot; per-text maps are keyed by
-// DigestKey.
+// Every decoded record of one namespace in one snapshot; per-text maps are
+// keyed by DigestKey.
 struct Records {
   absl::flat_hash_set<std::string> urls;
   absl::flat_hash_map<std::string, ContentRecord> contents;
@@ -69,9 +70,12 @@ struct Records {
   absl::flat_hash_map<uint32_t, FingerprintRecord> chunk_fingerprints;
 };
 
-// ReadUrlRecords reads the default family's URL records into `r`.
+// The records of every namespace, by name ("": the empty namespace).
+using SpaceRecords = absl::flat_hash_map<std::string, Records>;
+
+// ReadUrlRecords reads the default family's URL records into `spaces`.
 absl::Status ReadUrlRecords(rocksdb::DB* db, const rocksdb::ReadOptions& read,
-                            const std::string& path, Records* r, Problems* problems) {
+                            const std::string& path, SpaceRecords* spaces, Problems* problems) {
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read, db->DefaultColumnFamily()));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     const absl::string_view key(it->key().data(), it->key().size());
@@ -84,8 +88,7 @@ absl::Status ReadUrlRecords(rocksdb::DB* db, const rocksdb::ReadOptions& read,
                                  (!url.ok() ? url.status() : record.status()).message()));
       continue;
     }
-    // The content layer's records name URLs of the empty namespace only.
-    if (url->name_space.empty()) r->urls.emplace(url->url);
+    (*spaces)[url->name_space].urls.emplace(url->url);
   }
   if (!it->status().ok()) return FromRocksDbStatus(it->status(), kCheck, path);
   return absl::OkStatus();
@@ -178,18 +181,32 @@ void AddChunkRecord(absl::string_view key, absl::string_view value, Records* r, 
   }
 }
 
-// ReadContentFamily reads every record of the content family into `r`.
+// ReadContentFamily reads every record of the content family into
+// `spaces`: a named namespace's record (tag 08) without its prefix into
+// that namespace's Records.
 absl::Status ReadContentFamily(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
                                const rocksdb::ReadOptions& read, const std::string& path,
-                               Records* r, Problems* problems) {
+                               SpaceRecords* spaces, Problems* problems) {
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read, cf));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    const absl::string_view key(it->key().data(), it->key().size());
+    const absl::string_view full_key(it->key().data(), it->key().size());
     const absl::string_view value(it->value().data(), it->value().size());
     auto bad = [&](absl::string_view what, const absl::Status& why) {
-      problems->Add(absl::StrCat(what, " ", Hex(key), ": ", why.message()));
+      problems->Add(absl::StrCat(what, " ", Hex(full_key), ": ", why.message()));
     };
-    if (key == fmt::EncodeContentMetaKey()) continue;
+    if (full_key == fmt::EncodeContentMetaKey()) continue;
+    absl::string_view key = full_key;
+    std::string name_space;
+    if (!key.empty() && key[0] == fmt::kTagNamespace) {
+      const size_t n = key.size() < 2 ? 0 : static_cast<uint8_t>(key[1]);
+      if (n == 0 || key.size() < 3 + n) {
+        bad("key", absl::DataLossError("a namespace key without a namespace or a record key"));
+        continue;
+      }
+      name_space = std::string(key.substr(2, n));
+      key = key.substr(2 + n);
+    }
+    Records* r = &(*spaces)[name_space];
     const char tag = key.empty() ? '\xff' : key[0];
     if (tag == fmt::kTagContent || tag == fmt::kTagAlias || tag == fmt::kTagFingerprint ||
         tag == fmt::kTagFetch) {
@@ -210,11 +227,13 @@ bool IsAliasOf(const Records& r, const std::string& sha, const std::string& url)
          std::find(a->second.begin(), a->second.end(), url) != a->second.end();
 }
 
-// CheckContentLayer: content, alias, fingerprint and fetch records.
+// CheckContentLayer: content, alias, fingerprint and fetch records. A
+// document id (storage/document_key.h) owns or aliases texts without a URL
+// record.
 void CheckContentLayer(const Records& r, uint64_t next_doc_id, Problems* problems) {
   for (const auto& [sha, c] : r.contents) {
     const std::string what = absl::StrCat("content ", ShaHex(sha));
-    if (!r.urls.contains(c.owner_url)) {
+    if (!IsDocumentIdKey(c.owner_url) && !r.urls.contains(c.owner_url)) {
       problems->Add(absl::StrCat(what, ": owner \"", Hex(c.owner_url), "\" has no URL record"));
     }
     auto fp = r.fingerprints.find(c.doc_id);
@@ -237,7 +256,9 @@ void CheckContentLayer(const Records& r, uint64_t next_doc_id, Problems* problem
     for (const std::string& url : list) {
       const std::string what = absl::StrCat("alias ", ShaHex(sha), " \"", Hex(url), "\"");
       if (!r.contents.contains(sha)) problems->Add(absl::StrCat(what, ": no content record"));
-      if (!r.urls.contains(url)) problems->Add(absl::StrCat(what, ": no URL record"));
+      if (!IsDocumentIdKey(url) && !r.urls.contains(url)) {
+        problems->Add(absl::StrCat(what, ": no URL record"));
+      }
     }
   }
   for (const auto& [id, fp] : r.fingerprints) {
@@ -378,23 +399,45 @@ absl::StatusOr<ConsistencyReport> RocksDbStore::CheckConsistency() {
   read.fill_cache = false;
   const std::string& path = impl_->options.path;
 
-  Records r;
-  DEDUPD_RETURN_IF_ERROR(ReadUrlRecords(db, read, path, &r, &problems));
-  DEDUPD_RETURN_IF_ERROR(ReadContentFamily(db, impl_->content_cf, read, path, &r, &problems));
-  report.urls = r.urls.size();
-  report.aliases = r.alias_records;
-  report.contents = r.contents.size();
-  report.fingerprints = r.fingerprints.size();
-  report.fetches = r.fetches.size();
-  report.chunk_manifests = r.manifests.size();
-  report.chunk_texts = r.chunk_texts.size();
+  SpaceRecords spaces;
+  spaces[""];  // the empty namespace's indexes are checked even when it has no records
+  for (const auto& [name, space] : impl_->NamedSpaces()) spaces[name];
+  DEDUPD_RETURN_IF_ERROR(ReadUrlRecords(db, read, path, &spaces, &problems));
+  DEDUPD_RETURN_IF_ERROR(ReadContentFamily(db, impl_->content_cf, read, path, &spaces, &problems));
+  for (auto& [name, r] : spaces) {
+    report.urls += r.urls.size();
+    report.aliases += r.alias_records;
+    report.contents += r.contents.size();
+    report.fingerprints += r.fingerprints.size();
+    report.fetches += r.fetches.size();
+    report.chunk_manifests += r.manifests.size();
+    report.chunk_texts += r.chunk_texts.size();
 
-  CheckContentLayer(r, impl_->next_doc_id.load(), &problems);
-  CheckChunkLayer(&r, impl_->next_text_id.load(), impl_->chunk_text_ids, &problems);
-  // Owners count as holders (CheckChunkHolders appended them).
-  report.chunk_holders = r.holders.size();
-  CheckIndex("near-duplicate index", *impl_->index, r.fingerprints, &problems);
-  CheckIndex("chunk index", *impl_->chunk_index, r.chunk_fingerprints, &problems);
+    // A named namespace's problems name it; the empty one's read as before.
+    ConsistencyReport space_report;
+    Problems space_problems(&space_report);
+    // The namespace's indexes (its lock held shared while they are read):
+    // a namespace without an entry has records nobody indexed, so it is
+    // checked against empty indexes.
+    Impl::SpaceView view(impl_.get(), name, /*create=*/false);
+    const SimHashIndex no_index(impl_->options.simhash_max_distance,
+                                impl_->options.simhash_index_blocks);
+    const ChunkTextIds no_text_ids;
+    CheckContentLayer(r, impl_->next_doc_id.load(), &space_problems);
+    CheckChunkLayer(&r, impl_->next_text_id.load(),
+                    view.chunk_text_ids() != nullptr ? *view.chunk_text_ids() : no_text_ids,
+                    &space_problems);
+    // Owners count as holders (CheckChunkHolders appended them).
+    report.chunk_holders += r.holders.size();
+    CheckIndex("near-duplicate index", view.index() != nullptr ? *view.index() : no_index,
+               r.fingerprints, &space_problems);
+    CheckIndex("chunk index", view.chunk_index() != nullptr ? *view.chunk_index() : no_index,
+               r.chunk_fingerprints, &space_problems);
+    for (std::string& line : space_report.problems) {
+      problems.Add(name.empty() ? std::move(line)
+                                : absl::StrCat("namespace \"", name, "\": ", line));
+    }
+  }
   problems.Finish();
   return report;
 }

@@ -41,6 +41,7 @@
 #include "rocksdb/status.h"
 #include "rocksdb/utilities/options_util.h"
 #include "rocksdb/write_batch.h"
+#include "storage/document_key.h"
 #include "storage/memory/memory_chunk_store.h"
 #include "storage/rocksdb/rocksdb_format.h"
 #include "storage/rocksdb/rocksdb_status.h"
@@ -56,6 +57,7 @@ namespace dedupd::testing {
 namespace {
 
 using ::testing::AllOf;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -581,6 +583,85 @@ TEST_F(RocksDbStoreTest, DropNamespaceRemovesOneNamespaceAndNothingElse) {
   ASSERT_OK_AND_ASSIGN(store, RocksDbStore::Open(SmallOptions(path_)));
   ASSERT_THAT(store->Claim(drop, {keys[5]}, T(6), &out), IsOk());
   EXPECT_TRUE(out[0].is_new);
+}
+
+TEST_F(RocksDbStoreTest, DropNamespaceTakesItsTextsChunksAndIndexesAndKeepsTheOthers) {
+  ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+  constexpr uint64_t kFp = 0x0123456789abcdefULL;
+  auto doc = [](const std::string& space, const std::string& url, const std::string& text,
+                uint64_t simhash) {
+    ContentDoc d;
+    d.name_space = space;
+    d.identity_url = url;
+    d.fetched_url = url;
+    d.sha256 = Sha256(text);
+    d.simhash = simhash;
+    d.max_distance = 3;
+    return d;
+  };
+  auto content = [&](const ContentDoc& d, bool claim) {
+    std::vector<ContentOutcome> out;
+    EXPECT_THAT(store->CheckContent({d}, claim, ContentLimits(), T(10), &out), IsOk());
+    return out.empty() ? ContentVerdict::kNew : out[0].verdict;
+  };
+  auto chunk = [&](const std::string& space, const std::string& url, const std::string& text,
+                   uint64_t simhash, bool claim) {
+    ChunkDocument d{url, {ChunkInput{"0", Sha256(text), simhash, 3}}, space};
+    ChunkAnswer answer;
+    EXPECT_THAT(store->CheckChunks(d, claim, T(10), &answer), IsOk());
+    return answer.outcomes.empty() ? ChunkVerdict::kNew : answer.outcomes[0].verdict;
+  };
+  for (const std::string space : {"drop", "keep"}) {
+    EXPECT_EQ(content(doc(space, "https://a/", "page text", kFp), true), ContentVerdict::kNew);
+    EXPECT_EQ(chunk(space, "https://a/", "chunk text", kFp, true), ChunkVerdict::kNew);
+    // A text a document id owns, and the id as an alias of a URL's text:
+    // neither has a URL record, and the store is consistent without.
+    EXPECT_EQ(content(doc(space, DocumentKeyOfId("s3://b/k"), "id text", ~kFp), true),
+              ContentVerdict::kNew);
+    EXPECT_EQ(content(doc(space, DocumentKeyOfId("row-1"), "page text", kFp), true),
+              ContentVerdict::kExactDuplicate);
+  }
+  // Before the drop, both namespaces find their own page and chunk, exactly and near.
+  for (const std::string space : {"drop", "keep"}) {
+    EXPECT_EQ(content(doc(space, "https://b/", "page text", kFp), false),
+              ContentVerdict::kExactDuplicate);
+    EXPECT_EQ(content(doc(space, "https://b/", "other", kFp ^ 1), false),
+              ContentVerdict::kNearDuplicate);
+    EXPECT_EQ(chunk(space, "https://b/", "chunk text", kFp, false), ChunkVerdict::kExactDuplicate);
+    EXPECT_EQ(chunk(space, "https://b/", "other", kFp ^ 1, false), ChunkVerdict::kNearDuplicate);
+  }
+  ASSERT_OK_AND_ASSIGN(bool found, store->DropNamespace("drop"));
+  EXPECT_TRUE(found);
+  for (int reopen = 0; reopen < 2; ++reopen) {
+    // "drop" is empty: its records and its index entries are gone.
+    EXPECT_EQ(content(doc("drop", "https://b/", "page text", kFp), false), ContentVerdict::kNew);
+    EXPECT_EQ(content(doc("drop", "https://b/", "other", kFp ^ 1), false), ContentVerdict::kNew);
+    EXPECT_EQ(chunk("drop", "https://b/", "chunk text", kFp, false), ChunkVerdict::kNew);
+    EXPECT_EQ(chunk("drop", "https://b/", "other", kFp ^ 1, false), ChunkVerdict::kNew);
+    // "keep" is whole.
+    EXPECT_EQ(content(doc("keep", "https://b/", "other", kFp ^ 1), false),
+              ContentVerdict::kNearDuplicate);
+    EXPECT_EQ(chunk("keep", "https://b/", "other", kFp ^ 1, false), ChunkVerdict::kNearDuplicate);
+    ASSERT_OK_AND_ASSIGN(ConsistencyReport report, store->CheckConsistency());
+    EXPECT_TRUE(report.ok()) << absl::StrJoin(report.problems, "\n");
+    ASSERT_THAT(store->Close(), IsOk());
+    store.reset();
+    ASSERT_OK_AND_ASSIGN(store, RocksDbStore::Open(SmallOptions(path_)));
+  }
+  // The dropped namespace takes new records again.
+  EXPECT_EQ(content(doc("drop", "https://c/", "page text", kFp), true), ContentVerdict::kNew);
+  EXPECT_EQ(content(doc("drop", "https://d/", "page text", kFp), false),
+            ContentVerdict::kExactDuplicate);
+  // The consistency check reads the named namespaces too: an alias of a
+  // text "keep" does not hold is reported, with its namespace.
+  ASSERT_THAT(store->Close(), IsOk());
+  store.reset();
+  PutRaw(fmt::NamespacePrefix("keep") + fmt::EncodeAliasKey(Sha256("no such text"), "https://x/"),
+         fmt::EncodeAliasValue(T(1)), false, "content");
+  ASSERT_OK_AND_ASSIGN(store, RocksDbStore::Open(SmallOptions(path_)));
+  ASSERT_OK_AND_ASSIGN(ConsistencyReport damaged, store->CheckConsistency());
+  EXPECT_THAT(damaged.problems, Contains(AllOf(StartsWith("namespace \"keep\": alias "),
+                                               HasSubstr("no content record"))));
 }
 
 TEST_F(RocksDbStoreTest, FormatVersionMismatchIsFailedPrecondition) {
