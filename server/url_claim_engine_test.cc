@@ -196,13 +196,28 @@ TEST_F(UrlClaimEngineTest, SeenAndDueAnswersCarryTheLastFetchAndItsValidators) {
   EXPECT_EQ(Seconds(seen.results(0).last_changed_time()), 1'700'000'000);
   EXPECT_EQ(seen.results(1).verdict(), v1::URL_VERDICT_NEW);
   EXPECT_FALSE(seen.results(1).has_last_changed_time());
-  // Due in namespace "news" only: the empty namespace's URL is SEEN, and a
-  // namespace's answers carry no fetch (CheckContent has no namespace).
+  // Due in namespace "news" only. Its answers carry the fetches of
+  // namespace "news", never the empty namespace's: none before a
+  // CheckContent of "news", then that one's validators.
   Check(Request({url}, "news", ""));
   now_ += absl::Hours(2);
   v1::CheckUrlResponse due = Check(Request({url}, "news", ""));
   EXPECT_EQ(due.results(0).verdict(), v1::URL_VERDICT_DUE);
   EXPECT_TRUE(due.results(0).etag().empty());
+  EXPECT_FALSE(due.results(0).has_last_changed_time());
+  v1::CheckContentRequest news;
+  news.set_namespace_("news");
+  *news.add_items() = content.items(0);
+  news.mutable_items(0)->set_etag("\"news-etag\"");
+  ASSERT_THAT(engine_.CheckContent(news, &checked), IsOk());
+  ASSERT_EQ(checked.results(0).verdict(), v1::CONTENT_VERDICT_NEW) << "another namespace's text";
+  now_ += absl::Hours(2);
+  due = Check(Request({url}, "news", ""));
+  EXPECT_EQ(due.results(0).verdict(), v1::URL_VERDICT_DUE);
+  EXPECT_EQ(due.results(0).etag(), "\"news-etag\"");
+  EXPECT_EQ(due.results(0).content_hash(), checked.results(0).content_hash());
+  EXPECT_EQ(Check(Request({url}, "", "")).results(0).etag(), "\"abc123\"")
+      << "the empty namespace keeps its own fetch";
 }
 
 TEST_F(UrlClaimEngineTest, RevisitRulesMakeOldClaimsDue) {
