@@ -1,0 +1,285 @@
+"""Inputs and results of the dedupd client: plain dataclasses and str enums.
+
+Every verdict is a `str` enum, so `result.verdict == "NEW"` works as well as
+`result.verdict is UrlVerdict.NEW`. Times are timezone-aware UTC `datetime`s,
+or None when the server left them unset. Strings are `str`; the client
+encodes them to UTF-8 for the wire (a string that is not valid Unicode, e.g.
+with lone surrogates from `surrogateescape`, reaches the server as invalid
+UTF-8 and gets that item's INVALID result).
+"""
+import dataclasses
+import enum
+from datetime import datetime
+from typing import List, Optional, Sequence
+
+__all__ = [
+    "UrlVerdict", "CompleteVerdict", "ContentVerdict", "ChunkVerdict", "RecrawlStatus",
+    "DropReason", "DuplicateMeasure", "Url", "Document", "Chunk", "Hit", "UrlResult",
+    "CompleteResult", "NearMatch", "ContentResult", "ChunkResult", "ChunksResult", "KeptHit",
+    "DroppedHit", "RejectedHit", "DedupResultsResult", "NamespaceStats", "Stats",
+]
+
+
+class UrlVerdict(str, enum.Enum):
+    """check_urls' answer for one URL."""
+    NEW = "NEW"                      # not seen before: this caller owns it, fetch it
+    SEEN = "SEEN"                    # claimed before (first_seen): skip it
+    DUE = "DUE"                      # seen, but its revisit interval passed: fetch it again
+    SEEN_PROBABLY = "SEEN_PROBABLY"  # approximate mode: probably seen: skip it
+    INVALID = "INVALID"              # not a URL dedupd can key: error says why
+    UNSPECIFIED = "UNSPECIFIED"
+
+
+class CompleteVerdict(str, enum.Enum):
+    CONFIRMED = "CONFIRMED"                  # the lease was pending and is now confirmed
+    ALREADY_CONFIRMED = "ALREADY_CONFIRMED"  # no lease pending (confirmed before, or none)
+    INVALID = "INVALID"                      # NOT_CLAIMED, LEASE_LOST or a bad URL
+    UNSPECIFIED = "UNSPECIFIED"
+
+
+class ContentVerdict(str, enum.Enum):
+    NEW = "NEW"                          # no equal or near text stored
+    EXACT_DUPLICATE = "EXACT_DUPLICATE"  # the same normalized text: owner_url has it
+    NEAR_DUPLICATE = "NEAR_DUPLICATE"    # a text within the distance: near_matches
+    INVALID = "INVALID"
+    UNSPECIFIED = "UNSPECIFIED"
+
+
+class ChunkVerdict(str, enum.Enum):
+    NEW = "NEW"
+    EXACT_DUPLICATE = "EXACT_DUPLICATE"
+    NEAR_DUPLICATE = "NEAR_DUPLICATE"
+    INVALID = "INVALID"
+    UNSPECIFIED = "UNSPECIFIED"
+
+
+class RecrawlStatus(str, enum.Enum):
+    FIRST_SEEN = "FIRST_SEEN"  # no earlier fetch of this URL
+    UNCHANGED = "UNCHANGED"    # the last fetch had the same text
+    CHANGED = "CHANGED"        # the last fetch had another text
+    UNSPECIFIED = "UNSPECIFIED"
+
+
+class DropReason(str, enum.Enum):
+    DUPLICATE = "DUPLICATE"
+    SOURCE_CAP = "SOURCE_CAP"
+    UNSPECIFIED = "UNSPECIFIED"
+
+
+class DuplicateMeasure(str, enum.Enum):
+    EXACT_TEXT = "EXACT_TEXT"
+    SIMHASH = "SIMHASH"
+    JACCARD = "JACCARD"
+    COSINE = "COSINE"
+    UNSPECIFIED = "UNSPECIFIED"
+
+
+# ---- inputs ----
+
+@dataclasses.dataclass
+class Url:
+    """A URL for check_urls / complete_urls: `url` as found, relative to
+    `base_url` (the page it was on, or its <base href>) when it is relative.
+    A plain str is the same as Url(url=that)."""
+    url: str
+    base_url: Optional[str] = None
+
+
+@dataclasses.dataclass
+class Document:
+    """A fetched page (or a pipeline's document) for check_content.
+
+    Exactly one identity: `url` (the fetched URL, optionally with the page's
+    rel=canonical `canonical_url`, which then is the identity and `url` an
+    alias), or `document_id` (the pipeline's own id, e.g. "s3://bucket/key",
+    used as given). `text` is the extracted text, not HTML.
+    A dict with these keys works as well."""
+    text: str
+    url: Optional[str] = None
+    canonical_url: Optional[str] = None
+    document_id: Optional[str] = None
+    max_hamming_distance: Optional[int] = None  # default: the call's, else 3
+    etag: Optional[str] = None                  # the response's ETag header
+    last_modified: Optional[str] = None         # the response's Last-Modified header
+
+
+@dataclasses.dataclass
+class Chunk:
+    """One chunk for check_chunks: its text and optional id (unique in its
+    document; default: its index "0", "1", ...). A plain str, or a
+    (chunk_id, text) tuple, works as well."""
+    text: str
+    chunk_id: Optional[str] = None
+
+
+@dataclasses.dataclass
+class Hit:
+    """A retrieved hit for dedup_results (also accepted as a dict)."""
+    id: str
+    text: str
+    score: float
+    source_url: str = ""
+    embedding: Optional[Sequence[float]] = None
+
+
+# ---- results ----
+
+@dataclasses.dataclass
+class UrlResult:
+    """check_urls' answer for one URL, in input order.
+
+    `should_fetch` is True for NEW and DUE: this caller owns the URL now. With
+    a lease (lease_seconds=) confirm it with complete_urls(..., claim_id=
+    result.claim_id) after the fetch, or another worker gets it when the lease
+    ends."""
+    url: str                       # the URL as given
+    normalized_url: str            # the key dedupd stores ("" when INVALID)
+    verdict: UrlVerdict
+    first_seen: Optional[datetime] = None
+    last_claim: Optional[datetime] = None
+    lease_expires: Optional[datetime] = None
+    reclaimed: bool = False        # NEW again because an earlier lease ended unconfirmed
+    claim_id: str = ""             # the id of the request that carried this URL
+    error: str = ""                # INVALID: what is wrong
+    error_reason: str = ""         # INVALID: e.g. "BAD_URL"
+    last_changed: Optional[datetime] = None  # SEEN/DUE of a checked page
+    content_hash: str = ""
+    etag: str = ""
+    last_modified: str = ""
+
+    @property
+    def should_fetch(self) -> bool:
+        return self.verdict in (UrlVerdict.NEW, UrlVerdict.DUE)
+
+
+@dataclasses.dataclass
+class CompleteResult:
+    url: str
+    normalized_url: str
+    verdict: CompleteVerdict
+    error: str = ""
+    error_reason: str = ""         # INVALID: "NOT_CLAIMED", "LEASE_LOST", "BAD_URL"
+
+
+@dataclasses.dataclass
+class NearMatch:
+    url: str                       # the owner's identity URL ("" for a document id)
+    document_id: str
+    simhash: int
+    distance: int
+    content_hash: str
+
+
+@dataclasses.dataclass
+class ContentResult:
+    """check_content's answer for one document, in input order."""
+    verdict: ContentVerdict
+    url: str = ""                  # normalized fetched URL
+    canonical_url: str = ""        # normalized identity URL
+    document_id: str = ""
+    content_hash: str = ""         # SHA-256 of the normalized text, hex
+    simhash: int = 0
+    owner_url: str = ""            # who owns the text (NEW: this document)
+    owner_document_id: str = ""
+    alias_urls: List[str] = dataclasses.field(default_factory=list)
+    alias_document_ids: List[str] = dataclasses.field(default_factory=list)
+    alias_count: int = 0
+    near_matches: List[NearMatch] = dataclasses.field(default_factory=list)
+    near_match_count: int = 0
+    recrawl: RecrawlStatus = RecrawlStatus.UNSPECIFIED
+    first_seen: Optional[datetime] = None
+    error: str = ""
+    error_reason: str = ""
+
+    @property
+    def owner(self) -> str:
+        """The URL or document id that owns the text."""
+        return self.owner_url or self.owner_document_id
+
+
+@dataclasses.dataclass
+class ChunkResult:
+    verdict: ChunkVerdict
+    chunk_id: str
+    content_hash: str = ""
+    simhash: int = 0
+    duplicate_of_document_url: str = ""
+    duplicate_of_document_id: str = ""
+    duplicate_of_chunk_id: str = ""
+    distance: int = 0
+    first_seen: Optional[datetime] = None
+    other_holders: int = 0
+    applied_max_hamming_distance: int = 0
+    error: str = ""
+    error_reason: str = ""
+
+    @property
+    def duplicate_of_document(self) -> str:
+        """The URL or document id of the chunk this one duplicates."""
+        return self.duplicate_of_document_url or self.duplicate_of_document_id
+
+
+@dataclasses.dataclass
+class ChunksResult:
+    """check_chunks' answer for one document."""
+    document_url: str              # normalized ("" when named by document_id)
+    document_id: str
+    chunks: List[ChunkResult]      # one per chunk, in input order
+    replaced_chunks: int = 0       # stored chunks of the document this replaced
+    removed_chunk_ids: List[str] = dataclasses.field(default_factory=list)  # delete their vectors
+
+
+@dataclasses.dataclass
+class KeptHit:
+    index: int
+    id: str
+    score: float
+
+
+@dataclasses.dataclass
+class DroppedHit:
+    index: int
+    id: str
+    reason: DropReason
+    duplicate_of_index: int = 0
+    duplicate_of: str = ""
+    measure: DuplicateMeasure = DuplicateMeasure.UNSPECIFIED
+    value: float = 0.0
+
+
+@dataclasses.dataclass
+class RejectedHit:
+    index: int
+    id: str
+    error_reason: str
+    error: str
+
+
+@dataclasses.dataclass
+class DedupResultsResult:
+    kept: List[KeptHit]            # best score first
+    dropped: List[DroppedHit]
+    not_examined: List[int]
+    rejected: List[RejectedHit]
+    per_source_cap: int
+
+
+@dataclasses.dataclass
+class NamespaceStats:
+    name: str
+    estimated_bytes: int
+    exact_url_count: Optional[int] = None
+
+
+@dataclasses.dataclass
+class Stats:
+    """Admin stats (the main figures; `raw` holds every field as a dict)."""
+    url_seen_mode: str
+    storage_format_version: int
+    estimated_url_records: int
+    content_fingerprints_indexed: int
+    chunk_fingerprints_indexed: int
+    disk_bytes: int
+    uptime_seconds: float
+    namespaces: List[NamespaceStats]
+    raw: dict
