@@ -44,6 +44,13 @@ packages=(
   libcli11-dev
   # tests use these to drive the real binary
   procps
+  # the Python package client/python (dedupd, dedupd.scrapy): Debian's
+  # interpreter with gRPC and protobuf, a venv with pip and setuptools (+ wheel)
+  # to install it without a package index, Scrapy 2.8 and lxml for the Scrapy
+  # integration and its main-text rule, pytest for its tests, openssl for the
+  # tests' TLS certificates (stubs come from protoc + grpc_python_plugin above)
+  python3-grpcio python3-protobuf python3-venv python3-pip python3-setuptools
+  python3-wheel python3-scrapy python3-lxml python3-pytest openssl
   # tests/deploy: parse the rendered Kubernetes manifests; unshare/mount/chroot
   # for the container runtime layout test
   python3-yaml util-linux

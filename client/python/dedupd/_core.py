@@ -108,6 +108,11 @@ class Settings:
             ("grpc.max_receive_message_length", 256 << 20),
             ("grpc.max_send_message_length", -1),
             ("grpc.primary_user_agent", "dedupd-python/0.1"),
+            # gRPC waits 1 s and more before reconnecting to a server that
+            # refused a connection; tie that to the retry schedule so that
+            # the retries reach a server that is back.
+            ("grpc.initial_reconnect_backoff_ms", max(1, int(initial_backoff * 1000))),
+            ("grpc.max_reconnect_backoff_ms", max(1, int(max_backoff * 1000))),
         ] + list(channel_options or [])
         if tls is not None and tls.server_name:
             self.channel_options.append(("grpc.ssl_target_name_override", tls.server_name))
