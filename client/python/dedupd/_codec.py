@@ -1,6 +1,6 @@
 """Conversions between Python values and the generated dedupd.v1 messages.
 Pure functions, shared by the sync and the asyncio client."""
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from google.protobuf import json_format
 
@@ -38,19 +38,31 @@ def to_str(value):
     return value
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
 def _time(msg, field):
     if not msg.HasField(field):
         return None
     ts = getattr(msg, field)
-    return datetime.fromtimestamp(ts.seconds + ts.nanos / 1e9, tz=timezone.utc)
+    return _EPOCH + timedelta(seconds=ts.seconds, microseconds=ts.nanos // 1000)
+
+
+_ENUM_CACHE = {}
 
 
 def _enum(enum_cls, proto_enum, prefix, value):
-    name = proto_enum.Name(value) if value in proto_enum.values() else prefix + "UNSPECIFIED"
-    try:
-        return enum_cls(name[len(prefix):])
-    except ValueError:
-        return enum_cls.UNSPECIFIED
+    # A dict per enum: this runs once per result (the hot path of check_urls).
+    table = _ENUM_CACHE.get(enum_cls)
+    if table is None:
+        table = {}
+        for name, number in proto_enum.items():
+            try:
+                table[number] = enum_cls(name[len(prefix):])
+            except ValueError:
+                table[number] = enum_cls.UNSPECIFIED
+        _ENUM_CACHE[enum_cls] = table
+    return table.get(value, enum_cls.UNSPECIFIED)
 
 
 def _reason(value):
