@@ -56,14 +56,15 @@ double LshCandidateProbability(int bands, int rows, double s);
 // the 32-bit id; the top bits select one of 2^bucket_bits buckets) plus up
 // to 1/16 growth slack, 8 bytes per bucket, and one allocation per
 // non-empty bucket (8 bytes of head, 16 of allocator overhead counted).
-// Default layout: ~123 bytes per entry at 10^7 entries (MemoryBytes;
-// docs/minhash.md has the figures per size). Signatures are not held.
+// Default layout: 116 bytes per entry at 10^7 entries, 159 at 10^6 (117
+// there with bucket_bits 13) (MemoryBytes; docs/minhash.md). Signatures
+// are not held.
 class LshIndex {
  public:
   // The default layout, for a Jaccard threshold of 0.8: candidate
-  // probability 0.986 at s = 0.8, 0.9996 at 0.85, 0.79 at 0.7, 0.13 at 0.5
-  // and 2e-4 at 0.3 (docs/minhash.md compares 16 x 6, 21 x 6, 25 x 5).
-  // 126 of the 128 slots; all 128 are used by EstimateJaccard.
+  // probability 0.986 at s = 0.8, 0.999 at 0.85, 0.79 at 0.7, 0.13 at 0.5,
+  // 0.004 at 0.3 and 2e-4 at 0.2 (docs/minhash.md compares 16 x 6, 21 x 6,
+  // 25 x 5, 16 x 8). 126 of the 128 slots; EstimateJaccard uses all 128.
   static constexpr int kDefaultBands = 18;
   static constexpr int kDefaultRows = 7;
   // Most rows per band: a band key hashes at most 16 one-byte slots.

@@ -14,8 +14,8 @@
 // an empty bin copies the bin its fixed probe sequence first meets among
 // the non-empty ones. Each slot keeps only the low kSlotBits (8) bits of
 // its minimum (b-bit minwise hashing, Li and König 2010). Chosen over k
-// independent hash functions by measurement: ~1 ns instead of ~130 ns per
-// shingle for the same accuracy (docs/minhash.md). The exact algorithm,
+// independent hash functions by measurement: ~3 ns instead of ~230 ns per
+// shingle for the same accuracy on pages (docs/minhash.md). The exact algorithm,
 // constants and estimator are in docs/minhash.md; golden vectors in
 // core/text/testdata/minhash_golden.tsv pin them. Any change to the output
 // bumps MinHasher::kVersion.
