@@ -76,6 +76,15 @@ step content_fingerprint_bench \
   "$build_dir/bench/dedupd_content_fingerprint_bench" --tiny \
   --pages_dir="$here/corpus/sample_pages"
 
+step content_fingerprint_bench_minhash \
+  '^minhash docs=5 rounds=1 with_minhash_mb_per_sec=[0-9.]+ .* minhash_ratio=[0-9.]+$' \
+  "$build_dir/bench/dedupd_content_fingerprint_bench" --tiny \
+  --pages_dir="$here/corpus/sample_pages"
+
+step lsh_index_bench \
+  '^lsh_index n=20000 bands=18 rows=7 bucket_bits=16 queries=2000 query_us=[0-9.]+ query_verify_us=[0-9.]+ .* index_bytes_per_text=[0-9.]+ signature_bytes_per_text=128 insert_us=[0-9.]+$' \
+  "$build_dir/bench/dedupd_lsh_index_bench" --sizes=20000 --queries=2000
+
 step simhash_index_bench \
   '^simhash_index n=20000 k=3 queries=2000 query_us=[0-9.]+ .* exact=yes$' \
   "$build_dir/bench/dedupd_simhash_index_bench" --sizes=20000 --queries=2000 \

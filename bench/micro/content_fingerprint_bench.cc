@@ -1,6 +1,7 @@
 // content_fingerprint_bench.cc: throughput of FingerprintText (NormalizeText
-// + SHA-256 + SimHash) over a directory of real text pages on one thread,
-// against a textbook SimHash in the same run, with a per-stage breakdown.
+// + SHA-256 + SimHash, and with MinHash) over a directory of real text pages
+// on one thread, against a textbook SimHash and a textbook MinHash in the
+// same run, with a per-stage breakdown and MinHash's accuracy.
 // Prints one fixed-format line (MB = 10^6 bytes of raw input text):
 //
 //   fingerprint docs=N bytes=N rounds=R mb_per_sec=X textbook_mb_per_sec=Y
@@ -8,7 +9,37 @@
 //   textbook_simhash_mb_per_sec=D simhash_ratio=E cpu_mb_per_sec=F
 //   us_per_10kb=G words=W simhash_ns_per_word=H
 //
-// (one line). Every figure is the best of --rounds rounds on the wall
+// (one line), then, for the MinHash signature (docs/minhash.md):
+//
+//   minhash docs=N rounds=R with_minhash_mb_per_sec=X with_minhash_cpu_mb_per_sec=X
+//   with_minhash_us_per_10kb=X with_minhash_cpu_us_per_10kb=X
+//   with_textbook_minhash_us_per_10kb=X shingles=N oph_ns_per_shingle=X
+//   textbook_ns_per_shingle=X minhash_ratio=X
+//
+//   minhash_accuracy pairs=N rmse_oph_57bit=X rmse_oph_16bit=X rmse_oph_8bit=X
+//   rmse_oph_4bit=X rmse_textbook_61bit=X rmse_textbook_8bit=X
+//   bias_oph_8bit=X rmse_binomial=X pairs_short=N rmse_short_oph_8bit=X
+//   rmse_short_textbook_8bit=X
+//
+// (each on one line). with_minhash is FingerprintText with a MinHasher
+// (NormalizeText + SHA-256 + SimHash + MinHash, the shingles found once);
+// with_textbook_minhash the same with the textbook signature instead (one
+// round over every 10th page: it is ~100x slower):
+// 128 hash functions ((a_i x + b_i) mod 2^61 - 1, Carter and Wegman 1979,
+// as in Leskovec, Rajaraman, Ullman, "Mining of Massive Datasets", ch. 3)
+// over the same distinct shingle hashes, a minimum each. shingles is the
+// corpus's total of distinct shingles; oph_ns_per_shingle and
+// textbook_ns_per_shingle time the two signatures alone on them.
+// minhash_accuracy compares estimated with exact shingle Jaccard on pairs
+// (page, the page with a share 0..0.4 of its words replaced) with a fixed
+// seed, for one-permutation slots of 57 (full), 16, 8 and 4 bits and the
+// textbook's of 61 and 8 bits, each b-bit estimate corrected as
+// (P - 2^-b) / (1 - 2^-b); rmse_binomial is the root mean of
+// J (1 - J) / 128, the textbook's theoretical error. The "short" pairs are
+// the first 40 words of each pair (chunk-sized: most bins empty before
+// densification).
+//
+// Every figure is the best of --rounds rounds on the wall
 // clock, except cpu_mb_per_sec: FingerprintText on this thread's CPU time,
 // which a loaded machine inflates less (it still shares caches and cores).
 // us_per_10kb is FingerprintText's wall time per 10^4 bytes of input;
@@ -27,6 +58,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
@@ -45,8 +77,11 @@
 #include "absl/strings/str_split.h"
 #include "bench/corpus/read_pages.h"
 #include "core/text/content_fingerprint.h"
+#include "core/text/minhash.h"
 #include "core/text/sha256.h"
+#include "core/text/shingle_hashes.h"
 #include "core/text/simhash.h"
+#include "core/text/splitmix64.h"
 #include "core/text/stable_hash.h"
 #include "core/text/text_normalizer.h"
 
@@ -84,6 +119,125 @@ uint64_t TextbookSimHash(const std::string& text, int shingle_words) {
     if (v[b] > 0) fingerprint |= uint64_t{1} << b;
   }
   return fingerprint;
+}
+
+// The textbook MinHash: kMinHashSlots hash functions
+// h_i(x) = (a_i x + b_i) mod (2^61 - 1) with fixed random a_i, b_i (Carter
+// and Wegman 1979), the minimum of each over the shingle hashes.
+class TextbookMinHasher {
+ public:
+  static constexpr uint64_t kPrime = (uint64_t{1} << 61) - 1;
+
+  TextbookMinHasher() {
+    dedupd::SplitMixRng rng(dedupd::MinHasher::kSeed);
+    for (int i = 0; i < dedupd::kMinHashSlots; ++i) {
+      a_[i] = 1 + rng.Next() % (kPrime - 1);
+      b_[i] = rng.Next() % kPrime;
+    }
+  }
+
+  // The 128 minima (61-bit values); all kPrime for no shingles.
+  std::array<uint64_t, dedupd::kMinHashSlots> Minima(const uint64_t* shingles, size_t n) const {
+    std::array<uint64_t, dedupd::kMinHashSlots> mins;
+    mins.fill(kPrime);
+    for (size_t j = 0; j < n; ++j) {
+      const uint64_t x = Mod(shingles[j]);
+      for (int i = 0; i < dedupd::kMinHashSlots; ++i) {
+        const unsigned __int128 v = static_cast<unsigned __int128>(a_[i]) * x + b_[i];
+        const uint64_t h =
+            Mod(Mod(static_cast<uint64_t>(v & kPrime) + static_cast<uint64_t>(v >> 61)));
+        mins[i] = std::min(mins[i], h);
+      }
+    }
+    return mins;
+  }
+
+ private:
+  static uint64_t Mod(uint64_t x) {
+    x = (x & kPrime) + (x >> 61);
+    return x >= kPrime ? x - kPrime : x;
+  }
+  std::array<uint64_t, dedupd::kMinHashSlots> a_, b_;
+};
+
+// Jaccard estimated from the low `bits` bits of two sets of minima, with
+// the b-bit collision correction (Li and König 2010).
+template <size_t N>
+double EstimateBits(const std::array<uint64_t, N>& x, const std::array<uint64_t, N>& y, int bits) {
+  const uint64_t mask = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+  int equal = 0;
+  for (size_t i = 0; i < N; ++i) equal += (x[i] & mask) == (y[i] & mask);
+  const double c = bits >= 40 ? 0.0 : std::ldexp(1.0, -bits);
+  const double p = static_cast<double>(equal) / N;
+  return std::clamp((p - c) / (1 - c), 0.0, 1.0);
+}
+
+std::vector<uint64_t> SortedShingles(const std::string& normalized) {
+  const dedupd::ShingleHashes s = dedupd::DistinctShingleHashes(normalized, 3);
+  std::vector<uint64_t> v(s.distinct.begin(), s.distinct.end());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+double Jaccard(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
+  size_t inter = 0;
+  for (auto i = a.begin(), j = b.begin(); i != a.end() && j != b.end();) {
+    if (*i < *j) {
+      ++i;
+    } else if (*j < *i) {
+      ++j;
+    } else {
+      ++inter, ++i, ++j;
+    }
+  }
+  const size_t uni = a.size() + b.size() - inter;
+  return uni == 0 ? 1.0 : static_cast<double>(inter) / uni;
+}
+
+// Root mean square errors of the estimators on pairs (a, b); see the
+// minhash_accuracy line.
+struct Accuracy {
+  int pairs = 0;
+  double se_oph[4] = {};  // 57, 16, 8, 4 bits
+  double se_tb[2] = {};   // 61, 8 bits
+  double bias_oph8 = 0;
+  double var_binomial = 0;
+
+  void Add(const std::string& a, const std::string& b, const TextbookMinHasher& textbook) {
+    const std::vector<uint64_t> sa = SortedShingles(a), sb = SortedShingles(b);
+    const double exact = Jaccard(sa, sb);
+    const auto oa = dedupd::minhash_internal::DensifiedMinima(sa);
+    const auto ob = dedupd::minhash_internal::DensifiedMinima(sb);
+    const int bits[4] = {64, 16, 8, 4};
+    for (int i = 0; i < 4; ++i) {
+      const double e = EstimateBits(oa, ob, bits[i]) - exact;
+      se_oph[i] += e * e;
+      if (bits[i] == 8) bias_oph8 += e;
+    }
+    const auto ta = textbook.Minima(sa.data(), sa.size());
+    const auto tb = textbook.Minima(sb.data(), sb.size());
+    const double e61 = EstimateBits(ta, tb, 64) - exact, e8 = EstimateBits(ta, tb, 8) - exact;
+    se_tb[0] += e61 * e61;
+    se_tb[1] += e8 * e8;
+    var_binomial += exact * (1 - exact) / dedupd::kMinHashSlots;
+    ++pairs;
+  }
+  double Rmse(double se) const { return std::sqrt(se / std::max(pairs, 1)); }
+};
+
+// `words` with a share `p` of them replaced by fresh words.
+std::string Mutate(const std::vector<std::string>& words, double p, dedupd::SplitMixRng& rng,
+                   size_t limit) {
+  std::string out;
+  for (size_t i = 0; i < words.size() && i < limit; ++i) {
+    if (i > 0) out += ' ';
+    if (rng.Unit() < p) {
+      out += "zz" + std::to_string(rng.Next() % 1000000);
+    } else {
+      out += words[i];
+    }
+  }
+  return out;
 }
 
 // Seconds of CPU time this thread has used. On a loaded machine the wall
@@ -218,6 +372,87 @@ int main(int argc, char** argv) {
       },
       &sink);
 
+  // MinHash: the pipeline with it, and the two signatures alone on the
+  // same distinct shingles.
+  const dedupd::MinHasher minhasher;
+  const TextbookMinHasher textbook_minhasher;
+  double with_minhash_cpu = 0;
+  const double with_minhash = Best(
+      rounds,
+      [&] {
+        uint64_t x = 0;
+        for (const std::string& p : pages) {
+          absl::StatusOr<dedupd::ContentFingerprint> fp =
+              dedupd::FingerprintText(p, hasher, minhasher);
+          x += fp->simhash + fp->sha256[0] + (*fp->minhash)[0];
+        }
+        return x;
+      },
+      &sink, &with_minhash_cpu);
+  // The textbook signature is ~100x slower: one round over every 10th page
+  // is enough to time it.
+  const size_t sample_step = tiny ? 1 : 10;
+  size_t sample_bytes = 0;
+  for (size_t i = 0; i < pages.size(); i += sample_step) sample_bytes += pages[i].size();
+  const double with_textbook_minhash = Best(
+      1,
+      [&] {
+        uint64_t x = 0;
+        for (size_t i = 0; i < pages.size(); i += sample_step) {
+          absl::StatusOr<dedupd::ContentFingerprint> fp = dedupd::FingerprintText(pages[i], hasher);
+          const dedupd::ShingleHashes s =
+              dedupd::DistinctShingleHashes(*dedupd::NormalizeText(pages[i]), k);
+          x += fp->simhash + fp->sha256[0] +
+               textbook_minhasher.Minima(s.distinct.data(), s.distinct.size())[0];
+        }
+        return x;
+      },
+      &sink);
+  std::vector<std::vector<uint64_t>> shingle_sets;
+  size_t shingles = 0;
+  for (const std::string& n : normalized) {
+    const dedupd::ShingleHashes s = dedupd::DistinctShingleHashes(n, k);
+    shingle_sets.emplace_back(s.distinct.begin(), s.distinct.end());
+    shingles += s.distinct.size();
+  }
+  const double oph = Best(
+      rounds,
+      [&] {
+        uint64_t x = 0;
+        for (const std::vector<uint64_t>& s : shingle_sets) {
+          x += dedupd::MinHasher::SignShingles(s)[0];
+        }
+        return x;
+      },
+      &sink);
+  size_t textbook_shingles = 0;
+  const double textbook_sig = Best(
+      1,
+      [&] {
+        uint64_t x = 0;
+        textbook_shingles = 0;
+        for (size_t i = 0; i < shingle_sets.size(); i += sample_step) {
+          x += textbook_minhasher.Minima(shingle_sets[i].data(), shingle_sets[i].size())[0];
+          textbook_shingles += shingle_sets[i].size();
+        }
+        return x;
+      },
+      &sink);
+
+  // Accuracy on pairs (page, edited page), and on their first 40 words.
+  Accuracy accuracy, short_accuracy;
+  dedupd::SplitMixRng rng(20121203);
+  for (size_t i = 0; i < normalized.size(); i += tiny ? 1 : 4) {
+    const std::vector<std::string> words = absl::StrSplit(normalized[i], ' ', absl::SkipEmpty());
+    const double p = 0.4 * rng.Unit();
+    const std::string edited = Mutate(words, p, rng, words.size());
+    accuracy.Add(normalized[i], edited, textbook_minhasher);
+    if (words.size() >= 80) {
+      short_accuracy.Add(Mutate(words, 0, rng, 40), Mutate(absl::StrSplit(edited, ' '), 0, rng, 40),
+                         textbook_minhasher);
+    }
+  }
+
   auto mbps = [&](double seconds) { return bytes / seconds / 1e6; };
   std::printf(
       "fingerprint docs=%zu bytes=%zu rounds=%d mb_per_sec=%.1f "
@@ -229,6 +464,28 @@ int main(int argc, char** argv) {
       pages.size(), bytes, rounds, mbps(full), mbps(textbook), textbook / full, mbps(normalize),
       mbps(sha), mbps(simhash), mbps(textbook_simhash), textbook_simhash / simhash, mbps(full_cpu),
       full / (bytes / 1e4) * 1e6, words, simhash / words * 1e9);
+  std::printf(
+      "minhash docs=%zu rounds=%d with_minhash_mb_per_sec=%.1f "
+      "with_minhash_cpu_mb_per_sec=%.1f with_minhash_us_per_10kb=%.1f "
+      "with_minhash_cpu_us_per_10kb=%.1f with_textbook_minhash_us_per_10kb=%.1f "
+      "shingles=%zu oph_ns_per_shingle=%.2f textbook_ns_per_shingle=%.1f "
+      "minhash_ratio=%.1f\n",
+      pages.size(), rounds, mbps(with_minhash), mbps(with_minhash_cpu),
+      with_minhash / (bytes / 1e4) * 1e6, with_minhash_cpu / (bytes / 1e4) * 1e6,
+      with_textbook_minhash / (sample_bytes / 1e4) * 1e6, shingles, oph / shingles * 1e9,
+      textbook_sig / textbook_shingles * 1e9,
+      (textbook_sig / textbook_shingles) / (oph / shingles));
+  std::printf(
+      "minhash_accuracy pairs=%d rmse_oph_57bit=%.4f rmse_oph_16bit=%.4f "
+      "rmse_oph_8bit=%.4f rmse_oph_4bit=%.4f rmse_textbook_61bit=%.4f "
+      "rmse_textbook_8bit=%.4f bias_oph_8bit=%.4f rmse_binomial=%.4f "
+      "pairs_short=%d rmse_short_oph_8bit=%.4f rmse_short_textbook_8bit=%.4f\n",
+      accuracy.pairs, accuracy.Rmse(accuracy.se_oph[0]), accuracy.Rmse(accuracy.se_oph[1]),
+      accuracy.Rmse(accuracy.se_oph[2]), accuracy.Rmse(accuracy.se_oph[3]),
+      accuracy.Rmse(accuracy.se_tb[0]), accuracy.Rmse(accuracy.se_tb[1]),
+      accuracy.bias_oph8 / std::max(accuracy.pairs, 1), accuracy.Rmse(accuracy.var_binomial),
+      short_accuracy.pairs, short_accuracy.Rmse(short_accuracy.se_oph[2]),
+      short_accuracy.Rmse(short_accuracy.se_tb[1]));
   std::fprintf(stderr, "(checksum %llu)\n", static_cast<unsigned long long>(sink));
   return 0;
 }

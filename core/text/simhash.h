@@ -28,6 +28,8 @@
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "core/text/shingle_hashes.h"
 
 namespace dedupd {
 
@@ -48,7 +50,8 @@ class SimHasher {
   static constexpr uint32_t kVersion = 2;
   // Seed of the word hashes (StableWordHash64) and of the shingle combiner.
   // ASCII "dedupdSH". Part of the format: changing it bumps kVersion.
-  static constexpr uint64_t kSeed = 0x6465647570645348ULL;
+  // The shingle hashes' seed (shingle_hashes.h), shared with MinHash.
+  static constexpr uint64_t kSeed = kShingleSeed;
 
   // Aborts with a message when `options` violates its REQUIRES (a caller
   // bug: validate flags before constructing).
@@ -67,6 +70,13 @@ class SimHasher {
   // NormalizeText's output, the number of ' ' plus 1. REQUIRES: `words`
   // is not null.
   uint64_t Fingerprint(absl::string_view normalized_text, size_t* words) const;
+
+  // FingerprintShingles returns the SimHash of a text whose distinct
+  // shingle hashes are `distinct_shingles` (DistinctShingleHashes(text,
+  // options().shingle_words).distinct), 0 when there are none: what
+  // Fingerprint computes after finding them, for callers that also need
+  // them for MinHash (FingerprintText). REQUIRES: the values are distinct.
+  static uint64_t FingerprintShingles(absl::Span<const uint64_t> distinct_shingles);
 
   const SimHashOptions& options() const { return options_; }
 

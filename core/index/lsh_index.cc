@@ -1,0 +1,250 @@
+// lsh_index.cc: LSH banding over MinHash signatures; see lsh_index.h and
+// docs/minhash.md.
+//
+// Layout: per band, 2^bucket_bits buckets selected by the top bucket_bits
+// bits of the 32-bit band key; an entry keeps the key's low 16 bits (with
+// bucket_bits = 16, the default, the whole key). A bucket is one allocation:
+// [size, capacity: uint32 each][low 16 key bits: uint16 x cap][ids: uint32
+// x cap], 6 bytes per entry, unsorted: an insert appends, an erase moves
+// the last entry into the hole, and a query compares the query's 16 bits
+// with the bucket's, 8 at a time (SSE2). At 10^7 entries a bucket holds
+// ~150 entries, ~300 bytes of keys: scanning them costs less than the cache
+// misses that reach them, so sorting (a memmove per insert, as in
+// SimHashIndex) would buy nothing. A query first loads every band's bucket
+// pointer and bucket head, so the bands' cache misses overlap instead of
+// coming one after another.
+#include "core/index/lsh_index.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "common/check.h"
+#include "core/text/splitmix64.h"
+
+namespace dedupd {
+namespace {
+
+// Rough per-allocation overhead of glibc malloc, counted in MemoryBytes so
+// that bytes per entry is not flattered by many small buckets (as in
+// SimHashIndex).
+constexpr size_t kMallocOverheadBytes = 16;
+
+}  // namespace
+
+// One bucket: a pointer to [Head][keys: uint16 x cap][pad to 4][ids: uint32
+// x cap], or null when empty. Not thread-safe; the index's owner guards it.
+class LshIndex::Bucket {
+ public:
+  Bucket() = default;
+  Bucket(const Bucket&) = delete;
+  Bucket& operator=(const Bucket&) = delete;
+  ~Bucket() { std::free(data_); }
+
+  uint32_t size() const { return data_ == nullptr ? 0 : head()->size; }
+
+  // Position of (key, id), or -1.
+  int64_t Find(uint16_t key, uint32_t id) const {
+    const uint32_t n = size();
+    if (n == 0) return -1;
+    const uint16_t* k = keys();
+    const uint32_t* ids = Ids();
+    for (uint32_t i = 0; i < n; ++i) {
+      if (k[i] == key && ids[i] == id) return i;
+    }
+    return -1;
+  }
+
+  // Appends the ids of the entries with `key` to `out`.
+  void AppendMatches(uint16_t key, std::vector<uint32_t>* out) const {
+    const uint32_t n = size();
+    if (n == 0) return;
+    const uint16_t* k = keys();
+    const uint32_t* ids = Ids();
+    uint32_t i = 0;
+#if defined(__SSE2__)
+    const __m128i q = _mm_set1_epi16(static_cast<int16_t>(key));
+    for (; i + 8 <= n; i += 8) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(k + i));
+      // Two mask bits per 16-bit lane; keep the even ones.
+      uint32_t m = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi16(v, q))) & 0x5555;
+      while (m != 0) {
+        out->push_back(ids[i + static_cast<uint32_t>(__builtin_ctz(m)) / 2]);
+        m &= m - 1;
+      }
+    }
+#endif
+    for (; i < n; ++i) {
+      if (k[i] == key) out->push_back(ids[i]);
+    }
+  }
+
+  // Appends (key, id), growing by about 1/16 so that growth slack stays
+  // small (a reallocation every ~size/16 inserts copies size entries).
+  void Append(uint16_t key, uint32_t id) {
+    const uint32_t n = size();
+    if (data_ == nullptr || n == head()->capacity) Reallocate(n + n / 16 + 4);
+    keys()[n] = key;
+    Ids()[n] = id;
+    head()->size = n + 1;
+  }
+
+  // Erases position `i` (the last entry takes its place); gives memory back
+  // once less than half of it is used.
+  void EraseAt(uint32_t i) {
+    const uint32_t last = size() - 1;
+    keys()[i] = keys()[last];
+    Ids()[i] = Ids()[last];
+    head()->size = last;
+    if (last == 0) {
+      std::free(data_);
+      data_ = nullptr;
+    } else if (last < head()->capacity / 2) {
+      Reallocate(last + last / 16);
+    }
+  }
+
+  // Loads the head and the first line of keys (see Query).
+  uint32_t Touch() const { return data_ == nullptr ? 0 : head()->size; }
+
+  size_t HeapBytes() const {
+    return data_ == nullptr ? 0 : Bytes(head()->capacity) + kMallocOverheadBytes;
+  }
+
+ private:
+  struct Head {
+    uint32_t size;
+    uint32_t capacity;
+  };
+  static size_t IdsOffset(uint32_t cap) { return sizeof(Head) + (size_t{cap} * 2 + 3) / 4 * 4; }
+  static size_t Bytes(uint32_t cap) { return IdsOffset(cap) + size_t{cap} * 4; }
+
+  Head* head() const { return reinterpret_cast<Head*>(data_); }
+  uint16_t* keys() const { return reinterpret_cast<uint16_t*>(data_ + sizeof(Head)); }
+  uint32_t* Ids() const { return reinterpret_cast<uint32_t*>(data_ + IdsOffset(head()->capacity)); }
+
+  // REQUIRES: cap >= size() and cap >= 1.
+  void Reallocate(uint32_t cap) {
+    unsigned char* fresh = static_cast<unsigned char*>(std::malloc(Bytes(cap)));
+    DEDUPD_CHECK(fresh != nullptr, "LshIndex: out of memory");
+    const uint32_t n = size();
+    Head* h = reinterpret_cast<Head*>(fresh);
+    h->size = n;
+    h->capacity = cap;
+    if (n > 0) {
+      std::memcpy(fresh + sizeof(Head), keys(), size_t{n} * 2);
+      std::memcpy(fresh + IdsOffset(cap), Ids(), size_t{n} * 4);
+    }
+    std::free(data_);
+    data_ = fresh;
+  }
+
+  unsigned char* data_ = nullptr;
+};
+
+double LshCandidateProbability(int bands, int rows, double s) {
+  return 1.0 - std::pow(1.0 - std::pow(s, rows), bands);
+}
+
+bool LshIndex::IsValidLayout(int bands, int rows) {
+  return bands >= 1 && rows >= 1 && rows <= kMaxRows && bands * rows <= kMinHashSlots;
+}
+
+uint32_t LshIndex::BandKey(const MinHashSignature& sig, int band, int rows) {
+  const uint8_t* p = sig.data() + static_cast<size_t>(band) * rows;
+  uint64_t lo = 0, hi = 0;
+  for (int i = 0; i < rows && i < 8; ++i) lo |= uint64_t{p[i]} << (8 * i);
+  for (int i = 8; i < rows; ++i) hi |= uint64_t{p[i]} << (8 * (i - 8));
+  uint64_t h = SplitMix64(lo ^ (kSeed + static_cast<uint64_t>(band)));
+  if (rows > 8) h = SplitMix64(h ^ hi);
+  return static_cast<uint32_t>(h >> 32);
+}
+
+LshIndex::LshIndex(int bands, int rows, int bucket_bits)
+    : bands_(bands), rows_(rows), bucket_bits_(bucket_bits) {
+  DEDUPD_CHECK(IsValidLayout(bands, rows), "LshIndex: invalid layout (bands, rows)");
+  DEDUPD_CHECK(bucket_bits >= kMinBucketBits && bucket_bits <= kMaxBucketBits,
+               "LshIndex: bucket_bits out of range");
+  buckets_.reset(new Bucket[static_cast<size_t>(bands_) << bucket_bits_]);
+}
+
+LshIndex::Bucket& LshIndex::BucketOf(int band, uint32_t key) const {
+  return buckets_[(static_cast<size_t>(band) << bucket_bits_) + (key >> (32 - bucket_bits_))];
+}
+
+LshIndex::~LshIndex() = default;
+
+bool LshIndex::Insert(const MinHashSignature& sig, uint32_t id) {
+  // Add the entry to every band that lacks it; it was stored already only
+  // when every band had it.
+  bool added = false;
+  for (int b = 0; b < bands_; ++b) {
+    const uint32_t key = BandKey(sig, b, rows_);
+    Bucket& bucket = BucketOf(b, key);
+    if (bucket.Find(static_cast<uint16_t>(key), id) < 0) {
+      bucket.Append(static_cast<uint16_t>(key), id);
+      added = true;
+    }
+  }
+  if (added) ++size_;
+  return added;
+}
+
+bool LshIndex::Erase(const MinHashSignature& sig, uint32_t id) {
+  bool all = true;
+  for (int b = 0; b < bands_; ++b) {
+    const uint32_t key = BandKey(sig, b, rows_);
+    Bucket& bucket = BucketOf(b, key);
+    const int64_t pos = bucket.Find(static_cast<uint16_t>(key), id);
+    if (pos < 0) {
+      all = false;
+    } else {
+      bucket.EraseAt(static_cast<uint32_t>(pos));
+    }
+  }
+  if (all) --size_;
+  return all;
+}
+
+std::vector<uint32_t> LshIndex::Query(const MinHashSignature& sig) const {
+  std::vector<uint32_t> out;
+  Query(sig, &out);
+  return out;
+}
+
+void LshIndex::Query(const MinHashSignature& sig, std::vector<uint32_t>* out) const {
+  out->clear();
+  uint32_t keys[kMinHashSlots];
+  const Bucket* buckets[kMinHashSlots];
+  for (int b = 0; b < bands_; ++b) {
+    keys[b] = BandKey(sig, b, rows_);
+    buckets[b] = &BucketOf(b, keys[b]);
+  }
+  // Load every bucket's head before scanning any: the bands' misses
+  // (bucket pointer, then head) overlap instead of queueing.
+  uint32_t sink = 0;
+  for (int b = 0; b < bands_; ++b) sink += buckets[b]->Touch();
+  asm volatile("" : : "r"(sink));
+  for (int b = 0; b < bands_; ++b) {
+    buckets[b]->AppendMatches(static_cast<uint16_t>(keys[b]), out);
+  }
+  if (out->size() > 1) {
+    std::sort(out->begin(), out->end());
+    out->erase(std::unique(out->begin(), out->end()), out->end());
+  }
+}
+
+size_t LshIndex::MemoryBytes() const {
+  const size_t n = static_cast<size_t>(bands_) << bucket_bits_;
+  size_t bytes = n * sizeof(Bucket) + kMallocOverheadBytes;
+  for (size_t i = 0; i < n; ++i) bytes += buckets_[i].HeapBytes();
+  return bytes;
+}
+
+}  // namespace dedupd
