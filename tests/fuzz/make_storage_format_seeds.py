@@ -13,7 +13,8 @@ import struct
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "storage_format")
 
 DECODERS = [
-    "meta_version", "meta", "url_key", "url_value", "content_meta", "content_value",
+    "meta_version", "meta", "url_key", "any_url_key", "url_value", "content_meta",
+    "content_value",
     "alias_key", "alias_value", "fingerprint_key", "fingerprint_value", "fetch_value",
     "manifest", "chunk_text", "holder_key", "holder_value", "chunk_fp_key",
     "text_by_id_key", "text_by_id_value",
@@ -56,6 +57,7 @@ SEEDS = {
     "meta": b"DEDUPDST" + u32(2) + u32(1) + i64(MICROS),
     "meta_v1": b"DEDUPDST" + u32(1) + u32(1) + i64(MICROS),
     "url_key": b"\x01http://example.com/a?b=c",
+    "any_url_key": b"\x08\x07crawl-7\x01http://a/",
     "url_value": b"\x01" + i64(MICROS),
     "url_value_before_epoch": b"\x01" + i64(-5),
     "content_meta": b"\x01" + u32(1) + u32(2) + u32(3) + u64(0x6465647570645348),
