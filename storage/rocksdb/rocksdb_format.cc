@@ -305,20 +305,33 @@ std::string EncodeContentKey(const Sha256Digest& sha256) {
 }
 
 std::string EncodeContentValue(const ContentValue& v) {
+  const bool claim = v.claim_id_hash != 0;
   std::string out;
-  out.reserve(kContentValueFixedBytes + v.owner_url.size());
-  out.push_back(static_cast<char>(kContentValueVersion));
+  out.reserve(kContentValueFixedBytes + (claim ? 8 : 0) + v.owner_url.size());
+  out.push_back(static_cast<char>(claim ? kContentValueVersion2 : kContentValueVersion));
   PutFixed32BE(&out, v.doc_id);
   PutFixed64BE(&out, v.simhash);
   PutFixed64BE(&out, TimeToStoredMicros(v.first_seen));
   PutFixed64BE(&out, v.alias_count);
+  if (claim) PutFixed64BE(&out, v.claim_id_hash);
   out.append(v.owner_url);
   return out;
 }
 
 absl::StatusOr<ContentValue> DecodeContentValue(absl::string_view value) {
-  absl::Status s = CheckValue(value, "content", kContentValueVersion, kContentValueFixedBytes + 1,
-                              /*exact=*/false);
+  if (value.empty()) return absl::DataLossError("content value is empty");
+  const uint8_t version = static_cast<uint8_t>(value[0]);
+  if (version != kContentValueVersion && version != kContentValueVersion2) {
+    return absl::DataLossError(absl::StrCat("content value has unknown value version ",
+                                            static_cast<int>(version), " (this build reads ",
+                                            static_cast<int>(kContentValueVersion), " and ",
+                                            static_cast<int>(kContentValueVersion2), ")"));
+  }
+  const bool claim = version == kContentValueVersion2;
+  // The fixed fields (with the claim id hash in version 2) and at least one
+  // byte of owner URL.
+  const size_t fixed = kContentValueFixedBytes + (claim ? 8 : 0);
+  absl::Status s = CheckValue(value, "content", version, fixed + 1, /*exact=*/false);
   if (!s.ok()) return s;
   ContentValue v;
   const char* p = value.data() + 1;
@@ -326,7 +339,13 @@ absl::StatusOr<ContentValue> DecodeContentValue(absl::string_view value) {
   v.simhash = DecodeFixed64BE(p + 4);
   v.first_seen = StoredMicrosToTime(DecodeFixed64BE(p + 12));
   v.alias_count = DecodeFixed64BE(p + 20);
-  v.owner_url = std::string(value.substr(kContentValueFixedBytes));
+  if (claim) {
+    v.claim_id_hash = DecodeFixed64BE(p + 28);
+    if (v.claim_id_hash == 0) {
+      return absl::DataLossError("content value of version 2 stores claim id hash 0");
+    }
+  }
+  v.owner_url = std::string(value.substr(fixed));
   return v;
 }
 

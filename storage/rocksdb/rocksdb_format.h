@@ -204,13 +204,21 @@ absl::StatusOr<ContentMeta> DecodeContentMeta(absl::string_view value);
 
 // Content record: key 02 | SHA-256 (32 bytes); value version byte (1) |
 // doc id (u32) | SimHash (u64) | first seen (i64 micros) | alias count (u64)
-// | owner URL (the rest, at least one byte).
+// | owner URL (the rest, at least one byte). Version 2 (since format 5), a
+// text recorded with a claim id: version byte (2), the same four fields,
+// the claim id hash (u64, never 0), then the owner URL.
 inline constexpr uint8_t kContentValueVersion = 1;
+inline constexpr uint8_t kContentValueVersion2 = 2;
 std::string EncodeContentKey(const Sha256Digest& sha256);
 // The planner's record, field for field (doc id, SimHash, first seen,
-// alias count, owner URL): one type, no copies between two.
+// alias count, owner URL, claim id hash): one type, no copies between two.
 using ContentValue = ContentRecord;
+// Version 1 when v.claim_id_hash is 0, else version 2.
+// REQUIRES: v.owner_url non-empty.
 std::string EncodeContentValue(const ContentValue& v);
+// Errors: DataLoss naming the defect (version, length, a version-2 value
+// with claim id hash 0). Never crashes, whatever the bytes; every value it
+// accepts is what EncodeContentValue writes for the result.
 absl::StatusOr<ContentValue> DecodeContentValue(absl::string_view value);
 
 // Alias record: key 03 | SHA-256 (32) | alias URL bytes; value version byte

@@ -171,6 +171,22 @@ TEST(RocksDbFormatGoldenTest, ContentRecord) {
   EXPECT_EQ(back.first_seen, kGoldenTime);
   EXPECT_EQ(back.alias_count, 2u);
   EXPECT_EQ(back.owner_url, "http://a/");
+  EXPECT_EQ(back.claim_id_hash, 0u);
+
+  // Version 2: a text recorded NEW by a claim with a claim id.
+  ContentValue claimed = v;
+  claimed.claim_id_hash = 0x0102030405060708ULL;
+  EXPECT_EQ(absl::BytesToHexString(EncodeContentValue(claimed)),
+            "02"                   // value version
+            "00000007"             // doc id
+            "0123456789abcdef"     // SimHash
+            "00060a2418202240"     // first seen
+            "0000000000000002"     // alias count
+            "0102030405060708"     // claim id hash
+            "687474703a2f2f612f")  // owner URL
+      << kBumpMessage;
+  ASSERT_OK_AND_ASSIGN(back, DecodeContentValue(EncodeContentValue(claimed)));
+  EXPECT_EQ(back, claimed);
 }
 
 TEST(RocksDbFormatGoldenTest, AliasFingerprintAndFetchRecords) {
@@ -523,6 +539,22 @@ TEST(RocksDbFormatTest, BadContentValuesAreDataLossWithReasons) {
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("value version 9")));
   EXPECT_THAT(DecodeContentValue(good.substr(0, good.size() - 1)),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("at least")));
+  ContentValue claimed = v;
+  claimed.claim_id_hash = 0x0102030405060708ULL;
+  const std::string v2 = EncodeContentValue(claimed);
+  ASSERT_EQ(v2.size(), 38u);
+  EXPECT_THAT(
+      DecodeContentValue(v2.substr(0, 37)),
+      StatusIs(absl::StatusCode::kDataLoss, HasSubstr("37 bytes, version 2 has at least 38")));
+  std::string no_hash = v2;
+  std::fill(no_hash.begin() + 29, no_hash.begin() + 37, '\0');
+  EXPECT_THAT(DecodeContentValue(no_hash),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("claim id hash 0")));
+  // A version-1 value read as version 2: its owner URL is too short to
+  // hold a hash.
+  std::string relabelled = good;
+  relabelled[0] = 2;
+  EXPECT_THAT(DecodeContentValue(relabelled), StatusIs(absl::StatusCode::kDataLoss));
   EXPECT_THAT(DecodeFingerprintValue(EncodeFingerprintValue(1, GoldenSha()) + "x"),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("42 bytes")));
   EXPECT_THAT(DecodeFetchValue("\x01"), StatusIs(absl::StatusCode::kDataLoss));

@@ -100,6 +100,16 @@ class RocksDbHarness : public UrlStoreHarness, public ContentStoreHarness {
   UrlStore& store() override { return *store_; }
   ContentStore& content() override { return *store_; }
   UrlStore& urls() override { return *store_; }
+  absl::StatusOr<bool> Reopen() override {
+    absl::Status s = store_->Close();
+    if (!s.ok()) return s;
+    store_.reset();
+    absl::StatusOr<std::unique_ptr<RocksDbStore>> store =
+        RocksDbStore::Open(SmallOptions(dir_.path() + "/db"));
+    if (!store.ok()) return store.status();
+    store_ = *std::move(store);
+    return true;
+  }
 
  private:
   explicit RocksDbHarness(TestTempDir dir) : dir_(std::move(dir)) {}

@@ -63,6 +63,8 @@ SEEDS = {
     "content_meta": b"\x01" + u32(1) + u32(2) + u32(3) + u64(0x6465647570645348),
     "content_value": b"\x01" + u32(9) + u64(0xDEADBEEF) + i64(MICROS) + u64(2)
     + b"http://example.com/owner",
+    "content_value_claimed": b"\x02" + u32(9) + u64(0xDEADBEEF) + i64(MICROS) + u64(2)
+    + u64(0x0102030405060708) + b"http://example.com/owner",
     "alias_key": b"\x03" + SHA + b"http://example.com/alias",
     "alias_value": b"\x01" + i64(MICROS),
     "fingerprint_key": b"\x04" + u32(42),

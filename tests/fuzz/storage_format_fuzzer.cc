@@ -125,6 +125,9 @@ void DecodeContentValue(absl::string_view in) {
   absl::StatusOr<fmt::ContentValue> v = fmt::DecodeContentValue(in);
   if (!v.ok()) return CheckError(v.status(), "content value: bad error", in);
   if (v->owner_url.empty()) Fail("content value: empty owner URL", in);
+  if (!in.empty() && in[0] == fmt::kContentValueVersion2 && v->claim_id_hash == 0) {
+    Fail("content value: version 2 without a claim id hash", in);
+  }
   if (fmt::EncodeContentValue(*v) != in) {
     Fail("content value: does not re-encode", in);
   }
@@ -367,10 +370,11 @@ void EncodeContent(FuzzedDataProvider& p, absl::string_view in) {
   v.first_seen = FuzzTime(p);
   v.alias_count = p.ConsumeIntegral<uint64_t>();
   v.owner_url = FuzzBytes(p, /*non_empty=*/true);
+  if (p.ConsumeBool()) v.claim_id_hash = p.ConsumeIntegral<uint64_t>();
   absl::StatusOr<fmt::ContentValue> back = fmt::DecodeContentValue(fmt::EncodeContentValue(v));
   if (!back.ok() || back->doc_id != v.doc_id || back->simhash != v.simhash ||
       back->first_seen != Truncated(v.first_seen) || back->alias_count != v.alias_count ||
-      back->owner_url != v.owner_url) {
+      back->owner_url != v.owner_url || back->claim_id_hash != v.claim_id_hash) {
     Fail("encode content value: no round trip", in);
   }
   const std::string key = fmt::EncodeContentKey(FuzzSha(p));
