@@ -41,8 +41,16 @@ def i64(v):
     return struct.pack(">q", v)
 
 
-def manifest(entries):
-    out = b"\x01" + u32(len(entries))
+def manifest(entries, claim=None):
+    """claim: (claim id hash, claim micros, replaced, [removed ids]) for version 2."""
+    if claim is None:
+        out = b"\x01"
+    else:
+        hash_, micros, replaced, removed = claim
+        out = b"\x02" + u64(hash_) + i64(micros) + u32(replaced) + u32(len(removed))
+        for cid in removed:
+            out += u32(len(cid)) + cid
+    out += u32(len(entries))
     for cid, sha, simhash, micros in entries:
         out += u32(len(cid)) + cid + sha + u64(simhash) + i64(micros)
     return out
@@ -72,6 +80,10 @@ SEEDS = {
     "fetch_value": b"\x01" + SHA + i64(MICROS) + i64(MICROS + 1),
     "manifest": manifest([(b"0", SHA, 1, MICROS), (b"intro", SHA2, 2, -1)]),
     "manifest_truncated": manifest([(b"0", SHA, 1, MICROS)])[:-3],
+    "manifest_claimed": manifest([(b"0", SHA, 1, MICROS), (b"intro", SHA2, 2, -1)],
+                                 (0x0102030405060708, MICROS + 1, 3, [b"old", b"7"])),
+    "manifest_claimed_truncated": manifest([(b"0", SHA, 1, MICROS)],
+                                           (5, MICROS, 1, [b"gone"]))[:-60],
     "manifest_huge_count": b"\x01" + u32(0xFFFFFFFF) + u32(1) + b"x" + SHA,
     "chunk_text": b"\x01" + u32(7) + u64(99) + u64(1),
     "chunk_text_no_holders": b"\x01" + u32(7) + u64(99) + u64(0),
