@@ -334,6 +334,8 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
   const int n = request.items_size();
   if (absl::Status s = CheckBatchSize(n); !s.ok()) return s;
   DEDUPD_RETURN_IF_ERROR(CheckNamespace(request.namespace_()));
+  DEDUPD_RETURN_IF_ERROR(CheckClaimId(request.claim_id()));
+  const uint64_t claim_id_hash = ClaimIdHash(request.claim_id());
   response->clear_results();
   response->mutable_results()->Reserve(n);
   const int index_limit = content_store_->max_near_distance();
@@ -405,6 +407,8 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
     doc.sha256 = fp->sha256;
     doc.simhash = fp->simhash;
     doc.max_distance = *distance;
+    doc.claim_id_hash = claim_id_hash;
+    doc.claim_id_retention = options_.claim_id_retention;
     docs.push_back(std::move(doc));
     doc_item.push_back(i);
   }
@@ -459,7 +463,8 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
       out->set_content_hash(Sha256Hex(m.sha256));
     }
     result->set_near_match_count(o.near_match_count);
-    if (claim || o.verdict != ContentVerdict::kNew) {
+    // A peek's NEW has no time, unless it names the claim it retries.
+    if (claim || o.verdict != ContentVerdict::kNew || o.retry) {
       *result->mutable_first_seen_time() =
           TimeUtil::MicrosecondsToTimestamp(absl::ToUnixMicros(o.first_seen));
     }
@@ -496,6 +501,7 @@ absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
                                                    " per request (--max_batch_items)"));
   }
   DEDUPD_RETURN_IF_ERROR(CheckNamespace(request.namespace_()));
+  DEDUPD_RETURN_IF_ERROR(CheckClaimId(request.claim_id()));
   if (request.document_url().empty()) {
     return absl::InvalidArgumentError("document_url: is empty (the document's URL is required)");
   }
@@ -514,6 +520,8 @@ absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
   ChunkDocument doc;
   doc.document_url = *std::move(url);
   doc.name_space = request.namespace_();
+  doc.claim_id_hash = ClaimIdHash(request.claim_id());
+  doc.claim_id_retention = options_.claim_id_retention;
   doc.chunks.reserve(static_cast<size_t>(n));
   std::vector<int> chunk_item;  // doc.chunks[j] belongs to chunks[chunk_item[j]]
   chunk_item.reserve(static_cast<size_t>(n));
