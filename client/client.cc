@@ -208,6 +208,31 @@ absl::Status CallWithRetry(const ClientOptions& options, absl::string_view metho
   }
 }
 
+// The longest claim id a caller may give a batched call: room for "#" and
+// the request's number within the server's 64 bytes.
+constexpr size_t kMaxCallerClaimIdBytes = 48;
+
+// SetClaimId gives request k of a call its claim id: the caller's
+// `claim_id` + "#" + k, or, when the caller gave none, 16 random bytes.
+// Either is reused by the request's retries (CallWithRetry resends the
+// request unchanged).
+template <typename Request>
+void SetClaimId(const std::string& claim_id, size_t k, absl::BitGen& gen, Request* request) {
+  if (!claim_id.empty()) {
+    request->set_claim_id(absl::StrCat(claim_id, "#", k));
+    return;
+  }
+  std::string id(16, '\0');
+  for (char& c : id) c = static_cast<char>(absl::Uniform<uint8_t>(gen));
+  request->set_claim_id(std::move(id));
+}
+
+absl::Status CheckCallerClaimId(absl::string_view method, const std::string& claim_id) {
+  if (claim_id.size() <= kMaxCallerClaimIdBytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(method, ": claim_id is ", claim_id.size(),
+                                                 " bytes; the limit is ", kMaxCallerClaimIdBytes));
+}
+
 // CheckBatched is the body of every batch RPC (CheckUrl, CheckContent):
 // cut `items` into requests (item and byte limits), send each through
 // CallWithRetry, check the result count, and concatenate the results in
@@ -270,12 +295,7 @@ absl::StatusOr<std::vector<dedupd::v1::UrlResult>> DedupClient::CheckUrls(
 absl::StatusOr<std::vector<dedupd::v1::UrlResult>> DedupClient::CheckUrls(
     absl::Span<const dedupd::v1::UrlItem> items, dedupd::v1::ClaimMode mode,
     const UrlCheckOptions& url_options, const ProgressCallback& progress) const {
-  constexpr size_t kMaxCallerClaimIdBytes = 48;
-  if (url_options.claim_id.size() > kMaxCallerClaimIdBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("CheckUrl: claim_id is ", url_options.claim_id.size(), " bytes; the limit is ",
-                     kMaxCallerClaimIdBytes));
-  }
+  if (absl::Status s = CheckCallerClaimId("CheckUrl", url_options.claim_id); !s.ok()) return s;
   dedupd::v1::Dedup::Stub* stub = rpc_->stub.get();
   return CheckBatched<dedupd::v1::CheckUrlRequest, dedupd::v1::CheckUrlResponse,
                       dedupd::v1::UrlItem, dedupd::v1::UrlResult>(
@@ -284,15 +304,7 @@ absl::StatusOr<std::vector<dedupd::v1::UrlResult>> DedupClient::CheckUrls(
         request->set_mode(mode);
         request->set_namespace_(url_options.name_space);
         if (url_options.lease_seconds) request->set_lease_seconds(*url_options.lease_seconds);
-        if (!url_options.claim_id.empty()) {
-          request->set_claim_id(absl::StrCat(url_options.claim_id, "#", k));
-          return;
-        }
-        // A fresh id per request, reused by its retries (CallWithRetry
-        // resends this request unchanged).
-        std::string id(16, '\0');
-        for (char& c : id) c = static_cast<char>(absl::Uniform<uint8_t>(gen));
-        request->set_claim_id(std::move(id));
+        SetClaimId(url_options.claim_id, k, gen, request);
       },
       [stub](grpc::ClientContext* context, const dedupd::v1::CheckUrlRequest& request,
              dedupd::v1::CheckUrlResponse* response) {
@@ -328,13 +340,17 @@ absl::StatusOr<std::vector<dedupd::v1::ContentResult>> DedupClient::CheckContent
 absl::StatusOr<std::vector<dedupd::v1::ContentResult>> DedupClient::CheckContent(
     absl::Span<const dedupd::v1::ContentItem> items, dedupd::v1::ClaimMode mode,
     const ContentCheckOptions& content_options, const ProgressCallback& progress) const {
+  if (absl::Status s = CheckCallerClaimId("CheckContent", content_options.claim_id); !s.ok()) {
+    return s;
+  }
   dedupd::v1::Dedup::Stub* stub = rpc_->stub.get();
   return CheckBatched<dedupd::v1::CheckContentRequest, dedupd::v1::CheckContentResponse,
                       dedupd::v1::ContentItem, dedupd::v1::ContentResult>(
       options_, "CheckContent", items,
-      [&](size_t, absl::BitGen&, dedupd::v1::CheckContentRequest* request) {
+      [&](size_t k, absl::BitGen& gen, dedupd::v1::CheckContentRequest* request) {
         request->set_mode(mode);
         request->set_namespace_(content_options.name_space);
+        SetClaimId(content_options.claim_id, k, gen, request);
       },
       [stub](grpc::ClientContext* context, const dedupd::v1::CheckContentRequest& request,
              dedupd::v1::CheckContentResponse* response) {
@@ -344,18 +360,26 @@ absl::StatusOr<std::vector<dedupd::v1::ContentResult>> DedupClient::CheckContent
 }
 
 absl::StatusOr<dedupd::v1::CheckChunksResponse> DedupClient::CheckChunks(
-    const dedupd::v1::CheckChunksRequest& request) const {
+    const dedupd::v1::CheckChunksRequest& caller_request) const {
   constexpr absl::string_view kMethod = "CheckChunks";
   dedupd::v1::CheckChunksResponse response;
   absl::BitGen gen;
+  // The caller's claim id, or one of the call's own; every attempt sends it.
+  const dedupd::v1::CheckChunksRequest* request = &caller_request;
+  dedupd::v1::CheckChunksRequest with_id;
+  if (caller_request.claim_id().empty()) {
+    with_id = caller_request;
+    SetClaimId("", 0, gen, &with_id);
+    request = &with_id;
+  }
   absl::Status status = CallWithRetry(options_, kMethod, gen, [&](grpc::ClientContext* context) {
     response.Clear();
-    return rpc_->stub->CheckChunks(context, request, &response);
+    return rpc_->stub->CheckChunks(context, *request, &response);
   });
   if (!status.ok()) return status;
-  if (response.results_size() != request.chunks_size()) {
+  if (response.results_size() != request->chunks_size()) {
     return absl::InternalError(absl::StrCat(kMethod, ": server answered ", response.results_size(),
-                                            " results for ", request.chunks_size(), " chunks"));
+                                            " results for ", request->chunks_size(), " chunks"));
   }
   return response;
 }

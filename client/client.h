@@ -138,6 +138,10 @@ struct ContentCheckOptions {
   // The namespace of the texts (CheckContentRequest.namespace). Default:
   // the empty one.
   std::string name_space;
+  // The claim id of the call's requests, as UrlCheckOptions::claim_id:
+  // empty (the default) gives every request 16 random bytes of its own;
+  // otherwise request k carries claim_id + "#" + k. At most 48 bytes.
+  std::string claim_id;
 };
 
 // Called by CheckUrls and CheckContent after each request is answered, on the calling
@@ -237,17 +241,25 @@ class DedupClient {
   // request over its message size limit fails with ResourceExhausted;
   // Unimplemented from a server without the content layer.
   //
-  // Caveats: as CheckUrls. A retried CLAIM whose first reply was lost
-  // answers EXACT_DUPLICATE (owner_url: the item's own identity) for the
-  // documents the first attempt recorded; on any error, the results of the
-  // requests already answered are dropped while their CLAIMs stay.
+  // Retries: as CheckUrls, every request carries a claim id, the same on
+  // each of its attempts, so a retried CLAIM whose first reply was lost is
+  // answered NEW, with the same first_seen_time, for the documents the
+  // first attempt recorded NEW (within the server's --claim_id_retention).
+  // A document the first attempt recorded as NEAR_DUPLICATE is answered
+  // EXACT_DUPLICATE of its own identity URL.
+  //
+  // Caveat: on any error, the results of the requests already answered are
+  // dropped while their CLAIMs stay; a caller that set
+  // ContentCheckOptions::claim_id gets them again by retrying the call with
+  // the same claim_id (and the same items and limits).
   //
   // `progress`, when set, is called after each request is answered.
   // Complexity: ceil(items / max_items_per_request) RPCs at least.
   absl::StatusOr<std::vector<dedupd::v1::ContentResult>> CheckContent(
       absl::Span<const dedupd::v1::ContentItem> items, dedupd::v1::ClaimMode mode,
       const ProgressCallback& progress = nullptr) const;
-  // The same, in a namespace.
+  // The same, in a namespace, or with the caller's claim id.
+  // Errors: as above; InvalidArgument for a claim_id over 48 bytes.
   absl::StatusOr<std::vector<dedupd::v1::ContentResult>> CheckContent(
       absl::Span<const dedupd::v1::ContentItem> items, dedupd::v1::ClaimMode mode,
       const ContentCheckOptions& content_options, const ProgressCallback& progress = nullptr) const;
@@ -266,8 +278,13 @@ class DedupClient {
   // limit); ResourceExhausted over its message size limit; Unimplemented
   // from a server without the chunk layer.
   //
-  // Caveats: a retried CLAIM whose first reply was lost answers as a re-send
-  // of the same document (NEW for the chunks it owns, replaced_chunks: all).
+  // Retries: a request without a claim_id is sent with 16 random bytes as
+  // its claim_id, the same on each attempt (one the caller sets is sent
+  // unchanged: set it to retry the call itself after an error), so a
+  // retried CLAIM whose first reply was lost gets the first attempt's
+  // replaced_chunks and removed_chunk_ids (within the server's
+  // --claim_id_retention), and its chunks are answered as a re-send of the
+  // same document (NEW for the chunks it owns, with their first times).
   absl::StatusOr<dedupd::v1::CheckChunksResponse> CheckChunks(
       const dedupd::v1::CheckChunksRequest& request) const;
 

@@ -504,7 +504,60 @@ TEST_F(ClientTest, CheckContentRetriesUnavailable) {
   ASSERT_OK_AND_ASSIGN(auto r, client->CheckContent(Docs({{"https://a.example/", "t"}}),
                                                     dedupd::v1::CLAIM_MODE_CLAIM));
   EXPECT_EQ(r[0].verdict(), dedupd::v1::CONTENT_VERDICT_NEW);
-  EXPECT_THAT(fake().calls(), SizeIs(3));
+  const std::vector<FakeDedupService::Call> calls = fake().calls();
+  ASSERT_THAT(calls, SizeIs(3));
+  // Every attempt with the request's claim id, so a retry after a lost
+  // reply is answered NEW.
+  EXPECT_EQ(calls[0].content_request.claim_id().size(), 16u);
+  EXPECT_EQ(calls[1].content_request.claim_id(), calls[0].content_request.claim_id());
+  EXPECT_EQ(calls[2].content_request.claim_id(), calls[0].content_request.claim_id());
+}
+
+TEST_F(ClientTest, CheckContentRequestsCarryTheirOwnOrTheCallersClaimIds) {
+  ClientOptions options = FastOptions();
+  options.max_items_per_request = 1;
+  std::unique_ptr<DedupClient> client = Connect(options);
+  ASSERT_NE(client, nullptr);
+  const std::vector<dedupd::v1::ContentItem> docs =
+      Docs({{"https://a.example/1", "x"}, {"https://a.example/2", "y"}});
+  ASSERT_OK_AND_ASSIGN(auto r, client->CheckContent(docs, dedupd::v1::CLAIM_MODE_CLAIM));
+  std::vector<FakeDedupService::Call> calls = fake().calls();
+  ASSERT_THAT(calls, SizeIs(2));
+  EXPECT_NE(calls[0].content_request.claim_id(), calls[1].content_request.claim_id())
+      << "another request, another claim id";
+  ContentCheckOptions content_options;
+  content_options.name_space = "crawl-3";
+  content_options.claim_id = "job-8";
+  ASSERT_OK_AND_ASSIGN(r,
+                       client->CheckContent(docs, dedupd::v1::CLAIM_MODE_CLAIM, content_options));
+  calls = fake().calls();
+  ASSERT_THAT(calls, SizeIs(4));
+  EXPECT_EQ(calls[2].content_request.claim_id(), "job-8#0");
+  EXPECT_EQ(calls[3].content_request.claim_id(), "job-8#1");
+  EXPECT_EQ(calls[3].content_request.namespace_(), "crawl-3");
+  content_options.claim_id = std::string(49, 'c');
+  EXPECT_THAT(client->CheckContent(docs, dedupd::v1::CLAIM_MODE_CLAIM, content_options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("the limit is 48")));
+}
+
+TEST_F(ClientTest, CheckChunksSendsOneClaimIdOnEveryAttempt) {
+  std::unique_ptr<DedupClient> client = Connect(FastOptions());
+  ASSERT_NE(client, nullptr);
+  dedupd::v1::CheckChunksRequest request;
+  request.set_document_url("https://docs.example/a");
+  request.add_chunks()->set_text("a chunk");
+  fake().FailNext(absl::UnavailableError("restarting"));
+  ASSERT_OK_AND_ASSIGN(auto response, client->CheckChunks(request));
+  std::vector<FakeDedupService::Call> calls = fake().calls();
+  ASSERT_THAT(calls, SizeIs(2));
+  EXPECT_EQ(calls[0].chunks_request.claim_id().size(), 16u);
+  EXPECT_EQ(calls[1].chunks_request.claim_id(), calls[0].chunks_request.claim_id());
+  // A claim id the caller sets is sent unchanged.
+  request.set_claim_id("doc-a-v2");
+  ASSERT_OK_AND_ASSIGN(response, client->CheckChunks(request));
+  calls = fake().calls();
+  ASSERT_THAT(calls, SizeIs(3));
+  EXPECT_EQ(calls[2].chunks_request.claim_id(), "doc-a-v2");
 }
 
 struct ContentErrorCase {

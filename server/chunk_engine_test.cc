@@ -27,6 +27,7 @@ using ::dedupd::testing::IsOk;
 using ::dedupd::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 
 std::string ReadTestdata(const std::string& name) {
   std::ifstream in(std::string(DEDUPD_SERVER_TESTDATA_DIR) + "/" + name, std::ios::binary);
@@ -321,6 +322,41 @@ TEST_F(ChunkEngineTest, BadDocumentIdsFailTheRequestWithTheLimit) {
                 StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.want)))
         << c.want;
   }
+}
+
+// A retried claim (same claim_id and chunks) gets the removed chunk ids
+// of the claim whose reply it lost; an over-long claim_id fails the
+// request.
+TEST_F(ChunkEngineTest, ClaimIdRetryGetsTheRemovedChunkIdsAgain) {
+  const std::vector<std::string> words = SplitWords(ReadTestdata("python_policy_packaging.txt"));
+  Check("https://docs.example/r",
+        {Words(words, 0, 60), Words(words, 60, 60), Words(words, 120, 60)});
+  now_ += absl::Hours(1);
+  v1::CheckChunksRequest request =
+      Request("https://docs.example/r", {Words(words, 0, 60), Words(words, 180, 60)});
+  request.set_claim_id("ingest-7");
+  v1::CheckChunksResponse first = Check(request);
+  EXPECT_EQ(first.replaced_chunks(), 3u);
+  EXPECT_THAT(first.removed_chunk_ids(), ElementsAre("1", "2"));
+  now_ += absl::Minutes(1);
+  for (v1::ClaimMode mode : {v1::CLAIM_MODE_CLAIM, v1::CLAIM_MODE_PEEK}) {
+    request.set_mode(mode);
+    v1::CheckChunksResponse again = Check(request);
+    EXPECT_EQ(again.replaced_chunks(), 3u) << mode;
+    EXPECT_THAT(again.removed_chunk_ids(), ElementsAre("1", "2")) << mode;
+    EXPECT_EQ(again.results(1).verdict(), v1::CHUNK_VERDICT_NEW);
+  }
+  request.set_mode(v1::CLAIM_MODE_CLAIM);
+  request.set_claim_id("ingest-8");
+  v1::CheckChunksResponse other = Check(request);
+  EXPECT_EQ(other.replaced_chunks(), 2u);
+  EXPECT_THAT(other.removed_chunk_ids(), IsEmpty());
+
+  request.set_claim_id(std::string(65, 'x'));
+  v1::CheckChunksResponse response;
+  EXPECT_THAT(engine_.CheckChunks(request, &response),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("claim_id: is 65 bytes; the limit is 64")));
 }
 
 TEST_F(ChunkEngineTest, ShortChunksUseTheStricterRule) {

@@ -335,6 +335,8 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
   const int n = request.items_size();
   if (absl::Status s = CheckBatchSize(n); !s.ok()) return s;
   DEDUPD_RETURN_IF_ERROR(CheckNamespace(request.namespace_()));
+  DEDUPD_RETURN_IF_ERROR(CheckClaimId(request.claim_id()));
+  const uint64_t claim_id_hash = ClaimIdHash(request.claim_id());
   response->clear_results();
   response->mutable_results()->Reserve(n);
   const int index_limit = content_store_->max_near_distance();
@@ -426,6 +428,8 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
     doc.sha256 = fp->sha256;
     doc.simhash = fp->simhash;
     doc.max_distance = *distance;
+    doc.claim_id_hash = claim_id_hash;
+    doc.claim_id_retention = options_.claim_id_retention;
     docs.push_back(std::move(doc));
     doc_item.push_back(i);
   }
@@ -499,7 +503,8 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
       out->set_content_hash(Sha256Hex(m.sha256));
     }
     result->set_near_match_count(o.near_match_count);
-    if (claim || o.verdict != ContentVerdict::kNew) {
+    // A peek's NEW has no time, unless it names the claim it retries.
+    if (claim || o.verdict != ContentVerdict::kNew || o.retry) {
       *result->mutable_first_seen_time() =
           TimeUtil::MicrosecondsToTimestamp(absl::ToUnixMicros(o.first_seen));
     }
@@ -557,6 +562,7 @@ absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
                                                    " per request (--max_batch_items)"));
   }
   DEDUPD_RETURN_IF_ERROR(CheckNamespace(request.namespace_()));
+  DEDUPD_RETURN_IF_ERROR(CheckClaimId(request.claim_id()));
   DEDUPD_ASSIGN_OR_RETURN(std::string document_key, ChunkDocumentKey(request));
   const int index_limit = chunk_store_->max_near_distance();
   absl::StatusOr<int> distance = ResolveDistance(request.has_max_hamming_distance(),
@@ -573,6 +579,8 @@ absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
   ChunkDocument doc;
   doc.document_url = std::move(document_key);
   doc.name_space = request.namespace_();
+  doc.claim_id_hash = ClaimIdHash(request.claim_id());
+  doc.claim_id_retention = options_.claim_id_retention;
   doc.chunks.reserve(static_cast<size_t>(n));
   std::vector<int> chunk_item;  // doc.chunks[j] belongs to chunks[chunk_item[j]]
   chunk_item.reserve(static_cast<size_t>(n));

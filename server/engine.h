@@ -39,8 +39,8 @@ struct EngineOptions {
   ContentLimits content_limits;
   // The clock stamped on new records. Default: absl::Now.
   std::function<absl::Time()> clock = [] { return absl::Now(); };
-  // How long a claim id answers its retries (CheckUrlRequest.claim_id).
-  // Default: 24 h.
+  // How long a claim id answers its retries (the claim_id of CheckUrl,
+  // CheckContent and CheckChunks requests). Default: 24 h.
   absl::Duration claim_id_retention = absl::Hours(24);
   // When claimed URLs are DUE again (the config file's revisit_rules).
   // Default: never.
@@ -88,9 +88,12 @@ class Engine {
   // empty or whitespace-only text, text over max_text_bytes, a distance
   // over the store's index limit) gets CONTENT_VERDICT_INVALID with the
   // reason; it never fails the request.
-  // Errors: InvalidArgument for an empty request or more than
-  // max_batch_items items; Unimplemented when the engine has no content
-  // store; the store's code, with context, when the store fails.
+  // A request with a claim_id retries the claim of the texts it recorded
+  // NEW (ContentStore::CheckContent, within claim_id_retention).
+  // Errors: InvalidArgument for an empty request, more than
+  // max_batch_items items, a bad namespace or a claim_id over
+  // kMaxClaimIdBytes; Unimplemented when the engine has no content store;
+  // the store's code, with context, when the store fails.
   absl::Status CheckContent(const v1::CheckContentRequest& request,
                             v1::CheckContentResponse* response) const;
 
@@ -102,9 +105,14 @@ class Engine {
   // valid chunks replace the document's stored chunks (when none is valid,
   // nothing is recorded). Near matching uses ChunkNearDistance
   // (core/text/chunk_near_rule.h): short chunks match at a stricter distance.
+  // A request with a claim_id and the same valid chunks as the claim that
+  // last changed the document under that id gets that claim's
+  // replaced_chunks and removed_chunk_ids (ChunkStore::CheckChunks, within
+  // claim_id_retention).
   // Errors: InvalidArgument for no chunks, more than max_batch_items
-  // chunks, a missing or bad document_url, or a max_hamming_distance above
-  // the store's index limit (the messages name the limit); Unimplemented
+  // chunks, a bad namespace or claim_id (over kMaxClaimIdBytes), a missing
+  // or bad document_url, or a max_hamming_distance above the store's index
+  // limit (the messages name the limit); Unimplemented
   // when the engine has no chunk store; the store's code, with context, when
   // the store fails.
   absl::Status CheckChunks(const v1::CheckChunksRequest& request,

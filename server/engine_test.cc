@@ -718,6 +718,47 @@ TEST_F(ContentEngineTest, WholeRequestErrorsAreInvalidArgument) {
   EXPECT_EQ(CheckOne("https://over.example/0", "text").verdict(), v1::CONTENT_VERDICT_NEW);
 }
 
+// The request's claim_id reaches the store: the retry of a claim is NEW
+// again with the claim's time (a peek's too), any other request a
+// duplicate; the retention is the engine's; an over-long id fails the
+// request.
+TEST_F(ContentEngineTest, ClaimIdRetriesAreNewAgainWithinTheRetention) {
+  const std::string text = "A page whose reply the crawler never received.";
+  v1::CheckContentRequest request = Request({Item("https://r.example/a", text)});
+  request.set_claim_id("request-1");
+  v1::CheckContentResponse first;
+  ASSERT_THAT(engine_.CheckContent(request, &first), IsOk());
+  ASSERT_EQ(first.results(0).verdict(), v1::CONTENT_VERDICT_NEW);
+  const absl::Time claimed = now_;
+
+  now_ += absl::Minutes(5);
+  for (v1::ClaimMode mode : {v1::CLAIM_MODE_CLAIM, v1::CLAIM_MODE_PEEK}) {
+    request.set_mode(mode);
+    v1::CheckContentResponse again;
+    ASSERT_THAT(engine_.CheckContent(request, &again), IsOk());
+    EXPECT_EQ(again.results(0).verdict(), v1::CONTENT_VERDICT_NEW) << mode;
+    EXPECT_EQ(again.results(0).owner_url(), "https://r.example/a");
+    ASSERT_TRUE(again.results(0).has_first_seen_time()) << mode;
+    EXPECT_EQ(again.results(0).first_seen_time().seconds(), absl::ToUnixSeconds(claimed));
+    EXPECT_EQ(again.results(0).recrawl(), v1::RECRAWL_STATUS_FIRST_SEEN);
+  }
+  request.set_mode(v1::CLAIM_MODE_CLAIM);
+  v1::CheckContentRequest other = request;
+  other.set_claim_id("request-2");
+  v1::CheckContentResponse response;
+  ASSERT_THAT(engine_.CheckContent(other, &response), IsOk());
+  EXPECT_EQ(response.results(0).verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+
+  now_ = claimed + absl::Hours(24) + absl::Seconds(1);  // the default retention
+  ASSERT_THAT(engine_.CheckContent(request, &response), IsOk());
+  EXPECT_EQ(response.results(0).verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+
+  request.set_claim_id(std::string(65, 'x'));
+  EXPECT_THAT(engine_.CheckContent(request, &response),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("claim_id: is 65 bytes; the limit is 64")));
+}
+
 TEST(ContentEngineNoStoreTest, WithoutAContentStoreIsUnimplemented) {
   UrlNormalizer normalizer;
   MemoryUrlStore store;

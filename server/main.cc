@@ -70,8 +70,8 @@ ABSL_FLAG(int64_t, simhash_index_blocks, 0,
           "simhash_max_distance + 3 with at most 20 tables: more memory, "
           "faster queries at 10^8 fingerprints; docs/simhash_index.md)");
 ABSL_FLAG(absl::Duration, claim_id_retention, absl::Hours(24),
-          "how long a CheckUrl claim_id answers its retries as it was answered (1m to 720h); "
-          "a retry later than this is SEEN");
+          "how long a claim_id (CheckUrl, CheckContent, CheckChunks) answers its retries as "
+          "it was answered (1m to 720h); a retry later than this is a new request");
 ABSL_FLAG(int64_t, max_aliases_returned, 10,
           "alias URLs listed per CheckContent result (the count is always total)");
 ABSL_FLAG(int64_t, max_near_matches, 10, "near matches listed per CheckContent result");

@@ -72,8 +72,8 @@ struct ServerOptions {
   // queries at 10^8 fingerprints, at 2.5-5x the index memory. Not persisted.
   // Default: 0.
   int simhash_index_blocks = 0;
-  // How long a CheckUrl claim id answers its retries with the same answer.
-  // Default: 24 h.
+  // How long a claim id (CheckUrl, CheckContent, CheckChunks) answers its
+  // retries with the same answer. Default: 24 h.
   absl::Duration claim_id_retention = absl::Hours(24);
   // Alias URLs and near matches listed per CheckContent result. Default: 10.
   size_t max_aliases_returned = 10;

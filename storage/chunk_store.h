@@ -53,6 +53,14 @@ struct ChunkDocument {
   // document per namespace. Last, with an initializer, so that
   // `ChunkDocument{url, chunks}` names the empty namespace.
   std::string name_space{};
+  // ClaimIdHash of the request's claim id, 0 for none. A claim that changes
+  // the document's chunks keeps it with the replaced_chunks and
+  // removed_chunk_ids it answered; a call with the same hash and the same
+  // chunks, at most claim_id_retention after that claim, is answered them
+  // again (a retry: see ChunkStore::CheckChunks).
+  uint64_t claim_id_hash = 0;
+  // Default: 24 h (the server's --claim_id_retention).
+  absl::Duration claim_id_retention = absl::Hours(24);
 };
 
 enum class ChunkVerdict { kNew, kExactDuplicate, kNearDuplicate };
@@ -86,6 +94,9 @@ struct ChunkAnswer {
   // again with the same text (SHA-256), in the stored order. The caller
   // deletes exactly their vectors; a chunk sent again unchanged keeps its.
   std::vector<std::string> removed_chunk_ids;
+  // The call retries the claim that last changed the document's chunks:
+  // replaced_chunks and removed_chunk_ids are that claim's.
+  bool retry = false;
 };
 
 // ChunkStore: implementations are thread-safe.
@@ -113,6 +124,16 @@ class ChunkStore {
   // are in the write-ahead log. An empty doc.chunks with `claim` deletes the
   // document's chunks. Near-duplicate detection between different texts
   // recorded at the same moment by different calls is not guaranteed.
+  //
+  // Retries: a claim with doc.claim_id_hash != 0 that changes the
+  // document's stored chunks keeps that hash, its time and the
+  // replaced_chunks and removed_chunk_ids it answered with the chunks (a
+  // claim that changes nothing keeps the last claim's; one that deletes the
+  // document's chunks keeps none). A call (claim or peek) with the same hash
+  // and the same chunks (ids and SHA-256s, in order), at most
+  // doc.claim_id_retention after that claim, is answered them again, with
+  // `retry` set; its outcomes are those of any re-send of the same chunks,
+  // and a claim records nothing. Any other call is answered as above.
   //
   // Errors: InvalidArgument for a doc that breaks a REQUIRES (nothing
   // recorded); Unavailable (transient: retry), ResourceExhausted, DataLoss,

@@ -56,6 +56,13 @@ struct ContentDoc {
   // Largest Hamming distance that counts as near.
   // REQUIRES: 0 <= max_distance <= the store's max_near_distance().
   int max_distance = 3;
+  // ClaimIdHash of the request's claim id, 0 for none. A text a claim with
+  // this hash recorded as kNew for the same identity URL, at most
+  // claim_id_retention before `now`, is answered kNew again (a retry: see
+  // ContentStore::CheckContent).
+  uint64_t claim_id_hash = 0;
+  // Default: 24 h (the server's --claim_id_retention).
+  absl::Duration claim_id_retention = absl::Hours(24);
 };
 
 enum class ContentVerdict { kNew, kExactDuplicate, kNearDuplicate };
@@ -88,8 +95,13 @@ struct ContentOutcome {
   // are within the distance in all.
   std::vector<NearMatch> near_matches;
   uint64_t near_match_count = 0;
-  // The fetched URL's re-crawl status against its last recorded fetch.
+  // The fetched URL's re-crawl status against its last recorded fetch; for
+  // a retry (below) while that fetch is still the claim's, the claim's own.
   RecrawlStatus recrawl = RecrawlStatus::kFirstSeen;
+  // kNew answered again to a retry of the claim that recorded the text
+  // (ContentDoc::claim_id_hash): first_seen is that claim's, in peek mode
+  // too.
+  bool retry = false;
 };
 
 // Bounds on what one outcome lists.
@@ -193,6 +205,19 @@ class ContentStore {
   // moment by different calls is not guaranteed (each may see the other
   // absent); within one batch it is.
   // Without `claim` nothing is recorded.
+  //
+  // Retries: a text recorded kNew by a claim with doc.claim_id_hash != 0
+  // keeps that hash. A later doc (claim or peek) with the same hash and
+  // identity URL (still the text's owner), at most doc.claim_id_retention
+  // after the text's first_seen, is answered kNew with `retry` set, the
+  // stored owner and first_seen, the current aliases, and the claim's own
+  // re-crawl status while the fetched URL's fetch record is still the
+  // claim's; what it records is what any exact duplicate of its own owner
+  // records (for a true retry: nothing). Only the first such doc of a claim
+  // batch is a retry; a repeat after it is kExactDuplicate, as it was in
+  // the claim. A text recorded kNearDuplicate keeps no hash: its retry is
+  // kExactDuplicate of the doc's own identity URL. Two different claim ids
+  // share a hash with probability 2^-64.
   //
   // Errors: InvalidArgument for a doc that breaks a REQUIRES (nothing
   // recorded); Unavailable (transient: retry), ResourceExhausted, DataLoss,

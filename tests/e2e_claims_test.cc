@@ -1,9 +1,10 @@
-// End-to-end tests of CheckUrl's claim ids, leases, namespaces and revisits
-// against the real dedupd binary on 127.0.0.1, driven by the client library
-// and raw stubs:
+// End-to-end tests of CheckUrl's claim ids, leases, namespaces and revisits,
+// and of CheckContent's and CheckChunks' claim ids, against the real dedupd
+// binary on 127.0.0.1, driven by the client library and raw stubs:
 //   - a reply lost on the wire (an in-test TCP proxy cuts the connection as
-//     the reply starts) is answered again to the client's automatic retry;
-//   - a claim survives kill -9 for its retry;
+//     the reply starts) is answered again to the client's automatic retry:
+//     URLs and texts NEW, a document's removed chunk ids again;
+//   - a claim (URL, text, chunks) survives kill -9 for its retry;
 //   - a lease that ends unconfirmed is re-offered once, and the late
 //     confirmation of the first claimant is refused;
 //   - eight workers with leases, retries and crashes fetch every URL and
@@ -264,6 +265,20 @@ class E2eClaimsTest : public ClientServerTest {
     return stub->CompleteUrls(&context, request, response);
   }
 
+  static grpc::Status Call(v1::Dedup::Stub* stub, const v1::CheckContentRequest& request,
+                           v1::CheckContentResponse* response) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + kRpcDeadline));
+    return stub->CheckContent(&context, request, response);
+  }
+
+  static grpc::Status Call(v1::Dedup::Stub* stub, const v1::CheckChunksRequest& request,
+                           v1::CheckChunksResponse* response) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + kRpcDeadline));
+    return stub->CheckChunks(&context, request, response);
+  }
+
   // Claims `items` through client_ with `options`; fails the test (and
   // returns no results) when the call fails or answers the wrong count.
   std::vector<v1::UrlResult> Claim(const std::vector<v1::UrlItem>& items,
@@ -448,6 +463,148 @@ TEST_F(E2eClaimsTest, ClaimSurvivesKillMinus9ForItsRetry) {
     // The pending lease survived the crash too.
     EXPECT_EQ(ToTime(leased_seen.results(i).lease_expire_time()), ToTime(lb.lease_expire_time()));
   }
+}
+
+// Documents with distinct texts, each long enough to be a page of its own.
+std::vector<v1::ContentItem> Docs(const std::string& prefix, int n) {
+  std::vector<v1::ContentItem> docs(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    v1::ContentItem& d = docs[static_cast<size_t>(i)];
+    d.set_url(absl::StrCat(prefix, i));
+    d.set_text(absl::StrCat("Page ", i, " of ", prefix, ": its own words, number ", i * 7919,
+                            ", and nothing else."));
+  }
+  return docs;
+}
+
+// A CheckChunks request for `url` with chunks `ids` (text: "<url> chunk <id>
+// says <id>" repeated, a distinct text per id).
+v1::CheckChunksRequest ChunksRequest(const std::string& url, const std::vector<std::string>& ids) {
+  v1::CheckChunksRequest r;
+  r.set_document_url(url);
+  r.set_mode(v1::CLAIM_MODE_CLAIM);
+  for (const std::string& id : ids) {
+    v1::ChunkItem* c = r.add_chunks();
+    c->set_chunk_id(id);
+    c->set_text(absl::StrCat(url, " chunk ", id, " says ", id, ", which no other chunk says."));
+  }
+  return r;
+}
+
+// 1c. CheckContent and CheckChunks through the proxy: the library's retry
+// of a claim whose reply was dropped is answered as the claim was (texts
+// NEW with the claim's time; the document's removed chunk ids); any other
+// request gets the texts as exact duplicates and the chunks as a re-send.
+TEST_F(E2eClaimsTest, ContentAndChunkRetriesAfterADroppedReplyGetTheClaimsAnswers) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<DroppingProxy> proxy, DroppingProxy::Start(server_->port()));
+  std::unique_ptr<DedupClient> via_proxy = FastRetryClient(proxy->address(), 8);
+  ASSERT_NE(via_proxy, nullptr);
+
+  const std::vector<v1::ContentItem> docs = Docs("https://proxy.example/text/", 10);
+  proxy->DropNextReply();
+  const absl::Time sent = absl::Now();
+  absl::StatusOr<std::vector<v1::ContentResult>> r =
+      via_proxy->CheckContent(docs, v1::CLAIM_MODE_CLAIM);
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->size(), docs.size());
+  ASSERT_EQ(proxy->cuts(), 1) << "the reply was not dropped";
+  const absl::Time cut = proxy->last_cut();
+  for (const v1::ContentResult& res : *r) {
+    EXPECT_EQ(res.verdict(), v1::CONTENT_VERDICT_NEW) << res.url();
+    EXPECT_EQ(res.owner_url(), res.url());
+    EXPECT_EQ(res.recrawl(), v1::RECRAWL_STATUS_FIRST_SEEN) << res.url();
+    // Recorded by the first attempt, before the reply was cut.
+    EXPECT_LE(ToTime(res.first_seen_time()), cut) << res.url();
+    EXPECT_GE(ToTime(res.first_seen_time()), sent - absl::Milliseconds(1)) << res.url();
+  }
+  absl::StatusOr<std::vector<v1::ContentResult>> other =
+      client_->CheckContent(docs, v1::CLAIM_MODE_CLAIM);
+  ASSERT_THAT(other, IsOk());
+  ASSERT_EQ(other->size(), docs.size());
+  for (size_t i = 0; i < docs.size(); ++i) {
+    EXPECT_EQ((*other)[i].verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE) << (*other)[i].url();
+    EXPECT_EQ((*other)[i].owner_url(), (*r)[i].owner_url());
+    EXPECT_EQ(ToTime((*other)[i].first_seen_time()), ToTime((*r)[i].first_seen_time()));
+  }
+
+  const std::string url = "https://proxy.example/doc";
+  absl::StatusOr<v1::CheckChunksResponse> first_version =
+      client_->CheckChunks(ChunksRequest(url, {"intro", "a", "b", "c"}));
+  ASSERT_THAT(first_version, IsOk());
+  const v1::CheckChunksRequest v2 = ChunksRequest(url, {"intro", "d"});
+  proxy->DropNextReply();
+  absl::StatusOr<v1::CheckChunksResponse> chunks = via_proxy->CheckChunks(v2);
+  ASSERT_THAT(chunks, IsOk());
+  ASSERT_EQ(proxy->cuts(), 2) << "the reply was not dropped";
+  EXPECT_EQ(chunks->replaced_chunks(), 4u);
+  EXPECT_THAT(chunks->removed_chunk_ids(), ::testing::ElementsAre("a", "b", "c"));
+  ASSERT_EQ(chunks->results_size(), 2);
+  EXPECT_EQ(chunks->results(0).verdict(), v1::CHUNK_VERDICT_NEW);
+  EXPECT_EQ(chunks->results(1).verdict(), v1::CHUNK_VERDICT_NEW);
+  EXPECT_LE(ToTime(chunks->results(1).first_seen_time()), proxy->last_cut());
+  // Another request (its own claim id): a re-send of the stored chunks.
+  absl::StatusOr<v1::CheckChunksResponse> resend = client_->CheckChunks(v2);
+  ASSERT_THAT(resend, IsOk());
+  EXPECT_EQ(resend->replaced_chunks(), 2u);
+  EXPECT_TRUE(resend->removed_chunk_ids().empty());
+}
+
+// 2b. kill -9 right after a CheckContent and a CheckChunks claim were
+// answered: after the restart their retries (same claim ids) get the
+// claims' answers; any other request does not.
+TEST_F(E2eClaimsTest, ContentAndChunkClaimsSurviveKillMinus9ForTheirRetries) {
+  auto stub = RawStub();
+  v1::CheckContentRequest content;
+  content.set_mode(v1::CLAIM_MODE_CLAIM);
+  content.set_claim_id("kill-content");
+  for (const v1::ContentItem& d : Docs("https://kill.example/text/", 10)) {
+    *content.add_items() = d;
+  }
+  const std::string url = "https://kill.example/doc";
+  v1::CheckChunksResponse chunks_v1, chunks_before;
+  ASSERT_TRUE(Call(stub.get(), ChunksRequest(url, {"0", "1", "2"}), &chunks_v1).ok());
+  v1::CheckChunksRequest chunks = ChunksRequest(url, {"0", "3"});
+  chunks.set_claim_id("kill-chunks");
+  v1::CheckContentResponse content_first;
+  ASSERT_TRUE(Call(stub.get(), content, &content_first).ok());
+  ASSERT_TRUE(Call(stub.get(), chunks, &chunks_before).ok());
+  ASSERT_EQ(content_first.results_size(), 10);
+  for (const v1::ContentResult& res : content_first.results()) {
+    ASSERT_EQ(res.verdict(), v1::CONTENT_VERDICT_NEW) << res.url();
+  }
+  ASSERT_THAT(chunks_before.removed_chunk_ids(), ::testing::ElementsAre("1", "2"));
+
+  server_->Kill();
+  StartServer();
+  stub = RawStub();
+
+  v1::CheckContentResponse content_after, content_other;
+  v1::CheckChunksResponse chunks_after, chunks_other;
+  ASSERT_TRUE(Call(stub.get(), content, &content_after).ok());
+  ASSERT_TRUE(Call(stub.get(), chunks, &chunks_after).ok());
+  v1::CheckContentRequest other_content = content;
+  other_content.set_claim_id("kill-other");
+  v1::CheckChunksRequest other_chunks = chunks;
+  other_chunks.set_claim_id("kill-other");
+  ASSERT_TRUE(Call(stub.get(), other_content, &content_other).ok());
+  ASSERT_TRUE(Call(stub.get(), other_chunks, &chunks_other).ok());
+
+  ASSERT_EQ(content_after.results_size(), 10);
+  ASSERT_EQ(content_other.results_size(), 10);
+  for (int i = 0; i < 10; ++i) {
+    const v1::ContentResult& before = content_first.results(i);
+    SCOPED_TRACE(before.url());
+    EXPECT_EQ(content_after.results(i).verdict(), v1::CONTENT_VERDICT_NEW);
+    EXPECT_EQ(ToTime(content_after.results(i).first_seen_time()), ToTime(before.first_seen_time()));
+    EXPECT_EQ(content_after.results(i).recrawl(), v1::RECRAWL_STATUS_FIRST_SEEN);
+    EXPECT_EQ(content_other.results(i).verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+    EXPECT_EQ(content_other.results(i).owner_url(), before.owner_url());
+    EXPECT_EQ(ToTime(content_other.results(i).first_seen_time()), ToTime(before.first_seen_time()));
+  }
+  EXPECT_EQ(chunks_after.replaced_chunks(), 3u);
+  EXPECT_THAT(chunks_after.removed_chunk_ids(), ::testing::ElementsAre("1", "2"));
+  EXPECT_EQ(chunks_other.replaced_chunks(), 2u);
+  EXPECT_TRUE(chunks_other.removed_chunk_ids().empty());
 }
 
 // 3. Worker A leases 200 URLs and "crashes". B is SEEN while the lease is

@@ -187,6 +187,7 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckContent(
   Call call;
   call.method = "CheckContent";
   call.mode = request->mode();
+  call.content_request = *request;
   for (const dedupd::v1::ContentItem& item : request->items()) {
     call.urls.push_back(item.url());
     call.content_items.push_back(item);

@@ -114,10 +114,11 @@ class FakeDedupService final : public dedupd::v1::Dedup::CallbackService {
     std::vector<std::string> urls;
     std::vector<std::string> base_urls;
     std::vector<dedupd::v1::ContentItem> content_items;
-    // CheckUrl and CompleteUrls: the request as received (claim id,
-    // namespace, lease).
+    // CheckUrl, CompleteUrls and CheckContent: the request as received
+    // (claim id, namespace, lease).
     dedupd::v1::CheckUrlRequest url_request;
     dedupd::v1::CompleteUrlsRequest complete_request;
+    dedupd::v1::CheckContentRequest content_request;
     // CheckChunks and DedupResults: the request as received.
     dedupd::v1::CheckChunksRequest chunks_request;
     dedupd::v1::DedupResultsRequest results_request;

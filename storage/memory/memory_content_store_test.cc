@@ -13,6 +13,7 @@ class MemoryContentHarness : public ContentStoreHarness {
  public:
   ContentStore& content() override { return content_; }
   UrlStore& urls() override { return urls_; }
+  absl::StatusOr<bool> Reopen() override { return false; }
 
  private:
   MemoryUrlStore urls_;

@@ -420,9 +420,11 @@ absl::Status AnswerChunks(const ChunkDocument& doc, bool claim, Planner* planner
 }
 
 // PlanReplacement collects the records that replace the document's stored
-// chunks (`old`) with its new ones, added at `added`.
+// chunks (`old`) with its new ones, added at `added`; a manifest it writes
+// keeps `claim`.
 absl::Status PlanReplacement(const ChunkDocument& doc, const std::optional<ChunkManifest>& old,
-                             const std::vector<absl::Time>& added, Planner* planner,
+                             const std::vector<absl::Time>& added,
+                             std::optional<ManifestClaim> claim, Planner* planner,
                              ChunkStateReader* reader, ChunkMutations* mut) {
   ChunkManifest next;
   next.chunks.reserve(doc.chunks.size());
@@ -430,6 +432,7 @@ absl::Status PlanReplacement(const ChunkDocument& doc, const std::optional<Chunk
     const ChunkInput& c = doc.chunks[i];
     next.chunks.push_back({c.chunk_id, c.sha256, c.simhash, added[i]});
   }
+  next.claim = std::move(claim);
   const ChunkManifest no_chunks;
   const ChunkManifest& before = old.has_value() ? *old : no_chunks;
   // Holders: the difference between the old and the new set, by text.
@@ -456,7 +459,10 @@ absl::Status PlanReplacement(const ChunkDocument& doc, const std::optional<Chunk
                       old_holders.end(), std::back_inserter(added_holders), less);
   if (next.chunks.empty()) {
     mut->delete_manifest = old.has_value();
-  } else if (!(next == before)) {
+  } else if (!(next.chunks == before.chunks)) {
+    // Unchanged chunks write nothing, and keep the claim that wrote them:
+    // this call's answer (all replaced, none removed) is what any re-send
+    // of them gets, its retries included.
     mut->manifest = std::move(next);
   }
   absl::flat_hash_map<Sha256Digest, uint64_t> simhash_of;
@@ -484,6 +490,25 @@ absl::Status PlanReplacement(const ChunkDocument& doc, const std::optional<Chunk
                                            doc.document_url, reader, mut));
   }
   return absl::OkStatus();
+}
+
+// IsRetry returns whether `doc` retries the claim `stored` keeps: the same
+// claim id hash, within the retention after that claim, with the same
+// chunks (ids and texts, in order) that claim stored.
+bool IsRetry(const ChunkDocument& doc, const std::optional<ChunkManifest>& stored, absl::Time now) {
+  if (doc.claim_id_hash == 0 || !stored.has_value() || !stored->claim.has_value()) return false;
+  const ManifestClaim& c = *stored->claim;
+  if (c.claim_id_hash != doc.claim_id_hash || now - c.claimed > doc.claim_id_retention) {
+    return false;
+  }
+  if (doc.chunks.size() != stored->chunks.size()) return false;
+  for (size_t i = 0; i < doc.chunks.size(); ++i) {
+    if (doc.chunks[i].chunk_id != stored->chunks[i].chunk_id ||
+        doc.chunks[i].sha256 != stored->chunks[i].sha256) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -516,10 +541,23 @@ absl::Status PlanChunkDocument(const ChunkDocument& doc, bool claim, absl::Time 
       }
     }
   }
+  if (IsRetry(doc, stored, t)) {
+    // The chunks are the stored ones, so a claim writes nothing: the
+    // answer the first attempt lost is the one kept.
+    plan->answer.retry = true;
+    plan->answer.replaced_chunks = stored->claim->replaced_chunks;
+    plan->answer.removed_chunk_ids = stored->claim->removed_chunk_ids;
+  }
   ChunkAges ages = CarryStoredAges(doc, stored, t);
   DEDUPD_RETURN_IF_ERROR(AnswerChunks(doc, claim, &planner, reader, &ages, &plan->answer));
   if (!claim) return absl::OkStatus();
-  return PlanReplacement(doc, stored, ages.added, &planner, reader, &plan->mutations);
+  std::optional<ManifestClaim> kept;
+  if (doc.claim_id_hash != 0) {
+    kept = ManifestClaim{doc.claim_id_hash, t, plan->answer.replaced_chunks,
+                         plan->answer.removed_chunk_ids};
+  }
+  return PlanReplacement(doc, stored, ages.added, std::move(kept), &planner, reader,
+                         &plan->mutations);
 }
 
 }  // namespace dedupd

@@ -6,7 +6,9 @@
 // records to write, and the backend writes them atomically.
 //
 // Records (what a backend stores; docs/storage_format.md for RocksDB):
-//   manifest  document URL -> its chunks (id, SHA-256, SimHash, added)
+//   manifest  document URL -> its chunks (id, SHA-256, SimHash, added),
+//             and what the claim that wrote them answered, when it had a
+//             claim id (ManifestClaim)
 //   text      SHA-256 -> (text id, SimHash, number of chunks holding it,
 //             its owner: the oldest chunk holding it)
 //   holder    (SHA-256, added, document URL, chunk id): one per stored chunk
@@ -59,10 +61,31 @@ struct StoredChunk {
   }
 };
 
+// What the claim that last changed a document's chunks answered, when it
+// had a claim id: a retry of it (ChunkStore::CheckChunks) is answered the
+// same.
+struct ManifestClaim {
+  // ClaimIdHash of the claim's id; never 0.
+  uint64_t claim_id_hash = 0;
+  // The claim's `now` (microseconds): retries count the retention from it.
+  absl::Time claimed;
+  // The claim's ChunkAnswer::replaced_chunks (< 2^32) and
+  // removed_chunk_ids (each non-empty).
+  uint64_t replaced_chunks = 0;
+  std::vector<std::string> removed_chunk_ids;
+
+  bool operator==(const ManifestClaim& o) const {
+    return claim_id_hash == o.claim_id_hash && claimed == o.claimed &&
+           replaced_chunks == o.replaced_chunks && removed_chunk_ids == o.removed_chunk_ids;
+  }
+};
+
 // A document's stored chunks, in the order it was sent.
 struct ChunkManifest {
   std::vector<StoredChunk> chunks;
-  bool operator==(const ChunkManifest& o) const { return chunks == o.chunks; }
+  // The last claim that changed the chunks, when it had a claim id.
+  std::optional<ManifestClaim> claim{};
+  bool operator==(const ChunkManifest& o) const { return chunks == o.chunks && claim == o.claim; }
 };
 
 // One stored chunk holding a text. Holders of a text are ordered by

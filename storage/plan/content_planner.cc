@@ -168,6 +168,14 @@ absl::Status FindNear(const ContentDoc& doc, const ContentLimits& limits,
   return absl::OkStatus();
 }
 
+// IsRetry returns whether `doc` retries the claim that recorded `stored`
+// as kNew: the same claim id hash, the same identity URL (still the owner),
+// within the retention after the text's first_seen (the claim's `now`).
+bool IsRetry(const ContentDoc& doc, const ContentRecord& stored, absl::Time now) {
+  return doc.claim_id_hash != 0 && stored.claim_id_hash == doc.claim_id_hash &&
+         stored.owner_url == doc.identity_url && now - stored.first_seen <= doc.claim_id_retention;
+}
+
 }  // namespace
 
 absl::Status PlanContentBatch(absl::Span<const ContentDoc> docs, bool claim,
@@ -181,6 +189,9 @@ absl::Status PlanContentBatch(absl::Span<const ContentDoc> docs, bool claim,
   // against the stored state alone, as CheckUrl's peek does.
   Overlay overlay(reader);
   std::vector<BatchText> batch_texts;
+  // The texts a claim batch answered as a retry: a repeat after the first
+  // is an exact duplicate, as it was in the claim being retried.
+  absl::flat_hash_set<std::string> retried;
 
   for (size_t i = 0; i < docs.size(); ++i) {
     const ContentDoc& doc = docs[i];
@@ -198,6 +209,8 @@ absl::Status PlanContentBatch(absl::Span<const ContentDoc> docs, bool claim,
     // Alias records of the text exist in the store only when its stored
     // record counts some: then (and only then) the reader is asked.
     const bool stored_aliases = record.has_value() && record->alias_count > 0;
+    const bool retry = record.has_value() && IsRetry(doc, *record, t) &&
+                       (!claim || retried.insert(DigestKey(doc.sha256)).second);
     if (const ContentRecord* own = overlay.FindOwn(doc.sha256)) record = *own;
     if (record.has_value()) {
       out.verdict = ContentVerdict::kExactDuplicate;
@@ -216,6 +229,17 @@ absl::Status PlanContentBatch(absl::Span<const ContentDoc> docs, bool claim,
         if (changed) overlay.PutContent(doc.sha256, *record);
       }
       out.alias_count = record->alias_count;
+      if (retry) {
+        out.verdict = ContentVerdict::kNew;
+        out.retry = true;
+        // The fetch record is still the claim's when it took this hash at
+        // the claim's time: the claim answered FIRST_SEEN or CHANGED.
+        if (fetch.has_value() && fetch->sha256 == doc.sha256 &&
+            fetch->hash_since == record->first_seen) {
+          out.recrawl = fetch->first_fetch == fetch->hash_since ? RecrawlStatus::kFirstSeen
+                                                                : RecrawlStatus::kChanged;
+        }
+      }
     } else {
       DEDUPD_RETURN_IF_ERROR(FindNear(doc, limits, batch_texts, reader, &overlay, &out));
       if (out.near_match_count > 0) {
@@ -232,6 +256,8 @@ absl::Status PlanContentBatch(absl::Span<const ContentDoc> docs, bool claim,
         fresh.simhash = doc.simhash;
         fresh.first_seen = t;
         fresh.owner_url = doc.identity_url;
+        // Only a kNew claim answers its retries (ContentStore::CheckContent).
+        if (out.verdict == ContentVerdict::kNew) fresh.claim_id_hash = doc.claim_id_hash;
         if (doc.fetched_url != doc.identity_url) {
           overlay.AddAlias(doc.sha256, doc.fetched_url, t, &mut);
           fresh.alias_count = 1;

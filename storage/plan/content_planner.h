@@ -52,10 +52,16 @@ struct ContentRecord {
   uint64_t alias_count = 0;
   // The identity URL of the first document that recorded the text.
   std::string owner_url;
+  // ClaimIdHash of the claim id of the request that recorded the text as
+  // kNew (its retries are answered kNew again), 0 when it had none or
+  // the text was recorded as a near duplicate; cleared when Forget gives
+  // the text another owner.
+  uint64_t claim_id_hash = 0;
 
   bool operator==(const ContentRecord& o) const {
     return doc_id == o.doc_id && simhash == o.simhash && first_seen == o.first_seen &&
-           alias_count == o.alias_count && owner_url == o.owner_url;
+           alias_count == o.alias_count && owner_url == o.owner_url &&
+           claim_id_hash == o.claim_id_hash;
   }
 };
 

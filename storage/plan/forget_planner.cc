@@ -50,6 +50,8 @@ TextForgetPlan PlanTextForget(absl::string_view url, const ContentRecord& record
   plan.record = record;
   plan.record.owner_url = next->url;
   plan.record.alias_count = others.size() - 1;
+  // The claim id was the forgotten owner's: nobody retries it as this one.
+  plan.record.claim_id_hash = 0;
   return plan;
 }
 

@@ -52,7 +52,8 @@ struct TextForgetPlan {
     // The URL owned the text: `new_owner`, its oldest alias (by time added,
     // then URL bytes), owns it now; that alias record is deleted and the
     // content record rewritten (`record`: same doc id, SimHash and first
-    // seen; owner new_owner, alias count one less).
+    // seen; owner new_owner, alias count one less, no claim id hash: the
+    // claim that recorded the text was the old owner's).
     kPromoteAlias,
   };
   Action action = Action::kNone;

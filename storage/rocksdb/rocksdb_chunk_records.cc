@@ -22,12 +22,12 @@ absl::StatusOr<std::optional<ChunkManifest>> RocksDbStore::ChunkReader::GetManif
   DEDUPD_ASSIGN_OR_RETURN(bool found,
                           reads_.Get(space_->Key(fmt::EncodeChunkManifestKey(url)), &value));
   if (!found) return std::nullopt;
-  absl::StatusOr<std::vector<StoredChunk>> v = fmt::DecodeChunkManifestValue(value);
+  absl::StatusOr<ChunkManifest> v = fmt::DecodeChunkManifestValue(value);
   if (!v.ok()) {
     return reads_.Damaged(absl::StrCat("chunk manifest of \"", PrintableKey(url), "\""),
                           v.status());
   }
-  return ChunkManifest{*std::move(v)};
+  return *std::move(v);
 }
 
 absl::StatusOr<std::optional<ChunkTextRecord>> RocksDbStore::ChunkReader::GetText(
@@ -132,7 +132,7 @@ rocksdb::Status RocksDbStore::Impl::AddChunkMutations(const ChunkMutations& m,
     del(space.Key(fmt::EncodeChunkTextByIdKey(r.text_id)));
   }
   if (m.delete_manifest) del(doc_key);
-  if (m.manifest.has_value()) put(doc_key, fmt::EncodeChunkManifestValue(m.manifest->chunks));
+  if (m.manifest.has_value()) put(doc_key, fmt::EncodeChunkManifestValue(*m.manifest));
   for (const auto& [sha, h] : m.holders_added) {
     put(holder_key(sha, h), fmt::EncodeChunkHolderValue());
   }

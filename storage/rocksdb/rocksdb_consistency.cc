@@ -142,11 +142,13 @@ template <typename Bad>
 void AddChunkRecord(absl::string_view key, absl::string_view value, Records* r, const Bad& bad) {
   const char sub = key.size() < 2 ? '\xff' : key[1];
   if (sub == fmt::kChunkManifest) {
-    absl::StatusOr<std::vector<StoredChunk>> v = fmt::DecodeChunkManifestValue(value);
+    absl::StatusOr<ChunkManifest> v = fmt::DecodeChunkManifestValue(value);
     if (key.size() < 3 || !v.ok()) {
       bad("chunk manifest", v.ok() ? absl::DataLossError("no URL") : v.status());
     } else {
-      r->manifests.emplace(std::string(key.substr(2)), *std::move(v));
+      // The claim a manifest keeps (its answer to a retry) refers to no
+      // other record: decoding it is its whole check.
+      r->manifests.emplace(std::string(key.substr(2)), std::move(v->chunks));
     }
   } else if (sub == fmt::kChunkTextById) {
     absl::StatusOr<uint32_t> id = fmt::DecodeChunkTextByIdKey(key);

@@ -305,20 +305,33 @@ std::string EncodeContentKey(const Sha256Digest& sha256) {
 }
 
 std::string EncodeContentValue(const ContentValue& v) {
+  const bool claim = v.claim_id_hash != 0;
   std::string out;
-  out.reserve(kContentValueFixedBytes + v.owner_url.size());
-  out.push_back(static_cast<char>(kContentValueVersion));
+  out.reserve(kContentValueFixedBytes + (claim ? 8 : 0) + v.owner_url.size());
+  out.push_back(static_cast<char>(claim ? kContentValueVersion2 : kContentValueVersion));
   PutFixed32BE(&out, v.doc_id);
   PutFixed64BE(&out, v.simhash);
   PutFixed64BE(&out, TimeToStoredMicros(v.first_seen));
   PutFixed64BE(&out, v.alias_count);
+  if (claim) PutFixed64BE(&out, v.claim_id_hash);
   out.append(v.owner_url);
   return out;
 }
 
 absl::StatusOr<ContentValue> DecodeContentValue(absl::string_view value) {
-  absl::Status s = CheckValue(value, "content", kContentValueVersion, kContentValueFixedBytes + 1,
-                              /*exact=*/false);
+  if (value.empty()) return absl::DataLossError("content value is empty");
+  const uint8_t version = static_cast<uint8_t>(value[0]);
+  if (version != kContentValueVersion && version != kContentValueVersion2) {
+    return absl::DataLossError(absl::StrCat("content value has unknown value version ",
+                                            static_cast<int>(version), " (this build reads ",
+                                            static_cast<int>(kContentValueVersion), " and ",
+                                            static_cast<int>(kContentValueVersion2), ")"));
+  }
+  const bool claim = version == kContentValueVersion2;
+  // The fixed fields (with the claim id hash in version 2) and at least one
+  // byte of owner URL.
+  const size_t fixed = kContentValueFixedBytes + (claim ? 8 : 0);
+  absl::Status s = CheckValue(value, "content", version, fixed + 1, /*exact=*/false);
   if (!s.ok()) return s;
   ContentValue v;
   const char* p = value.data() + 1;
@@ -326,7 +339,13 @@ absl::StatusOr<ContentValue> DecodeContentValue(absl::string_view value) {
   v.simhash = DecodeFixed64BE(p + 4);
   v.first_seen = StoredMicrosToTime(DecodeFixed64BE(p + 12));
   v.alias_count = DecodeFixed64BE(p + 20);
-  v.owner_url = std::string(value.substr(kContentValueFixedBytes));
+  if (claim) {
+    v.claim_id_hash = DecodeFixed64BE(p + 28);
+    if (v.claim_id_hash == 0) {
+      return absl::DataLossError("content value of version 2 stores claim id hash 0");
+    }
+  }
+  v.owner_url = std::string(value.substr(fixed));
   return v;
 }
 
@@ -464,6 +483,9 @@ constexpr uint64_t kSignBit = uint64_t{1} << 63;
 
 // Size of a manifest entry without its chunk id's bytes.
 constexpr size_t kManifestEntryFixedBytes = 4 + 32 + 8 + 8;
+// Size of a version-2 manifest's claim without its removed ids: claim id
+// hash, claim time, replaced chunks, removed count.
+constexpr size_t kManifestClaimFixedBytes = 8 + 8 + 4 + 4;
 constexpr size_t kHolderKeyFixedBytes = 2 + 32 + 8;  // before the URL
 
 bool HasChunkPrefix(absl::string_view key, char kind) {
@@ -524,16 +546,33 @@ std::string EncodeChunkManifestKey(absl::string_view document_url) {
   return key;
 }
 
-std::string EncodeChunkManifestValue(const std::vector<ChunkManifestEntry>& entries) {
+std::string EncodeChunkManifestValue(const ChunkManifestValue& m) {
   size_t bytes = 1 + 4;
-  for (const ChunkManifestEntry& e : entries) {
+  for (const ChunkManifestEntry& e : m.chunks) {
     bytes += kManifestEntryFixedBytes + e.chunk_id.size();
+  }
+  if (m.claim.has_value()) {
+    bytes += kManifestClaimFixedBytes;
+    for (const std::string& id : m.claim->removed_chunk_ids) bytes += 4 + id.size();
   }
   std::string out;
   out.reserve(bytes);
-  out.push_back(static_cast<char>(kChunkManifestValueVersion));
-  PutFixed32BE(&out, static_cast<uint32_t>(entries.size()));
-  for (const ChunkManifestEntry& e : entries) {
+  if (m.claim.has_value()) {
+    const ManifestClaim& c = *m.claim;
+    out.push_back(static_cast<char>(kChunkManifestValueVersion2));
+    PutFixed64BE(&out, c.claim_id_hash);
+    PutFixed64BE(&out, TimeToStoredMicros(c.claimed));
+    PutFixed32BE(&out, static_cast<uint32_t>(c.replaced_chunks));
+    PutFixed32BE(&out, static_cast<uint32_t>(c.removed_chunk_ids.size()));
+    for (const std::string& id : c.removed_chunk_ids) {
+      PutFixed32BE(&out, static_cast<uint32_t>(id.size()));
+      out.append(id);
+    }
+  } else {
+    out.push_back(static_cast<char>(kChunkManifestValueVersion));
+  }
+  PutFixed32BE(&out, static_cast<uint32_t>(m.chunks.size()));
+  for (const ChunkManifestEntry& e : m.chunks) {
     PutFixed32BE(&out, static_cast<uint32_t>(e.chunk_id.size()));
     out.append(e.chunk_id);
     PutSha(&out, e.sha256);
@@ -543,12 +582,78 @@ std::string EncodeChunkManifestValue(const std::vector<ChunkManifestEntry>& entr
   return out;
 }
 
-absl::StatusOr<std::vector<ChunkManifestEntry>> DecodeChunkManifestValue(absl::string_view value) {
-  absl::Status s =
-      CheckValue(value, "chunk manifest", kChunkManifestValueVersion, 1 + 4, /*exact=*/false);
-  if (!s.ok()) return s;
-  const uint32_t n = DecodeFixed32BE(value.data() + 1);
-  absl::string_view rest = value.substr(1 + 4);
+namespace {
+
+// Decodes a version-2 manifest's claim from the front of `rest` (the value
+// after its version byte) and removes it from `rest`.
+absl::StatusOr<ManifestClaim> GetManifestClaim(absl::string_view* rest) {
+  if (rest->size() < kManifestClaimFixedBytes) {
+    return absl::DataLossError("chunk manifest value of version 2 ends inside its claim");
+  }
+  ManifestClaim c;
+  c.claim_id_hash = DecodeFixed64BE(rest->data());
+  c.claimed = StoredMicrosToTime(DecodeFixed64BE(rest->data() + 8));
+  c.replaced_chunks = DecodeFixed32BE(rest->data() + 16);
+  const uint32_t removed = DecodeFixed32BE(rest->data() + 20);
+  rest->remove_prefix(kManifestClaimFixedBytes);
+  if (c.claim_id_hash == 0) {
+    return absl::DataLossError("chunk manifest value of version 2 stores claim id hash 0");
+  }
+  if (removed > c.replaced_chunks) {
+    return absl::DataLossError(absl::StrCat("chunk manifest claim removed ", removed,
+                                            " chunks of the ", c.replaced_chunks, " it replaced"));
+  }
+  // Bound the count by the bytes before allocating (each id has a length
+  // and at least one byte).
+  if (removed > rest->size() / 5) {
+    return absl::DataLossError(absl::StrCat("chunk manifest claim lists ", removed,
+                                            " removed chunk ids in ", rest->size(), " bytes"));
+  }
+  c.removed_chunk_ids.reserve(removed);
+  for (uint32_t i = 0; i < removed; ++i) {
+    if (rest->size() < 4) {
+      return absl::DataLossError(
+          absl::StrCat("chunk manifest value ends inside removed chunk id ", i));
+    }
+    const uint32_t id_bytes = DecodeFixed32BE(rest->data());
+    if (id_bytes == 0) {
+      return absl::DataLossError(
+          absl::StrCat("chunk manifest claim's removed chunk id ", i, " is empty"));
+    }
+    if (rest->size() - 4 < id_bytes) {
+      return absl::DataLossError(
+          absl::StrCat("chunk manifest value ends inside removed chunk id ", i));
+    }
+    c.removed_chunk_ids.emplace_back(rest->substr(4, id_bytes));
+    rest->remove_prefix(4 + size_t{id_bytes});
+  }
+  return c;
+}
+
+}  // namespace
+
+absl::StatusOr<ChunkManifestValue> DecodeChunkManifestValue(absl::string_view value) {
+  if (value.empty()) return absl::DataLossError("chunk manifest value is empty");
+  const uint8_t version = static_cast<uint8_t>(value[0]);
+  if (version != kChunkManifestValueVersion && version != kChunkManifestValueVersion2) {
+    return absl::DataLossError(absl::StrCat("chunk manifest value has unknown value version ",
+                                            static_cast<int>(version), " (this build reads ",
+                                            static_cast<int>(kChunkManifestValueVersion), " and ",
+                                            static_cast<int>(kChunkManifestValueVersion2), ")"));
+  }
+  ChunkManifestValue m;
+  absl::string_view rest = value.substr(1);
+  if (version == kChunkManifestValueVersion2) {
+    absl::StatusOr<ManifestClaim> claim = GetManifestClaim(&rest);
+    if (!claim.ok()) return claim.status();
+    m.claim = *std::move(claim);
+  }
+  if (rest.size() < 4) {
+    return absl::DataLossError(absl::StrCat("chunk manifest value has ", value.size(),
+                                            " bytes, too few for its chunk count"));
+  }
+  const uint32_t n = DecodeFixed32BE(rest.data());
+  rest.remove_prefix(4);
   if (n == 0) {
     return absl::DataLossError("chunk manifest value lists 0 chunks (at least 1 is stored)");
   }
@@ -558,7 +663,7 @@ absl::StatusOr<std::vector<ChunkManifestEntry>> DecodeChunkManifestValue(absl::s
     return absl::DataLossError(absl::StrCat("chunk manifest value lists ", n, " chunks in ",
                                             rest.size(), " bytes of entries"));
   }
-  std::vector<ChunkManifestEntry> entries;
+  std::vector<ChunkManifestEntry>& entries = m.chunks;
   entries.reserve(n);
   for (uint32_t i = 0; i < n; ++i) {
     if (rest.size() < 4) {
@@ -585,7 +690,7 @@ absl::StatusOr<std::vector<ChunkManifestEntry>> DecodeChunkManifestValue(absl::s
     return absl::DataLossError(
         absl::StrCat("chunk manifest value has ", rest.size(), " bytes after its ", n, " entries"));
   }
-  return entries;
+  return m;
 }
 
 std::string EncodeChunkTextKey(const Sha256Digest& sha256) {

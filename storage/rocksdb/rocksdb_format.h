@@ -204,13 +204,21 @@ absl::StatusOr<ContentMeta> DecodeContentMeta(absl::string_view value);
 
 // Content record: key 02 | SHA-256 (32 bytes); value version byte (1) |
 // doc id (u32) | SimHash (u64) | first seen (i64 micros) | alias count (u64)
-// | owner URL (the rest, at least one byte).
+// | owner URL (the rest, at least one byte). Version 2 (since format 5), a
+// text recorded with a claim id: version byte (2), the same four fields,
+// the claim id hash (u64, never 0), then the owner URL.
 inline constexpr uint8_t kContentValueVersion = 1;
+inline constexpr uint8_t kContentValueVersion2 = 2;
 std::string EncodeContentKey(const Sha256Digest& sha256);
 // The planner's record, field for field (doc id, SimHash, first seen,
-// alias count, owner URL): one type, no copies between two.
+// alias count, owner URL, claim id hash): one type, no copies between two.
 using ContentValue = ContentRecord;
+// Version 1 when v.claim_id_hash is 0, else version 2.
+// REQUIRES: v.owner_url non-empty.
 std::string EncodeContentValue(const ContentValue& v);
+// Errors: DataLoss naming the defect (version, length, a version-2 value
+// with claim id hash 0). Never crashes, whatever the bytes; every value it
+// accepts is what EncodeContentValue writes for the result.
 absl::StatusOr<ContentValue> DecodeContentValue(absl::string_view value);
 
 // Alias record: key 03 | SHA-256 (32) | alias URL bytes; value version byte
@@ -267,18 +275,30 @@ inline constexpr char kChunkTextById = '\x05';
 // Chunk manifest: key 05 01 | document URL bytes (the rest of the key).
 // Value: version byte (1) | chunk count n (u32, >= 1) | n entries of
 // id length (u32, >= 1) | chunk id bytes | SHA-256 (32) | SimHash (u64) |
-// added (i64 micros).
+// added (i64 micros). Version 2 (since format 5), a manifest written by a
+// claim with a claim id: version byte (2) | claim id hash (u64, never 0) |
+// claim time (i64 micros) | replaced chunks r (u32) | removed count m (u32,
+// <= r) | m removed chunk ids of id length (u32, >= 1) | id bytes | then
+// the chunk count and entries of version 1.
 inline constexpr uint8_t kChunkManifestValueVersion = 1;
+inline constexpr uint8_t kChunkManifestValueVersion2 = 2;
 // REQUIRES: document_url non-empty.
 std::string EncodeChunkManifestKey(absl::string_view document_url);
 // The chunk planner's StoredChunk (chunk id, SHA-256, SimHash, added).
 using ChunkManifestEntry = StoredChunk;
-// REQUIRES: entries non-empty, every chunk_id non-empty and shorter than
-// 2^32 bytes.
-std::string EncodeChunkManifestValue(const std::vector<ChunkManifestEntry>& entries);
+// The chunk planner's ChunkManifest (entries, and the claim that wrote
+// them when it had a claim id).
+using ChunkManifestValue = ChunkManifest;
+// Version 1 without m.claim, else version 2.
+// REQUIRES: m.chunks non-empty, every chunk_id non-empty and shorter than
+// 2^32 bytes; with m.claim, claim_id_hash != 0, replaced_chunks < 2^32 and
+// at least the removed ids, each non-empty and shorter than 2^32 bytes.
+std::string EncodeChunkManifestValue(const ChunkManifestValue& m);
 // Errors: DataLoss naming the defect (version, count, truncated entry,
-// trailing bytes). Never crashes, whatever the bytes.
-absl::StatusOr<std::vector<ChunkManifestEntry>> DecodeChunkManifestValue(absl::string_view value);
+// trailing bytes, claim id hash 0, more removed ids than replaced chunks).
+// Never crashes, whatever the bytes; every value it accepts is what
+// EncodeChunkManifestValue writes for the result.
+absl::StatusOr<ChunkManifestValue> DecodeChunkManifestValue(absl::string_view value);
 
 // Chunk text record: key 05 02 | SHA-256 (32). Value, version 2 (written
 // since storage format 3): version byte (2) | text id (u32) | SimHash (u64)

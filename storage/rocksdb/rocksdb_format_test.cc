@@ -194,6 +194,22 @@ TEST(RocksDbFormatGoldenTest, ContentRecord) {
   EXPECT_EQ(back.first_seen, kGoldenTime);
   EXPECT_EQ(back.alias_count, 2u);
   EXPECT_EQ(back.owner_url, "http://a/");
+  EXPECT_EQ(back.claim_id_hash, 0u);
+
+  // Version 2: a text recorded NEW by a claim with a claim id.
+  ContentValue claimed = v;
+  claimed.claim_id_hash = 0x0102030405060708ULL;
+  EXPECT_EQ(absl::BytesToHexString(EncodeContentValue(claimed)),
+            "02"                   // value version
+            "00000007"             // doc id
+            "0123456789abcdef"     // SimHash
+            "00060a2418202240"     // first seen
+            "0000000000000002"     // alias count
+            "0102030405060708"     // claim id hash
+            "687474703a2f2f612f")  // owner URL
+      << kBumpMessage;
+  ASSERT_OK_AND_ASSIGN(back, DecodeContentValue(EncodeContentValue(claimed)));
+  EXPECT_EQ(back, claimed);
 }
 
 TEST(RocksDbFormatGoldenTest, AliasFingerprintAndFetchRecords) {
@@ -257,9 +273,33 @@ TEST(RocksDbFormatGoldenTest, AliasFingerprintAndFetchRecords) {
 // SHA-256(""), the second digest of the chunk goldens.
 constexpr char kEmptyShaHex[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
-std::vector<ChunkManifestEntry> GoldenManifest() {
-  return {{"0", GoldenSha(), 0x0123456789abcdefULL, kGoldenTime},
-          {std::string("\x00\xff", 2), Sha256(""), 5, absl::FromUnixMicros(-1)}};
+ChunkManifestValue GoldenManifest() {
+  return {{{"0", GoldenSha(), 0x0123456789abcdefULL, kGoldenTime},
+           {std::string("\x00\xff", 2), Sha256(""), 5, absl::FromUnixMicros(-1)}}};
+}
+
+// The golden manifest as written by a claim with a claim id, 1 s after
+// kGoldenTime, that replaced 3 chunks and removed "old" and "7".
+ChunkManifestValue GoldenClaimedManifest() {
+  ChunkManifestValue m = GoldenManifest();
+  m.claim = ManifestClaim{0x0102030405060708ULL, kGoldenTime + absl::Seconds(1), 3, {"old", "7"}};
+  return m;
+}
+
+// The hex of the golden manifest's chunk count and entries (both versions).
+const std::string& GoldenManifestEntriesHex() {
+  static const std::string* hex = new std::string(std::string("00000002") +  // chunk count
+                                                  "00000001"
+                                                  "30" +              // id length, chunk id "0"
+                                                  kGoldenShaHex +     // SHA-256
+                                                  "0123456789abcdef"  // SimHash
+                                                  "00060a2418202240"  // added, i64 BE micros
+                                                  "00000002"
+                                                  "00ff" +
+                                                  kEmptyShaHex +
+                                                  "0000000000000005"
+                                                  "ffffffffffffffff");
+  return *hex;
 }
 
 TEST(RocksDbFormatGoldenTest, ChunkManifestRecord) {
@@ -280,6 +320,20 @@ TEST(RocksDbFormatGoldenTest, ChunkManifestRecord) {
                 kEmptyShaHex +
                 "0000000000000005"
                 "ffffffffffffffff")
+      << kBumpMessage;
+  // Version 2: the claim that wrote it, then the entries of version 1.
+  EXPECT_EQ(absl::BytesToHexString(EncodeChunkManifestValue(GoldenClaimedManifest())),
+            std::string("02")  // value version
+                +
+                "0102030405060708"  // claim id hash
+                "00060a24182f6480"  // claim time, i64 big-endian microseconds
+                "00000003"          // replaced chunks
+                "00000002"          // removed chunk ids
+                "00000003"
+                "6f6c64"  // id length, "old"
+                "00000001"
+                "37" +  // id length, "7"
+                GoldenManifestEntriesHex())
       << kBumpMessage;
 }
 
@@ -363,15 +417,16 @@ TEST(RocksDbFormatGoldenTest, ChunkTextByIdRecord) {
 }
 
 TEST(RocksDbFormatTest, ChunkRecordsRoundTrip) {
-  ASSERT_OK_AND_ASSIGN(std::vector<ChunkManifestEntry> m,
+  ASSERT_OK_AND_ASSIGN(ChunkManifestValue m,
                        DecodeChunkManifestValue(EncodeChunkManifestValue(GoldenManifest())));
-  ASSERT_EQ(m.size(), 2u);
-  for (size_t i = 0; i < m.size(); ++i) {
-    EXPECT_EQ(m[i].chunk_id, GoldenManifest()[i].chunk_id);
-    EXPECT_EQ(m[i].sha256, GoldenManifest()[i].sha256);
-    EXPECT_EQ(m[i].simhash, GoldenManifest()[i].simhash);
-    EXPECT_EQ(m[i].added, GoldenManifest()[i].added);
-  }
+  EXPECT_EQ(m, GoldenManifest());
+  ASSERT_OK_AND_ASSIGN(m,
+                       DecodeChunkManifestValue(EncodeChunkManifestValue(GoldenClaimedManifest())));
+  EXPECT_EQ(m, GoldenClaimedManifest());
+  ChunkManifestValue nothing_removed = GoldenManifest();
+  nothing_removed.claim = ManifestClaim{1, absl::FromUnixMicros(-1), 0, {}};
+  ASSERT_OK_AND_ASSIGN(m, DecodeChunkManifestValue(EncodeChunkManifestValue(nothing_removed)));
+  EXPECT_EQ(m, nothing_removed);
   for (absl::Time added : {kGoldenTime, absl::FromUnixMicros(-5)}) {
     const ChunkTextValue in{9, 8, 7, true, added, "https://d/", std::string("\x00id\xff", 4)};
     ASSERT_OK_AND_ASSIGN(ChunkTextValue t, DecodeChunkTextValue(EncodeChunkTextValue(in)));
@@ -445,9 +500,9 @@ TEST(RocksDbFormatTest, DamagedChunkRecordsAreDataLossWithReasons) {
   const std::string manifest = EncodeChunkManifestValue(GoldenManifest());
   EXPECT_THAT(DecodeChunkManifestValue(""), StatusIs(kDataLoss, HasSubstr("empty")));
   std::string other = manifest;
-  other[0] = 2;
+  other[0] = 3;
   EXPECT_THAT(DecodeChunkManifestValue(other),
-              StatusIs(kDataLoss, HasSubstr("chunk manifest value has unknown value version 2")));
+              StatusIs(kDataLoss, HasSubstr("chunk manifest value has unknown value version 3")));
   EXPECT_THAT(DecodeChunkManifestValue(manifest.substr(0, manifest.size() - 1)),
               StatusIs(kDataLoss, HasSubstr("ends inside entry 1")));
   EXPECT_THAT(DecodeChunkManifestValue(manifest + "x"),
@@ -464,6 +519,41 @@ TEST(RocksDbFormatTest, DamagedChunkRecordsAreDataLossWithReasons) {
   long_id[5] = 1;  // the first id's length: 2^24 + 1, past the value's end
   EXPECT_THAT(DecodeChunkManifestValue(long_id),
               StatusIs(kDataLoss, HasSubstr("ends inside entry 0")));
+
+  // Version 2: its claim is checked as closely. Offsets: hash 1..8, time
+  // 9..16, replaced 17..20, removed count 21..24, "old" 25..31, "7"
+  // 32..36, then the entries.
+  const std::string claimed = EncodeChunkManifestValue(GoldenClaimedManifest());
+  for (size_t cut : {size_t{1}, size_t{24}, size_t{30}, size_t{36}, claimed.size() - 1}) {
+    EXPECT_THAT(DecodeChunkManifestValue(claimed.substr(0, cut)), StatusIs(kDataLoss))
+        << "cut at " << cut;
+  }
+  EXPECT_THAT(DecodeChunkManifestValue(claimed.substr(0, 20)),
+              StatusIs(kDataLoss, HasSubstr("ends inside its claim")));
+  std::string long_removed = claimed;
+  long_removed[27] = 1;  // the length of "old": 3 -> 259, past the value's end
+  EXPECT_THAT(DecodeChunkManifestValue(long_removed),
+              StatusIs(kDataLoss, HasSubstr("ends inside removed chunk id 0")));
+  EXPECT_THAT(DecodeChunkManifestValue(claimed.substr(0, 37)),
+              StatusIs(kDataLoss, HasSubstr("too few for its chunk count")));
+  EXPECT_THAT(DecodeChunkManifestValue(claimed + "x"),
+              StatusIs(kDataLoss, HasSubstr("1 bytes after its 2 entries")));
+  std::string no_hash = claimed;
+  std::fill(no_hash.begin() + 1, no_hash.begin() + 9, '\0');
+  EXPECT_THAT(DecodeChunkManifestValue(no_hash), StatusIs(kDataLoss, HasSubstr("claim id hash 0")));
+  std::string more_removed = claimed;
+  more_removed[20] = 1;  // replaced: 3 -> 1, below the 2 removed
+  EXPECT_THAT(DecodeChunkManifestValue(more_removed),
+              StatusIs(kDataLoss, HasSubstr("removed 2 chunks of the 1 it replaced")));
+  std::string huge_removed = claimed;
+  huge_removed[17] = huge_removed[18] = huge_removed[19] = huge_removed[20] = '\xff';
+  huge_removed[21] = huge_removed[22] = huge_removed[23] = huge_removed[24] = '\xff';
+  EXPECT_THAT(DecodeChunkManifestValue(huge_removed),
+              StatusIs(kDataLoss, HasSubstr("lists 4294967295 removed chunk ids")));
+  std::string empty_removed = claimed;
+  empty_removed[28] = 0;  // the length of "old": 3 -> 0
+  EXPECT_THAT(DecodeChunkManifestValue(empty_removed),
+              StatusIs(kDataLoss, HasSubstr("removed chunk id 0 is empty")));
 
   const std::string text = EncodeChunkTextValue({1, 2, 3, false, {}, "", ""});
   EXPECT_THAT(DecodeChunkTextValue(text.substr(0, 20)),
@@ -546,6 +636,22 @@ TEST(RocksDbFormatTest, BadContentValuesAreDataLossWithReasons) {
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("value version 9")));
   EXPECT_THAT(DecodeContentValue(good.substr(0, good.size() - 1)),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("at least")));
+  ContentValue claimed = v;
+  claimed.claim_id_hash = 0x0102030405060708ULL;
+  const std::string v2 = EncodeContentValue(claimed);
+  ASSERT_EQ(v2.size(), 38u);
+  EXPECT_THAT(
+      DecodeContentValue(v2.substr(0, 37)),
+      StatusIs(absl::StatusCode::kDataLoss, HasSubstr("37 bytes, version 2 has at least 38")));
+  std::string no_hash = v2;
+  std::fill(no_hash.begin() + 29, no_hash.begin() + 37, '\0');
+  EXPECT_THAT(DecodeContentValue(no_hash),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("claim id hash 0")));
+  // A version-1 value read as version 2: its owner URL is too short to
+  // hold a hash.
+  std::string relabelled = good;
+  relabelled[0] = 2;
+  EXPECT_THAT(DecodeContentValue(relabelled), StatusIs(absl::StatusCode::kDataLoss));
   EXPECT_THAT(DecodeFingerprintValue(EncodeFingerprintValue(1, GoldenSha()) + "x"),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("42 bytes")));
   EXPECT_THAT(DecodeFetchValue("\x01"), StatusIs(absl::StatusCode::kDataLoss));
@@ -713,12 +819,14 @@ TEST(RocksDbFormatTest, DecodingArbitraryBytesNeverCrashes) {
       EncodeMetaKey(),
       std::string(),
       EncodeContentValue({3, 4, kGoldenTime, 5, "http://o/"}),
+      EncodeContentValue({3, 4, kGoldenTime, 5, "http://o/", 0x0102030405060708ULL}),
       EncodeFingerprintValue(6, Sha256("x")),
       EncodeFingerprintKey(8),
       EncodeFetchValue({Sha256("y"), kGoldenTime, kGoldenTime, "", ""}),
       EncodeAliasKey(Sha256("z"), "http://q/"),
       EncodeContentMeta({1, 2, 3, 4}),
       EncodeChunkManifestValue(GoldenManifest()),
+      EncodeChunkManifestValue(GoldenClaimedManifest()),
       EncodeChunkTextValue({1, 2, 3, false, {}, "", ""}),
       EncodeChunkTextValue({1, 2, 3, true, kGoldenTime, "http://o/", "c"}),
       EncodeChunkHolderKey({Sha256("h"), kGoldenTime, "http://h/", "c"}),
@@ -749,8 +857,11 @@ TEST(RocksDbFormatTest, DecodingArbitraryBytesNeverCrashes) {
       }
     }
 
-    ASSERT_TRUE(
-        Canonical(DecodeUrlValue(input), input, [](absl::Time t) { return EncodeUrlValue(t); }));
+    // URL values of both versions: the record is canonical (a version-2
+    // value is not EncodeUrlValue's, which writes version 1 only).
+    ASSERT_TRUE(Canonical(DecodeUrlRecord(input), input,
+                          [](const UrlRecord& r) { return EncodeUrlRecord(r); }));
+    ASSERT_EQ(DecodeUrlValue(input).ok(), DecodeUrlRecord(input).ok());
     absl::StatusOr<StoreMeta> m = DecodeMeta(input);
     if (m.ok()) {
       ASSERT_EQ(EncodeMeta(*m), input);
@@ -782,9 +893,8 @@ TEST(RocksDbFormatTest, DecodingArbitraryBytesNeverCrashes) {
       ASSERT_EQ(input.substr(0, 1), "\x03");
     }
     // The chunk layer's decoders: canonical when they accept.
-    ASSERT_TRUE(Canonical(
-        DecodeChunkManifestValue(input), input,
-        [](const std::vector<ChunkManifestEntry>& e) { return EncodeChunkManifestValue(e); }));
+    ASSERT_TRUE(Canonical(DecodeChunkManifestValue(input), input,
+                          [](const ChunkManifestValue& m) { return EncodeChunkManifestValue(m); }));
     ASSERT_TRUE(Canonical(DecodeChunkTextValue(input), input,
                           [](const ChunkTextValue& t) { return EncodeChunkTextValue(t); }));
     ASSERT_TRUE(Canonical(DecodeChunkHolderKey(input), input,

@@ -102,6 +102,16 @@ class RocksDbHarness : public UrlStoreHarness, public ContentStoreHarness {
   UrlStore& store() override { return *store_; }
   ContentStore& content() override { return *store_; }
   UrlStore& urls() override { return *store_; }
+  absl::StatusOr<bool> Reopen() override {
+    absl::Status s = store_->Close();
+    if (!s.ok()) return s;
+    store_.reset();
+    absl::StatusOr<std::unique_ptr<RocksDbStore>> store =
+        RocksDbStore::Open(SmallOptions(dir_.path() + "/db"));
+    if (!store.ok()) return store.status();
+    store_ = *std::move(store);
+    return true;
+  }
 
  private:
   explicit RocksDbHarness(TestTempDir dir) : dir_(std::move(dir)) {}
@@ -524,6 +534,77 @@ TEST_F(RocksDbStoreTest, LeasesClaimIdsAndNamespacesSurviveAReopen) {
   EXPECT_TRUE(out[0].is_new);
   ASSERT_OK_AND_ASSIGN(ConsistencyReport report, store->CheckConsistency());
   EXPECT_TRUE(report.ok()) << absl::StrJoin(report.problems, "\n");
+}
+
+// A text claimed NEW with a claim id and a manifest written by a chunk
+// claim with one are stored in value version 2 (docs/storage_format.md);
+// the others stay version 1, Forget's promotion drops the text's claim id,
+// and the store is consistent throughout.
+TEST_F(RocksDbStoreTest, ClaimIdsOfTextsAndChunksAreStoredInVersionTwoValues) {
+  const Sha256Digest claimed_text = Sha256("claimed text");
+  const Sha256Digest plain_text = Sha256("plain text");
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+    ContentDoc claimed;
+    claimed.identity_url = "http://a/";
+    claimed.fetched_url = "http://a/?print";
+    claimed.sha256 = claimed_text;
+    claimed.simhash = 0x0123456789abcdefULL;
+    claimed.claim_id_hash = ClaimIdHash("content-request");
+    ContentDoc plain = claimed;
+    plain.identity_url = plain.fetched_url = "http://b/";
+    plain.sha256 = plain_text;
+    plain.simhash = ~claimed.simhash;
+    plain.claim_id_hash = 0;
+    std::vector<ContentOutcome> out;
+    ASSERT_THAT(store->CheckContent({claimed, plain}, true, ContentLimits(), T(100), &out), IsOk());
+    ChunkAnswer answer;
+    ChunkDocument doc{"http://c/",
+                      {{"0", Sha256("c0"), 1, 3}, {"1", Sha256("c1"), ~uint64_t{1}, 3}}};
+    ASSERT_THAT(store->CheckChunks(doc, true, T(100), &answer), IsOk());
+    doc.chunks.pop_back();
+    doc.claim_id_hash = ClaimIdHash("chunk-request");
+    ASSERT_THAT(store->CheckChunks(doc, true, T(200), &answer), IsOk());
+    ASSERT_THAT(answer.removed_chunk_ids, ElementsAre("1"));
+    ASSERT_OK_AND_ASSIGN(ConsistencyReport report, store->CheckConsistency());
+    EXPECT_TRUE(report.ok()) << absl::StrJoin(report.problems, "\n");
+    ASSERT_THAT(store->Close(), IsOk());
+  }
+  auto raw_value = [&](const std::string& key) {
+    std::string value;
+    WithRawDb(false, [&](rocksdb::DB* db, const Families& families) {
+      ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), families.at("content"), key, &value).ok());
+    });
+    return value;
+  };
+  std::string value = raw_value(fmt::EncodeContentKey(claimed_text));
+  ASSERT_FALSE(value.empty());
+  EXPECT_EQ(value[0], '\x02');
+  ASSERT_OK_AND_ASSIGN(fmt::ContentValue content, fmt::DecodeContentValue(value));
+  EXPECT_EQ(content.claim_id_hash, ClaimIdHash("content-request"));
+  EXPECT_EQ(raw_value(fmt::EncodeContentKey(plain_text))[0], '\x01');
+  value = raw_value(fmt::EncodeChunkManifestKey("http://c/"));
+  ASSERT_FALSE(value.empty());
+  EXPECT_EQ(value[0], '\x02');
+  ASSERT_OK_AND_ASSIGN(fmt::ChunkManifestValue manifest, fmt::DecodeChunkManifestValue(value));
+  ASSERT_TRUE(manifest.claim.has_value());
+  EXPECT_EQ(manifest.claim->claim_id_hash, ClaimIdHash("chunk-request"));
+  EXPECT_EQ(manifest.claim->claimed, T(200));
+  EXPECT_EQ(manifest.claim->replaced_chunks, 2u);
+  EXPECT_THAT(manifest.claim->removed_chunk_ids, ElementsAre("1"));
+
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+    ASSERT_OK_AND_ASSIGN(ForgetResult forgotten, store->Forget("http://a/", T(300)));
+    ASSERT_EQ(forgotten.contents_promoted.size(), 1u);
+    ASSERT_OK_AND_ASSIGN(ConsistencyReport report, store->CheckConsistency());
+    EXPECT_TRUE(report.ok()) << absl::StrJoin(report.problems, "\n");
+    ASSERT_THAT(store->Close(), IsOk());
+  }
+  ASSERT_OK_AND_ASSIGN(content,
+                       fmt::DecodeContentValue(raw_value(fmt::EncodeContentKey(claimed_text))));
+  EXPECT_EQ(content.owner_url, "http://a/?print");
+  EXPECT_EQ(content.claim_id_hash, 0u) << "the claim was the forgotten owner's";
 }
 
 TEST_F(RocksDbStoreTest, DropNamespaceRemovesOneNamespaceAndNothingElse) {

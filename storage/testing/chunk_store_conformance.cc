@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "core/text/sha256.h"
 #include "gmock/gmock.h"
+#include "storage/url_store.h"
 #include "tests/testing/status_matchers.h"
 
 namespace dedupd::testing {
@@ -46,6 +47,12 @@ ChunkInput Chunk(const std::string& id, const std::string& text, uint64_t simhas
 ChunkDocument Doc(const std::string& url, std::vector<ChunkInput> chunks,
                   const std::string& name_space = "") {
   return ChunkDocument{url, std::move(chunks), name_space};
+}
+
+// `doc` sent by a request with the claim id whose hash is `claim_id_hash`.
+ChunkDocument WithClaim(ChunkDocument doc, uint64_t claim_id_hash) {
+  doc.claim_id_hash = claim_id_hash;
+  return doc;
 }
 
 ChunkAnswer RunCheck(ChunkStore& store, const ChunkDocument& doc, bool claim, absl::Time now) {
@@ -330,6 +337,120 @@ TEST_P(ChunkStoreConformanceTest, BadNamespaceFailsTheDocument) {
   EXPECT_THAT(chunks().CheckChunks(Doc("https://a/", {Chunk("0", "t", kFp)}, std::string(65, 'n')),
                                    true, T(1), &answer),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("the limit is 64")));
+}
+
+// A claim's retry (same claim id and chunks, within the retention) gets
+// the claim's replaced_chunks and removed_chunk_ids: the vectors to delete
+// are not lost with a reply.
+TEST_P(ChunkStoreConformanceTest, ClaimRetryGetsTheRemovedChunkIdsBack) {
+  Claim(
+      chunks(),
+      Doc("https://a/", {Chunk("0", "t1", kFp), Chunk("1", "t2", kFarA), Chunk("2", "t3", kFarB)}),
+      T(100));
+  const ChunkDocument v2 =
+      WithClaim(Doc("https://a/", {Chunk("0", "t1", kFp), Chunk("1", "t2 edited", kFarA ^ 0xff00)}),
+                ClaimIdHash("ingest-2"));
+  ChunkAnswer first = Claim(chunks(), v2, T(200));
+  EXPECT_FALSE(first.retry);
+  EXPECT_EQ(first.replaced_chunks, 3u);
+  EXPECT_THAT(first.removed_chunk_ids, ElementsAre("1", "2"));
+
+  auto expect_retry = [](const ChunkAnswer& a) {
+    EXPECT_TRUE(a.retry);
+    EXPECT_EQ(a.replaced_chunks, 3u);
+    EXPECT_THAT(a.removed_chunk_ids, ElementsAre("1", "2"));
+    ASSERT_THAT(a.outcomes, SizeIs(2));
+    EXPECT_EQ(a.outcomes[0].verdict, ChunkVerdict::kNew);
+    EXPECT_EQ(a.outcomes[0].first_seen, T(100));
+    EXPECT_EQ(a.outcomes[1].verdict, ChunkVerdict::kNew);
+    EXPECT_EQ(a.outcomes[1].first_seen, T(200));
+  };
+  {
+    SCOPED_TRACE("claim retry");
+    expect_retry(Claim(chunks(), v2, T(300)));
+  }
+  {
+    SCOPED_TRACE("peek retry");
+    expect_retry(RunCheck(chunks(), v2, false, T(300)));
+  }
+  // Another claim id, or none: a normal re-send of the stored chunks.
+  for (uint64_t other : {ClaimIdHash("ingest-3"), uint64_t{0}}) {
+    ChunkAnswer a = Claim(chunks(), WithClaim(v2, other), T(400));
+    EXPECT_FALSE(a.retry);
+    EXPECT_EQ(a.replaced_chunks, 2u);
+    EXPECT_THAT(a.removed_chunk_ids, IsEmpty());
+  }
+  {
+    SCOPED_TRACE("a re-send that changes nothing keeps the claim");
+    expect_retry(Claim(chunks(), v2, T(500)));
+  }
+  ASSERT_OK_AND_ASSIGN(bool reopened, harness().Reopen());
+  if (reopened) {
+    SCOPED_TRACE("after reopen");
+    expect_retry(Claim(chunks(), v2, T(600)));
+  }
+  // After the retention (counted from the claim), a normal re-send.
+  ChunkAnswer late = Claim(chunks(), v2, T(200) + absl::Hours(24) + absl::Seconds(1));
+  EXPECT_FALSE(late.retry);
+  EXPECT_EQ(late.replaced_chunks, 2u);
+  EXPECT_THAT(late.removed_chunk_ids, IsEmpty());
+  ChunkDocument brief = v2;
+  brief.claim_id_retention = absl::Seconds(5);
+  EXPECT_TRUE(RunCheck(chunks(), brief, false, T(205)).retry);
+  EXPECT_FALSE(RunCheck(chunks(), brief, false, T(206)).retry);
+}
+
+// Under one claim id, other chunks than the claim's are a normal re-ingest
+// (which keeps its own answer for its retries); a change without a claim
+// id keeps none.
+TEST_P(ChunkStoreConformanceTest, OtherChunksUnderTheSameClaimIdAreANormalReingest) {
+  const uint64_t id = ClaimIdHash("ingest");
+  Claim(
+      chunks(),
+      Doc("https://a/", {Chunk("0", "t1", kFp), Chunk("1", "t2", kFarA), Chunk("2", "t3", kFarB)}),
+      T(100));
+  const ChunkDocument two =
+      WithClaim(Doc("https://a/", {Chunk("0", "t1", kFp), Chunk("1", "t2", kFarA)}), id);
+  const ChunkDocument one = WithClaim(Doc("https://a/", {Chunk("0", "t1", kFp)}), id);
+  ChunkAnswer a = Claim(chunks(), two, T(200));
+  EXPECT_THAT(a.removed_chunk_ids, ElementsAre("2"));
+  a = Claim(chunks(), one, T(300));
+  EXPECT_FALSE(a.retry);
+  EXPECT_EQ(a.replaced_chunks, 2u);
+  EXPECT_THAT(a.removed_chunk_ids, ElementsAre("1"));
+  // The first claim's chunks are no longer stored: not its retry.
+  a = Peek(chunks(), two);
+  EXPECT_FALSE(a.retry);
+  EXPECT_EQ(a.replaced_chunks, 1u);
+  EXPECT_THAT(a.removed_chunk_ids, IsEmpty());
+  // The second claim's are.
+  a = Claim(chunks(), one, T(400));
+  EXPECT_TRUE(a.retry);
+  EXPECT_EQ(a.replaced_chunks, 2u);
+  EXPECT_THAT(a.removed_chunk_ids, ElementsAre("1"));
+  // The same ids in another order, or another text under an id, are other
+  // chunks.
+  const ChunkDocument swapped =
+      WithClaim(Doc("https://b/", {Chunk("x", "u1", kFp), Chunk("y", "u2", kFarA)}), id);
+  Claim(chunks(), swapped, T(500));
+  EXPECT_FALSE(
+      Peek(chunks(),
+           WithClaim(Doc("https://b/", {Chunk("y", "u2", kFarA), Chunk("x", "u1", kFp)}), id))
+          .retry);
+  EXPECT_FALSE(
+      Peek(chunks(),
+           WithClaim(Doc("https://b/", {Chunk("x", "u1", kFp), Chunk("y", "u3", kFarA)}), id))
+          .retry);
+  EXPECT_TRUE(Peek(chunks(), swapped).retry);
+
+  // A change without a claim id keeps no claim: back to the second claim's
+  // chunks, its retry is a normal re-send.
+  Claim(chunks(), Doc("https://a/", {Chunk("0", "t1", kFp), Chunk("9", "t9", kFarB)}), T(600));
+  Claim(chunks(), Doc("https://a/", {Chunk("0", "t1", kFp)}), T(700));
+  a = Peek(chunks(), one);
+  EXPECT_FALSE(a.retry);
+  EXPECT_EQ(a.replaced_chunks, 1u);
+  EXPECT_THAT(a.removed_chunk_ids, IsEmpty());
 }
 
 }  // namespace

@@ -51,6 +51,12 @@ ContentDoc Doc(const std::string& url, const std::string& text_id, uint64_t simh
 
 constexpr uint64_t kFp = 0x0123456789abcdefULL;
 
+// `d` sent by a request with the claim id whose hash is `claim_id_hash`.
+ContentDoc WithClaim(ContentDoc d, uint64_t claim_id_hash) {
+  d.claim_id_hash = claim_id_hash;
+  return d;
+}
+
 class Checker {
  public:
   explicit Checker(ContentStore* store) : store_(store) {}
@@ -58,6 +64,9 @@ class Checker {
     return Run(docs, true, now);
   }
   std::vector<ContentOutcome> Peek(std::vector<ContentDoc> docs) { return Run(docs, false, T(0)); }
+  std::vector<ContentOutcome> Peek(std::vector<ContentDoc> docs, absl::Time now) {
+    return Run(docs, false, now);
+  }
   ContentLimits limits;
 
  private:
@@ -674,6 +683,132 @@ TEST_P(ContentStoreConformanceTest, BadOrMixedNamespacesFailTheBatch) {
   std::vector<std::optional<UrlRecord>> records;
   ASSERT_THAT(urls().LookupRecords("one", {"https://a/"}, &records), IsOk());
   EXPECT_FALSE(records[0].has_value());
+}
+
+// A claim's retry (same claim id, same identity URL, within the
+// retention) is answered NEW again as the claim was; every other request
+// gets the text as an exact duplicate.
+TEST_P(ContentStoreConformanceTest, ClaimRetryIsNewAgainWithTheClaimsTimes) {
+  Checker c(&content());
+  const uint64_t id = ClaimIdHash("request-1");
+  const ContentDoc doc = WithClaim(Doc("https://a/canon", "https://a/page", "text", kFp), id);
+  std::vector<ContentOutcome> out = c.Claim({doc}, T(100));
+  ASSERT_EQ(out[0].verdict, ContentVerdict::kNew);
+  EXPECT_FALSE(out[0].retry);
+
+  for (absl::Time t : {T(101), T(100) + absl::Hours(24)}) {
+    out = c.Claim({doc}, t);
+    EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+    EXPECT_TRUE(out[0].retry);
+    EXPECT_EQ(out[0].owner_url, "https://a/canon");
+    EXPECT_EQ(out[0].first_seen, T(100));
+    EXPECT_THAT(out[0].aliases, ElementsAre("https://a/page"));
+    EXPECT_EQ(out[0].alias_count, 1u);
+    EXPECT_EQ(out[0].recrawl, RecrawlStatus::kFirstSeen) << "the claim's own";
+  }
+  out = c.Peek({doc}, T(200));
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+  EXPECT_TRUE(out[0].retry);
+  EXPECT_EQ(out[0].first_seen, T(100));
+  // The retries recorded nothing: the URLs keep the claim's time.
+  std::vector<std::optional<absl::Time>> seen;
+  ASSERT_THAT(urls().LookupUrls({"https://a/canon", "https://a/page"}, &seen), IsOk());
+  EXPECT_EQ(seen[0], T(100));
+  EXPECT_EQ(seen[1], T(100));
+
+  // Another claim id, or none: the claim's text, as an exact duplicate.
+  for (uint64_t other : {ClaimIdHash("request-2"), uint64_t{0}}) {
+    out = c.Claim({WithClaim(doc, other)}, T(300));
+    EXPECT_EQ(out[0].verdict, ContentVerdict::kExactDuplicate);
+    EXPECT_FALSE(out[0].retry);
+    EXPECT_EQ(out[0].owner_url, "https://a/canon");
+    EXPECT_EQ(out[0].first_seen, T(100));
+    EXPECT_EQ(out[0].recrawl, RecrawlStatus::kUnchanged);
+  }
+  // The same claim id for another identity URL is not the claim's retry.
+  out = c.Claim({WithClaim(Doc("https://b/", "text", kFp), id)}, T(300));
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kExactDuplicate);
+  EXPECT_EQ(out[0].owner_url, "https://a/canon");
+  EXPECT_EQ(out[0].alias_count, 2u);
+
+  // After the retention, an exact duplicate too; a request may shorten it.
+  out = c.Claim({doc}, T(100) + absl::Hours(24) + absl::Seconds(1));
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kExactDuplicate);
+  ContentDoc brief = doc;
+  brief.claim_id_retention = absl::Seconds(10);
+  EXPECT_EQ(c.Peek({brief}, T(110))[0].verdict, ContentVerdict::kNew);
+  EXPECT_EQ(c.Peek({brief}, T(111))[0].verdict, ContentVerdict::kExactDuplicate);
+
+  // The claim id is persisted with the text.
+  ASSERT_OK_AND_ASSIGN(bool reopened, harness().Reopen());
+  if (!reopened) return;
+  Checker after(&content());
+  out = after.Claim({doc}, T(150));
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+  EXPECT_TRUE(out[0].retry);
+  EXPECT_EQ(out[0].first_seen, T(100));
+  EXPECT_EQ(after.Claim({WithClaim(doc, 0)}, T(150))[0].verdict, ContentVerdict::kExactDuplicate);
+}
+
+// A retried batch gets the batch's answers: a repeat of a text after its
+// first position stays an exact duplicate, and a text the claim recorded
+// as a near duplicate keeps no claim id (its retry is an exact duplicate of
+// its own identity URL).
+TEST_P(ContentStoreConformanceTest, ClaimRetryOfABatchRepeatsItsExactDuplicates) {
+  Checker c(&content());
+  const uint64_t id = ClaimIdHash("batch-1");
+  const std::vector<ContentDoc> batch = {WithClaim(Doc("https://a/", "x", kFp), id),
+                                         WithClaim(Doc("https://a/", "x", kFp), id),
+                                         WithClaim(Doc("https://n/", "y", kFp ^ 0b11), id)};
+  std::vector<ContentOutcome> out = c.Claim(batch, T(100));
+  ASSERT_EQ(out[0].verdict, ContentVerdict::kNew);
+  ASSERT_EQ(out[1].verdict, ContentVerdict::kExactDuplicate);
+  ASSERT_EQ(out[2].verdict, ContentVerdict::kNearDuplicate);
+
+  out = c.Claim(batch, T(200));
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+  EXPECT_TRUE(out[0].retry);
+  EXPECT_EQ(out[0].first_seen, T(100));
+  EXPECT_EQ(out[0].recrawl, RecrawlStatus::kFirstSeen);
+  EXPECT_EQ(out[1].verdict, ContentVerdict::kExactDuplicate);
+  EXPECT_EQ(out[1].owner_url, "https://a/");
+  EXPECT_EQ(out[1].recrawl, RecrawlStatus::kUnchanged);
+  EXPECT_EQ(out[2].verdict, ContentVerdict::kExactDuplicate);
+  EXPECT_EQ(out[2].owner_url, "https://n/") << "its own identity: the claim recorded it";
+  EXPECT_EQ(out[2].first_seen, T(100));
+  // A peek answers each document against the store alone: both are the
+  // retry.
+  out = c.Peek(batch, T(200));
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+  EXPECT_EQ(out[1].verdict, ContentVerdict::kNew);
+}
+
+TEST_P(ContentStoreConformanceTest, ClaimRetryKeepsTheClaimsChangedRecrawlStatus) {
+  Checker c(&content());
+  c.Claim({Doc("https://a/", "v1", kFp ^ 0xffffffff00000000ULL)}, T(100));
+  const ContentDoc v2 =
+      WithClaim(Doc("https://a/", "v2", kFp ^ 0x00000000ffffffffULL), ClaimIdHash("r"));
+  std::vector<ContentOutcome> out = c.Claim({v2}, T(200));
+  ASSERT_EQ(out[0].verdict, ContentVerdict::kNew);
+  EXPECT_EQ(out[0].recrawl, RecrawlStatus::kChanged);
+  out = c.Claim({v2}, T(300));
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+  EXPECT_EQ(out[0].recrawl, RecrawlStatus::kChanged);
+  // Without the claim id the same fetch is unchanged since the claim.
+  EXPECT_EQ(c.Peek({WithClaim(v2, 0)})[0].recrawl, RecrawlStatus::kUnchanged);
+}
+
+TEST_P(ContentStoreConformanceTest, ForgetOfTheClaimsOwnerEndsItsRetries) {
+  Checker c(&content());
+  const ContentDoc doc =
+      WithClaim(Doc("https://a/canon", "https://a/page", "text", kFp), ClaimIdHash("r"));
+  ASSERT_EQ(c.Claim({doc}, T(100))[0].verdict, ContentVerdict::kNew);
+  ASSERT_OK_AND_ASSIGN(ForgetResult forgotten, content().Forget("https://a/canon", T(150)));
+  ASSERT_THAT(forgotten.contents_promoted, SizeIs(1));
+  std::vector<ContentOutcome> out = c.Peek({doc}, T(200));
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kExactDuplicate);
+  EXPECT_EQ(out[0].owner_url, "https://a/page");
+  EXPECT_EQ(out[0].first_seen, T(100));
 }
 
 }  // namespace

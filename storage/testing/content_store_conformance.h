@@ -27,12 +27,17 @@
 namespace dedupd::testing {
 
 // One fresh, empty store (max near distance 3) and whatever keeps it alive.
+// Reopen, when the backend is durable, closes the store and opens it again
+// on the same data (the tests then check nothing was lost); it returns
+// false when the backend cannot reopen (memory). content() and urls() name
+// the reopened store afterwards.
 class ContentStoreHarness {
  public:
   virtual ~ContentStoreHarness() = default;
   virtual ContentStore& content() = 0;
   // The URL seen-set the content store adds identity and fetched URLs to.
   virtual UrlStore& urls() = 0;
+  virtual absl::StatusOr<bool> Reopen() = 0;
 };
 
 struct ContentStoreBackend {
@@ -53,6 +58,7 @@ class ContentStoreConformanceTest : public ::testing::TestWithParam<ContentStore
   void TearDown() override;
   ContentStore& content() { return harness_->content(); }
   UrlStore& urls() { return harness_->urls(); }
+  ContentStoreHarness& harness() { return *harness_; }
 
  private:
   std::unique_ptr<ContentStoreHarness> harness_;

@@ -70,6 +70,7 @@ class WrappedContentHarness : public ContentStoreHarness {
   explicit WrappedContentHarness(bool idle) : w_(idle) {}
   ContentStore& content() override { return w_.store; }
   UrlStore& urls() override { return w_.store; }
+  absl::StatusOr<bool> Reopen() override { return false; }
 
  private:
   Wrapped w_;

@@ -52,7 +52,12 @@
 //    never in the second (with one, the second run is its retry and is
 //    answered the same); on the fresh store exactly once; with a peek on
 //    the fresh store, every valid item is NEW in both runs. A bad
-//    namespace, claim id or lease fails the request.
+//    namespace, claim id or lease fails the request;
+//  - claim semantics of CheckContent and CheckChunks: with a claim and a
+//    claim id the second run is the first's retry (the same items NEW; the
+//    same replaced_chunks and removed_chunk_ids); without one, no item is
+//    NEW in the second run and it removes no chunk. A bad namespace or
+//    claim id fails the request.
 // Any violation aborts with the RPC name.
 //
 // Seeds (corpus/engine): written by tests/fuzz/make_engine_seeds.sh from
@@ -65,6 +70,7 @@
 //       /tmp/corpus tests/fuzz/corpus/engine   (one command line)
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -229,6 +235,12 @@ void CheckReparses(const char* rpc, const Response& response) {
 
 bool BatchSizeBad(int n) { return n == 0 || static_cast<size_t>(n) > kMaxBatchItems; }
 
+// The request-wide fields every check call shares: a bad one fails the
+// request.
+bool NamespaceOrClaimIdBad(const std::string& name_space, const std::string& claim_id) {
+  return !dedupd::CheckNamespace(name_space).ok() || claim_id.size() > dedupd::kMaxClaimIdBytes;
+}
+
 // A CheckUrl request the engine must refuse as a whole: a bad batch size,
 // namespace, claim id or lease.
 bool UrlRequestBad(const v1::CheckUrlRequest& r) {
@@ -324,14 +336,27 @@ bool IsHex64(const std::string& s) {
 
 void CheckContent(const dedupd::Engine& engine, const v1::CheckContentRequest& request) {
   const char* rpc = "CheckContent";
+  const bool claim = request.mode() != v1::CLAIM_MODE_PEEK;
+  std::vector<int> first_new;  // the items the first run answered NEW
   for (int run = 0; run < 2; ++run) {
     v1::CheckContentResponse response;
     const absl::Status s = engine.CheckContent(request, &response);
-    CheckStatus(
-        rpc, s,
-        BatchSizeBad(request.items_size()) || !dedupd::CheckNamespace(request.namespace_()).ok());
+    CheckStatus(rpc, s,
+                BatchSizeBad(request.items_size()) ||
+                    NamespaceOrClaimIdBad(request.namespace_(), request.claim_id()));
     if (!s.ok()) return;
     if (response.results_size() != request.items_size()) Fail(rpc, "result count");
+    std::vector<int> fresh;
+    for (int i = 0; i < response.results_size(); ++i) {
+      if (response.results(i).verdict() == v1::CONTENT_VERDICT_NEW) fresh.push_back(i);
+    }
+    if (run == 0) first_new = fresh;
+    if (claim && run == 1 && request.claim_id().empty() && !fresh.empty()) {
+      Fail(rpc, "claim: NEW again in the second run");
+    }
+    if (claim && run == 1 && !request.claim_id().empty() && fresh != first_new) {
+      Fail(rpc, "claim: a retry with the claim id is answered otherwise");
+    }
     for (int i = 0; i < response.results_size(); ++i) {
       const v1::ContentResult& r = response.results(i);
       switch (r.verdict()) {
@@ -367,20 +392,33 @@ void CheckContent(const dedupd::Engine& engine, const v1::CheckContentRequest& r
 void CheckChunks(const dedupd::Engine& engine, const v1::CheckChunksRequest& request) {
   const char* rpc = "CheckChunks";
   const bool by_id = !request.document_id().empty();
-  const bool bad =
-      BatchSizeBad(request.chunks_size()) || !dedupd::CheckNamespace(request.namespace_()).ok() ||
-      (by_id
-           ? !request.document_url().empty() || !dedupd::CheckDocumentId(request.document_id()).ok()
-           : request.document_url().empty() ||
-                 !Normalizer().Normalize(request.document_url(), "").ok()) ||
-      (request.has_max_hamming_distance() &&
-       request.max_hamming_distance() > static_cast<uint32_t>(kIndexDistance));
+  const bool bad = BatchSizeBad(request.chunks_size()) ||
+                   NamespaceOrClaimIdBad(request.namespace_(), request.claim_id()) ||
+                   (by_id ? !request.document_url().empty() ||
+                                !dedupd::CheckDocumentId(request.document_id()).ok()
+                          : request.document_url().empty() ||
+                                !Normalizer().Normalize(request.document_url(), "").ok()) ||
+                   (request.has_max_hamming_distance() &&
+                    request.max_hamming_distance() > static_cast<uint32_t>(kIndexDistance));
+  const bool claim = request.mode() != v1::CLAIM_MODE_PEEK;
+  v1::CheckChunksResponse first;
   for (int run = 0; run < 2; ++run) {
     v1::CheckChunksResponse response;
     const absl::Status s = engine.CheckChunks(request, &response);
-    CheckStatus(rpc, s, bad);
+    CheckStatus(rpc, s, bad || NamespaceOrClaimIdBad(request.namespace_(), request.claim_id()));
     if (!s.ok()) return;
     if (response.results_size() != request.chunks_size()) Fail(rpc, "result count");
+    if (run == 0) first = response;
+    const bool same_lists =
+        response.replaced_chunks() == first.replaced_chunks() &&
+        std::equal(response.removed_chunk_ids().begin(), response.removed_chunk_ids().end(),
+                   first.removed_chunk_ids().begin(), first.removed_chunk_ids().end());
+    if (claim && run == 1 && !request.claim_id().empty() && !same_lists) {
+      Fail(rpc, "claim: a retry with the claim id gets other removed chunks");
+    }
+    if (claim && run == 1 && request.claim_id().empty() && response.removed_chunk_ids_size() > 0) {
+      Fail(rpc, "claim: the second run removes chunks");
+    }
     absl::flat_hash_set<std::string> ids;
     for (int i = 0; i < response.results_size(); ++i) {
       const v1::ChunkResult& r = response.results(i);

@@ -13,7 +13,8 @@ import struct
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "storage_format")
 
 DECODERS = [
-    "meta_version", "meta", "url_key", "url_value", "content_meta", "content_value",
+    "meta_version", "meta", "url_key", "any_url_key", "url_value", "content_meta",
+    "content_value",
     "alias_key", "alias_value", "fingerprint_key", "fingerprint_value", "fetch_value",
     "manifest", "chunk_text", "holder_key", "holder_value", "chunk_fp_key",
     "text_by_id_key", "text_by_id_value",
@@ -40,8 +41,16 @@ def i64(v):
     return struct.pack(">q", v)
 
 
-def manifest(entries):
-    out = b"\x01" + u32(len(entries))
+def manifest(entries, claim=None):
+    """claim: (claim id hash, claim micros, replaced, [removed ids]) for version 2."""
+    if claim is None:
+        out = b"\x01"
+    else:
+        hash_, micros, replaced, removed = claim
+        out = b"\x02" + u64(hash_) + i64(micros) + u32(replaced) + u32(len(removed))
+        for cid in removed:
+            out += u32(len(cid)) + cid
+    out += u32(len(entries))
     for cid, sha, simhash, micros in entries:
         out += u32(len(cid)) + cid + sha + u64(simhash) + i64(micros)
     return out
@@ -56,11 +65,14 @@ SEEDS = {
     "meta": b"DEDUPDST" + u32(2) + u32(1) + i64(MICROS),
     "meta_v1": b"DEDUPDST" + u32(1) + u32(1) + i64(MICROS),
     "url_key": b"\x01http://example.com/a?b=c",
+    "any_url_key": b"\x08\x07crawl-7\x01http://a/",
     "url_value": b"\x01" + i64(MICROS),
     "url_value_before_epoch": b"\x01" + i64(-5),
     "content_meta": b"\x01" + u32(1) + u32(2) + u32(3) + u64(0x6465647570645348),
     "content_value": b"\x01" + u32(9) + u64(0xDEADBEEF) + i64(MICROS) + u64(2)
     + b"http://example.com/owner",
+    "content_value_claimed": b"\x02" + u32(9) + u64(0xDEADBEEF) + i64(MICROS) + u64(2)
+    + u64(0x0102030405060708) + b"http://example.com/owner",
     "alias_key": b"\x03" + SHA + b"http://example.com/alias",
     "alias_value": b"\x01" + i64(MICROS),
     "fingerprint_key": b"\x04" + u32(42),
@@ -68,6 +80,10 @@ SEEDS = {
     "fetch_value": b"\x01" + SHA + i64(MICROS) + i64(MICROS + 1),
     "manifest": manifest([(b"0", SHA, 1, MICROS), (b"intro", SHA2, 2, -1)]),
     "manifest_truncated": manifest([(b"0", SHA, 1, MICROS)])[:-3],
+    "manifest_claimed": manifest([(b"0", SHA, 1, MICROS), (b"intro", SHA2, 2, -1)],
+                                 (0x0102030405060708, MICROS + 1, 3, [b"old", b"7"])),
+    "manifest_claimed_truncated": manifest([(b"0", SHA, 1, MICROS)],
+                                           (5, MICROS, 1, [b"gone"]))[:-60],
     "manifest_huge_count": b"\x01" + u32(0xFFFFFFFF) + u32(1) + b"x" + SHA,
     "chunk_text": b"\x01" + u32(7) + u64(99) + u64(1),
     "chunk_text_no_holders": b"\x01" + u32(7) + u64(99) + u64(0),

@@ -125,6 +125,9 @@ void DecodeContentValue(absl::string_view in) {
   absl::StatusOr<fmt::ContentValue> v = fmt::DecodeContentValue(in);
   if (!v.ok()) return CheckError(v.status(), "content value: bad error", in);
   if (v->owner_url.empty()) Fail("content value: empty owner URL", in);
+  if (!in.empty() && in[0] == fmt::kContentValueVersion2 && v->claim_id_hash == 0) {
+    Fail("content value: version 2 without a claim id hash", in);
+  }
   if (fmt::EncodeContentValue(*v) != in) {
     Fail("content value: does not re-encode", in);
   }
@@ -180,11 +183,19 @@ void DecodeFetchValue(absl::string_view in) {
 }
 
 void DecodeChunkManifestValue(absl::string_view in) {
-  absl::StatusOr<std::vector<fmt::ChunkManifestEntry>> v = fmt::DecodeChunkManifestValue(in);
+  absl::StatusOr<fmt::ChunkManifestValue> v = fmt::DecodeChunkManifestValue(in);
   if (!v.ok()) return CheckError(v.status(), "manifest: bad error", in);
-  if (v->empty()) Fail("manifest: no entries", in);
-  for (const fmt::ChunkManifestEntry& e : *v) {
+  if (v->chunks.empty()) Fail("manifest: no entries", in);
+  for (const fmt::ChunkManifestEntry& e : v->chunks) {
     if (e.chunk_id.empty()) Fail("manifest: empty chunk id", in);
+  }
+  if (v->claim.has_value()) {
+    const dedupd::ManifestClaim& c = *v->claim;
+    if (c.claim_id_hash == 0) Fail("manifest: claim id hash 0", in);
+    if (c.removed_chunk_ids.size() > c.replaced_chunks) Fail("manifest: removed > replaced", in);
+    for (const std::string& id : c.removed_chunk_ids) {
+      if (id.empty()) Fail("manifest: empty removed chunk id", in);
+    }
   }
   if (fmt::EncodeChunkManifestValue(*v) != in) {
     Fail("manifest: does not re-encode", in);
@@ -367,10 +378,11 @@ void EncodeContent(FuzzedDataProvider& p, absl::string_view in) {
   v.first_seen = FuzzTime(p);
   v.alias_count = p.ConsumeIntegral<uint64_t>();
   v.owner_url = FuzzBytes(p, /*non_empty=*/true);
+  if (p.ConsumeBool()) v.claim_id_hash = p.ConsumeIntegral<uint64_t>();
   absl::StatusOr<fmt::ContentValue> back = fmt::DecodeContentValue(fmt::EncodeContentValue(v));
   if (!back.ok() || back->doc_id != v.doc_id || back->simhash != v.simhash ||
       back->first_seen != Truncated(v.first_seen) || back->alias_count != v.alias_count ||
-      back->owner_url != v.owner_url) {
+      back->owner_url != v.owner_url || back->claim_id_hash != v.claim_id_hash) {
     Fail("encode content value: no round trip", in);
   }
   const std::string key = fmt::EncodeContentKey(FuzzSha(p));
@@ -426,21 +438,33 @@ void EncodeFetch(FuzzedDataProvider& p, absl::string_view in) {
 }
 
 void EncodeManifest(FuzzedDataProvider& p, absl::string_view in) {
-  std::vector<fmt::ChunkManifestEntry> entries(p.ConsumeIntegralInRange<size_t>(1, 16));
+  fmt::ChunkManifestValue m;
+  std::vector<fmt::ChunkManifestEntry>& entries = m.chunks;
+  entries.resize(p.ConsumeIntegralInRange<size_t>(1, 16));
   for (fmt::ChunkManifestEntry& e : entries) {
     e.chunk_id = FuzzBytes(p, /*non_empty=*/true);
     e.sha256 = FuzzSha(p);
     e.simhash = p.ConsumeIntegral<uint64_t>();
     e.added = FuzzTime(p);
   }
-  absl::StatusOr<std::vector<fmt::ChunkManifestEntry>> back =
-      fmt::DecodeChunkManifestValue(fmt::EncodeChunkManifestValue(entries));
-  if (!back.ok() || back->size() != entries.size()) {
+  if (p.ConsumeBool()) {
+    dedupd::ManifestClaim c;
+    c.claim_id_hash = p.ConsumeIntegralInRange<uint64_t>(1, std::numeric_limits<uint64_t>::max());
+    c.claimed = Truncated(FuzzTime(p));
+    c.removed_chunk_ids.resize(p.ConsumeIntegralInRange<size_t>(0, 8));
+    for (std::string& id : c.removed_chunk_ids) id = FuzzBytes(p, /*non_empty=*/true);
+    c.replaced_chunks = p.ConsumeIntegralInRange<uint64_t>(c.removed_chunk_ids.size(),
+                                                           std::numeric_limits<uint32_t>::max());
+    m.claim = std::move(c);
+  }
+  absl::StatusOr<fmt::ChunkManifestValue> back =
+      fmt::DecodeChunkManifestValue(fmt::EncodeChunkManifestValue(m));
+  if (!back.ok() || back->chunks.size() != entries.size() || !(back->claim == m.claim)) {
     Fail("encode manifest: no round trip", in);
   }
   for (size_t i = 0; i < entries.size(); ++i) {
     const fmt::ChunkManifestEntry& a = entries[i];
-    const fmt::ChunkManifestEntry& b = (*back)[i];
+    const fmt::ChunkManifestEntry& b = back->chunks[i];
     if (a.chunk_id != b.chunk_id || a.sha256 != b.sha256 || a.simhash != b.simhash ||
         Truncated(a.added) != b.added) {
       Fail("encode manifest: entry differs", in);
