@@ -18,6 +18,14 @@ namespace dedupd::dedupctl {
 // `normalize`: the normalizer offline (normalize_commands.cc).
 int RunNormalize(const NormalizeOptions& options);
 
+// `compare`: pairs of texts through the near-duplicate measures, offline
+// (compare_commands.cc).
+int RunCompare(const CompareOptions& options);
+
+// `tune`: histograms and precision/recall curves of the measures on a
+// sample, offline (tune_commands.cc).
+int RunTune(const TuneOptions& options);
+
 // `url check|peek` (url_commands.cc).
 int RunUrl(const UrlOptions& options);
 

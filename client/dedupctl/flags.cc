@@ -30,6 +30,24 @@ commands:
       Normalize URLs offline (no server), with the per-host policy of a
       dedupd config file. Prints {"url", "normalized"} or {"url", "error"};
       --explain adds "rules": the normalization rules that fired.
+  compare [--min_jaccard J] [--max_hamming_distance K] [--examples N]
+          FILE_A FILE_B
+  compare [--docs DOCS.jsonl] [--pairs PAIRS.jsonl] [--min_jaccard J]
+          [--max_hamming_distance K] [--examples N]
+      Compare texts offline (no server): both fingerprints, SimHash
+      distance, estimated and exact 3-shingle Jaccard, the verdict
+      (EXACT_DUPLICATE, NEAR_DUPLICATE with "matched_by", DIFFERENT) and up
+      to N shingles only one side has. Two text files, or JSON lines of
+      pairs from --pairs (or standard input): {"a": TEXT, "b": TEXT}, or
+      with --docs ({"id", "text"} lines) {"a": ID, "b": ID}. One line per
+      pair; a bad line prints its own error line and the run goes on.
+  tune --docs DOCS.jsonl [--pairs PAIRS.jsonl] [--brute_force_max_docs N]
+      Measure a sample offline: histograms of estimated Jaccard (0.5..1,
+      bins of 0.05) and SimHash distance (0..16) over its pairs (all pairs
+      up to N documents, default 2000; else the LSH candidates), an
+      example pair per bin, and with labelled pairs ({"a": ID, "b": ID,
+      "label": "duplicate"|"different"}) precision and recall per
+      threshold. One JSON object per histogram or curve.
   url check --server ADDR [--base URL] [--batch N] [--deadline SECONDS]
             [--namespace NAME] [--lease_seconds N] [URL...]
       Claim URLs on a dedupd server: NEW the first time, SEEN after (DUE
@@ -123,13 +141,24 @@ flags:
   --max_hamming_distance K
                       content, chunks: near-duplicate distance for documents
                       that set none (default: the server's, 3); results: the
-                      SimHash distance (default 3)
+                      SimHash distance (default 3); compare: 0..64 (default
+                      3)
   --top_k N           results: hits to keep, >= 1 (default: all of them)
   --per_source_cap N  results: most hits kept per source_url, 0: no cap
                       (default: 2 when top_k <= 5, else 3, and 3 without
                       top_k)
   --min_jaccard J     results: compare texts by shingle Jaccard >= J instead
-                      of SimHash (default 0.8 when chosen)
+                      of SimHash (default 0.8 when chosen); compare: the
+                      estimated Jaccard of a near duplicate, 0 < J <= 1
+                      (default 0.8, the server's default)
+  --examples N        compare: unique shingles shown per side, 0..1000
+                      (default 5)
+  --docs FILE         compare, tune: JSON lines {"id", "text"}
+  --pairs FILE        compare: JSON lines {"a", "b"} ("-": standard input,
+                      the default); tune: labelled pairs of ids
+  --brute_force_max_docs N
+                      tune: examine every pair up to N documents (default
+                      2000)
   --min_cosine C      results: embedding cosine that counts as a duplicate
                       (default 0.95)
   --                  end of flags: everything after is a URL
@@ -312,6 +341,21 @@ absl::StatusOr<std::optional<uint32_t>> ParseUint32Flag(const RawFlags& raw, abs
   return n;
 }
 
+// ParseBoundedUint32Flag reads `--flag VALUE` as an integer in min..max.
+// Returns InvalidArgument with the usage message.
+absl::StatusOr<std::optional<uint32_t>> ParseBoundedUint32Flag(const RawFlags& raw,
+                                                               absl::string_view flag, uint32_t min,
+                                                               uint32_t max) {
+  const std::optional<std::string> value = raw.Value(flag);
+  if (!value) return std::nullopt;
+  uint32_t n = 0;
+  if (!absl::SimpleAtoi(*value, &n) || n < min || n > max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " must be an integer in ", min, "..", max, ", got \"", *value, "\""));
+  }
+  return n;
+}
+
 // ParseNumberFlag reads `--flag VALUE` as a finite number. Returns
 // InvalidArgument with the usage message.
 absl::StatusOr<std::optional<double>> ParseNumberFlag(const RawFlags& raw, absl::string_view flag) {
@@ -321,6 +365,19 @@ absl::StatusOr<std::optional<double>> ParseNumberFlag(const RawFlags& raw, absl:
   if (!absl::SimpleAtod(*value, &d) || !std::isfinite(d)) {
     return absl::InvalidArgumentError(
         absl::StrCat(flag, " must be a number, got \"", *value, "\""));
+  }
+  return d;
+}
+
+// ParseMinJaccardFlag reads --min_jaccard as a number in (0, 1].
+absl::StatusOr<std::optional<double>> ParseMinJaccardFlag(const RawFlags& raw) {
+  const std::optional<std::string> value = raw.Value("--min_jaccard");
+  if (!value) return std::nullopt;
+  double d = 0;
+  // !(d > 0 && d <= 1) also rejects NaN, which every comparison fails.
+  if (!absl::SimpleAtod(*value, &d) || !(d > 0 && d <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--min_jaccard must be a number in (0, 1] (a Jaccard similarity), got \"", *value, "\""));
   }
   return d;
 }
@@ -395,6 +452,58 @@ absl::StatusOr<NormalizeOptions> NormalizeFromFlags(RawFlags raw) {
   options.base = raw.Value("--base");
   options.explain = raw.Has("--explain");
   options.urls = std::move(raw.positional);
+  return options;
+}
+
+absl::StatusOr<CompareOptions> CompareFromFlags(const RawFlags& raw) {
+  CompareOptions options;
+  DEDUPD_ASSIGN_OR_RETURN(const std::optional<double> j, ParseMinJaccardFlag(raw));
+  options.min_jaccard = j.value_or(options.min_jaccard);
+  DEDUPD_ASSIGN_OR_RETURN(const std::optional<uint32_t> k,
+                          ParseBoundedUint32Flag(raw, "--max_hamming_distance", 0, 64));
+  options.max_hamming_distance = k.value_or(options.max_hamming_distance);
+  DEDUPD_ASSIGN_OR_RETURN(const std::optional<uint32_t> n,
+                          ParseBoundedUint32Flag(raw, "--examples", 0, 1000));
+  options.examples = n.value_or(options.examples);
+  options.docs = raw.Value("--docs");
+  const std::optional<std::string> pairs = raw.Value("--pairs");
+  if (!raw.positional.empty()) {
+    if (raw.positional.size() != 2) {
+      return absl::InvalidArgumentError(
+          "compare takes two text files FILE_A FILE_B, or pairs from --pairs or standard input");
+    }
+    if (options.docs || pairs) {
+      return absl::InvalidArgumentError(
+          "compare FILE_A FILE_B reads two texts: --docs and --pairs are for JSON lines of pairs");
+    }
+    options.file_a = raw.positional[0];
+    options.file_b = raw.positional[1];
+    return options;
+  }
+  options.pairs = pairs.value_or("-");
+  if (options.docs && *options.docs == "-" && options.pairs == "-") {
+    return absl::InvalidArgumentError(
+        "--docs and --pairs cannot both be standard input: give --pairs FILE");
+  }
+  return options;
+}
+
+absl::StatusOr<TuneOptions> TuneFromFlags(const RawFlags& raw) {
+  TuneOptions options;
+  const std::optional<std::string> docs = raw.Value("--docs");
+  if (!docs) return absl::InvalidArgumentError("tune needs --docs FILE");
+  options.docs = *docs;
+  options.pairs = raw.Value("--pairs");
+  if (options.pairs && *options.pairs == "-" && options.docs == "-") {
+    return absl::InvalidArgumentError(
+        "--docs and --pairs cannot both be standard input: give --pairs FILE");
+  }
+  DEDUPD_ASSIGN_OR_RETURN(const std::optional<uint32_t> n,
+                          ParseUint32Flag(raw, "--brute_force_max_docs", 0));
+  options.brute_force_max_docs = n.value_or(options.brute_force_max_docs);
+  if (!raw.positional.empty()) {
+    return absl::InvalidArgumentError("tune takes no arguments (the sample is --docs FILE)");
+  }
   return options;
 }
 
@@ -582,6 +691,20 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc, char** argv) {
                                        {"--config", "--base", "--explain"}));
     if (raw.help) return CommandLine{HelpOptions{}};
     return Wrap(NormalizeFromFlags(std::move(raw)));
+  }
+  if (command == "compare" || command == "tune") {
+    const bool compare = command == "compare";
+    std::vector<absl::string_view> flags = {"--docs", "--pairs"};
+    if (compare) {
+      flags.insert(flags.end(), {"--min_jaccard", "--max_hamming_distance", "--examples"});
+    } else {
+      flags.push_back("--brute_force_max_docs");
+    }
+    DEDUPD_ASSIGN_OR_RETURN(
+        RawFlags raw, ParseFlags(std::vector<std::string>(words.begin() + 1, words.end()), flags));
+    if (raw.help) return CommandLine{HelpOptions{}};
+    if (compare) return Wrap(CompareFromFlags(raw));
+    return Wrap(TuneFromFlags(raw));
   }
   for (const ServerCommand& c : kServerCommands) {
     if (command != c.name) continue;

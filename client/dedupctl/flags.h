@@ -52,6 +52,35 @@ struct NormalizeOptions {
   std::vector<std::string> urls;  // empty: standard input
 };
 
+// `compare FILE_A FILE_B` or `compare [--docs FILE] [--pairs FILE]`:
+// pairs of texts offline, each judged by SHA-256, estimated Jaccard and
+// SimHash distance (compare_commands.cc).
+struct CompareOptions {
+  // The two-file form: each file's whole content is one text.
+  std::optional<std::string> file_a, file_b;
+  // --docs: JSON lines {"id", "text"}; then the pairs name ids.
+  std::optional<std::string> docs;
+  // --pairs: JSON lines {"a", "b", "label"}; "-": standard input.
+  std::string pairs = "-";
+  // --min_jaccard (0 < J <= 1; default 0.8, the server's default),
+  // --max_hamming_distance (0..64; default 3), --examples (0..1000;
+  // default 5).
+  double min_jaccard = 0.8;
+  uint32_t max_hamming_distance = 3;
+  uint32_t examples = 5;
+};
+
+// `tune --docs FILE [--pairs FILE]`: histograms of the measures over a
+// sample's pairs and, with labelled pairs, precision and recall per
+// threshold (tune_commands.cc).
+struct TuneOptions {
+  std::string docs;                  // --docs, required
+  std::optional<std::string> pairs;  // --pairs: labelled pairs of ids
+  // --brute_force_max_docs: up to this many documents, every pair is
+  // examined, not only the LSH candidates. Default: 2000.
+  uint32_t brute_force_max_docs = 2000;
+};
+
 // `url check|peek|complete`.
 struct UrlOptions {
   dedupd::v1::ClaimMode mode = dedupd::v1::CLAIM_MODE_CLAIM;
@@ -109,8 +138,8 @@ struct AdminOptions {
 };
 
 struct CommandLine {
-  std::variant<HelpOptions, NormalizeOptions, UrlOptions, ContentOptions, ChunksOptions,
-               ResultsOptions, AdminOptions>
+  std::variant<HelpOptions, NormalizeOptions, CompareOptions, TuneOptions, UrlOptions,
+               ContentOptions, ChunksOptions, ResultsOptions, AdminOptions>
       options;
 };
 

@@ -1,5 +1,6 @@
 // dedupctl: dedupd from a shell. One URL (or one JSON document) a line in,
-// one JSON object a line out. `normalize` runs the normalizer offline; `url
+// one JSON object a line out. `normalize` runs the normalizer offline,
+// `compare` and `tune` the text measures (offline too); `url
 // check|peek`, `content check|peek` and `chunks check|peek` ask a server
 // through the client library, `results dedup` turns one JSON hit list
 // into one JSON decision, and `admin` runs the Admin calls.
@@ -27,6 +28,8 @@ struct Run {
     return kExitOk;
   }
   int operator()(const NormalizeOptions& o) const { return RunNormalize(o); }
+  int operator()(const CompareOptions& o) const { return RunCompare(o); }
+  int operator()(const TuneOptions& o) const { return RunTune(o); }
   int operator()(const UrlOptions& o) const { return RunUrl(o); }
   int operator()(const ContentOptions& o) const { return RunContent(o); }
   int operator()(const ChunksOptions& o) const { return RunChunks(o); }

@@ -39,4 +39,12 @@ std::string WithRawMember(std::string object, absl::string_view key, absl::strin
   return object;
 }
 
+std::string WithMembers(std::string object, absl::string_view members) {
+  if (members.size() <= 2) return object;  // "{}"
+  object.pop_back();                       // the closing '}'
+  if (object.size() > 1) object.push_back(',');
+  object.append(members.data() + 1, members.size() - 1);
+  return object;
+}
+
 }  // namespace dedupd::dedupctl

@@ -7,6 +7,7 @@
 //   EnumName(dedupd::v1::URL_VERDICT_NEW) == "NEW"
 //   JsonNumber(0.5) == "0.5"
 //   WithRawMember(R"({"a":1})", "b", "[]") == R"({"a":1,"b":[]})"
+//   WithMembers(R"({"a":1})", R"({"b":2,"c":3})") == R"({"a":1,"b":2,"c":3})"
 //
 // Thread-safe: pure functions.
 #ifndef DEDUPD_CLIENT_DEDUPCTL_OUTPUT_FORMAT_H_
@@ -53,6 +54,11 @@ std::string JsonNumber(double value);
 // nested objects and numbers that are not integers get into a line.
 // REQUIRES: raw_value is one valid JSON value.
 std::string WithRawMember(std::string object, absl::string_view key, absl::string_view raw_value);
+
+// WithMembers returns `object` with the members of `members` (another
+// JSON object) added at its end, in their order.
+// REQUIRES: both are JSON objects, e.g. from JsonObjectWriter::Finish.
+std::string WithMembers(std::string object, absl::string_view members);
 
 }  // namespace dedupd::dedupctl
 
