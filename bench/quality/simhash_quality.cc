@@ -43,7 +43,9 @@
 //       (SimHash k = 3..6, MinHash t = 0.50..0.95, over every kind: see PrintThresholds)
 //   mkind <name> negative=<0|1> pairs=<n> jaccard_p10=<x> jaccard_p50=<x> jaccard_max=<x>
 //   estimate_p50=<x> candidate=<x> simhash_k3=<x> .. simhash_k6=<x> minhash_<t>=<x> ..
-//       (share of the kind's pairs found near, at --kind_thresholds)
+//   near=<n> recall_simhash_k3=<x> .. recall_minhash_<t>=<x> ..
+//       (share of the kind's pairs found near, at --kind_thresholds; then among
+//       those with J >= 0.8)
 //
 // precision is nan when nothing is predicted near, recall nan when no pair is
 // near. hyperplane is the mean distance that random-hyperplane hashing of
@@ -1023,11 +1025,18 @@ void PrintThresholds(const std::vector<Result>& results, const std::vector<Kind>
   }
 }
 
+// "simhash_k3", "minhash_0.80": a setting in the "mkind" lines.
+std::string SettingKey(const Setting& s) {
+  return s.minhash ? absl::StrFormat("minhash_%.2f", s.t) : absl::StrFormat("simhash_k%d", s.k);
+}
+
 // Prints one "mkind" line per pair kind: the share of its pairs each
 // setting finds near (for a negative kind, the share merged by mistake),
 // SimHash at k = 3..6 and MinHash at each of `thresholds`, and its J.
 //   mkind <name> negative=<0|1> pairs= jaccard_p10= jaccard_p50= jaccard_max= estimate_p50=
-//   candidate= simhash_k3= .. simhash_k6= minhash_<t>= ..
+//   candidate= simhash_k3= .. simhash_k6= minhash_<t>= .. near= recall_simhash_k3= ..
+//   recall_minhash_<t>= ..
+// recall_*: the share found among the kind's pairs with J >= 0.8.
 void PrintMinHashKinds(const std::vector<Result>& results, const std::vector<Kind>& kinds,
                        const std::vector<double>& thresholds) {
   std::vector<Setting> settings;
@@ -1035,15 +1044,19 @@ void PrintMinHashKinds(const std::vector<Result>& results, const std::vector<Kin
   for (double t : thresholds) settings.push_back({true, 0, t});
   for (size_t ki = 0; ki < kinds.size(); ++ki) {
     std::vector<double> js, est;
-    int64_t pairs = 0, candidates = 0;
-    std::vector<int64_t> found(settings.size());
+    int64_t pairs = 0, candidates = 0, near = 0;
+    std::vector<int64_t> found(settings.size()), found_near(settings.size());
     for (const Result& r : results) {
       if (r.kind != ki) continue;
       ++pairs;
       js.push_back(r.jaccard);
       est.push_back(r.estimate);
       candidates += r.candidate;
-      for (size_t i = 0; i < settings.size(); ++i) found[i] += settings[i].Near(r);
+      near += r.jaccard >= kNearJaccard;
+      for (size_t i = 0; i < settings.size(); ++i) {
+        found[i] += settings[i].Near(r);
+        found_near[i] += r.jaccard >= kNearJaccard && settings[i].Near(r);
+      }
     }
     std::string line = absl::StrFormat(
         "mkind %s negative=%d pairs=%d jaccard_p10=%.3f jaccard_p50=%.3f jaccard_max=%.3f "
@@ -1051,10 +1064,11 @@ void PrintMinHashKinds(const std::vector<Result>& results, const std::vector<Kin
         kinds[ki].name, kinds[ki].negative ? 1 : 0, pairs, Quantile(js, 0.1), Quantile(js, 0.5),
         Quantile(js, 1.0), Quantile(est, 0.5), Ratio(candidates, pairs));
     for (size_t i = 0; i < settings.size(); ++i) {
-      absl::StrAppend(&line, " ",
-                      settings[i].minhash ? absl::StrFormat("minhash_%.2f", settings[i].t)
-                                          : absl::StrFormat("simhash_k%d", settings[i].k),
-                      "=", Ratio(found[i], pairs));
+      absl::StrAppend(&line, " ", SettingKey(settings[i]), "=", Ratio(found[i], pairs));
+    }
+    absl::StrAppend(&line, " near=", near);
+    for (size_t i = 0; i < settings.size(); ++i) {
+      absl::StrAppend(&line, " recall_", SettingKey(settings[i]), "=", Ratio(found_near[i], near));
     }
     absl::PrintF("%s\n", line);
   }
