@@ -71,6 +71,11 @@ step simhash_quality \
   "$build_dir/bench/dedupd_simhash_quality" --tiny \
   --pages_dir="$here/corpus/quality_sample_pages"
 
+step simhash_quality_minhash \
+  '^threshold measure=minhash min_jaccard=0.80 pairs=[0-9]+ near=[0-9]+ far=[0-9]+ tp=[0-9]+ fp=[0-9]+ fn=[0-9]+ precision=([0-9.]+|nan) recall=([0-9.]+|nan) .* negatives=[0-9]+ merged=[0-9]+$' \
+  "$build_dir/bench/dedupd_simhash_quality" --tiny \
+  --pages_dir="$here/corpus/quality_sample_pages"
+
 step content_fingerprint_bench \
   '^fingerprint docs=5 bytes=[0-9]+ rounds=1 mb_per_sec=[0-9.]+ textbook_mb_per_sec=[0-9.]+ ratio=[0-9.]+ ' \
   "$build_dir/bench/dedupd_content_fingerprint_bench" --tiny \
@@ -121,6 +126,15 @@ step results_dedup_bench \
 step chunk_quality \
   '^quality words=all k=3 pairs=[0-9]+ near=[0-9]+ between=[0-9]+ far=[0-9]+ precision=([0-9.]+|nan) unrelated=[0-9]+ unrelated_per_pair=[0-9.e+-]+ edits=[0-9]+ edits_near=[0-9]+ recall=([0-9.]+|nan) edits_found=([0-9.]+|nan)$' \
   "$build_dir/bench/dedupd_chunk_quality" --tiny --pages_dir="$here/corpus/sample_pages"
+
+step chunk_quality_minhash \
+  '^minhash words=all min_jaccard=0.80 pairs=[0-9]+ near=[0-9]+ between=[0-9]+ far=[0-9]+ precision=([0-9.]+|nan) edits=[0-9]+ edits_near=[0-9]+ recall=([0-9.]+|nan) .* edits_found=([0-9.]+|nan)$' \
+  "$build_dir/bench/dedupd_chunk_quality" --tiny --pages_dir="$here/corpus/sample_pages"
+
+step chunk_quality_preamble_minhash \
+  '^preamble pages=30 measure=minhash min_jaccard=0.80 chunks=[0-9]+ .* content_near_wrong=[0-9]+ ' \
+  "$build_dir/bench/dedupd_chunk_quality" \
+  --preamble_dir="$here/../tests/testdata/preamble"
 
 step chunk_quality_preamble \
   '^preamble pages=30 k=3 rule=on chunks=[0-9]+ .* content_near_wrong=[0-9]+ ' \

@@ -30,6 +30,29 @@
 //   edits_found=<x>
 //       (ChunkNearDistance applied to the shorter text, at --k)
 //
+//   minhash words=<range> min_jaccard=<t> pairs=<n> near=<n> between=<n> far=<n> precision=<x>
+//   edits=<n> edits_near=<n> recall=<x> recall_own=<x> recall_plus=<x> fn_lsh=<n> fn_verify=<n>
+//   edits_found=<x>
+//       (MinHash + LSH + verification, as the store does it, per bucket and all, for
+//       min_jaccard = 0.50..0.95; over every edit kind)
+//   simhash_edits words=<range> k=<k> edits=<n> edits_near=<n> recall=<x> recall_j85=<x> ...
+//       (SimHash at k = 3..6 over the same edits)
+//   ckind <kind> words=<range> edits=<n> edits_near=<n> jaccard_p50=<x> simhash_k3=<x> ...
+//   minhash_0.80=<x> minhash_0.85=<x> minhash_0.90=<x>
+//       (recall of the edits with J >= 0.8, per edit kind and bucket)
+//
+// The MinHash lines count every pair of distinct chunks that shares a band
+// key of an LshIndex of all of them and whose EstimateJaccard reaches t;
+// the edits are the three one-word edits above plus, from a second seeded
+// stream per bucket (so the first three stay the same), 5% of the words
+// substituted, the last 10% cut, the last 10% replaced by another chunk's
+// words (a changed footer) and the first 10% dropped with 10% of another
+// chunk appended (a chunk boundary moved by re-chunking); each "N%" touches
+// at least one word. The "quality" and "rule" lines use the one-word edits
+// only, as before. recall_own: edits with J >= t found; recall_plus: J >=
+// t + 0.05; fn_lsh / fn_verify: edits with J >= 0.8 missed because no band
+// key matched / the estimate was below t.
+//
 // pairs: distinct-chunk pairs within distance k; precision = near / (near +
 // far); unrelated: far pairs with J = 0 (no shared shingle) whose texts are
 // both in the bucket, and unrelated_per_pair that count over all pairs of the
@@ -48,10 +71,13 @@
 // page_*.txt): each page is ingested as preamble + blank line + page, in
 // file-name order, at the library level: chunked, an exact match by
 // SHA-256 of the normalized chunk, else a near match in a SimHashIndex at
-// --k (without, then with, ChunkNearDistance), then stored. A chunk lies in
+// --k (without, then with, ChunkNearDistance), or, in the MinHash lines, an
+// LshIndex (18 x 7) candidate whose EstimateJaccard reaches
+// --preamble_min_jaccard (the best one), then stored. A chunk lies in
 // the preamble, in the page ("content"), or across the boundary ("mixed").
 //
-//   preamble pages=<n> k=<k> rule=<off|on> chunks=<n> preamble_chunks=<n> preamble_dup=<n>
+//   preamble pages=<n> <k=<k> rule=<off|on>|measure=minhash min_jaccard=<t>> chunks=<n>
+//   preamble_chunks=<n> preamble_dup=<n>
 //   preamble_dup_of_first=<n> preamble_missed=<n> content_chunks=<n> content_exact=<n>
 //   content_near=<n> content_near_wrong=<n> content_near_far=<n> mixed_chunks=<n> mixed_exact=<n>
 //   mixed_near=<n> mixed_near_wrong=<n>
@@ -90,8 +116,10 @@
 #include "bench/corpus/chunker.h"
 #include "bench/corpus/read_pages.h"
 #include "bench/quality/sorted_sets.h"
+#include "core/index/lsh_index.h"
 #include "core/index/simhash_index.h"
 #include "core/text/chunk_near_rule.h"
+#include "core/text/minhash.h"
 #include "core/text/sha256.h"
 #include "core/text/simhash.h"
 #include "core/text/text_normalizer.h"
@@ -115,6 +143,9 @@ ABSL_FLAG(int, worst, 0, "print to stderr the N far pairs with the smallest dist
 ABSL_FLAG(std::string, preamble_dir, "",
           "run the shared-preamble scenario on DIR/preamble.txt and DIR/page_*.txt "
           "instead of the quality measurement");
+ABSL_FLAG(std::vector<std::string>, preamble_min_jaccard,
+          std::vector<std::string>({"0.8", "0.85", "0.9"}),
+          "min_jaccard values of the preamble scenario's MinHash lines");
 ABSL_FLAG(bool, tiny, false, "CI size: --edits_per_bucket=20 (numbers mean nothing)");
 
 namespace {
@@ -184,7 +215,14 @@ struct Chunk {
   std::string text;  // normalized
   size_t words = 0;
   uint64_t simhash = 0;
+  dedupd::MinHashSignature minhash{};
   std::vector<absl::string_view> features;  // into `text`
+};
+
+// Pairs of distinct chunks that MinHash + LSH finds near at one threshold,
+// in one bucket (of the shorter text), by exact J.
+struct PairCounts {
+  int64_t pairs = 0, near = 0, between = 0, far = 0;
 };
 
 struct Pair {
@@ -199,7 +237,29 @@ struct Edit {
   size_t words;  // of the original chunk
   int distance;
   double jaccard;
+  int kind = 0;  // index into kEditKinds
+  // MinHash + LSH as the store does it: the two texts share a band key of
+  // the 18 x 7 LshIndex; their EstimateJaccard.
+  bool candidate = false;
+  double estimate = 0;
+  bool MinHashNear(double t) const { return candidate && estimate >= t; }
 };
+
+// The edits of a chunk: the first three (one word) since the SimHash
+// bench; the others added with MinHash, drawn from a separate stream so
+// the first three stay the same. "Npct" edits touch max(1, round(N% of
+// the words)) words.
+constexpr const char* kEditKinds[] = {
+    "sub_1w",
+    "ins_1w",
+    "del_1w",
+    "sub_5pct",
+    "truncate_10pct",       // the last words dropped
+    "tail_changed_10pct",   // the last words replaced by another chunk's (a changed footer)
+    "boundary_shift_10pct"  // the first words dropped, another chunk's appended (re-chunking)
+};
+constexpr int kNumEditKinds = sizeof(kEditKinds) / sizeof(kEditKinds[0]);
+constexpr int kOneWordEditKinds = 3;
 
 // Counts of one (bucket, k) row.
 struct Row {
@@ -271,7 +331,8 @@ struct ChunkSet {
 // `corpus` (empty on entry), once per distinct normalized chunk. Returns
 // false, after saying why on stderr, when the directory cannot be listed or
 // gives fewer than 2 distinct chunks.
-bool LoadChunks(const QualityOptions& o, const dedupd::SimHasher& hasher, ChunkSet* corpus) {
+bool LoadChunks(const QualityOptions& o, const dedupd::SimHasher& hasher,
+                const dedupd::MinHasher& minhasher, ChunkSet* corpus) {
   std::vector<std::string> paths;
   if (!dedupd::bench::ListPages(o.pages_dir, &paths)) {
     std::cerr << "chunk_quality: cannot list " << o.pages_dir << "\n";
@@ -303,6 +364,7 @@ bool LoadChunks(const QualityOptions& o, const dedupd::SimHasher& hasher, ChunkS
         ch.text = normalized;
         ch.words = WordCount(ch.text);
         ch.simhash = hasher.Fingerprint(ch.text);
+        ch.minhash = minhasher.Sign(ch.text);
         ch.features = FeatureSet(ch.text);
       }
     }
@@ -341,18 +403,123 @@ std::vector<Pair> FindPairs(const std::deque<Chunk>& chunks, int max_k) {
   return pairs;
 }
 
+// The thresholds of the "minhash" lines: 0.50, 0.55, ..., 0.95.
+std::vector<double> ThresholdGrid() {
+  std::vector<double> out;
+  for (int i = 10; i <= 19; ++i) out.push_back(i * 0.05);
+  return out;
+}
+
+// CountMinHashPairs counts every pair of distinct chunks that shares a band
+// key of the store's 18 x 7 LshIndex and whose EstimateJaccard reaches t:
+// what the store would answer near at min_jaccard t. Returns
+// counts[ti][b] for ThresholdGrid()[ti] and bucket b (kNumBuckets: all).
+// Counted, not kept: chunks of one shingle (up to 3 words) have all 128
+// slots equal, so two of them collide with probability 1/256 and there are
+// millions of such pairs.
+std::vector<std::vector<PairCounts>> CountMinHashPairs(const std::deque<Chunk>& chunks) {
+  const std::vector<double> grid = ThresholdGrid();
+  std::vector<std::vector<PairCounts>> counts(grid.size(),
+                                              std::vector<PairCounts>(kNumBuckets + 1));
+  dedupd::LshIndex index;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    index.Insert(chunks[i].minhash, static_cast<uint32_t>(i));
+  }
+  std::vector<uint32_t> ids;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    index.Query(chunks[i].minhash, &ids);
+    for (uint32_t id : ids) {
+      if (id <= i) continue;
+      const Chunk& a = chunks[i];
+      const Chunk& b = chunks[id];
+      const double est = dedupd::EstimateJaccard(a.minhash, b.minhash);
+      if (est < grid[0]) continue;
+      const double j = dedupd::bench::SortedJaccard(a.features, b.features);
+      for (size_t ti = 0; ti < grid.size() && grid[ti] <= est; ++ti) {
+        for (size_t bk : {BucketOf(std::min(a.words, b.words)), kNumBuckets}) {
+          PairCounts& c = counts[ti][bk];
+          ++c.pairs;
+          ++(j >= kNearJaccard ? c.near : j < kFarJaccard ? c.far : c.between);
+        }
+      }
+    }
+  }
+  return counts;
+}
+
+// Up to n words of other chunks, from the start of random chunks.
+std::vector<absl::string_view> OtherWords(const std::deque<Chunk>& chunks, size_t n, Rng& rng) {
+  std::vector<absl::string_view> out;
+  while (out.size() < n) {
+    const Chunk& o = chunks[rng.Uniform(chunks.size())];
+    for (absl::string_view w : absl::StrSplit(o.text, ' ')) {
+      if (out.size() < n) out.push_back(w);
+    }
+  }
+  return out;
+}
+
+// The text of edit kind `kind` >= kOneWordEditKinds of `words`; false when
+// the chunk is too short for it (one word).
+bool AddedEdit(const std::deque<Chunk>& chunks, const std::vector<absl::string_view>& words,
+               int kind, Rng& rng, std::string* out) {
+  const size_t w = words.size();
+  const double fraction = kind == 3 ? 0.05 : 0.10;
+  const size_t n = std::max<size_t>(1, static_cast<size_t>(std::llround(w * fraction)));
+  std::vector<absl::string_view> e = words;
+  if (kind == 3) {  // sub_5pct: n distinct positions
+    std::vector<size_t> pos(w);
+    for (size_t i = 0; i < w; ++i) pos[i] = i;
+    for (size_t i = 0; i < std::min(n, w); ++i) {
+      std::swap(pos[i], pos[i + rng.Uniform(w - i)]);
+      e[pos[i]] = OtherWords(chunks, 1, rng)[0];
+    }
+  } else {
+    if (w < 2 || n >= w) return false;
+    e.resize(w - n);
+    if (kind == 5) {  // tail_changed
+      for (absl::string_view x : OtherWords(chunks, n, rng)) e.push_back(x);
+    } else if (kind == 6) {  // boundary_shift
+      e.assign(words.begin() + n, words.end());
+      for (absl::string_view x : OtherWords(chunks, n, rng)) e.push_back(x);
+    }
+  }
+  *out = absl::StrJoin(e, " ");
+  return true;
+}
+
+// MeasureEdit returns the edit of `c` into `edited`: SimHash distance,
+// exact Jaccard and MinHash's verdict (lsh: an empty scratch index).
+Edit MeasureEdit(const Chunk& c, const std::string& edited, int kind,
+                 const dedupd::SimHasher& hasher, const dedupd::MinHasher& minhasher,
+                 dedupd::LshIndex* lsh) {
+  Edit e{c.words, dedupd::HammingDistance(c.simhash, hasher.Fingerprint(edited)),
+         dedupd::bench::SortedJaccard(c.features, FeatureSet(edited))};
+  e.kind = kind;
+  const dedupd::MinHashSignature sig = minhasher.Sign(edited);
+  lsh->Insert(c.minhash, 0);
+  e.candidate = !lsh->Query(sig).empty();
+  lsh->Erase(c.minhash, 0);
+  e.estimate = dedupd::EstimateJaccard(c.minhash, sig);
+  return e;
+}
+
 // MakeEdits returns the controlled edits: per bucket, up to
-// edits_per_bucket distinct chunks in a seeded random order, each with the
-// three one-word edits.
+// edits_per_bucket distinct chunks in a seeded random order, each with
+// every edit kind (kEditKinds).
 std::vector<Edit> MakeEdits(const std::deque<Chunk>& chunks, const dedupd::SimHasher& hasher,
-                            int edits_per_bucket, uint64_t seed) {
+                            const dedupd::MinHasher& minhasher, int edits_per_bucket,
+                            uint64_t seed) {
+  dedupd::LshIndex lsh(dedupd::LshIndex::kDefaultBands, dedupd::LshIndex::kDefaultRows,
+                       dedupd::LshIndex::kMinBucketBits);
   std::vector<Edit> edits;
   std::vector<std::vector<uint32_t>> members(kNumBuckets);
   for (size_t i = 0; i < chunks.size(); ++i) {
     members[BucketOf(chunks[i].words)].push_back(static_cast<uint32_t>(i));
   }
   for (size_t b = 0; b < kNumBuckets; ++b) {
-    Rng rng(seed * 1000003 + b);  // one stream per bucket
+    Rng rng(seed * 1000003 + b);              // one stream per bucket
+    Rng added_rng(seed * 1000003 + 100 + b);  // the edits added with MinHash
     std::vector<uint32_t>& m = members[b];
     const size_t n = std::min(m.size(), static_cast<size_t>(edits_per_bucket));
     for (size_t i = 0; i < n; ++i) std::swap(m[i], m[i + rng.Uniform(m.size() - i)]);
@@ -371,8 +538,12 @@ std::vector<Edit> MakeEdits(const std::deque<Chunk>& chunks, const dedupd::SimHa
           if (kind != 0 || other != words[pos]) break;
         }
         const std::string edited = EditedText(words, kind, pos, other);
-        edits.push_back({c.words, dedupd::HammingDistance(c.simhash, hasher.Fingerprint(edited)),
-                         dedupd::bench::SortedJaccard(c.features, FeatureSet(edited))});
+        edits.push_back(MeasureEdit(c, edited, kind, hasher, minhasher, &lsh));
+      }
+      for (int kind = kOneWordEditKinds; kind < kNumEditKinds; ++kind) {
+        std::string edited;
+        if (!AddedEdit(chunks, words, kind, added_rng, &edited)) continue;
+        edits.push_back(MeasureEdit(c, edited, kind, hasher, minhasher, &lsh));
       }
     }
   }
@@ -410,6 +581,7 @@ std::vector<std::vector<Row>> CountRows(const std::vector<Pair>& pairs,
     }
   }
   for (const Edit& e : edits) {
+    if (e.kind >= kOneWordEditKinds) continue;  // the "quality" lines predate them
     for (int kk = 0; kk <= max_k; ++kk) {
       for (size_t b : {BucketOf(e.words), kNumBuckets}) AddEdit(e, kk, &rows[b][kk]);
     }
@@ -487,7 +659,9 @@ void PrintRuleRows(const std::vector<Pair>& pairs, const std::vector<Edit>& edit
       r.far += p.jaccard < kFarJaccard;
     }
     for (const Edit& e : edits) {
-      if (in_bucket(e.words)) AddEdit(e, dedupd::ChunkNearDistance(e.words, k), &r);
+      if (e.kind < kOneWordEditKinds && in_bucket(e.words)) {
+        AddEdit(e, dedupd::ChunkNearDistance(e.words, k), &r);
+      }
     }
     const std::string effective =
         b == kNumBuckets ? "-"
@@ -499,6 +673,115 @@ void PrintRuleRows(const std::vector<Pair>& pairs, const std::vector<Edit>& edit
         "edits_found=%s\n",
         k, b < kNumBuckets ? kBuckets[b].name : "all", effective, r.pairs, r.near, r.far,
         Ratio(r.near, r.near + r.far), Ratio(r.found_near, r.edits_near), Ratio(r.found, r.edits));
+  }
+}
+
+// Found / total of the edits in bucket b (kNumBuckets: all) with J >= lo
+// (lo - 1e-9: 4/5 counts as 0.8), `found` deciding.
+template <typename Found>
+std::string EditRecall(const std::vector<Edit>& edits, size_t b, int kind, double lo, Found found) {
+  int64_t n = 0, f = 0;
+  for (const Edit& e : edits) {
+    if (b != kNumBuckets && BucketOf(e.words) != b) continue;
+    if (kind >= 0 && e.kind != kind) continue;
+    if (e.jaccard < lo - 1e-9) continue;
+    ++n;
+    f += found(e);
+  }
+  return Ratio(f, n);
+}
+
+// Prints the "minhash" lines: MinHash + LSH + verification at min_jaccard
+// t, per bucket and all, for t = 0.50..0.95; and the "simhash_edits" lines,
+// SimHash's recall over the same edits (every kind) at k = 3..6.
+//   minhash words=<b> min_jaccard=<t> pairs= near= between= far= precision= edits= edits_near=
+//   recall= recall_own= recall_plus= fn_lsh= fn_verify= edits_found=
+//   simhash_edits words=<b> k=<k> edits= edits_near= recall= recall_j85= recall_j90=
+//   recall_j95= edits_found=
+// pairs: distinct-chunk pairs found near (a shared band key and estimate
+// >= t); precision = near / (near + far) among them; recall: edits with J
+// >= 0.8 found; recall_own: J >= t; recall_plus: J >= t + 0.05; fn_lsh /
+// fn_verify: edits with J >= 0.8 missed for want of a shared band / an
+// estimate below t; edits_found: all edits found.
+void PrintMinHashRows(const std::vector<std::vector<PairCounts>>& pair_counts,
+                      const std::vector<Edit>& edits) {
+  const std::vector<double> grid = ThresholdGrid();
+  for (size_t ti = 0; ti < grid.size(); ++ti) {
+    const double t = grid[ti];
+    for (size_t b = 0; b <= kNumBuckets; ++b) {
+      const PairCounts& pc = pair_counts[ti][b];
+      const int64_t n = pc.pairs, near = pc.near, between = pc.between, far = pc.far;
+      int64_t count = 0, edits_near = 0, fn_lsh = 0, fn_verify = 0;
+      for (const Edit& e : edits) {
+        if (b != kNumBuckets && BucketOf(e.words) != b) continue;
+        ++count;
+        edits_near += e.jaccard >= kNearJaccard - 1e-9;
+        if (e.jaccard >= kNearJaccard && !e.MinHashNear(t)) ++(e.candidate ? fn_verify : fn_lsh);
+      }
+      auto found = [t](const Edit& e) { return e.MinHashNear(t); };
+      absl::PrintF(
+          "minhash words=%s min_jaccard=%.2f pairs=%d near=%d between=%d far=%d precision=%s "
+          "edits=%d edits_near=%d recall=%s recall_own=%s recall_plus=%s fn_lsh=%d "
+          "fn_verify=%d edits_found=%s\n",
+          b < kNumBuckets ? kBuckets[b].name : "all", t, n, near, between, far,
+          Ratio(near, near + far), count, edits_near, EditRecall(edits, b, -1, kNearJaccard, found),
+          EditRecall(edits, b, -1, t, found),
+          t + 0.05 > 1 + 1e-9 ? "nan" : EditRecall(edits, b, -1, t + 0.05, found), fn_lsh,
+          fn_verify, EditRecall(edits, b, -1, 0, found));
+    }
+  }
+  for (int k = 3; k <= 6; ++k) {
+    for (size_t b = 0; b <= kNumBuckets; ++b) {
+      auto found = [k](const Edit& e) { return e.distance <= k; };
+      int64_t count = 0, near = 0;
+      for (const Edit& e : edits) {
+        if (b != kNumBuckets && BucketOf(e.words) != b) continue;
+        ++count;
+        near += e.jaccard >= kNearJaccard - 1e-9;
+      }
+      absl::PrintF(
+          "simhash_edits words=%s k=%d edits=%d edits_near=%d recall=%s recall_j85=%s "
+          "recall_j90=%s recall_j95=%s edits_found=%s\n",
+          b < kNumBuckets ? kBuckets[b].name : "all", k, count, near,
+          EditRecall(edits, b, -1, kNearJaccard, found), EditRecall(edits, b, -1, 0.85, found),
+          EditRecall(edits, b, -1, 0.9, found), EditRecall(edits, b, -1, 0.95, found),
+          EditRecall(edits, b, -1, 0, found));
+    }
+  }
+}
+
+// Prints one "ckind" line per edit kind and bucket (and all): its edits,
+// how many stay J >= 0.8, and the recall of those (J >= 0.8) of SimHash at
+// k = 3..6 and of MinHash at min_jaccard 0.8, 0.85, 0.9.
+//   ckind <kind> words=<b> edits= edits_near= jaccard_p50= simhash_k3= .. simhash_k6=
+//   minhash_0.80= minhash_0.85= minhash_0.90=
+void PrintEditKinds(const std::vector<Edit>& edits) {
+  for (int kind = 0; kind < kNumEditKinds; ++kind) {
+    for (size_t b = 0; b <= kNumBuckets; ++b) {
+      std::vector<double> js;
+      int64_t near = 0;
+      for (const Edit& e : edits) {
+        if (e.kind != kind || (b != kNumBuckets && BucketOf(e.words) != b)) continue;
+        js.push_back(e.jaccard);
+        near += e.jaccard >= kNearJaccard - 1e-9;
+      }
+      if (js.empty()) continue;
+      std::sort(js.begin(), js.end());
+      std::string line = absl::StrFormat(
+          "ckind %s words=%s edits=%d edits_near=%d jaccard_p50=%.3f", kEditKinds[kind],
+          b < kNumBuckets ? kBuckets[b].name : "all", js.size(), near, js[js.size() / 2]);
+      for (int k = 3; k <= 6; ++k) {
+        absl::StrAppend(&line, " simhash_k", k, "=",
+                        EditRecall(edits, b, kind, kNearJaccard,
+                                   [k](const Edit& e) { return e.distance <= k; }));
+      }
+      for (double t : {0.8, 0.85, 0.9}) {
+        absl::StrAppend(&line, absl::StrFormat(" minhash_%.2f=", t),
+                        EditRecall(edits, b, kind, kNearJaccard,
+                                   [t](const Edit& e) { return e.MinHashNear(t); }));
+      }
+      absl::PrintF("%s\n", line);
+    }
   }
 }
 
@@ -522,16 +805,21 @@ void PrintWorstFar(const std::vector<Pair>& pairs, const std::deque<Chunk>& chun
 int RunQuality() {
   const QualityOptions o = QualityOptionsFromFlags();
   const dedupd::SimHasher hasher;
+  const dedupd::MinHasher minhasher;
   ChunkSet corpus;
-  if (!LoadChunks(o, hasher, &corpus)) return 1;
+  if (!LoadChunks(o, hasher, minhasher, &corpus)) return 1;
   const std::vector<Pair> pairs = FindPairs(corpus.chunks, o.max_k);
-  const std::vector<Edit> edits = MakeEdits(corpus.chunks, hasher, o.edits_per_bucket, o.seed);
+  const std::vector<Edit> edits =
+      MakeEdits(corpus.chunks, hasher, minhasher, o.edits_per_bucket, o.seed);
+  const std::vector<std::vector<PairCounts>> minhash_pairs = CountMinHashPairs(corpus.chunks);
   const std::vector<std::vector<Row>> rows = CountRows(pairs, edits, o.max_k);
 
   PrintHeader(o, corpus, pairs.size(), edits.size());
   const std::vector<double> bucket_size = PrintBuckets(corpus.chunks);
   PrintQualityRows(rows, bucket_size);
   if (o.k >= 0 && o.k <= o.max_k) PrintRuleRows(pairs, edits, o.k);
+  PrintMinHashRows(minhash_pairs, edits);
+  PrintEditKinds(edits);
   if (o.worst > 0) PrintWorstFar(pairs, corpus.chunks, o.worst);
   return 0;
 }
@@ -542,6 +830,7 @@ enum class Part { kPreamble, kContent, kMixed };
 
 struct Ingested {
   std::string text;  // normalized
+  dedupd::MinHashSignature minhash;
   std::vector<absl::string_view> features;
   Part part;
   size_t page;
@@ -587,10 +876,29 @@ int RunPreamble() {
     preamble.pop_back();
 
   const dedupd::SimHasher hasher;
-  for (bool rule : {false, true}) {
+  const dedupd::MinHasher minhasher;
+  // SimHash at k without and with the short-chunk rule, then MinHash + LSH
+  // + verification at each --preamble_min_jaccard.
+  struct Mode {
+    bool minhash, rule;
+    double t;
+  };
+  std::vector<Mode> modes = {{false, false, 0}, {false, true, 0}};
+  for (const std::string& v : absl::GetFlag(FLAGS_preamble_min_jaccard)) {
+    double t = 0;
+    if (!absl::SimpleAtod(v, &t) || !(t > 0 && t <= 1)) {
+      std::cerr << "chunk_quality: --preamble_min_jaccard: " << v << " is not in (0, 1]\n";
+      return 2;
+    }
+    modes.push_back({true, false, t});
+  }
+  for (const Mode& mode : modes) {
+    const bool rule = mode.rule;
     std::deque<Ingested> stored;
     absl::flat_hash_map<dedupd::Sha256Digest, uint32_t> by_sha;
     dedupd::SimHashIndex index(k);
+    dedupd::LshIndex lsh(dedupd::LshIndex::kDefaultBands, dedupd::LshIndex::kDefaultRows, 10);
+    std::vector<uint32_t> candidates;
     ScenarioCounts n;
     for (size_t pi = 0; pi < pages.size(); ++pi) {
       const std::string text = preamble + "\n\n" + pages[pi];
@@ -605,7 +913,8 @@ int RunPreamble() {
         const Part part = end <= preamble.size()    ? Part::kPreamble
                           : begin > preamble.size() ? Part::kContent
                                                     : Part::kMixed;
-        Ingested in{*std::move(norm), {}, part, pi};
+        Ingested in{*std::move(norm), {}, {}, part, pi};
+        in.minhash = minhasher.Sign(in.text);
         in.features = FeatureSet(in.text);
         const dedupd::Sha256Digest sha = dedupd::Sha256(in.text);
         const uint64_t fp = hasher.Fingerprint(in.text);
@@ -615,6 +924,17 @@ int RunPreamble() {
         if (auto it = by_sha.find(sha); it != by_sha.end()) {
           owner = &stored[it->second];
           exact = true;
+        } else if (mode.minhash) {
+          // The store's test: LSH candidates, the best estimate >= t.
+          lsh.Query(in.minhash, &candidates);
+          double best = -1;
+          for (uint32_t id : candidates) {
+            const double est = dedupd::EstimateJaccard(in.minhash, stored[id].minhash);
+            if (est >= mode.t && est > best) {
+              best = est;
+              owner = &stored[id];
+            }
+          }
         } else {
           const int d = rule ? dedupd::ChunkNearDistance(WordCount(in.text), k) : k;
           if (d >= 0) {
@@ -651,19 +971,23 @@ int RunPreamble() {
           const uint32_t id = static_cast<uint32_t>(stored.size());
           by_sha.emplace(sha, id);
           index.Insert(fp, id);
+          lsh.Insert(in.minhash, id);
           stored.push_back(std::move(in));
         }
       }
     }
+    const std::string setting = mode.minhash
+                                    ? absl::StrFormat("measure=minhash min_jaccard=%.2f", mode.t)
+                                    : absl::StrFormat("k=%d rule=%s", k, rule ? "on" : "off");
     absl::PrintF(
-        "preamble pages=%d k=%d rule=%s chunks=%d preamble_chunks=%d preamble_dup=%d "
+        "preamble pages=%d %s chunks=%d preamble_chunks=%d preamble_dup=%d "
         "preamble_dup_of_first=%d preamble_missed=%d content_chunks=%d content_exact=%d "
         "content_near=%d content_near_wrong=%d content_near_far=%d mixed_chunks=%d "
         "mixed_exact=%d mixed_near=%d mixed_near_wrong=%d\n",
-        pages.size(), k, rule ? "on" : "off", n.chunks, n.preamble, n.preamble_dup,
-        n.preamble_dup_of_first, n.preamble - n.preamble_dup, n.content, n.content_exact,
-        n.content_near, n.content_near_wrong, n.content_near_far, n.mixed, n.mixed_exact,
-        n.mixed_near, n.mixed_near_wrong);
+        pages.size(), setting, n.chunks, n.preamble, n.preamble_dup, n.preamble_dup_of_first,
+        n.preamble - n.preamble_dup, n.content, n.content_exact, n.content_near,
+        n.content_near_wrong, n.content_near_far, n.mixed, n.mixed_exact, n.mixed_near,
+        n.mixed_near_wrong);
   }
   return 0;
 }

@@ -12,7 +12,20 @@
 // Jaccard similarity J of the sets of `--shingle_words`-word shingles of the
 // two normalized texts: J >= 0.8 is "near", J < 0.5 is "far", the pairs in
 // between are counted but left out of precision and recall. SimHash predicts
-// near when HammingDistance(a, b) <= k. Output, one fixed-format line each:
+// near when HammingDistance(a, b) <= k. MinHash predicts near at min_jaccard
+// t as the store does: the two texts' signatures (MinHasher) share a band key
+// of an LshIndex (18 x 7), and EstimateJaccard >= t.
+//
+// Kinds added with MinHash (left out of the "quality" and "distance" lines,
+// which stay comparable with earlier runs): 2% and 5% of the words
+// substituted; the footer replaced by another site's; a ~110-word cookie
+// preamble prepended; and hard negatives: two module pages of one Python
+// module family ("email.parser" and "email.message"); two product pages of
+// one shop template (different products; ProductPage: ~590 words of shared
+// template text, a 0-80-word description, so J ~0.6-0.9); two pages of one
+// product that differ in one attribute (colour, size, material or price);
+// two distinct pages behind the same preamble. Output, one fixed-format line
+// each:
 //
 //   # simhash_quality pages=<n> words_mean=<w> seed=<s> pairs_per_kind=<p> ...
 //   quality k=<k> pairs=<n> near=<n> far=<n> between=<n> tp=<n> fp=<n> fn=<n> tn=<n> precision=<x>
@@ -24,6 +37,15 @@
 //   distance jaccard=[<lo>,<hi>) words=<range> pairs=<n> distance_p10=<d> distance_p50=<d>
 //   distance_p90=<d> hyperplane=<x> within_k=<x>
 //       (SimHash distance by Jaccard band and page length, all kinds)
+//   threshold measure=<simhash k=<k>|minhash min_jaccard=<t>> pairs=<n> near=<n> far=<n> tp=<n>
+//   fp=<n> fn=<n> precision=<x> recall=<x> recall_j85=<x> recall_j90=<x> recall_j95=<x>
+//   recall_own=<x> recall_plus=<x> fn_lsh=<n> fn_verify=<n> below_t=<n> negatives=<n> merged=<n>
+//       (SimHash k = 3..6, MinHash t = 0.50..0.95, over every kind: see PrintThresholds)
+//   mkind <name> negative=<0|1> pairs=<n> jaccard_p10=<x> jaccard_p50=<x> jaccard_max=<x>
+//   estimate_p50=<x> candidate=<x> simhash_k3=<x> .. simhash_k6=<x> minhash_<t>=<x> ..
+//   near=<n> recall_simhash_k3=<x> .. recall_minhash_<t>=<x> ..
+//       (share of the kind's pairs found near, at --kind_thresholds; then among
+//       those with J >= 0.8)
 //
 // precision is nan when nothing is predicted near, recall nan when no pair is
 // near. hyperplane is the mean distance that random-hyperplane hashing of
@@ -57,6 +79,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -65,6 +88,8 @@
 #include "absl/strings/string_view.h"
 #include "bench/corpus/read_pages.h"
 #include "bench/quality/sorted_sets.h"
+#include "core/index/lsh_index.h"
+#include "core/text/minhash.h"
 #include "core/text/simhash.h"
 #include "core/text/text_normalizer.h"
 
@@ -80,6 +105,10 @@ ABSL_FLAG(int, shingle_words, 3, "words per shingle, for both SimHash and the ex
 ABSL_FLAG(int, worst, 0,
           "print to stderr the N near pairs with the largest and the N far pairs "
           "with the smallest SimHash distance");
+ABSL_FLAG(std::vector<std::string>, kind_thresholds,
+          std::vector<std::string>({"0.8", "0.85", "0.9"}),
+          "min_jaccard values of the per-kind MinHash lines (the threshold lines cover "
+          "0.50..0.95 in steps of 0.05)");
 ABSL_FLAG(bool, tiny, false, "CI size: --pairs_per_kind=10 (numbers mean nothing)");
 
 namespace {
@@ -111,6 +140,9 @@ struct Page {
   size_t words = 0;
   std::string family;  // pages of one template share it (see FamilyOf)
   std::string title;   // first paragraph
+  // The first word names a dotted module ("email.parser", "os.path"): a
+  // Python module reference page.
+  bool module = false;
 };
 
 // Rng: a fixed-seed generator whose draws do not depend on the standard
@@ -198,6 +230,12 @@ bool LoadPages(const std::string& dir, int max_pages, std::vector<Page>* pages, 
     }
     p.family = FamilyOf(p.paragraphs);
     p.title = absl::StrJoin(p.paragraphs[0], " ");
+    {
+      const std::string& first = p.paragraphs[0][0];
+      const size_t dot = first.find('.');
+      p.module = dot != std::string::npos && dot > 0 && dot + 1 < first.size() &&
+                 absl::ascii_isalpha(static_cast<unsigned char>(first[dot + 1]));
+    }
     pages->push_back(std::move(p));
   }
   return true;
@@ -209,7 +247,15 @@ bool LoadPages(const std::string& dir, int max_pages, std::vector<Page>* pages, 
 struct Corpus {
   const std::vector<Page>* pages;
   std::vector<std::vector<size_t>> families;  // page indexes, >= 2 per family
+  // Module pages (Page::module) of one family ("email.parser",
+  // "email.message", ...), >= 2 per family.
+  std::vector<std::vector<size_t>> module_families;
+  // The product template's help section (ProductPage): the first
+  // kTemplateFaqWords words of the middle page of the corpus.
+  std::vector<std::string> template_faq;
 };
+
+constexpr size_t kTemplateFaqWords = 400;
 
 const std::string& RandomWord(const Corpus& c, Rng& rng) {
   for (;;) {
@@ -364,6 +410,164 @@ Paragraphs InChrome(const Paragraphs& ps, const Chrome& ch) {
   return out;
 }
 
+// A site-wide preamble of the kind many sites put above every page (a
+// cookie and privacy notice); ~110 words.
+constexpr absl::string_view kPreamble =
+    "We use cookies and similar technologies to provide the best experience on our "
+    "website, to analyse traffic and to personalise content. Some of these cookies are "
+    "essential for the site to work, others help us understand how visitors use it. By "
+    "clicking Accept all you agree to the storing of cookies on your device. You can "
+    "change your preferences at any time in the cookie settings at the bottom of every "
+    "page. For more information about the data we collect and how we use it, and about "
+    "your rights under the General Data Protection Regulation, please read our privacy "
+    "policy and our terms of use. Accept all. Reject non-essential. Cookie settings.";
+
+Paragraphs WithPreamble(const Paragraphs& ps) {
+  Paragraphs out;
+  out.push_back(Words(kPreamble));
+  out.insert(out.end(), ps.begin(), ps.end());
+  return out;
+}
+
+// --- product pages: one template, many pages --------------------------------
+//
+// A product page of a shop's template: a breadcrumb and title, a table of
+// ten attributes, a description of 0, 15, 40 or 80 words (a run of words of
+// a corpus page), and ~590 words every product page repeats: shipping,
+// returns, warranty and footer text (~190 words) and a help section
+// (Corpus::template_faq, 400 words of one corpus page, fixed per run).
+// Different products of the template share that text and the attribute
+// names, so their Jaccard is ~0.6 with two long descriptions and reaches
+// ~0.9 without; the seeds' warning ("legitimately different pages from one
+// template can be merged by mistake"). Two pages of one product that
+// differ in one attribute (a colour or size variant) are J ~ 0.97: near
+// duplicates by shingles, different pages to a shop.
+
+struct Product {
+  std::string brand, noun, model, category, color, size, material, sku, price, weight, rating;
+  std::vector<std::string> description;
+};
+
+constexpr const char* kBrands[] = {"Acorn",   "Boreal", "Cobalt",   "Dovetail", "Ember",
+                                   "Fjord",   "Granit", "Harbor",   "Ionic",    "Juniper",
+                                   "Kestrel", "Lumen",  "Meridian", "Nimbus",   "Orchard"};
+constexpr const char* kNouns[] = {"Backpack",     "Kettle",       "Desk Lamp",    "Rain Jacket",
+                                  "Headphones",   "Blender",      "Sneakers",     "Tent",
+                                  "Watch",        "Office Chair", "Cookware Set", "Bicycle Helmet",
+                                  "Water Bottle", "Duvet"};
+constexpr const char* kCategories[] = {"Outdoor",     "Kitchen", "Home Office", "Clothing",
+                                       "Electronics", "Sports",  "Bedroom"};
+constexpr const char* kColors[] = {"Black",         "White", "Navy Blue", "Forest Green", "Red",
+                                   "Charcoal Grey", "Sand",  "Orange",    "Purple",       "Teal"};
+constexpr const char* kSizes[] = {"XS",  "S",        "M",    "L",    "XL",
+                                  "XXL", "One Size", "20 L", "30 L", "1.5 L"};
+constexpr const char* kMaterials[] = {"Recycled Polyester", "Stainless Steel", "Cotton",
+                                      "Aluminium",          "Bamboo",          "Merino Wool",
+                                      "ABS Plastic",        "Leather"};
+
+template <size_t N>
+const char* Pick(const char* const (&list)[N], Rng& rng) {
+  return list[rng.Uniform(N)];
+}
+
+Product RandomProduct(const Corpus& c, Rng& rng) {
+  Product p;
+  p.brand = Pick(kBrands, rng);
+  p.noun = Pick(kNouns, rng);
+  p.model = absl::StrCat(std::string(1, static_cast<char>('A' + rng.Uniform(26))),
+                         100 + rng.Uniform(900));
+  p.category = Pick(kCategories, rng);
+  p.color = Pick(kColors, rng);
+  p.size = Pick(kSizes, rng);
+  p.material = Pick(kMaterials, rng);
+  p.sku = absl::StrCat("SKU-", 100000 + rng.Uniform(900000));
+  p.price = absl::StrCat("$", 5 + rng.Uniform(400), ".", 10 + rng.Uniform(90));
+  p.weight = absl::StrCat(50 + rng.Uniform(5000), " g");
+  p.rating = absl::StrCat(1 + rng.Uniform(4), ".", rng.Uniform(10), " out of 5 stars (",
+                          rng.Uniform(2000), " reviews)");
+  static constexpr size_t kDescriptionWords[] = {0, 15, 40, 80};
+  const size_t n = kDescriptionWords[rng.Uniform(4)];
+  if (n > 0) {
+    const Page& src = (*c.pages)[rng.Uniform(c.pages->size())];
+    std::vector<std::string> all;
+    for (const std::vector<std::string>& para : src.paragraphs) {
+      all.insert(all.end(), para.begin(), para.end());
+    }
+    const size_t start = all.size() > n ? rng.Uniform(all.size() - n) : 0;
+    for (size_t i = start; i < all.size() && p.description.size() < n; ++i) {
+      p.description.push_back(all[i]);
+    }
+  }
+  return p;
+}
+
+// OneAttributeVariant returns `p` with one of colour, size, material or
+// price changed to a different value.
+Product OneAttributeVariant(const Product& p, Rng& rng) {
+  Product q = p;
+  switch (rng.Uniform(4)) {
+    case 0:
+      while (q.color == p.color) q.color = Pick(kColors, rng);
+      break;
+    case 1:
+      while (q.size == p.size) q.size = Pick(kSizes, rng);
+      break;
+    case 2:
+      while (q.material == p.material) q.material = Pick(kMaterials, rng);
+      break;
+    default:
+      while (q.price == p.price) {
+        q.price = absl::StrCat("$", 5 + rng.Uniform(400), ".", 10 + rng.Uniform(90));
+      }
+      break;
+  }
+  return q;
+}
+
+Paragraphs ProductPage(const Corpus& c, const Product& p) {
+  const std::string name = absl::StrCat(p.brand, " ", p.noun, " ", p.model);
+  Paragraphs out;
+  out.push_back(Words(absl::StrCat("Home › ", p.category, " › ", p.brand)));
+  out.push_back(Words(absl::StrCat(name, " - ", p.color, ", ", p.size)));
+  out.push_back(Words(absl::StrCat(p.rating, " Price: ", p.price,
+                                   ". In stock. Free delivery in 3-5 working days.")));
+  out.push_back(Words(absl::StrCat(
+      "Specifications Brand: ", p.brand, " Model: ", p.model, " Colour: ", p.color,
+      " Size: ", p.size, " Material: ", p.material, " Weight: ", p.weight, " Item number: ", p.sku,
+      " Category: ", p.category, " Country of origin: see label Warranty: 2 years")));
+  if (!p.description.empty()) {
+    std::vector<std::string> d = Words("Product description");
+    d.insert(d.end(), p.description.begin(), p.description.end());
+    out.push_back(std::move(d));
+  }
+  out.push_back(
+      Words("Shipping and returns. Orders placed before 2 pm on a working day are dispatched the "
+            "same day. Standard delivery is free on orders over $50; express delivery is available "
+            "at checkout. You can return any item within 30 days of delivery for a full refund, "
+            "provided it is unused and in its original packaging. Start a return from your account "
+            "or contact customer service. Refunds are issued to the original payment method within "
+            "5 working days of receiving the return."));
+  out.push_back(Words(
+      "Warranty. Every product we sell is covered by a two-year warranty against defects in "
+      "materials and workmanship. The warranty does not cover normal wear and tear, misuse or "
+      "accidental damage. To make a claim, keep your proof of purchase and contact us with "
+      "your order number and a short description of the problem."));
+  if (!c.template_faq.empty()) {
+    std::vector<std::string> faq = Words("Frequently asked questions");
+    faq.insert(faq.end(), c.template_faq.begin(), c.template_faq.end());
+    out.push_back(std::move(faq));
+  }
+  out.push_back(
+      Words("Customer reviews. Write a review. Questions and answers. Ask a question about this "
+            "product. Customers who viewed this item also viewed. Recently viewed items."));
+  out.push_back(
+      Words("About us Careers Press Sustainability Help centre Track your order Delivery Returns "
+            "Payment methods Gift cards Sign up for our newsletter and get 10% off your first "
+            "order. © 2024 Example Shop Ltd. All rights reserved. Terms and conditions Privacy "
+            "policy Cookie settings Imprint"));
+  return out;
+}
+
 struct PairText {
   std::string a, b;
   size_t words_a = 0;  // words of the source page(s): the smaller one
@@ -375,6 +579,9 @@ struct Kind {
   std::string name;
   bool negative;  // built from distinct pages
   bool (*make)(const Corpus&, const std::string& name, Rng&, PairText*);
+  // Added with the MinHash measurement: left out of the "quality" and
+  // "distance" lines, so that those stay comparable with earlier runs.
+  bool added = false;
 };
 
 const Page& RandomPage(const Corpus& c, Rng& rng) {
@@ -421,6 +628,24 @@ bool MakeEdit(const Corpus& c, const std::string& name, Rng& rng, PairText* out)
     out->b = Join(InChrome(p.paragraphs, c2));
     out->words_a = p.words;
     return true;
+  } else if (name == "footer_changed") {
+    // The page's footer replaced by another site's (~55 words each): a
+    // redesign, or a mirror with its own footer.
+    Paragraphs pa = p.paragraphs;
+    pa.push_back(RandomChrome(c, rng).footer);
+    Paragraphs pb = p.paragraphs;
+    pb.push_back(Words(absl::StrCat(
+        "Mirrored from the original documentation on ", 1 + rng.Uniform(28), " ", "March 20",
+        20 + rng.Uniform(7),
+        ". This mirror is provided as a courtesy and may lag behind the upstream site. "
+        "Report problems with the mirror, not with the content, to the mirror's operators. "
+        "Hosted by Example Networks. Contact Imprint Privacy Accessibility Sitemap")));
+    out->a = Join(pa);
+    out->b = Join(pb);
+    out->words_a = p.words;
+    return true;
+  } else if (name == "preamble") {
+    b = WithPreamble(p.paragraphs);
   } else {
     return false;
   }
@@ -431,9 +656,26 @@ bool MakeEdit(const Corpus& c, const std::string& name, Rng& rng, PairText* out)
 }
 
 bool MakeNegative(const Corpus& c, const std::string& name, Rng& rng, PairText* out) {
+  if (name == "template_pair" || name == "one_attribute") {
+    const Product pa = RandomProduct(c, rng);
+    const Product pb =
+        name == "one_attribute" ? OneAttributeVariant(pa, rng) : RandomProduct(c, rng);
+    const Paragraphs a = ProductPage(c, pa);
+    out->a = Join(a);
+    out->b = Join(ProductPage(c, pb));
+    out->words_a = Positions(a).size();
+    return true;
+  }
   const Page* p;
   const Page* q;
-  if (name == "same_family") {
+  if (name == "module_family") {
+    if (c.module_families.empty()) return false;
+    const std::vector<size_t>& fam = c.module_families[rng.Uniform(c.module_families.size())];
+    size_t i = rng.Uniform(fam.size());
+    size_t j = (i + 1 + rng.Uniform(fam.size() - 1)) % fam.size();
+    p = &(*c.pages)[fam[i]];
+    q = &(*c.pages)[fam[j]];
+  } else if (name == "same_family") {
     if (c.families.empty()) return false;
     const std::vector<size_t>& fam = c.families[rng.Uniform(c.families.size())];
     size_t i = rng.Uniform(fam.size());
@@ -452,6 +694,9 @@ bool MakeNegative(const Corpus& c, const std::string& name, Rng& rng, PairText* 
     Chrome ch = RandomChrome(c, rng);
     out->a = Join(InChrome(p->paragraphs, ch));
     out->b = Join(InChrome(q->paragraphs, ch));
+  } else if (name == "shared_preamble_pair") {
+    out->a = Join(WithPreamble(p->paragraphs));
+    out->b = Join(WithPreamble(q->paragraphs));
   } else if (name == "license_x20_pair") {
     out->a = Join(WithLicense(p->paragraphs, kLicenseRepeats));
     out->b = Join(WithLicense(q->paragraphs, kLicenseRepeats));
@@ -476,6 +721,14 @@ std::vector<Kind> Kinds() {
   }
   for (const char* name : {"same_family", "shared_chrome", "license_x20_pair", "random_pair"}) {
     k.push_back({name, true, MakeNegative});
+  }
+  // Added with MinHash; after the others, so their pairs stay the same.
+  for (const char* name : {"sub_2pct", "sub_5pct", "footer_changed", "preamble"}) {
+    k.push_back({name, false, MakeEdit, true});
+  }
+  for (const char* name :
+       {"module_family", "template_pair", "one_attribute", "shared_preamble_pair"}) {
+    k.push_back({name, true, MakeNegative, true});
   }
   return k;
 }
@@ -513,6 +766,13 @@ struct Result {
   int distance;
   size_t words;
   std::string desc;  // for --worst
+  // MinHash + LSH, as the store does it: `candidate` when the two
+  // signatures share one of the 18 x 7 band keys (LshIndex), `estimate`
+  // their EstimateJaccard. Predicted near at min_jaccard t when candidate
+  // && estimate >= t.
+  bool candidate = false;
+  double estimate = 0;
+  bool MinHashNear(double t) const { return candidate && estimate >= t; }
 };
 
 enum class Label { kNear, kFar, kBetween };
@@ -566,6 +826,7 @@ struct Options {
   int max_k = 0;
   int shingle_words = 0;
   int worst = 0;
+  std::vector<double> kind_thresholds;  // min_jaccard of the "mkind" lines
 };
 
 // OptionsFromFlags reads the flags into `o`. Returns false, after saying
@@ -579,6 +840,14 @@ bool OptionsFromFlags(Options* o) {
   o->max_k = absl::GetFlag(FLAGS_max_k);
   o->shingle_words = absl::GetFlag(FLAGS_shingle_words);
   o->worst = absl::GetFlag(FLAGS_worst);
+  for (const std::string& t : absl::GetFlag(FLAGS_kind_thresholds)) {
+    double v = 0;
+    if (!absl::SimpleAtod(t, &v) || !(v > 0 && v <= 1)) {
+      std::cerr << "simhash_quality: --kind_thresholds: " << t << " is not in (0, 1]\n";
+      return false;
+    }
+    o->kind_thresholds.push_back(v);
+  }
   if (o->pairs_per_kind < 1 || o->k < 0 || o->k > 64 || o->max_k < 1 || o->max_k > 64 ||
       o->shingle_words < 1 || o->shingle_words > 16) {
     std::cerr << "simhash_quality: need --pairs_per_kind >= 1, 0 <= --k <= 64, "
@@ -591,10 +860,20 @@ bool OptionsFromFlags(Options* o) {
 // MakeCorpus groups `pages` by family, keeping the families of 2 or more
 // pages, in family-name order. `pages` must outlive the result.
 Corpus MakeCorpus(const std::vector<Page>& pages) {
-  Corpus corpus{&pages, {}};
+  Corpus corpus{&pages, {}, {}, {}};
+  for (const std::vector<std::string>& para : pages[pages.size() / 2].paragraphs) {
+    for (const std::string& w : para) {
+      if (corpus.template_faq.size() < kTemplateFaqWords) corpus.template_faq.push_back(w);
+    }
+  }
   std::map<std::string, std::vector<size_t>> by_family;
   for (size_t i = 0; i < pages.size(); ++i) by_family[pages[i].family].push_back(i);
   for (auto& [name, idx] : by_family) {
+    std::vector<size_t> modules;
+    for (size_t i : idx) {
+      if (pages[i].module) modules.push_back(i);
+    }
+    if (modules.size() >= 2) corpus.module_families.push_back(std::move(modules));
     if (idx.size() >= 2) corpus.families.push_back(std::move(idx));
   }
   return corpus;
@@ -602,8 +881,9 @@ Corpus MakeCorpus(const std::vector<Page>& pages) {
 
 // MeasurePair returns the truth and SimHash's distance of pair `pt` of kind
 // `kind`; nullopt when the normalizer rejects one of its texts.
-std::optional<Result> MeasurePair(const Options& o, const dedupd::SimHasher& hasher, size_t kind,
-                                  const PairText& pt) {
+std::optional<Result> MeasurePair(const Options& o, const dedupd::SimHasher& hasher,
+                                  const dedupd::MinHasher& minhasher, dedupd::LshIndex* lsh,
+                                  size_t kind, const PairText& pt) {
   absl::StatusOr<std::string> a = dedupd::NormalizeText(pt.a);
   absl::StatusOr<std::string> b = dedupd::NormalizeText(pt.b);
   if (!a.ok() || !b.ok()) return std::nullopt;
@@ -617,6 +897,13 @@ std::optional<Result> MeasurePair(const Options& o, const dedupd::SimHasher& has
   r.hyperplane = 64.0 * std::acos(std::min(1.0, cos)) / kPi;
   r.distance = dedupd::HammingDistance(hasher.Fingerprint(*a), hasher.Fingerprint(*b));
   r.words = pt.words_a;
+  // The store's test: index one text, query with the other, verify.
+  const dedupd::MinHashSignature ma = minhasher.Sign(*a);
+  const dedupd::MinHashSignature mb = minhasher.Sign(*b);
+  lsh->Insert(ma, 0);
+  r.candidate = !lsh->Query(mb).empty();
+  lsh->Erase(ma, 0);
+  r.estimate = dedupd::EstimateJaccard(ma, mb);
   if (o.worst > 0) {
     r.desc = absl::StrFormat("shingles=%d/%d first_words=\"%s\"", sa.size(), sb.size(),
                              a->substr(0, 60));
@@ -629,6 +916,10 @@ std::optional<Result> MeasurePair(const Options& o, const dedupd::SimHasher& has
 std::vector<Result> MeasureKinds(const Options& o, const Corpus& corpus,
                                  const std::vector<Kind>& kinds, int* normalize_errors) {
   const dedupd::SimHasher hasher(dedupd::SimHashOptions{o.shingle_words});
+  const dedupd::MinHasher minhasher(dedupd::MinHashOptions{o.shingle_words});
+  // The store's layout (18 x 7); few buckets, as it holds one text at a time.
+  dedupd::LshIndex lsh(dedupd::LshIndex::kDefaultBands, dedupd::LshIndex::kDefaultRows,
+                       dedupd::LshIndex::kMinBucketBits);
   std::vector<Result> results;
   for (size_t ki = 0; ki < kinds.size(); ++ki) {
     // One generator per kind: adding a kind does not change the others' pairs.
@@ -636,7 +927,7 @@ std::vector<Result> MeasureKinds(const Options& o, const Corpus& corpus,
     for (int n = 0; n < o.pairs_per_kind; ++n) {
       PairText pt;
       if (!kinds[ki].make(corpus, kinds[ki].name, rng, &pt)) break;
-      std::optional<Result> r = MeasurePair(o, hasher, ki, pt);
+      std::optional<Result> r = MeasurePair(o, hasher, minhasher, &lsh, ki, pt);
       if (!r.has_value()) {
         ++*normalize_errors;
         continue;
@@ -645,6 +936,142 @@ std::vector<Result> MeasureKinds(const Options& o, const Corpus& corpus,
     }
   }
   return results;
+}
+
+// A near-duplicate test, as the "threshold" and "mkind" lines report it:
+// SimHash at Hamming distance <= k, or MinHash + LSH + verification at
+// min_jaccard t.
+struct Setting {
+  bool minhash;
+  int k;     // SimHash
+  double t;  // MinHash
+  bool Near(const Result& r) const { return minhash ? r.MinHashNear(t) : r.distance <= k; }
+  std::string Name() const {
+    return minhash ? absl::StrFormat("measure=minhash min_jaccard=%.2f", t)
+                   : absl::StrFormat("measure=simhash k=%d", k);
+  }
+};
+
+// The thresholds of the "threshold" lines: 0.50, 0.55, ..., 0.95.
+std::vector<double> ThresholdGrid() {
+  std::vector<double> out;
+  for (int i = 10; i <= 19; ++i) out.push_back(i * 0.05);
+  return out;
+}
+
+// Recall of `s` among the pairs with J >= lo (J computed in double: a
+// threshold of 0.8 is compared with 0.8 - 1e-9 so that 4/5 counts).
+// Pairs of negative kinds are left out: their similar pairs are the
+// merges reported apart.
+std::string RecallAbove(const std::vector<Result>& results, const std::vector<Kind>& kinds,
+                        const Setting& s, double lo) {
+  int64_t n = 0, found = 0;
+  for (const Result& r : results) {
+    if (kinds[r.kind].negative || r.jaccard < lo - 1e-9) continue;
+    ++n;
+    found += s.Near(r);
+  }
+  return Ratio(found, n);
+}
+
+// Prints one "threshold" line per setting over all pairs of every kind:
+// SimHash at k = 3..6, then MinHash at min_jaccard 0.50..0.95.
+//   threshold measure=<simhash k=<k>|minhash min_jaccard=<t>> pairs= near= far= tp= fp= fn=
+//   precision= recall= recall_j85= recall_j90= recall_j95= recall_own= recall_plus= fn_lsh=
+//   fn_verify= below_t= negatives= merged=
+// recall: of pairs with J >= 0.8; recall_jNN: J >= 0.NN; recall_own: J >= t;
+// recall_plus: J >= t + 0.05; fn_lsh / fn_verify: near pairs (J >= 0.8)
+// missed because no band matched / because the estimate was below t;
+// below_t: pairs found whose J < t; merged: negative-kind pairs (distinct
+// pages) found near, of `negatives`. Near pairs (recall) come from the edit
+// kinds only; far pairs (precision) from every kind: a hard negative with J
+// >= 0.5 is counted only in `merged`.
+void PrintThresholds(const std::vector<Result>& results, const std::vector<Kind>& kinds) {
+  std::vector<Setting> settings;
+  for (int k = 3; k <= 6; ++k) settings.push_back({false, k, 0});
+  for (double t : ThresholdGrid()) settings.push_back({true, 0, t});
+  for (const Setting& s : settings) {
+    Counts c;
+    int64_t fn_lsh = 0, fn_verify = 0, below_t = 0, negatives = 0, merged = 0;
+    for (const Result& r : results) {
+      const bool near = s.Near(r);
+      const bool negative = kinds[r.kind].negative;
+      if (negative && r.jaccard >= kFarJaccard) {
+        ++negatives;
+        merged += near;
+        continue;
+      }
+      c.Add(LabelOf(r.jaccard), near);
+      if (r.jaccard >= kNearJaccard && !near && s.minhash) ++(r.candidate ? fn_verify : fn_lsh);
+      if (s.minhash && near && r.jaccard < s.t - 1e-9) ++below_t;
+      if (negative) {
+        ++negatives;
+        merged += near;
+      }
+    }
+    const std::string own = s.minhash ? RecallAbove(results, kinds, s, s.t) : "-";
+    const std::string plus =
+        s.minhash ? (s.t + 0.05 > 1 + 1e-9 ? "nan" : RecallAbove(results, kinds, s, s.t + 0.05))
+                  : "-";
+    absl::PrintF(
+        "threshold %s pairs=%d near=%d far=%d tp=%d fp=%d fn=%d precision=%s recall=%s "
+        "recall_j85=%s recall_j90=%s recall_j95=%s recall_own=%s recall_plus=%s fn_lsh=%s "
+        "fn_verify=%s below_t=%s negatives=%d merged=%d\n",
+        s.Name(), c.pairs, c.near, c.far, c.tp, c.fp, c.fn, Ratio(c.tp, c.tp + c.fp),
+        Ratio(c.tp, c.tp + c.fn), RecallAbove(results, kinds, s, 0.85),
+        RecallAbove(results, kinds, s, 0.9), RecallAbove(results, kinds, s, 0.95), own, plus,
+        s.minhash ? absl::StrCat(fn_lsh) : "-", s.minhash ? absl::StrCat(fn_verify) : "-",
+        s.minhash ? absl::StrCat(below_t) : "-", negatives, merged);
+  }
+}
+
+// "simhash_k3", "minhash_0.80": a setting in the "mkind" lines.
+std::string SettingKey(const Setting& s) {
+  return s.minhash ? absl::StrFormat("minhash_%.2f", s.t) : absl::StrFormat("simhash_k%d", s.k);
+}
+
+// Prints one "mkind" line per pair kind: the share of its pairs each
+// setting finds near (for a negative kind, the share merged by mistake),
+// SimHash at k = 3..6 and MinHash at each of `thresholds`, and its J.
+//   mkind <name> negative=<0|1> pairs= jaccard_p10= jaccard_p50= jaccard_max= estimate_p50=
+//   candidate= simhash_k3= .. simhash_k6= minhash_<t>= .. near= recall_simhash_k3= ..
+//   recall_minhash_<t>= ..
+// recall_*: the share found among the kind's pairs with J >= 0.8.
+void PrintMinHashKinds(const std::vector<Result>& results, const std::vector<Kind>& kinds,
+                       const std::vector<double>& thresholds) {
+  std::vector<Setting> settings;
+  for (int k = 3; k <= 6; ++k) settings.push_back({false, k, 0});
+  for (double t : thresholds) settings.push_back({true, 0, t});
+  for (size_t ki = 0; ki < kinds.size(); ++ki) {
+    std::vector<double> js, est;
+    int64_t pairs = 0, candidates = 0, near = 0;
+    std::vector<int64_t> found(settings.size()), found_near(settings.size());
+    for (const Result& r : results) {
+      if (r.kind != ki) continue;
+      ++pairs;
+      js.push_back(r.jaccard);
+      est.push_back(r.estimate);
+      candidates += r.candidate;
+      near += r.jaccard >= kNearJaccard;
+      for (size_t i = 0; i < settings.size(); ++i) {
+        found[i] += settings[i].Near(r);
+        found_near[i] += r.jaccard >= kNearJaccard && settings[i].Near(r);
+      }
+    }
+    std::string line = absl::StrFormat(
+        "mkind %s negative=%d pairs=%d jaccard_p10=%.3f jaccard_p50=%.3f jaccard_max=%.3f "
+        "estimate_p50=%.3f candidate=%s",
+        kinds[ki].name, kinds[ki].negative ? 1 : 0, pairs, Quantile(js, 0.1), Quantile(js, 0.5),
+        Quantile(js, 1.0), Quantile(est, 0.5), Ratio(candidates, pairs));
+    for (size_t i = 0; i < settings.size(); ++i) {
+      absl::StrAppend(&line, " ", SettingKey(settings[i]), "=", Ratio(found[i], pairs));
+    }
+    absl::StrAppend(&line, " near=", near);
+    for (size_t i = 0; i < settings.size(); ++i) {
+      absl::StrAppend(&line, " recall_", SettingKey(settings[i]), "=", Ratio(found_near[i], near));
+    }
+    absl::PrintF("%s\n", line);
+  }
 }
 
 // Prints the "quality" lines, k = 1..max_k over all pairs.
@@ -773,9 +1200,15 @@ int main(int argc, char** argv) {
       "shingle_words=%d near=J>=%.1f far=J<%.1f unusable_pages=%d normalize_errors=%d\n",
       pages.size(), total_words / pages.size(), corpus.families.size(), o.seed, o.pairs_per_kind,
       o.shingle_words, kNearJaccard, kFarJaccard, unreadable, normalize_errors);
-  PrintQuality(results, o.max_k);
+  std::vector<Result> original;  // the kinds that predate MinHash
+  for (const Result& r : results) {
+    if (!kinds[r.kind].added) original.push_back(r);
+  }
+  PrintQuality(original, o.max_k);
   PrintKinds(results, kinds, o.k);
-  PrintDistances(results, o.k);
+  PrintDistances(original, o.k);
+  PrintThresholds(results, kinds);
+  PrintMinHashKinds(results, kinds, o.kind_thresholds);
   if (o.worst > 0) PrintWorst(results, kinds, o.worst);
   return 0;
 }
