@@ -111,13 +111,7 @@ class Comparer {
 
   // Finish flushes the output; returns the exit code.
   int Finish(const absl::Status& input_status) {
-    absl::Status status = input_status;
-    if (status.ok()) status = FlushStdout();
-    if (status.ok() && !write_ok_) {
-      status = absl::UnavailableError("write to standard output failed");
-    }
-    if (!status.ok()) return ExitWithError(status);
-    return any_invalid_ ? kExitInvalid : kExitOk;
+    return ExitAfterOutput(input_status, write_ok_, any_invalid_);
   }
 
  private:

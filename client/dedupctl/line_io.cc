@@ -50,6 +50,15 @@ int ExitWithError(const absl::Status& status) {
   return kExitError;
 }
 
+int ExitAfterOutput(absl::Status status, bool writes_ok, bool any_invalid) {
+  if (status.ok()) status = FlushStdout();
+  if (status.ok() && !writes_ok) {
+    status = absl::UnavailableError("write to standard output failed");
+  }
+  if (!status.ok()) return ExitWithError(status);
+  return any_invalid ? kExitInvalid : kExitOk;
+}
+
 bool IsBlank(absl::string_view line) {
   return line.find_first_not_of(" \t") == absl::string_view::npos;
 }

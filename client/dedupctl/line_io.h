@@ -50,6 +50,12 @@ void PrintError(absl::string_view message);
 // ExitWithError prints `status` (PrintError) and returns kExitError.
 int ExitWithError(const absl::Status& status);
 
+// ExitAfterOutput flushes stdout and returns the exit code of an offline
+// command whose output lines are written: kExitError (printed) when
+// `status`, the flush or an earlier write (`writes_ok` false) failed, else
+// kExitInvalid when some input was bad, else kExitOk.
+int ExitAfterOutput(absl::Status status, bool writes_ok, bool any_invalid);
+
 // IsBlank: empty or only spaces and tabs.
 bool IsBlank(absl::string_view line);
 

@@ -141,12 +141,7 @@ class Tuner {
     if (options_.pairs) {
       if (absl::Status s = Curves(); !s.ok()) return ExitWithError(s);
     }
-    absl::Status status = FlushStdout();
-    if (status.ok() && !write_ok_) {
-      status = absl::UnavailableError("write to standard output failed");
-    }
-    if (!status.ok()) return ExitWithError(status);
-    return any_invalid_ ? kExitInvalid : kExitOk;
+    return ExitAfterOutput(absl::OkStatus(), write_ok_, any_invalid_);
   }
 
  private:
