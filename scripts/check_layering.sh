@@ -4,6 +4,7 @@
 # include rules when every header sits in /usr/include, so this grep does;
 # the test suite runs it (ctest test `layering`).
 #   - RocksDB headers only in storage/rocksdb/
+#   - hiredis headers only in storage/redis/
 #   - prometheus-cpp only in server/metrics.cc
 #   - no gRPC in common/, core/ or storage/
 #   - no Abseil internal/ header anywhere
@@ -38,6 +39,12 @@ done
 mapfile -t not_rocksdb < <(find "${others[@]}" -type f \( -name '*.h' -o -name '*.cc' \) \
   -not -path 'storage/rocksdb/*' | sort)
 violation "RocksDB included outside storage/rocksdb/" "${include}rocksdb/" "${not_rocksdb[@]}"
+
+# hiredis outside storage/redis/: the Redis Cluster router owns the
+# connections; everything else sees absl::Status and the store seams.
+mapfile -t not_redis < <(find "${others[@]}" -type f \( -name '*.h' -o -name '*.cc' \) \
+  -not -path 'storage/redis/*' | sort)
+violation "hiredis included outside storage/redis/" "${include}hiredis/" "${not_redis[@]}"
 
 # prometheus-cpp outside server/metrics.cc.
 mapfile -t not_metrics < <(find "${others[@]}" -type f \( -name '*.h' -o -name '*.cc' \) \

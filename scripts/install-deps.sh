@@ -23,6 +23,12 @@ packages=(
   libabsl-dev
   # storage
   librocksdb-dev
+  # the Redis Cluster store's client (storage/redis/): hiredis 0.14 speaks
+  # RESP but has no cluster support, so dedupd carries its own small router
+  libhiredis-dev
+  # the Redis Cluster tests start a real 3-master, 3-replica cluster of
+  # redis-server 7.0 on loopback (redis-cli --cluster create)
+  redis-server
   # the server's allocator (RocksDB's recommended one; per-thread caches)
   libjemalloc-dev
   # Prometheus /metrics endpoint (prometheus-cpp 1.0: core + pull)

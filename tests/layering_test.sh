@@ -32,6 +32,7 @@ run_case() {
 
 run_case clean 0 "" \
   'storage/rocksdb/store.cc=#include "rocksdb/db.h"' \
+  'storage/redis/slots.cc=#include <hiredis/hiredis.h>' \
   'server/metrics.cc=#include "prometheus/counter.h"' \
   'server/service.cc=#include <grpcpp/grpcpp.h>' \
   'core/url/a.cc=#include "absl/strings/str_cat.h"'
@@ -39,6 +40,10 @@ run_case rocksdb_in_server 1 "server/engine.cc:1:" \
   'server/engine.cc=#include "rocksdb/db.h"'
 run_case rocksdb_in_storage_root 1 "RocksDB included outside storage/rocksdb/" \
   'storage/plan/p.cc=#include <rocksdb/options.h>'
+run_case hiredis_in_server 1 "hiredis included outside storage/redis/" \
+  'server/engine.cc=#include <hiredis/hiredis.h>'
+run_case hiredis_in_test_helpers 1 "tests/testing/r.cc:1:" \
+  'tests/testing/r.cc=#include "hiredis/read.h"'
 run_case prometheus_outside_metrics 1 "prometheus-cpp included outside" \
   'server/server.cc=#include "prometheus/registry.h"'
 run_case grpc_in_core 1 "gRPC included in common/, core/ or storage/" \
