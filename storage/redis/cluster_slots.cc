@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -88,6 +89,32 @@ uint16_t KeySlot(absl::string_view key) {
 std::string NodeAddress::HostPort() const { return absl::StrCat(host, ":", port); }
 
 SlotMap::SlotMap() : owner_(kSlotCount, -1) {}
+
+absl::StatusOr<SlotMap> SlotMap::FromClusterSlotsResp(absl::string_view resp,
+                                                      absl::string_view reply_host) {
+  std::unique_ptr<redisReader, void (*)(redisReader*)> reader(redisReaderCreate(),
+                                                              &redisReaderFree);
+  if (reader == nullptr)
+    return absl::ResourceExhaustedError("CLUSTER SLOTS: no memory for a reader");
+  void* out = nullptr;
+  if (redisReaderFeed(reader.get(), resp.data(), resp.size()) != REDIS_OK ||
+      redisReaderGetReply(reader.get(), &out) != REDIS_OK) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CLUSTER SLOTS reply: not the Redis protocol: ", reader->errstr));
+  }
+  if (out == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CLUSTER SLOTS reply: truncated (", resp.size(), " bytes)"));
+  }
+  std::unique_ptr<redisReply, void (*)(void*)> reply(static_cast<redisReply*>(out),
+                                                     &freeReplyObject);
+  // Bytes the reader holds beyond the first reply: another reply, or junk.
+  if (reader->pos < reader->len) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CLUSTER SLOTS reply: ", reader->len - reader->pos, " bytes after the reply"));
+  }
+  return FromClusterSlots(*reply, reply_host);
+}
 
 absl::StatusOr<SlotMap> SlotMap::FromClusterSlots(const redisReply& reply,
                                                   absl::string_view reply_host) {

@@ -96,6 +96,14 @@ class SlotMap {
   static absl::StatusOr<SlotMap> FromClusterSlots(const redisReply& reply,
                                                   absl::string_view reply_host);
 
+  // FromClusterSlotsResp parses `resp`, the bytes of one CLUSTER SLOTS
+  // reply as a node sends them (RESP, read with hiredis's reply reader, as
+  // a connection reads them), then as FromClusterSlots. Errors: those of
+  // FromClusterSlots; InvalidArgument when the bytes are not exactly one
+  // complete reply (a protocol error, a truncated reply, bytes after it).
+  static absl::StatusOr<SlotMap> FromClusterSlotsResp(absl::string_view resp,
+                                                      absl::string_view reply_host);
+
   // Owner returns the range that holds `slot`, or nullptr when no node
   // serves it. The pointer lives as long as this map.
   // REQUIRES: 0 <= slot < kSlotCount.

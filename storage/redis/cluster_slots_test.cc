@@ -112,6 +112,22 @@ TEST(SlotMapTest, ThreeMastersWithReplicasAreComplete) {
   EXPECT_EQ(map->Owner(KeySlot("foo"))->master.port, 7002);  // 12182
 }
 
+TEST(SlotMapTest, RespBytesAreExactlyOneReply) {
+  const std::string resp = "*1\r\n" + Range(0, 16383, Node("127.0.0.1", 7000, "a"));
+  absl::StatusOr<SlotMap> map = SlotMap::FromClusterSlotsResp(resp, "127.0.0.1");
+  ASSERT_THAT(map, IsOk());
+  EXPECT_TRUE(map->complete());
+  EXPECT_EQ(map->Owner(KeySlot("foo"))->master.port, 7000);
+  EXPECT_THAT(SlotMap::FromClusterSlotsResp(resp.substr(0, resp.size() - 3), "h"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("truncated")));
+  EXPECT_THAT(SlotMap::FromClusterSlotsResp(resp + "+OK\r\n", "h"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("5 bytes after the reply")));
+  EXPECT_THAT(SlotMap::FromClusterSlotsResp("!junk\r\n", "h"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not the Redis protocol")));
+  EXPECT_THAT(SlotMap::FromClusterSlotsResp("-CLUSTERDOWN The cluster is down\r\n", "h"),
+              StatusIs(absl::StatusCode::kUnavailable));
+}
+
 TEST(SlotMapTest, ReportsSlotsWithoutOwner) {
   const std::string resp = "*2\r\n" + Range(0, 99, Node("10.0.0.1", 6379, "a")) +
                            Range(200, 16000, Node("10.0.0.2", 6379, "b"));
