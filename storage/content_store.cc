@@ -27,6 +27,8 @@ absl::Status CheckContentDocs(absl::Span<const ContentDoc> docs, int max_near_di
       return absl::InvalidArgumentError(absl::StrCat("doc ", i, " of the batch: max_distance ",
                                                      d.max_distance, " is outside [0, ",
                                                      max_near_distance, "]"));
+    } else if (!(d.min_jaccard >= 0 && d.min_jaccard <= 1)) {
+      problem = "min_jaccard is outside [0, 1]";
     }
     if (!problem.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("doc ", i, " of the batch: ", problem));

@@ -28,6 +28,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "core/text/minhash.h"
 #include "core/text/sha256.h"
 
 namespace dedupd {
@@ -49,6 +50,18 @@ struct ContentDoc {
   Sha256Digest sha256{};
   // 64-bit SimHash of the normalized text.
   uint64_t simhash = 0;
+  // MinHash signature of the normalized text (MinHasher::Sign), or none.
+  // A claimed text with one keeps it with its fingerprint, so later docs
+  // can find it by Jaccard; one stored without is found by SimHash only.
+  std::optional<MinHashSignature> minhash;
+  // Smallest estimated Jaccard similarity (EstimateJaccard of the two
+  // signatures) that counts as near, besides max_distance: a stored text
+  // is near when it is within max_distance OR (this doc has `minhash`,
+  // the stored text has a signature, and their estimate is >= min_jaccard;
+  // LSH candidates only, see LshIndex: ~98.6% found at 0.8).
+  // 0: MinHash near matching off (SimHash only). REQUIRES: 0 <= min_jaccard
+  // <= 1. Default: 0.
+  double min_jaccard = 0;
   // The fetch's HTTP validators (ETag, Last-Modified), kept in the fetched
   // URL's fetch record; empty: none. At most kMaxValidatorBytes each.
   std::string etag;
@@ -68,12 +81,21 @@ struct ContentDoc {
 enum class ContentVerdict { kNew, kExactDuplicate, kNearDuplicate };
 enum class RecrawlStatus { kFirstSeen, kUnchanged, kChanged };
 
+// Which measure found a near text: SimHash (Hamming distance within
+// max_distance), MinHash (estimated Jaccard >= min_jaccard), or both.
+enum class NearMeasure { kSimHash, kJaccard, kBoth };
+
 // A stored text near a checked one.
 struct NearMatch {
   std::string owner_url;  // identity URL that owns the stored text
   uint64_t simhash = 0;
+  // Hamming distance of the SimHashes (above max_distance for kJaccard).
   int distance = 0;
   Sha256Digest sha256{};
+  // The estimated Jaccard similarity of the two signatures when the doc's
+  // min_jaccard > 0 and both texts have one; 0 otherwise.
+  double estimated_jaccard = 0;
+  NearMeasure measure = NearMeasure::kSimHash;
 };
 
 // The answer for one ContentDoc.
@@ -90,9 +112,12 @@ struct ContentOutcome {
   // many there are in all (after this call's additions in claim mode).
   std::vector<std::string> aliases;
   uint64_t alias_count = 0;
-  // kNearDuplicate: stored texts within max_distance, ordered by
-  // (distance, age), at most ContentLimits::max_near_matches; and how many
-  // are within the distance in all.
+  // kNearDuplicate: stored near texts, at most
+  // ContentLimits::max_near_matches; and how many are near in all (a text
+  // near by both measures counts once). Order: the texts within
+  // max_distance (kSimHash, kBoth) first, by (distance, age); then the
+  // texts near by Jaccard only (kJaccard), by (estimated Jaccard
+  // descending, age).
   std::vector<NearMatch> near_matches;
   uint64_t near_match_count = 0;
   // The fetched URL's re-crawl status against its last recorded fetch; for

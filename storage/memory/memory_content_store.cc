@@ -59,6 +59,9 @@ class MemoryContentStore::Reader final : public ContentStateReader {
                                              size_t* total) override {
     return space_->index.Query(simhash, max_distance, limit, total);
   }
+  std::vector<uint32_t> QueryJaccardCandidates(const MinHashSignature& sig) override {
+    return space_->near.Query(sig);
+  }
   absl::StatusOr<FingerprintRecord> GetFingerprint(uint32_t doc_id) override
       ABSL_NO_THREAD_SAFETY_ANALYSIS {
     if (doc_id >= s_->fingerprints_.size() || s_->forgotten_ids_.contains(doc_id)) {
@@ -166,6 +169,7 @@ absl::Status MemoryContentStore::CheckContent(absl::Span<const ContentDoc> docs,
     // Ids are allocated densely from fingerprints_.size().
     fingerprints_.push_back(fp);
     space->index.Insert(fp.simhash, id);
+    if (fp.minhash.has_value()) space->near.Insert(id, *fp.minhash);
   }
   *outcomes = std::move(plan.outcomes);
   return absl::OkStatus();
@@ -223,6 +227,7 @@ absl::StatusOr<ForgetResult> MemoryContentStore::Forget(const std::string& norma
         // The doc id stays allocated (ids are dense indexes of
         // fingerprints_); only the index entry goes, as in RocksDB.
         space.index.Remove(record.simhash, record.doc_id);
+        space.near.Erase(record.doc_id);
         forgotten_ids_.insert(record.doc_id);
         space.contents.erase(key);
         break;

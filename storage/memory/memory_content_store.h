@@ -30,6 +30,7 @@
 #include "core/index/simhash_index.h"
 #include "storage/content_store.h"
 #include "storage/memory/memory_url_store.h"
+#include "storage/minhash_near_index.h"
 #include "storage/plan/content_planner.h"
 
 namespace dedupd {
@@ -69,6 +70,8 @@ class MemoryContentStore final : public ContentStore {
     Space(int max_distance, int blocks) : index(max_distance, blocks) {}
     // Synchronized by itself; written only with mu_ held exclusively.
     SimHashIndex index;
+    // The texts recorded with a MinHash signature. Synchronized by itself.
+    MinHashNearIndex near;
     absl::flat_hash_map<std::string, ContentRecord> contents;
     absl::flat_hash_map<std::string, absl::btree_set<std::string>> aliases;
     absl::flat_hash_map<std::string, FetchRecord> fetches;

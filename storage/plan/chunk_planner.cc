@@ -184,7 +184,7 @@ absl::Status PlanTextHolders(const Sha256Digest& sha,
     ChunkTextRecord r{id, simhash, come.size(), come.front()};
     for (size_t k = 1; k < come.size(); ++k) mut->holders_added.emplace_back(sha, come[k]);
     mut->texts_put.emplace_back(sha, r);
-    mut->fingerprints_added.emplace_back(id, FingerprintRecord{r.simhash, sha});
+    mut->fingerprints_added.emplace_back(id, FingerprintRecord{r.simhash, sha, std::nullopt});
     return absl::OkStatus();
   }
   const ChunkTextRecord& was = *was_record;

@@ -15,15 +15,25 @@
 namespace dedupd {
 namespace {
 
-// A near match before its owner is resolved: ordered by (distance, doc_id),
-// i.e. nearest first, then oldest first.
+// A near match before its owner is resolved: SimHash matches (hamming)
+// first, by (distance, doc_id), i.e. nearest first, then oldest first;
+// then Jaccard-only matches by (estimated Jaccard descending, doc_id).
 struct Candidate {
   int distance;
   uint32_t doc_id;
   uint64_t simhash;
   Sha256Digest sha256;
+  bool hamming;  // within max_distance
+  bool jaccard;  // estimated Jaccard >= min_jaccard
+  double estimated_jaccard;
   bool operator<(const Candidate& o) const {
-    return distance != o.distance ? distance < o.distance : doc_id < o.doc_id;
+    if (hamming != o.hamming) return hamming;
+    if (hamming) return distance != o.distance ? distance < o.distance : doc_id < o.doc_id;
+    if (estimated_jaccard != o.estimated_jaccard) return estimated_jaccard > o.estimated_jaccard;
+    return doc_id < o.doc_id;
+  }
+  NearMeasure measure() const {
+    return hamming ? (jaccard ? NearMeasure::kBoth : NearMeasure::kSimHash) : NearMeasure::kJaccard;
   }
 };
 
@@ -32,7 +42,21 @@ struct BatchText {
   uint32_t doc_id;
   uint64_t simhash;
   Sha256Digest sha256;
+  std::optional<MinHashSignature> minhash;
 };
+
+// Whether near matching by Jaccard is on for `doc`.
+bool UsesJaccard(const ContentDoc& doc) { return doc.min_jaccard > 0 && doc.minhash.has_value(); }
+
+// Fills c's Jaccard fields from the stored signature `stored` (if any).
+void MeasureJaccard(const ContentDoc& doc, const std::optional<MinHashSignature>& stored,
+                    Candidate* c) {
+  c->jaccard = false;
+  c->estimated_jaccard = 0;
+  if (!UsesJaccard(doc) || !stored.has_value()) return;
+  c->estimated_jaccard = EstimateJaccard(*doc.minhash, *stored);
+  c->jaccard = c->estimated_jaccard >= doc.min_jaccard;
+}
 
 // The batch's own writes, consulted before the reader.
 class Overlay {
@@ -135,15 +159,37 @@ absl::Status FindNear(const ContentDoc& doc, const ContentLimits& limits,
       doc.simhash, doc.max_distance, std::max<size_t>(limits.max_near_matches, 1), &total);
   std::vector<Candidate> candidates;
   candidates.reserve(indexed.size() + batch_texts.size());
+  absl::flat_hash_set<uint32_t> listed;
   for (const SimHashIndex::Match& m : indexed) {
     DEDUPD_ASSIGN_OR_RETURN(FingerprintRecord fp, reader->GetFingerprint(m.id));
-    candidates.push_back({m.distance, m.id, m.fingerprint, fp.sha256});
+    Candidate c{m.distance, m.id, m.fingerprint, fp.sha256, true, false, 0};
+    MeasureJaccard(doc, fp.minhash, &c);
+    candidates.push_back(c);
+    listed.insert(m.id);
   }
   for (const BatchText& t : batch_texts) {
     const int d = HammingDistance(doc.simhash, t.simhash);
-    if (d > doc.max_distance) continue;
+    Candidate c{d, t.doc_id, t.simhash, t.sha256, d <= doc.max_distance, false, 0};
+    MeasureJaccard(doc, t.minhash, &c);
+    if (!c.hamming && !c.jaccard) continue;
     ++total;
-    candidates.push_back({d, t.doc_id, t.simhash, t.sha256});
+    candidates.push_back(c);
+  }
+  if (UsesJaccard(doc)) {
+    // Verified LSH candidates. One within max_distance is a SimHash match
+    // already counted in `total` (listed above, or beyond the index's
+    // limit): it counts once.
+    for (uint32_t id : reader->QueryJaccardCandidates(*doc.minhash)) {
+      if (listed.contains(id)) continue;
+      DEDUPD_ASSIGN_OR_RETURN(FingerprintRecord fp, reader->GetFingerprint(id));
+      const int d = HammingDistance(doc.simhash, fp.simhash);
+      Candidate c{d, id, fp.simhash, fp.sha256, d <= doc.max_distance, false, 0};
+      MeasureJaccard(doc, fp.minhash, &c);
+      if (c.hamming) continue;  // counted, and listed if within the limit
+      if (!c.jaccard) continue;
+      ++total;
+      candidates.push_back(c);
+    }
   }
   std::sort(candidates.begin(), candidates.end());
   outcome->near_match_count = total;
@@ -162,7 +208,8 @@ absl::Status FindNear(const ContentDoc& doc, const ContentLimits& limits,
       outcome->first_seen = record->first_seen;
     }
     if (i < limits.max_near_matches) {
-      outcome->near_matches.push_back({record->owner_url, c.simhash, c.distance, c.sha256});
+      outcome->near_matches.push_back(
+          {record->owner_url, c.simhash, c.distance, c.sha256, c.estimated_jaccard, c.measure()});
     }
   }
   return absl::OkStatus();
@@ -266,8 +313,8 @@ absl::Status PlanContentBatch(absl::Span<const ContentDoc> docs, bool claim,
           out.alias_count = fresh.alias_count;
         }
         overlay.PutContent(doc.sha256, std::move(fresh));
-        mut.fingerprints.emplace_back(id, FingerprintRecord{doc.simhash, doc.sha256});
-        batch_texts.push_back({id, doc.simhash, doc.sha256});
+        mut.fingerprints.emplace_back(id, FingerprintRecord{doc.simhash, doc.sha256, doc.minhash});
+        batch_texts.push_back({id, doc.simhash, doc.sha256, doc.minhash});
       }
     }
     if (out.verdict != ContentVerdict::kNearDuplicate) {

@@ -30,6 +30,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "core/index/simhash_index.h"
+#include "core/text/minhash.h"
 #include "core/text/sha256.h"
 #include "storage/content_store.h"
 
@@ -65,13 +66,15 @@ struct ContentRecord {
   }
 };
 
-// What is stored per index entry: which text a doc_id is.
+// What is stored per index entry: which text a doc_id is, and its MinHash
+// signature when the doc that recorded it had one.
 struct FingerprintRecord {
   uint64_t simhash = 0;
   Sha256Digest sha256{};
+  std::optional<MinHashSignature> minhash;
 
   bool operator==(const FingerprintRecord& o) const {
-    return simhash == o.simhash && sha256 == o.sha256;
+    return simhash == o.simhash && sha256 == o.sha256 && minhash == o.minhash;
   }
 };
 
@@ -92,6 +95,13 @@ class ContentStateReader {
   // The near-duplicate index's answer (see SimHashIndex::Query).
   virtual std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance,
                                                      size_t limit, size_t* total) = 0;
+  // The ids of the stored texts that share an LSH band with `sig`
+  // (MinHashNearIndex::Query), to verify with their fingerprint records'
+  // signatures; a backend without signatures has none.
+  virtual std::vector<uint32_t> QueryJaccardCandidates(const MinHashSignature& sig) {
+    (void)sig;
+    return {};
+  }
   // The fingerprint record of an id the index returned. NotFound is a
   // broken invariant the backend reports as DataLoss.
   virtual absl::StatusOr<FingerprintRecord> GetFingerprint(uint32_t doc_id) = 0;
@@ -126,6 +136,13 @@ struct ContentPlan {
   ContentMutations mutations;            // empty unless claiming
 };
 
+// Near texts: the SimHash index's matches within doc.max_distance, and,
+// when doc.min_jaccard > 0 and the doc has a signature, the LSH candidates
+// (and the batch's earlier texts) whose signature's EstimateJaccard with
+// the doc's is >= min_jaccard. A text found both ways counts once (kBoth).
+// Listed: SimHash matches by (distance, doc id), then Jaccard-only ones by
+// (estimated Jaccard descending, doc id); the first names the owner.
+//
 // PlanContentBatch decides the outcome of every doc (see
 // ContentStore::CheckContent for the semantics) against `reader`'s state
 // plus, with `claim`, the batch's own earlier documents, and collects the

@@ -107,7 +107,7 @@ absl::StatusOr<std::optional<FingerprintRecord>> RocksDbStore::ChunkReader::Read
     uint32_t text_id) {
   DEDUPD_ASSIGN_OR_RETURN(std::optional<fmt::ChunkTextByIdValue> v, ReadText(text_id));
   if (!v.has_value()) return std::nullopt;
-  return FingerprintRecord{v->simhash, v->sha256};
+  return FingerprintRecord{v->simhash, v->sha256, std::nullopt};
 }
 
 rocksdb::Status RocksDbStore::Impl::AddChunkMutations(const ChunkMutations& m,

@@ -86,6 +86,19 @@ class RocksDbStore::ContentReader final : public ContentStateReader {
         space_->index()->Query(simhash, max_distance, limit, total),
         [this](uint32_t id) { return ReadFingerprint(id); }, total);
   }
+  // The LSH candidates whose fingerprint record the snapshot holds (as
+  // QueryNear keeps its matches).
+  std::vector<uint32_t> QueryJaccardCandidates(const MinHashSignature& sig) override {
+    if (space_->near() == nullptr) return {};
+    std::vector<SimHashIndex::Match> matches;
+    for (uint32_t id : space_->near()->Query(sig)) matches.push_back({0, id, 0});
+    matches = reads_.KeepInSnapshot(
+        std::move(matches), [this](uint32_t id) { return ReadFingerprint(id); }, nullptr);
+    std::vector<uint32_t> ids;
+    ids.reserve(matches.size());
+    for (const SimHashIndex::Match& m : matches) ids.push_back(m.id);
+    return ids;
+  }
   absl::StatusOr<FingerprintRecord> GetFingerprint(uint32_t doc_id) override {
     return reads_.CachedFingerprint(
         doc_id, [this](uint32_t id) { return ReadFingerprint(id); }, "index entry",
@@ -174,15 +187,17 @@ absl::Status RocksDbStore::CheckContent(absl::Span<const ContentDoc> docs, bool 
       if (s.ok()) s = batch.Put(prefix + fmt::EncodeUrlKey(url), fmt::EncodeUrlValue(t));
     }
     for (const auto& [id, fp] : m.fingerprints) {
-      put(prefix + fmt::EncodeFingerprintKey(id),
-          fmt::EncodeFingerprintValue(fp.simhash, fp.sha256));
+      put(prefix + fmt::EncodeFingerprintKey(id), fmt::EncodeFingerprintValue(fp));
     }
     if (!s.ok()) return FromRocksDbStatus(s, kAction, impl_->options.path);
     DEDUPD_RETURN_IF_ERROR(impl_->BeforeWrite(db, kAction));
     s = db->Write(impl_->write_options, &batch);
     if (!s.ok()) return impl_->WriteFailed(s, kAction);
     // Only after the write: the index never names a text the store lacks.
-    for (const auto& [id, fp] : m.fingerprints) space.index()->Insert(fp.simhash, id);
+    for (const auto& [id, fp] : m.fingerprints) {
+      space.index()->Insert(fp.simhash, id);
+      if (fp.minhash.has_value()) space.near()->Insert(id, *fp.minhash);
+    }
     // The URL records, to the URL filter while their claim locks are held
     // (as ClaimUrls does).
     if (!m.urls.empty()) {

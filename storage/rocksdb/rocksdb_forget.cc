@@ -257,6 +257,7 @@ absl::StatusOr<ForgetResult> RocksDbStore::Forget(const std::string& normalized_
   // fingerprint record their snapshot lacks.
   for (const SimHashIndex::Entry& e : out.index_removed) {
     impl_->index->Remove(e.fingerprint, e.id);
+    impl_->near->Erase(e.id);
   }
   impl_->ApplyChunkIndex(out.chunk_mutations, space);
   return result;

@@ -1,5 +1,6 @@
 #include "storage/rocksdb/rocksdb_format.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -404,13 +405,30 @@ std::string EncodeFingerprintValue(uint64_t simhash, const Sha256Digest& sha256)
   return value;
 }
 
+std::string EncodeFingerprintValue(const FingerprintRecord& record) {
+  if (!record.minhash.has_value()) return EncodeFingerprintValue(record.simhash, record.sha256);
+  std::string value = EncodeFingerprintValue(record.simhash, record.sha256);
+  value[0] = static_cast<char>(kFingerprintValueVersionMinHash);
+  value.append(reinterpret_cast<const char*>(record.minhash->data()), record.minhash->size());
+  return value;
+}
+
 absl::StatusOr<FingerprintValue> DecodeFingerprintValue(absl::string_view value) {
-  absl::Status s =
-      CheckValue(value, "fingerprint", kFingerprintValueVersion, kFingerprintValueBytes, true);
+  const bool signed_text =
+      !value.empty() && static_cast<uint8_t>(value[0]) == kFingerprintValueVersionMinHash;
+  absl::Status s = signed_text ? CheckValue(value, "fingerprint", kFingerprintValueVersionMinHash,
+                                            kFingerprintValueBytesMinHash, true)
+                               : CheckValue(value, "fingerprint", kFingerprintValueVersion,
+                                            kFingerprintValueBytes, true);
   if (!s.ok()) return s;
   FingerprintValue v;
   v.simhash = DecodeFixed64BE(value.data() + 1);
   v.sha256 = GetSha(value.data() + 9);
+  if (signed_text) {
+    MinHashSignature sig;
+    std::copy(value.begin() + kFingerprintValueBytes, value.end(), sig.begin());
+    v.minhash = sig;
+  }
   return v;
 }
 

@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "core/text/minhash.h"
 #include "core/text/sha256.h"
 #include "storage/plan/chunk_planner.h"
 #include "storage/plan/content_planner.h"
@@ -234,14 +235,22 @@ std::string EncodeAliasValue(absl::Time added);
 absl::StatusOr<absl::Time> DecodeAliasValue(absl::string_view value);
 
 // Fingerprint record: key 04 | doc id (u32); value version byte (1) |
-// SimHash (u64) | SHA-256 (32). Scanned at open to rebuild the in-memory
-// near-duplicate index; the largest key gives the next doc id.
+// SimHash (u64) | SHA-256 (32); version 2 (a text recorded with a MinHash
+// signature) appends the signature (128 bytes). Scanned at open to rebuild
+// the in-memory near-duplicate indexes (SimHash; LSH for version 2); the
+// largest key gives the next doc id.
 inline constexpr uint8_t kFingerprintValueVersion = 1;
 inline constexpr size_t kFingerprintValueBytes = 1 + 8 + 32;
+inline constexpr uint8_t kFingerprintValueVersionMinHash = 2;
+inline constexpr size_t kFingerprintValueBytesMinHash = kFingerprintValueBytes + kMinHashSlots;
 std::string EncodeFingerprintKey(uint32_t doc_id);
 absl::StatusOr<uint32_t> DecodeFingerprintKey(absl::string_view key);
+// Version 1 (41 bytes): the chunk fingerprint records' value too.
 std::string EncodeFingerprintValue(uint64_t simhash, const Sha256Digest& sha256);
-// The planner's record (SimHash, SHA-256).
+// Version 2 when `record` has a signature, else version 1.
+std::string EncodeFingerprintValue(const FingerprintRecord& record);
+// The planner's record (SimHash, SHA-256, signature for version 2).
+// Errors: DataLoss for another version or size.
 using FingerprintValue = FingerprintRecord;
 absl::StatusOr<FingerprintValue> DecodeFingerprintValue(absl::string_view value);
 

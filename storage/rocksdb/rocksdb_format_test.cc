@@ -222,6 +222,21 @@ TEST(RocksDbFormatGoldenTest, AliasFingerprintAndFetchRecords) {
   EXPECT_EQ(absl::BytesToHexString(EncodeFingerprintValue(0x0123456789abcdefULL, GoldenSha())),
             std::string("01") + "0123456789abcdef" + kGoldenShaHex)
       << kBumpMessage;
+  // Version 2: with a MinHash signature (slot i = i), 169 bytes; version 1
+  // when the record has none.
+  FingerprintRecord signed_fp{0x0123456789abcdefULL, GoldenSha(), MinHashSignature{}};
+  std::string sig_hex;
+  for (int i = 0; i < kMinHashSlots; ++i) {
+    (*signed_fp.minhash)[i] = static_cast<uint8_t>(i);
+    sig_hex += absl::BytesToHexString(std::string(1, static_cast<char>(i)));
+  }
+  EXPECT_EQ(absl::BytesToHexString(EncodeFingerprintValue(signed_fp)),
+            std::string("02") + "0123456789abcdef" + kGoldenShaHex + sig_hex)
+      << kBumpMessage;
+  EXPECT_EQ(EncodeFingerprintValue(signed_fp).size(), 169u);
+  EXPECT_EQ(
+      EncodeFingerprintValue(FingerprintRecord{0x0123456789abcdefULL, GoldenSha(), std::nullopt}),
+      EncodeFingerprintValue(0x0123456789abcdefULL, GoldenSha()));
   EXPECT_EQ(absl::BytesToHexString(EncodeFetchKey("http://c/")), "06687474703a2f2f632f")
       << kBumpMessage;
   FetchValue f{GoldenSha(), kGoldenTime, kGoldenTime + absl::Microseconds(1), "", ""};
@@ -262,6 +277,17 @@ TEST(RocksDbFormatGoldenTest, AliasFingerprintAndFetchRecords) {
                        DecodeFingerprintValue(EncodeFingerprintValue(5, GoldenSha())));
   EXPECT_EQ(fp.simhash, 5u);
   EXPECT_EQ(fp.sha256, GoldenSha());
+  EXPECT_FALSE(fp.minhash.has_value());
+  ASSERT_OK_AND_ASSIGN(FingerprintValue signed_back,
+                       DecodeFingerprintValue(EncodeFingerprintValue(signed_fp)));
+  EXPECT_EQ(signed_back, signed_fp);
+  // A version-2 value of the version-1 size, and the reverse, are damaged.
+  std::string short_v2 = EncodeFingerprintValue(5, GoldenSha());
+  short_v2[0] = '\x02';
+  EXPECT_THAT(DecodeFingerprintValue(short_v2).status(), StatusIs(absl::StatusCode::kDataLoss));
+  std::string long_v1 = EncodeFingerprintValue(signed_fp);
+  long_v1[0] = '\x01';
+  EXPECT_THAT(DecodeFingerprintValue(long_v1).status(), StatusIs(absl::StatusCode::kDataLoss));
   ASSERT_OK_AND_ASSIGN(FetchValue fetch, DecodeFetchValue(EncodeFetchValue(f)));
   EXPECT_EQ(fetch.sha256, GoldenSha());
   EXPECT_EQ(fetch.first_fetch, f.first_fetch);

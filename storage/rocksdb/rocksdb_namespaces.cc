@@ -51,6 +51,7 @@ absl::StatusOr<bool> RocksDbStore::DropNamespace(absl::string_view name) {
   if (space != nullptr) {
     space->index = std::make_unique<SimHashIndex>(impl_->options.simhash_max_distance,
                                                   impl_->options.simhash_index_blocks);
+    space->near = std::make_unique<MinHashNearIndex>();
     space->chunk_index = std::make_unique<SimHashIndex>(impl_->options.simhash_max_distance,
                                                         impl_->options.simhash_index_blocks);
     space->chunk_text_ids = std::make_unique<ChunkTextIds>();
@@ -78,8 +79,8 @@ absl::Status RocksDbStore::Impl::LoadNamedSpaces(rocksdb::DB* db) {
     const std::string name(k.substr(2, static_cast<uint8_t>(k[1])));
     const std::string prefix = fmt::NamespacePrefix(name);
     NamedSpace* space = FindSpace(name, /*create=*/true);
-    DEDUPD_RETURN_IF_ERROR(LoadSpace(db, prefix, space->index.get(), space->chunk_index.get(),
-                                     space->chunk_text_ids.get()));
+    DEDUPD_RETURN_IF_ERROR(LoadSpace(db, prefix, space->index.get(), space->near.get(),
+                                     space->chunk_index.get(), space->chunk_text_ids.get()));
     next = fmt::PrefixEnd(prefix);
   }
   if (!it->status().ok()) return FromRocksDbStatus(it->status(), kAction, options.path);

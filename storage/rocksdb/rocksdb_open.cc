@@ -228,7 +228,9 @@ absl::Status RocksDbStore::Impl::LoadIndexes(rocksdb::DB* db) {
   chunk_index =
       std::make_unique<SimHashIndex>(options.simhash_max_distance, options.simhash_index_blocks);
   DEDUPD_RETURN_IF_ERROR(ConvertChunkTextsToIds(db).status());
-  DEDUPD_RETURN_IF_ERROR(LoadSpace(db, "", index.get(), chunk_index.get(), &chunk_text_ids));
+  near = std::make_unique<MinHashNearIndex>();
+  DEDUPD_RETURN_IF_ERROR(
+      LoadSpace(db, "", index.get(), near.get(), chunk_index.get(), &chunk_text_ids));
   return LoadNamedSpaces(db);
 }
 
@@ -305,19 +307,20 @@ absl::StatusOr<uint64_t> RocksDbStore::Impl::LoadIndex(
 }
 
 absl::Status RocksDbStore::Impl::LoadSpace(rocksdb::DB* db, const std::string& prefix,
-                                           SimHashIndex* into, SimHashIndex* chunk_into,
-                                           ChunkTextIds* text_ids) {
+                                           SimHashIndex* into, MinHashNearIndex* near_into,
+                                           SimHashIndex* chunk_into, ChunkTextIds* text_ids) {
   // Both decoders see the key without the namespace's prefix.
   DEDUPD_ASSIGN_OR_RETURN(
       uint64_t next_doc,
       LoadIndex(
           db, "load fingerprints of store", prefix + fmt::kTagFingerprint,
           prefix + static_cast<char>(fmt::kTagFingerprint + 1),
-          [&prefix](absl::string_view key,
-                    absl::string_view value) -> absl::StatusOr<SimHashIndex::Entry> {
+          [&prefix, near_into](absl::string_view key,
+                               absl::string_view value) -> absl::StatusOr<SimHashIndex::Entry> {
             DEDUPD_ASSIGN_OR_RETURN(uint32_t id,
                                     fmt::DecodeFingerprintKey(key.substr(prefix.size())));
             DEDUPD_ASSIGN_OR_RETURN(fmt::FingerprintValue v, fmt::DecodeFingerprintValue(value));
+            if (v.minhash.has_value()) near_into->Insert(id, *v.minhash);
             return SimHashIndex::Entry{v.simhash, id};
           },
           into));

@@ -52,6 +52,7 @@
 #include "rocksdb/snapshot.h"
 #include "rocksdb/status.h"
 #include "rocksdb/write_batch.h"
+#include "storage/minhash_near_index.h"
 #include "storage/plan/chunk_planner.h"
 #include "storage/plan/content_planner.h"
 #include "storage/plan/forget_planner.h"
@@ -438,6 +439,10 @@ struct RocksDbStore::Impl {
   // The near-duplicate index over every fingerprint record, rebuilt from
   // them at Open (it is not persisted on its own). Thread-safe itself.
   std::unique_ptr<SimHashIndex> index;
+  // The signatures of the fingerprint records of version 2 (texts recorded
+  // with a MinHash signature) and their LSH index, rebuilt at Open with
+  // `index`. Thread-safe itself.
+  std::unique_ptr<MinHashNearIndex> near;
   // The next doc id to hand out: one more than the largest fingerprint key
   // at Open, then incremented per new text (a failed write leaves a gap).
   std::atomic<uint64_t> next_doc_id{0};
@@ -459,6 +464,7 @@ struct RocksDbStore::Impl {
   struct NamedSpace {
     NamedSpace(int max_distance, int blocks)
         : index(std::make_unique<SimHashIndex>(max_distance, blocks)),
+          near(std::make_unique<MinHashNearIndex>()),
           chunk_index(std::make_unique<SimHashIndex>(max_distance, blocks)),
           chunk_text_ids(std::make_unique<ChunkTextIds>()) {}
     // Held shared by every content and chunk call of the namespace for as
@@ -467,6 +473,7 @@ struct RocksDbStore::Impl {
     // ones. Acquired after Impl::mu, before the key locks.
     absl::Mutex mu;
     std::unique_ptr<SimHashIndex> index;
+    std::unique_ptr<MinHashNearIndex> near;
     std::unique_ptr<SimHashIndex> chunk_index;
     std::unique_ptr<ChunkTextIds> chunk_text_ids;
   };
@@ -500,8 +507,10 @@ struct RocksDbStore::Impl {
   // Scans the fingerprint records (content) and chunk text records under
   // `prefix` (empty: the empty namespace) into the given indexes; raises
   // next_doc_id and next_text_id past every id seen.
+  // Fingerprint records with a signature also go into `near`.
   absl::Status LoadSpace(rocksdb::DB* db, const std::string& prefix, SimHashIndex* index,
-                         SimHashIndex* chunk_index, ChunkTextIds* chunk_text_ids);
+                         MinHashNearIndex* near, SimHashIndex* chunk_index,
+                         ChunkTextIds* chunk_text_ids);
 
   // SpaceView: one call's view of a namespace: its key prefix and its
   // indexes (the empty namespace's are Impl's own), holding a named
@@ -513,6 +522,7 @@ struct RocksDbStore::Impl {
         : prefix_(name_space.empty() ? std::string() : fmt::NamespacePrefix(name_space)) {
       if (name_space.empty()) {
         index_ = impl->index.get();
+        near_ = impl->near.get();
         chunk_index_ = impl->chunk_index.get();
         chunk_text_ids_ = &impl->chunk_text_ids;
         return;
@@ -521,6 +531,7 @@ struct RocksDbStore::Impl {
       if (space == nullptr) return;
       lock_ = std::make_unique<absl::ReaderMutexLock>(&space->mu);
       index_ = space->index.get();
+      near_ = space->near.get();
       chunk_index_ = space->chunk_index.get();
       chunk_text_ids_ = space->chunk_text_ids.get();
     }
@@ -533,6 +544,8 @@ struct RocksDbStore::Impl {
     absl::string_view Unscoped(absl::string_view key) const { return key.substr(prefix_.size()); }
     const std::string& prefix() const { return prefix_; }
     SimHashIndex* index() const { return index_; }
+    // The texts' MinHash index; nullptr exactly when index() is.
+    MinHashNearIndex* near() const { return near_; }
     SimHashIndex* chunk_index() const { return chunk_index_; }
     ChunkTextIds* chunk_text_ids() const { return chunk_text_ids_; }
 
@@ -540,6 +553,7 @@ struct RocksDbStore::Impl {
     const std::string prefix_;
     std::unique_ptr<absl::ReaderMutexLock> lock_;
     SimHashIndex* index_ = nullptr;
+    MinHashNearIndex* near_ = nullptr;
     SimHashIndex* chunk_index_ = nullptr;
     ChunkTextIds* chunk_text_ids_ = nullptr;
   };

@@ -9,7 +9,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "core/text/minhash.h"
 #include "core/text/sha256.h"
 #include "gmock/gmock.h"
 #include "storage/document_key.h"
@@ -809,6 +811,163 @@ TEST_P(ContentStoreConformanceTest, ForgetOfTheClaimsOwnerEndsItsRetries) {
   EXPECT_EQ(out[0].verdict, ContentVerdict::kExactDuplicate);
   EXPECT_EQ(out[0].owner_url, "https://a/page");
   EXPECT_EQ(out[0].first_seen, T(100));
+}
+
+// ---- MinHash near matching (ContentDoc::min_jaccard) ----
+
+// A normalized text of `words` words drawn from a 500-word vocabulary by a
+// fixed generator seeded with `seed`.
+std::vector<std::string> Words(uint64_t seed, int words) {
+  std::vector<std::string> out;
+  uint64_t x = seed;
+  for (int i = 0; i < words; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    out.push_back(absl::StrCat("w", (x >> 33) % 500));
+  }
+  return out;
+}
+
+std::string Join(const std::vector<std::string>& words) { return absl::StrJoin(words, " "); }
+
+// The 400-word text and the same with 5% of its words (20, one run)
+// replaced: Jaccard of their 3-word shingles ~0.9.
+std::string Original() { return Join(Words(1, 400)); }
+std::string Edited() {
+  std::vector<std::string> w = Words(1, 400);
+  for (int i = 100; i < 120; ++i) w[i] = absl::StrCat("edit", i);
+  return Join(w);
+}
+
+// A doc of `text` (its SHA-256 and signature) with SimHash `simhash`:
+// the tests pick SimHashes far apart (16 bits) so that only Jaccard can
+// match, or close (1 bit) for both.
+ContentDoc SignedDoc(const std::string& url, const std::string& text, uint64_t simhash,
+                     double min_jaccard) {
+  ContentDoc d = Doc(url, text, simhash);
+  d.minhash = MinHasher().Sign(text);
+  d.min_jaccard = min_jaccard;
+  return d;
+}
+
+constexpr uint64_t kFarFp = kFp ^ 0xffff;  // distance 16 from kFp
+
+TEST_P(ContentStoreConformanceTest, JaccardFindsAnEditedTextHammingMisses) {
+  ASSERT_GE(EstimateJaccard(MinHasher().Sign(Original()), MinHasher().Sign(Edited())), 0.8);
+  std::vector<ContentOutcome> out =
+      Checker(&content()).Claim({SignedDoc("https://a/", Original(), kFp, 0.8)}, T(100));
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round == 0 ? "before reopen" : "after reopen");
+    Checker c(&content());  // the reopened store in round 1
+    // min_jaccard 0.8: near by Jaccard alone.
+    out = c.Peek({SignedDoc("https://b/", Edited(), kFarFp, 0.8)});
+    EXPECT_EQ(out[0].verdict, ContentVerdict::kNearDuplicate);
+    EXPECT_EQ(out[0].owner_url, "https://a/");
+    EXPECT_EQ(out[0].first_seen, T(100));
+    EXPECT_EQ(out[0].near_match_count, 1u);
+    ASSERT_THAT(out[0].near_matches, SizeIs(1));
+    EXPECT_EQ(out[0].near_matches[0].measure, NearMeasure::kJaccard);
+    EXPECT_GE(out[0].near_matches[0].estimated_jaccard, 0.8);
+    EXPECT_EQ(out[0].near_matches[0].distance, 16);
+    EXPECT_EQ(out[0].near_matches[0].sha256, Sha256(Original()));
+    // Off (min_jaccard 0, the default): SimHash only, as before.
+    out = c.Peek({SignedDoc("https://b/", Edited(), kFarFp, 0)});
+    EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+    EXPECT_THAT(out[0].near_matches, IsEmpty());
+    // Near by both measures: listed once, as kBoth.
+    out = c.Peek({SignedDoc("https://b/", Edited(), kFp ^ 1, 0.8)});
+    EXPECT_EQ(out[0].verdict, ContentVerdict::kNearDuplicate);
+    EXPECT_EQ(out[0].near_match_count, 1u);
+    ASSERT_THAT(out[0].near_matches, SizeIs(1));
+    EXPECT_EQ(out[0].near_matches[0].measure, NearMeasure::kBoth);
+    EXPECT_EQ(out[0].near_matches[0].distance, 1);
+    EXPECT_GE(out[0].near_matches[0].estimated_jaccard, 0.8);
+    // A far text is not near.
+    out = c.Peek({SignedDoc("https://f/", Join(Words(2, 400)), kFarFp, 0.8)});
+    EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+    EXPECT_THAT(out[0].near_matches, IsEmpty());
+    // A threshold above the estimate: not near.
+    out = c.Peek({SignedDoc("https://b/", Edited(), kFarFp, 0.99)});
+    EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+    if (round == 0) {
+      ASSERT_OK_AND_ASSIGN(bool reopened, harness().Reopen());
+      if (!reopened) break;
+    }
+  }
+}
+
+TEST_P(ContentStoreConformanceTest, JaccardMatchesRankAfterSimHashOnesAndWithinABatch) {
+  Checker c(&content());
+  // One claim batch: the edited text finds the original claimed before it
+  // in the batch, by Jaccard.
+  std::vector<ContentOutcome> out = c.Claim({SignedDoc("https://a/", Original(), kFp, 0.8),
+                                             SignedDoc("https://b/", Edited(), kFarFp, 0.8)},
+                                            T(100));
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+  EXPECT_EQ(out[1].verdict, ContentVerdict::kNearDuplicate);
+  ASSERT_THAT(out[1].near_matches, SizeIs(1));
+  EXPECT_EQ(out[1].near_matches[0].measure, NearMeasure::kJaccard);
+  EXPECT_EQ(out[1].near_matches[0].owner_url, "https://a/");
+  // A third text: SimHash-near the edited one (1 bit), Jaccard-near the
+  // original only through the edit. SimHash matches come first.
+  out = c.Peek({SignedDoc("https://c/", Edited() + " tail", kFarFp ^ 1, 0.8)});
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNearDuplicate);
+  EXPECT_EQ(out[0].near_match_count, 2u);
+  ASSERT_THAT(out[0].near_matches, SizeIs(2));
+  EXPECT_EQ(out[0].near_matches[0].owner_url, "https://b/");
+  EXPECT_EQ(out[0].near_matches[0].measure, NearMeasure::kBoth);
+  EXPECT_EQ(out[0].near_matches[1].owner_url, "https://a/");
+  EXPECT_EQ(out[0].near_matches[1].measure, NearMeasure::kJaccard);
+  EXPECT_EQ(out[0].owner_url, "https://b/");
+}
+
+TEST_P(ContentStoreConformanceTest, TextsWithoutSignatureAreFoundBySimHashOnly) {
+  Checker c(&content());
+  ContentDoc unsigned_doc = Doc("https://a/", Original(), kFp);
+  c.Claim({unsigned_doc}, T(100));
+  std::vector<ContentOutcome> out = c.Peek({SignedDoc("https://b/", Edited(), kFarFp, 0.8)});
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+  out = c.Peek({SignedDoc("https://b/", Edited(), kFp ^ 1, 0.8)});
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNearDuplicate);
+  ASSERT_THAT(out[0].near_matches, SizeIs(1));
+  EXPECT_EQ(out[0].near_matches[0].measure, NearMeasure::kSimHash);
+  EXPECT_EQ(out[0].near_matches[0].estimated_jaccard, 0);
+}
+
+TEST_P(ContentStoreConformanceTest, NamespacesNeverSeeEachOthersSignatures) {
+  Checker c(&content());
+  c.Claim({InSpace(SignedDoc("https://a/", Original(), kFp, 0.8), "crawl-a")}, T(100));
+  std::vector<ContentOutcome> out =
+      c.Peek({InSpace(SignedDoc("https://b/", Edited(), kFarFp, 0.8), "crawl-a")});
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNearDuplicate);
+  out = c.Peek({InSpace(SignedDoc("https://b/", Edited(), kFarFp, 0.8), "crawl-b")});
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+  out = c.Peek({SignedDoc("https://b/", Edited(), kFarFp, 0.8)});
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+  ASSERT_OK_AND_ASSIGN(bool reopened, harness().Reopen());
+  if (!reopened) return;
+  Checker r(&content());
+  out = r.Peek({InSpace(SignedDoc("https://b/", Edited(), kFarFp, 0.8), "crawl-a")});
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNearDuplicate);
+  out = r.Peek({InSpace(SignedDoc("https://b/", Edited(), kFarFp, 0.8), "crawl-b")});
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+}
+
+TEST_P(ContentStoreConformanceTest, ForgetRemovesTheSignature) {
+  Checker c(&content());
+  c.Claim({SignedDoc("https://a/", Original(), kFp, 0.8)}, T(100));
+  ForgetOk(content(), "https://a/");
+  std::vector<ContentOutcome> out = c.Peek({SignedDoc("https://b/", Edited(), kFarFp, 0.8)});
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+}
+
+TEST_P(ContentStoreConformanceTest, MinJaccardOutsideZeroToOneIsInvalid) {
+  for (double bad : {-0.1, 1.5}) {
+    std::vector<ContentOutcome> out;
+    EXPECT_THAT(content().CheckContent({SignedDoc("https://a/", Original(), kFp, bad)}, true,
+                                       ContentLimits{}, T(100), &out),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("min_jaccard")));
+  }
 }
 
 }  // namespace

@@ -77,6 +77,7 @@ SEEDS = {
     "alias_value": b"\x01" + i64(MICROS),
     "fingerprint_key": b"\x04" + u32(42),
     "fingerprint_value": b"\x01" + u64(0x0123456789ABCDEF) + SHA,
+    "fingerprint_value_minhash": b"\x02" + u64(0x0123456789ABCDEF) + SHA + bytes(range(128)),
     "fetch_value": b"\x01" + SHA + i64(MICROS) + i64(MICROS + 1),
     "manifest": manifest([(b"0", SHA, 1, MICROS), (b"intro", SHA2, 2, -1)]),
     "manifest_truncated": manifest([(b"0", SHA, 1, MICROS)])[:-3],

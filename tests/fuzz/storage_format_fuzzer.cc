@@ -46,6 +46,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "core/text/minhash.h"
 #include "core/text/sha256.h"
 #include "storage/rocksdb/rocksdb_format.h"
 
@@ -171,7 +172,7 @@ void DecodeFingerprintKey(absl::string_view in) {
 void DecodeFingerprintValue(absl::string_view in) {
   absl::StatusOr<fmt::FingerprintValue> v = fmt::DecodeFingerprintValue(in);
   if (!v.ok()) return CheckError(v.status(), "fingerprint value: bad error", in);
-  if (fmt::EncodeFingerprintValue(v->simhash, v->sha256) != in) {
+  if (fmt::EncodeFingerprintValue(*v) != in) {
     Fail("fingerprint value: does not re-encode", in);
   }
 }
@@ -416,8 +417,15 @@ void EncodeFingerprint(FuzzedDataProvider& p, absl::string_view in) {
   const Sha256Digest sha = FuzzSha(p);
   absl::StatusOr<fmt::FingerprintValue> v =
       fmt::DecodeFingerprintValue(fmt::EncodeFingerprintValue(simhash, sha));
-  if (!v.ok() || v->simhash != simhash || v->sha256 != sha) {
+  if (!v.ok() || v->simhash != simhash || v->sha256 != sha || v->minhash.has_value()) {
     Fail("encode fingerprint value: no round trip", in);
+  }
+  // Version 2: with a MinHash signature.
+  dedupd::FingerprintRecord signed_record{simhash, sha, dedupd::MinHashSignature{}};
+  for (uint8_t& slot : *signed_record.minhash) slot = p.ConsumeIntegral<uint8_t>();
+  v = fmt::DecodeFingerprintValue(fmt::EncodeFingerprintValue(signed_record));
+  if (!v.ok() || !(*v == signed_record)) {
+    Fail("encode fingerprint value v2: no round trip", in);
   }
 }
 
