@@ -16,14 +16,12 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "client/dedupctl/dedupctl_test_util.h"
 #include "client/json.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/server_process.h"
 
-#ifndef DEDUPCTL_PATH
-#error "DEDUPCTL_PATH must name the dedupctl binary"
-#endif
 #ifndef DEDUPD_SOURCE_DIR
 #error "DEDUPD_SOURCE_DIR must name the source tree (for its testdata pages)"
 #endif
@@ -32,6 +30,8 @@ namespace dedupd {
 namespace {
 
 using ::dedupd::testing::CommandResult;
+using ::dedupd::testing::Dedupctl;
+using ::dedupd::testing::Lines;
 using ::dedupd::testing::MakeTempDir;
 using ::dedupd::testing::RemoveTree;
 using ::dedupd::testing::RunCommand;
@@ -42,17 +42,6 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
 using ::testing::StartsWith;
-
-CommandResult Dedupctl(std::vector<std::string> args, const std::string& in = "") {
-  args.insert(args.begin(), DEDUPCTL_PATH);
-  absl::StatusOr<CommandResult> r = RunCommand(args, in, absl::Seconds(50));
-  EXPECT_TRUE(r.ok()) << r.status();
-  return r.ok() ? *r : CommandResult();
-}
-
-std::vector<std::string> Lines(const std::string& out) {
-  return absl::StrSplit(out, '\n', absl::SkipEmpty());
-}
 
 JsonValue Parse(const std::string& line) {
   absl::StatusOr<JsonValue> v = ParseJsonValue(line);
