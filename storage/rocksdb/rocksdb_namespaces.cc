@@ -59,32 +59,47 @@ absl::StatusOr<bool> RocksDbStore::DropNamespace(absl::string_view name) {
   return true;
 }
 
-absl::Status RocksDbStore::Impl::LoadNamedSpaces(rocksdb::DB* db) {
-  constexpr absl::string_view kAction = "load the namespaces' fingerprints of store";
-  // A skip scan of the content family's namespace range: one seek per
-  // namespace, then its fingerprint and chunk text ranges.
+absl::Status RocksDbStore::Impl::ForEachNamespace(
+    rocksdb::DB* db, rocksdb::ColumnFamilyHandle* family, const rocksdb::Snapshot* snapshot,
+    absl::string_view action, const std::function<absl::Status(const std::string&)>& fn) {
+  // A skip scan of the family's namespace range: one seek per namespace,
+  // to the end of the one before. Every key of the range starts with a
+  // namespace prefix (tag, length, name); what follows depends on the
+  // record kind.
   const std::string stop(1, static_cast<char>(fmt::kTagNamespace + 1));
   const rocksdb::Slice upper(stop);
   rocksdb::ReadOptions read;
+  read.snapshot = snapshot;
   read.iterate_upper_bound = &upper;
   read.fill_cache = false;
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read, content_cf));
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read, family));
   std::string next(1, fmt::kTagNamespace);
   for (it->Seek(next); it->Valid(); it->Seek(next)) {
     const absl::string_view k(it->key().data(), it->key().size());
     if (k.size() < 2 || k[1] == 0 || k.size() < size_t{2} + static_cast<uint8_t>(k[1])) {
-      return absl::DataLossError(absl::StrCat(kAction, " at ", options.path,
+      return absl::DataLossError(absl::StrCat(action, " at ", options.path,
                                               ": a namespace key is shorter than its prefix"));
     }
     const std::string name(k.substr(2, static_cast<uint8_t>(k[1])));
-    const std::string prefix = fmt::NamespacePrefix(name);
-    NamedSpace* space = FindSpace(name, /*create=*/true);
-    DEDUPD_RETURN_IF_ERROR(LoadSpace(db, prefix, space->index.get(), space->near.get(),
-                                     space->chunk_index.get(), space->chunk_text_ids.get()));
-    next = fmt::PrefixEnd(prefix);
+    absl::Status s = fn(name);
+    if (absl::IsCancelled(s)) return absl::OkStatus();
+    DEDUPD_RETURN_IF_ERROR(s);
+    next = fmt::PrefixEnd(fmt::NamespacePrefix(name));
   }
-  if (!it->status().ok()) return FromRocksDbStatus(it->status(), kAction, options.path);
+  if (!it->status().ok()) return FromRocksDbStatus(it->status(), action, options.path);
   return absl::OkStatus();
+}
+
+absl::Status RocksDbStore::Impl::LoadNamedSpaces(rocksdb::DB* db) {
+  // The content family's namespaces, each loaded as the empty one is:
+  // its fingerprint and chunk text ranges under its prefix.
+  return ForEachNamespace(
+      db, content_cf, /*snapshot=*/nullptr, "load the namespaces' fingerprints of store",
+      [&](const std::string& name) {
+        NamedSpace* space = FindSpace(name, /*create=*/true);
+        return LoadSpace(db, fmt::NamespacePrefix(name), space->index.get(), space->near.get(),
+                         space->chunk_index.get(), space->chunk_text_ids.get());
+      });
 }
 
 absl::Status RocksDbStore::Impl::ListNamespaces(rocksdb::DB* db, const rocksdb::Snapshot* snapshot,
@@ -95,28 +110,13 @@ absl::Status RocksDbStore::Impl::ListNamespaces(rocksdb::DB* db, const rocksdb::
   // both families are walked, merged by name.
   std::vector<std::string> names;
   for (rocksdb::ColumnFamilyHandle* family : {db->DefaultColumnFamily(), content_cf}) {
-    const std::string stop(1, static_cast<char>(fmt::kTagNamespace + 1));
-    const rocksdb::Slice upper(stop);
-    rocksdb::ReadOptions read;
-    read.snapshot = snapshot;
-    read.iterate_upper_bound = &upper;
-    read.fill_cache = false;
-    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(read, family));
-    std::string next(1, fmt::kTagNamespace);
-    for (it->Seek(next); it->Valid(); it->Seek(next)) {
-      // Every key of the range starts with a namespace prefix (tag, length,
-      // name); what follows it depends on the record kind.
-      const absl::string_view k(it->key().data(), it->key().size());
-      if (k.size() < 2 || k[1] == 0 || k.size() < size_t{2} + static_cast<uint8_t>(k[1])) {
-        return absl::DataLossError(absl::StrCat(kAction, " at ", options.path,
-                                                ": a namespace key is shorter than its prefix"));
-      }
-      const std::string name(k.substr(2, static_cast<uint8_t>(k[1])));
-      names.push_back(name);
-      next = fmt::PrefixEnd(fmt::NamespacePrefix(name));
-      if (names.size() > 2 * StoreStats::kMaxListedNamespaces) break;
-    }
-    if (!it->status().ok()) return FromRocksDbStatus(it->status(), kAction, options.path);
+    DEDUPD_RETURN_IF_ERROR(
+        ForEachNamespace(db, family, snapshot, kAction, [&](const std::string& name) {
+          names.push_back(name);
+          // Enough to list and to know there are more: stop the scan.
+          return names.size() > 2 * StoreStats::kMaxListedNamespaces ? absl::CancelledError()
+                                                                     : absl::OkStatus();
+        }));
   }
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());

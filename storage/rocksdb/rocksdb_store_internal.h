@@ -504,6 +504,14 @@ struct RocksDbStore::Impl {
   // Loads the named namespaces' indexes at Open: a skip scan of the
   // content family's namespace range, one seek per namespace.
   absl::Status LoadNamedSpaces(rocksdb::DB* db);
+  // ForEachNamespace calls fn(name) for each named namespace that has a
+  // key in `family` (read at `snapshot`, nullptr: now), in name byte
+  // order, one seek per namespace. fn returning Cancelled ends the scan
+  // (OK); another error ends it with that error. DataLoss for a key too
+  // short for its namespace prefix; `action` starts the messages.
+  absl::Status ForEachNamespace(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* family,
+                                const rocksdb::Snapshot* snapshot, absl::string_view action,
+                                const std::function<absl::Status(const std::string&)>& fn);
   // Scans the fingerprint records (content) and chunk text records under
   // `prefix` (empty: the empty namespace) into the given indexes; raises
   // next_doc_id and next_text_id past every id seen.
