@@ -34,17 +34,14 @@ Engine::Engine(const UrlNormalizer* normalizer, UrlStore* store, EngineOptions o
 
 Engine::Engine(const UrlNormalizer* normalizer, UrlStore* store, const SimHasher* hasher,
                ContentStore* content_store, EngineOptions options)
-    : normalizer_(normalizer),
-      store_(store),
-      hasher_(hasher),
-      content_store_(content_store),
-      options_(std::move(options)) {}
+    : Engine(normalizer, store, hasher, content_store, nullptr, std::move(options)) {}
 
 Engine::Engine(const UrlNormalizer* normalizer, UrlStore* store, const SimHasher* hasher,
                ContentStore* content_store, ChunkStore* chunk_store, EngineOptions options)
     : normalizer_(normalizer),
       store_(store),
       hasher_(hasher),
+      minhasher_(MinHashOptions{hasher != nullptr ? hasher->options().shingle_words : 3}),
       content_store_(content_store),
       chunk_store_(chunk_store),
       options_(std::move(options)) {}
@@ -71,6 +68,18 @@ absl::StatusOr<int> Engine::ResolveDistance(bool has, uint32_t requested, int in
   return static_cast<int>(requested);
 }
 
+absl::StatusOr<double> Engine::ResolveMinJaccard(bool has, double requested,
+                                                 double default_value) const {
+  if (!has) return default_value;
+  // Written so that NaN fails too.
+  if (!(requested >= options_.min_jaccard_floor && requested <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "min_jaccard ", requested, " is not in [", options_.min_jaccard_floor,
+        ", 1] (the lowest this server answers is --min_jaccard_floor; omit it for the default)"));
+  }
+  return requested;
+}
+
 absl::StatusOr<ContentFingerprint> Engine::FingerprintItemText(absl::string_view text,
                                                                v1::ErrorReason* reason) const {
   *reason = v1::ERROR_REASON_TEXT_TOO_LARGE;
@@ -80,7 +89,7 @@ absl::StatusOr<ContentFingerprint> Engine::FingerprintItemText(absl::string_view
                                                    " (--max_text_bytes)"));
   }
   *reason = v1::ERROR_REASON_BAD_TEXT;
-  absl::StatusOr<ContentFingerprint> fp = FingerprintText(text, *hasher_);
+  absl::StatusOr<ContentFingerprint> fp = FingerprintText(text, *hasher_, minhasher_);
   if (!fp.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("text: ", fp.status().message()));
   }
@@ -88,6 +97,18 @@ absl::StatusOr<ContentFingerprint> Engine::FingerprintItemText(absl::string_view
 }
 
 namespace {
+
+v1::NearMeasure ToProto(NearMeasure m) {
+  switch (m) {
+    case NearMeasure::kSimHash:
+      return v1::NEAR_MEASURE_SIMHASH;
+    case NearMeasure::kJaccard:
+      return v1::NEAR_MEASURE_JACCARD;
+    case NearMeasure::kBoth:
+      return v1::NEAR_MEASURE_BOTH;
+  }
+  return v1::NEAR_MEASURE_UNSPECIFIED;
+}
 
 google::protobuf::Timestamp ToTimestamp(absl::Time t) {
   return TimeUtil::MicrosecondsToTimestamp(absl::ToUnixMicros(t));
@@ -403,6 +424,12 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
       invalid(v1::ERROR_REASON_DISTANCE_TOO_LARGE, distance.status().message());
       continue;
     }
+    absl::StatusOr<double> min_jaccard = ResolveMinJaccard(
+        item.has_min_jaccard(), item.min_jaccard(), options_.content_min_jaccard);
+    if (!min_jaccard.ok()) {
+      invalid(v1::ERROR_REASON_BAD_MIN_JACCARD, min_jaccard.status().message());
+      continue;
+    }
     v1::ErrorReason reason;
     absl::StatusOr<ContentFingerprint> fp = FingerprintItemText(item.text(), &reason);
     if (!fp.ok()) {
@@ -427,6 +454,11 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
     doc.fetched_url = std::move(fetched);
     doc.sha256 = fp->sha256;
     doc.simhash = fp->simhash;
+    doc.min_jaccard = MinHashNearThreshold(fp->words, *min_jaccard);
+    // Every text long enough to be found by MinHash keeps its signature,
+    // whatever this item's threshold, so later items can find it.
+    if (fp->words >= kMinWordsForNearMatch) doc.minhash = fp->minhash;
+    result->set_applied_min_jaccard(doc.min_jaccard);
     doc.max_distance = *distance;
     doc.claim_id_hash = claim_id_hash;
     doc.claim_id_retention = options_.claim_id_retention;
@@ -501,6 +533,8 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
       out->set_simhash(m.simhash);
       out->set_distance(static_cast<uint32_t>(m.distance));
       out->set_content_hash(Sha256Hex(m.sha256));
+      out->set_estimated_jaccard(m.estimated_jaccard);
+      out->set_measure(ToProto(m.measure));
     }
     result->set_near_match_count(o.near_match_count);
     // A peek's NEW has no time, unless it names the claim it retries.

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "core/text/content_fingerprint.h"
+#include "core/text/minhash.h"
 #include "core/text/simhash.h"
 #include "core/url/revisit_policy.h"
 #include "core/url/url_normalizer.h"
@@ -35,6 +36,17 @@ struct EngineOptions {
   size_t max_text_bytes = size_t{8} << 20;
   // Hamming distance used when an item sets none. Default: 3.
   int default_max_hamming_distance = 3;
+  // MinHash near matching (docs/minhash.md): the min_jaccard used when a
+  // CheckContent item or a CheckChunks request sets none; 0 turns MinHash
+  // matching off for them. REQUIRES: 0, or in [min_jaccard_floor, 1].
+  // Defaults: 0.85 for pages, 0.8 for chunks (docs/benchmarks.md, "Targets,
+  // and the default").
+  double content_min_jaccard = 0.85;
+  double chunk_min_jaccard = 0.8;
+  // The lowest min_jaccard a request may ask for: the LSH layout (18 bands
+  // of 7 rows) finds ~98.6% of the pairs at 0.8 and fewer below.
+  // REQUIRES: 0 < min_jaccard_floor <= 1. Default: 0.8.
+  double min_jaccard_floor = 0.8;
   // What one CheckContent result lists (alias URLs, near matches).
   ContentLimits content_limits;
   // The clock stamped on new records. Default: absl::Now.
@@ -156,6 +168,10 @@ class Engine {
   // one), or the default; InvalidArgument naming the limit when above
   // `index_limit`.
   absl::StatusOr<int> ResolveDistance(bool has, uint32_t requested, int index_limit) const;
+  // The min_jaccard an item or request asks for (`has`: whether it set
+  // one), or `default_value`; InvalidArgument naming the limits when not in
+  // [min_jaccard_floor, 1] (NaN included).
+  absl::StatusOr<double> ResolveMinJaccard(bool has, double requested, double default_value) const;
   // FingerprintText of an item's text, after the max_text_bytes check;
   // InvalidArgument with a "text: " message for the item's INVALID result,
   // and *reason set to its ErrorReason (TEXT_TOO_LARGE or BAD_TEXT).
@@ -165,6 +181,9 @@ class Engine {
   const UrlNormalizer* normalizer_;
   UrlStore* store_;
   const SimHasher* hasher_ = nullptr;
+  // Signs texts over the same shingles as hasher_ (FingerprintText finds
+  // them once for both).
+  MinHasher minhasher_;
   ContentStore* content_store_ = nullptr;
   ChunkStore* chunk_store_ = nullptr;
   EngineOptions options_;

@@ -597,6 +597,9 @@ TEST_F(ContentEngineTest, OneWordEditOfARealPageIsANearDuplicate) {
   EXPECT_EQ(near.near_matches(0).simhash(), first.simhash());
   EXPECT_EQ(near.near_matches(0).distance(), static_cast<uint32_t>(distance));
   EXPECT_EQ(near.near_matches(0).content_hash(), first.content_hash());
+  // ~980 words, one changed: Jaccard ~0.994, found by both measures.
+  EXPECT_EQ(near.near_matches(0).measure(), v1::NEAR_MEASURE_BOTH);
+  EXPECT_GE(near.near_matches(0).estimated_jaccard(), 0.85);
   EXPECT_EQ(near.first_seen_time().seconds(), first.first_seen_time().seconds());
   EXPECT_EQ(near.recrawl(), v1::RECRAWL_STATUS_FIRST_SEEN);
 
@@ -614,6 +617,8 @@ TEST_F(ContentEngineTest, OneWordEditOfARealPageIsANearDuplicate) {
   EXPECT_EQ(other.near_match_count(), 0u);
 }
 
+// The item's distance limits the SimHash measure only; MinHash (on by
+// default, 0.85) still finds the one-word edit, by Jaccard alone.
 TEST_F(ContentEngineTest, NearDuplicateRespectsTheItemsDistance) {
   const std::string original = ReadTestdata("python_policy_packaging.txt");
   const std::string from = "As far as is reasonable";
@@ -628,8 +633,14 @@ TEST_F(ContentEngineTest, NearDuplicateRespectsTheItemsDistance) {
   std::vector<v1::ContentResult> r = Check({strict}, v1::CLAIM_MODE_PEEK);
   ASSERT_EQ(r.size(), 1u);
   if (r[0].simhash() == first.simhash()) GTEST_SKIP() << "the edit did not move the SimHash";
-  EXPECT_EQ(r[0].verdict(), v1::CONTENT_VERDICT_NEW);
-  EXPECT_EQ(r[0].near_matches_size(), 0);
+  EXPECT_EQ(r[0].verdict(), v1::CONTENT_VERDICT_NEAR_DUPLICATE);
+  ASSERT_EQ(r[0].near_matches_size(), 1);
+  EXPECT_EQ(r[0].near_matches(0).measure(), v1::NEAR_MEASURE_JACCARD);
+  EXPECT_GT(r[0].near_matches(0).distance(), 0u);
+  EXPECT_GE(r[0].near_matches(0).estimated_jaccard(), 0.85);
+  EXPECT_EQ(r[0].applied_min_jaccard(), 0.85);  // the server's default
+  // SimHash alone (MinHash off by the server's default):
+  // near_text_engine_test.
 }
 
 TEST_F(ContentEngineTest, RecrawlIsFirstSeenThenUnchangedOrChanged) {

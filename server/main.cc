@@ -69,6 +69,16 @@ ABSL_FLAG(int64_t, simhash_index_blocks, 0,
           "simhash_max_distance + 1, the smallest; up to "
           "simhash_max_distance + 3 with at most 20 tables: more memory, "
           "faster queries at 10^8 fingerprints; docs/simhash_index.md)");
+ABSL_FLAG(double, content_min_jaccard, 0.85,
+          "MinHash near matching of CheckContent items that set no min_jaccard: the "
+          "smallest estimated 3-word shingle Jaccard similarity that counts as near; 0 "
+          "turns it off for them (SimHash only); else in [min_jaccard_floor, 1]");
+ABSL_FLAG(double, chunk_min_jaccard, 0.8,
+          "the same for CheckChunks requests that set no min_jaccard");
+ABSL_FLAG(double, min_jaccard_floor, 0.8,
+          "the lowest min_jaccard a request may ask for, in (0, 1]: the LSH index "
+          "(18 bands x 7 rows) finds ~98.6% of the pairs at 0.8 and fewer below "
+          "(docs/minhash.md)");
 ABSL_FLAG(absl::Duration, claim_id_retention, absl::Hours(24),
           "how long a claim_id (CheckUrl, CheckContent, CheckChunks) answers its retries as "
           "it was answered (1m to 720h); a retry later than this is a new request");
@@ -222,6 +232,22 @@ bool ValidateFlags() {
               << ": requests of the allowed size would be cancelled (raise it, or 0 for no cap)\n";
     return false;
   }
+  const double floor = absl::GetFlag(FLAGS_min_jaccard_floor);
+  if (!(floor > 0 && floor <= 1)) {
+    std::cerr << "dedupd: --min_jaccard_floor=" << floor << " is not in (0, 1]\n";
+    return false;
+  }
+  for (const auto& [name, value] :
+       {std::pair<const char*, double>{"content_min_jaccard",
+                                       absl::GetFlag(FLAGS_content_min_jaccard)},
+        std::pair<const char*, double>{"chunk_min_jaccard",
+                                       absl::GetFlag(FLAGS_chunk_min_jaccard)}}) {
+    if (value != 0 && !(value >= floor && value <= 1)) {
+      std::cerr << "dedupd: --" << name << "=" << value << " must be 0 (off) or in [" << floor
+                << ", 1] (--min_jaccard_floor)\n";
+      return false;
+    }
+  }
   const absl::Duration retention = absl::GetFlag(FLAGS_claim_id_retention);
   if (retention < absl::Minutes(1) || retention > absl::Hours(720)) {
     std::cerr << "dedupd: --claim_id_retention=" << absl::FormatDuration(retention)
@@ -306,6 +332,9 @@ std::optional<dedupd::ServerOptions> OptionsFromFlags() {
   options.claim_id_retention = absl::GetFlag(FLAGS_claim_id_retention);
   options.max_aliases_returned = static_cast<size_t>(absl::GetFlag(FLAGS_max_aliases_returned));
   options.max_near_matches = static_cast<size_t>(absl::GetFlag(FLAGS_max_near_matches));
+  options.content_min_jaccard = absl::GetFlag(FLAGS_content_min_jaccard);
+  options.chunk_min_jaccard = absl::GetFlag(FLAGS_chunk_min_jaccard);
+  options.min_jaccard_floor = absl::GetFlag(FLAGS_min_jaccard_floor);
   options.url_seen_mode = absl::GetFlag(FLAGS_url_seen_mode) == "approximate"
                               ? dedupd::ServerOptions::UrlSeenMode::kApproximate
                               : dedupd::ServerOptions::UrlSeenMode::kExact;

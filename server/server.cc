@@ -492,6 +492,9 @@ absl::Status DedupServer::OpenStore() {
   engine_options.default_max_hamming_distance = std::min(3, options.simhash_max_distance);
   engine_options.content_limits.max_aliases = options.max_aliases_returned;
   engine_options.content_limits.max_near_matches = options.max_near_matches;
+  engine_options.content_min_jaccard = options.content_min_jaccard;
+  engine_options.chunk_min_jaccard = options.chunk_min_jaccard;
+  engine_options.min_jaccard_floor = options.min_jaccard_floor;
   engine_options.claim_id_retention = options.claim_id_retention;
   engine_options.revisit_policy = impl->revisit_policy;
   impl->engine = std::make_unique<Engine>(impl->normalizer.get(), url_store, impl->hasher.get(),

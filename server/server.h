@@ -78,6 +78,12 @@ struct ServerOptions {
   // Alias URLs and near matches listed per CheckContent result. Default: 10.
   size_t max_aliases_returned = 10;
   size_t max_near_matches = 10;
+  // MinHash near matching (EngineOptions): the default min_jaccard of
+  // CheckContent items and CheckChunks requests (0: off), and the lowest
+  // one a request may ask for. Defaults: 0.85, 0.8, 0.8.
+  double content_min_jaccard = 0.85;
+  double chunk_min_jaccard = 0.8;
+  double min_jaccard_floor = 0.8;
 
   // How CheckUrl keeps the URL seen-set:
   //   kExact: a record per URL in RocksDB, with an in-memory Bloom front

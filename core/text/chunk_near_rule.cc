@@ -17,4 +17,8 @@ int ChunkNearDistance(size_t words, int requested_max_distance) {
   return requested_max_distance;
 }
 
+double MinHashNearThreshold(size_t words, double requested_min_jaccard) {
+  return words < kMinWordsForNearMatch ? 0 : requested_min_jaccard;
+}
+
 }  // namespace dedupd

@@ -40,6 +40,7 @@
 //   int d = ChunkNearDistance(/*words=*/80, /*requested_max_distance=*/3);  // 3
 //   ChunkNearDistance(5, 3);    // kExactMatchOnly (-1): skip the near lookup
 //   ChunkNearDistance(12, 6);   // 4
+//   MinHashNearThreshold(5, 0.8);   // 0: exact and SimHash only
 #ifndef DEDUPD_CORE_TEXT_CHUNK_NEAR_RULE_H_
 #define DEDUPD_CORE_TEXT_CHUNK_NEAR_RULE_H_
 
@@ -71,6 +72,18 @@ inline constexpr int kMediumChunkMaxDistance = 5;
 // kMinWordsForNearMatch words, for words == 0, and for a negative request.
 // Pure, total, thread-safe; O(1).
 int ChunkNearDistance(size_t words, int requested_max_distance);
+
+// MinHashNearThreshold returns the min_jaccard at which a text (a page or a
+// chunk) of `words` words may be reported near by MinHash: 0 (MinHash
+// matching off, exact and SimHash only) under kMinWordsForNearMatch words,
+// else `requested_min_jaccard`. Why: a text of 1-3 words is one shingle,
+// which one-permutation hashing densifies into all 128 slots, so two such
+// texts have identical signatures with probability 1/256 and every band
+// matches; measured on the chunk corpus above, every far pair found at any
+// min_jaccard (7,009,158 of 7,028,511 pairs at 0.8) is a 1-7-word chunk,
+// none from 8 words on (docs/benchmarks.md, "What is missed, and why").
+// Pure, total, thread-safe.
+double MinHashNearThreshold(size_t words, double requested_min_jaccard);
 
 }  // namespace dedupd
 
