@@ -277,9 +277,14 @@ struct ClusterRouter::Node {
 
   // Broken records a connection that failed mid-use and drops it; the next
   // use reconnects.
-  absl::Status Broken() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    absl::Status s =
-        NodeError(name, ctx != nullptr && ctx->errstr[0] != '\0' ? ctx->errstr : "connection lost");
+  absl::Status Broken(const RouterOptions& options) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    std::string what = ctx != nullptr && ctx->errstr[0] != '\0' ? ctx->errstr : "connection lost";
+    // A socket timeout (SO_RCVTIMEO) reads as EAGAIN's text; say what it is.
+    if (absl::StrContains(what, "temporarily unavailable")) {
+      what = absl::StrCat("no reply within the command timeout (",
+                          absl::FormatDuration(options.command_timeout), ")");
+    }
+    absl::Status s = NodeError(name, what);
     ++errors;
     Close();
     return s;
@@ -307,7 +312,7 @@ struct ClusterRouter::Node {
       Append(ctx, auth);
       ++commands_sent;
       void* raw = nullptr;
-      if (redisGetReply(ctx, &raw) != REDIS_OK) return Broken();
+      if (redisGetReply(ctx, &raw) != REDIS_OK) return Broken(options);
       ReplyPtr reply(static_cast<redisReply*>(raw));
       if (reply->type == REDIS_REPLY_ERROR) {
         ++errors;
@@ -383,8 +388,13 @@ absl::StatusOr<SlotMap> ClusterRouter::FetchSlotMap(Node& node) {
   Append(node.ctx, {"CLUSTER", "SLOTS"});
   ++node.commands_sent;
   void* raw = nullptr;
-  if (redisGetReply(node.ctx, &raw) != REDIS_OK) return node.Broken();
+  if (redisGetReply(node.ctx, &raw) != REDIS_OK) return node.Broken(options_);
   ReplyPtr reply(static_cast<redisReply*>(raw));
+  if (reply->type == REDIS_REPLY_ERROR && absl::StartsWith(reply->str, "NOAUTH")) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("redis node ", node.name,
+                     ": requires AUTH (set a password): ", std::string(reply->str, reply->len)));
+  }
   return SlotMap::FromClusterSlots(*reply, node.host);
 }
 
@@ -460,7 +470,7 @@ std::vector<NodeStats> ClusterRouter::Stats() const {
   return out;
 }
 
-void ClusterRouter::RunOnNode(Node& node, std::vector<Item>& work,
+bool ClusterRouter::RunOnNode(Node& node, std::vector<Item>& work,
                               const std::vector<size_t>& items) {
   absl::MutexLock lock(&node.mu);
   if (absl::Status s = node.EnsureConnected(options_); !s.ok()) {
@@ -475,7 +485,7 @@ void ClusterRouter::RunOnNode(Node& node, std::vector<Item>& work,
         item.result = s;
       }
     }
-    return;
+    return false;
   }
   for (size_t i : items) {
     Item& item = work[i];
@@ -502,9 +512,9 @@ void ClusterRouter::RunOnNode(Node& node, std::vector<Item>& work,
     if (!ok) {
       // Sent but unanswered: the command may or may not have run, so it is
       // not resent; this item and the rest of the node's share fail.
-      const absl::Status s = node.Broken();
+      const absl::Status s = node.Broken(options_);
       for (size_t m = n; m < items.size(); ++m) work[items[m]].result = s;
-      return;
+      return false;
     }
     Value value = ValueFromReply(*ReplyPtr(static_cast<redisReply*>(raw)));
     const Redirect redirect = ParseRedirect(value, node.host);
@@ -533,6 +543,7 @@ void ClusterRouter::RunOnNode(Node& node, std::vector<Item>& work,
           absl::StrCat(item.last_error.message(), " (gave up after ", item.attempts, " attempts)"));
     }
   }
+  return true;
 }
 
 std::vector<absl::StatusOr<Value>> ClusterRouter::Execute(std::vector<Command> commands) {
@@ -607,7 +618,10 @@ std::vector<absl::StatusOr<Value>> ClusterRouter::Execute(std::vector<Command> c
       refresh = true;
       if (item.attempts >= options_.max_attempts) item.result = item.last_error;
     }
-    for (const auto& [name, items] : groups) RunOnNode(*GetNode(name), work, items);
+    for (const auto& [name, items] : groups) {
+      // A node that failed may have failed over: read the map again.
+      if (!RunOnNode(*GetNode(name), work, items)) refresh = true;
+    }
 
     bool backoff = false;
     for (size_t i : pending) {

@@ -262,8 +262,9 @@ class ClusterRouter {
   // `generation` was read.
   void RefreshIfUnchanged(uint64_t generation);
   absl::StatusOr<SlotMap> FetchSlotMap(Node& node);
-  // RunOnNode pipelines `items` (indexes into `work`) on `node`.
-  void RunOnNode(Node& node, std::vector<Item>& work, const std::vector<size_t>& items);
+  // RunOnNode pipelines `items` (indexes into `work`) on `node`; false when
+  // the node could not be reached or its connection broke.
+  bool RunOnNode(Node& node, std::vector<Item>& work, const std::vector<size_t>& items);
 
   const RouterOptions options_;
   absl::Mutex refresh_mu_;  // one refresh at a time; taken before any Node::mu
