@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -210,6 +211,77 @@ TEST_F(ClusterRouterTest, ScriptKeysInDifferentSlotsAreInvalidArgument) {
   EXPECT_THAT(replies[0], StatusIs(absl::StatusCode::kInvalidArgument));
   ASSERT_THAT(replies[1], IsOk());
   EXPECT_EQ(*replies[1], Value::Nil());
+}
+
+TEST_F(ClusterRouterTest, ConcurrentCallersShareTheRouter) {
+  constexpr int kThreads = 4, kBatches = 25, kTags = 8;
+  std::vector<Command> dels;
+  for (int t = 0; t < kTags; ++t) {
+    const std::string key = absl::StrCat("{c", t, "}:n");
+    dels.push_back(Command::ForKey(key, {"DEL", key}));
+  }
+  for (const auto& r : router_->Execute(dels)) ASSERT_THAT(r, IsOk());
+  std::vector<std::thread> threads;
+  std::vector<int> failures(kThreads, 0);
+  for (int th = 0; th < kThreads; ++th) {
+    threads.emplace_back([&, th] {
+      for (int b = 0; b < kBatches; ++b) {
+        std::vector<Command> batch;
+        for (int i = 0; i < 5 * kTags; ++i) {
+          const std::string key = absl::StrCat("{c", i % kTags, "}:n");
+          batch.push_back(Command::ForKey(key, {"INCR", key}));
+        }
+        for (const auto& r : router_->Execute(std::move(batch))) failures[th] += !r.ok();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int th = 0; th < kThreads; ++th) EXPECT_EQ(failures[th], 0) << "thread " << th;
+  for (int t = 0; t < kTags; ++t) {
+    const std::string key = absl::StrCat("{c", t, "}:n");
+    absl::StatusOr<Value> n = router_->ExecuteOne(Command::ForKey(key, {"GET", key}));
+    ASSERT_THAT(n, IsOk());
+    EXPECT_EQ(*n, Value::String(absl::StrCat(kThreads * kBatches * 5))) << key;
+  }
+}
+
+// AUTH after every connect: the default user's password (requirepass) or
+// an ACL user; a node that needs AUTH and does not get it, or refuses it,
+// is a configuration to fix (FailedPrecondition), not a retry.
+TEST(ClusterRouterAuthTest, PasswordAndAclUser) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisCluster> cluster, RedisCluster::Start({}));
+  for (size_t i = 0; i < cluster->size(); ++i) {
+    ASSERT_OK_AND_ASSIGN(std::string out, cluster->Cli(i, {"ACL", "SETUSER", "router", "on",
+                                                           ">router-pw", "~*", "&*", "+@all"}));
+    ASSERT_EQ(out, "OK\n");
+    // Last: from here on redis-cli (no password) is refused by this node.
+    ASSERT_OK_AND_ASSIGN(out, cluster->Cli(i, {"CONFIG", "SET", "requirepass", "default-pw"}));
+    ASSERT_EQ(out, "OK\n");
+  }
+  RouterOptions options = TestOptions(*cluster);
+  EXPECT_THAT(ClusterRouter::Connect(options),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("NOAUTH")));
+  options.password = "wrong";
+  EXPECT_THAT(ClusterRouter::Connect(options),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("AUTH refused")));
+
+  for (const auto& [user, password] : std::vector<std::pair<std::string, std::string>>{
+           {"", "default-pw"}, {"router", "router-pw"}}) {
+    options.user = user;
+    options.password = password;
+    std::unique_ptr<ClusterRouter> router = ConnectOrFail(options);
+    ASSERT_NE(router, nullptr) << user;
+    EXPECT_TRUE(router->SlotMapComplete());
+    std::vector<Command> batch;
+    for (int i = 0; i < 30; ++i) {
+      const std::string key = absl::StrCat("a:", user, i);
+      batch.push_back(Command::ForKey(key, {"SET", key, "v"}));
+    }
+    for (const auto& r : router->Execute(batch)) {
+      ASSERT_THAT(r, IsOk()) << user;
+      EXPECT_EQ(*r, Value::Status("OK")) << user;
+    }
+  }
 }
 
 // A slot moving from one master to another while the router runs: during
