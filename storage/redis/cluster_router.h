@@ -90,10 +90,12 @@ Value ValueFromReply(const redisReply& reply);
 
 // Command: one command and where it must run.
 struct Command {
-  std::vector<std::string> argv;  // e.g. {"SET", "k", "v"}; REQUIRES: non-empty
-  // Routing: the slot of `key`, unless `slot` >= 0 is given explicitly.
+  // e.g. {"SET", "k", "v"}; Execute answers an empty one InvalidArgument.
+  std::vector<std::string> argv;
+  // Routing: the slot of `key`, unless `slot` >= 0 is given explicitly
+  // (Execute answers a slot outside -1..16383 InvalidArgument).
   std::string key;
-  int slot = -1;  // REQUIRES: -1 or 0 <= slot < kSlotCount
+  int slot = -1;
 
   static Command ForKey(std::string key, std::vector<std::string> argv);
   static Command ForSlot(int slot, std::vector<std::string> argv);
@@ -221,8 +223,10 @@ class ClusterRouter {
   // Commands of one node are pipelined in order; commands of different
   // nodes have no order between them. Redirected and retried commands are
   // sent again, after the others: do not rely on order within a batch for
-  // keys that may be migrating. Blocks for at most about options.deadline
-  // plus one command_timeout.
+  // keys that may be migrating. Time: no new round starts after
+  // options.deadline, but the round under way finishes: up to one
+  // connect_timeout + command_timeout per node it visits, plus a map
+  // refresh (one connect_timeout per node that does not answer).
   std::vector<absl::StatusOr<Value>> Execute(std::vector<Command> commands);
 
   // ExecuteOne runs one command (Execute with a batch of one).
