@@ -37,13 +37,18 @@ bool SplitHostPort(absl::string_view host_port, std::string* host, int* port) {
   return true;
 }
 
-// NodeError: the one shape of a per-node transport failure, so that every
-// caller can tell which node failed ("redis node 127.0.0.1:7001: connection
-// refused").
+// NodeError: the one shape of a per-node failure, so that every caller can
+// tell which node failed ("redis node 127.0.0.1:7001: CLUSTERDOWN ...").
 absl::Status NodeError(absl::string_view node, absl::string_view what) {
-  std::string message(what);
-  if (!message.empty()) message[0] = absl::ascii_tolower(message[0]);
-  return absl::UnavailableError(absl::StrCat("redis node ", node, ": ", message));
+  return absl::UnavailableError(absl::StrCat("redis node ", node, ": ", what));
+}
+
+// TransportError: NodeError for hiredis's sentence-case socket errors
+// ("Connection refused" -> "redis node 127.0.0.1:7001: connection refused").
+absl::Status TransportError(absl::string_view node, absl::string_view errstr) {
+  std::string what(errstr);
+  if (!what.empty()) what[0] = absl::ascii_tolower(what[0]);
+  return NodeError(node, what);
 }
 
 struct ReplyDeleter {
@@ -284,7 +289,7 @@ struct ClusterRouter::Node {
       what = absl::StrCat("no reply within the command timeout (",
                           absl::FormatDuration(options.command_timeout), ")");
     }
-    absl::Status s = NodeError(name, what);
+    absl::Status s = TransportError(name, what);
     ++errors;
     Close();
     return s;
@@ -295,7 +300,7 @@ struct ClusterRouter::Node {
     if (ctx != nullptr) return absl::OkStatus();
     redisContext* c = redisConnectWithTimeout(host.c_str(), port, Timeval(options.connect_timeout));
     if (c == nullptr || c->err != 0) {
-      absl::Status s = NodeError(name, c == nullptr ? "out of memory" : c->errstr);
+      absl::Status s = TransportError(name, c == nullptr ? "out of memory" : c->errstr);
       if (c != nullptr) redisFree(c);
       ++errors;
       return s;
