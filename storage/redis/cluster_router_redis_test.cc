@@ -31,6 +31,9 @@ using ::testing::HasSubstr;
 // Generous for a loaded 2-core machine, and still bounded.
 RouterOptions TestOptions(const RedisCluster& cluster) {
   RouterOptions options;
+  // Retries span about 10 s (100 ms cap): enough for a failover here.
+  options.max_attempts = 100;
+  options.retry_backoff_cap = absl::Milliseconds(100);
   options.seeds = cluster.addresses();
   options.connect_timeout = absl::Seconds(2);
   options.command_timeout = absl::Seconds(10);
@@ -282,6 +285,43 @@ TEST(ClusterRouterAuthTest, PasswordAndAclUser) {
       EXPECT_EQ(*r, Value::Status("OK")) << user;
     }
   }
+}
+
+// CLUSTERDOWN is retried with backoff, bounded: a master that stops
+// serving one of its slots answers CLUSTERDOWN for it; a router with few
+// attempts gives up UNAVAILABLE quoting it, a patient one succeeds once the
+// slot is served again.
+TEST(ClusterRouterRetryTest, ClusterDownIsRetriedUntilTheSlotIsServedAgain) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisCluster> cluster, RedisCluster::Start({}));
+  RouterOptions options = TestOptions(*cluster);
+  std::unique_ptr<ClusterRouter> router = ConnectOrFail(options);
+  ASSERT_NE(router, nullptr);
+  const std::string key = "{down}:k";
+  const int slot = KeySlot(key);
+  ASSERT_THAT(router->ExecuteOne(Command::ForKey(key, {"SET", key, "v"})), IsOk());
+  ASSERT_OK_AND_ASSIGN(size_t owner, cluster->SlotOwner(slot));
+  ASSERT_OK_AND_ASSIGN(std::string out,
+                       cluster->Cli(owner, {"CLUSTER", "DELSLOTS", absl::StrCat(slot)}));
+  ASSERT_EQ(out, "OK\n");
+
+  options.max_attempts = 3;
+  std::unique_ptr<ClusterRouter> impatient = ConnectOrFail(options);
+  ASSERT_NE(impatient, nullptr);
+  EXPECT_THAT(impatient->ExecuteOne(Command::ForKey(key, {"GET", key})),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("CLUSTERDOWN")));
+
+  // The slot is served again a second from now, while the patient router
+  // retries (the fixture is used by this thread alone meanwhile).
+  std::thread restore([&] {
+    absl::SleepFor(absl::Seconds(1));
+    EXPECT_THAT(cluster->Cli(owner, {"CLUSTER", "ADDSLOTS", absl::StrCat(slot)}), IsOk());
+  });
+  const uint64_t retries_before = StatsOf(*router, cluster->address(owner)).retries;
+  absl::StatusOr<Value> got = router->ExecuteOne(Command::ForKey(key, {"GET", key}));
+  restore.join();
+  ASSERT_THAT(got, IsOk());
+  EXPECT_EQ(*got, Value::String("v"));
+  EXPECT_GT(StatsOf(*router, cluster->address(owner)).retries, retries_before);
 }
 
 // A slot moving from one master to another while the router runs: during
