@@ -17,6 +17,7 @@
 #include <random>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -336,6 +337,111 @@ absl::StatusOr<std::string> RedisCluster::Cli(size_t i, const std::vector<std::s
                                                "): ", result->err, result->out));
   }
   return result->out;
+}
+
+absl::StatusOr<std::string> RedisCluster::NodeId(size_t i) const {
+  absl::StatusOr<std::string> id = Cli(i, {"CLUSTER", "MYID"});
+  if (!id.ok()) return id.status();
+  const std::string trimmed(absl::StripAsciiWhitespace(*id));
+  if (trimmed.size() != 40) {
+    return absl::UnavailableError(absl::StrCat("CLUSTER MYID at ", address(i), ": ", trimmed));
+  }
+  return trimmed;
+}
+
+absl::StatusOr<size_t> RedisCluster::SlotOwner(int slot) const {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (!running(i)) continue;
+    absl::StatusOr<std::string> nodes = Cli(i, {"CLUSTER", "NODES"});
+    if (!nodes.ok()) continue;
+    // <id> <host:port@bus> <flags> <master> <ping> <pong> <epoch> <link> <slot>...
+    for (absl::string_view line : absl::StrSplit(*nodes, '\n', absl::SkipEmpty())) {
+      const std::vector<absl::string_view> fields = absl::StrSplit(line, ' ', absl::SkipEmpty());
+      if (fields.size() < 9 || !absl::StrContains(fields[2], "master")) continue;
+      for (size_t f = 8; f < fields.size(); ++f) {
+        if (absl::StartsWith(fields[f], "[")) continue;  // a migration in progress
+        const std::vector<absl::string_view> range = absl::StrSplit(fields[f], '-');
+        int first = 0, last = 0;
+        if (!absl::SimpleAtoi(range[0], &first)) continue;
+        if (range.size() < 2 || !absl::SimpleAtoi(range[1], &last)) last = first;
+        if (slot < first || slot > last) continue;
+        const absl::string_view host_port = fields[1].substr(0, fields[1].find('@'));
+        for (size_t n = 0; n < nodes_.size(); ++n) {
+          if (address(n) == host_port) return n;
+        }
+      }
+    }
+    return absl::NotFoundError(absl::StrCat("no master serves slot ", slot, " at ", address(i)));
+  }
+  return absl::NotFoundError("no running node answered CLUSTER NODES");
+}
+
+namespace {
+
+// ExpectReply: `out` (redis-cli's output) is `want` ("OK"); else Unavailable.
+absl::Status ExpectReply(const absl::StatusOr<std::string>& out, absl::string_view want,
+                         absl::string_view what) {
+  if (!out.ok()) return out.status();
+  if (absl::StripAsciiWhitespace(*out) != want) {
+    return absl::UnavailableError(absl::StrCat(what, ": ", *out));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RedisCluster::BeginSlotMigration(int slot, size_t from, size_t to) const {
+  absl::StatusOr<std::string> from_id = NodeId(from);
+  if (!from_id.ok()) return from_id.status();
+  absl::StatusOr<std::string> to_id = NodeId(to);
+  if (!to_id.ok()) return to_id.status();
+  const std::string s = absl::StrCat(slot);
+  if (absl::Status st = ExpectReply(Cli(to, {"CLUSTER", "SETSLOT", s, "IMPORTING", *from_id}), "OK",
+                                    "SETSLOT IMPORTING");
+      !st.ok()) {
+    return st;
+  }
+  return ExpectReply(Cli(from, {"CLUSTER", "SETSLOT", s, "MIGRATING", *to_id}), "OK",
+                     "SETSLOT MIGRATING");
+}
+
+absl::Status RedisCluster::MigrateKey(size_t from, size_t to, const std::string& key) const {
+  return ExpectReply(Cli(from, {"MIGRATE", "127.0.0.1", absl::StrCat(port(to)), key, "0", "5000"}),
+                     "OK", absl::StrCat("MIGRATE ", key));
+}
+
+absl::Status RedisCluster::FinishSlotMigration(int slot, size_t from, size_t to) const {
+  const std::string s = absl::StrCat(slot);
+  for (;;) {
+    absl::StatusOr<std::string> keys = Cli(from, {"CLUSTER", "GETKEYSINSLOT", s, "100"});
+    if (!keys.ok()) return keys.status();
+    const std::vector<std::string> names = absl::StrSplit(*keys, '\n', absl::SkipWhitespace());
+    if (names.empty()) break;
+    for (const std::string& key : names) {
+      if (absl::Status st = MigrateKey(from, to, key); !st.ok()) return st;
+    }
+  }
+  absl::StatusOr<std::string> to_id = NodeId(to);
+  if (!to_id.ok()) return to_id.status();
+  // The destination first, then the source (the specification's order),
+  // then the other masters; gossip carries it to the replicas.
+  std::vector<size_t> order = {to, from};
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (i != to && i != from && running(i) && started_as_master(i)) order.push_back(i);
+  }
+  for (size_t i : order) {
+    if (absl::Status st = ExpectReply(Cli(i, {"CLUSTER", "SETSLOT", s, "NODE", *to_id}), "OK",
+                                      absl::StrCat("SETSLOT NODE at ", address(i)));
+        !st.ok()) {
+      return st;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RedisCluster::MigrateSlot(int slot, size_t from, size_t to) const {
+  if (absl::Status st = BeginSlotMigration(slot, from, to); !st.ok()) return st;
+  return FinishSlotMigration(slot, from, to);
 }
 
 std::string RedisCluster::LogTail(size_t i, size_t max_bytes) const {

@@ -84,6 +84,27 @@ class RedisCluster {
   absl::StatusOr<std::string> Cli(size_t i, const std::vector<std::string>& args,
                                   absl::Duration timeout = absl::Seconds(10)) const;
 
+  // NodeId returns node i's 40-character cluster id (CLUSTER MYID).
+  absl::StatusOr<std::string> NodeId(size_t i) const;
+
+  // SlotOwner returns the index of the master serving `slot` as the first
+  // running node answers CLUSTER NODES. NotFound when no master lists it.
+  absl::StatusOr<size_t> SlotOwner(int slot) const;
+
+  // Slot migration, the steps `redis-cli --cluster reshard` takes (Redis
+  // Cluster specification, "Live resharding"), split so a test can stop
+  // between them: BeginSlotMigration marks `slot` IMPORTING at `to` and
+  // MIGRATING at `from` (from now on `from` answers ASK for keys it no
+  // longer has); MigrateKey moves one key (MIGRATE); FinishSlotMigration
+  // moves the keys left and assigns the slot to `to` on `to`, `from` and
+  // every other running node that started as a master (they answer MOVED
+  // from then on). MigrateSlot does all three. Errors: Unavailable with
+  // the reply when a step is refused.
+  absl::Status BeginSlotMigration(int slot, size_t from, size_t to) const;
+  absl::Status MigrateKey(size_t from, size_t to, const std::string& key) const;
+  absl::Status FinishSlotMigration(int slot, size_t from, size_t to) const;
+  absl::Status MigrateSlot(int slot, size_t from, size_t to) const;
+
   // LogTail returns the last `max_bytes` of node i's log file.
   std::string LogTail(size_t i, size_t max_bytes = 2000) const;
 
