@@ -53,29 +53,27 @@
 // t + 0.05; fn_lsh / fn_verify: edits with J >= 0.8 missed because no band
 // key matched / the estimate was below t.
 //
-// --verify=exact measures a proposed change of the store instead: an LSH
-// candidate is verified by the exact Jaccard of the two chunks' sets of
-// distinct shingle hashes (DistinctShingleHashes, truncated to 32 bits,
-// sorted) when both have at most --exact_max_shingles distinct shingles,
-// else by EstimateJaccard as before. Its "minhash" and "ckind" lines carry
-// "verify=exact" after the setting; --verify=both prints the estimate's
-// lines, then the exact ones. Both add, before the "minhash" lines:
+// --verify=exact measures a proposed change of the store: an LSH candidate
+// is verified by the exact Jaccard of the two chunks' sets of distinct
+// shingle hashes (bench/quality/shingle_set32.h) when both have at most
+// --exact_max_shingles shingles, else by EstimateJaccard. Its "minhash" and
+// "ckind" lines carry "verify=exact" after the setting (--verify=both: the
+// estimate's lines, then these). Both add, before the "minhash" lines:
 //
 //   shingle_sets chunks=<all|first_cut> max_shingles=<K> within=<n> share=<x>
 //   bytes_mean=<x> bytes_p50=<n> bytes_p99=<n>
-//       (K = 64, 128, 256, 512 and --exact_max_shingles: the chunks with at
-//       most K distinct shingles, and the bytes per chunk their sets cost at
-//       4 bytes a hash, 0 for a chunk over K; first_cut: the chunks the
-//       first --chunk_bytes produces, the store's case)
+//       (K = 64..512 and --exact_max_shingles: chunks with <= K shingles and
+//       bytes per chunk of their sets, 4 a hash, 0 over K; first_cut: the
+//       chunks of the first --chunk_bytes, the store's case)
 //   exact_sets max_shingles=<K> chunks_with_set=<n> truncation_collisions=<n>
-//   pairs_exact=<n> pairs_estimate=<n> pairs_mismatch=<n> edits_exact=<n>
-//   edits_mismatch=<n>
-//       (truncation_collisions: chunks whose distinct 64-bit hashes lose one
-//       when truncated; pairs_*: LSH candidate pairs verified exactly / by
-//       the estimate; *_mismatch: pairs and edits of two texts of >= 3
-//       words whose 32-bit-set Jaccard differs from the truth J, i.e. the
-//       hash collisions that matter. Texts of 1-2 words are one shingle of
-//       all their words to the hashes but a word set to the truth.)
+//   pairs_exact=<n> pairs_estimate=<n> pairs_mismatch=<n> pairs_mismatch_expected=<x>
+//   edits_exact=<n> edits_mismatch=<n> edits_mismatch_expected=<x>
+//       (truncation_collisions: sets smaller than their shingle count;
+//       pairs_exact / _estimate: LSH candidates verified each way;
+//       *_mismatch: pairs and edits of texts of >= 3 words whose set
+//       Jaccard is not the truth J (hash collisions; the first 5 pairs to
+//       stderr), *_expected: 2^-32 per pair of shingles. Texts of 1-2
+//       words are one shingle to the hashes, a word set to the truth.)
 //
 // pairs: distinct-chunk pairs within distance k; precision = near / (near +
 // far); unrelated: far pairs with J = 0 (no shared shingle) whose texts are
@@ -179,6 +177,9 @@ ABSL_FLAG(std::string, verify, "estimate",
           "both (the estimate's lines, then the exact ones)");
 ABSL_FLAG(int, exact_max_shingles, 256,
           "--verify=exact: the most distinct shingles a chunk may have to keep its set");
+ABSL_FLAG(int, exact_hash_shift, dedupd::bench::kShingleSet32Shift,
+          "--verify=exact: a set keeps bits shift..shift+31 of each shingle hash (0: the low 32 "
+          "bits, which the MinHash signature's slots share; bench/quality/shingle_set32.h)");
 
 namespace {
 
@@ -245,19 +246,19 @@ size_t BucketOf(size_t words) {
 // How the "minhash" and "ckind" lines verify an LSH candidate (--verify).
 enum class Verify { kEstimate, kExact };
 
-// VerifiedValue returns what verification compares with t: the estimate,
-// or under kExact the exact Jaccard where both texts have a set (exact >=
-// 0), plus 1e-9 so that a J of exactly t passes t's grid value (17 * 0.05
-// is 0.8500000000000001; a store would compare the integer counts).
+// VerifiedValue: the estimate, or under kExact the exact Jaccard if any
+// (exact >= 0) plus 1e-9, so a J of exactly t passes t's grid value (17 *
+// 0.05 is 0.8500000000000001; a store would compare integer counts).
 double VerifiedValue(Verify v, double estimate, double exact) {
   return v == Verify::kExact && exact >= 0 ? exact + 1e-9 : estimate;
 }
 
-// What exact verification counted besides the lines' figures (the
-// "exact_sets" line; see the top of the file).
+// What exact verification counted for the "exact_sets" line.
 struct ExactStats {
   int64_t pairs_exact = 0, pairs_estimate = 0, pairs_mismatch = 0;
   int64_t edits_exact = 0, edits_mismatch = 0;
+  // Sum of ExpectedFalseCommon over the *_mismatch populations.
+  double pairs_expected = 0, edits_expected = 0;
 };
 
 // One distinct normalized chunk.
@@ -360,9 +361,9 @@ struct QualityOptions {
   int edits_per_bucket = 0;  // --tiny already applied
   uint64_t seed = 0;
   int worst = 0;
-  std::vector<Verify> verify;  // in print order
-  // --exact_max_shingles under --verify=exact or both; 0: no exact sets.
-  size_t exact_max_shingles = 0;
+  std::vector<Verify> verify;     // in print order
+  size_t exact_max_shingles = 0;  // under --verify=exact or both; 0: no exact sets
+  int exact_hash_shift = 0;
 };
 
 QualityOptions QualityOptionsFromFlags() {
@@ -380,6 +381,7 @@ QualityOptions QualityOptionsFromFlags() {
   if (verify != "estimate") {
     o.verify.push_back(Verify::kExact);
     o.exact_max_shingles = static_cast<size_t>(absl::GetFlag(FLAGS_exact_max_shingles));
+    o.exact_hash_shift = absl::GetFlag(FLAGS_exact_hash_shift);
   }
   return o;
 }
@@ -430,7 +432,7 @@ bool LoadChunks(const QualityOptions& o, const dedupd::SimHasher& hasher,
         Chunk& ch = chunks.emplace_back();
         ch.first_cut = si == 0;
         if (o.exact_max_shingles > 0)
-          ch.set32 = dedupd::bench::ShingleSet32Of(normalized, kShingleWords);
+          ch.set32 = dedupd::bench::ShingleSet32Of(normalized, kShingleWords, o.exact_hash_shift);
         ch.text = normalized;
         ch.words = WordCount(ch.text);
         ch.simhash = hasher.Fingerprint(ch.text);
@@ -515,7 +517,11 @@ std::vector<std::vector<std::vector<PairCounts>>> CountMinHashPairs(
         ++(exact >= 0 ? stats->pairs_exact : stats->pairs_estimate);
         if (exact >= 0 && std::min(a.words, b.words) >= static_cast<size_t>(kShingleWords)) {
           j = dedupd::bench::SortedJaccard(a.features, b.features);
-          stats->pairs_mismatch += exact != j;
+          stats->pairs_expected += dedupd::bench::ExpectedFalseCommon(a.set32, b.set32);
+          if (exact != j && ++stats->pairs_mismatch <= 5) {
+            std::cerr << absl::StrFormat("exact_mismatch jaccard=%.4f set=%.4f a=\"%s\" b=\"%s\"\n",
+                                         j, exact, a.text.substr(0, 200), b.text.substr(0, 200));
+          }
         }
       }
       for (size_t vi = 0; vi < verify.size(); ++vi) {
@@ -578,10 +584,11 @@ bool AddedEdit(const std::deque<Chunk>& chunks, const std::vector<absl::string_v
 
 // MeasureEdit returns the edit of `c` into `edited`: SimHash distance,
 // exact Jaccard and MinHash's verdict (lsh: an empty scratch index); with
-// max_shingles > 0 also ExactJaccard of the two sets, counted in `stats`.
+// max_shingles > 0 also ExactJaccard of the two sets (of bits hash_shift..
+// hash_shift+31), counted in `stats`.
 Edit MeasureEdit(const Chunk& c, const std::string& edited, int kind,
                  const dedupd::SimHasher& hasher, const dedupd::MinHasher& minhasher,
-                 dedupd::LshIndex* lsh, size_t max_shingles, ExactStats* stats) {
+                 dedupd::LshIndex* lsh, size_t max_shingles, int hash_shift, ExactStats* stats) {
   Edit e{c.words, dedupd::HammingDistance(c.simhash, hasher.Fingerprint(edited)),
          dedupd::bench::SortedJaccard(c.features, FeatureSet(edited))};
   e.kind = kind;
@@ -591,12 +598,14 @@ Edit MeasureEdit(const Chunk& c, const std::string& edited, int kind,
   lsh->Erase(c.minhash, 0);
   e.estimate = dedupd::EstimateJaccard(c.minhash, sig);
   if (max_shingles > 0) {
-    e.exact = dedupd::bench::ExactJaccard(
-        c.set32, dedupd::bench::ShingleSet32Of(edited, kShingleWords), max_shingles);
+    const dedupd::bench::ShingleSet32 set =
+        dedupd::bench::ShingleSet32Of(edited, kShingleWords, hash_shift);
+    e.exact = dedupd::bench::ExactJaccard(c.set32, set, max_shingles);
     stats->edits_exact += e.exact >= 0;
     if (e.exact >= 0 &&
         std::min(c.words, WordCount(edited)) >= static_cast<size_t>(kShingleWords)) {
       stats->edits_mismatch += e.exact != e.jaccard;
+      stats->edits_expected += dedupd::bench::ExpectedFalseCommon(c.set32, set);
     }
   }
   return e;
@@ -604,10 +613,11 @@ Edit MeasureEdit(const Chunk& c, const std::string& edited, int kind,
 
 // MakeEdits returns the controlled edits: per bucket, up to
 // edits_per_bucket distinct chunks in a seeded random order, each with
-// every edit kind (kEditKinds); max_shingles and stats as in MeasureEdit.
+// every edit kind (kEditKinds); max_shingles, hash_shift and stats as in
+// MeasureEdit.
 std::vector<Edit> MakeEdits(const std::deque<Chunk>& chunks, const dedupd::SimHasher& hasher,
                             const dedupd::MinHasher& minhasher, int edits_per_bucket, uint64_t seed,
-                            size_t max_shingles, ExactStats* stats) {
+                            size_t max_shingles, int hash_shift, ExactStats* stats) {
   dedupd::LshIndex lsh(dedupd::LshIndex::kDefaultBands, dedupd::LshIndex::kDefaultRows,
                        dedupd::LshIndex::kMinBucketBits);
   std::vector<Edit> edits;
@@ -636,12 +646,14 @@ std::vector<Edit> MakeEdits(const std::deque<Chunk>& chunks, const dedupd::SimHa
           if (kind != 0 || other != words[pos]) break;
         }
         const std::string edited = EditedText(words, kind, pos, other);
-        edits.push_back(MeasureEdit(c, edited, kind, hasher, minhasher, &lsh, max_shingles, stats));
+        edits.push_back(
+            MeasureEdit(c, edited, kind, hasher, minhasher, &lsh, max_shingles, hash_shift, stats));
       }
       for (int kind = kOneWordEditKinds; kind < kNumEditKinds; ++kind) {
         std::string edited;
         if (!AddedEdit(chunks, words, kind, added_rng, &edited)) continue;
-        edits.push_back(MeasureEdit(c, edited, kind, hasher, minhasher, &lsh, max_shingles, stats));
+        edits.push_back(
+            MeasureEdit(c, edited, kind, hasher, minhasher, &lsh, max_shingles, hash_shift, stats));
       }
     }
   }
@@ -893,10 +905,8 @@ void PrintEditKinds(const std::vector<Edit>& edits, Verify v) {
   }
 }
 
-// Prints the "shingle_sets" lines, what keeping the 32-bit sets would cost
-// a store at K = 64..512 and at max_shingles, over all chunks and over
-// those of the first --chunk_bytes, and the "exact_sets" line (see the top
-// of the file).
+// Prints the "shingle_sets" lines, what keeping the sets would cost a
+// store, and the "exact_sets" line (see the top of the file).
 void PrintShingleSets(const std::deque<Chunk>& chunks, size_t max_shingles,
                       const ExactStats& stats) {
   std::vector<size_t> limits = {64, 128, 256, 512, max_shingles};
@@ -930,9 +940,11 @@ void PrintShingleSets(const std::deque<Chunk>& chunks, size_t max_shingles,
   }
   absl::PrintF(
       "exact_sets max_shingles=%d chunks_with_set=%d truncation_collisions=%d pairs_exact=%d "
-      "pairs_estimate=%d pairs_mismatch=%d edits_exact=%d edits_mismatch=%d\n",
+      "pairs_estimate=%d pairs_mismatch=%d pairs_mismatch_expected=%.2f edits_exact=%d "
+      "edits_mismatch=%d edits_mismatch_expected=%.4f\n",
       max_shingles, with_set, collisions, stats.pairs_exact, stats.pairs_estimate,
-      stats.pairs_mismatch, stats.edits_exact, stats.edits_mismatch);
+      stats.pairs_mismatch, stats.pairs_expected, stats.edits_exact, stats.edits_mismatch,
+      stats.edits_expected);
 }
 
 // Prints to stderr the `worst` far pairs with the smallest distance.
@@ -960,8 +972,9 @@ int RunQuality() {
   if (!LoadChunks(o, hasher, minhasher, &corpus)) return 1;
   const std::vector<Pair> pairs = FindPairs(corpus.chunks, o.max_k);
   ExactStats exact_stats;
-  const std::vector<Edit> edits = MakeEdits(corpus.chunks, hasher, minhasher, o.edits_per_bucket,
-                                            o.seed, o.exact_max_shingles, &exact_stats);
+  const std::vector<Edit> edits =
+      MakeEdits(corpus.chunks, hasher, minhasher, o.edits_per_bucket, o.seed, o.exact_max_shingles,
+                o.exact_hash_shift, &exact_stats);
   const std::vector<std::vector<std::vector<PairCounts>>> minhash_pairs =
       CountMinHashPairs(corpus.chunks, o.verify, o.exact_max_shingles, &exact_stats);
   const std::vector<std::vector<Row>> rows = CountRows(pairs, edits, o.max_k);
@@ -1176,8 +1189,10 @@ int main(int argc, char** argv) {
   }
   const std::string verify = absl::GetFlag(FLAGS_verify);
   if ((verify != "estimate" && verify != "exact" && verify != "both") ||
-      absl::GetFlag(FLAGS_exact_max_shingles) < 1) {
-    std::cerr << "chunk_quality: need --verify=estimate|exact|both, --exact_max_shingles >= 1\n";
+      absl::GetFlag(FLAGS_exact_max_shingles) < 1 || absl::GetFlag(FLAGS_exact_hash_shift) < 0 ||
+      absl::GetFlag(FLAGS_exact_hash_shift) > 32) {
+    std::cerr << "chunk_quality: need --verify=estimate|exact|both, --exact_max_shingles >= 1, "
+                 "0 <= --exact_hash_shift <= 32\n";
     return 2;
   }
   if (!absl::GetFlag(FLAGS_preamble_dir).empty()) return RunPreamble();
