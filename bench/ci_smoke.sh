@@ -131,6 +131,10 @@ step chunk_quality_minhash \
   '^minhash words=all min_jaccard=0.80 pairs=[0-9]+ near=[0-9]+ between=[0-9]+ far=[0-9]+ precision=([0-9.]+|nan) edits=[0-9]+ edits_near=[0-9]+ recall=([0-9.]+|nan) .* edits_found=([0-9.]+|nan)$' \
   "$build_dir/bench/dedupd_chunk_quality" --tiny --pages_dir="$here/corpus/sample_pages"
 
+step chunk_quality_exact \
+  '^minhash words=all min_jaccard=0.80 verify=exact pairs=[0-9]+ near=[0-9]+ between=[0-9]+ far=[0-9]+ precision=([0-9.]+|nan) edits=[0-9]+ .* edits_found=([0-9.]+|nan)$' \
+  "$build_dir/bench/dedupd_chunk_quality" --tiny --verify=exact --pages_dir="$here/corpus/sample_pages"
+
 step chunk_quality_preamble_minhash \
   '^preamble pages=30 measure=minhash min_jaccard=0.80 chunks=[0-9]+ .* content_near_wrong=[0-9]+ ' \
   "$build_dir/bench/dedupd_chunk_quality" \

@@ -53,6 +53,28 @@
 // t + 0.05; fn_lsh / fn_verify: edits with J >= 0.8 missed because no band
 // key matched / the estimate was below t.
 //
+// --verify=exact measures a proposed change of the store: an LSH candidate
+// is verified by the exact Jaccard of the two chunks' sets of distinct
+// shingle hashes (bench/quality/shingle_set32.h) when both have at most
+// --exact_max_shingles shingles, else by EstimateJaccard. Its "minhash" and
+// "ckind" lines carry "verify=exact" after the setting (--verify=both: the
+// estimate's lines, then these). Both add, before the "minhash" lines:
+//
+//   shingle_sets chunks=<all|first_cut> max_shingles=<K> within=<n> share=<x>
+//   bytes_mean=<x> bytes_p50=<n> bytes_p99=<n>
+//       (K = 64..512 and --exact_max_shingles: chunks with <= K shingles and
+//       bytes per chunk of their sets, 4 a hash, 0 over K; first_cut: the
+//       chunks of the first --chunk_bytes, the store's case)
+//   exact_sets max_shingles=<K> chunks_with_set=<n> truncation_collisions=<n>
+//   pairs_exact=<n> pairs_estimate=<n> pairs_mismatch=<n> pairs_mismatch_expected=<x>
+//   edits_exact=<n> edits_mismatch=<n> edits_mismatch_expected=<x>
+//       (truncation_collisions: sets smaller than their shingle count;
+//       pairs_exact / _estimate: LSH candidates verified each way;
+//       *_mismatch: pairs and edits of texts of >= 3 words whose set
+//       Jaccard is not the truth J (hash collisions; the first 5 pairs to
+//       stderr), *_expected: 2^-32 per pair of shingles. Texts of 1-2
+//       words are one shingle to the hashes, a word set to the truth.)
+//
 // pairs: distinct-chunk pairs within distance k; precision = near / (near +
 // far); unrelated: far pairs with J = 0 (no shared shingle) whose texts are
 // both in the bucket, and unrelated_per_pair that count over all pairs of the
@@ -115,6 +137,7 @@
 #include "absl/strings/string_view.h"
 #include "bench/corpus/chunker.h"
 #include "bench/corpus/read_pages.h"
+#include "bench/quality/shingle_set32.h"
 #include "bench/quality/sorted_sets.h"
 #include "core/index/lsh_index.h"
 #include "core/index/simhash_index.h"
@@ -147,6 +170,16 @@ ABSL_FLAG(std::vector<std::string>, preamble_min_jaccard,
           std::vector<std::string>({"0.8", "0.85", "0.9"}),
           "min_jaccard values of the preamble scenario's MinHash lines");
 ABSL_FLAG(bool, tiny, false, "CI size: --edits_per_bucket=20 (numbers mean nothing)");
+ABSL_FLAG(std::string, verify, "estimate",
+          "how the minhash and ckind lines verify an LSH candidate: estimate (EstimateJaccard, "
+          "what the store does), exact (exact Jaccard of the two chunks' 32-bit shingle-hash "
+          "sets when both have at most --exact_max_shingles shingles, else the estimate), or "
+          "both (the estimate's lines, then the exact ones)");
+ABSL_FLAG(int, exact_max_shingles, 256,
+          "--verify=exact: the most distinct shingles a chunk may have to keep its set");
+ABSL_FLAG(int, exact_hash_shift, dedupd::bench::kShingleSet32Shift,
+          "--verify=exact: a set keeps bits shift..shift+31 of each shingle hash (0: the low 32 "
+          "bits, which the MinHash signature's slots share; bench/quality/shingle_set32.h)");
 
 namespace {
 
@@ -210,6 +243,24 @@ size_t BucketOf(size_t words) {
   return kNumBuckets - 1;
 }
 
+// How the "minhash" and "ckind" lines verify an LSH candidate (--verify).
+enum class Verify { kEstimate, kExact };
+
+// VerifiedValue: the estimate, or under kExact the exact Jaccard if any
+// (exact >= 0) plus 1e-9, so a J of exactly t passes t's grid value (17 *
+// 0.05 is 0.8500000000000001; a store would compare integer counts).
+double VerifiedValue(Verify v, double estimate, double exact) {
+  return v == Verify::kExact && exact >= 0 ? exact + 1e-9 : estimate;
+}
+
+// What exact verification counted for the "exact_sets" line.
+struct ExactStats {
+  int64_t pairs_exact = 0, pairs_estimate = 0, pairs_mismatch = 0;
+  int64_t edits_exact = 0, edits_mismatch = 0;
+  // Sum of ExpectedFalseCommon over the *_mismatch populations.
+  double pairs_expected = 0, edits_expected = 0;
+};
+
 // One distinct normalized chunk.
 struct Chunk {
   std::string text;  // normalized
@@ -217,6 +268,8 @@ struct Chunk {
   uint64_t simhash = 0;
   dedupd::MinHashSignature minhash{};
   std::vector<absl::string_view> features;  // into `text`
+  dedupd::bench::ShingleSet32 set32;        // with --verify=exact only
+  bool first_cut = false;                   // the first --chunk_bytes produces it
 };
 
 // Pairs of distinct chunks that MinHash + LSH finds near at one threshold,
@@ -242,7 +295,10 @@ struct Edit {
   // the 18 x 7 LshIndex; their EstimateJaccard.
   bool candidate = false;
   double estimate = 0;
-  bool MinHashNear(double t) const { return candidate && estimate >= t; }
+  double exact = -1;  // ExactJaccard of the two texts' sets; -1: none
+  bool MinHashNear(double t, Verify v = Verify::kEstimate) const {
+    return candidate && VerifiedValue(v, estimate, exact) >= t;
+  }
 };
 
 // The edits of a chunk: the first three (one word) since the SimHash
@@ -305,6 +361,9 @@ struct QualityOptions {
   int edits_per_bucket = 0;  // --tiny already applied
   uint64_t seed = 0;
   int worst = 0;
+  std::vector<Verify> verify;     // in print order
+  size_t exact_max_shingles = 0;  // under --verify=exact or both; 0: no exact sets
+  int exact_hash_shift = 0;
 };
 
 QualityOptions QualityOptionsFromFlags() {
@@ -317,6 +376,13 @@ QualityOptions QualityOptionsFromFlags() {
   o.edits_per_bucket = absl::GetFlag(FLAGS_tiny) ? 20 : absl::GetFlag(FLAGS_edits_per_bucket);
   o.seed = absl::GetFlag(FLAGS_seed);
   o.worst = absl::GetFlag(FLAGS_worst);
+  const std::string verify = absl::GetFlag(FLAGS_verify);
+  if (verify != "exact") o.verify.push_back(Verify::kEstimate);
+  if (verify != "estimate") {
+    o.verify.push_back(Verify::kExact);
+    o.exact_max_shingles = static_cast<size_t>(absl::GetFlag(FLAGS_exact_max_shingles));
+    o.exact_hash_shift = absl::GetFlag(FLAGS_exact_hash_shift);
+  }
   return o;
 }
 
@@ -351,16 +417,22 @@ bool LoadChunks(const QualityOptions& o, const dedupd::SimHasher& hasher,
       ++corpus->unreadable;
       continue;
     }
-    for (size_t chunk_bytes : o.chunk_sizes) {
-      for (absl::string_view c : dedupd::bench::ChunkText(page, chunk_bytes)) {
+    for (size_t si = 0; si < o.chunk_sizes.size(); ++si) {
+      for (absl::string_view c : dedupd::bench::ChunkText(page, o.chunk_sizes[si])) {
         if (!dedupd::NormalizeTextInto(c, &normalized).ok()) {
           ++corpus->normalize_errors;
           continue;
         }
         ++corpus->raw_chunks;
-        if (by_text.contains(normalized)) continue;
+        if (auto it = by_text.find(normalized); it != by_text.end()) {
+          chunks[it->second].first_cut |= si == 0;
+          continue;
+        }
         by_text.emplace(normalized, static_cast<uint32_t>(chunks.size()));
         Chunk& ch = chunks.emplace_back();
+        ch.first_cut = si == 0;
+        if (o.exact_max_shingles > 0)
+          ch.set32 = dedupd::bench::ShingleSet32Of(normalized, kShingleWords, o.exact_hash_shift);
         ch.text = normalized;
         ch.words = WordCount(ch.text);
         ch.simhash = hasher.Fingerprint(ch.text);
@@ -411,16 +483,21 @@ std::vector<double> ThresholdGrid() {
 }
 
 // CountMinHashPairs counts every pair of distinct chunks that shares a band
-// key of the store's 18 x 7 LshIndex and whose EstimateJaccard reaches t:
-// what the store would answer near at min_jaccard t. Returns
-// counts[ti][b] for ThresholdGrid()[ti] and bucket b (kNumBuckets: all).
+// key of the store's 18 x 7 LshIndex and whose EstimateJaccard (under
+// kExact: VerifiedValue) reaches t: what the store would answer near at
+// min_jaccard t. Returns counts[vi][ti][b] for verify[vi],
+// ThresholdGrid()[ti] and bucket b (kNumBuckets: all); with
+// max_shingles > 0 adds the candidate pairs to `stats`.
 // Counted, not kept: chunks of one shingle (up to 3 words) have all 128
 // slots equal, so two of them collide with probability 1/256 and there are
 // millions of such pairs.
-std::vector<std::vector<PairCounts>> CountMinHashPairs(const std::deque<Chunk>& chunks) {
+std::vector<std::vector<std::vector<PairCounts>>> CountMinHashPairs(
+    const std::deque<Chunk>& chunks, const std::vector<Verify>& verify, size_t max_shingles,
+    ExactStats* stats) {
   const std::vector<double> grid = ThresholdGrid();
-  std::vector<std::vector<PairCounts>> counts(grid.size(),
-                                              std::vector<PairCounts>(kNumBuckets + 1));
+  std::vector<std::vector<std::vector<PairCounts>>> counts(
+      verify.size(),
+      std::vector<std::vector<PairCounts>>(grid.size(), std::vector<PairCounts>(kNumBuckets + 1)));
   dedupd::LshIndex index;
   for (size_t i = 0; i < chunks.size(); ++i) {
     index.Insert(chunks[i].minhash, static_cast<uint32_t>(i));
@@ -433,13 +510,30 @@ std::vector<std::vector<PairCounts>> CountMinHashPairs(const std::deque<Chunk>& 
       const Chunk& a = chunks[i];
       const Chunk& b = chunks[id];
       const double est = dedupd::EstimateJaccard(a.minhash, b.minhash);
-      if (est < grid[0]) continue;
-      const double j = dedupd::bench::SortedJaccard(a.features, b.features);
-      for (size_t ti = 0; ti < grid.size() && grid[ti] <= est; ++ti) {
-        for (size_t bk : {BucketOf(std::min(a.words, b.words)), kNumBuckets}) {
-          PairCounts& c = counts[ti][bk];
-          ++c.pairs;
-          ++(j >= kNearJaccard ? c.near : j < kFarJaccard ? c.far : c.between);
+      const double exact =
+          max_shingles > 0 ? dedupd::bench::ExactJaccard(a.set32, b.set32, max_shingles) : -1;
+      double j = -1;  // the truth, computed when needed
+      if (max_shingles > 0) {
+        ++(exact >= 0 ? stats->pairs_exact : stats->pairs_estimate);
+        if (exact >= 0 && std::min(a.words, b.words) >= static_cast<size_t>(kShingleWords)) {
+          j = dedupd::bench::SortedJaccard(a.features, b.features);
+          stats->pairs_expected += dedupd::bench::ExpectedFalseCommon(a.set32, b.set32);
+          if (exact != j && ++stats->pairs_mismatch <= 5) {
+            std::cerr << absl::StrFormat("exact_mismatch jaccard=%.4f set=%.4f a=\"%s\" b=\"%s\"\n",
+                                         j, exact, a.text.substr(0, 200), b.text.substr(0, 200));
+          }
+        }
+      }
+      for (size_t vi = 0; vi < verify.size(); ++vi) {
+        const double v = VerifiedValue(verify[vi], est, exact);
+        if (v < grid[0]) continue;
+        if (j < 0) j = dedupd::bench::SortedJaccard(a.features, b.features);
+        for (size_t ti = 0; ti < grid.size() && grid[ti] <= v; ++ti) {
+          for (size_t bk : {BucketOf(std::min(a.words, b.words)), kNumBuckets}) {
+            PairCounts& c = counts[vi][ti][bk];
+            ++c.pairs;
+            ++(j >= kNearJaccard ? c.near : j < kFarJaccard ? c.far : c.between);
+          }
         }
       }
     }
@@ -489,10 +583,12 @@ bool AddedEdit(const std::deque<Chunk>& chunks, const std::vector<absl::string_v
 }
 
 // MeasureEdit returns the edit of `c` into `edited`: SimHash distance,
-// exact Jaccard and MinHash's verdict (lsh: an empty scratch index).
+// exact Jaccard and MinHash's verdict (lsh: an empty scratch index); with
+// max_shingles > 0 also ExactJaccard of the two sets (of bits hash_shift..
+// hash_shift+31), counted in `stats`.
 Edit MeasureEdit(const Chunk& c, const std::string& edited, int kind,
                  const dedupd::SimHasher& hasher, const dedupd::MinHasher& minhasher,
-                 dedupd::LshIndex* lsh) {
+                 dedupd::LshIndex* lsh, size_t max_shingles, int hash_shift, ExactStats* stats) {
   Edit e{c.words, dedupd::HammingDistance(c.simhash, hasher.Fingerprint(edited)),
          dedupd::bench::SortedJaccard(c.features, FeatureSet(edited))};
   e.kind = kind;
@@ -501,15 +597,27 @@ Edit MeasureEdit(const Chunk& c, const std::string& edited, int kind,
   e.candidate = !lsh->Query(sig).empty();
   lsh->Erase(c.minhash, 0);
   e.estimate = dedupd::EstimateJaccard(c.minhash, sig);
+  if (max_shingles > 0) {
+    const dedupd::bench::ShingleSet32 set =
+        dedupd::bench::ShingleSet32Of(edited, kShingleWords, hash_shift);
+    e.exact = dedupd::bench::ExactJaccard(c.set32, set, max_shingles);
+    stats->edits_exact += e.exact >= 0;
+    if (e.exact >= 0 &&
+        std::min(c.words, WordCount(edited)) >= static_cast<size_t>(kShingleWords)) {
+      stats->edits_mismatch += e.exact != e.jaccard;
+      stats->edits_expected += dedupd::bench::ExpectedFalseCommon(c.set32, set);
+    }
+  }
   return e;
 }
 
 // MakeEdits returns the controlled edits: per bucket, up to
 // edits_per_bucket distinct chunks in a seeded random order, each with
-// every edit kind (kEditKinds).
+// every edit kind (kEditKinds); max_shingles, hash_shift and stats as in
+// MeasureEdit.
 std::vector<Edit> MakeEdits(const std::deque<Chunk>& chunks, const dedupd::SimHasher& hasher,
-                            const dedupd::MinHasher& minhasher, int edits_per_bucket,
-                            uint64_t seed) {
+                            const dedupd::MinHasher& minhasher, int edits_per_bucket, uint64_t seed,
+                            size_t max_shingles, int hash_shift, ExactStats* stats) {
   dedupd::LshIndex lsh(dedupd::LshIndex::kDefaultBands, dedupd::LshIndex::kDefaultRows,
                        dedupd::LshIndex::kMinBucketBits);
   std::vector<Edit> edits;
@@ -538,12 +646,14 @@ std::vector<Edit> MakeEdits(const std::deque<Chunk>& chunks, const dedupd::SimHa
           if (kind != 0 || other != words[pos]) break;
         }
         const std::string edited = EditedText(words, kind, pos, other);
-        edits.push_back(MeasureEdit(c, edited, kind, hasher, minhasher, &lsh));
+        edits.push_back(
+            MeasureEdit(c, edited, kind, hasher, minhasher, &lsh, max_shingles, hash_shift, stats));
       }
       for (int kind = kOneWordEditKinds; kind < kNumEditKinds; ++kind) {
         std::string edited;
         if (!AddedEdit(chunks, words, kind, added_rng, &edited)) continue;
-        edits.push_back(MeasureEdit(c, edited, kind, hasher, minhasher, &lsh));
+        edits.push_back(
+            MeasureEdit(c, edited, kind, hasher, minhasher, &lsh, max_shingles, hash_shift, stats));
       }
     }
   }
@@ -691,20 +801,20 @@ std::string EditRecall(const std::vector<Edit>& edits, size_t b, int kind, doubl
   return Ratio(f, n);
 }
 
-// Prints the "minhash" lines: MinHash + LSH + verification at min_jaccard
-// t, per bucket and all, for t = 0.50..0.95; and the "simhash_edits" lines,
-// SimHash's recall over the same edits (every kind) at k = 3..6.
-//   minhash words=<b> min_jaccard=<t> pairs= near= between= far= precision= edits= edits_near=
-//   recall= recall_own= recall_plus= fn_lsh= fn_verify= edits_found=
-//   simhash_edits words=<b> k=<k> edits= edits_near= recall= recall_j85= recall_j90=
-//   recall_j95= edits_found=
+// The " verify=exact" of the kExact lines; the estimate's lines have none.
+const char* VerifyLabel(Verify v) { return v == Verify::kExact ? " verify=exact" : ""; }
+
+// Prints the "minhash" lines of verification `v`: MinHash + LSH +
+// verification at min_jaccard t, per bucket and all, for t = 0.50..0.95.
+//   minhash words=<b> min_jaccard=<t>[ verify=exact] pairs= near= between= far= precision=
+//   edits= edits_near= recall= recall_own= recall_plus= fn_lsh= fn_verify= edits_found=
 // pairs: distinct-chunk pairs found near (a shared band key and estimate
 // >= t); precision = near / (near + far) among them; recall: edits with J
 // >= 0.8 found; recall_own: J >= t; recall_plus: J >= t + 0.05; fn_lsh /
 // fn_verify: edits with J >= 0.8 missed for want of a shared band / an
 // estimate below t; edits_found: all edits found.
 void PrintMinHashRows(const std::vector<std::vector<PairCounts>>& pair_counts,
-                      const std::vector<Edit>& edits) {
+                      const std::vector<Edit>& edits, Verify v) {
   const std::vector<double> grid = ThresholdGrid();
   for (size_t ti = 0; ti < grid.size(); ++ti) {
     const double t = grid[ti];
@@ -716,20 +826,29 @@ void PrintMinHashRows(const std::vector<std::vector<PairCounts>>& pair_counts,
         if (b != kNumBuckets && BucketOf(e.words) != b) continue;
         ++count;
         edits_near += e.jaccard >= kNearJaccard - 1e-9;
-        if (e.jaccard >= kNearJaccard && !e.MinHashNear(t)) ++(e.candidate ? fn_verify : fn_lsh);
+        if (e.jaccard >= kNearJaccard && !e.MinHashNear(t, v)) {
+          ++(e.candidate ? fn_verify : fn_lsh);
+        }
       }
-      auto found = [t](const Edit& e) { return e.MinHashNear(t); };
+      auto found = [t, v](const Edit& e) { return e.MinHashNear(t, v); };
       absl::PrintF(
-          "minhash words=%s min_jaccard=%.2f pairs=%d near=%d between=%d far=%d precision=%s "
+          "minhash words=%s min_jaccard=%.2f%s pairs=%d near=%d between=%d far=%d precision=%s "
           "edits=%d edits_near=%d recall=%s recall_own=%s recall_plus=%s fn_lsh=%d "
           "fn_verify=%d edits_found=%s\n",
-          b < kNumBuckets ? kBuckets[b].name : "all", t, n, near, between, far,
+          b < kNumBuckets ? kBuckets[b].name : "all", t, VerifyLabel(v), n, near, between, far,
           Ratio(near, near + far), count, edits_near, EditRecall(edits, b, -1, kNearJaccard, found),
           EditRecall(edits, b, -1, t, found),
           t + 0.05 > 1 + 1e-9 ? "nan" : EditRecall(edits, b, -1, t + 0.05, found), fn_lsh,
           fn_verify, EditRecall(edits, b, -1, 0, found));
     }
   }
+}
+
+// Prints the "simhash_edits" lines: SimHash's recall over the edits of the
+// "minhash" lines (every kind) at k = 3..6.
+//   simhash_edits words=<b> k=<k> edits= edits_near= recall= recall_j85= recall_j90=
+//   recall_j95= edits_found=
+void PrintSimHashEditRows(const std::vector<Edit>& edits) {
   for (int k = 3; k <= 6; ++k) {
     for (size_t b = 0; b <= kNumBuckets; ++b) {
       auto found = [k](const Edit& e) { return e.distance <= k; };
@@ -752,10 +871,10 @@ void PrintMinHashRows(const std::vector<std::vector<PairCounts>>& pair_counts,
 
 // Prints one "ckind" line per edit kind and bucket (and all): its edits,
 // how many stay J >= 0.8, and the recall of those (J >= 0.8) of SimHash at
-// k = 3..6 and of MinHash at min_jaccard 0.8, 0.85, 0.9.
-//   ckind <kind> words=<b> edits= edits_near= jaccard_p50= simhash_k3= .. simhash_k6=
-//   minhash_0.80= minhash_0.85= minhash_0.90=
-void PrintEditKinds(const std::vector<Edit>& edits) {
+// k = 3..6 and of MinHash (verification `v`) at min_jaccard 0.8, 0.85, 0.9.
+//   ckind <kind> words=<b>[ verify=exact] edits= edits_near= jaccard_p50= simhash_k3= ..
+//   simhash_k6= minhash_0.80= minhash_0.85= minhash_0.90=
+void PrintEditKinds(const std::vector<Edit>& edits, Verify v) {
   for (int kind = 0; kind < kNumEditKinds; ++kind) {
     for (size_t b = 0; b <= kNumBuckets; ++b) {
       std::vector<double> js;
@@ -767,9 +886,10 @@ void PrintEditKinds(const std::vector<Edit>& edits) {
       }
       if (js.empty()) continue;
       std::sort(js.begin(), js.end());
-      std::string line = absl::StrFormat(
-          "ckind %s words=%s edits=%d edits_near=%d jaccard_p50=%.3f", kEditKinds[kind],
-          b < kNumBuckets ? kBuckets[b].name : "all", js.size(), near, js[js.size() / 2]);
+      std::string line =
+          absl::StrFormat("ckind %s words=%s%s edits=%d edits_near=%d jaccard_p50=%.3f",
+                          kEditKinds[kind], b < kNumBuckets ? kBuckets[b].name : "all",
+                          VerifyLabel(v), js.size(), near, js[js.size() / 2]);
       for (int k = 3; k <= 6; ++k) {
         absl::StrAppend(&line, " simhash_k", k, "=",
                         EditRecall(edits, b, kind, kNearJaccard,
@@ -778,11 +898,53 @@ void PrintEditKinds(const std::vector<Edit>& edits) {
       for (double t : {0.8, 0.85, 0.9}) {
         absl::StrAppend(&line, absl::StrFormat(" minhash_%.2f=", t),
                         EditRecall(edits, b, kind, kNearJaccard,
-                                   [t](const Edit& e) { return e.MinHashNear(t); }));
+                                   [t, v](const Edit& e) { return e.MinHashNear(t, v); }));
       }
       absl::PrintF("%s\n", line);
     }
   }
+}
+
+// Prints the "shingle_sets" lines, what keeping the sets would cost a
+// store, and the "exact_sets" line (see the top of the file).
+void PrintShingleSets(const std::deque<Chunk>& chunks, size_t max_shingles,
+                      const ExactStats& stats) {
+  std::vector<size_t> limits = {64, 128, 256, 512, max_shingles};
+  std::sort(limits.begin(), limits.end());
+  limits.erase(std::unique(limits.begin(), limits.end()), limits.end());
+  for (bool first_cut_only : {false, true}) {
+    for (size_t k : limits) {
+      std::vector<size_t> bytes;
+      size_t within = 0;
+      double sum = 0;
+      for (const Chunk& c : chunks) {
+        if (first_cut_only && !c.first_cut) continue;
+        const bool kept = c.set32.shingles <= k;
+        within += kept;
+        bytes.push_back(kept ? c.set32.hashes.size() * sizeof(uint32_t) : 0);
+        sum += bytes.back();
+      }
+      if (bytes.empty()) continue;
+      std::sort(bytes.begin(), bytes.end());
+      absl::PrintF(
+          "shingle_sets chunks=%s max_shingles=%d within=%d share=%s bytes_mean=%.1f "
+          "bytes_p50=%d bytes_p99=%d\n",
+          first_cut_only ? "first_cut" : "all", k, within, Ratio(within, bytes.size()),
+          sum / bytes.size(), bytes[bytes.size() / 2], bytes[bytes.size() * 99 / 100]);
+    }
+  }
+  int64_t with_set = 0, collisions = 0;
+  for (const Chunk& c : chunks) {
+    with_set += c.set32.shingles <= max_shingles;
+    collisions += c.set32.hashes.size() < c.set32.shingles;
+  }
+  absl::PrintF(
+      "exact_sets max_shingles=%d chunks_with_set=%d truncation_collisions=%d pairs_exact=%d "
+      "pairs_estimate=%d pairs_mismatch=%d pairs_mismatch_expected=%.2f edits_exact=%d "
+      "edits_mismatch=%d edits_mismatch_expected=%.4f\n",
+      max_shingles, with_set, collisions, stats.pairs_exact, stats.pairs_estimate,
+      stats.pairs_mismatch, stats.pairs_expected, stats.edits_exact, stats.edits_mismatch,
+      stats.edits_expected);
 }
 
 // Prints to stderr the `worst` far pairs with the smallest distance.
@@ -809,17 +971,23 @@ int RunQuality() {
   ChunkSet corpus;
   if (!LoadChunks(o, hasher, minhasher, &corpus)) return 1;
   const std::vector<Pair> pairs = FindPairs(corpus.chunks, o.max_k);
+  ExactStats exact_stats;
   const std::vector<Edit> edits =
-      MakeEdits(corpus.chunks, hasher, minhasher, o.edits_per_bucket, o.seed);
-  const std::vector<std::vector<PairCounts>> minhash_pairs = CountMinHashPairs(corpus.chunks);
+      MakeEdits(corpus.chunks, hasher, minhasher, o.edits_per_bucket, o.seed, o.exact_max_shingles,
+                o.exact_hash_shift, &exact_stats);
+  const std::vector<std::vector<std::vector<PairCounts>>> minhash_pairs =
+      CountMinHashPairs(corpus.chunks, o.verify, o.exact_max_shingles, &exact_stats);
   const std::vector<std::vector<Row>> rows = CountRows(pairs, edits, o.max_k);
 
   PrintHeader(o, corpus, pairs.size(), edits.size());
   const std::vector<double> bucket_size = PrintBuckets(corpus.chunks);
   PrintQualityRows(rows, bucket_size);
   if (o.k >= 0 && o.k <= o.max_k) PrintRuleRows(pairs, edits, o.k);
-  PrintMinHashRows(minhash_pairs, edits);
-  PrintEditKinds(edits);
+  if (o.exact_max_shingles > 0) PrintShingleSets(corpus.chunks, o.exact_max_shingles, exact_stats);
+  for (size_t vi = 0; vi < o.verify.size(); ++vi)
+    PrintMinHashRows(minhash_pairs[vi], edits, o.verify[vi]);
+  PrintSimHashEditRows(edits);
+  for (Verify v : o.verify) PrintEditKinds(edits, v);
   if (o.worst > 0) PrintWorstFar(pairs, corpus.chunks, o.worst);
   return 0;
 }
@@ -999,7 +1167,8 @@ int main(int argc, char** argv) {
       "chunk_quality: SimHash near-duplicate precision and recall for RAG chunks by "
       "chunk length, against exact shingle Jaccard; or the shared-preamble scenario.\n"
       "Usage: dedupd_chunk_quality [--pages_dir=DIR] [--chunk_bytes=B] [--max_k=K] "
-      "[--edits_per_bucket=N] [--worst=N] [--tiny] | --preamble_dir=DIR [--k=K]");
+      "[--edits_per_bucket=N] [--worst=N] [--tiny] [--verify=estimate|exact|both] "
+      "[--exact_max_shingles=K] | --preamble_dir=DIR [--k=K]");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   if (args.size() != 1) {
     std::cerr << "chunk_quality: unexpected argument " << args[1] << " (see --help)\n";
@@ -1016,6 +1185,14 @@ int main(int argc, char** argv) {
     std::cerr << "chunk_quality: need 0 <= --max_k, --k <= "
               << dedupd::SimHashIndex::kMaxSupportedDistance
               << ", --chunk_bytes: a list of sizes >= 4, --edits_per_bucket >= 0\n";
+    return 2;
+  }
+  const std::string verify = absl::GetFlag(FLAGS_verify);
+  if ((verify != "estimate" && verify != "exact" && verify != "both") ||
+      absl::GetFlag(FLAGS_exact_max_shingles) < 1 || absl::GetFlag(FLAGS_exact_hash_shift) < 0 ||
+      absl::GetFlag(FLAGS_exact_hash_shift) > 32) {
+    std::cerr << "chunk_quality: need --verify=estimate|exact|both, --exact_max_shingles >= 1, "
+                 "0 <= --exact_hash_shift <= 32\n";
     return 2;
   }
   if (!absl::GetFlag(FLAGS_preamble_dir).empty()) return RunPreamble();
