@@ -239,7 +239,18 @@ class JsonParser {
       return ParseString(&value->string);
     }
     if (c == '-' || (c >= '0' && c <= '9')) {
+      // The grammar first (one set of errors for both kinds); then a
+      // number without fraction or exponent is read again as an integer,
+      // which keeps all 64 bits a double would round.
+      const size_t start = pos_;
+      value->type = JsonScalar::Type::kNumber;
+      if (absl::Status s = ParseNumber(&value->number); !s.ok()) return s;
+      if (in_.substr(start, pos_ - start).find_first_of(".eE") != absl::string_view::npos) {
+        return absl::OkStatus();
+      }
+      pos_ = start;
       value->type = JsonScalar::Type::kInteger;
+      value->number = 0;
       return ParseInteger(&value->integer);
     }
     if (in_.substr(pos_, 4) == "null") {
@@ -248,12 +259,13 @@ class JsonParser {
       return absl::OkStatus();
     }
     if (c == '{' || c == '[' || c == 't' || c == 'f') {
-      return Error("only string, integer and null values are supported");
+      return Error("only string, number and null values are supported");
     }
     return Error("expected a value");
   }
 
-  // -?(0|[1-9][0-9]*), no fraction or exponent, within int64.
+  // -?(0|[1-9][0-9]*), within int64.
+  // REQUIRES: no fraction or exponent follows (ParseValue checked).
   absl::Status ParseInteger(int64_t* out) {
     const size_t start = pos_;
     const bool negative = Consume('-');
@@ -275,9 +287,6 @@ class JsonParser {
         magnitude = magnitude * 10 + digit;
         ++pos_;
       }
-    }
-    if (Peek() == '.' || Peek() == 'e' || Peek() == 'E') {
-      return Error("only integers are supported (no fraction or exponent)");
     }
     *out = negative ? static_cast<int64_t>(0 - magnitude) : static_cast<int64_t>(magnitude);
     return absl::OkStatus();

@@ -2,7 +2,7 @@
 // line (string, integer, string-array and object-array values); strings are
 // escaped so that any input bytes, including invalid UTF-8 and control
 // characters, give valid JSON (RFC 8259) that still shows where the input
-// was bad. It reads one *flat* object per line (string, integer and null
+// was bad. It reads one *flat* object per line (string, number and null
 // values only), strictly (ParseJsonFlatObject), and nested values into a
 // tree (ParseJsonValue), with the same lexer.
 //
@@ -98,16 +98,19 @@ class JsonObjectWriter {
 
 // One value of a flat JSON object.
 struct JsonScalar {
-  enum class Type { kString, kInteger, kNull };
+  enum class Type { kString, kInteger, kNumber, kNull };
   Type type = Type::kNull;
   // kString: the decoded string, always well-formed UTF-8 (it may contain
   // NUL from \u0000).
   std::string string;
-  // kInteger: the value.
+  // kInteger: the value of a number written without fraction or exponent.
   int64_t integer = 0;
+  // kNumber: the value of a number written with a fraction or an exponent
+  // ("0.9", "1e0"); finite.
+  double number = 0;
 
   bool operator==(const JsonScalar& o) const {
-    return type == o.type && string == o.string && integer == o.integer;
+    return type == o.type && string == o.string && integer == o.integer && number == o.number;
   }
 };
 
@@ -115,7 +118,7 @@ struct JsonScalar {
 using JsonFlatObject = std::map<std::string, JsonScalar>;
 
 // ParseJsonFlatObject parses `json` as exactly one JSON object (RFC 8259)
-// whose values are strings, integers or null: the format of one line of
+// whose values are strings, numbers or null: the format of one line of
 // `dedupctl content` input. Strict:
 // - whitespace (space, tab, CR, LF) may surround tokens; nothing else may
 //   follow the closing brace;
@@ -124,8 +127,10 @@ using JsonFlatObject = std::map<std::string, JsonScalar>;
 //   below U+0020; escapes are \" \\ \/ \b \f \n \r \t and \uXXXX (any
 //   hex case); a high surrogate escape must be followed by a low surrogate
 //   escape (the pair becomes one code point); a lone surrogate is an error;
-// - integers: -?(0|[1-9][0-9]*) within int64; fractions and exponents are
-//   errors (no value here is fractional);
+// - numbers: RFC 8259's grammar. Without fraction or exponent
+//   (-?(0|[1-9][0-9]*)) an integer (kInteger) within int64, so ids and
+//   counts keep every digit; with one a finite double (kNumber: "0.9",
+//   "1e3"), and one beyond the double range is an error;
 // - true/false, arrays and nested objects are errors, as are duplicate
 //   member names.
 // Returns InvalidArgument "at byte N: <what>" (N counts from 0) for any
@@ -134,7 +139,8 @@ using JsonFlatObject = std::map<std::string, JsonScalar>;
 // Example:
 //   ParseJsonFlatObject(R"({"t":"\ud83d\ude00"})")->at("t").string
 //       == "\xf0\x9f\x98\x80"
-//   ParseJsonFlatObject(R"({"a":1.5})").status().code()
+//   ParseJsonFlatObject(R"({"a":1.5})")->at("a").number == 1.5
+//   ParseJsonFlatObject(R"({"a":[1]})").status().code()
 //       == absl::StatusCode::kInvalidArgument
 absl::StatusOr<JsonFlatObject> ParseJsonFlatObject(absl::string_view json);
 

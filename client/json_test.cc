@@ -134,6 +134,12 @@ JsonScalar Int(int64_t i) {
   v.integer = i;
   return v;
 }
+JsonScalar Num(double d) {
+  JsonScalar v;
+  v.type = JsonScalar::Type::kNumber;
+  v.number = d;
+  return v;
+}
 JsonScalar Null() { return JsonScalar(); }
 
 struct ParseCase {
@@ -176,6 +182,9 @@ INSTANTIATE_TEST_SUITE_P(
         ParseCase{"NegativeZero", R"({"n":-0})", {{"n", Int(0)}}},
         ParseCase{"Int64Max", R"({"n":9223372036854775807})", {{"n", Int(INT64_MAX)}}},
         ParseCase{"Int64Min", R"({"n":-9223372036854775808})", {{"n", Int(INT64_MIN)}}},
+        ParseCase{"Fraction", R"({"j":0.9})", {{"j", Num(0.9)}}},
+        ParseCase{"Exponent", R"({"j":-1E3})", {{"j", Num(-1000)}}},
+        ParseCase{"WholeFraction", R"({"j":1.0})", {{"j", Num(1)}}},
         ParseCase{"DelIsRaw", "{\"s\":\"\x7f\"}", {{"s", Str("\x7f")}}}),
     [](const ::testing::TestParamInfo<ParseCase>& info) { return std::string(info.param.name); });
 
@@ -207,11 +216,11 @@ INSTANTIATE_TEST_SUITE_P(
         RejectCase{"MissingColon", R"({"a" 1})", "expected ':'"},
         RejectCase{"MissingValue", R"({"a":})", "expected a value"},
         RejectCase{"DuplicateKey", R"({"a":1,"a":2})", "at byte 7: duplicate member name"},
-        RejectCase{"True", R"({"a":true})", "only string, integer and null"},
-        RejectCase{"Array", R"({"a":[]})", "only string, integer and null"},
-        RejectCase{"Nested", R"({"a":{}})", "only string, integer and null"},
-        RejectCase{"Fraction", R"({"a":1.5})", "only integers"},
-        RejectCase{"Exponent", R"({"a":1e3})", "only integers"},
+        RejectCase{"True", R"({"a":true})", "only string, number and null"},
+        RejectCase{"Array", R"({"a":[]})", "only string, number and null"},
+        RejectCase{"Nested", R"({"a":{}})", "only string, number and null"},
+        RejectCase{"BareFraction", R"({"a":1.})", "expected a digit"},
+        RejectCase{"BeyondDouble", R"({"a":1e400})", "double range"},
         RejectCase{"LeadingZero", R"({"a":01})", "leading zeros"},
         RejectCase{"Plus", R"({"a":+1})", "expected a value"},
         RejectCase{"LoneMinus", R"({"a":-})", "expected a digit"},

@@ -12,7 +12,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "dedupd/v1/dedupd.grpc.pb.h"
@@ -51,6 +53,27 @@ std::string PolicyTextOneWordEdited() {
   const size_t at = text.find(from);
   if (at != std::string::npos) text.replace(at, from.size(), "As far as is appropriate");
   return text;
+}
+
+// `text` with every `every`-th word (from the `first`-th) replaced by a
+// word of its own: a deterministic 1/every substitution.
+std::string Substitute(const std::string& text, size_t every, size_t first) {
+  std::vector<std::string> words =
+      absl::StrSplit(text, absl::ByAnyChar(" \n\t"), absl::SkipWhitespace());
+  for (size_t i = first; i < words.size(); i += every) words[i] = "zq" + std::to_string(i);
+  return absl::StrJoin(words, " ");
+}
+
+// The number after "\"<name>\":" in a dedupctl output line; -1 when absent.
+double NumberMember(const std::string& line, const std::string& name) {
+  const std::string key = absl::StrCat("\"", name, "\":");
+  const size_t at = line.find(key);
+  double value = -1;
+  if (at == std::string::npos) return value;
+  const size_t start = at + key.size();
+  const size_t end = line.find_first_of(",}", start);
+  if (!absl::SimpleAtod(line.substr(start, end - start), &value)) return -1;
+  return value;
 }
 
 v1::ContentItem Item(const std::string& url, const std::string& text,
@@ -523,6 +546,69 @@ TEST_F(E2eContentTest, DedupctlDocumentIdsAndNamespacesThroughTheRealBinary) {
   ASSERT_THAT(bad, IsOk());
   EXPECT_NE(bad->exit_code, 0);
   EXPECT_THAT(bad->err + bad->out, HasSubstr("namespace: byte 2 (0x20)"));
+}
+
+// MinHash near matching through dedupctl: a page with 2% of its words
+// substituted is beyond SimHash's 3 bits but ~0.88 similar by 3-word
+// shingles, so the server's default min_jaccard (0.85) finds it; the flag
+// and a line's "min_jaccard" reach the server, which judges the range.
+TEST_F(E2eContentTest, DedupctlNearByJaccardMinJaccardFlagAndBadLine) {
+  const std::string original = PolicyText();
+  ASSERT_GT(original.size(), 5000u) << "missing testdata";
+  auto stored = RunCommand({DEDUPCTL_BINARY, "content", "check", "--server", server_->address(),
+                            "--url", "https://m.example/policy"},
+                           original);
+  ASSERT_THAT(stored, IsOk());
+  ASSERT_EQ(stored->exit_code, 0) << stored->err;
+  EXPECT_EQ(NumberMember(stored->out, "applied_min_jaccard"), 0.85) << stored->out;
+
+  const std::string edited = Substitute(original, 50, 7);
+  auto near = RunCommand({DEDUPCTL_BINARY, "content", "peek", "--server", server_->address(),
+                          "--url", "https://mirror.example/policy"},
+                         edited);
+  ASSERT_THAT(near, IsOk());
+  EXPECT_EQ(near->exit_code, 0) << near->err;
+  EXPECT_THAT(near->out, HasSubstr("\"verdict\":\"NEAR_DUPLICATE\""));
+  EXPECT_THAT(near->out, HasSubstr("\"near_matches\":[{\"url\":\"https://m.example/policy\""));
+  EXPECT_THAT(near->out, HasSubstr("\"measure\":\"JACCARD\"}]"));
+  EXPECT_GT(NumberMember(near->out, "distance"), 3) << near->out;
+  const double estimate = NumberMember(near->out, "estimated_jaccard");
+  EXPECT_GE(estimate, 0.85) << near->out;
+  EXPECT_LT(estimate, 0.97) << near->out;
+  EXPECT_EQ(NumberMember(near->out, "applied_min_jaccard"), 0.85) << near->out;
+
+  // --min_jaccard above the estimate: NEW, and the line says what was used.
+  auto strict = RunCommand({DEDUPCTL_BINARY, "content", "peek", "--server", server_->address(),
+                            "--url", "https://mirror.example/policy", "--min_jaccard", "0.99"},
+                           edited);
+  ASSERT_THAT(strict, IsOk());
+  EXPECT_EQ(strict->exit_code, 0) << strict->err;
+  EXPECT_THAT(strict->out, HasSubstr("\"verdict\":\"NEW\""));
+  EXPECT_EQ(NumberMember(strict->out, "applied_min_jaccard"), 0.99) << strict->out;
+
+  // Below the server's --min_jaccard_floor (0.8): that document's INVALID,
+  // from a line and from the flag alike; a short text has MinHash off (0).
+  const std::string lines =
+      "{\"url\":\"https://m.example/low\",\"text\":\"low\",\"min_jaccard\":0.5}\n"
+      "{\"url\":\"https://m.example/short\",\"text\":\"a short text\"}\n";
+  auto bad = RunCommand(
+      {DEDUPCTL_BINARY, "content", "peek", "--server", server_->address(), "--deadline", "30"},
+      lines);
+  ASSERT_THAT(bad, IsOk());
+  EXPECT_EQ(bad->exit_code, 1) << bad->err;
+  std::vector<std::string> out = absl::StrSplit(bad->out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(out.size(), 2u) << bad->out;
+  EXPECT_THAT(out[0], HasSubstr("\"verdict\":\"INVALID\""));
+  EXPECT_THAT(out[0], HasSubstr("\"reason\":\"BAD_MIN_JACCARD\""));
+  EXPECT_THAT(out[0], HasSubstr("min_jaccard 0.5"));
+  EXPECT_THAT(out[1], HasSubstr("\"verdict\":\"NEW\""));
+  EXPECT_THAT(out[1], HasSubstr("\"applied_min_jaccard\":0}"));
+  auto flag = RunCommand({DEDUPCTL_BINARY, "content", "peek", "--server", server_->address(),
+                          "--url", "https://m.example/low", "--min_jaccard", "0.5"},
+                         "low");
+  ASSERT_THAT(flag, IsOk());
+  EXPECT_EQ(flag->exit_code, 1) << flag->err;
+  EXPECT_THAT(flag->out, HasSubstr("\"reason\":\"BAD_MIN_JACCARD\""));
 }
 #endif  // DEDUPCTL_BINARY
 

@@ -31,8 +31,9 @@ constexpr size_t kMaxChunksLineBytes = 16 << 20;
 // (string; the server rejects both) and
 // "chunks" (a non-empty array; each chunk a string, its text, or an object
 // with "text" (string) and optional "chunk_id" (string)), and optional
-// "max_hamming_distance" (whole number 0..4294967295). Null counts as
-// absent; other members, of the line and of chunk objects, are ignored.
+// "max_hamming_distance" (whole number 0..4294967295) and "min_jaccard" (a
+// number; the server judges its range). Null counts as absent; other
+// members, of the line and of chunk objects, are ignored.
 // Sets request->document_url() as soon as it is known, even on error.
 // Returns InvalidArgument saying what is wrong.
 absl::Status ParseChunkDocument(absl::string_view line, dedupd::v1::CheckChunksRequest* request) {
@@ -81,6 +82,10 @@ absl::Status ParseChunkDocument(absl::string_view line, dedupd::v1::CheckChunksR
     DEDUPD_ASSIGN_OR_RETURN(const uint32_t k, WholeNumber(*d, "max_hamming_distance", 0));
     request->set_max_hamming_distance(k);
   }
+  if (const JsonValue* j = Member(doc, "min_jaccard")) {
+    DEDUPD_ASSIGN_OR_RETURN(const double min_jaccard, Number(*j, "min_jaccard"));
+    request->set_min_jaccard(min_jaccard);
+  }
   return absl::OkStatus();
 }
 
@@ -110,7 +115,16 @@ std::string ChunkJson(const dedupd::v1::ChunkResult& result) {
     out = WithRawMember(std::move(out), "first_seen",
                         JsonString(FormatTimestamp(result.first_seen_time())));
   }
-  return out;
+  // New members go last, so readers of the older lines find theirs where
+  // they were.
+  if (result.verdict() == dedupd::v1::CHUNK_VERDICT_NEAR_DUPLICATE) {
+    out =
+        WithRawMember(std::move(out), "estimated_jaccard", JsonNumber(result.estimated_jaccard()));
+    out =
+        WithRawMember(std::move(out), "near_measure", JsonString(EnumName(result.near_measure())));
+  }
+  return WithRawMember(std::move(out), "applied_min_jaccard",
+                       JsonNumber(result.applied_min_jaccard()));
 }
 
 // The output line of one answered document.
@@ -178,6 +192,9 @@ class ChunksJob : public BatchJob {
       if (options_.max_hamming_distance && !request.has_max_hamming_distance()) {
         request.set_max_hamming_distance(*options_.max_hamming_distance);
       }
+      if (options_.min_jaccard && !request.has_min_jaccard()) {
+        request.set_min_jaccard(*options_.min_jaccard);
+      }
       request.set_mode(options_.mode);
       request.set_namespace_(options_.name_space);
       absl::StatusOr<dedupd::v1::CheckChunksResponse> response = client.CheckChunks(request);
@@ -190,8 +207,8 @@ class ChunksJob : public BatchJob {
         }
       } else if (response.status().code() == absl::StatusCode::kInvalidArgument) {
         // The server rejects this document as a whole (a bad document_url,
-        // too many chunks, a distance over its limit): its problem, not
-        // the run's.
+        // too many chunks, a distance over its limit, a min_jaccard out of
+        // its range): its problem, not the run's.
         *any_invalid = true;
         out = ChunksErrorLine(line_number, request, response.status().message());
       } else {

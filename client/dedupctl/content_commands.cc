@@ -37,10 +37,10 @@ struct ContentInput {
 
 // ParseDocument turns one JSON line into a request item: "url" (or, in its
 // place, "document_id") and "text" strings are required; "canonical_url"
-// (string) and
-// "max_hamming_distance" (integer 0..2^32-1) are optional, and null counts
-// as absent; other members are ignored. Returns InvalidArgument saying
-// what is wrong.
+// (string), "max_hamming_distance" (integer 0..2^32-1) and "min_jaccard"
+// (a number; the server judges its range, since only it knows its
+// --min_jaccard_floor) are optional, and null counts as absent; other
+// members are ignored. Returns InvalidArgument saying what is wrong.
 absl::Status ParseDocument(absl::string_view line, dedupd::v1::ContentItem* item) {
   absl::StatusOr<JsonFlatObject> object = ParseJsonFlatObject(line);
   if (!object.ok()) {
@@ -88,6 +88,15 @@ absl::Status ParseDocument(absl::string_view line, dedupd::v1::ContentItem* item
           "\"max_hamming_distance\" must be an integer in 0..4294967295");
     }
     item->set_max_hamming_distance(static_cast<uint32_t>(d->integer));
+  }
+  if (const JsonScalar* j = get("min_jaccard")) {
+    if (j->type == JsonScalar::Type::kNumber) {
+      item->set_min_jaccard(j->number);
+    } else if (j->type == JsonScalar::Type::kInteger) {
+      item->set_min_jaccard(static_cast<double>(j->integer));
+    } else {
+      return absl::InvalidArgumentError("\"min_jaccard\" must be a number");
+    }
   }
   return absl::OkStatus();
 }
@@ -190,7 +199,10 @@ std::string ContentLine(const ContentInput& input, const dedupd::v1::ContentResu
     match.String("simhash", SimHashHex(m.simhash()))
         .Uint("distance", m.distance())
         .String("content_hash", m.content_hash());
-    matches.push_back(std::move(match).Finish());
+    std::string line = std::move(match).Finish();
+    line = WithRawMember(std::move(line), "estimated_jaccard", JsonNumber(m.estimated_jaccard()));
+    line = WithRawMember(std::move(line), "measure", JsonString(EnumName(m.measure())));
+    matches.push_back(std::move(line));
   }
   json.RawArray("near_matches", matches)
       .Uint("near_match_count", result->near_match_count())
@@ -198,7 +210,10 @@ std::string ContentLine(const ContentInput& input, const dedupd::v1::ContentResu
   if (result->has_first_seen_time()) {
     json.String("first_seen_time", FormatTimestamp(result->first_seen_time()));
   }
-  return std::move(json).Finish();
+  // New members go last, so readers of the older lines find theirs where
+  // they were.
+  return WithRawMember(std::move(json).Finish(), "applied_min_jaccard",
+                       JsonNumber(result->applied_min_jaccard()));
 }
 
 class ContentJob : public BatchJob {
@@ -221,6 +236,9 @@ class ContentJob : public BatchJob {
       }
       if (options_.max_hamming_distance && !input.item.has_max_hamming_distance()) {
         input.item.set_max_hamming_distance(*options_.max_hamming_distance);
+      }
+      if (options_.min_jaccard && !input.item.has_min_jaccard()) {
+        input.item.set_min_jaccard(*options_.min_jaccard);
       }
       batch_bytes += input.item.text().size();
       batch_.push_back(std::move(input));

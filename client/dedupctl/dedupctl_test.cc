@@ -276,6 +276,12 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{"ContentBadDistance",
                   {"content", "check", "--server", "127.0.0.1:1", "--max_hamming_distance", "-1"},
                   "--max_hamming_distance"},
+        UsageCase{"ContentJaccardAboveOne",
+                  {"content", "check", "--server", "127.0.0.1:1", "--min_jaccard", "1.5"},
+                  "--min_jaccard must be a number in (0, 1]"},
+        UsageCase{"ContentJaccardNotANumber",
+                  {"content", "peek", "--server", "127.0.0.1:1", "--min_jaccard", "high"},
+                  "--min_jaccard must be a number in (0, 1]"},
         UsageCase{"ContentUrlFlagOnUrlCommand",
                   {"url", "check", "--server", "127.0.0.1:1", "--url", "x"},
                   "--url"},
@@ -291,6 +297,9 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{"ChunksBadDistance",
                   {"chunks", "check", "--server", "127.0.0.1:1", "--max_hamming_distance", "1.5"},
                   "--max_hamming_distance"},
+        UsageCase{"ChunksJaccardZero",
+                  {"chunks", "check", "--server", "127.0.0.1:1", "--min_jaccard", "0"},
+                  "--min_jaccard must be a number in (0, 1]"},
         UsageCase{"ResultsWithoutSubcommand", {"results"}, "needs dedup"},
         UsageCase{"ResultsUnknownSubcommand", {"results", "check"}, "check"},
         UsageCase{"ResultsMissingServer", {"results", "dedup"}, "--server"},
@@ -529,7 +538,9 @@ TEST_F(DedupctlUrlTest, ContentCheckJsonLinesWithABadLine) {
       "\n"
       R"({"url":"bad:x","text":"t"})"
       "\n"
-      R"({"url":"https://a.example/4","text":"hello world!!","max_hamming_distance":2,"extra":1})"
+      R"({"url":"https://a.example/4","text":"hello world!!","max_hamming_distance":2,"min_jaccard":0.9,"extra":1})"
+      "\n"
+      R"({"url":"https://a.example/5","text":"t","min_jaccard":"high"})"
       "\n";
   CommandResult r =
       Dedupctl({"content", "check", "--server", server_->address(), "--batch", "2"}, in);
@@ -545,11 +556,11 @@ TEST_F(DedupctlUrlTest, ContentCheckJsonLinesWithABadLine) {
           absl::StrCat(
               R"({"verdict":"NEW","url":"https://a.example/1","canonical_url":"https://a.example/1","content_hash":")",
               content_hash, R"(","simhash":")", hash,
-              R"(","owner_url":"https://a.example/1","alias_urls":[],"alias_count":0,"near_matches":[],"near_match_count":0,"recrawl":"FIRST_SEEN","first_seen_time":"2024-05-06T07:08:09.5Z"})"),
+              R"(","owner_url":"https://a.example/1","alias_urls":[],"alias_count":0,"near_matches":[],"near_match_count":0,"recrawl":"FIRST_SEEN","first_seen_time":"2024-05-06T07:08:09.5Z","applied_min_jaccard":0})"),
           absl::StrCat(
               R"({"verdict":"EXACT_DUPLICATE","url":"https://a.example/2","canonical_url":"https://a.example/c","content_hash":")",
               content_hash, R"(","simhash":")", hash,
-              R"(","owner_url":"https://a.example/1","alias_urls":["https://a.example/c"],"alias_count":1,"near_matches":[],"near_match_count":0,"recrawl":"FIRST_SEEN","first_seen_time":"2024-05-06T07:08:09.5Z"})"),
+              R"(","owner_url":"https://a.example/1","alias_urls":["https://a.example/c"],"alias_count":1,"near_matches":[],"near_match_count":0,"recrawl":"FIRST_SEEN","first_seen_time":"2024-05-06T07:08:09.5Z","applied_min_jaccard":0})"),
           R"({"verdict":"INVALID","line":3,"error":"line 3: invalid JSON: at byte 0: expected '{'"})",
           R"({"verdict":"INVALID","line":5,"url":"https://a.example/3","error":"line 5: missing \"text\""})",
           R"({"verdict":"INVALID","line":6,"url":"bad:x","error":"fake: invalid url","reason":"BAD_URL"})",
@@ -559,7 +570,8 @@ TEST_F(DedupctlUrlTest, ContentCheckJsonLinesWithABadLine) {
               near_hash,
               R"(","owner_url":"https://a.example/1","alias_urls":[],"alias_count":0,"near_matches":[{"url":"https://a.example/1","simhash":")",
               hash, R"(","distance":2,"content_hash":")", content_hash,
-              R"("}],"near_match_count":1,"recrawl":"FIRST_SEEN"})")));
+              R"(","estimated_jaccard":0,"measure":"SIMHASH"}],"near_match_count":1,"recrawl":"FIRST_SEEN","applied_min_jaccard":0.9})"),
+          R"({"verdict":"INVALID","line":8,"url":"https://a.example/5","error":"line 8: \"min_jaccard\" must be a number"})"));
   // Bad lines are not sent; good ones are. A batch is --batch input
   // documents, bad lines included (lines 3 and 5 made a batch of nothing).
   std::vector<std::vector<std::string>> sent;
@@ -580,12 +592,13 @@ TEST_F(DedupctlUrlTest, ContentUrlFormReadsTextFileOrStdin) {
   CommandResult file =
       Dedupctl({"content", "check", "--server", server_->address(), "--url", "https://a.example/p",
                 "--canonical_url", "https://a.example/canon", "--max_hamming_distance", "5",
-                "--text_file", path});
+                "--min_jaccard", "0.95", "--text_file", path});
   EXPECT_EQ(file.exit_code, 0) << file.err;
   EXPECT_THAT(Lines(file.out),
               ElementsAre(AllOf(StartsWith(R"({"verdict":"NEW","url":"https://a.example/p",)"
                                            R"("canonical_url":"https://a.example/canon",)"),
-                                HasSubstr(R"("recrawl":"FIRST_SEEN")"))));
+                                HasSubstr(R"("recrawl":"FIRST_SEEN")"),
+                                HasSubstr(R"("applied_min_jaccard":0.95})"))));
 
   // The same text from stdin, peeked: an exact duplicate, nothing recorded.
   CommandResult in =
@@ -604,8 +617,10 @@ TEST_F(DedupctlUrlTest, ContentUrlFormReadsTextFileOrStdin) {
   EXPECT_EQ(doc.text(), "line one\nline two\n");  // as is
   EXPECT_EQ(doc.canonical_url(), "https://a.example/canon");
   EXPECT_EQ(doc.max_hamming_distance(), 5u);
+  EXPECT_EQ(doc.min_jaccard(), 0.95);
   EXPECT_EQ(calls[1].mode, dedupd::v1::CLAIM_MODE_PEEK);
   EXPECT_FALSE(calls[1].content_items[0].has_max_hamming_distance());
+  EXPECT_FALSE(calls[1].content_items[0].has_min_jaccard());
 
   CommandResult missing = Dedupctl({"content", "check", "--server", server_->address(), "--url",
                                     "https://a.example/p", "--text_file", dir + "/missing.txt"});
@@ -619,11 +634,14 @@ TEST_F(DedupctlUrlTest, ContentJsonLinesFromAFileAllValidExits0) {
   const std::string dir = MakeTempDir("dedupctl_test_");
   ASSERT_FALSE(dir.empty());
   const std::string path = dir + "/docs.jsonl";
-  std::ofstream(path) << R"({"url":"https://a.example/1","text":"x\u00e9"})"
+  std::ofstream(path) << R"({"url":"https://a.example/1","text":"x\u00e9","min_jaccard":1})"
                       << "\n"
-                      << R"({"url":"https://a.example/2","text":"y","canonical_url":null})"
+                      << R"({"url":"https://a.example/2","text":"y","canonical_url":null,)"
+                      << R"("min_jaccard":null})"
                       << "\n";
-  CommandResult r = Dedupctl({"content", "peek", "--server", server_->address(), path});
+  // --min_jaccard is for the lines that set none (null is none).
+  CommandResult r = Dedupctl(
+      {"content", "peek", "--server", server_->address(), "--min_jaccard", "8.5e-1", path});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(Lines(r.out), SizeIs(2));
   const std::vector<FakeDedupService::Call> calls = fake().calls();
@@ -631,6 +649,8 @@ TEST_F(DedupctlUrlTest, ContentJsonLinesFromAFileAllValidExits0) {
   ASSERT_THAT(calls[0].content_items, SizeIs(2));
   EXPECT_EQ(calls[0].content_items[0].text(), "x\xc3\xa9");
   EXPECT_EQ(calls[0].content_items[1].canonical_url(), "");
+  EXPECT_EQ(calls[0].content_items[0].min_jaccard(), 1.0);
+  EXPECT_EQ(calls[0].content_items[1].min_jaccard(), 0.85);
   RemoveTree(dir);
 }
 
@@ -670,22 +690,27 @@ std::string FakeContentHash(absl::string_view text) {
 }
 constexpr char kFirstSeen[] = "2024-05-06T07:08:09.5Z";
 
-// The output object of a NEW chunk (first_seen: with CLAIM).
-std::string NewChunk(absl::string_view id, absl::string_view text, bool first_seen = true) {
+// The output object of a NEW chunk (first_seen: with CLAIM; applied: the
+// request's min_jaccard as printed, which the fake echoes).
+std::string NewChunk(absl::string_view id, absl::string_view text, bool first_seen = true,
+                     absl::string_view applied = "0") {
   return absl::StrCat(R"({"chunk_id":")", id, R"(","verdict":"NEW","content_hash":")",
                       FakeContentHash(text), R"(","simhash":")", FakeSimHash(text), "\"",
-                      first_seen ? absl::StrCat(R"(,"first_seen":")", kFirstSeen, "\"") : "", "}");
+                      first_seen ? absl::StrCat(R"(,"first_seen":")", kFirstSeen, "\"") : "",
+                      R"(,"applied_min_jaccard":)", applied, "}");
 }
 
-// The output object of a duplicate chunk.
+// The output object of a duplicate chunk (the fake's near ones are all
+// SimHash's).
 std::string DupChunk(absl::string_view id, absl::string_view text, absl::string_view document_url,
-                     absl::string_view of_id, int distance) {
+                     absl::string_view of_id, int distance, absl::string_view applied = "0") {
   return absl::StrCat(R"({"chunk_id":")", id, R"(","verdict":")",
                       distance == 0 ? "EXACT_DUPLICATE" : "NEAR_DUPLICATE", R"(","content_hash":")",
                       FakeContentHash(text), R"(","simhash":")", FakeSimHash(text),
                       R"(","duplicate_of":{"document_url":")", document_url, R"(","chunk_id":")",
-                      of_id, R"(","distance":)", distance, R"(},"first_seen":")", kFirstSeen,
-                      "\"}");
+                      of_id, R"(","distance":)", distance, R"(},"first_seen":")", kFirstSeen, "\"",
+                      distance == 0 ? "" : R"(,"estimated_jaccard":0,"near_measure":"SIMHASH")",
+                      R"(,"applied_min_jaccard":)", applied, "}");
 }
 
 std::string DocumentLine(absl::string_view url, int replaced,
@@ -759,26 +784,30 @@ TEST_F(DedupctlChunksTest, RecheckReplacesAndPeekRecordsNothing) {
               ElementsAre(DocumentLine("https://a.example/1", 2,
                                        {NewChunk("0", "one"), NewChunk("1", "three")})));
   // Peek: "two" is no longer held; nothing is recorded, no first_seen.
-  CommandResult peek =
-      Chunks("peek",
-             R"({"document_url":"https://b.example/2","chunks":["two","one!"]})"
-             "\n"
-             R"({"document_url":"https://b.example/2","chunks":["one!!"],"max_hamming_distance":5})"
-             "\n",
-             {"--max_hamming_distance", "1", "--deadline", "9"});
+  CommandResult peek = Chunks(
+      "peek",
+      R"({"document_url":"https://b.example/2","chunks":["two","one!"]})"
+      "\n"
+      R"({"document_url":"https://b.example/2","chunks":["one!!"],"max_hamming_distance":5,"min_jaccard":0.95})"
+      "\n",
+      {"--max_hamming_distance", "1", "--min_jaccard", "0.9", "--deadline", "9"});
   EXPECT_EQ(peek.exit_code, 0) << peek.err;
-  EXPECT_THAT(Lines(peek.out),
-              ElementsAre(DocumentLine("https://b.example/2", 0,
-                                       {NewChunk("0", "two", false),
-                                        DupChunk("1", "one!", "https://a.example/1", "0", 1)}),
-                          DocumentLine("https://b.example/2", 0,
-                                       {DupChunk("0", "one!!", "https://a.example/1", "0", 2)})));
+  EXPECT_THAT(
+      Lines(peek.out),
+      ElementsAre(DocumentLine("https://b.example/2", 0,
+                               {NewChunk("0", "two", false, "0.9"),
+                                DupChunk("1", "one!", "https://a.example/1", "0", 1, "0.9")}),
+                  DocumentLine("https://b.example/2", 0,
+                               {DupChunk("0", "one!!", "https://a.example/1", "0", 2, "0.95")})));
   const std::vector<FakeDedupService::Call> calls = fake().calls();
   ASSERT_THAT(calls, SizeIs(4));
   EXPECT_EQ(calls[2].mode, dedupd::v1::CLAIM_MODE_PEEK);
   // The flag is the default: a document's own distance wins.
   EXPECT_EQ(calls[2].chunks_request.max_hamming_distance(), 1u);
   EXPECT_EQ(calls[3].chunks_request.max_hamming_distance(), 5u);
+  EXPECT_EQ(calls[2].chunks_request.min_jaccard(), 0.9);
+  EXPECT_EQ(calls[3].chunks_request.min_jaccard(), 0.95);
+  EXPECT_FALSE(calls[0].chunks_request.has_min_jaccard());
   ASSERT_TRUE(calls[2].deadline_left.has_value());
   EXPECT_GT(*calls[2].deadline_left, absl::Seconds(5));
   EXPECT_LE(*calls[2].deadline_left, absl::Seconds(9) + absl::Milliseconds(100));
@@ -899,7 +928,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadLineCase{
             "DistanceAString",
             R"({"document_url":"https://x.example/","chunks":["a"],"max_hamming_distance":"3"})",
-            R"({"line":2,"document_url":"https://x.example/","error":"line 2: \"max_hamming_distance\" must be a whole number in 0..4294967295, not a string"})"}),
+            R"({"line":2,"document_url":"https://x.example/","error":"line 2: \"max_hamming_distance\" must be a whole number in 0..4294967295, not a string"})"},
+        BadLineCase{
+            "JaccardAString",
+            R"({"document_url":"https://x.example/","chunks":["a"],"min_jaccard":"0.9"})",
+            R"({"line":2,"document_url":"https://x.example/","error":"line 2: \"min_jaccard\" must be a number, not a string"})"}),
     [](const ::testing::TestParamInfo<BadLineCase>& info) { return std::string(info.param.name); });
 
 TEST_F(DedupctlChunksTest, DocumentTheServerRejectsPrintsAnErrorLine) {

@@ -61,26 +61,29 @@ commands:
                [--namespace NAME] [URL...]
       Confirm leased URLs: CONFIRMED, ALREADY_CONFIRMED or INVALID.
   content check --server ADDR [--batch N] [--deadline SECONDS]
-                [--max_hamming_distance K] [--namespace NAME] [FILE]
+                [--max_hamming_distance K] [--min_jaccard J]
+                [--namespace NAME] [FILE]
       Check and record documents: NEW, EXACT_DUPLICATE or NEAR_DUPLICATE.
       Input: JSON lines from FILE (or standard input when FILE is absent or
       "-"), one document a line: {"url": "...", "text": "...",
-      "canonical_url": "...", "max_hamming_distance": 3} (url and text
-      required). A bad line prints its own error line and the run goes on.
+      "canonical_url": "...", "max_hamming_distance": 3,
+      "min_jaccard": 0.9} (url and text required). A bad line prints its
+      own error line and the run goes on.
   content check --server ADDR --url URL [--canonical_url URL]
-                [--max_hamming_distance K] [--namespace NAME]
-                [--text_file FILE]
+                [--max_hamming_distance K] [--min_jaccard J]
+                [--namespace NAME] [--text_file FILE]
       One document: its whole text is read from --text_file (or standard
       input when absent or "-"), as is.
   content peek ...
       Like content check, but records nothing.
   chunks check --server ADDR [--deadline SECONDS] [--max_hamming_distance K]
-               [--namespace NAME] [FILE]
+               [--min_jaccard J] [--namespace NAME] [FILE]
       Check and record each document's chunks (one request per document;
       its chunks replace those stored for it): NEW, EXACT_DUPLICATE or
       NEAR_DUPLICATE of another chunk. Input: JSON lines, one document a
       line: {"document_url": "...", "chunks": ["text", ...] or
-      [{"text": "...", "chunk_id": "..."}, ...], "max_hamming_distance": 3}.
+      [{"text": "...", "chunk_id": "..."}, ...], "max_hamming_distance": 3,
+      "min_jaccard": 0.8}.
       Output: {"document_url", "replaced_chunks", "chunks": [...]} per line,
       or {"line", "error"} for a bad line or a document the server rejects.
   chunks peek ...
@@ -150,7 +153,11 @@ flags:
   --min_jaccard J     results: compare texts by shingle Jaccard >= J instead
                       of SimHash (default 0.8 when chosen); compare: the
                       estimated Jaccard of a near duplicate, 0 < J <= 1
-                      (default 0.8, the server's default)
+                      (default 0.8, the server's default); content, chunks:
+                      the estimated Jaccard that also counts as near, for
+                      documents that set none, 0 < J <= 1 and at least the
+                      server's --min_jaccard_floor (default: the server's,
+                      0.85 for content, 0.8 for chunks)
   --examples N        compare: unique shingles shown per side, 0..1000
                       (default 5)
   --docs FILE         compare, tune: JSON lines {"id", "text"}
@@ -531,6 +538,7 @@ absl::StatusOr<ContentOptions> ContentFromFlags(absl::string_view sub, const Raw
   options.name_space = raw.Value("--namespace").value_or("");
   DEDUPD_ASSIGN_OR_RETURN(options.max_hamming_distance,
                           ParseUint32Flag(raw, "--max_hamming_distance", 0));
+  DEDUPD_ASSIGN_OR_RETURN(options.min_jaccard, ParseMinJaccardFlag(raw));
   // The input rule: --url given means the whole input is one document's
   // text; otherwise the input is JSON lines.
   options.url = raw.Value("--url");
@@ -560,6 +568,7 @@ absl::StatusOr<ChunksOptions> ChunksFromFlags(absl::string_view sub, const RawFl
   options.name_space = raw.Value("--namespace").value_or("");
   DEDUPD_ASSIGN_OR_RETURN(options.max_hamming_distance,
                           ParseUint32Flag(raw, "--max_hamming_distance", 0));
+  DEDUPD_ASSIGN_OR_RETURN(options.min_jaccard, ParseMinJaccardFlag(raw));
   DEDUPD_ASSIGN_OR_RETURN(
       options.file, AtMostOneFile(raw, "chunks check/peek reads at most one FILE of JSON lines"));
   return options;
@@ -657,11 +666,11 @@ const ServerCommand kServerCommands[] = {
     {"content",
      {"check", "peek"},
      {"--server", "--batch", "--deadline", "--url", "--canonical_url", "--text_file",
-      "--max_hamming_distance", "--namespace"},
+      "--max_hamming_distance", "--min_jaccard", "--namespace"},
      [](const std::string& sub, RawFlags raw) { return Wrap(ContentFromFlags(sub, raw)); }},
     {"chunks",
      {"check", "peek"},
-     {"--server", "--deadline", "--max_hamming_distance", "--namespace"},
+     {"--server", "--deadline", "--max_hamming_distance", "--min_jaccard", "--namespace"},
      [](const std::string& sub, RawFlags raw) { return Wrap(ChunksFromFlags(sub, raw)); }},
     {"results",
      {"dedup"},

@@ -98,6 +98,8 @@ struct ContentOptions {
   dedupd::v1::ClaimMode mode = dedupd::v1::CLAIM_MODE_CLAIM;
   ServerOptions server;
   std::optional<uint32_t> max_hamming_distance;
+  // --min_jaccard: in (0, 1]; the server holds it to its floor.
+  std::optional<double> min_jaccard;
   std::optional<std::string> file;  // JSON lines; absent or "-": stdin
   std::optional<std::string> url;   // the --url form
   std::optional<std::string> canonical_url;
@@ -110,8 +112,9 @@ struct ChunksOptions {
   dedupd::v1::ClaimMode mode = dedupd::v1::CLAIM_MODE_CLAIM;
   ServerOptions server;
   std::optional<uint32_t> max_hamming_distance;
-  std::optional<std::string> file;  // absent or "-": stdin
-  std::string name_space;           // --namespace
+  std::optional<double> min_jaccard;  // as ContentOptions::min_jaccard
+  std::optional<std::string> file;    // absent or "-": stdin
+  std::string name_space;             // --namespace
 };
 
 // `results dedup`: the settings each override the input's.

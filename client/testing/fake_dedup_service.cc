@@ -219,6 +219,7 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckContent(
     result->set_canonical_url(identity);
     result->set_content_hash(FakeContentHash(text));
     result->set_simhash(FakeHash(text));
+    result->set_applied_min_jaccard(item.min_jaccard());
 
     if (auto last = last_text_.find(item.url()); last == last_text_.end()) {
       result->set_recrawl(dedupd::v1::RECRAWL_STATUS_FIRST_SEEN);
@@ -257,6 +258,7 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckContent(
       match->set_simhash(FakeHash(near->first));
       match->set_distance(static_cast<uint32_t>(bangs));
       match->set_content_hash(FakeContentHash(near->first));
+      match->set_measure(dedupd::v1::NEAR_MEASURE_SIMHASH);
       result->set_near_match_count(1);
     } else {
       result->set_verdict(dedupd::v1::CONTENT_VERDICT_NEW);
@@ -338,6 +340,7 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckChunks(
     const std::string& text = item.text();
     result->set_content_hash(FakeContentHash(text));
     result->set_simhash(FakeHash(text));
+    result->set_applied_min_jaccard(request->min_jaccard());
     const size_t base_end = text.find_last_not_of('!') + 1;  // npos+1 == 0
     const size_t bangs = text.size() - base_end;
     std::optional<ChunkHolder> exact = holder(text);
@@ -352,6 +355,7 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckChunks(
       result->set_duplicate_of_chunk_id(of.chunk_id);
       result->set_duplicate_of_simhash(FakeHash(exact ? text : text.substr(0, base_end)));
       result->set_distance(exact ? 0 : static_cast<uint32_t>(bangs));
+      if (near) result->set_near_measure(dedupd::v1::NEAR_MEASURE_SIMHASH);
       SetFirstSeen(result);
     } else {
       result->set_verdict(dedupd::v1::CHUNK_VERDICT_NEW);

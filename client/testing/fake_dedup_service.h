@@ -25,7 +25,10 @@
 // - else, text that is a recorded text followed by k >= 1 '!' characters,
 //   with k <= the item's max_hamming_distance (default 3):
 //   NEAR_DUPLICATE with one near match (that text's owner, simhash and
-//   hash, distance k), owner_url the match's;
+//   hash, distance k, measure SIMHASH, estimated_jaccard 0), owner_url the
+//   match's;
+// - applied_min_jaccard echoes the item's min_jaccard, 0 when it sets none
+//   (the fake has no MinHash: it never judges or uses it);
 // - else NEW, owner_url the identity (first_seen_time kFirstSeen on CLAIM);
 // - recrawl: FIRST_SEEN unless a CLAIM recorded a text for this url
 //   before, then UNCHANGED (same text) or CHANGED.
@@ -43,8 +46,10 @@
 //   this request: EXACT_DUPLICATE of that chunk (distance 0,
 //   first_seen_time kFirstSeen); else the '!' rule of CheckContent (a held
 //   text followed by k '!', k <= max_hamming_distance, default 3):
-//   NEAR_DUPLICATE at distance k; else NEW (first_seen_time kFirstSeen on
-//   CLAIM). The document's own stored chunks never match it;
+//   NEAR_DUPLICATE at distance k (near_measure SIMHASH); else NEW
+//   (first_seen_time kFirstSeen on CLAIM). The document's own stored
+//   chunks never match it; applied_min_jaccard of each valid chunk echoes
+//   the request's min_jaccard (0 when it sets none);
 // - replaced_chunks: how many chunks the document has stored; CLAIM
 //   replaces them with the valid chunks of the request (a text is held by
 //   its first holder only).

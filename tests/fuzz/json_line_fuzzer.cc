@@ -7,7 +7,8 @@
 // every error is InvalidArgument and starts with "at byte N" where N is at
 // most the input size (and, for ParseJsonValue, is the offset it reports);
 // every success round-trips: the value written back (JsonObjectWriter for
-// the flat object; JsonString and 17-digit numbers for the tree) parses to
+// the flat object, plus 17-digit numbers for its fractional ones;
+// JsonString and 17-digit numbers for the tree) parses to
 // an equal value (so every decoded string is well-formed UTF-8, which the
 // writer would otherwise replace, and the readers and writer agree on every
 // escape). Any violation aborts.
@@ -145,7 +146,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
 
+  // The writer has no fractional numbers: they are appended after its
+  // object, in a form that reads back as a fraction (a "%.17e" always has
+  // a '.' and an exponent, and 17 digits round-trip a double).
   dedupd::JsonObjectWriter writer;
+  std::string numbers;
   for (const auto& [key, value] : *parsed) {
     switch (value.type) {
       case dedupd::JsonScalar::Type::kString:
@@ -154,12 +159,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case dedupd::JsonScalar::Type::kInteger:
         writer.Int(key, value.integer);
         break;
+      case dedupd::JsonScalar::Type::kNumber: {
+        char buffer[40];
+        std::snprintf(buffer, sizeof(buffer), "%.17e", value.number);
+        numbers.push_back(',');
+        dedupd::AppendJsonString(key, &numbers);
+        numbers.push_back(':');
+        numbers.append(buffer);
+        break;
+      }
       case dedupd::JsonScalar::Type::kNull:
         writer.Null(key);
         break;
     }
   }
-  const std::string written = std::move(writer).Finish();
+  std::string written = std::move(writer).Finish();
+  if (!numbers.empty()) {
+    written.pop_back();  // '}'
+    if (written == "{") numbers.erase(0, 1);
+    written.append(numbers).push_back('}');
+  }
   absl::StatusOr<dedupd::JsonFlatObject> again = dedupd::ParseJsonFlatObject(written);
   if (!again.ok()) Fail("the writer's output does not parse", input);
   if (*again != *parsed) Fail("round trip changed the object", input);

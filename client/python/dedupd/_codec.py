@@ -65,6 +65,10 @@ def _enum(enum_cls, proto_enum, prefix, value):
     return table.get(value, enum_cls.UNSPECIFIED)
 
 
+def _measure(value):
+    return _enum(t.NearMeasure, pb.NearMeasure, "NEAR_MEASURE_", value)
+
+
 def _reason(value):
     if not value:
         return ""
@@ -133,7 +137,7 @@ def complete_result(given, r):
 
 # ---- content ----
 
-def content_item(doc, default_distance=None):
+def content_item(doc, default_distance=None, default_min_jaccard=None):
     if isinstance(doc, dict):
         doc = t.Document(**doc)
     elif not isinstance(doc, t.Document):
@@ -150,6 +154,9 @@ def content_item(doc, default_distance=None):
         else default_distance
     if distance is not None:
         item.max_hamming_distance = distance
+    min_jaccard = doc.min_jaccard if doc.min_jaccard is not None else default_min_jaccard
+    if min_jaccard is not None:
+        item.min_jaccard = min_jaccard
     if doc.etag:
         item.etag = to_bytes(doc.etag)
     if doc.last_modified:
@@ -165,12 +172,14 @@ def content_result(r):
         owner_document_id=r.owner_document_id, alias_urls=list(r.alias_urls),
         alias_document_ids=list(r.alias_document_ids), alias_count=r.alias_count,
         near_matches=[t.NearMatch(url=m.url, document_id=m.document_id, simhash=m.simhash,
-                                  distance=m.distance, content_hash=m.content_hash)
+                                  distance=m.distance, content_hash=m.content_hash,
+                                  estimated_jaccard=m.estimated_jaccard,
+                                  measure=_measure(m.measure))
                       for m in r.near_matches],
         near_match_count=r.near_match_count,
         recrawl=_enum(t.RecrawlStatus, pb.RecrawlStatus, "RECRAWL_STATUS_", r.recrawl),
         first_seen=_time(r, "first_seen_time"), error=r.error,
-        error_reason=_reason(r.error_reason))
+        error_reason=_reason(r.error_reason), applied_min_jaccard=r.applied_min_jaccard)
 
 
 # ---- chunks ----
@@ -201,7 +210,9 @@ def chunks_result(resp):
             duplicate_of_chunk_id=r.duplicate_of_chunk_id, distance=r.distance,
             first_seen=_time(r, "first_seen_time"), other_holders=r.other_holders,
             applied_max_hamming_distance=r.applied_max_hamming_distance, error=r.error,
-            error_reason=_reason(r.error_reason)) for r in resp.results],
+            error_reason=_reason(r.error_reason), estimated_jaccard=r.estimated_jaccard,
+            near_measure=_measure(r.near_measure), applied_min_jaccard=r.applied_min_jaccard)
+            for r in resp.results],
         replaced_chunks=resp.replaced_chunks, removed_chunk_ids=list(resp.removed_chunk_ids))
 
 

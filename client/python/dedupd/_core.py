@@ -232,8 +232,9 @@ class Settings:
 
         return (yield from self._batches("CompleteUrls", items, make, convert))
 
-    def plan_check_content(self, documents, peek, namespace, max_hamming_distance, claim_id):
-        items = [codec.content_item(d, max_hamming_distance) for d in documents]
+    def plan_check_content(self, documents, peek, namespace, max_hamming_distance, claim_id,
+                           min_jaccard=None):
+        items = [codec.content_item(d, max_hamming_distance, min_jaccard) for d in documents]
         ns = self.namespace if namespace is None else namespace
 
         def make(batch, k):
@@ -251,7 +252,7 @@ class Settings:
         return (yield from self._batches("CheckContent", items, make, convert))
 
     def plan_check_chunks(self, chunks, document_url, document_id, peek, namespace,
-                          max_hamming_distance, claim_id):
+                          max_hamming_distance, claim_id, min_jaccard=None):
         if (document_url is None) == (document_id is None):
             raise ValueError("check_chunks: give exactly one of document_url and document_id")
         req = pb.CheckChunksRequest(
@@ -264,6 +265,8 @@ class Settings:
             req.document_id = codec.to_bytes(document_id)
         if max_hamming_distance is not None:
             req.max_hamming_distance = max_hamming_distance
+        if min_jaccard is not None:
+            req.min_jaccard = min_jaccard
         if not peek:
             codec.set_claim_id(req, claim_id or secrets.token_hex(16))
         resp = yield _Call("CheckChunks", req)

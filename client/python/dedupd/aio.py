@@ -82,14 +82,16 @@ class Client:
         return await self._run(self._s.plan_complete_urls(urls, namespace, claim_id))
 
     async def check_content(self, documents, *, peek=False, namespace=None,
-                            max_hamming_distance=None, claim_id=None):
-        return await self._run(self._s.plan_check_content(documents, peek, namespace,
-                                                          max_hamming_distance, claim_id))
+                            max_hamming_distance=None, claim_id=None, min_jaccard=None):
+        return await self._run(self._s.plan_check_content(
+            documents, peek, namespace, max_hamming_distance, claim_id, min_jaccard))
 
     async def check_chunks(self, chunks, *, document_url=None, document_id=None, peek=False,
-                           namespace=None, max_hamming_distance=None, claim_id=None):
+                           namespace=None, max_hamming_distance=None, claim_id=None,
+                           min_jaccard=None):
         return await self._run(self._s.plan_check_chunks(
-            chunks, document_url, document_id, peek, namespace, max_hamming_distance, claim_id))
+            chunks, document_url, document_id, peek, namespace, max_hamming_distance, claim_id,
+            min_jaccard))
 
     async def dedup_results(self, hits, *, top_k=None, measure=None, max_hamming_distance=None,
                             min_jaccard=None, min_cosine=None, per_source_cap=None):

@@ -130,26 +130,33 @@ class Client:
         return self._run(self._s.plan_complete_urls(urls, namespace, claim_id))
 
     def check_content(self, documents, *, peek=False, namespace=None,
-                      max_hamming_distance=None, claim_id=None):
+                      max_hamming_distance=None, claim_id=None, min_jaccard=None):
         """Checks extracted texts (CheckContent): one ContentResult per
         Document (or dict), in order. With claim (the default) the first
         document with a text owns it; every other URL serving it becomes an
         alias. max_hamming_distance: near-duplicate threshold for documents
-        that do not set one (server default 3). Checking a URL's page also
-        confirms its lease in the namespace."""
+        that do not set one (server default 3); min_jaccard: the estimated
+        shingle Jaccard that also counts as near, for documents that do not
+        set one (server default 0.85; below the server's --min_jaccard_floor,
+        0.8, or above 1 a document is INVALID with error_reason
+        "BAD_MIN_JACCARD"). Checking a URL's page also confirms its lease in
+        the namespace."""
         return self._run(self._s.plan_check_content(documents, peek, namespace,
-                                                    max_hamming_distance, claim_id))
+                                                    max_hamming_distance, claim_id, min_jaccard))
 
     def check_chunks(self, chunks, *, document_url=None, document_id=None, peek=False,
-                     namespace=None, max_hamming_distance=None, claim_id=None):
+                     namespace=None, max_hamming_distance=None, claim_id=None, min_jaccard=None):
         """Checks one document's chunks (CheckChunks) in one request (never
         split: with claim they replace the document's stored chunks).
         chunks: str, (chunk_id, text) or Chunk. Exactly one of document_url
-        and document_id. Returns a ChunksResult: one ChunkResult per chunk,
-        and removed_chunk_ids (the stored chunks this version dropped: delete
-        their vectors)."""
+        and document_id. min_jaccard: the estimated shingle Jaccard that also
+        counts as near (server default 0.8; out of the server's range the
+        call raises InvalidRequest). Returns a ChunksResult: one ChunkResult
+        per chunk, and removed_chunk_ids (the stored chunks this version
+        dropped: delete their vectors)."""
         return self._run(self._s.plan_check_chunks(chunks, document_url, document_id, peek,
-                                                   namespace, max_hamming_distance, claim_id))
+                                                   namespace, max_hamming_distance, claim_id,
+                                                   min_jaccard))
 
     def dedup_results(self, hits, *, top_k=None, measure=None, max_hamming_distance=None,
                       min_jaccard=None, min_cosine=None, per_source_cap=None):

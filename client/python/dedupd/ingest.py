@@ -47,10 +47,12 @@ class Duplicate:
     """A chunk not to embed, and what it repeats."""
     chunk: Any                      # the caller's object, as given
     chunk_id: str
-    near: bool                      # False: the same text; True: within the distance
+    near: bool                      # False: the same text; True: a near text
     duplicate_of_document: str      # the URL or document id holding the text
     duplicate_of_chunk_id: str
     distance: int
+    estimated_jaccard: float = 0.0  # near: the MinHash estimate (0: MinHash off)
+    near_measure: str = ""          # near: "SIMHASH", "JACCARD" or "BOTH"
 
 
 def _text_and_id(chunk):
@@ -82,13 +84,17 @@ def _text_and_id(chunk):
 
 def filter_chunks(document_id, chunks, *, client: Optional[Client] = None,
                   document_url: Optional[str] = None, namespace: Optional[str] = None,
-                  drop_near: bool = True, max_hamming_distance: Optional[int] = None):
+                  drop_near: bool = True, max_hamming_distance: Optional[int] = None,
+                  min_jaccard: Optional[float] = None):
     """Records `chunks` as the current version of a document and splits them.
 
     document_id: the pipeline's id of the document (used as given), or None
       with document_url= (a URL, normalized by dedupd) instead.
-    drop_near: near duplicates (SimHash within the distance) are left out of
-      to_embed too; False keeps them (only exact repeats are dropped).
+    drop_near: near duplicates (SimHash within the distance, or MinHash
+      Jaccard at least min_jaccard) are left out of to_embed too; False
+      keeps them (only exact repeats are dropped).
+    max_hamming_distance, min_jaccard: the near thresholds (default: the
+      server's, 3 and 0.8).
     Returns (to_embed, duplicates, removed_chunk_ids):
       to_embed           the chunks to embed and index, in order (objects as given);
       duplicates         [Duplicate] for the others, with their provenance;
@@ -108,7 +114,8 @@ def filter_chunks(document_id, chunks, *, client: Optional[Client] = None,
     c = client or default_client()
     result = c.check_chunks(items, document_id=document_id if document_url is None else None,
                             document_url=document_url, namespace=namespace,
-                            max_hamming_distance=max_hamming_distance)
+                            max_hamming_distance=max_hamming_distance,
+                            min_jaccard=min_jaccard)
     to_embed: List[Any] = []
     duplicates: List[Duplicate] = []
     for original, r in zip(chunks, result.chunks):
@@ -119,7 +126,10 @@ def filter_chunks(document_id, chunks, *, client: Optional[Client] = None,
                 chunk=original, chunk_id=r.chunk_id,
                 near=r.verdict is ChunkVerdict.NEAR_DUPLICATE,
                 duplicate_of_document=r.duplicate_of_document,
-                duplicate_of_chunk_id=r.duplicate_of_chunk_id, distance=r.distance))
+                duplicate_of_chunk_id=r.duplicate_of_chunk_id, distance=r.distance,
+                estimated_jaccard=r.estimated_jaccard,
+                near_measure=r.near_measure.value if r.verdict is ChunkVerdict.NEAR_DUPLICATE
+                else ""))
         else:
             to_embed.append(original)
     return to_embed, duplicates, list(result.removed_chunk_ids)

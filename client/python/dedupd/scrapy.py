@@ -49,6 +49,9 @@ Settings (all optional):
                          to a function(response) -> str.
   DEDUPD_MAX_HAMMING_DISTANCE  near-duplicate threshold for pages. Default:
                          the server's (3).
+  DEDUPD_MIN_JACCARD     the estimated shingle Jaccard that also makes a page
+                         near, in [the server's --min_jaccard_floor (0.8), 1].
+                         Default: the server's (0.85).
   DEDUPD_ITEM_TEXT_FIELDS  the item fields whose text identifies an item.
                          Default: every str field but DEDUPD_ITEM_URL_FIELD.
   DEDUPD_ITEM_URL_FIELD  the item field naming its page. Default "url".
@@ -322,6 +325,8 @@ class ContentMiddleware:
         s = crawler.settings
         self.extract = _extractor(s.get("DEDUPD_TEXT_EXTRACTOR"))
         self.distance = s.get("DEDUPD_MAX_HAMMING_DISTANCE")
+        min_jaccard = s.get("DEDUPD_MIN_JACCARD")
+        self.min_jaccard = float(min_jaccard) if min_jaccard not in (None, "") else None
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -337,7 +342,8 @@ class ContentMiddleware:
         doc = Document(url=response.url, canonical_url=extract_canonical(response), text=text,
                        etag=(h.get(b"ETag") or b"").decode("latin-1") or None,
                        last_modified=(h.get(b"Last-Modified") or b"").decode("latin-1") or None,
-                       max_hamming_distance=int(self.distance) if self.distance else None)
+                       max_hamming_distance=int(self.distance) if self.distance else None,
+                       min_jaccard=self.min_jaccard)
         try:
             r = client_for(self.crawler).check_content([doc])[0]
         except dedupd.DedupdError as e:

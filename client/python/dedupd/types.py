@@ -14,7 +14,7 @@ from typing import List, Optional, Sequence
 
 __all__ = [
     "UrlVerdict", "CompleteVerdict", "ContentVerdict", "ChunkVerdict", "RecrawlStatus",
-    "DropReason", "DuplicateMeasure", "Url", "Document", "Chunk", "Hit", "UrlResult",
+    "DropReason", "DuplicateMeasure", "NearMeasure", "Url", "Document", "Chunk", "Hit", "UrlResult",
     "CompleteResult", "NearMatch", "ContentResult", "ChunkResult", "ChunksResult", "KeptHit",
     "DroppedHit", "RejectedHit", "DedupResultsResult", "NamespaceStats", "Stats",
 ]
@@ -40,7 +40,7 @@ class CompleteVerdict(str, enum.Enum):
 class ContentVerdict(str, enum.Enum):
     NEW = "NEW"                          # no equal or near text stored
     EXACT_DUPLICATE = "EXACT_DUPLICATE"  # the same normalized text: owner_url has it
-    NEAR_DUPLICATE = "NEAR_DUPLICATE"    # a text within the distance: near_matches
+    NEAR_DUPLICATE = "NEAR_DUPLICATE"    # a near text (distance or Jaccard): near_matches
     INVALID = "INVALID"
     UNSPECIFIED = "UNSPECIFIED"
 
@@ -74,6 +74,15 @@ class DuplicateMeasure(str, enum.Enum):
     UNSPECIFIED = "UNSPECIFIED"
 
 
+class NearMeasure(str, enum.Enum):
+    """Which measure found a near text (NearMatch.measure,
+    ChunkResult.near_measure)."""
+    SIMHASH = "SIMHASH"  # SimHash distance <= max_hamming_distance only
+    JACCARD = "JACCARD"  # MinHash estimated Jaccard >= min_jaccard only
+    BOTH = "BOTH"
+    UNSPECIFIED = "UNSPECIFIED"
+
+
 # ---- inputs ----
 
 @dataclasses.dataclass
@@ -99,6 +108,11 @@ class Document:
     canonical_url: Optional[str] = None
     document_id: Optional[str] = None
     max_hamming_distance: Optional[int] = None  # default: the call's, else 3
+    # Estimated 3-word-shingle Jaccard that also counts as near, in
+    # [the server's --min_jaccard_floor (0.8), 1]; default: the call's, else
+    # the server's (0.85). Out of range: this document's INVALID
+    # (error_reason "BAD_MIN_JACCARD").
+    min_jaccard: Optional[float] = None
     etag: Optional[str] = None                  # the response's ETag header
     last_modified: Optional[str] = None         # the response's Last-Modified header
 
@@ -168,6 +182,8 @@ class NearMatch:
     simhash: int
     distance: int
     content_hash: str
+    estimated_jaccard: float = 0.0  # MinHash estimate; 0 when MinHash was off for it
+    measure: NearMeasure = NearMeasure.UNSPECIFIED  # which measure found it
 
 
 @dataclasses.dataclass
@@ -190,6 +206,10 @@ class ContentResult:
     first_seen: Optional[datetime] = None
     error: str = ""
     error_reason: str = ""
+    # The min_jaccard this document was checked with (its own, the call's or
+    # the server's); 0: MinHash matching was off for it (the server's
+    # default is 0, or the text has fewer than 8 words).
+    applied_min_jaccard: float = 0.0
 
     @property
     def owner(self) -> str:
@@ -212,6 +232,13 @@ class ChunkResult:
     applied_max_hamming_distance: int = 0
     error: str = ""
     error_reason: str = ""
+    # NEAR_DUPLICATE: the MinHash estimate to the chunk duplicated (0 when
+    # MinHash was off for this chunk) and which measure found it.
+    estimated_jaccard: float = 0.0
+    near_measure: NearMeasure = NearMeasure.UNSPECIFIED
+    # The min_jaccard used for this chunk; 0: MinHash off for it (a short
+    # chunk, or the server's default is 0).
+    applied_min_jaccard: float = 0.0
 
     @property
     def duplicate_of_document(self) -> str:

@@ -102,6 +102,75 @@ def test_check_content_exact_near_canonical_and_document_ids(server):
         assert changed[0].recrawl == "CHANGED"
 
 
+# ~980 words of real prose (the Debian Python Policy), shared with the
+# server's tests.
+POLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "server",
+                      "testdata", "python_policy_packaging.txt")
+
+
+def substituted(text, every, first):
+    """`text` with every `every`-th word (from the `first`-th) replaced by a
+    word of its own: the server tests' deterministic 1/every edit."""
+    words = text.split()
+    for i in range(first, len(words), every):
+        words[i] = "zq%d" % i
+    return " ".join(words)
+
+
+def test_check_content_near_by_jaccard_and_bad_min_jaccard(server):
+    with open(POLICY, encoding="utf-8") as f:
+        original = f.read()
+    # 2% of the words replaced: SimHash moves past 3 bits, the 3-word
+    # shingle Jaccard stays ~0.88, above the server's default 0.85.
+    edited = substituted(original, 50, 7)
+    with client(server, namespace="jaccard") as c:
+        first = c.check_content([Document(url="https://j.example/policy", text=original)])
+        assert first[0].verdict is ContentVerdict.NEW and first[0].applied_min_jaccard == 0.85
+        r = c.check_content([Document(url="https://mirror.example/policy", text=edited)],
+                            peek=True)[0]
+        assert r.verdict is ContentVerdict.NEAR_DUPLICATE and r.applied_min_jaccard == 0.85
+        m = r.near_matches[0]
+        assert m.url == "https://j.example/policy" and m.distance > 3
+        assert m.measure is dedupd.NearMeasure.JACCARD and m.measure == "JACCARD"
+        assert 0.85 <= m.estimated_jaccard < 0.97
+        # The call's min_jaccard is for documents that set none.
+        strict = c.check_content([Document(url="https://mirror.example/policy", text=edited),
+                                  {"url": "https://mirror.example/policy", "text": edited,
+                                   "min_jaccard": 0.85}],
+                                 peek=True, min_jaccard=0.99)
+        assert [x.verdict for x in strict] == ["NEW", "NEAR_DUPLICATE"]
+        assert [x.applied_min_jaccard for x in strict] == [0.99, 0.85]
+        # Out of [--min_jaccard_floor, 1]: that document's INVALID only. A
+        # text under 8 words is matched by SimHash only (applied 0).
+        docs = c.check_content([Document(url="https://j.example/low", text="low",
+                                         min_jaccard=0.5),
+                                Document(url="https://j.example/high", text="high",
+                                         min_jaccard=1.5),
+                                Document(url="https://j.example/short", text="a short text")],
+                               peek=True)
+        assert [d.verdict for d in docs] == ["INVALID", "INVALID", "NEW"]
+        assert [d.error_reason for d in docs[:2]] == ["BAD_MIN_JACCARD", "BAD_MIN_JACCARD"]
+        assert "min_jaccard 0.5" in docs[0].error
+        assert docs[2].applied_min_jaccard == 0
+
+
+def test_chunk_results_carry_the_near_measure():
+    from dedupd import _codec
+    from dedupd.v1 import dedupd_pb2 as pb
+    r = _codec.chunks_result(pb.CheckChunksResponse(results=[
+        pb.ChunkResult(chunk_id="a", verdict=pb.CHUNK_VERDICT_NEAR_DUPLICATE, distance=9,
+                       estimated_jaccard=0.875, near_measure=pb.NEAR_MEASURE_JACCARD,
+                       applied_min_jaccard=0.8),
+        pb.ChunkResult(chunk_id="b", verdict=pb.CHUNK_VERDICT_NEW)]))
+    a, b = r.chunks
+    assert (a.estimated_jaccard, a.near_measure, a.applied_min_jaccard) == (0.875, "JACCARD", 0.8)
+    assert a.near_measure is dedupd.NearMeasure.JACCARD
+    assert (b.estimated_jaccard, b.near_measure, b.applied_min_jaccard) == (0, "UNSPECIFIED", 0)
+    req = _codec.content_item(Document(url="https://a/", text="t"), None, 0.9)
+    assert req.HasField("min_jaccard") and req.min_jaccard == 0.9
+    assert not _codec.content_item(Document(url="https://a/", text="t")).HasField("min_jaccard")
+
+
 def test_check_chunks_provenance_and_removed_ids(server):
     with client(server) as c:
         first = c.check_chunks(["Shared preamble of every page here.", ("p2", "Body one.")],
@@ -255,9 +324,13 @@ def test_aio_client_every_call(server):
             assert [x.verdict for x in r] == ["NEW", "INVALID"]
             done = await c.complete_urls(["https://aio.example/"], claim_id=r[0].claim_id)
             assert done[0].verdict == "CONFIRMED"
-            d = await c.check_content([Document(url="https://aio.example/", text="aio text")])
+            d = await c.check_content([Document(url="https://aio.example/", text="aio text")],
+                                      min_jaccard=0.9)
             assert d[0].verdict == "NEW"
-            ch = await c.check_chunks(["aio chunk"], document_id="aio-doc")
+            bad = await c.check_content([Document(url="https://aio.example/b", text="b")],
+                                        min_jaccard=0.1)
+            assert bad[0].error_reason == "BAD_MIN_JACCARD"
+            ch = await c.check_chunks(["aio chunk"], document_id="aio-doc", min_jaccard=0.9)
             assert ch.chunks[0].verdict == "NEW"
             h = await c.dedup_results([{"id": "a", "text": "t", "score": 1.0}])
             assert [k.id for k in h.kept] == ["a"]

@@ -50,7 +50,7 @@ def test_filter_chunks_near_duplicates(server):
     with dedupd.Client(server.address, timeout=20) as c:
         filter_chunks("n-1", [base], client=c)
         near = base.replace("token300 ", "tokenX ")
-        to_embed, dups, _ = filter_chunks("n-2", [near], client=c)
+        to_embed, dups, _ = filter_chunks("n-2", [near], client=c, min_jaccard=0.9)
         assert to_embed == [] and dups[0].near and dups[0].distance > 0
         to_embed, dups, _ = filter_chunks("n-3", [near + " more"], client=c, drop_near=False)
         assert len(to_embed) == 1

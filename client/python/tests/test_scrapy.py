@@ -252,3 +252,31 @@ def test_crawl_stopped_midway_and_resumed_with_jobdir_loses_no_page(tmp_path, se
         assert not twice, twice
     finally:
         site.close()
+
+
+def test_content_middleware_sends_the_page_thresholds(monkeypatch):
+    """DEDUPD_MIN_JACCARD and DEDUPD_MAX_HAMMING_DISTANCE reach each page's
+    Document (in-process: no server, no crawl)."""
+    import types
+    from scrapy.http import HtmlResponse, Request
+    from scrapy.settings import Settings
+    import dedupd.scrapy as ds
+
+    sent = []
+
+    class RecordingClient:
+        def check_content(self, docs, **kw):
+            sent.extend(docs)
+            return [dedupd.ContentResult(verdict=dedupd.ContentVerdict.NEW)]
+
+    monkeypatch.setattr(ds, "client_for", lambda crawler: RecordingClient())
+    page = HtmlResponse(url="https://s.example/a", encoding="utf-8",
+                        request=Request("https://s.example/a"),
+                        body=b"<html><body><p>Some article text here.</p></body></html>")
+    for settings, want in (({"DEDUPD_MIN_JACCARD": "0.9", "DEDUPD_MAX_HAMMING_DISTANCE": "4"},
+                            (0.9, 4)),
+                           ({}, (None, None))):
+        crawler = types.SimpleNamespace(settings=Settings(settings),
+                                        stats=types.SimpleNamespace(inc_value=lambda *a: None))
+        ds.ContentMiddleware(crawler).process_spider_input(page, None)
+        assert (sent[-1].min_jaccard, sent[-1].max_hamming_distance) == want
