@@ -424,8 +424,8 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
       invalid(v1::ERROR_REASON_DISTANCE_TOO_LARGE, distance.status().message());
       continue;
     }
-    absl::StatusOr<double> min_jaccard = ResolveMinJaccard(
-        item.has_min_jaccard(), item.min_jaccard(), options_.content_min_jaccard);
+    absl::StatusOr<double> min_jaccard =
+        ResolveMinJaccard(item.has_min_jaccard(), item.min_jaccard(), options_.content_min_jaccard);
     if (!min_jaccard.ok()) {
       invalid(v1::ERROR_REASON_BAD_MIN_JACCARD, min_jaccard.status().message());
       continue;

@@ -21,11 +21,13 @@
 #include "storage/memory/memory_content_store.h"
 #include "storage/memory/memory_url_store.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/text_edits.h"
 
 namespace dedupd {
 namespace {
 
 using ::dedupd::testing::IsOk;
+using ::dedupd::testing::SubstituteWords;
 using ::testing::HasSubstr;
 
 std::string ReadTestdata(const std::string& name) {
@@ -33,15 +35,6 @@ std::string ReadTestdata(const std::string& name) {
   std::ostringstream out;
   out << in.rdbuf();
   return out.str();
-}
-
-// `text` with every `every`-th word (from the `first`-th) replaced by a
-// word of its own: a deterministic 1/every substitution.
-std::string Substitute(const std::string& text, size_t every, size_t first) {
-  std::vector<std::string> words =
-      absl::StrSplit(text, absl::ByAnyChar(" \n\t"), absl::SkipWhitespace());
-  for (size_t i = first; i < words.size(); i += every) words[i] = "zq" + std::to_string(i);
-  return absl::StrJoin(words, " ");
 }
 
 class NearTextEngineTest : public ::testing::Test {
@@ -92,7 +85,7 @@ class NearTextEngineTest : public ::testing::Test {
 TEST_F(NearTextEngineTest, TwoPercentSubstitutionIsFoundByJaccardAlone) {
   const std::string original = ReadTestdata("python_policy_packaging.txt");
   ASSERT_GT(original.size(), 5000u) << "missing testdata";
-  const std::string edited = Substitute(original, 50, 7);
+  const std::string edited = SubstituteWords(original, 50, 7);
   ASSERT_EQ(CheckOne(Item("https://docs.example/policy", original)).verdict(),
             v1::CONTENT_VERDICT_NEW);
 
@@ -120,7 +113,12 @@ TEST_F(NearTextEngineTest, TwoPercentSubstitutionIsFoundByJaccardAlone) {
 
 TEST_F(NearTextEngineTest, BadMinJaccardIsTheItemsErrorAndTheRestSucceed) {
   const std::string text = "a page of text long enough to have a MinHash signature of its own";
-  const double bad[] = {0, -0.1, 0.5, 0.79, 1.0000001, 1.5,
+  const double bad[] = {0,
+                        -0.1,
+                        0.5,
+                        0.79,
+                        1.0000001,
+                        1.5,
                         std::numeric_limits<double>::quiet_NaN(),
                         std::numeric_limits<double>::infinity()};
   std::vector<v1::ContentItem> items;
@@ -174,13 +172,13 @@ class MinHashOffEngineTest : public NearTextEngineTest {
 // (they keep their signatures whatever their own threshold).
 TEST_F(MinHashOffEngineTest, ServerDefaultZeroIsSimHashOnlyUnlessTheItemAsks) {
   const std::string original = ReadTestdata("python_policy_packaging.txt");
-  const std::string edited = Substitute(original, 50, 7);
+  const std::string edited = SubstituteWords(original, 50, 7);
   v1::ContentResult first = CheckOne(Item("https://docs.example/policy", original));
   ASSERT_EQ(first.verdict(), v1::CONTENT_VERDICT_NEW);
   EXPECT_EQ(first.applied_min_jaccard(), 0);
 
-  v1::ContentResult off = CheckOne(Item("https://mirror.example/policy", edited),
-                                   v1::CLAIM_MODE_PEEK);
+  v1::ContentResult off =
+      CheckOne(Item("https://mirror.example/policy", edited), v1::CLAIM_MODE_PEEK);
   ASSERT_GT(HammingDistance(off.simhash(), first.simhash()), 3);
   EXPECT_EQ(off.verdict(), v1::CONTENT_VERDICT_NEW);
   EXPECT_EQ(off.applied_min_jaccard(), 0);
@@ -201,7 +199,8 @@ TEST_F(NearTextEngineTest, VariantsInOneBatchMatchEarlierItems) {
   std::vector<v1::ContentItem> items;
   items.push_back(Item("https://v.example/0", original));
   for (int i = 1; i <= 4; ++i) {
-    items.push_back(Item("https://v.example/" + std::to_string(i), Substitute(original, 60, i)));
+    items.push_back(
+        Item("https://v.example/" + std::to_string(i), SubstituteWords(original, 60, i)));
   }
   std::vector<v1::ContentResult> r = Check(items);
   ASSERT_EQ(r.size(), items.size());

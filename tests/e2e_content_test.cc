@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/text_edits.h"
 
 namespace dedupd {
 namespace {
@@ -30,6 +31,7 @@ namespace {
 using ::dedupd::testing::IsOk;
 using ::dedupd::testing::RunCommand;
 using ::dedupd::testing::ServerTest;
+using ::dedupd::testing::SubstituteWords;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -53,15 +55,6 @@ std::string PolicyTextOneWordEdited() {
   const size_t at = text.find(from);
   if (at != std::string::npos) text.replace(at, from.size(), "As far as is appropriate");
   return text;
-}
-
-// `text` with every `every`-th word (from the `first`-th) replaced by a
-// word of its own: a deterministic 1/every substitution.
-std::string Substitute(const std::string& text, size_t every, size_t first) {
-  std::vector<std::string> words =
-      absl::StrSplit(text, absl::ByAnyChar(" \n\t"), absl::SkipWhitespace());
-  for (size_t i = first; i < words.size(); i += every) words[i] = "zq" + std::to_string(i);
-  return absl::StrJoin(words, " ");
 }
 
 // The number after "\"<name>\":" in a dedupctl output line; -1 when absent.
@@ -218,9 +211,12 @@ TEST_F(E2eContentTest, WholeRequestErrors) {
   EXPECT_THAT(s.error_message(), HasSubstr("the limit is 10000"));
 }
 
+// A text of its own per round (long enough for MinHash matching, which is
+// on by default, and sharing no 3-word shingle with another round's).
 std::string RaceText(int round) {
-  return absl::StrCat("Round ", round, " of the race: every thread sends these same words ",
-                      "at once, from its own URL.");
+  std::string text = absl::StrCat("Round ", round, " of the race:");
+  for (int w = 0; w < 12; ++w) absl::StrAppend(&text, " r", round, "w", w);
+  return text;
 }
 
 TEST_F(E2eContentTest, ConcurrentSendersOfOneTextGetExactlyOneNew) {
@@ -562,7 +558,7 @@ TEST_F(E2eContentTest, DedupctlNearByJaccardMinJaccardFlagAndBadLine) {
   ASSERT_EQ(stored->exit_code, 0) << stored->err;
   EXPECT_EQ(NumberMember(stored->out, "applied_min_jaccard"), 0.85) << stored->out;
 
-  const std::string edited = Substitute(original, 50, 7);
+  const std::string edited = SubstituteWords(original, 50, 7);
   auto near = RunCommand({DEDUPCTL_BINARY, "content", "peek", "--server", server_->address(),
                           "--url", "https://mirror.example/policy"},
                          edited);

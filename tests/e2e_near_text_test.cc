@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/text_edits.h"
 
 namespace dedupd {
 namespace {
@@ -26,6 +27,7 @@ namespace {
 using ::dedupd::testing::IsOk;
 using ::dedupd::testing::RunCommand;
 using ::dedupd::testing::ServerTest;
+using ::dedupd::testing::SubstituteWords;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -38,14 +40,6 @@ std::string PolicyText() {
   std::ostringstream out;
   out << in.rdbuf();
   return out.str();
-}
-
-// `text` with every `every`-th word, from the `first`-th, replaced.
-std::string Substitute(const std::string& text, size_t every, size_t first) {
-  std::vector<std::string> words =
-      absl::StrSplit(text, absl::ByAnyChar(" \n\t"), absl::SkipWhitespace());
-  for (size_t i = first; i < words.size(); i += every) words[i] = "zq" + std::to_string(i);
-  return absl::StrJoin(words, " ");
 }
 
 v1::ContentItem Item(const std::string& url, const std::string& text) {
@@ -84,7 +78,7 @@ class E2eNearTextTest : public ServerTest {
     std::vector<v1::ContentItem> items;
     for (int v = 0; v < 6; ++v) {
       items.push_back(Item("https://peek.example/" + std::to_string(v),
-                           Substitute(PolicyText(), 50 + 10 * v, v)));
+                           SubstituteWords(PolicyText(), 50 + 10 * v, v)));
     }
     std::vector<std::string> out;
     for (const v1::ContentResult& r : Check(items, v1::CLAIM_MODE_PEEK)) {
@@ -105,7 +99,7 @@ TEST_F(E2eNearTextTest, JaccardAnswersAreIdenticalAfterRestartAndKill9) {
   // A variant recorded as a near duplicate is stored (with its signature)
   // too.
   std::vector<v1::ContentResult> near =
-      Check({Item("https://mirror.example/policy", Substitute(policy, 45, 3))});
+      Check({Item("https://mirror.example/policy", SubstituteWords(policy, 45, 3))});
   ASSERT_EQ(near[0].verdict(), v1::CONTENT_VERDICT_NEAR_DUPLICATE) << near[0].DebugString();
   ASSERT_GT(near[0].near_matches_size(), 0);
   EXPECT_EQ(near[0].near_matches(0).measure(), v1::NEAR_MEASURE_JACCARD);
@@ -143,7 +137,8 @@ TEST_F(E2eNearTextTest, BadMinJaccardIsTheItemsErrorAndTheRestAreAnswered) {
     item.set_min_jaccard(j);
     items.push_back(item);
   }
-  items.push_back(Item("https://good.example/", "a good page among bad thresholds is answered all the same"));
+  items.push_back(
+      Item("https://good.example/", "a good page among bad thresholds is answered all the same"));
   std::vector<v1::ContentResult> r = Check(items);
   ASSERT_EQ(r.size(), 4u);
   for (int i = 0; i < 3; ++i) {
@@ -175,7 +170,8 @@ TEST_F(E2eNearTextTest, BadSettingsStopTheServerBeforeItServes) {
   }
   // A lower floor admits a lower default.
   StartServer({"--min_jaccard_floor=0.7", "--content_min_jaccard=0.7"});
-  v1::ContentItem item = Item("https://low.example/", "a page of enough words checked at a low bar");
+  v1::ContentItem item =
+      Item("https://low.example/", "a page of enough words checked at a low bar");
   std::vector<v1::ContentResult> r = Check({item});
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].applied_min_jaccard(), 0.7);

@@ -81,7 +81,7 @@ TEST(MinHashNearThresholdTest, OffUnderEightWords) {
     double requested;
     double want;
   } cases[] = {
-      {0, 0.8, 0}, {1, 0.8, 0}, {3, 0.9, 0}, {7, 0.85, 0},
+      {0, 0.8, 0},   {1, 0.8, 0},     {3, 0.9, 0},     {7, 0.85, 0},
       {8, 0.8, 0.8}, {9, 0.85, 0.85}, {500, 1.0, 1.0}, {64, 0, 0},
   };
   for (const auto& c : cases) {
