@@ -2,7 +2,8 @@
 // A document (by its normalized URL) is a list of chunks; the store keeps,
 // per document, the chunks it was last sent with, and answers for each chunk
 // of a new version whether another chunk already holds the same text
-// (SHA-256) or a text near it (SimHash). Chunk records are their own
+// (SHA-256) or a text near it (SimHash, or estimated Jaccard of MinHash
+// signatures when asked: min_jaccard). Chunk records are their own
 // namespace: a chunk never matches a whole page (ContentStore) and a page
 // never matches a chunk.
 //
@@ -11,6 +12,10 @@
 //   doc.document_url = "https://docs.example/install";  // normalized
 //   doc.chunks.push_back({"0", fp0.sha256, fp0.simhash, /*max_distance=*/3});
 //   doc.chunks.push_back({"1", fp1.sha256, fp1.simhash, /*max_distance=*/-1});
+//   ChunkInput c2{"2", fp2.sha256, fp2.simhash, /*max_distance=*/3};
+//   c2.minhash = MinHasher().Sign(text2);  // near by Jaccard too
+//   c2.min_jaccard = 0.8;
+//   doc.chunks.push_back(c2);
 //   ChunkAnswer answer;
 //   DEDUPD_RETURN_IF_ERROR(store->CheckChunks(doc, /*claim=*/true,
 //                                             absl::Now(), &answer));
@@ -20,12 +25,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "core/text/minhash.h"
 #include "core/text/sha256.h"
+#include "storage/near_measure.h"
 
 namespace dedupd {
 
@@ -40,6 +48,22 @@ struct ChunkInput {
   // matches only (short chunks, core/text/chunk_near_rule.h).
   // REQUIRES: -1 <= max_distance <= the store's max_near_distance().
   int max_distance = 3;
+  // (After max_distance, with initializers, so that `{id, sha256,
+  // simhash, max_distance}` still builds a chunk without a signature.)
+  // MinHash signature of the normalized text (MinHasher::Sign), or none.
+  // A chunk text recorded with one keeps it with its text record, so later
+  // chunks can find it by Jaccard; one recorded without is found by SimHash
+  // only (the signature of a text is the one of the chunk that first
+  // recorded it: a later holder's does not replace it).
+  std::optional<MinHashSignature> minhash{};
+  // Smallest estimated Jaccard similarity (EstimateJaccard of the two
+  // signatures) that counts as near, besides max_distance: a stored text
+  // is near when it is within max_distance OR (this chunk has `minhash`,
+  // the stored text has a signature, and their estimate is >= min_jaccard;
+  // LSH candidates only, see LshIndex: ~98.6% found at 0.8). Ignored when
+  // max_distance is -1 (exact matches only). 0: MinHash near matching off
+  // (SimHash only). REQUIRES: 0 <= min_jaccard <= 1 (not NaN). Default: 0.
+  double min_jaccard = 0;
 };
 
 // A document and its chunks, in order.
@@ -70,11 +94,18 @@ struct ChunkOutcome {
   ChunkVerdict verdict = ChunkVerdict::kNew;
   // kExactDuplicate / kNearDuplicate: the chunk it duplicates (another
   // document's, or an earlier chunk of this one), and the Hamming distance
-  // between the two SimHashes (0 for kExactDuplicate).
+  // between the two SimHashes (0 for kExactDuplicate; above max_distance
+  // when `measure` is kJaccard).
   std::string duplicate_document_url;
   std::string duplicate_chunk_id;
   int distance = 0;
   uint64_t duplicate_simhash = 0;
+  // kNearDuplicate: the estimated Jaccard similarity of the two signatures
+  // when the chunk's min_jaccard > 0 and both texts have one, 0 otherwise;
+  // and the measure that found the duplicated chunk (kSimHash for every
+  // other verdict).
+  double estimated_jaccard = 0;
+  NearMeasure measure = NearMeasure::kSimHash;
   // When the duplicated chunk's text was recorded, or for kNew in claim mode
   // when this chunk's text was (`now`, or its first recording when an older
   // version of this document held the same text).
@@ -114,8 +145,16 @@ class ChunkStore {
   //     each text it still holds, so the document that first held a text
   //     stays its owner across re-crawls);
   //   - else kNearDuplicate of the nearest chunk within max_distance (ties:
-  //     the oldest), among other documents' texts and earlier chunks of
-  //     this call;
+  //     the oldest; measure kBoth when its estimated Jaccard also reaches
+  //     min_jaccard, else kSimHash), among other documents' texts and
+  //     earlier chunks of this call;
+  //   - else, when min_jaccard > 0 and the chunk has a signature,
+  //     kNearDuplicate (measure kJaccard) of the chunk whose text's
+  //     estimated Jaccard is >= min_jaccard and highest (ties: the
+  //     oldest), among the same chunks (stored texts: LSH candidates,
+  //     each verified against its stored signature) — the content layer's
+  //     order: SimHash matches first by (distance, age), then Jaccard-only
+  //     ones by (estimate descending, age);
   //   - else kNew.
   // The answer is the same with and without `claim`; with `claim` the call
   // also replaces the document's stored chunks by doc.chunks, atomically

@@ -30,6 +30,7 @@
 #include "absl/types/span.h"
 #include "core/text/minhash.h"
 #include "core/text/sha256.h"
+#include "storage/near_measure.h"
 
 namespace dedupd {
 
@@ -80,10 +81,6 @@ struct ContentDoc {
 
 enum class ContentVerdict { kNew, kExactDuplicate, kNearDuplicate };
 enum class RecrawlStatus { kFirstSeen, kUnchanged, kChanged };
-
-// Which measure found a near text: SimHash (Hamming distance within
-// max_distance), MinHash (estimated Jaccard >= min_jaccard), or both.
-enum class NearMeasure { kSimHash, kJaccard, kBoth };
 
 // A stored text near a checked one.
 struct NearMatch {

@@ -30,6 +30,13 @@ std::vector<uint32_t> MinHashNearIndex::Query(const MinHashSignature& sig) const
   return lsh_->Query(sig);
 }
 
+std::optional<MinHashSignature> MinHashNearIndex::Find(uint32_t id) const {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = signatures_.find(id);
+  if (it == signatures_.end()) return std::nullopt;
+  return it->second;
+}
+
 size_t MinHashNearIndex::size() const {
   absl::ReaderMutexLock lock(&mu_);
   return signatures_.size();

@@ -5,6 +5,9 @@
 // each candidate with EstimateJaccard against the signature of its stored
 // fingerprint record.
 //
+// The content layer keeps one per namespace over its texts' fingerprint
+// records, the chunk layer one per namespace over its chunk text records.
+//
 // Example:
 //   MinHashNearIndex near;
 //   near.Insert(/*id=*/7, minhasher.Sign(text));
@@ -19,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -48,6 +52,9 @@ class MinHashNearIndex {
   // Query returns the ids of the stored texts that share an LSH band with
   // `sig` (candidates, to verify), ascending.
   std::vector<uint32_t> Query(const MinHashSignature& sig) const;
+  // Find returns the signature stored for text `id`, if any (for
+  // consistency checks against the stored records).
+  std::optional<MinHashSignature> Find(uint32_t id) const;
   // The number of texts stored.
   size_t size() const;
 

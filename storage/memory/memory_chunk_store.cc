@@ -14,8 +14,8 @@ namespace dedupd {
 // claims), which the analysis cannot see through the interface.
 class MemoryChunkStore::Reader final : public ChunkStateReader {
  public:
-  // `index`: the namespace's chunk index, nullptr when it has none.
-  Reader(MemoryChunkStore* s, absl::string_view name_space, const SimHashIndex* index)
+  // `index`: the namespace's chunk indexes, nullptr when it has none.
+  Reader(MemoryChunkStore* s, absl::string_view name_space, const Indexes* index)
       : s_(s), name_space_(name_space), index_(index) {}
 
   absl::StatusOr<std::optional<ChunkManifest>> GetManifest(absl::string_view url) override
@@ -47,7 +47,11 @@ class MemoryChunkStore::Reader final : public ChunkStateReader {
       if (total != nullptr) *total = 0;
       return {};
     }
-    return index_->Query(simhash, max_distance, limit, total);
+    return index_->simhash.Query(simhash, max_distance, limit, total);
+  }
+  std::vector<uint32_t> QueryJaccardCandidates(const MinHashSignature& sig) override {
+    if (index_ == nullptr) return {};
+    return index_->near.Query(sig);
   }
   absl::StatusOr<FingerprintRecord> GetTextFingerprint(uint32_t id) override
       ABSL_NO_THREAD_SAFETY_ANALYSIS {
@@ -71,7 +75,7 @@ class MemoryChunkStore::Reader final : public ChunkStateReader {
  private:
   MemoryChunkStore* s_;
   const absl::string_view name_space_;
-  const SimHashIndex* const index_;
+  const Indexes* const index_;
   uint32_t allocated_ = 0;
 };
 
@@ -79,7 +83,7 @@ MemoryChunkStore::MemoryChunkStore(int max_near_distance, int index_blocks)
     : max_near_distance_(max_near_distance), index_blocks_(index_blocks) {
   // Checks the layout (REQUIRES) once, for every namespace's index.
   absl::MutexLock lock(&mu_);
-  GetIndex("");
+  GetIndexes("");
 }
 
 int MemoryChunkStore::max_near_distance() const { return max_near_distance_; }
@@ -90,14 +94,14 @@ std::string MemoryChunkStore::Scoped(absl::string_view name_space, absl::string_
   return scoped;
 }
 
-const SimHashIndex* MemoryChunkStore::FindIndex(absl::string_view name_space) const {
+const MemoryChunkStore::Indexes* MemoryChunkStore::FindIndexes(absl::string_view name_space) const {
   auto it = indexes_.find(name_space);
   return it == indexes_.end() ? nullptr : it->second.get();
 }
 
-SimHashIndex* MemoryChunkStore::GetIndex(absl::string_view name_space) {
-  std::unique_ptr<SimHashIndex>& index = indexes_[name_space];
-  if (index == nullptr) index = std::make_unique<SimHashIndex>(max_near_distance_, index_blocks_);
+MemoryChunkStore::Indexes* MemoryChunkStore::GetIndexes(absl::string_view name_space) {
+  std::unique_ptr<Indexes>& index = indexes_[name_space];
+  if (index == nullptr) index = std::make_unique<Indexes>(max_near_distance_, index_blocks_);
   return index.get();
 }
 
@@ -111,14 +115,14 @@ absl::Status MemoryChunkStore::CheckChunks(const ChunkDocument& doc, bool claim,
   ChunkPlan plan;
   if (!claim) {
     absl::ReaderMutexLock lock(&mu_);
-    Reader reader(this, ns, FindIndex(ns));
+    Reader reader(this, ns, FindIndexes(ns));
     absl::Status s = PlanChunkDocument(doc, false, now, &reader, &plan);
     if (!s.ok()) return s;
     *answer = std::move(plan.answer);
     return absl::OkStatus();
   }
   absl::MutexLock lock(&mu_);
-  SimHashIndex* index = GetIndex(ns);
+  Indexes* index = GetIndexes(ns);
   Reader reader(this, ns, index);
   absl::Status s = PlanChunkDocument(doc, true, now, &reader, &plan);
   if (!s.ok()) return s;
@@ -138,11 +142,13 @@ absl::Status MemoryChunkStore::CheckChunks(const ChunkDocument& doc, bool claim,
   for (const auto& [sha, r] : m.texts_put) texts_[Scoped(ns, DigestKey(sha))] = r;
   for (const SimHashIndex::Entry& e : m.fingerprints_removed) {
     fingerprints_.erase(e.id);
-    index->Remove(e.fingerprint, e.id);
+    index->simhash.Remove(e.fingerprint, e.id);
+    index->near.Erase(e.id);
   }
   for (const auto& [id, fp] : m.fingerprints_added) {
     fingerprints_[id] = fp;
-    index->Insert(fp.simhash, id);
+    index->simhash.Insert(fp.simhash, id);
+    if (fp.minhash.has_value()) index->near.Insert(id, *fp.minhash);
   }
   *answer = std::move(plan.answer);
   return absl::OkStatus();

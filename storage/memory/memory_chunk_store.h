@@ -24,6 +24,7 @@
 #include "absl/synchronization/mutex.h"
 #include "core/index/simhash_index.h"
 #include "storage/chunk_store.h"
+#include "storage/minhash_near_index.h"
 #include "storage/plan/chunk_planner.h"
 
 namespace dedupd {
@@ -48,16 +49,23 @@ class MemoryChunkStore final : public ChunkStore {
   // The key of the maps below for `key` of `name_space`: the namespace's
   // length (one byte), its bytes, then `key`.
   static std::string Scoped(absl::string_view name_space, absl::string_view key);
-  // The chunk index of a namespace; nullptr (Find) when it has none yet.
-  const SimHashIndex* FindIndex(absl::string_view name_space) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  SimHashIndex* GetIndex(absl::string_view name_space) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A namespace's chunk indexes: SimHash over every text, MinHash over
+  // the texts recorded with a signature. Each synchronized by itself.
+  struct Indexes {
+    Indexes(int max_distance, int blocks) : simhash(max_distance, blocks) {}
+    SimHashIndex simhash;
+    MinHashNearIndex near;
+  };
+  // The chunk indexes of a namespace; nullptr (Find) when it has none yet.
+  const Indexes* FindIndexes(absl::string_view name_space) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  Indexes* GetIndexes(absl::string_view name_space) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int max_near_distance_;
   const int index_blocks_;
   mutable absl::Mutex mu_;
   // One per namespace: each synchronized by itself, written only with mu_
   // held exclusively.
-  absl::flat_hash_map<std::string, std::unique_ptr<SimHashIndex>> indexes_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::unique_ptr<Indexes>> indexes_ ABSL_GUARDED_BY(mu_);
   // Keyed by Scoped(namespace, document URL or DigestKey).
   absl::flat_hash_map<std::string, ChunkManifest> manifests_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, ChunkTextRecord> texts_ ABSL_GUARDED_BY(mu_);

@@ -31,6 +31,11 @@ absl::Status CheckChunkDocument(const ChunkDocument& doc, int max_near_distance)
       return absl::InvalidArgumentError(absl::StrCat("chunk ", i, ": max_distance ", c.max_distance,
                                                      " is outside [-1, ", max_near_distance, "]"));
     }
+    if (!(c.min_jaccard >= 0 && c.min_jaccard <= 1)) {  // NaN fails both
+      return absl::InvalidArgumentError(absl::StrCat("chunk ", i, " (\"", c.chunk_id,
+                                                     "\"): min_jaccard ", c.min_jaccard,
+                                                     " is outside [0, 1]"));
+    }
     auto [it, inserted] = seen.emplace(c.chunk_id, i);
     if (!inserted) {
       return absl::InvalidArgumentError(absl::StrCat("chunk ", i, ": chunk id \"", c.chunk_id,
@@ -83,14 +88,38 @@ struct Candidate {
   std::string document_url;
   std::string chunk_id;
   uint64_t simhash = 0;
+  bool hamming = true;   // within max_distance (every exact candidate is)
+  bool jaccard = false;  // estimated Jaccard >= min_jaccard
+  double estimated_jaccard = 0;
 
-  // Nearest first, then oldest, then stored before this call's.
+  // As the content planner orders near texts: SimHash matches first,
+  // nearest first; then Jaccard-only ones, highest estimate first; then
+  // oldest, then stored before this call's.
   bool Before(const Candidate& o) const {
-    if (distance != o.distance) return distance < o.distance;
+    if (hamming != o.hamming) return hamming;
+    if (hamming && distance != o.distance) return distance < o.distance;
+    if (!hamming && estimated_jaccard != o.estimated_jaccard) {
+      return estimated_jaccard > o.estimated_jaccard;
+    }
     if (rank != o.rank) return rank < o.rank;
     return position < o.position;
   }
+  NearMeasure measure() const { return NearMeasureOf(hamming, jaccard); }
 };
+
+// Whether near matching by Jaccard is on for `chunk`.
+bool UsesJaccard(const ChunkInput& chunk) {
+  return chunk.min_jaccard > 0 && chunk.minhash.has_value();
+}
+
+// Fills c's Jaccard fields from the signature of the candidate's text
+// (`other`, if any).
+void MeasureJaccard(const ChunkInput& chunk, const std::optional<MinHashSignature>& other,
+                    Candidate* c) {
+  const std::optional<double> j = JaccardWhenAsked(chunk.min_jaccard, chunk.minhash, other);
+  c->estimated_jaccard = j.value_or(0);
+  c->jaccard = j.has_value() && *j >= chunk.min_jaccard;
+}
 
 // Per-text facts the plan needs, read once per text.
 struct TextState {
@@ -165,13 +194,15 @@ constexpr size_t kNearProbe = 16;
 // PlanTextHolders adds to `mut` the records that change when a claim drops
 // `gone` and adds `come` (this document's holders of text `sha`, each sorted
 // oldest first) given the text's record as it was (`was_record`; nullopt: no
-// chunk held the text): the text record with its holder count and owner
-// (the oldest holder), the holder records of every other holder, and the
-// index entry of a text that comes or goes.
+// chunk held the text, which is then recorded with `simhash` and
+// `minhash`): the text record with its holder count and owner (the oldest
+// holder), the holder records of every other holder, and the index entry
+// of a text that comes or goes.
 absl::Status PlanTextHolders(const Sha256Digest& sha,
                              const std::optional<ChunkTextRecord>& was_record,
                              const std::vector<ChunkHolder>& gone,
                              const std::vector<ChunkHolder>& come, uint64_t simhash,
+                             const std::optional<MinHashSignature>& minhash,
                              absl::string_view document_url, ChunkStateReader* reader,
                              ChunkMutations* mut) {
   if (!was_record.has_value()) {
@@ -181,10 +212,10 @@ absl::Status PlanTextHolders(const Sha256Digest& sha,
     }
     // A new text: its oldest holder is the owner, the others get records.
     DEDUPD_ASSIGN_OR_RETURN(uint32_t id, reader->AllocateTextId());
-    ChunkTextRecord r{id, simhash, come.size(), come.front()};
+    ChunkTextRecord r{id, simhash, come.size(), come.front(), minhash};
     for (size_t k = 1; k < come.size(); ++k) mut->holders_added.emplace_back(sha, come[k]);
     mut->texts_put.emplace_back(sha, r);
-    mut->fingerprints_added.emplace_back(id, FingerprintRecord{r.simhash, sha, std::nullopt});
+    mut->fingerprints_added.emplace_back(id, FingerprintRecord{r.simhash, sha, minhash});
     return absl::OkStatus();
   }
   const ChunkTextRecord& was = *was_record;
@@ -334,7 +365,10 @@ absl::StatusOr<std::optional<Candidate>> ExactCandidate(const ChunkDocument& doc
 
 // NearCandidate returns the nearest text within chunk `i`'s max_distance:
 // a stored one (from the index, whose matches of this chunk's own text are
-// this document's) or an earlier chunk of this call; ties by age.
+// this document's) or an earlier chunk of this call; ties by age. When
+// there is none and the chunk uses Jaccard, the text with the highest
+// verified estimate >= min_jaccard among the LSH candidates and the
+// earlier chunks of this call; ties by age (Candidate::Before).
 absl::StatusOr<std::optional<Candidate>> NearCandidate(const ChunkDocument& doc, size_t i,
                                                        const ChunkAges& ages,
                                                        const FirstWithText& first_with_text,
@@ -354,6 +388,7 @@ absl::StatusOr<std::optional<Candidate>> NearCandidate(const ChunkDocument& doc,
       if (!holder.has_value()) continue;
       Candidate c{m.distance,           holder->added,    holder->added, -1,
                   holder->document_url, holder->chunk_id, m.fingerprint};
+      MeasureJaccard(chunk, fp.minhash, &c);
       if (!near.has_value() || c.Before(*near)) near = std::move(c);
     }
     if (total <= limit) break;
@@ -361,15 +396,38 @@ absl::StatusOr<std::optional<Candidate>> NearCandidate(const ChunkDocument& doc,
   }
   for (const auto& [key, j] : first_with_text) {
     if (j >= i) continue;
-    const int d = HammingDistance(chunk.simhash, doc.chunks[j].simhash);
-    if (d > chunk.max_distance || doc.chunks[j].sha256 == chunk.sha256) continue;
+    const ChunkInput& earlier = doc.chunks[j];
+    if (earlier.sha256 == chunk.sha256) continue;
+    const int d = HammingDistance(chunk.simhash, earlier.simhash);
     Candidate c{d,
                 ages.added[j],
                 ages.rank[j],
                 static_cast<int>(j),
                 doc.document_url,
-                doc.chunks[j].chunk_id,
-                doc.chunks[j].simhash};
+                earlier.chunk_id,
+                earlier.simhash,
+                d <= chunk.max_distance};
+    MeasureJaccard(chunk, earlier.minhash, &c);
+    if (!c.hamming && !c.jaccard) continue;
+    if (!near.has_value() || c.Before(*near)) near = std::move(c);
+  }
+  // A SimHash match beats every Jaccard-only one: the LSH candidates
+  // matter only without one.
+  if ((near.has_value() && near->hamming) || !UsesJaccard(chunk)) return near;
+  for (uint32_t id : reader->QueryJaccardCandidates(*chunk.minhash)) {
+    DEDUPD_ASSIGN_OR_RETURN(FingerprintRecord fp, reader->GetTextFingerprint(id));
+    if (fp.sha256 == chunk.sha256) continue;  // only this document's
+    const int d = HammingDistance(chunk.simhash, fp.simhash);
+    // Within max_distance: the SimHash search above saw it.
+    if (d <= chunk.max_distance) continue;
+    Candidate c{d, absl::InfinitePast(), absl::InfinitePast(), -1, "", "", fp.simhash, false};
+    MeasureJaccard(chunk, fp.minhash, &c);
+    if (!c.jaccard || (near.has_value() && near->Before(c))) continue;
+    DEDUPD_ASSIGN_OR_RETURN(std::optional<ChunkHolder> holder, planner->OldestOther(fp.sha256));
+    if (!holder.has_value()) continue;
+    c.added = c.rank = holder->added;
+    c.document_url = holder->document_url;
+    c.chunk_id = holder->chunk_id;
     if (!near.has_value() || c.Before(*near)) near = std::move(c);
   }
   return near;
@@ -382,6 +440,8 @@ void SetDuplicate(ChunkVerdict verdict, const Candidate& c, ChunkOutcome* out) {
   out->duplicate_simhash = c.simhash;
   out->distance = c.distance;
   out->first_seen = c.added;
+  out->estimated_jaccard = c.estimated_jaccard;
+  out->measure = c.measure();
 }
 
 // AnswerChunks decides every chunk's outcome (ages->added may move later,
@@ -465,9 +525,20 @@ absl::Status PlanReplacement(const ChunkDocument& doc, const std::optional<Chunk
     // of them gets, its retries included.
     mut->manifest = std::move(next);
   }
-  absl::flat_hash_map<Sha256Digest, uint64_t> simhash_of;
+  // A new text's SimHash and signature: those of its first chunk with a
+  // signature, else of its first chunk (the same text gives the same
+  // fingerprints; only whether a chunk sent one differs).
+  struct Fingerprints {
+    uint64_t simhash;
+    const std::optional<MinHashSignature>* minhash;
+  };
+  absl::flat_hash_map<Sha256Digest, Fingerprints> simhash_of;
   simhash_of.reserve(doc.chunks.size());
-  for (const ChunkInput& c : doc.chunks) simhash_of[c.sha256] = c.simhash;
+  for (const ChunkInput& c : doc.chunks) {
+    auto [it, inserted] = simhash_of.try_emplace(c.sha256, Fingerprints{c.simhash, &c.minhash});
+    if (!inserted && !it->second.minhash->has_value()) it->second.minhash = &c.minhash;
+  }
+  const std::optional<MinHashSignature> no_signature;
   // Text records, in SHA-256 order (deterministic ids and writes): both
   // lists are sorted by text, then holder, so each text's removed and
   // added holders are one run of each, oldest first.
@@ -485,9 +556,10 @@ absl::Status PlanReplacement(const ChunkDocument& doc, const std::optional<Chunk
     }
     DEDUPD_ASSIGN_OR_RETURN(TextState * text, planner->Text(sha));
     auto simhash = simhash_of.find(sha);  // absent: a text the document drops
-    DEDUPD_RETURN_IF_ERROR(PlanTextHolders(sha, text->record, gone, come,
-                                           simhash == simhash_of.end() ? 0 : simhash->second,
-                                           doc.document_url, reader, mut));
+    const bool sent = simhash != simhash_of.end();
+    DEDUPD_RETURN_IF_ERROR(PlanTextHolders(
+        sha, text->record, gone, come, sent ? simhash->second.simhash : 0,
+        sent ? *simhash->second.minhash : no_signature, doc.document_url, reader, mut));
   }
   return absl::OkStatus();
 }

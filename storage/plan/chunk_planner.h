@@ -10,12 +10,14 @@
 //             and what the claim that wrote them answered, when it had a
 //             claim id (ManifestClaim)
 //   text      SHA-256 -> (text id, SimHash, number of chunks holding it,
-//             its owner: the oldest chunk holding it)
+//             its owner: the oldest chunk holding it, and the MinHash
+//             signature of the chunk that first recorded it, if it had one)
 //   holder    (SHA-256, added, document URL, chunk id): one per stored chunk
 //             other than its text's owner, so the holders after the owner
 //             are in that order (a text record without an owner, written
 //             by storage format 2, has a holder record for every holder)
-//   fingerprint  text id -> (SimHash, SHA-256), the chunk index's entries
+//   fingerprint  text id -> (SimHash, SHA-256, signature), the chunk
+//             indexes' entries (SimHash; LSH for the signed texts)
 //             (the RocksDB backend keeps it in the text record, keyed by
 //             text id, with an in-memory SHA-256 -> id map)
 //
@@ -42,6 +44,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/index/simhash_index.h"
+#include "core/text/minhash.h"
 #include "core/text/sha256.h"
 #include "storage/chunk_store.h"
 #include "storage/plan/content_planner.h"
@@ -114,9 +117,14 @@ struct ChunkTextRecord {
   // planner writes has one; records of storage format 2 have none (every
   // holder then has a holder record) until a claim rewrites them.
   std::optional<ChunkHolder> owner;
+  // The MinHash signature of the chunk that recorded the text (a new text
+  // takes the first signed chunk's of the claim), if any; kept as the
+  // holders change.
+  std::optional<MinHashSignature> minhash{};
 
   bool operator==(const ChunkTextRecord& o) const {
-    return text_id == o.text_id && simhash == o.simhash && holders == o.holders && owner == o.owner;
+    return text_id == o.text_id && simhash == o.simhash && holders == o.holders &&
+           owner == o.owner && minhash == o.minhash;
   }
 };
 
@@ -135,7 +143,16 @@ class ChunkStateReader {
   // The chunk index's answer (see SimHashIndex::Query).
   virtual std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance,
                                                      size_t limit, size_t* total) = 0;
-  // The fingerprint record of a text id the index returned. A backend whose
+  // The ids of the stored texts that share an LSH band with `sig` (the
+  // namespace's MinHashNearIndex::Query), to verify with the signatures of
+  // their fingerprint records; like QueryNear, only ids whose records are
+  // in the reader's view. A backend without signatures has none.
+  virtual std::vector<uint32_t> QueryJaccardCandidates(const MinHashSignature& sig) {
+    (void)sig;
+    return {};
+  }
+  // The fingerprint record (with the text's signature) of a text id the
+  // index returned. A backend whose
   // index is updated outside its read view (after the write, by other
   // calls) must not return such ids from QueryNear unless their records
   // are in the view; an id without a record is then a broken invariant,
@@ -159,8 +176,9 @@ struct ChunkMutations {
   std::vector<std::pair<Sha256Digest, ChunkTextRecord>> texts_put;
   // Texts no chunk holds any more, with their records as they were.
   std::vector<std::pair<Sha256Digest, ChunkTextRecord>> texts_deleted;
-  // Index entries: the ones to insert (new texts) and the ones to remove
-  // (the texts_deleted, by id and SimHash).
+  // Index entries: the ones to insert (new texts; with their signature,
+  // if any, for the MinHash index too) and the ones to remove (the
+  // texts_deleted, by id and SimHash; from the MinHash index by id).
   std::vector<std::pair<uint32_t, FingerprintRecord>> fingerprints_added;
   std::vector<SimHashIndex::Entry> fingerprints_removed;
 
@@ -189,6 +207,15 @@ absl::StatusOr<std::vector<ChunkHolder>> ListAllHolders(ChunkStateReader* reader
 std::vector<Sha256Digest> ChunkLockShas(const ChunkDocument& doc,
                                         const std::optional<ChunkManifest>& stored);
 
+// Near chunks: the chunk index's matches within the chunk's max_distance
+// and the call's earlier chunks within it; when none and the chunk's
+// min_jaccard > 0 and it has a signature, the LSH candidates
+// (QueryJaccardCandidates) and the call's earlier signed chunks whose
+// signature's EstimateJaccard with the chunk's is >= min_jaccard. The
+// nearest SimHash match wins (ties: the oldest; kBoth when its estimate
+// reaches min_jaccard too), else the highest estimate (ties: the oldest):
+// the content planner's order.
+//
 // PlanChunkDocument decides every chunk's outcome (see
 // ChunkStore::CheckChunks) against `reader`'s state and, with `claim`,
 // collects the records that replace the document's chunks. `now` is

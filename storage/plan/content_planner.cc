@@ -32,9 +32,7 @@ struct Candidate {
     if (estimated_jaccard != o.estimated_jaccard) return estimated_jaccard > o.estimated_jaccard;
     return doc_id < o.doc_id;
   }
-  NearMeasure measure() const {
-    return hamming ? (jaccard ? NearMeasure::kBoth : NearMeasure::kSimHash) : NearMeasure::kJaccard;
-  }
+  NearMeasure measure() const { return NearMeasureOf(hamming, jaccard); }
 };
 
 // A text recorded earlier in this batch (not in the index yet).
@@ -51,11 +49,9 @@ bool UsesJaccard(const ContentDoc& doc) { return doc.min_jaccard > 0 && doc.minh
 // Fills c's Jaccard fields from the stored signature `stored` (if any).
 void MeasureJaccard(const ContentDoc& doc, const std::optional<MinHashSignature>& stored,
                     Candidate* c) {
-  c->jaccard = false;
-  c->estimated_jaccard = 0;
-  if (!UsesJaccard(doc) || !stored.has_value()) return;
-  c->estimated_jaccard = EstimateJaccard(*doc.minhash, *stored);
-  c->jaccard = c->estimated_jaccard >= doc.min_jaccard;
+  const std::optional<double> j = JaccardWhenAsked(doc.min_jaccard, doc.minhash, stored);
+  c->estimated_jaccard = j.value_or(0);
+  c->jaccard = j.has_value() && *j >= doc.min_jaccard;
 }
 
 // The batch's own writes, consulted before the reader.

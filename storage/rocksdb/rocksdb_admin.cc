@@ -137,6 +137,8 @@ absl::StatusOr<StoreStats> RocksDbStore::Stats(bool exact) {
   st.simhash_version = impl_->options.simhash_version;
   st.simhash_shingle_words = impl_->options.simhash_shingle_words;
   st.simhash_seed = impl_->options.simhash_seed;
+  st.minhash_version = impl_->options.minhash_version;
+  st.minhash_seed = impl_->options.minhash_seed;
   st.created = impl_->created;
   st.content_fingerprints_indexed = impl_->index->size();
   st.chunk_fingerprints_indexed = impl_->chunk_index->size();

@@ -41,7 +41,8 @@ absl::StatusOr<std::optional<ChunkTextRecord>> RocksDbStore::ChunkReader::GetTex
   if (!v.has_value() || v->sha256 != sha) return std::nullopt;
   return ChunkTextRecord{
       *id, v->simhash, v->holders,
-      ChunkHolder{v->owner_added, std::move(v->owner_url), std::move(v->owner_chunk_id)}};
+      ChunkHolder{v->owner_added, std::move(v->owner_url), std::move(v->owner_chunk_id)},
+      v->minhash};
 }
 
 absl::StatusOr<std::vector<ChunkHolder>> RocksDbStore::ChunkReader::ListHolders(
@@ -82,6 +83,15 @@ std::vector<SimHashIndex::Match> RocksDbStore::ChunkReader::QueryNear(uint64_t s
       [this](uint32_t id) { return ReadFingerprint(id); }, total);
 }
 
+// The LSH candidates whose text record the snapshot holds (as QueryNear
+// keeps its matches).
+std::vector<uint32_t> RocksDbStore::ChunkReader::QueryJaccardCandidates(
+    const MinHashSignature& sig) {
+  if (space_->chunk_near() == nullptr) return {};
+  return reads_.KeepIdsInSnapshot(space_->chunk_near()->Query(sig),
+                                  [this](uint32_t id) { return ReadFingerprint(id); });
+}
+
 absl::StatusOr<FingerprintRecord> RocksDbStore::ChunkReader::GetTextFingerprint(uint32_t text_id) {
   return reads_.CachedFingerprint(
       text_id, [this](uint32_t id) { return ReadFingerprint(id); }, "chunk index entry",
@@ -107,7 +117,7 @@ absl::StatusOr<std::optional<FingerprintRecord>> RocksDbStore::ChunkReader::Read
     uint32_t text_id) {
   DEDUPD_ASSIGN_OR_RETURN(std::optional<fmt::ChunkTextByIdValue> v, ReadText(text_id));
   if (!v.has_value()) return std::nullopt;
-  return FingerprintRecord{v->simhash, v->sha256, std::nullopt};
+  return FingerprintRecord{v->simhash, v->sha256, v->minhash};
 }
 
 rocksdb::Status RocksDbStore::Impl::AddChunkMutations(const ChunkMutations& m,
@@ -139,8 +149,8 @@ rocksdb::Status RocksDbStore::Impl::AddChunkMutations(const ChunkMutations& m,
   for (const auto& [sha, r] : m.texts_put) {
     // The planner names an owner in every record it writes.
     put(space.Key(fmt::EncodeChunkTextByIdKey(r.text_id)),
-        fmt::EncodeChunkTextByIdValue(
-            {sha, r.simhash, r.holders, r.owner->added, r.owner->document_url, r.owner->chunk_id}));
+        fmt::EncodeChunkTextByIdValue({sha, r.simhash, r.holders, r.owner->added,
+                                       r.owner->document_url, r.owner->chunk_id, r.minhash}));
   }
   return s;
 }
@@ -148,12 +158,17 @@ rocksdb::Status RocksDbStore::Impl::AddChunkMutations(const ChunkMutations& m,
 void RocksDbStore::Impl::ApplyChunkIndex(const ChunkMutations& m, const SpaceView& space) {
   // A claim's view was created with its namespace's indexes.
   SimHashIndex* index = space.chunk_index();
+  MinHashNearIndex* near = space.chunk_near();
   ChunkTextIds* ids = space.chunk_text_ids();
-  for (const SimHashIndex::Entry& e : m.fingerprints_removed) index->Remove(e.fingerprint, e.id);
+  for (const SimHashIndex::Entry& e : m.fingerprints_removed) {
+    index->Remove(e.fingerprint, e.id);
+    near->Erase(e.id);
+  }
   for (const auto& [sha, r] : m.texts_deleted) ids->Erase(sha, r.text_id);
   for (const auto& [id, fp] : m.fingerprints_added) {
     ids->Insert(fp.sha256, id);
     index->Insert(fp.simhash, id);
+    if (fp.minhash.has_value()) near->Insert(id, *fp.minhash);
   }
 }
 

@@ -164,7 +164,7 @@ void AddChunkRecord(absl::string_view key, absl::string_view value, Records* r, 
                                                          " also has text id ", other->second)));
       return;
     }
-    r->chunk_fingerprints.emplace(*id, FingerprintRecord{v->simhash, v->sha256, std::nullopt});
+    r->chunk_fingerprints.emplace(*id, FingerprintRecord{v->simhash, v->sha256, v->minhash});
     r->chunk_texts.emplace(sha, *std::move(v));
   } else if (sub == fmt::kChunkText || sub == fmt::kChunkFingerprint) {
     // Open converts every one of them to a text record by id.
@@ -388,6 +388,28 @@ void CheckIndex(absl::string_view name, const SimHashIndex& index,
   }
 }
 
+// CheckNearIndex: the in-memory MinHash index `near` holds exactly the
+// signatures of the `records` that have one.
+void CheckNearIndex(absl::string_view name, const MinHashNearIndex& near,
+                    const absl::flat_hash_map<uint32_t, FingerprintRecord>& records,
+                    Problems* problems) {
+  size_t signed_records = 0;
+  for (const auto& [id, fp] : records) {
+    if (!fp.minhash.has_value()) continue;
+    ++signed_records;
+    const std::optional<MinHashSignature> held = near.Find(id);
+    if (!held.has_value()) {
+      problems->Add(absl::StrCat(name, " lacks the signature of record ", id));
+    } else if (*held != *fp.minhash) {
+      problems->Add(absl::StrCat(name, " holds another signature for record ", id));
+    }
+  }
+  if (near.size() != signed_records) {
+    problems->Add(absl::StrCat(name, " holds ", near.size(), " signatures for ", signed_records,
+                               " records with one"));
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<ConsistencyReport> RocksDbStore::CheckConsistency() {
@@ -425,6 +447,7 @@ absl::StatusOr<ConsistencyReport> RocksDbStore::CheckConsistency() {
     const SimHashIndex no_index(impl_->options.simhash_max_distance,
                                 impl_->options.simhash_index_blocks);
     const ChunkTextIds no_text_ids;
+    const MinHashNearIndex no_near;
     CheckContentLayer(r, impl_->next_doc_id.load(), &space_problems);
     CheckChunkLayer(&r, impl_->next_text_id.load(),
                     view.chunk_text_ids() != nullptr ? *view.chunk_text_ids() : no_text_ids,
@@ -435,6 +458,11 @@ absl::StatusOr<ConsistencyReport> RocksDbStore::CheckConsistency() {
                r.fingerprints, &space_problems);
     CheckIndex("chunk index", view.chunk_index() != nullptr ? *view.chunk_index() : no_index,
                r.chunk_fingerprints, &space_problems);
+    CheckNearIndex("MinHash index", view.near() != nullptr ? *view.near() : no_near, r.fingerprints,
+                   &space_problems);
+    CheckNearIndex("chunk MinHash index",
+                   view.chunk_near() != nullptr ? *view.chunk_near() : no_near,
+                   r.chunk_fingerprints, &space_problems);
     for (std::string& line : space_report.problems) {
       problems.Add(name.empty() ? std::move(line)
                                 : absl::StrCat("namespace \"", name, "\": ", line));

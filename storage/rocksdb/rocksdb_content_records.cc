@@ -90,14 +90,8 @@ class RocksDbStore::ContentReader final : public ContentStateReader {
   // QueryNear keeps its matches).
   std::vector<uint32_t> QueryJaccardCandidates(const MinHashSignature& sig) override {
     if (space_->near() == nullptr) return {};
-    std::vector<SimHashIndex::Match> matches;
-    for (uint32_t id : space_->near()->Query(sig)) matches.push_back({0, id, 0});
-    matches = reads_.KeepInSnapshot(
-        std::move(matches), [this](uint32_t id) { return ReadFingerprint(id); }, nullptr);
-    std::vector<uint32_t> ids;
-    ids.reserve(matches.size());
-    for (const SimHashIndex::Match& m : matches) ids.push_back(m.id);
-    return ids;
+    return reads_.KeepIdsInSnapshot(space_->near()->Query(sig),
+                                    [this](uint32_t id) { return ReadFingerprint(id); });
   }
   absl::StatusOr<FingerprintRecord> GetFingerprint(uint32_t doc_id) override {
     return reads_.CachedFingerprint(

@@ -276,19 +276,29 @@ constexpr size_t kContentValueFixedBytes = 1 + 4 + 8 + 8 + 8;
 std::string EncodeContentMetaKey() { return std::string("\x00\x01", 2); }
 
 std::string EncodeContentMeta(const ContentMeta& meta) {
+  const bool with_minhash = meta.minhash_version != 0;
   std::string out;
-  out.reserve(kContentMetaBytes);
-  out.push_back(static_cast<char>(kContentMetaVersion));
+  out.reserve(kContentMetaBytesMinHash);
+  out.push_back(static_cast<char>(with_minhash ? kContentMetaVersionMinHash : kContentMetaVersion));
   PutFixed32BE(&out, meta.text_normalizer_version);
   PutFixed32BE(&out, meta.simhash_version);
   PutFixed32BE(&out, meta.shingle_words);
   PutFixed64BE(&out, meta.simhash_seed);
+  if (with_minhash) {
+    PutFixed32BE(&out, meta.minhash_version);
+    PutFixed64BE(&out, meta.minhash_seed);
+  }
   return out;
 }
 
 absl::StatusOr<ContentMeta> DecodeContentMeta(absl::string_view value) {
-  absl::Status s =
-      CheckValue(value, "content meta", kContentMetaVersion, kContentMetaBytes, /*exact=*/true);
+  const bool with_minhash =
+      !value.empty() && static_cast<uint8_t>(value[0]) == kContentMetaVersionMinHash;
+  absl::Status s = with_minhash
+                       ? CheckValue(value, "content meta", kContentMetaVersionMinHash,
+                                    kContentMetaBytesMinHash, /*exact=*/true)
+                       : CheckValue(value, "content meta", kContentMetaVersion, kContentMetaBytes,
+                                    /*exact=*/true);
   if (!s.ok()) return s;
   ContentMeta meta;
   const char* p = value.data() + 1;
@@ -296,6 +306,14 @@ absl::StatusOr<ContentMeta> DecodeContentMeta(absl::string_view value) {
   meta.simhash_version = DecodeFixed32BE(p + 4);
   meta.shingle_words = DecodeFixed32BE(p + 8);
   meta.simhash_seed = DecodeFixed64BE(p + 12);
+  if (with_minhash) {
+    meta.minhash_version = DecodeFixed32BE(p + 20);
+    meta.minhash_seed = DecodeFixed64BE(p + 24);
+    if (meta.minhash_version == 0) {
+      // Version 1 is the value without MinHash fields.
+      return absl::DataLossError("content meta value of version 2 has MinHash version 0");
+    }
+  }
   return meta;
 }
 
@@ -842,30 +860,45 @@ std::string ChunkTextByIdKeysEnd() { return ChunkKeyPrefix(static_cast<char>(kCh
 
 std::string EncodeChunkTextByIdValue(const ChunkTextByIdValue& v) {
   std::string out;
-  out.reserve(kChunkTextByIdValueFixedBytes + v.owner_url.size() + v.owner_chunk_id.size());
-  out.push_back(static_cast<char>(kChunkTextByIdValueVersion));
+  out.reserve(kChunkTextByIdValueFixedBytesMinHash + v.owner_url.size() + v.owner_chunk_id.size());
+  out.push_back(static_cast<char>(v.minhash.has_value() ? kChunkTextByIdValueVersionMinHash
+                                                        : kChunkTextByIdValueVersion));
   PutSha(&out, v.sha256);
   PutFixed64BE(&out, v.simhash);
+  if (v.minhash.has_value()) {
+    out.append(reinterpret_cast<const char*>(v.minhash->data()), v.minhash->size());
+  }
   PutFixed64BE(&out, v.holders);
   PutChunkTextOwner(&out, v.owner_added, v.owner_url, v.owner_chunk_id);
   return out;
 }
 
 absl::StatusOr<ChunkTextByIdValue> DecodeChunkTextByIdValue(absl::string_view value) {
+  const bool signed_text =
+      !value.empty() && static_cast<uint8_t>(value[0]) == kChunkTextByIdValueVersionMinHash;
+  const size_t sig_bytes = signed_text ? kMinHashSlots : 0;
   // The fixed part and at least one byte each of owner URL and chunk id.
-  absl::Status s = CheckValue(value, "chunk text", kChunkTextByIdValueVersion,
-                              kChunkTextByIdValueFixedBytes + 2, /*exact=*/false);
+  absl::Status s =
+      CheckValue(value, "chunk text",
+                 signed_text ? kChunkTextByIdValueVersionMinHash : kChunkTextByIdValueVersion,
+                 kChunkTextByIdValueFixedBytes + sig_bytes + 2, /*exact=*/false);
   if (!s.ok()) return s;
   const char* p = value.data() + 1;
   ChunkTextByIdValue v;
   v.sha256 = GetSha(p);
   v.simhash = DecodeFixed64BE(p + 32);
+  if (signed_text) {
+    MinHashSignature sig;
+    std::copy(p + 40, p + 40 + kMinHashSlots, sig.begin());
+    v.minhash = sig;
+  }
+  p += sig_bytes;
   v.holders = DecodeFixed64BE(p + 40);
   if (v.holders == 0) {
     return absl::DataLossError(
         "chunk text value counts 0 holders (a text no chunk holds is deleted)");
   }
-  s = GetChunkTextOwner(value.substr(1 + 32 + 8 + 8), &v.owner_added, &v.owner_url,
+  s = GetChunkTextOwner(value.substr(1 + 32 + 8 + sig_bytes + 8), &v.owner_added, &v.owner_url,
                         &v.owner_chunk_id);
   if (!s.ok()) return s;
   return v;

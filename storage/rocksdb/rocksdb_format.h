@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -180,27 +181,42 @@ absl::StatusOr<absl::Time> DecodeUrlValue(absl::string_view value);
 // The algorithms whose output the content records are: a store written
 // with other ones would not match this build's hashes and fingerprints.
 // Kept in the second meta record (key 00 01), written when the store is
-// created.
+// created (and, for a store of format 4 or older, rewritten with the
+// MinHash fields when Open upgrades it).
 struct ContentMeta {
   uint32_t text_normalizer_version = 0;
   uint32_t simhash_version = 0;
   uint32_t shingle_words = 0;
   uint64_t simhash_seed = 0;
+  // MinHasher::kVersion and ::kSeed of the signatures in the fingerprint
+  // (version 2) and chunk text (version 4) records. 0 and 0: a version-1
+  // value, written before MinHash signatures were stored.
+  uint32_t minhash_version = 0;
+  uint64_t minhash_seed = 0;
   bool operator==(const ContentMeta& o) const {
     return text_normalizer_version == o.text_normalizer_version &&
            simhash_version == o.simhash_version && shingle_words == o.shingle_words &&
-           simhash_seed == o.simhash_seed;
+           simhash_seed == o.simhash_seed && minhash_version == o.minhash_version &&
+           minhash_seed == o.minhash_seed;
   }
 };
 inline constexpr uint8_t kContentMetaVersion = 1;
 inline constexpr size_t kContentMetaBytes = 1 + 4 + 4 + 4 + 8;
+// Since format 5: with the MinHash version and seed.
+inline constexpr uint8_t kContentMetaVersionMinHash = 2;
+inline constexpr size_t kContentMetaBytesMinHash = kContentMetaBytes + 4 + 8;
 
 // EncodeContentMetaKey returns 00 01.
 std::string EncodeContentMetaKey();
 // Layout: version byte (1) | text normalizer version (u32) | SimHash
-// version (u32) | shingle words (u32) | SimHash seed (u64).
+// version (u32) | shingle words (u32) | SimHash seed (u64); version 2, when
+// meta.minhash_version != 0: version byte (2), the same four fields, then
+// MinHash version (u32) | MinHash seed (u64).
+// REQUIRES: meta.minhash_seed == 0 when meta.minhash_version == 0.
 std::string EncodeContentMeta(const ContentMeta& meta);
-// Errors: DataLoss naming the defect.
+// Decodes version 1 (minhash fields 0) or 2.
+// Errors: DataLoss naming the defect (version, size, a version-2 value
+// with MinHash version 0).
 absl::StatusOr<ContentMeta> DecodeContentMeta(absl::string_view value);
 
 // Content record: key 02 | SHA-256 (32 bytes); value version byte (1) |
@@ -385,8 +401,16 @@ std::string ChunkFingerprintKeysEnd();
 // rest, >= 1 byte). Keys grow with the ids a claim allocates, so new texts
 // append to the key space; the SHA-256 -> id map that finds a text by its
 // digest is in memory (ChunkTextIds), rebuilt from these records at open.
+// Version 4 (format 5, a text recorded with a MinHash signature,
+// ChunkInput::minhash): version byte (4) | SHA-256 | SimHash | the
+// signature (128 bytes, slot 0 first) | then version 3's holders, owner
+// added, owner URL length, owner URL and owner chunk id. Version 4 is
+// written only for a signed text; both are read (version 3: no signature).
 inline constexpr uint8_t kChunkTextByIdValueVersion = 3;
 inline constexpr size_t kChunkTextByIdValueFixedBytes = 1 + 32 + 8 + 8 + 8 + 4;
+inline constexpr uint8_t kChunkTextByIdValueVersionMinHash = 4;
+inline constexpr size_t kChunkTextByIdValueFixedBytesMinHash =
+    kChunkTextByIdValueFixedBytes + kMinHashSlots;
 std::string EncodeChunkTextByIdKey(uint32_t text_id);
 // Errors: DataLoss when `key` is not 05 05 and a u32.
 absl::StatusOr<uint32_t> DecodeChunkTextByIdKey(absl::string_view key);
@@ -400,10 +424,14 @@ struct ChunkTextByIdValue {
   absl::Time owner_added;
   std::string owner_url;
   std::string owner_chunk_id;
+  // Version 4 only: the text's MinHash signature.
+  std::optional<MinHashSignature> minhash{};
 };
+// Version 4 when v.minhash is set, else version 3.
 // REQUIRES: v.holders >= 1; owner_url and owner_chunk_id non-empty,
 // owner_url shorter than 2^32 bytes.
 std::string EncodeChunkTextByIdValue(const ChunkTextByIdValue& v);
+// Decodes version 3 or 4.
 // Errors: DataLoss naming the defect (version, length, a holder count of 0,
 // an empty owner URL or chunk id).
 absl::StatusOr<ChunkTextByIdValue> DecodeChunkTextByIdValue(absl::string_view value);

@@ -173,6 +173,29 @@ TEST(RocksDbFormatGoldenTest, ContentMeta) {
       << kBumpMessage;
   ASSERT_OK_AND_ASSIGN(ContentMeta back, DecodeContentMeta(EncodeContentMeta(meta)));
   EXPECT_EQ(back, meta);
+  // Version 2 (what this build writes): the MinHash version and seed too.
+  meta.minhash_version = 1;
+  meta.minhash_seed = 0x646564757064'4D48ULL;
+  EXPECT_EQ(absl::BytesToHexString(EncodeContentMeta(meta)),
+            "02"                 // value version
+            "00000001"           // text normalizer version
+            "00000002"           // SimHash version
+            "00000003"           // shingle words
+            "6465647570645348"   // SimHash seed
+            "00000001"           // MinHash version
+            "6465647570644d48")  // MinHash seed
+      << kBumpMessage;
+  EXPECT_EQ(MinHasher::kVersion, 1u) << kBumpMessage;
+  EXPECT_EQ(MinHasher::kSeed, 0x646564757064'4D48ULL) << kBumpMessage;
+  ASSERT_OK_AND_ASSIGN(back, DecodeContentMeta(EncodeContentMeta(meta)));
+  EXPECT_EQ(back, meta);
+  // Version 2 always names a MinHash version; the sizes are exact.
+  std::string no_version = EncodeContentMeta(meta);
+  no_version[24] = 0;  // the MinHash version's last byte: 1 -> 0
+  EXPECT_THAT(DecodeContentMeta(no_version),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("MinHash version 0")));
+  EXPECT_THAT(DecodeContentMeta(EncodeContentMeta(meta).substr(0, 21)),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("21 bytes")));
 }
 
 TEST(RocksDbFormatGoldenTest, ContentRecord) {
@@ -440,6 +463,42 @@ TEST(RocksDbFormatGoldenTest, ChunkTextByIdRecord) {
                 "687474703a2f2f612f"  // owner URL
                 "63")                 // owner chunk id (the rest)
       << kBumpMessage;
+  // Version 4: a text recorded with a MinHash signature (slot i = i), which
+  // follows the SimHash.
+  MinHashSignature sig;
+  std::string sig_hex;
+  for (int i = 0; i < kMinHashSlots; ++i) {
+    sig[i] = static_cast<uint8_t>(i);
+    sig_hex += absl::BytesToHexString(std::string(1, static_cast<char>(i)));
+  }
+  const ChunkTextByIdValue signed_text{
+      GoldenSha(), 0x0123456789abcdefULL, 3, kGoldenTime, "http://a/", "c", sig};
+  EXPECT_EQ(absl::BytesToHexString(EncodeChunkTextByIdValue(signed_text)),
+            std::string("04")         // value version
+                + kGoldenShaHex +     // SHA-256
+                "0123456789abcdef" +  // SimHash
+                sig_hex +             // MinHash signature, 128 bytes
+                "0000000000000003"    // holders
+                "00060a2418202240"    // owner added
+                "00000009"            // owner URL length
+                "687474703a2f2f612f"  // owner URL
+                "63")                 // owner chunk id
+      << kBumpMessage;
+  EXPECT_EQ(EncodeChunkTextByIdValue(signed_text).size(), 63u + 8 + 128);
+  ASSERT_OK_AND_ASSIGN(ChunkTextByIdValue back,
+                       DecodeChunkTextByIdValue(EncodeChunkTextByIdValue(signed_text)));
+  EXPECT_EQ(back.minhash, signed_text.minhash);
+  EXPECT_EQ(back.holders, 3u);
+  EXPECT_EQ(back.owner_url, "http://a/");
+  EXPECT_EQ(back.owner_chunk_id, "c");
+  // Version 3 still reads, as a text without a signature.
+  ASSERT_OK_AND_ASSIGN(back, DecodeChunkTextByIdValue(EncodeChunkTextByIdValue(
+                                 {GoldenSha(), 1, 3, kGoldenTime, "http://a/", "c"})));
+  EXPECT_FALSE(back.minhash.has_value());
+  // A version-4 value without room for the signature is damaged.
+  std::string short_v4 = EncodeChunkTextByIdValue({GoldenSha(), 1, 3, kGoldenTime, "u", "c"});
+  short_v4[0] = 4;
+  EXPECT_THAT(DecodeChunkTextByIdValue(short_v4), StatusIs(absl::StatusCode::kDataLoss));
 }
 
 TEST(RocksDbFormatTest, ChunkRecordsRoundTrip) {
@@ -859,7 +918,10 @@ TEST(RocksDbFormatTest, DecodingArbitraryBytesNeverCrashes) {
       EncodeChunkHolderValue(),
       EncodeChunkFingerprintKey(4),
       EncodeChunkTextByIdKey(5),
-      EncodeChunkTextByIdValue({Sha256("i"), 1, 2, kGoldenTime, "http://o/", "c"})};
+      EncodeChunkTextByIdValue({Sha256("i"), 1, 2, kGoldenTime, "http://o/", "c"}),
+      EncodeChunkTextByIdValue(
+          {Sha256("i"), 1, 2, kGoldenTime, "http://o/", "c", MinHasher().Sign("i j k")}),
+      EncodeContentMeta({1, 2, 3, 4, 5, 6})};
   std::uniform_int_distribution<int> byte(0, 255);
   for (int iter = 0; iter < 200'000; ++iter) {
     std::string input;

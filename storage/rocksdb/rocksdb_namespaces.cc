@@ -54,6 +54,7 @@ absl::StatusOr<bool> RocksDbStore::DropNamespace(absl::string_view name) {
     space->near = std::make_unique<MinHashNearIndex>();
     space->chunk_index = std::make_unique<SimHashIndex>(impl_->options.simhash_max_distance,
                                                         impl_->options.simhash_index_blocks);
+    space->chunk_near = std::make_unique<MinHashNearIndex>();
     space->chunk_text_ids = std::make_unique<ChunkTextIds>();
   }
   return true;
@@ -93,13 +94,14 @@ absl::Status RocksDbStore::Impl::ForEachNamespace(
 absl::Status RocksDbStore::Impl::LoadNamedSpaces(rocksdb::DB* db) {
   // The content family's namespaces, each loaded as the empty one is:
   // its fingerprint and chunk text ranges under its prefix.
-  return ForEachNamespace(
-      db, content_cf, /*snapshot=*/nullptr, "load the namespaces' fingerprints of store",
-      [&](const std::string& name) {
-        NamedSpace* space = FindSpace(name, /*create=*/true);
-        return LoadSpace(db, fmt::NamespacePrefix(name), space->index.get(), space->near.get(),
-                         space->chunk_index.get(), space->chunk_text_ids.get());
-      });
+  return ForEachNamespace(db, content_cf, /*snapshot=*/nullptr,
+                          "load the namespaces' fingerprints of store",
+                          [&](const std::string& name) {
+                            NamedSpace* space = FindSpace(name, /*create=*/true);
+                            return LoadSpace(db, fmt::NamespacePrefix(name), space->index.get(),
+                                             space->near.get(), space->chunk_index.get(),
+                                             space->chunk_near.get(), space->chunk_text_ids.get());
+                          });
 }
 
 absl::Status RocksDbStore::Impl::ListNamespaces(rocksdb::DB* db, const rocksdb::Snapshot* snapshot,

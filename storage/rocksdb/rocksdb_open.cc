@@ -206,17 +206,27 @@ absl::Status RocksDbStore::Impl::CheckMeta(rocksdb::DB* db, const std::string& m
                      "dedupd version"));
   }
   created = meta->created;
-  DEDUPD_RETURN_IF_ERROR(CheckContentMeta(db));
+  bool rewrite_content_meta = false;
+  DEDUPD_RETURN_IF_ERROR(CheckContentMeta(db, meta->format_version, &rewrite_content_meta));
   if (meta->format_version < fmt::kStorageFormatVersion) {
     // Formats 2 and 3 differ from 4 only in the chunk text records, which
     // ConvertChunkTextsToIds (LoadIndexes) rewrites. The version goes first (and
     // durably), so that older builds, which cannot read a half-converted
     // store, refuse it from now on.
+    // The content meta record gains the MinHash fields in the same atomic
+    // write: a format-5 store always has them.
     fmt::StoreMeta upgraded = *meta;
     upgraded.format_version = fmt::kStorageFormatVersion;
     rocksdb::WriteOptions sync_write;
     sync_write.sync = true;
-    const rocksdb::Status s = db->Put(sync_write, fmt::EncodeMetaKey(), fmt::EncodeMeta(upgraded));
+    rocksdb::WriteBatch batch;
+    rocksdb::Status s;
+    if (rewrite_content_meta) {
+      s = batch.Put(content_cf, fmt::EncodeContentMetaKey(),
+                    fmt::EncodeContentMeta(WantedContentMeta()));
+    }
+    if (s.ok()) s = batch.Put(fmt::EncodeMetaKey(), fmt::EncodeMeta(upgraded));
+    if (s.ok()) s = db->Write(sync_write, &batch);
     if (!s.ok()) return FromRocksDbStatus(s, kOpen, options.path);
   }
   return absl::OkStatus();
@@ -229,12 +239,15 @@ absl::Status RocksDbStore::Impl::LoadIndexes(rocksdb::DB* db) {
       std::make_unique<SimHashIndex>(options.simhash_max_distance, options.simhash_index_blocks);
   DEDUPD_RETURN_IF_ERROR(ConvertChunkTextsToIds(db).status());
   near = std::make_unique<MinHashNearIndex>();
-  DEDUPD_RETURN_IF_ERROR(
-      LoadSpace(db, "", index.get(), near.get(), chunk_index.get(), &chunk_text_ids));
+  chunk_near = std::make_unique<MinHashNearIndex>();
+  DEDUPD_RETURN_IF_ERROR(LoadSpace(db, "", index.get(), near.get(), chunk_index.get(),
+                                   chunk_near.get(), &chunk_text_ids));
   return LoadNamedSpaces(db);
 }
 
-absl::Status RocksDbStore::Impl::CheckContentMeta(rocksdb::DB* db) {
+absl::Status RocksDbStore::Impl::CheckContentMeta(rocksdb::DB* db, uint32_t format_version,
+                                                  bool* rewrite) {
+  *rewrite = false;
   const std::string& path = options.path;
   std::string value;
   if (content_cf == nullptr) {
@@ -256,6 +269,41 @@ absl::Status RocksDbStore::Impl::CheckContentMeta(rocksdb::DB* db) {
   }
   const fmt::ContentMeta want = WantedContentMeta();
   if (*have == want) return absl::OkStatus();
+  if (have->minhash_version == 0) {
+    // Written before the record held the MinHash fields. Older formats
+    // stored no signatures: any MinHash version reads them, and the
+    // upgrade records this build's. Format 5 has always had them.
+    fmt::ContentMeta with_minhash = *have;
+    with_minhash.minhash_version = want.minhash_version;
+    with_minhash.minhash_seed = want.minhash_seed;
+    if (format_version < fmt::kStorageFormatVersion && with_minhash == want) {
+      *rewrite = true;
+      return absl::OkStatus();
+    }
+    if (format_version == fmt::kStorageFormatVersion) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "store at ", path,
+          " is a storage format 5 store whose content meta record has no MinHash version "
+          "(written by a development build before format 5 was released): its MinHash "
+          "signatures cannot be checked against this build's (MinHash version ",
+          want.minhash_version, "); rebuild the store from the source documents"));
+    }
+    *have = with_minhash;  // the other fields differ: reported below
+  }
+  if (have->minhash_version != want.minhash_version || have->minhash_seed != want.minhash_seed) {
+    fmt::ContentMeta same_minhash = *have;
+    same_minhash.minhash_version = want.minhash_version;
+    same_minhash.minhash_seed = want.minhash_seed;
+    if (same_minhash == want) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "store at ", path, " was written with MinHash version ", have->minhash_version,
+          " and MinHash seed ", have->minhash_seed, "; this server uses ", want.minhash_version,
+          " and ", want.minhash_seed,
+          ": the stored MinHash signatures would not be comparable with this server's (serve "
+          "it with the dedupd release that wrote it, or rebuild the store from the source "
+          "documents)"));
+    }
+  }
   // Only the shingle size is a setting of this build; the versions and the
   // seed are fixed by the code that wrote the store.
   fmt::ContentMeta same_shingles = *have;
@@ -308,7 +356,9 @@ absl::StatusOr<uint64_t> RocksDbStore::Impl::LoadIndex(
 
 absl::Status RocksDbStore::Impl::LoadSpace(rocksdb::DB* db, const std::string& prefix,
                                            SimHashIndex* into, MinHashNearIndex* near_into,
-                                           SimHashIndex* chunk_into, ChunkTextIds* text_ids) {
+                                           SimHashIndex* chunk_into,
+                                           MinHashNearIndex* chunk_near_into,
+                                           ChunkTextIds* text_ids) {
   // Both decoders see the key without the namespace's prefix.
   DEDUPD_ASSIGN_OR_RETURN(
       uint64_t next_doc,
@@ -329,13 +379,14 @@ absl::Status RocksDbStore::Impl::LoadSpace(rocksdb::DB* db, const std::string& p
       LoadIndex(
           db, "load chunk texts of store", prefix + fmt::ChunkTextByIdKeysBegin(),
           prefix + fmt::ChunkTextByIdKeysEnd(),
-          [&prefix, text_ids](absl::string_view key,
-                              absl::string_view value) -> absl::StatusOr<SimHashIndex::Entry> {
+          [&prefix, text_ids, chunk_near_into](absl::string_view key, absl::string_view value)
+              -> absl::StatusOr<SimHashIndex::Entry> {
             DEDUPD_ASSIGN_OR_RETURN(uint32_t id,
                                     fmt::DecodeChunkTextByIdKey(key.substr(prefix.size())));
             DEDUPD_ASSIGN_OR_RETURN(fmt::ChunkTextByIdValue v,
                                     fmt::DecodeChunkTextByIdValue(value));
             text_ids->Insert(v.sha256, id);
+            if (v.minhash.has_value()) chunk_near_into->Insert(id, *v.minhash);
             return SimHashIndex::Entry{v.simhash, id};
           },
           chunk_into));

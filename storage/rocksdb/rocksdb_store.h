@@ -55,6 +55,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "core/text/minhash.h"
 #include "core/text/sha256.h"
 #include "core/text/simhash.h"
 #include "core/text/text_normalizer.h"
@@ -124,6 +125,12 @@ struct RocksDbStoreOptions {
   uint32_t simhash_version = SimHasher::kVersion;
   uint32_t simhash_shingle_words = 3;
   uint64_t simhash_seed = SimHasher::kSeed;
+  // The MinHash signatures' algorithm, persisted in the same record and
+  // checked the same way (the signatures stored with fingerprint and chunk
+  // text records would not be comparable with this build's).
+  // Defaults: MinHasher::kVersion and MinHasher::kSeed.
+  uint32_t minhash_version = MinHasher::kVersion;
+  uint64_t minhash_seed = MinHasher::kSeed;
 
   // The largest Hamming distance the in-memory near-duplicate index (rebuilt
   // from the fingerprint records at Open) answers exactly. Larger costs
@@ -245,6 +252,8 @@ struct StoreStats {
   uint32_t simhash_version = 0;
   uint32_t simhash_shingle_words = 0;
   uint64_t simhash_seed = 0;
+  uint32_t minhash_version = 0;
+  uint64_t minhash_seed = 0;
   absl::Time created;
 
   // URL records, from table-file entry counts minus their deletions plus

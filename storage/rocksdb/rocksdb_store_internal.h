@@ -199,6 +199,20 @@ class SnapshotReads {
   // cached for CachedFingerprint; a read error keeps the match and is
   // remembered, so the reader reports it if the planner asks for that
   // fingerprint. `*total` (when non-null) drops by one per match dropped.
+  // KeepIdsInSnapshot: the same for the ids a MinHashNearIndex returned
+  // (LSH candidates), in their order.
+  template <typename ReadFn>
+  std::vector<uint32_t> KeepIdsInSnapshot(const std::vector<uint32_t>& ids,
+                                          const ReadFn& read_fingerprint) {
+    std::vector<SimHashIndex::Match> matches;
+    matches.reserve(ids.size());
+    for (uint32_t id : ids) matches.push_back({0, id, 0});
+    matches = KeepInSnapshot(std::move(matches), read_fingerprint, nullptr);
+    std::vector<uint32_t> kept;
+    kept.reserve(matches.size());
+    for (const SimHashIndex::Match& m : matches) kept.push_back(m.id);
+    return kept;
+  }
   template <typename ReadFn>
   std::vector<SimHashIndex::Match> KeepInSnapshot(std::vector<SimHashIndex::Match> matches,
                                                   const ReadFn& read_fingerprint, size_t* total) {
@@ -454,6 +468,8 @@ struct RocksDbStore::Impl {
     m.simhash_version = options.simhash_version;
     m.shingle_words = options.simhash_shingle_words;
     m.simhash_seed = options.simhash_seed;
+    m.minhash_version = options.minhash_version;
+    m.minhash_seed = options.minhash_seed;
     return m;
   }
   // ---- Namespaces of the content and chunk layers (rocksdb_namespaces.cc) ----
@@ -466,6 +482,7 @@ struct RocksDbStore::Impl {
         : index(std::make_unique<SimHashIndex>(max_distance, blocks)),
           near(std::make_unique<MinHashNearIndex>()),
           chunk_index(std::make_unique<SimHashIndex>(max_distance, blocks)),
+          chunk_near(std::make_unique<MinHashNearIndex>()),
           chunk_text_ids(std::make_unique<ChunkTextIds>()) {}
     // Held shared by every content and chunk call of the namespace for as
     // long as it uses the indexes; exclusively by DropNamespace while it
@@ -475,6 +492,7 @@ struct RocksDbStore::Impl {
     std::unique_ptr<SimHashIndex> index;
     std::unique_ptr<MinHashNearIndex> near;
     std::unique_ptr<SimHashIndex> chunk_index;
+    std::unique_ptr<MinHashNearIndex> chunk_near;
     std::unique_ptr<ChunkTextIds> chunk_text_ids;
   };
   absl::Mutex spaces_mu ABSL_ACQUIRED_AFTER(mu);
@@ -515,10 +533,11 @@ struct RocksDbStore::Impl {
   // Scans the fingerprint records (content) and chunk text records under
   // `prefix` (empty: the empty namespace) into the given indexes; raises
   // next_doc_id and next_text_id past every id seen.
-  // Fingerprint records with a signature also go into `near`.
+  // Fingerprint records with a signature also go into `near`, chunk text
+  // records with one (version 4) into `chunk_near`.
   absl::Status LoadSpace(rocksdb::DB* db, const std::string& prefix, SimHashIndex* index,
                          MinHashNearIndex* near, SimHashIndex* chunk_index,
-                         ChunkTextIds* chunk_text_ids);
+                         MinHashNearIndex* chunk_near, ChunkTextIds* chunk_text_ids);
 
   // SpaceView: one call's view of a namespace: its key prefix and its
   // indexes (the empty namespace's are Impl's own), holding a named
@@ -532,6 +551,7 @@ struct RocksDbStore::Impl {
         index_ = impl->index.get();
         near_ = impl->near.get();
         chunk_index_ = impl->chunk_index.get();
+        chunk_near_ = impl->chunk_near.get();
         chunk_text_ids_ = &impl->chunk_text_ids;
         return;
       }
@@ -541,6 +561,7 @@ struct RocksDbStore::Impl {
       index_ = space->index.get();
       near_ = space->near.get();
       chunk_index_ = space->chunk_index.get();
+      chunk_near_ = space->chunk_near.get();
       chunk_text_ids_ = space->chunk_text_ids.get();
     }
     SpaceView(const SpaceView&) = delete;
@@ -555,6 +576,8 @@ struct RocksDbStore::Impl {
     // The texts' MinHash index; nullptr exactly when index() is.
     MinHashNearIndex* near() const { return near_; }
     SimHashIndex* chunk_index() const { return chunk_index_; }
+    // The chunk texts' MinHash index; nullptr exactly when chunk_index() is.
+    MinHashNearIndex* chunk_near() const { return chunk_near_; }
     ChunkTextIds* chunk_text_ids() const { return chunk_text_ids_; }
 
    private:
@@ -563,6 +586,7 @@ struct RocksDbStore::Impl {
     SimHashIndex* index_ = nullptr;
     MinHashNearIndex* near_ = nullptr;
     SimHashIndex* chunk_index_ = nullptr;
+    MinHashNearIndex* chunk_near_ = nullptr;
     ChunkTextIds* chunk_text_ids_ = nullptr;
   };
 
@@ -580,7 +604,10 @@ struct RocksDbStore::Impl {
   // in-memory indexes from the fingerprint and chunk text records.
   absl::Status LoadIndexes(rocksdb::DB* db);
   // Checks an existing store's content meta record against this build's.
-  absl::Status CheckContentMeta(rocksdb::DB* db);
+  // A store of a format before 5 has no MinHash fields (and no
+  // signatures): *rewrite is then set, and CheckMeta writes this build's
+  // record with the format upgrade. A format-5 store must have them.
+  absl::Status CheckContentMeta(rocksdb::DB* db, uint32_t format_version, bool* rewrite);
 
   // The chunk layer's index over every chunk text record (05 05),
   // rebuilt at Open like `index`, with the same layout options. Entries
@@ -588,6 +615,10 @@ struct RocksDbStore::Impl {
   // after the one that deletes them, so it may briefly name a text that
   // is not (or no longer) in a reader's snapshot: ChunkReader skips those.
   std::unique_ptr<SimHashIndex> chunk_index;
+  // The signatures of the chunk text records of version 4 (texts recorded
+  // with a MinHash signature) and their LSH index, rebuilt and updated
+  // with `chunk_index`. Thread-safe itself.
+  std::unique_ptr<MinHashNearIndex> chunk_near;
   // The next chunk text id: one more than the largest chunk text record
   // key at Open, then incremented per new text (a failed write leaves a
   // gap).
@@ -648,6 +679,7 @@ class RocksDbStore::ChunkReader final : public ChunkStateReader {
                                                        size_t limit) override;
   std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance, size_t limit,
                                              size_t* total) override;
+  std::vector<uint32_t> QueryJaccardCandidates(const MinHashSignature& sig) override;
   absl::StatusOr<FingerprintRecord> GetTextFingerprint(uint32_t text_id) override;
   absl::StatusOr<uint32_t> AllocateTextId() override;
 

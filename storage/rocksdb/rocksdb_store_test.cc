@@ -309,6 +309,18 @@ class RocksDbStoreTest : public ::testing::Test {
     return version;
   }
 
+  // Creates an empty store at path_ with `options` and closes it.
+  void CreateClosedStore(const RocksDbStoreOptions& options) {
+    ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(options));
+    ASSERT_THAT(store->Close(), IsOk());
+  }
+  // Rewrites the closed store's content meta record as formats 2 to 4
+  // wrote it: value version 1, without the MinHash fields.
+  void PutContentMetaWithoutMinHash() {
+    const fmt::ContentMeta v1{kTextNormalizerVersion, SimHasher::kVersion, 3, SimHasher::kSeed};
+    PutRaw(fmt::EncodeContentMetaKey(), fmt::EncodeContentMeta(v1), false, "content");
+  }
+
   std::optional<TestTempDir> dir_;
   std::string path_;
 };
@@ -472,6 +484,123 @@ TEST_F(RocksDbStoreTest, ContentAlgorithmMismatchSaysWhatToDo) {
   EXPECT_THAT(RocksDbStore::Open(other_shingles),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("set --simhash_shingle_words to the store's value")));
+}
+
+TEST_F(RocksDbStoreTest, MinHashMismatchIsFailedPrecondition) {
+  RocksDbStoreOptions old = SmallOptions(path_);
+  old.minhash_version = MinHasher::kVersion + 1;
+  CreateClosedStore(old);
+  EXPECT_THAT(
+      RocksDbStore::Open(SmallOptions(path_)),
+      StatusIs(
+          absl::StatusCode::kFailedPrecondition,
+          AllOf(StartsWith("store at " + path_),
+                HasSubstr(absl::StrCat("written with MinHash version ", MinHasher::kVersion + 1)),
+                HasSubstr("signatures would not be comparable"))));
+  RocksDbStoreOptions other_seed = SmallOptions(path_);
+  other_seed.minhash_version = MinHasher::kVersion + 1;
+  other_seed.minhash_seed = 7;
+  EXPECT_THAT(RocksDbStore::Open(other_seed),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("MinHash seed")));
+  RocksDbStoreOptions same = SmallOptions(path_);
+  same.minhash_version = MinHasher::kVersion + 1;
+  ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(same));
+  EXPECT_EQ(store->Stats(false)->minhash_version, MinHasher::kVersion + 1);
+}
+
+TEST_F(RocksDbStoreTest, FormatFiveContentMetaWithoutMinHashIsRefused) {
+  CreateClosedStore(SmallOptions(path_));
+  // A development build's format-5 store: content meta value version 1.
+  PutContentMetaWithoutMinHash();
+  EXPECT_THAT(RocksDbStore::Open(SmallOptions(path_)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(StartsWith("store at " + path_),
+                             HasSubstr("content meta record has no MinHash version"),
+                             HasSubstr("rebuild the store"))));
+}
+
+TEST_F(RocksDbStoreTest, FormatFourContentMetaGainsTheMinHashVersion) {
+  CreateClosedStore(SmallOptions(path_));
+  fmt::StoreMeta v4;
+  v4.format_version = 4;
+  v4.normalizer_version = kNormalizerVersion;
+  PutRaw(fmt::EncodeMetaKey(), fmt::EncodeMeta(v4));
+  PutContentMetaWithoutMinHash();
+  CreateClosedStore(SmallOptions(path_));  // opens, and so upgrades, it
+  EXPECT_EQ(RawFormatVersion(), 5u);
+  std::string value;
+  WithRawDb(false, [&](rocksdb::DB* db, const Families& families) {
+    ASSERT_TRUE(
+        db->Get(rocksdb::ReadOptions(), families.at("content"), fmt::EncodeContentMetaKey(), &value)
+            .ok());
+  });
+  ASSERT_OK_AND_ASSIGN(fmt::ContentMeta upgraded, fmt::DecodeContentMeta(value));
+  EXPECT_EQ(upgraded.minhash_version, MinHasher::kVersion);
+  EXPECT_EQ(upgraded.minhash_seed, MinHasher::kSeed);
+  // Now a format-5 store with the fields: another MinHash version is refused.
+  RocksDbStoreOptions other = SmallOptions(path_);
+  other.minhash_version = MinHasher::kVersion + 1;
+  EXPECT_THAT(RocksDbStore::Open(other), StatusIs(absl::StatusCode::kFailedPrecondition));
+}
+
+TEST_F(RocksDbStoreTest, ChunkSignaturesAreConsistentAcrossReplaceDropAndReopen) {
+  ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+  constexpr uint64_t kFp = 0x0123456789abcdefULL;
+  std::vector<std::string> words;
+  for (int i = 0; i < 200; ++i) words.push_back(absl::StrCat("w", (i * 7919) % 311));
+  const std::string original = absl::StrJoin(words, " ");
+  for (int i = 50; i < 58; ++i) words[i] = absl::StrCat("edit", i);
+  const std::string edited = absl::StrJoin(words, " ");
+  auto signed_chunk = [](const std::string& text, uint64_t simhash) {
+    ChunkInput c{"0", Sha256(text), simhash, 3};
+    c.minhash = MinHasher().Sign(text);
+    c.min_jaccard = 0.8;
+    return c;
+  };
+  auto check = [&](const std::string& space, const std::string& url, const ChunkInput& c,
+                   bool claim) {
+    ChunkAnswer answer;
+    EXPECT_THAT(store->CheckChunks(ChunkDocument{url, {c}, space}, claim, T(10), &answer), IsOk());
+    return answer.outcomes.empty() ? ChunkOutcome{} : answer.outcomes[0];
+  };
+  auto consistent = [&] {
+    ASSERT_OK_AND_ASSIGN(ConsistencyReport report, store->CheckConsistency());
+    EXPECT_TRUE(report.ok()) << absl::StrJoin(report.problems, "\n");
+  };
+  for (const std::string space : {"", "drop", "keep"}) {
+    EXPECT_EQ(check(space, "https://a/", signed_chunk(original, kFp), true).verdict,
+              ChunkVerdict::kNew);
+    EXPECT_EQ(check(space, "https://b/", signed_chunk("replaced text", ~kFp), true).verdict,
+              ChunkVerdict::kNew);
+    // b's text is replaced: its record and signature go.
+    EXPECT_EQ(check(space, "https://b/", ChunkInput{"0", Sha256("plain"), kFp ^ 0xff0000, 3}, true)
+                  .verdict,
+              ChunkVerdict::kNew);
+  }
+  consistent();
+  ASSERT_OK_AND_ASSIGN(bool found, store->DropNamespace("drop"));
+  EXPECT_TRUE(found);
+  for (int reopen = 0; reopen < 2; ++reopen) {
+    SCOPED_TRACE(reopen == 0 ? "before reopen" : "after reopen");
+    consistent();
+    for (const std::string space : {"", "keep"}) {
+      const ChunkOutcome o = check(space, "https://q/", signed_chunk(edited, ~kFp ^ 1), false);
+      EXPECT_EQ(o.verdict, ChunkVerdict::kNearDuplicate);
+      EXPECT_EQ(o.duplicate_document_url, "https://a/");
+      EXPECT_EQ(o.measure, NearMeasure::kJaccard);
+    }
+    EXPECT_EQ(check("drop", "https://q/", signed_chunk(edited, ~kFp ^ 1), false).verdict,
+              ChunkVerdict::kNew);
+    ASSERT_THAT(store->Close(), IsOk());
+    store.reset();
+    ASSERT_OK_AND_ASSIGN(store, RocksDbStore::Open(SmallOptions(path_)));
+  }
+  // The dropped namespace takes signatures again, consistently.
+  EXPECT_EQ(check("drop", "https://a/", signed_chunk(original, kFp), true).verdict,
+            ChunkVerdict::kNew);
+  EXPECT_EQ(check("drop", "https://q/", signed_chunk(edited, ~kFp), false).measure,
+            NearMeasure::kJaccard);
+  consistent();
 }
 
 TEST_F(RocksDbStoreTest, FormatFourStoreIsReadAndUpgraded) {

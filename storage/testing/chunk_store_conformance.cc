@@ -1,7 +1,9 @@
 #include "storage/testing/chunk_store_conformance.h"
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -9,8 +11,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "core/text/minhash.h"
 #include "core/text/sha256.h"
 #include "gmock/gmock.h"
+#include "storage/minhash_near_index.h"
+#include "storage/testing/near_texts.h"
 #include "storage/url_store.h"
 #include "tests/testing/status_matchers.h"
 
@@ -25,6 +30,7 @@ void ChunkStoreConformanceTest::TearDown() { harness_.reset(); }
 
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -253,11 +259,16 @@ TEST_P(ChunkStoreConformanceTest, ConcurrentClaimsOfOneTextHaveOneOwner) {
   for (int i = 0; i < kThreads; ++i) {
     threads.emplace_back([&, i] {
       while (!go.load()) std::this_thread::yield();
-      answers[i] = Claim(chunks(),
-                         Doc(absl::StrCat("https://d", i, "/"),
-                             {Chunk("0", "shared", kFp), Chunk("1", absl::StrCat("own", i),
-                                                               kFarA ^ (uint64_t{1} << (i + 8)))}),
-                         T(100 + i));
+      // The shared chunk signed and near by Jaccard too: the signature
+      // is recorded once, with the one kNew.
+      ChunkInput shared = Chunk("0", "shared", kFp);
+      shared.minhash = MinHasher().Sign("shared");
+      shared.min_jaccard = 0.8;
+      answers[i] =
+          Claim(chunks(),
+                Doc(absl::StrCat("https://d", i, "/"),
+                    {shared, Chunk("1", absl::StrCat("own", i), kFarA ^ (uint64_t{1} << (i + 8)))}),
+                T(100 + i));
     });
   }
   go.store(true);
@@ -451,6 +462,203 @@ TEST_P(ChunkStoreConformanceTest, OtherChunksUnderTheSameClaimIdAreANormalReinge
   EXPECT_FALSE(a.retry);
   EXPECT_EQ(a.replaced_chunks, 1u);
   EXPECT_THAT(a.removed_chunk_ids, IsEmpty());
+}
+
+// ---- MinHash near matching (ChunkInput::min_jaccard) ----
+
+// The texts of near_texts.h: a 400-word text, edits of it (20 edited
+// words leave ~90% of the 3-word shingles shared), an unrelated text.
+std::string Original() { return NearTextOriginal(); }
+std::string EditedText(int edited) { return NearTextEdited(edited); }
+std::string Edited() { return NearTextEdited(20); }
+std::string Unrelated() { return NearTextUnrelated(); }
+
+// A chunk of `text` (its SHA-256 and signature) with SimHash `simhash`:
+// the tests pick SimHashes far apart (kFarA: 32 bits from kFp) so that
+// only Jaccard can match, or close (1 bit) for both.
+ChunkInput SignedChunk(const std::string& id, const std::string& text, uint64_t simhash,
+                       double min_jaccard) {
+  return WithSignature(Chunk(id, text, simhash), text, min_jaccard);
+}
+
+void ExpectJaccardNear(const ChunkOutcome& o, const std::string& url, const std::string& id,
+                       NearMeasure measure, int distance, double at_least) {
+  ExpectDuplicate(o, ChunkVerdict::kNearDuplicate, url, id, distance);
+  EXPECT_EQ(o.measure, measure);
+  EXPECT_GE(o.estimated_jaccard, at_least);
+}
+
+TEST_P(ChunkStoreConformanceTest, JaccardFindsAnEditedChunkHammingMisses) {
+  const double estimate = EstimateJaccard(MinHasher().Sign(Original()), MinHasher().Sign(Edited()));
+  ASSERT_GE(estimate, 0.8);
+  ASSERT_LT(estimate, 0.99);
+  ChunkAnswer a =
+      Claim(chunks(), Doc("https://a/", {SignedChunk("0", Original(), kFp, 0.8)}), T(100));
+  EXPECT_EQ(a.outcomes[0].verdict, ChunkVerdict::kNew);
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round == 0 ? "before reopen" : "after reopen");
+    // min_jaccard 0.8: near by Jaccard alone (SimHash distance 32).
+    ChunkAnswer q = Peek(chunks(), Doc("https://b/", {SignedChunk("0", Edited(), kFarA, 0.8)}));
+    ExpectJaccardNear(q.outcomes[0], "https://a/", "0", NearMeasure::kJaccard, 32, 0.8);
+    EXPECT_DOUBLE_EQ(q.outcomes[0].estimated_jaccard, estimate);
+    EXPECT_EQ(q.outcomes[0].duplicate_simhash, kFp);
+    EXPECT_EQ(q.outcomes[0].first_seen, T(100));
+    // Above the estimate: the candidate is verified and rejected.
+    q = Peek(chunks(), Doc("https://b/", {SignedChunk("0", Edited(), kFarA, 0.99)}));
+    EXPECT_EQ(q.outcomes[0].verdict, ChunkVerdict::kNew);
+    // Off (min_jaccard 0, the default): SimHash only, as before.
+    q = Peek(chunks(), Doc("https://b/", {SignedChunk("0", Edited(), kFarA, 0)}));
+    EXPECT_EQ(q.outcomes[0].verdict, ChunkVerdict::kNew);
+    EXPECT_EQ(q.outcomes[0].measure, NearMeasure::kSimHash);
+    EXPECT_EQ(q.outcomes[0].estimated_jaccard, 0);
+    // Near by both measures: kBoth, at its SimHash distance.
+    q = Peek(chunks(), Doc("https://b/", {SignedChunk("0", Edited(), kFp ^ 1, 0.8)}));
+    ExpectJaccardNear(q.outcomes[0], "https://a/", "0", NearMeasure::kBoth, 1, 0.8);
+    // SimHash-near, Jaccard below the threshold: kSimHash, with the estimate.
+    q = Peek(chunks(), Doc("https://b/", {SignedChunk("0", Edited(), kFp ^ 1, 0.99)}));
+    ExpectJaccardNear(q.outcomes[0], "https://a/", "0", NearMeasure::kSimHash, 1, 0.8);
+    // An unrelated text is not near.
+    q = Peek(chunks(), Doc("https://b/", {SignedChunk("0", Unrelated(), kFarA, 0.8)}));
+    EXPECT_EQ(q.outcomes[0].verdict, ChunkVerdict::kNew);
+    // Exact-only chunks (max_distance -1) ignore min_jaccard.
+    ChunkInput exact_only = SignedChunk("0", Edited(), kFarA, 0.8);
+    exact_only.max_distance = -1;
+    q = Peek(chunks(), Doc("https://b/", {exact_only}));
+    EXPECT_EQ(q.outcomes[0].verdict, ChunkVerdict::kNew);
+    if (round == 0) {
+      ASSERT_OK_AND_ASSIGN(bool reopened, harness().Reopen());
+      if (!reopened) break;
+    }
+  }
+}
+
+TEST_P(ChunkStoreConformanceTest, AnLshCandidateBelowTheThresholdIsRejected) {
+  // A heavier edit that still shares an LSH band with the original (a
+  // candidate the store must verify) but whose estimate is below 0.8.
+  const MinHashSignature original = MinHasher().Sign(Original());
+  MinHashNearIndex lsh;
+  lsh.Insert(0, original);
+  int edited = 0;
+  double estimate = 1;
+  for (int e = 40; e <= 200; e += 4) {
+    const MinHashSignature sig = MinHasher().Sign(EditedText(e));
+    estimate = EstimateJaccard(original, sig);
+    if (estimate < 0.75 && estimate > 0.3 && !lsh.Query(sig).empty()) {
+      edited = e;
+      break;
+    }
+  }
+  ASSERT_NE(edited, 0) << "no edit gives a far LSH candidate";
+  Claim(chunks(), Doc("https://a/", {SignedChunk("0", Original(), kFp, 0.8)}), T(100));
+  ChunkAnswer q =
+      Peek(chunks(), Doc("https://b/", {SignedChunk("0", EditedText(edited), kFarA, 0.8)}));
+  EXPECT_EQ(q.outcomes[0].verdict, ChunkVerdict::kNew) << "estimate " << estimate;
+  // At a threshold it reaches, the same candidate is near: it was found,
+  // and rejected only by its estimate.
+  q = Peek(chunks(), Doc("https://b/", {SignedChunk("0", EditedText(edited), kFarA, estimate)}));
+  ExpectJaccardNear(q.outcomes[0], "https://a/", "0", NearMeasure::kJaccard, 32, estimate);
+}
+
+TEST_P(ChunkStoreConformanceTest, JaccardNearWithinTheDocumentInBothModes) {
+  for (bool claim : {false, true}) {
+    SCOPED_TRACE(claim ? "claim" : "peek");
+    ChunkAnswer a = RunCheck(chunks(),
+                             Doc("https://a/", {SignedChunk("0", Original(), kFp, 0.8),
+                                                SignedChunk("1", Edited(), kFarA, 0.8)}),
+                             claim, T(100));
+    EXPECT_EQ(a.outcomes[0].verdict, ChunkVerdict::kNew);
+    ExpectJaccardNear(a.outcomes[1], "https://a/", "0", NearMeasure::kJaccard, 32, 0.8);
+  }
+  // Recorded: another document's edited copy is near the stored one.
+  ChunkAnswer b = Peek(chunks(), Doc("https://b/", {SignedChunk("0", EditedText(24), kFarB, 0.8)}));
+  EXPECT_EQ(b.outcomes[0].verdict, ChunkVerdict::kNearDuplicate);
+  EXPECT_EQ(b.outcomes[0].measure, NearMeasure::kJaccard);
+}
+
+TEST_P(ChunkStoreConformanceTest, SimHashMatchesWinOverJaccardOnesThenHighestEstimate) {
+  Claim(chunks(), Doc("https://a/", {SignedChunk("0", Original(), kFp, 0.8)}), T(100));
+  Claim(chunks(), Doc("https://b/", {SignedChunk("0", Unrelated(), kFarA, 0.8)}), T(200));
+  // Near the original by Jaccard only, near b's unrelated text by SimHash
+  // only (1 bit): the SimHash match wins, although younger.
+  ChunkAnswer q = Peek(chunks(), Doc("https://q/", {SignedChunk("0", Edited(), kFarA ^ 1, 0.8)}));
+  ExpectDuplicate(q.outcomes[0], ChunkVerdict::kNearDuplicate, "https://b/", "0", 1);
+  EXPECT_EQ(q.outcomes[0].measure, NearMeasure::kSimHash);
+  // Two Jaccard-only candidates: the higher estimate wins over the older.
+  Claim(chunks(), Doc("https://c/", {SignedChunk("0", EditedText(4), kFarB, 0.8)}), T(300));
+  const std::string query = EditedText(8);
+  const MinHashSignature sig = MinHasher().Sign(query);
+  ASSERT_GT(EstimateJaccard(sig, MinHasher().Sign(EditedText(4))),
+            EstimateJaccard(sig, MinHasher().Sign(Original())));
+  q = Peek(chunks(), Doc("https://q/", {SignedChunk("0", query, kFp ^ 0xff00ff, 0.8)}));
+  ExpectJaccardNear(q.outcomes[0], "https://c/", "0", NearMeasure::kJaccard, 16, 0.8);
+}
+
+TEST_P(ChunkStoreConformanceTest, ChunksWithoutSignatureAreFoundBySimHashOnly) {
+  Claim(chunks(), Doc("https://a/", {Chunk("0", Original(), kFp)}), T(100));
+  ChunkAnswer q = Peek(chunks(), Doc("https://b/", {SignedChunk("0", Edited(), kFarA, 0.8)}));
+  EXPECT_EQ(q.outcomes[0].verdict, ChunkVerdict::kNew);
+  // A later signed holder of the same text does not sign the stored text.
+  Claim(chunks(), Doc("https://c/", {SignedChunk("0", Original(), kFp, 0.8)}), T(200));
+  q = Peek(chunks(), Doc("https://b/", {SignedChunk("0", Edited(), kFarA, 0.8)}));
+  EXPECT_EQ(q.outcomes[0].verdict, ChunkVerdict::kNew);
+  q = Peek(chunks(), Doc("https://b/", {SignedChunk("0", Edited(), kFp ^ 1, 0.8)}));
+  ExpectDuplicate(q.outcomes[0], ChunkVerdict::kNearDuplicate, "https://a/", "0", 1);
+  EXPECT_EQ(q.outcomes[0].measure, NearMeasure::kSimHash);
+  EXPECT_EQ(q.outcomes[0].estimated_jaccard, 0);
+}
+
+TEST_P(ChunkStoreConformanceTest, ReplacingTheLastHolderRemovesTheSignature) {
+  Claim(chunks(), Doc("https://a/", {SignedChunk("0", Original(), kFp, 0.8)}), T(100));
+  Claim(chunks(), Doc("https://b/", {SignedChunk("0", Original(), kFp, 0.8)}), T(200));
+  const ChunkDocument query = Doc("https://q/", {SignedChunk("0", Edited(), kFarA, 0.8)});
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round == 0 ? "before reopen" : "after reopen");
+    if (round == 0) {
+      // The owner drops the text: b holds it, and its record (rewritten
+      // with the new owner) keeps the signature.
+      Claim(chunks(), Doc("https://a/", {Chunk("0", "other text", kFarB)}), T(300));
+    } else {
+      ASSERT_OK_AND_ASSIGN(bool reopened, harness().Reopen());
+      if (!reopened) break;
+    }
+    ChunkAnswer q = Peek(chunks(), query);
+    ExpectJaccardNear(q.outcomes[0], "https://b/", "0", NearMeasure::kJaccard, 32, 0.8);
+  }
+  // The last holder drops it: no chunk holds the text, nor its signature.
+  Claim(chunks(), Doc("https://b/", {}), T(400));
+  EXPECT_EQ(Peek(chunks(), query).outcomes[0].verdict, ChunkVerdict::kNew);
+  ASSERT_OK_AND_ASSIGN(bool reopened, harness().Reopen());
+  if (reopened) {
+    EXPECT_EQ(Peek(chunks(), query).outcomes[0].verdict, ChunkVerdict::kNew);
+  }
+}
+
+TEST_P(ChunkStoreConformanceTest, NamespacesNeverSeeEachOthersSignatures) {
+  Claim(chunks(), Doc("https://a/", {SignedChunk("0", Original(), kFp, 0.8)}, "crawl-a"), T(100));
+  ChunkAnswer q =
+      Peek(chunks(), Doc("https://b/", {SignedChunk("0", Edited(), kFarA, 0.8)}, "crawl-a"));
+  EXPECT_EQ(q.outcomes[0].verdict, ChunkVerdict::kNearDuplicate);
+  q = Peek(chunks(), Doc("https://b/", {SignedChunk("0", Edited(), kFarA, 0.8)}, "crawl-b"));
+  EXPECT_EQ(q.outcomes[0].verdict, ChunkVerdict::kNew);
+  q = Peek(chunks(), Doc("https://b/", {SignedChunk("0", Edited(), kFarA, 0.8)}));
+  EXPECT_EQ(q.outcomes[0].verdict, ChunkVerdict::kNew);
+}
+
+TEST_P(ChunkStoreConformanceTest, MinJaccardOutsideZeroToOneIsInvalidAndNamesTheChunk) {
+  for (double bad : {-0.1, 1.5, std::numeric_limits<double>::quiet_NaN()}) {
+    SCOPED_TRACE(bad);
+    ChunkAnswer answer;
+    EXPECT_THAT(chunks().CheckChunks(Doc("https://a/", {SignedChunk("0", Original(), kFp, 0.8),
+                                                        SignedChunk("1", Edited(), kFarA, bad)}),
+                                     true, T(100), &answer),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("chunk 1 (\"1\")"), HasSubstr("min_jaccard"))));
+  }
+  // Nothing was recorded; 0 and 1 are allowed.
+  ChunkAnswer q = Peek(chunks(), Doc("https://b/", {SignedChunk("0", Original(), kFp, 1)}));
+  EXPECT_EQ(q.outcomes[0].verdict, ChunkVerdict::kNew);
+  q = Peek(chunks(), Doc("https://b/", {SignedChunk("0", Original(), kFp, 0)}));
+  EXPECT_EQ(q.outcomes[0].verdict, ChunkVerdict::kNew);
 }
 
 }  // namespace

@@ -9,12 +9,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "core/text/minhash.h"
 #include "core/text/sha256.h"
 #include "gmock/gmock.h"
 #include "storage/document_key.h"
+#include "storage/testing/near_texts.h"
 #include "tests/testing/status_matchers.h"
 
 namespace dedupd::testing {
@@ -815,38 +815,17 @@ TEST_P(ContentStoreConformanceTest, ForgetOfTheClaimsOwnerEndsItsRetries) {
 
 // ---- MinHash near matching (ContentDoc::min_jaccard) ----
 
-// A normalized text of `words` words drawn from a 500-word vocabulary by a
-// fixed generator seeded with `seed`.
-std::vector<std::string> Words(uint64_t seed, int words) {
-  std::vector<std::string> out;
-  uint64_t x = seed;
-  for (int i = 0; i < words; ++i) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    out.push_back(absl::StrCat("w", (x >> 33) % 500));
-  }
-  return out;
-}
-
-std::string Join(const std::vector<std::string>& words) { return absl::StrJoin(words, " "); }
-
 // The 400-word text and the same with 5% of its words (20, one run)
-// replaced: Jaccard of their 3-word shingles ~0.9.
-std::string Original() { return Join(Words(1, 400)); }
-std::string Edited() {
-  std::vector<std::string> w = Words(1, 400);
-  for (int i = 100; i < 120; ++i) w[i] = absl::StrCat("edit", i);
-  return Join(w);
-}
+// replaced: Jaccard of their 3-word shingles ~0.9 (near_texts.h).
+std::string Original() { return NearTextOriginal(); }
+std::string Edited() { return NearTextEdited(20); }
 
 // A doc of `text` (its SHA-256 and signature) with SimHash `simhash`:
 // the tests pick SimHashes far apart (16 bits) so that only Jaccard can
 // match, or close (1 bit) for both.
 ContentDoc SignedDoc(const std::string& url, const std::string& text, uint64_t simhash,
                      double min_jaccard) {
-  ContentDoc d = Doc(url, text, simhash);
-  d.minhash = MinHasher().Sign(text);
-  d.min_jaccard = min_jaccard;
-  return d;
+  return WithSignature(Doc(url, text, simhash), text, min_jaccard);
 }
 
 constexpr uint64_t kFarFp = kFp ^ 0xffff;  // distance 16 from kFp
@@ -883,7 +862,7 @@ TEST_P(ContentStoreConformanceTest, JaccardFindsAnEditedTextHammingMisses) {
     EXPECT_EQ(out[0].near_matches[0].distance, 1);
     EXPECT_GE(out[0].near_matches[0].estimated_jaccard, 0.8);
     // A far text is not near.
-    out = c.Peek({SignedDoc("https://f/", Join(Words(2, 400)), kFarFp, 0.8)});
+    out = c.Peek({SignedDoc("https://f/", NearTextUnrelated(), kFarFp, 0.8)});
     EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
     EXPECT_THAT(out[0].near_matches, IsEmpty());
     // A threshold above the estimate: not near.

@@ -69,6 +69,8 @@ SEEDS = {
     "url_value": b"\x01" + i64(MICROS),
     "url_value_before_epoch": b"\x01" + i64(-5),
     "content_meta": b"\x01" + u32(1) + u32(2) + u32(3) + u64(0x6465647570645348),
+    "content_meta_minhash": b"\x02" + u32(1) + u32(2) + u32(3) + u64(0x6465647570645348)
+    + u32(1) + u64(0x6465647570644D48),
     "content_value": b"\x01" + u32(9) + u64(0xDEADBEEF) + i64(MICROS) + u64(2)
     + b"http://example.com/owner",
     "content_value_claimed": b"\x02" + u32(9) + u64(0xDEADBEEF) + i64(MICROS) + u64(2)
@@ -97,6 +99,8 @@ SEEDS = {
     "text_by_id_key": b"\x05\x05" + u32(3),
     "text_by_id_value": b"\x03" + SHA + u64(99) + u64(2) + i64(MICROS) + u32(9)
     + b"http://a/" + b"c\x00",
+    "text_by_id_value_minhash": b"\x04" + SHA + u64(99) + bytes(range(128)) + u64(2)
+    + i64(MICROS) + u32(9) + b"http://a/" + b"c",
     "text_by_id_value_no_holders": b"\x03" + SHA + u64(99) + u64(0) + i64(MICROS) + u32(1)
     + b"u" + b"c",
 }

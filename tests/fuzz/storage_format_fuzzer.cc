@@ -368,6 +368,11 @@ void EncodeContentMeta(FuzzedDataProvider& p, absl::string_view in) {
   meta.simhash_version = p.ConsumeIntegral<uint32_t>();
   meta.shingle_words = p.ConsumeIntegral<uint32_t>();
   meta.simhash_seed = p.ConsumeIntegral<uint64_t>();
+  if (p.ConsumeBool()) {  // version 2; else version 1, without MinHash fields
+    meta.minhash_version =
+        p.ConsumeIntegralInRange<uint32_t>(1, std::numeric_limits<uint32_t>::max());
+    meta.minhash_seed = p.ConsumeIntegral<uint64_t>();
+  }
   absl::StatusOr<fmt::ContentMeta> back = fmt::DecodeContentMeta(fmt::EncodeContentMeta(meta));
   if (!back.ok() || !(*back == meta)) Fail("encode content meta: no round trip", in);
 }
@@ -556,11 +561,17 @@ void EncodeChunkTextById(FuzzedDataProvider& p, absl::string_view in) {
   v.owner_added = Truncated(FuzzTime(p));
   v.owner_url = FuzzBytes(p, /*non_empty=*/true);
   v.owner_chunk_id = FuzzBytes(p, /*non_empty=*/true);
+  if (p.ConsumeBool()) {
+    dedupd::MinHashSignature sig;
+    for (uint8_t& slot : sig) slot = p.ConsumeIntegral<uint8_t>();
+    v.minhash = sig;
+  }
   absl::StatusOr<fmt::ChunkTextByIdValue> back =
       fmt::DecodeChunkTextByIdValue(fmt::EncodeChunkTextByIdValue(v));
   if (!back.ok() || back->sha256 != v.sha256 || back->simhash != v.simhash ||
       back->holders != v.holders || back->owner_added != v.owner_added ||
-      back->owner_url != v.owner_url || back->owner_chunk_id != v.owner_chunk_id) {
+      back->owner_url != v.owner_url || back->owner_chunk_id != v.owner_chunk_id ||
+      back->minhash != v.minhash) {
     Fail("encode chunk text by id: no round trip", in);
   }
 }
