@@ -2,6 +2,8 @@
 // short-chunk rule, duplicates within a request and across documents,
 // re-sent documents, peek.
 #include <fstream>
+#include <iostream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -372,6 +374,59 @@ TEST_F(ChunkEngineTest, ShortChunksUseTheStricterRule) {
   req.set_max_hamming_distance(1);
   v1::CheckChunksResponse c = Check(req);
   EXPECT_EQ(c.results(0).applied_max_hamming_distance(), ChunkNearDistance(2, 1));
+}
+
+// Two words of an 80-word chunk replaced (Jaccard ~0.86): SimHash moves
+// beyond the distance, MinHash (on by default at 0.8) finds it, and says so.
+TEST_F(ChunkEngineTest, ChunkEditsBeyondTheDistanceAreFoundByJaccard) {
+  const std::vector<std::string> words = SplitWords(ReadTestdata("python_policy_packaging.txt"));
+  ASSERT_GT(words.size(), 300u) << "missing testdata";
+  std::vector<std::string> edited_words(words.begin() + 100, words.begin() + 180);
+  const std::string chunk = absl::StrJoin(edited_words, " ");
+  edited_words[20] = "zqone";
+  edited_words[60] = "zqtwo";
+  const std::string edited = absl::StrJoin(edited_words, " ");
+  ASSERT_EQ(Check("https://docs.example/a", {chunk}).results(0).verdict(), v1::CHUNK_VERDICT_NEW);
+
+  v1::CheckChunksResponse r = Check("https://docs.example/b", {edited}, v1::CLAIM_MODE_PEEK);
+  const v1::ChunkResult& near = r.results(0);
+  std::cout << "two words of 80: SimHash distance " << near.distance() << ", estimated Jaccard "
+            << near.estimated_jaccard() << "\n";
+  ASSERT_EQ(near.verdict(), v1::CHUNK_VERDICT_NEAR_DUPLICATE);
+  EXPECT_EQ(near.applied_min_jaccard(), 0.8);
+  EXPECT_EQ(near.duplicate_of_document_url(), "https://docs.example/a");
+  EXPECT_GE(near.estimated_jaccard(), 0.8);
+  EXPECT_LT(near.estimated_jaccard(), 1);
+  EXPECT_EQ(near.near_measure(),
+            near.distance() > 3 ? v1::NEAR_MEASURE_JACCARD : v1::NEAR_MEASURE_BOTH);
+
+  // A threshold the estimate does not reach leaves SimHash alone.
+  v1::CheckChunksRequest strict = Request("https://docs.example/b", {edited}, v1::CLAIM_MODE_PEEK);
+  strict.set_min_jaccard(1);
+  v1::CheckChunksResponse s = Check(strict);
+  EXPECT_EQ(s.results(0).applied_min_jaccard(), 1);
+  if (near.distance() > 3) {
+    EXPECT_EQ(s.results(0).verdict(), v1::CHUNK_VERDICT_NEW);
+  }
+}
+
+TEST_F(ChunkEngineTest, BadMinJaccardFailsTheRequestNamingTheFloor) {
+  for (double j : {0.0, 0.5, 1.5, std::numeric_limits<double>::quiet_NaN()}) {
+    v1::CheckChunksRequest r = Request("https://docs.example/a", {"a chunk of text"});
+    r.set_min_jaccard(j);
+    v1::CheckChunksResponse response;
+    absl::Status st = engine_.CheckChunks(r, &response);
+    EXPECT_THAT(st, StatusIs(absl::StatusCode::kInvalidArgument)) << j;
+    EXPECT_THAT(st.message(), HasSubstr("--min_jaccard_floor")) << j;
+  }
+}
+
+TEST_F(ChunkEngineTest, ShortChunksAreNotMatchedByMinHash) {
+  v1::CheckChunksResponse r =
+      Check("https://docs.example/a",
+            {"seven words are too few here", "eight words are enough for a signature here"});
+  EXPECT_EQ(r.results(0).applied_min_jaccard(), 0);
+  EXPECT_EQ(r.results(1).applied_min_jaccard(), 0.8);
 }
 
 }  // namespace

@@ -602,6 +602,9 @@ absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
   absl::StatusOr<int> distance = ResolveDistance(request.has_max_hamming_distance(),
                                                  request.max_hamming_distance(), index_limit);
   if (!distance.ok()) return distance.status();
+  DEDUPD_ASSIGN_OR_RETURN(const double min_jaccard,
+                          ResolveMinJaccard(request.has_min_jaccard(), request.min_jaccard(),
+                                            options_.chunk_min_jaccard));
   response->Clear();
   if (IsDocumentIdKey(document_key)) {
     response->set_document_id(request.document_id());
@@ -656,7 +659,13 @@ absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
     result->set_simhash(fp->simhash);
     const int applied = ChunkNearDistance(fp->words, *distance);
     result->set_applied_max_hamming_distance(applied);
-    doc.chunks.push_back({std::move(id), fp->sha256, fp->simhash, applied});
+    ChunkInput chunk{std::move(id), fp->sha256, fp->simhash, applied};
+    chunk.min_jaccard = MinHashNearThreshold(fp->words, min_jaccard);
+    result->set_applied_min_jaccard(chunk.min_jaccard);
+    // Every chunk long enough to be found by MinHash keeps its signature,
+    // whatever this request's threshold, so later requests can find it.
+    if (fp->words >= kMinWordsForNearMatch) chunk.minhash = fp->minhash;
+    doc.chunks.push_back(std::move(chunk));
     chunk_item.push_back(i);
   }
   if (doc.chunks.empty()) return absl::OkStatus();
@@ -682,6 +691,10 @@ absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
       result->set_duplicate_of_chunk_id(o.duplicate_chunk_id);
       result->set_duplicate_of_simhash(o.duplicate_simhash);
       result->set_distance(static_cast<uint32_t>(o.distance));
+      if (o.verdict == ChunkVerdict::kNearDuplicate) {
+        result->set_estimated_jaccard(o.estimated_jaccard);
+        result->set_near_measure(ToProto(o.measure));
+      }
     }
     if (o.first_seen != absl::InfinitePast()) {
       *result->mutable_first_seen_time() =
