@@ -176,6 +176,97 @@ TEST(LshIndexTest, MatchesBruteForceThroughInsertsAndErases) {
   check(5);
 }
 
+// Query answers of `a` and `b` for every 5th stored signature, a near
+// duplicate of it and a random signature.
+void ExpectSameAnswers(const LshIndex& a, const LshIndex& b,
+                       const std::vector<MinHashSignature>& sigs, SplitMixRng& rng) {
+  std::vector<uint32_t> got_a, got_b;
+  for (size_t i = 0; i < sigs.size(); i += 5) {
+    const MinHashSignature& stored = sigs[i];
+    for (const MinHashSignature& q : {stored, Similar(stored, 0.7, rng), RandomSignature(rng)}) {
+      a.Query(q, &got_a);
+      b.Query(q, &got_b);
+      ASSERT_EQ(got_a, got_b);
+    }
+  }
+}
+
+// BulkInsert answers as one-by-one Insert, on an empty index and on one
+// holding entries already, with small buckets (2^4 per band: ~750
+// entries each) and many equal band keys (slots of 16 values, 3 rows);
+// and so does every Erase after it.
+TEST(LshIndexTest, BulkInsertAnswersAsInsert) {
+  SplitMixRng rng(5);
+  const int bands = 42, rows = 3, bucket_bits = 4;
+  std::vector<MinHashSignature> sigs;
+  std::vector<LshIndex::Entry> entries;
+  LshIndex one_by_one(bands, rows, bucket_bits);
+  for (uint32_t i = 0; i < 12000; ++i) {
+    sigs.push_back(RandomSignature(rng));
+    for (uint8_t& v : sigs.back()) v &= 15;
+    entries.push_back({sigs.back(), i});
+    ASSERT_TRUE(one_by_one.Insert(sigs.back(), i));
+  }
+  LshIndex bulk(bands, rows, bucket_bits);
+  bulk.BulkInsert(entries);
+  LshIndex mixed(bands, rows, bucket_bits);  // a third by Insert, the rest in two bulks
+  for (uint32_t i = 0; i < 4000; ++i) ASSERT_TRUE(mixed.Insert(sigs[i], i));
+  mixed.BulkInsert(absl::MakeConstSpan(entries).subspan(4000, 6000));
+  mixed.BulkInsert(absl::MakeConstSpan(entries).subspan(10000));
+  EXPECT_EQ(bulk.size(), 12000u);
+  EXPECT_EQ(mixed.size(), 12000u);
+  ExpectSameAnswers(one_by_one, bulk, sigs, rng);
+  ExpectSameAnswers(one_by_one, mixed, sigs, rng);
+  // A bulk-inserted pair is stored: Insert of it is a no-op.
+  EXPECT_FALSE(bulk.Insert(sigs[123], 123));
+
+  std::vector<uint32_t> order(sigs.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.Below(i)]);
+  for (size_t i = 0; i < order.size(); ++i) {
+    ASSERT_TRUE(one_by_one.Erase(sigs[order[i]], order[i]));
+    ASSERT_TRUE(bulk.Erase(sigs[order[i]], order[i]));
+    ASSERT_TRUE(mixed.Erase(sigs[order[i]], order[i]));
+    if (i == order.size() / 2) {
+      ExpectSameAnswers(one_by_one, bulk, sigs, rng);
+      ExpectSameAnswers(one_by_one, mixed, sigs, rng);
+    }
+  }
+  EXPECT_EQ(bulk.size(), 0u);
+  EXPECT_EQ(bulk.MemoryBytes(), LshIndex(bands, rows, bucket_bits).MemoryBytes());
+  EXPECT_THAT(bulk.Query(sigs[0]), IsEmpty());
+}
+
+// The default layout, near duplicates planted among random signatures:
+// the same candidate sets either way, the planted sources among them.
+TEST(LshIndexTest, BulkInsertFindsWhatInsertFinds) {
+  SplitMixRng rng(6);
+  std::vector<MinHashSignature> sigs;
+  std::vector<LshIndex::Entry> entries;
+  LshIndex one_by_one(18, 7, /*bucket_bits=*/8);
+  for (uint32_t i = 0; i < 20000; ++i) {
+    // Every fourth a near duplicate of an earlier one.
+    sigs.push_back(i % 4 == 3 ? Similar(sigs[rng.Below(i)], 0.9, rng) : RandomSignature(rng));
+    entries.push_back({sigs.back(), i});
+    one_by_one.Insert(sigs.back(), i);
+  }
+  LshIndex bulk(18, 7, /*bucket_bits=*/8);
+  bulk.BulkInsert(entries);
+  ExpectSameAnswers(one_by_one, bulk, sigs, rng);
+  EXPECT_THAT(bulk.Query(sigs[3]), ::testing::Contains(3u));
+  // Exact capacities: less memory than one-by-one growth.
+  EXPECT_LT(bulk.MemoryBytes(), one_by_one.MemoryBytes());
+}
+
+TEST(LshIndexTest, EmptyBulkInsert) {
+  LshIndex index;
+  const size_t empty = index.MemoryBytes();
+  index.BulkInsert({});
+  EXPECT_EQ(index.size(), 0u);
+  EXPECT_EQ(index.MemoryBytes(), empty);
+  EXPECT_THAT(index.Query(MinHashSignature{}), IsEmpty());
+}
+
 // Recall of planted near duplicates against the S-curve: for each
 // similarity j, the share of queries whose source is a candidate is
 // within 4 binomial standard deviations of
