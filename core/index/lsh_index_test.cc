@@ -209,10 +209,14 @@ TEST(LshIndexTest, BulkInsertAnswersAsInsert) {
   }
   LshIndex bulk(bands, rows, bucket_bits);
   bulk.BulkInsert(entries);
-  LshIndex mixed(bands, rows, bucket_bits);  // a third by Insert, the rest in two bulks
+  // A third by Insert, half sorted in one bulk, the rest in bulks small
+  // enough to be appended one by one (of 1,000 entries and of 1).
+  LshIndex mixed(bands, rows, bucket_bits);
   for (uint32_t i = 0; i < 4000; ++i) ASSERT_TRUE(mixed.Insert(sigs[i], i));
-  mixed.BulkInsert(absl::MakeConstSpan(entries).subspan(4000, 6000));
-  mixed.BulkInsert(absl::MakeConstSpan(entries).subspan(10000));
+  const absl::Span<const LshIndex::Entry> all(entries);
+  mixed.BulkInsert(all.subspan(4000, 6000));
+  mixed.BulkInsert(all.subspan(10000, 1000));
+  for (size_t i = 11000; i < all.size(); ++i) mixed.BulkInsert(all.subspan(i, 1));
   EXPECT_EQ(bulk.size(), 12000u);
   EXPECT_EQ(mixed.size(), 12000u);
   ExpectSameAnswers(one_by_one, bulk, sigs, rng);
