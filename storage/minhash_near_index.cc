@@ -30,7 +30,9 @@ void MinHashNearIndex::Insert(uint32_t id, const MinHashSignature& sig) {
     return;
   }
   entries_.push_back({sig, id});
-  lsh_->Insert(sig, id);
+  // The id was not stored (positions_ says so): BulkInsert's REQUIRES
+  // holds, and it skips Insert's scan of every band's bucket for the pair.
+  lsh_->BulkInsert({&entries_.back(), 1});
   if (lsh_->bucket_bits() < kMaxBucketBits && entries_.size() > kGrowTextsPerBucket
                                                                     << lsh_->bucket_bits()) {
     RebuildLocked();
