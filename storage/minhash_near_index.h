@@ -105,7 +105,8 @@ class MinHashNearIndex {
   int bucket_bits() const;
 
   // Heap bytes held: the LshIndex (LshIndex::MemoryBytes), the signatures
-  // (132 bytes per text at capacity) and the id map (9 bytes per slot).
+  // and ids (132 bytes per text; capacity grows by 1/8 on Insert) and the
+  // id map (9 bytes per slot, up to twice the texts).
   size_t MemoryBytes() const;
 
  private:
