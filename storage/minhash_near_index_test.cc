@@ -13,6 +13,7 @@
 #include "core/text/splitmix64.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/minhash_signatures.h"
 
 namespace dedupd {
 namespace {
@@ -22,28 +23,14 @@ using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
-MinHashSignature RandomSignature(SplitMixRng& rng) {
-  MinHashSignature s;
-  for (uint8_t& v : s) v = static_cast<uint8_t>(rng.Next());
-  return s;
-}
-
-// `base` with each slot kept with probability `j`, else redrawn.
-MinHashSignature Similar(const MinHashSignature& base, double j, SplitMixRng& rng) {
-  MinHashSignature s = base;
-  for (uint8_t& v : s) {
-    if (rng.Unit() >= j) v = static_cast<uint8_t>(rng.Next());
-  }
-  return s;
-}
-
 // n signatures, every fourth a near duplicate (j = 0.9) of an earlier one,
 // with ids first_id, first_id + 1, ...
 std::vector<LshIndex::Entry> Corpus(size_t n, uint32_t first_id, SplitMixRng& rng) {
   std::vector<LshIndex::Entry> entries;
   for (size_t i = 0; i < n; ++i) {
-    const MinHashSignature sig = i % 4 == 3 ? Similar(entries[rng.Below(i)].signature, 0.9, rng)
-                                            : RandomSignature(rng);
+    const MinHashSignature sig = i % 4 == 3
+                                     ? SimilarSignature(entries[rng.Below(i)].signature, 0.9, rng)
+                                     : RandomSignature(rng);
     entries.push_back({sig, first_id + static_cast<uint32_t>(i)});
   }
   return entries;
@@ -59,7 +46,7 @@ void ExpectAnswersAsInserted(const MinHashNearIndex& near,
   for (const LshIndex::Entry& e : stored) reference.Insert(e.signature, e.id);
   for (size_t i = 0; i < queries.size(); i += 3) {
     const MinHashSignature& sig = queries[i].signature;
-    for (const MinHashSignature& q : {sig, Similar(sig, 0.7, rng), RandomSignature(rng)}) {
+    for (const MinHashSignature& q : {sig, SimilarSignature(sig, 0.7, rng), RandomSignature(rng)}) {
       ASSERT_EQ(near.Query(q), reference.Query(q));
     }
   }

@@ -29,6 +29,7 @@
 #include "absl/base/attributes.h"
 #include "common/check.h"
 #include "core/text/splitmix64.h"
+#include "core/text/stable_hash.h"  // Load64
 
 namespace dedupd {
 namespace {
@@ -56,16 +57,6 @@ constexpr size_t kSortedInsertEntries = 1024;
 // per entry of temporary memory.
 constexpr int kBandsPerPass = 6;
 
-// The little-endian 64-bit integer of p[0..7].
-inline uint64_t LoadLittleEndian64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, sizeof(v));
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap64(v);
-#endif
-  return v;
-}
-
 // The low `bytes` bytes of v; REQUIRES: 1 <= bytes <= 8.
 inline uint64_t LowBytes(uint64_t v, int bytes) {
   return bytes == 8 ? v : v & ((uint64_t{1} << (8 * bytes)) - 1);
@@ -81,8 +72,8 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline uint32_t BandKeyOf(const MinHashSignature& s
   const uint8_t* p = sig.data() + offset;
   uint64_t lo = 0, hi = 0;
   if (offset + 16 <= sig.size()) {
-    lo = LowBytes(LoadLittleEndian64(p), std::min(rows, 8));
-    if (rows > 8) hi = LowBytes(LoadLittleEndian64(p + 8), rows - 8);
+    lo = LowBytes(stable_hash_internal::Load64(p), std::min(rows, 8));
+    if (rows > 8) hi = LowBytes(stable_hash_internal::Load64(p + 8), rows - 8);
   } else {
     for (int i = 0; i < rows && i < 8; ++i) lo |= uint64_t{p[i]} << (8 * i);
     for (int i = 8; i < rows; ++i) hi |= uint64_t{p[i]} << (8 * (i - 8));

@@ -16,29 +16,13 @@
 #include "core/text/splitmix64.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/minhash_signatures.h"
 
 namespace dedupd {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-
-MinHashSignature RandomSignature(SplitMixRng& rng) {
-  MinHashSignature s;
-  for (uint8_t& v : s) v = static_cast<uint8_t>(rng.Next());
-  return s;
-}
-
-// `base` with each slot kept with probability `j`, else redrawn: slots
-// then agree with probability j + (1 - j) / 256, as those of two texts of
-// Jaccard similarity j do.
-MinHashSignature Similar(const MinHashSignature& base, double j, SplitMixRng& rng) {
-  MinHashSignature s = base;
-  for (uint8_t& v : s) {
-    if (rng.Unit() >= j) v = static_cast<uint8_t>(rng.Next());
-  }
-  return s;
-}
 
 // Whether a and b share all rows of some band: the brute-force answer.
 bool ShareABand(const MinHashSignature& a, const MinHashSignature& b, int bands, int rows) {
@@ -114,7 +98,7 @@ TEST(LshIndexTest, InsertQueryErase) {
   EXPECT_TRUE(index.Insert(b, 3));
   EXPECT_EQ(index.size(), 2u);
   EXPECT_THAT(index.Query(a), ElementsAre(7));
-  EXPECT_THAT(index.Query(Similar(a, 0.95, rng)), ElementsAre(7));
+  EXPECT_THAT(index.Query(SimilarSignature(a, 0.95, rng)), ElementsAre(7));
   EXPECT_THAT(index.Query(RandomSignature(rng)), IsEmpty());
   // Two ids with one signature (two texts with the same shingle set):
   // both are candidates, ascending, each once although all bands match.
@@ -183,7 +167,8 @@ void ExpectSameAnswers(const LshIndex& a, const LshIndex& b,
   std::vector<uint32_t> got_a, got_b;
   for (size_t i = 0; i < sigs.size(); i += 5) {
     const MinHashSignature& stored = sigs[i];
-    for (const MinHashSignature& q : {stored, Similar(stored, 0.7, rng), RandomSignature(rng)}) {
+    for (const MinHashSignature& q :
+         {stored, SimilarSignature(stored, 0.7, rng), RandomSignature(rng)}) {
       a.Query(q, &got_a);
       b.Query(q, &got_b);
       ASSERT_EQ(got_a, got_b);
@@ -250,7 +235,8 @@ TEST(LshIndexTest, BulkInsertFindsWhatInsertFinds) {
   LshIndex one_by_one(18, 7, /*bucket_bits=*/8);
   for (uint32_t i = 0; i < 20000; ++i) {
     // Every fourth a near duplicate of an earlier one.
-    sigs.push_back(i % 4 == 3 ? Similar(sigs[rng.Below(i)], 0.9, rng) : RandomSignature(rng));
+    sigs.push_back(i % 4 == 3 ? SimilarSignature(sigs[rng.Below(i)], 0.9, rng)
+                              : RandomSignature(rng));
     entries.push_back({sigs.back(), i});
     one_by_one.Insert(sigs.back(), i);
   }
@@ -289,7 +275,7 @@ TEST(LshIndexTest, RecallFollowsTheSCurve) {
     int found = 0;
     for (int t = 0; t < trials; ++t) {
       const uint32_t source = static_cast<uint32_t>(rng.Below(stored.size()));
-      const MinHashSignature q = Similar(stored[source], j, rng);
+      const MinHashSignature q = SimilarSignature(stored[source], j, rng);
       const std::vector<uint32_t> ids = index.Query(q);
       found += std::binary_search(ids.begin(), ids.end(), source);
       // Brute force agrees on the source.
