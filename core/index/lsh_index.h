@@ -58,9 +58,10 @@ double LshCandidateProbability(int bands, int rows, double s);
 // the 32-bit id; the top bits select one of 2^bucket_bits buckets) plus up
 // to 1/16 growth slack after Insert (none after BulkInsert), 8 bytes per
 // bucket, and one allocation per non-empty bucket (8 bytes of head, 16 of
-// allocator overhead counted). Default layout: 116 bytes per entry at 10^7
-// entries, 159 at 10^6 (117 there with bucket_bits 13) (MemoryBytes;
-// docs/minhash.md). Signatures are not held.
+// allocator overhead counted). Default layout, one-by-one Insert: 116
+// bytes per entry at 10^7 entries, 159 at 10^6 (117 there with
+// bucket_bits 13); BulkInsert: 112 at 10^7, 113 at 10^6 with bucket_bits
+// 13 (MemoryBytes; docs/minhash.md). Signatures are not held.
 class LshIndex {
  public:
   // The default layout, for a Jaccard threshold of 0.8: candidate
@@ -99,7 +100,8 @@ class LshIndex {
   // 2^bucket_bits buckets. A bucket costs 8 bytes, and 32 more (its
   // allocation's head and malloc overhead) when it is not empty, so the
   // best bucket_bits is about log2(expected entries / 100): 16 (the
-  // default) from ~5 * 10^6 entries; 10 for 10^5. Fewer bits also mean
+  // default) from ~6.5 * 10^6 entries; 10 for 10^5 (the store's
+  // MinHashNearIndex::BucketBitsFor picks it so). Fewer bits also mean
   // fewer key bits compared: a random entry shares a band's bucket and
   // 16-bit key with probability 2^-(16 + bucket_bits).
   // REQUIRES: IsValidLayout(bands, rows); kMinBucketBits <= bucket_bits <=
