@@ -13,7 +13,8 @@
 //
 // Example:
 //   LshIndex index;                        // 18 bands x 7 rows
-//   index.Insert(minhasher.Sign(page_a), /*id=*/1);
+//   index.BulkInsert(entries_from_the_store);  // startup load
+//   index.Insert(minhasher.Sign(page_a), /*id=*/1);  // online
 //   std::vector<uint32_t> ids = index.Query(minhasher.Sign(page_b));
 //   for (uint32_t id : ids) {
 //     if (EstimateJaccard(stored_signature(id), sig_b) >= 0.8) { /* near */ }
@@ -26,6 +27,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "core/text/minhash.h"
 
 namespace dedupd {
@@ -48,17 +50,18 @@ double LshCandidateProbability(int bands, int rows, double s);
 //
 // Thread safety: thread-compatible, not internally synchronized. Const
 // methods (Query, size, MemoryBytes) may run concurrently with each
-// other; Insert and Erase need exclusive access. The store guards it with
-// a reader/writer lock (shared for Query, exclusive for Insert/Erase),
-// as it guards its other per-namespace state.
+// other; Insert, BulkInsert and Erase need exclusive access. The store
+// guards it with a reader/writer lock (shared for Query, exclusive for
+// the others), as it guards its other per-namespace state.
 //
 // Memory: per band, 6 bytes per entry (the low 16 bits of the band key and
 // the 32-bit id; the top bits select one of 2^bucket_bits buckets) plus up
-// to 1/16 growth slack, 8 bytes per bucket, and one allocation per
-// non-empty bucket (8 bytes of head, 16 of allocator overhead counted).
-// Default layout: 116 bytes per entry at 10^7 entries, 159 at 10^6 (117
-// there with bucket_bits 13) (MemoryBytes; docs/minhash.md). Signatures
-// are not held.
+// to 1/16 growth slack after Insert (none after BulkInsert), 8 bytes per
+// bucket, and one allocation per non-empty bucket (8 bytes of head, 16 of
+// allocator overhead counted). Default layout, one-by-one Insert: 116
+// bytes per entry at 10^7 entries, 159 at 10^6 (117 there with
+// bucket_bits 13); BulkInsert: 112 at 10^7, 113 at 10^6 with bucket_bits
+// 13 (MemoryBytes; docs/minhash.md). Signatures are not held.
 class LshIndex {
  public:
   // The default layout, for a Jaccard threshold of 0.8: candidate
@@ -97,7 +100,8 @@ class LshIndex {
   // 2^bucket_bits buckets. A bucket costs 8 bytes, and 32 more (its
   // allocation's head and malloc overhead) when it is not empty, so the
   // best bucket_bits is about log2(expected entries / 100): 16 (the
-  // default) from ~5 * 10^6 entries; 10 for 10^5. Fewer bits also mean
+  // default) from ~6.5 * 10^6 entries; 10 for 10^5 (the store's
+  // MinHashNearIndex::BucketBitsFor picks it so). Fewer bits also mean
   // fewer key bits compared: a random entry shares a band's bucket and
   // 16-bit key with probability 2^-(16 + bucket_bits).
   // REQUIRES: IsValidLayout(bands, rows); kMinBucketBits <= bucket_bits <=
@@ -109,10 +113,36 @@ class LshIndex {
   LshIndex& operator=(const LshIndex&) = delete;
   ~LshIndex();
 
+  // One (signature, id) pair: what BulkInsert takes. 132 bytes.
+  struct Entry {
+    MinHashSignature signature;
+    uint32_t id;
+  };
+
   // Insert stores (sig, id); returns false (and changes nothing) when the
   // pair is already stored. O(bands * m), m the entries of one bucket:
   // about size() / 2^bucket_bits.
   bool Insert(const MinHashSignature& sig, uint32_t id);
+
+  // BulkInsert stores every entry of `entries`: afterwards the index
+  // answers every Query as if each had been Insert-ed (on an empty index
+  // or one already holding entries), but without Insert's scan for a
+  // stored pair. It sorts the entries by bucket, band by band (a two-pass
+  // radix sort), grows each bucket that receives entries once to its exact
+  // new size (no growth slack) and fills it. O(bands * (entries.size() +
+  // 2^bucket_bits)); reads every signature once per 6 bands; 36 bytes per
+  // entry of temporary memory (360 MB for 10^7). Fewer than 1,024 entries
+  // are appended one at a time, with Insert's growth slack but not its
+  // scan: an Insert for a caller that knows the pair is new.
+  // REQUIRES: no pair of `entries` is stored already or listed twice
+  // (distinct ids that are not stored suffice). Not checked: such a pair
+  // is kept twice, and while Query still returns its id once, size()
+  // counts it twice and Erase removes one copy per call.
+  // Example:
+  //   std::vector<LshIndex::Entry> entries = ...;  // read from the store
+  //   LshIndex index(18, 7, /*bucket_bits=*/16);
+  //   index.BulkInsert(entries);  // 10^7 entries: see docs/minhash.md
+  void BulkInsert(absl::Span<const Entry> entries);
 
   // Erase removes (sig, id); returns true when it was stored. `sig` must be
   // the signature the id was inserted with. Same cost as Insert.

@@ -16,29 +16,13 @@
 #include "core/text/splitmix64.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/minhash_signatures.h"
 
 namespace dedupd {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-
-MinHashSignature RandomSignature(SplitMixRng& rng) {
-  MinHashSignature s;
-  for (uint8_t& v : s) v = static_cast<uint8_t>(rng.Next());
-  return s;
-}
-
-// `base` with each slot kept with probability `j`, else redrawn: slots
-// then agree with probability j + (1 - j) / 256, as those of two texts of
-// Jaccard similarity j do.
-MinHashSignature Similar(const MinHashSignature& base, double j, SplitMixRng& rng) {
-  MinHashSignature s = base;
-  for (uint8_t& v : s) {
-    if (rng.Unit() >= j) v = static_cast<uint8_t>(rng.Next());
-  }
-  return s;
-}
 
 // Whether a and b share all rows of some band: the brute-force answer.
 bool ShareABand(const MinHashSignature& a, const MinHashSignature& b, int bands, int rows) {
@@ -114,7 +98,7 @@ TEST(LshIndexTest, InsertQueryErase) {
   EXPECT_TRUE(index.Insert(b, 3));
   EXPECT_EQ(index.size(), 2u);
   EXPECT_THAT(index.Query(a), ElementsAre(7));
-  EXPECT_THAT(index.Query(Similar(a, 0.95, rng)), ElementsAre(7));
+  EXPECT_THAT(index.Query(SimilarSignature(a, 0.95, rng)), ElementsAre(7));
   EXPECT_THAT(index.Query(RandomSignature(rng)), IsEmpty());
   // Two ids with one signature (two texts with the same shingle set):
   // both are candidates, ascending, each once although all bands match.
@@ -176,6 +160,103 @@ TEST(LshIndexTest, MatchesBruteForceThroughInsertsAndErases) {
   check(5);
 }
 
+// Query answers of `a` and `b` for every 5th stored signature, a near
+// duplicate of it and a random signature.
+void ExpectSameAnswers(const LshIndex& a, const LshIndex& b,
+                       const std::vector<MinHashSignature>& sigs, SplitMixRng& rng) {
+  std::vector<uint32_t> got_a, got_b;
+  for (size_t i = 0; i < sigs.size(); i += 5) {
+    const MinHashSignature& stored = sigs[i];
+    for (const MinHashSignature& q :
+         {stored, SimilarSignature(stored, 0.7, rng), RandomSignature(rng)}) {
+      a.Query(q, &got_a);
+      b.Query(q, &got_b);
+      ASSERT_EQ(got_a, got_b);
+    }
+  }
+}
+
+// BulkInsert answers as one-by-one Insert, on an empty index and on one
+// holding entries already, with small buckets (2^4 per band: ~750
+// entries each) and many equal band keys (slots of 16 values, 3 rows);
+// and so does every Erase after it.
+TEST(LshIndexTest, BulkInsertAnswersAsInsert) {
+  SplitMixRng rng(5);
+  const int bands = 42, rows = 3, bucket_bits = 4;
+  std::vector<MinHashSignature> sigs;
+  std::vector<LshIndex::Entry> entries;
+  LshIndex one_by_one(bands, rows, bucket_bits);
+  for (uint32_t i = 0; i < 12000; ++i) {
+    sigs.push_back(RandomSignature(rng));
+    for (uint8_t& v : sigs.back()) v &= 15;
+    entries.push_back({sigs.back(), i});
+    ASSERT_TRUE(one_by_one.Insert(sigs.back(), i));
+  }
+  LshIndex bulk(bands, rows, bucket_bits);
+  bulk.BulkInsert(entries);
+  // A third by Insert, half sorted in one bulk, the rest in bulks small
+  // enough to be appended one by one (of 1,000 entries and of 1).
+  LshIndex mixed(bands, rows, bucket_bits);
+  for (uint32_t i = 0; i < 4000; ++i) ASSERT_TRUE(mixed.Insert(sigs[i], i));
+  const absl::Span<const LshIndex::Entry> all(entries);
+  mixed.BulkInsert(all.subspan(4000, 6000));
+  mixed.BulkInsert(all.subspan(10000, 1000));
+  for (size_t i = 11000; i < all.size(); ++i) mixed.BulkInsert(all.subspan(i, 1));
+  EXPECT_EQ(bulk.size(), 12000u);
+  EXPECT_EQ(mixed.size(), 12000u);
+  ExpectSameAnswers(one_by_one, bulk, sigs, rng);
+  ExpectSameAnswers(one_by_one, mixed, sigs, rng);
+  // A bulk-inserted pair is stored: Insert of it is a no-op.
+  EXPECT_FALSE(bulk.Insert(sigs[123], 123));
+
+  std::vector<uint32_t> order(sigs.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.Below(i)]);
+  for (size_t i = 0; i < order.size(); ++i) {
+    ASSERT_TRUE(one_by_one.Erase(sigs[order[i]], order[i]));
+    ASSERT_TRUE(bulk.Erase(sigs[order[i]], order[i]));
+    ASSERT_TRUE(mixed.Erase(sigs[order[i]], order[i]));
+    if (i == order.size() / 2) {
+      ExpectSameAnswers(one_by_one, bulk, sigs, rng);
+      ExpectSameAnswers(one_by_one, mixed, sigs, rng);
+    }
+  }
+  EXPECT_EQ(bulk.size(), 0u);
+  EXPECT_EQ(bulk.MemoryBytes(), LshIndex(bands, rows, bucket_bits).MemoryBytes());
+  EXPECT_THAT(bulk.Query(sigs[0]), IsEmpty());
+}
+
+// The default layout, near duplicates planted among random signatures:
+// the same candidate sets either way, the planted sources among them.
+TEST(LshIndexTest, BulkInsertFindsWhatInsertFinds) {
+  SplitMixRng rng(6);
+  std::vector<MinHashSignature> sigs;
+  std::vector<LshIndex::Entry> entries;
+  LshIndex one_by_one(18, 7, /*bucket_bits=*/8);
+  for (uint32_t i = 0; i < 20000; ++i) {
+    // Every fourth a near duplicate of an earlier one.
+    sigs.push_back(i % 4 == 3 ? SimilarSignature(sigs[rng.Below(i)], 0.9, rng)
+                              : RandomSignature(rng));
+    entries.push_back({sigs.back(), i});
+    one_by_one.Insert(sigs.back(), i);
+  }
+  LshIndex bulk(18, 7, /*bucket_bits=*/8);
+  bulk.BulkInsert(entries);
+  ExpectSameAnswers(one_by_one, bulk, sigs, rng);
+  EXPECT_THAT(bulk.Query(sigs[3]), ::testing::Contains(3u));
+  // Exact capacities: less memory than one-by-one growth.
+  EXPECT_LT(bulk.MemoryBytes(), one_by_one.MemoryBytes());
+}
+
+TEST(LshIndexTest, EmptyBulkInsert) {
+  LshIndex index;
+  const size_t empty = index.MemoryBytes();
+  index.BulkInsert({});
+  EXPECT_EQ(index.size(), 0u);
+  EXPECT_EQ(index.MemoryBytes(), empty);
+  EXPECT_THAT(index.Query(MinHashSignature{}), IsEmpty());
+}
+
 // Recall of planted near duplicates against the S-curve: for each
 // similarity j, the share of queries whose source is a candidate is
 // within 4 binomial standard deviations of
@@ -194,7 +275,7 @@ TEST(LshIndexTest, RecallFollowsTheSCurve) {
     int found = 0;
     for (int t = 0; t < trials; ++t) {
       const uint32_t source = static_cast<uint32_t>(rng.Below(stored.size()));
-      const MinHashSignature q = Similar(stored[source], j, rng);
+      const MinHashSignature q = SimilarSignature(stored[source], j, rng);
       const std::vector<uint32_t> ids = index.Query(q);
       found += std::binary_search(ids.begin(), ids.end(), source);
       // Brute force agrees on the source.

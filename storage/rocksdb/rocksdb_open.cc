@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "core/index/lsh_index.h"
 #include "storage/rocksdb/rocksdb_store_internal.h"
 
 namespace dedupd {
@@ -359,37 +360,43 @@ absl::Status RocksDbStore::Impl::LoadSpace(rocksdb::DB* db, const std::string& p
                                            SimHashIndex* chunk_into,
                                            MinHashNearIndex* chunk_near_into,
                                            ChunkTextIds* text_ids) {
-  // Both decoders see the key without the namespace's prefix.
+  // Both decoders see the key without the namespace's prefix. The
+  // signatures are collected and bulk-loaded (MinHashNearIndex::BulkLoad:
+  // ~3.4 s at 10^7 against ~100 s inserted one by one).
+  std::vector<LshIndex::Entry> signatures;
   DEDUPD_ASSIGN_OR_RETURN(
       uint64_t next_doc,
       LoadIndex(
           db, "load fingerprints of store", prefix + fmt::kTagFingerprint,
           prefix + static_cast<char>(fmt::kTagFingerprint + 1),
-          [&prefix, near_into](absl::string_view key,
-                               absl::string_view value) -> absl::StatusOr<SimHashIndex::Entry> {
+          [&prefix, &signatures](absl::string_view key,
+                                 absl::string_view value) -> absl::StatusOr<SimHashIndex::Entry> {
             DEDUPD_ASSIGN_OR_RETURN(uint32_t id,
                                     fmt::DecodeFingerprintKey(key.substr(prefix.size())));
             DEDUPD_ASSIGN_OR_RETURN(fmt::FingerprintValue v, fmt::DecodeFingerprintValue(value));
-            if (v.minhash.has_value()) near_into->Insert(id, *v.minhash);
+            if (v.minhash.has_value()) signatures.push_back({*v.minhash, id});
             return SimHashIndex::Entry{v.simhash, id};
           },
           into));
+  near_into->BulkLoad(std::move(signatures));
+  signatures = {};
   DEDUPD_ASSIGN_OR_RETURN(
       uint64_t next_text,
       LoadIndex(
           db, "load chunk texts of store", prefix + fmt::ChunkTextByIdKeysBegin(),
           prefix + fmt::ChunkTextByIdKeysEnd(),
-          [&prefix, text_ids, chunk_near_into](absl::string_view key, absl::string_view value)
+          [&prefix, text_ids, &signatures](absl::string_view key, absl::string_view value)
               -> absl::StatusOr<SimHashIndex::Entry> {
             DEDUPD_ASSIGN_OR_RETURN(uint32_t id,
                                     fmt::DecodeChunkTextByIdKey(key.substr(prefix.size())));
             DEDUPD_ASSIGN_OR_RETURN(fmt::ChunkTextByIdValue v,
                                     fmt::DecodeChunkTextByIdValue(value));
             text_ids->Insert(v.sha256, id);
-            if (v.minhash.has_value()) chunk_near_into->Insert(id, *v.minhash);
+            if (v.minhash.has_value()) signatures.push_back({*v.minhash, id});
             return SimHashIndex::Entry{v.simhash, id};
           },
           chunk_into));
+  chunk_near_into->BulkLoad(std::move(signatures));
   // Ids are shared by every namespace: the next is past the largest of all.
   if (next_doc > next_doc_id.load()) next_doc_id.store(next_doc);
   if (next_text > next_text_id.load()) next_text_id.store(next_text);
