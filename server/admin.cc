@@ -95,6 +95,8 @@ absl::Status AdminOps::Stats(const v1::StatsRequest& request, v1::StatsResponse*
   response->set_simhash_version(st.simhash_version);
   response->set_simhash_shingle_words(st.simhash_shingle_words);
   response->set_simhash_seed(st.simhash_seed);
+  response->set_minhash_version(st.minhash_version);
+  response->set_minhash_seed(st.minhash_seed);
   *response->mutable_store_created() = ToTimestamp(st.created);
   *response->mutable_uptime() = ToDuration(absl::Now() - started_);
   response->set_url_seen_mode(url_bloom_ != nullptr ? "approximate" : "exact");

@@ -354,6 +354,8 @@ TEST_F(E2eAdminTest, StatsThroughDedupctl) {
   v1::StatsResponse stats;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out, &stats).ok()) << out;
   EXPECT_EQ(stats.storage_format_version(), 5u);
+  EXPECT_EQ(stats.minhash_version(), 1u);
+  EXPECT_EQ(stats.minhash_seed(), 0x6465647570644D48u);  // "dedupdMH"
   EXPECT_EQ(stats.url_seen_mode(), "exact");
   EXPECT_EQ(stats.estimated_url_records(), 2u);
   EXPECT_GT(stats.uptime().seconds() * 1000000000LL + stats.uptime().nanos(), 0);
