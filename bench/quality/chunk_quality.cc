@@ -139,13 +139,13 @@
 #include "bench/corpus/chunker.h"
 #include "bench/corpus/read_pages.h"
 #include "bench/quality/shingle_set32.h"
-#include "bench/quality/sorted_sets.h"
 #include "core/index/lsh_index.h"
 #include "core/index/simhash_index.h"
 #include "core/text/chunk_near_rule.h"
 #include "core/text/minhash.h"
 #include "core/text/sha256.h"
 #include "core/text/simhash.h"
+#include "core/text/sorted_sets.h"
 #include "core/text/text_normalizer.h"
 
 ABSL_FLAG(std::string, pages_dir, "bench/corpus/pages",
@@ -469,8 +469,8 @@ std::vector<Pair> FindPairs(const std::deque<Chunk>& chunks, int max_k) {
       const Chunk& a = chunks[i];
       const Chunk& b = chunks[m.id];
       pairs.push_back({std::min(a.words, b.words), std::max(a.words, b.words), m.distance,
-                       dedupd::bench::SortedJaccard(a.features, b.features),
-                       static_cast<uint32_t>(i), m.id});
+                       dedupd::SortedJaccard(a.features, b.features), static_cast<uint32_t>(i),
+                       m.id});
     }
   }
   return pairs;
@@ -517,7 +517,7 @@ std::vector<std::vector<std::vector<PairCounts>>> CountMinHashPairs(
       if (max_shingles > 0) {
         ++(exact >= 0 ? stats->pairs_exact : stats->pairs_estimate);
         if (exact >= 0 && std::min(a.words, b.words) >= static_cast<size_t>(kShingleWords)) {
-          j = dedupd::bench::SortedJaccard(a.features, b.features);
+          j = dedupd::SortedJaccard(a.features, b.features);
           stats->pairs_expected += dedupd::bench::ExpectedFalseCommon(a.set32, b.set32);
           if (exact != j && ++stats->pairs_mismatch <= 5) {
             std::cerr << absl::StrFormat("exact_mismatch jaccard=%.4f set=%.4f a=\"%s\" b=\"%s\"\n",
@@ -528,7 +528,7 @@ std::vector<std::vector<std::vector<PairCounts>>> CountMinHashPairs(
       for (size_t vi = 0; vi < verify.size(); ++vi) {
         const double v = VerifiedValue(verify[vi], est, exact);
         if (v < grid[0]) continue;
-        if (j < 0) j = dedupd::bench::SortedJaccard(a.features, b.features);
+        if (j < 0) j = dedupd::SortedJaccard(a.features, b.features);
         for (size_t ti = 0; ti < grid.size() && grid[ti] <= v; ++ti) {
           for (size_t bk : {BucketOf(std::min(a.words, b.words)), kNumBuckets}) {
             PairCounts& c = counts[vi][ti][bk];
@@ -591,7 +591,7 @@ Edit MeasureEdit(const Chunk& c, const std::string& edited, int kind,
                  const dedupd::SimHasher& hasher, const dedupd::MinHasher& minhasher,
                  dedupd::LshIndex* lsh, size_t max_shingles, int hash_shift, ExactStats* stats) {
   Edit e{c.words, dedupd::HammingDistance(c.simhash, hasher.Fingerprint(edited)),
-         dedupd::bench::SortedJaccard(c.features, FeatureSet(edited))};
+         dedupd::SortedJaccard(c.features, FeatureSet(edited))};
   e.kind = kind;
   const dedupd::MinHashSignature sig = minhasher.Sign(edited);
   lsh->Insert(c.minhash, 0);
@@ -1112,8 +1112,7 @@ int RunPreamble() {
           }
         }
         ++n.chunks;
-        const double j =
-            owner == nullptr ? 0 : dedupd::bench::SortedJaccard(in.features, owner->features);
+        const double j = owner == nullptr ? 0 : dedupd::SortedJaccard(in.features, owner->features);
         switch (part) {
           case Part::kPreamble:
             if (pi == 0) break;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "core/text/sorted_sets.h"
+
 namespace dedupd {
 
 ShingleSet32::ShingleSet32(absl::Span<const uint64_t> distinct_shingles, int hash_shift) {
@@ -22,24 +24,7 @@ std::optional<ShingleSet32> ShingleSet32::FromSorted(std::vector<uint32_t> hashe
 }
 
 double ExactJaccard(const ShingleSet32& a, const ShingleSet32& b) {
-  const std::vector<uint32_t>& x = a.hashes();
-  const std::vector<uint32_t>& y = b.hashes();
-  size_t common = 0;
-  size_t i = 0;
-  size_t j = 0;
-  while (i < x.size() && j < y.size()) {
-    if (x[i] < y[j]) {
-      ++i;
-    } else if (y[j] < x[i]) {
-      ++j;
-    } else {
-      ++common;
-      ++i;
-      ++j;
-    }
-  }
-  const size_t united = x.size() + y.size() - common;
-  return united == 0 ? 1.0 : static_cast<double>(common) / static_cast<double>(united);
+  return SortedJaccard(a.hashes(), b.hashes());
 }
 
 }  // namespace dedupd
