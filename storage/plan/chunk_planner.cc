@@ -89,11 +89,11 @@ struct Candidate {
   std::string chunk_id;
   uint64_t simhash = 0;
   bool hamming = true;   // within max_distance (every exact candidate is)
-  bool jaccard = false;  // estimated Jaccard >= min_jaccard
+  bool jaccard = false;  // Jaccard (exact or estimated) >= min_jaccard
   double estimated_jaccard = 0;
 
   // As the content planner orders near texts: SimHash matches first,
-  // nearest first; then Jaccard-only ones, highest estimate first; then
+  // nearest first; then Jaccard-only ones, highest Jaccard first; then
   // oldest, then stored before this call's.
   bool Before(const Candidate& o) const {
     if (hamming != o.hamming) return hamming;
@@ -375,7 +375,7 @@ absl::StatusOr<std::optional<Candidate>> ExactCandidate(const ChunkDocument& doc
 // a stored one (from the index, whose matches of this chunk's own text are
 // this document's) or an earlier chunk of this call; ties by age. When
 // there is none and the chunk uses Jaccard, the text with the highest
-// verified estimate >= min_jaccard among the LSH candidates and the
+// verified Jaccard >= min_jaccard among the LSH candidates and the
 // earlier chunks of this call; ties by age (Candidate::Before).
 absl::StatusOr<std::optional<Candidate>> NearCandidate(const ChunkDocument& doc, size_t i,
                                                        const ChunkAges& ages,
