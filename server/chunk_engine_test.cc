@@ -13,6 +13,8 @@
 #include "absl/strings/str_split.h"
 #include "core/text/chunk_near_rule.h"
 #include "core/text/content_fingerprint.h"
+#include "core/text/minhash.h"
+#include "core/text/shingle_set.h"
 #include "core/text/simhash.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -390,17 +392,24 @@ TEST_F(ChunkEngineTest, ChunkEditsBeyondTheDistanceAreFoundByJaccard) {
 
   v1::CheckChunksResponse r = Check("https://docs.example/b", {edited}, v1::CLAIM_MODE_PEEK);
   const v1::ChunkResult& near = r.results(0);
-  std::cout << "two words of 80: SimHash distance " << near.distance() << ", estimated Jaccard "
+  std::cout << "two words of 80: SimHash distance " << near.distance() << ", exact Jaccard "
             << near.estimated_jaccard() << "\n";
   ASSERT_EQ(near.verdict(), v1::CHUNK_VERDICT_NEAR_DUPLICATE);
   EXPECT_EQ(near.applied_min_jaccard(), 0.8);
   EXPECT_EQ(near.duplicate_of_document_url(), "https://docs.example/a");
+  // Both chunks kept their shingle sets (78 shingles each): the reported
+  // Jaccard is the exact one of the two sets, not the MinHash estimate.
+  ShingleSet32 chunk_set, edited_set;
+  ASSERT_THAT(FingerprintText(chunk, hasher_, MinHasher(), &chunk_set).status(), IsOk());
+  ASSERT_THAT(FingerprintText(edited, hasher_, MinHasher(), &edited_set).status(), IsOk());
+  ASSERT_FALSE(chunk_set.empty());
+  EXPECT_EQ(near.estimated_jaccard(), ExactJaccard(chunk_set, edited_set));
   EXPECT_GE(near.estimated_jaccard(), 0.8);
   EXPECT_LT(near.estimated_jaccard(), 1);
   EXPECT_EQ(near.near_measure(),
             near.distance() > 3 ? v1::NEAR_MEASURE_JACCARD : v1::NEAR_MEASURE_BOTH);
 
-  // A threshold the estimate does not reach leaves SimHash alone.
+  // A threshold the Jaccard does not reach leaves SimHash alone.
   v1::CheckChunksRequest strict = Request("https://docs.example/b", {edited}, v1::CLAIM_MODE_PEEK);
   strict.set_min_jaccard(1);
   v1::CheckChunksResponse s = Check(strict);

@@ -81,7 +81,8 @@ absl::StatusOr<double> Engine::ResolveMinJaccard(bool has, double requested,
 }
 
 absl::StatusOr<ContentFingerprint> Engine::FingerprintItemText(absl::string_view text,
-                                                               v1::ErrorReason* reason) const {
+                                                               v1::ErrorReason* reason,
+                                                               ShingleSet32* shingles) const {
   *reason = v1::ERROR_REASON_TEXT_TOO_LARGE;
   if (text.size() > options_.max_text_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("text: is ", text.size(),
@@ -89,7 +90,7 @@ absl::StatusOr<ContentFingerprint> Engine::FingerprintItemText(absl::string_view
                                                    " (--max_text_bytes)"));
   }
   *reason = v1::ERROR_REASON_BAD_TEXT;
-  absl::StatusOr<ContentFingerprint> fp = FingerprintText(text, *hasher_, minhasher_);
+  absl::StatusOr<ContentFingerprint> fp = FingerprintText(text, *hasher_, minhasher_, shingles);
   if (!fp.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("text: ", fp.status().message()));
   }
@@ -650,7 +651,8 @@ absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
       continue;
     }
     v1::ErrorReason reason;
-    absl::StatusOr<ContentFingerprint> fp = FingerprintItemText(item.text(), &reason);
+    ShingleSet32 shingles;
+    absl::StatusOr<ContentFingerprint> fp = FingerprintItemText(item.text(), &reason, &shingles);
     if (!fp.ok()) {
       invalid(reason, fp.status().message());
       continue;
@@ -663,8 +665,13 @@ absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
     chunk.min_jaccard = MinHashNearThreshold(fp->words, min_jaccard);
     result->set_applied_min_jaccard(chunk.min_jaccard);
     // Every chunk long enough to be found by MinHash keeps its signature,
-    // whatever this request's threshold, so later requests can find it.
-    if (fp->words >= kMinWordsForNearMatch) chunk.minhash = fp->minhash;
+    // whatever this request's threshold, so later requests can find it,
+    // and its shingle set (none above kMaxExactShingles shingles), so
+    // candidates are verified by their exact Jaccard.
+    if (fp->words >= kMinWordsForNearMatch) {
+      chunk.minhash = fp->minhash;
+      chunk.shingles = std::move(shingles);
+    }
     doc.chunks.push_back(std::move(chunk));
     chunk_item.push_back(i);
   }

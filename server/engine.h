@@ -174,9 +174,11 @@ class Engine {
   absl::StatusOr<double> ResolveMinJaccard(bool has, double requested, double default_value) const;
   // FingerprintText of an item's text, after the max_text_bytes check;
   // InvalidArgument with a "text: " message for the item's INVALID result,
-  // and *reason set to its ErrorReason (TEXT_TOO_LARGE or BAD_TEXT).
+  // and *reason set to its ErrorReason (TEXT_TOO_LARGE or BAD_TEXT). With
+  // `shingles` non-null, also the text's shingle set (FingerprintText).
   absl::StatusOr<ContentFingerprint> FingerprintItemText(absl::string_view text,
-                                                         v1::ErrorReason* reason) const;
+                                                         v1::ErrorReason* reason,
+                                                         ShingleSet32* shingles = nullptr) const;
 
   const UrlNormalizer* normalizer_;
   UrlStore* store_;

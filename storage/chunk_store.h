@@ -2,8 +2,9 @@
 // A document (by its normalized URL) is a list of chunks; the store keeps,
 // per document, the chunks it was last sent with, and answers for each chunk
 // of a new version whether another chunk already holds the same text
-// (SHA-256) or a text near it (SimHash, or estimated Jaccard of MinHash
-// signatures when asked: min_jaccard). Chunk records are their own
+// (SHA-256) or a text near it (SimHash, or Jaccard when asked:
+// min_jaccard; exact over the two shingle sets when both texts kept one,
+// else estimated from MinHash signatures). Chunk records are their own
 // namespace: a chunk never matches a whole page (ContentStore) and a page
 // never matches a chunk.
 //
@@ -14,6 +15,7 @@
 //   doc.chunks.push_back({"1", fp1.sha256, fp1.simhash, /*max_distance=*/-1});
 //   ChunkInput c2{"2", fp2.sha256, fp2.simhash, /*max_distance=*/3};
 //   c2.minhash = MinHasher().Sign(text2);  // near by Jaccard too
+//   c2.shingles = ShingleSet32(DistinctShingleHashes(text2, 3).distinct);
 //   c2.min_jaccard = 0.8;
 //   doc.chunks.push_back(c2);
 //   ChunkAnswer answer;
@@ -33,6 +35,7 @@
 #include "absl/time/time.h"
 #include "core/text/minhash.h"
 #include "core/text/sha256.h"
+#include "core/text/shingle_set.h"
 #include "storage/near_measure.h"
 
 namespace dedupd {
@@ -56,14 +59,24 @@ struct ChunkInput {
   // only (the signature of a text is the one of the chunk that first
   // recorded it: a later holder's does not replace it).
   std::optional<MinHashSignature> minhash{};
-  // Smallest estimated Jaccard similarity (EstimateJaccard of the two
-  // signatures) that counts as near, besides max_distance: a stored text
-  // is near when it is within max_distance OR (this chunk has `minhash`,
-  // the stored text has a signature, and their estimate is >= min_jaccard;
-  // LSH candidates only, see LshIndex: ~98.6% found at 0.8). Ignored when
+  // Smallest Jaccard similarity that counts as near, besides
+  // max_distance: a stored text is near when it is within max_distance OR
+  // (this chunk has `minhash`, the stored text has a signature, and their
+  // Jaccard is >= min_jaccard; LSH candidates only, see LshIndex: ~98.6%
+  // found at J = 0.8). The Jaccard is ExactJaccard of the two `shingles`
+  // sets when both texts have one, else EstimateJaccard of the two
+  // signatures. Ignored when
   // max_distance is -1 (exact matches only). 0: MinHash near matching off
   // (SimHash only). REQUIRES: 0 <= min_jaccard <= 1 (not NaN). Default: 0.
   double min_jaccard = 0;
+  // The normalized text's ShingleSet32 (of the shingles `minhash` is
+  // computed from, core/text/shingle_set.h), or none (empty): ignored
+  // without `minhash`. When both this chunk and a candidate text have a
+  // set, the candidate is verified by their ExactJaccard instead of the
+  // estimate. Kept with the text record beside the signature, and like it
+  // the set of the chunk that first recorded the text. The engine sends
+  // one for every signed chunk of at most kMaxExactShingles shingles.
+  ShingleSet32 shingles{};
 };
 
 // A document and its chunks, in order.
@@ -100,8 +113,10 @@ struct ChunkOutcome {
   std::string duplicate_chunk_id;
   int distance = 0;
   uint64_t duplicate_simhash = 0;
-  // kNearDuplicate: the estimated Jaccard similarity of the two signatures
-  // when the chunk's min_jaccard > 0 and both texts have one, 0 otherwise;
+  // kNearDuplicate: the Jaccard similarity of the two texts when the
+  // chunk's min_jaccard > 0 and both texts have a signature, 0 otherwise:
+  // the exact Jaccard of their shingle sets (ExactJaccard) when both kept
+  // one (ChunkInput::shingles), else the estimate of their signatures;
   // and the measure that found the duplicated chunk (kSimHash for every
   // other verdict).
   double estimated_jaccard = 0;
@@ -145,16 +160,16 @@ class ChunkStore {
   //     each text it still holds, so the document that first held a text
   //     stays its owner across re-crawls);
   //   - else kNearDuplicate of the nearest chunk within max_distance (ties:
-  //     the oldest; measure kBoth when its estimated Jaccard also reaches
+  //     the oldest; measure kBoth when its Jaccard also reaches
   //     min_jaccard, else kSimHash), among other documents' texts and
   //     earlier chunks of this call;
   //   - else, when min_jaccard > 0 and the chunk has a signature,
   //     kNearDuplicate (measure kJaccard) of the chunk whose text's
-  //     estimated Jaccard is >= min_jaccard and highest (ties: the
-  //     oldest), among the same chunks (stored texts: LSH candidates,
-  //     each verified against its stored signature) — the content layer's
+  //     Jaccard is >= min_jaccard and highest (ties: the oldest), among
+  //     the same chunks (stored texts: LSH candidates, each verified
+  //     against its stored set, else its signature) — the content layer's
   //     order: SimHash matches first by (distance, age), then Jaccard-only
-  //     ones by (estimate descending, age);
+  //     ones by (Jaccard descending, age);
   //   - else kNew.
   // The answer is the same with and without `claim`; with `claim` the call
   // also replaces the document's stored chunks by doc.chunks, atomically

@@ -53,10 +53,11 @@
 // t + 0.05; fn_lsh / fn_verify: edits with J >= 0.8 missed because no band
 // key matched / the estimate was below t.
 //
-// --verify=exact measures a proposed change of the store: an LSH candidate
-// is verified by the exact Jaccard of the two chunks' sets of distinct
-// shingle hashes (bench/quality/shingle_set32.h) when both have at most
-// --exact_max_shingles shingles, else by EstimateJaccard. Its "minhash" and
+// --verify=exact replays what the chunk store does: an LSH candidate is
+// verified by the exact Jaccard of the two chunks' sets of distinct
+// shingle hashes (core/text/shingle_set.h, bench/quality/shingle_set32.h)
+// when both have at most --exact_max_shingles shingles, else by
+// EstimateJaccard. Its "minhash" and
 // "ckind" lines carry "verify=exact" after the setting (--verify=both: the
 // estimate's lines, then these). Both add, before the "minhash" lines:
 //
@@ -138,13 +139,13 @@
 #include "bench/corpus/chunker.h"
 #include "bench/corpus/read_pages.h"
 #include "bench/quality/shingle_set32.h"
-#include "bench/quality/sorted_sets.h"
 #include "core/index/lsh_index.h"
 #include "core/index/simhash_index.h"
 #include "core/text/chunk_near_rule.h"
 #include "core/text/minhash.h"
 #include "core/text/sha256.h"
 #include "core/text/simhash.h"
+#include "core/text/sorted_sets.h"
 #include "core/text/text_normalizer.h"
 
 ABSL_FLAG(std::string, pages_dir, "bench/corpus/pages",
@@ -177,9 +178,9 @@ ABSL_FLAG(std::string, verify, "estimate",
           "both (the estimate's lines, then the exact ones)");
 ABSL_FLAG(int, exact_max_shingles, 256,
           "--verify=exact: the most distinct shingles a chunk may have to keep its set");
-ABSL_FLAG(int, exact_hash_shift, dedupd::bench::kShingleSet32Shift,
+ABSL_FLAG(int, exact_hash_shift, dedupd::kShingleSet32Shift,
           "--verify=exact: a set keeps bits shift..shift+31 of each shingle hash (0: the low 32 "
-          "bits, which the MinHash signature's slots share; bench/quality/shingle_set32.h)");
+          "bits, which the MinHash signature's slots share; core/text/shingle_set.h)");
 
 namespace {
 
@@ -268,7 +269,7 @@ struct Chunk {
   uint64_t simhash = 0;
   dedupd::MinHashSignature minhash{};
   std::vector<absl::string_view> features;  // into `text`
-  dedupd::bench::ShingleSet32 set32;        // with --verify=exact only
+  dedupd::bench::ExactSet set32;            // with --verify=exact only
   bool first_cut = false;                   // the first --chunk_bytes produces it
 };
 
@@ -432,7 +433,7 @@ bool LoadChunks(const QualityOptions& o, const dedupd::SimHasher& hasher,
         Chunk& ch = chunks.emplace_back();
         ch.first_cut = si == 0;
         if (o.exact_max_shingles > 0)
-          ch.set32 = dedupd::bench::ShingleSet32Of(normalized, kShingleWords, o.exact_hash_shift);
+          ch.set32 = dedupd::bench::ExactSetOf(normalized, kShingleWords, o.exact_hash_shift);
         ch.text = normalized;
         ch.words = WordCount(ch.text);
         ch.simhash = hasher.Fingerprint(ch.text);
@@ -468,8 +469,8 @@ std::vector<Pair> FindPairs(const std::deque<Chunk>& chunks, int max_k) {
       const Chunk& a = chunks[i];
       const Chunk& b = chunks[m.id];
       pairs.push_back({std::min(a.words, b.words), std::max(a.words, b.words), m.distance,
-                       dedupd::bench::SortedJaccard(a.features, b.features),
-                       static_cast<uint32_t>(i), m.id});
+                       dedupd::SortedJaccard(a.features, b.features), static_cast<uint32_t>(i),
+                       m.id});
     }
   }
   return pairs;
@@ -511,12 +512,12 @@ std::vector<std::vector<std::vector<PairCounts>>> CountMinHashPairs(
       const Chunk& b = chunks[id];
       const double est = dedupd::EstimateJaccard(a.minhash, b.minhash);
       const double exact =
-          max_shingles > 0 ? dedupd::bench::ExactJaccard(a.set32, b.set32, max_shingles) : -1;
+          max_shingles > 0 ? dedupd::bench::ExactJaccardWithin(a.set32, b.set32, max_shingles) : -1;
       double j = -1;  // the truth, computed when needed
       if (max_shingles > 0) {
         ++(exact >= 0 ? stats->pairs_exact : stats->pairs_estimate);
         if (exact >= 0 && std::min(a.words, b.words) >= static_cast<size_t>(kShingleWords)) {
-          j = dedupd::bench::SortedJaccard(a.features, b.features);
+          j = dedupd::SortedJaccard(a.features, b.features);
           stats->pairs_expected += dedupd::bench::ExpectedFalseCommon(a.set32, b.set32);
           if (exact != j && ++stats->pairs_mismatch <= 5) {
             std::cerr << absl::StrFormat("exact_mismatch jaccard=%.4f set=%.4f a=\"%s\" b=\"%s\"\n",
@@ -527,7 +528,7 @@ std::vector<std::vector<std::vector<PairCounts>>> CountMinHashPairs(
       for (size_t vi = 0; vi < verify.size(); ++vi) {
         const double v = VerifiedValue(verify[vi], est, exact);
         if (v < grid[0]) continue;
-        if (j < 0) j = dedupd::bench::SortedJaccard(a.features, b.features);
+        if (j < 0) j = dedupd::SortedJaccard(a.features, b.features);
         for (size_t ti = 0; ti < grid.size() && grid[ti] <= v; ++ti) {
           for (size_t bk : {BucketOf(std::min(a.words, b.words)), kNumBuckets}) {
             PairCounts& c = counts[vi][ti][bk];
@@ -590,7 +591,7 @@ Edit MeasureEdit(const Chunk& c, const std::string& edited, int kind,
                  const dedupd::SimHasher& hasher, const dedupd::MinHasher& minhasher,
                  dedupd::LshIndex* lsh, size_t max_shingles, int hash_shift, ExactStats* stats) {
   Edit e{c.words, dedupd::HammingDistance(c.simhash, hasher.Fingerprint(edited)),
-         dedupd::bench::SortedJaccard(c.features, FeatureSet(edited))};
+         dedupd::SortedJaccard(c.features, FeatureSet(edited))};
   e.kind = kind;
   const dedupd::MinHashSignature sig = minhasher.Sign(edited);
   lsh->Insert(c.minhash, 0);
@@ -598,9 +599,9 @@ Edit MeasureEdit(const Chunk& c, const std::string& edited, int kind,
   lsh->Erase(c.minhash, 0);
   e.estimate = dedupd::EstimateJaccard(c.minhash, sig);
   if (max_shingles > 0) {
-    const dedupd::bench::ShingleSet32 set =
-        dedupd::bench::ShingleSet32Of(edited, kShingleWords, hash_shift);
-    e.exact = dedupd::bench::ExactJaccard(c.set32, set, max_shingles);
+    const dedupd::bench::ExactSet set =
+        dedupd::bench::ExactSetOf(edited, kShingleWords, hash_shift);
+    e.exact = dedupd::bench::ExactJaccardWithin(c.set32, set, max_shingles);
     stats->edits_exact += e.exact >= 0;
     if (e.exact >= 0 &&
         std::min(c.words, WordCount(edited)) >= static_cast<size_t>(kShingleWords)) {
@@ -921,7 +922,7 @@ void PrintShingleSets(const std::deque<Chunk>& chunks, size_t max_shingles,
         if (first_cut_only && !c.first_cut) continue;
         const bool kept = c.set32.shingles <= k;
         within += kept;
-        bytes.push_back(kept ? c.set32.hashes.size() * sizeof(uint32_t) : 0);
+        bytes.push_back(kept ? c.set32.set.size() * sizeof(uint32_t) : 0);
         sum += bytes.back();
       }
       if (bytes.empty()) continue;
@@ -936,7 +937,7 @@ void PrintShingleSets(const std::deque<Chunk>& chunks, size_t max_shingles,
   int64_t with_set = 0, collisions = 0;
   for (const Chunk& c : chunks) {
     with_set += c.set32.shingles <= max_shingles;
-    collisions += c.set32.hashes.size() < c.set32.shingles;
+    collisions += c.set32.set.size() < c.set32.shingles;
   }
   absl::PrintF(
       "exact_sets max_shingles=%d chunks_with_set=%d truncation_collisions=%d pairs_exact=%d "
@@ -1111,8 +1112,7 @@ int RunPreamble() {
           }
         }
         ++n.chunks;
-        const double j =
-            owner == nullptr ? 0 : dedupd::bench::SortedJaccard(in.features, owner->features);
+        const double j = owner == nullptr ? 0 : dedupd::SortedJaccard(in.features, owner->features);
         switch (part) {
           case Part::kPreamble:
             if (pi == 0) break;

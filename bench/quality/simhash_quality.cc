@@ -88,10 +88,10 @@
 #include "absl/strings/string_view.h"
 #include "bench/corpus/read_pages.h"
 #include "bench/quality/page_pairs.h"
-#include "bench/quality/sorted_sets.h"
 #include "core/index/lsh_index.h"
 #include "core/text/minhash.h"
 #include "core/text/simhash.h"
+#include "core/text/sorted_sets.h"
 #include "core/text/text_normalizer.h"
 
 ABSL_FLAG(std::string, pages_dir, "bench/corpus/pages",
@@ -336,7 +336,7 @@ std::optional<Result> MeasurePair(const Options& o, const dedupd::SimHasher& has
   if (!a.ok() || !b.ok()) return std::nullopt;
   std::vector<absl::string_view> sa = ShingleSet(*a, o.shingle_words);
   std::vector<absl::string_view> sb = ShingleSet(*b, o.shingle_words);
-  size_t inter = dedupd::bench::SortedIntersectionSize(sa, sb);
+  size_t inter = dedupd::SortedIntersectionSize(sa, sb);
   Result r;
   r.kind = kind;
   r.jaccard = static_cast<double>(inter) / (sa.size() + sb.size() - inter);

@@ -33,6 +33,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/text/simhash.h"
+#include "core/text/sorted_sets.h"
 #include "core/text/stable_hash.h"
 #include "core/text/text_normalizer.h"
 
@@ -211,19 +212,7 @@ double Jaccard(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b, d
   if (static_cast<double>(small) < at_least * static_cast<double>(large)) {
     return 0;
   }
-  size_t i = 0, j = 0, common = 0;
-  while (i < a.size() && j < b.size()) {
-    if (a[i] < b[j]) {
-      ++i;
-    } else if (b[j] < a[i]) {
-      ++j;
-    } else {
-      ++common;
-      ++i;
-      ++j;
-    }
-  }
-  return static_cast<double>(common) / static_cast<double>(a.size() + b.size() - common);
+  return SortedJaccard(a, b);
 }
 
 const SimHasher& Hasher() {

@@ -8,6 +8,14 @@
 #include "core/text/text_normalizer.h"
 
 namespace dedupd {
+namespace {
+
+// The set of `distinct` shingles, or none (empty) above kMaxExactShingles.
+ShingleSet32 SetWithinLimit(absl::Span<const uint64_t> distinct) {
+  return distinct.size() <= kMaxExactShingles ? ShingleSet32(distinct) : ShingleSet32();
+}
+
+}  // namespace
 
 absl::StatusOr<ContentFingerprint> FingerprintText(absl::string_view utf8,
                                                    const SimHasher& hasher) {
@@ -23,7 +31,7 @@ absl::StatusOr<ContentFingerprint> FingerprintText(absl::string_view utf8,
 }
 
 absl::StatusOr<ContentFingerprint> FingerprintText(absl::string_view utf8, const SimHasher& hasher,
-                                                   const MinHasher& minhasher) {
+                                                   const MinHasher& minhasher, ShingleSet32* set) {
   thread_local std::string normalized;
   DEDUPD_RETURN_IF_ERROR(NormalizeTextInto(utf8, &normalized));
   ContentFingerprint fp;
@@ -35,8 +43,15 @@ absl::StatusOr<ContentFingerprint> FingerprintText(absl::string_view utf8, const
   fp.simhash = SimHasher::FingerprintShingles(shingles.distinct);
   // The span lives until the next DistinctShingleHashes on this thread, so
   // it is used before minhasher.Sign might compute other shingles.
-  fp.minhash = minhasher.options().shingle_words == k ? MinHasher::SignShingles(shingles.distinct)
-                                                      : minhasher.Sign(normalized);
+  const int minhash_k = minhasher.options().shingle_words;
+  if (minhash_k == k) {
+    fp.minhash = MinHasher::SignShingles(shingles.distinct);
+    if (set != nullptr) *set = SetWithinLimit(shingles.distinct);
+  } else {
+    fp.minhash = minhasher.Sign(normalized);
+    if (set != nullptr)
+      *set = SetWithinLimit(DistinctShingleHashes(normalized, minhash_k).distinct);
+  }
   return fp;
 }
 

@@ -11,6 +11,9 @@
 //   const MinHasher minhasher;
 //   fp = FingerprintText("Hello,\u00a0World!", hasher, minhasher);
 //   // *fp->minhash == minhasher.Sign("hello, world!")
+//   ShingleSet32 set;
+//   fp = FingerprintText("Hello,\u00a0World!", hasher, minhasher, &set);
+//   // set.size() == 1: the two words are one shingle
 #ifndef DEDUPD_CORE_TEXT_CONTENT_FINGERPRINT_H_
 #define DEDUPD_CORE_TEXT_CONTENT_FINGERPRINT_H_
 
@@ -22,6 +25,7 @@
 #include "absl/strings/string_view.h"
 #include "core/text/minhash.h"
 #include "core/text/sha256.h"
+#include "core/text/shingle_set.h"
 #include "core/text/simhash.h"
 
 namespace dedupd {
@@ -46,9 +50,14 @@ absl::StatusOr<ContentFingerprint> FingerprintText(absl::string_view utf8, const
 
 // FingerprintText(utf8, hasher) plus `minhash` from `minhasher`. When both
 // hashers use the same shingle_words (the default), the distinct shingles
-// are found once and feed both. Same errors; thread-safe.
+// are found once and feed both. When `set` is non-null it is set to
+// the ShingleSet32 of the shingles `minhash` is computed from when there
+// are at most kMaxExactShingles of them, else to an empty set (none): the
+// set the chunk store verifies near chunks with, from the same shingles.
+// Same errors; thread-safe.
 absl::StatusOr<ContentFingerprint> FingerprintText(absl::string_view utf8, const SimHasher& hasher,
-                                                   const MinHasher& minhasher);
+                                                   const MinHasher& minhasher,
+                                                   ShingleSet32* set = nullptr);
 
 }  // namespace dedupd
 

@@ -1,10 +1,11 @@
 // content_fingerprint_test.cc: FingerprintText is NormalizeText, then
-// SHA-256 and SimHash of the normalized bytes; its errors are
-// NormalizeText's.
+// SHA-256 and SimHash of the normalized bytes (and MinHash and the shingle
+// set when asked); its errors are NormalizeText's.
 #include "core/text/content_fingerprint.h"
 
 #include <string>
 
+#include "core/text/shingle_hashes.h"
 #include "core/text/text_normalizer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -13,6 +14,7 @@
 namespace dedupd {
 namespace {
 
+using ::dedupd::testing::IsOk;
 using ::dedupd::testing::StatusIs;
 using ::testing::HasSubstr;
 
@@ -59,6 +61,30 @@ TEST(FingerprintTextTest, EquivalentTextsGetEqualFingerprints) {
                                                                    hasher));
   EXPECT_EQ(a.sha256, b.sha256);
   EXPECT_EQ(a.simhash, b.simhash);
+}
+
+TEST(FingerprintTextTest, GivesTheShingleSetOfTheSignedShinglesWithinTheLimit) {
+  const SimHasher hasher;
+  const MinHasher minhasher;
+  const std::string input = "  Hello,\xC2\xA0WORLD!\n\tCaf\x65\xCC\x81 and more words";
+  ASSERT_OK_AND_ASSIGN(const std::string normalized, NormalizeText(input));
+  ShingleSet32 set;
+  ASSERT_OK_AND_ASSIGN(const ContentFingerprint fp,
+                       FingerprintText(input, hasher, minhasher, &set));
+  EXPECT_EQ(*fp.minhash, minhasher.Sign(normalized));
+  EXPECT_EQ(set, ShingleSet32(DistinctShingleHashes(normalized, 3).distinct));
+  EXPECT_EQ(set.size(), 4u);
+  // Signed with other shingles than SimHash's: the set is the signature's.
+  const MinHasher minhasher2({2});
+  ASSERT_THAT(FingerprintText(input, hasher, minhasher2, &set).status(), IsOk());
+  EXPECT_EQ(set, ShingleSet32(DistinctShingleHashes(normalized, 2).distinct));
+  // kMaxExactShingles shingles keep a set; one more keeps none.
+  std::string words = "w0 w1";
+  for (size_t i = 2; i < kMaxExactShingles + 2; ++i) words += " w" + std::to_string(i);
+  ASSERT_THAT(FingerprintText(words, hasher, minhasher, &set).status(), IsOk());
+  EXPECT_EQ(set.size(), kMaxExactShingles);
+  ASSERT_THAT(FingerprintText(words + " w", hasher, minhasher, &set).status(), IsOk());
+  EXPECT_TRUE(set.empty());
 }
 
 TEST(FingerprintTextTest, ErrorsAreNormalizeTextErrors) {

@@ -89,11 +89,11 @@ struct Candidate {
   std::string chunk_id;
   uint64_t simhash = 0;
   bool hamming = true;   // within max_distance (every exact candidate is)
-  bool jaccard = false;  // estimated Jaccard >= min_jaccard
+  bool jaccard = false;  // Jaccard (exact or estimated) >= min_jaccard
   double estimated_jaccard = 0;
 
   // As the content planner orders near texts: SimHash matches first,
-  // nearest first; then Jaccard-only ones, highest estimate first; then
+  // nearest first; then Jaccard-only ones, highest Jaccard first; then
   // oldest, then stored before this call's.
   bool Before(const Candidate& o) const {
     if (hamming != o.hamming) return hamming;
@@ -112,11 +112,17 @@ bool UsesJaccard(const ChunkInput& chunk) {
   return chunk.min_jaccard > 0 && chunk.minhash.has_value();
 }
 
-// Fills c's Jaccard fields from the signature of the candidate's text
-// (`other`, if any).
+// Fills c's Jaccard fields from the signature and shingle set of the
+// candidate's text (`other`, `other_set`; each maybe none): the exact
+// Jaccard of the two sets when both texts have one (the estimate passes
+// only about half of the pairs at J = t: docs/benchmarks.md, "Exact
+// verification for chunks"), else the estimate.
 void MeasureJaccard(const ChunkInput& chunk, const std::optional<MinHashSignature>& other,
-                    Candidate* c) {
-  const std::optional<double> j = JaccardWhenAsked(chunk.min_jaccard, chunk.minhash, other);
+                    const ShingleSet32& other_set, Candidate* c) {
+  std::optional<double> j = JaccardWhenAsked(chunk.min_jaccard, chunk.minhash, other);
+  if (j.has_value() && !chunk.shingles.empty() && !other_set.empty()) {
+    j = ExactJaccard(chunk.shingles, other_set);
+  }
   c->estimated_jaccard = j.value_or(0);
   c->jaccard = j.has_value() && *j >= chunk.min_jaccard;
 }
@@ -194,17 +200,17 @@ constexpr size_t kNearProbe = 16;
 // PlanTextHolders adds to `mut` the records that change when a claim drops
 // `gone` and adds `come` (this document's holders of text `sha`, each sorted
 // oldest first) given the text's record as it was (`was_record`; nullopt: no
-// chunk held the text, which is then recorded with `simhash` and
-// `minhash`): the text record with its holder count and owner (the oldest
-// holder), the holder records of every other holder, and the index entry
-// of a text that comes or goes.
+// chunk held the text, which is then recorded with `simhash`, `minhash`
+// and, with a signature only, `shingles`): the text record with its holder count and owner (the
+// oldest holder), the holder records of every other holder, and the index entry of a text that
+// comes or goes.
 absl::Status PlanTextHolders(const Sha256Digest& sha,
                              const std::optional<ChunkTextRecord>& was_record,
                              const std::vector<ChunkHolder>& gone,
                              const std::vector<ChunkHolder>& come, uint64_t simhash,
                              const std::optional<MinHashSignature>& minhash,
-                             absl::string_view document_url, ChunkStateReader* reader,
-                             ChunkMutations* mut) {
+                             const ShingleSet32& shingles, absl::string_view document_url,
+                             ChunkStateReader* reader, ChunkMutations* mut) {
   if (!was_record.has_value()) {
     if (!gone.empty()) {
       return absl::DataLossError(absl::StrCat("document ", document_url, " holds chunk text ",
@@ -213,9 +219,11 @@ absl::Status PlanTextHolders(const Sha256Digest& sha,
     // A new text: its oldest holder is the owner, the others get records.
     DEDUPD_ASSIGN_OR_RETURN(uint32_t id, reader->AllocateTextId());
     ChunkTextRecord r{id, simhash, come.size(), come.front(), minhash};
+    if (minhash.has_value()) r.shingles = shingles;
     for (size_t k = 1; k < come.size(); ++k) mut->holders_added.emplace_back(sha, come[k]);
-    mut->texts_put.emplace_back(sha, r);
-    mut->fingerprints_added.emplace_back(id, FingerprintRecord{r.simhash, sha, minhash});
+    mut->fingerprints_added.emplace_back(id,
+                                         FingerprintRecord{r.simhash, sha, r.minhash, r.shingles});
+    mut->texts_put.emplace_back(sha, std::move(r));
     return absl::OkStatus();
   }
   const ChunkTextRecord& was = *was_record;
@@ -367,7 +375,7 @@ absl::StatusOr<std::optional<Candidate>> ExactCandidate(const ChunkDocument& doc
 // a stored one (from the index, whose matches of this chunk's own text are
 // this document's) or an earlier chunk of this call; ties by age. When
 // there is none and the chunk uses Jaccard, the text with the highest
-// verified estimate >= min_jaccard among the LSH candidates and the
+// verified Jaccard >= min_jaccard among the LSH candidates and the
 // earlier chunks of this call; ties by age (Candidate::Before).
 absl::StatusOr<std::optional<Candidate>> NearCandidate(const ChunkDocument& doc, size_t i,
                                                        const ChunkAges& ages,
@@ -388,7 +396,7 @@ absl::StatusOr<std::optional<Candidate>> NearCandidate(const ChunkDocument& doc,
       if (!holder.has_value()) continue;
       Candidate c{m.distance,           holder->added,    holder->added, -1,
                   holder->document_url, holder->chunk_id, m.fingerprint};
-      MeasureJaccard(chunk, fp.minhash, &c);
+      MeasureJaccard(chunk, fp.minhash, fp.shingles, &c);
       if (!near.has_value() || c.Before(*near)) near = std::move(c);
     }
     if (total <= limit) break;
@@ -407,7 +415,7 @@ absl::StatusOr<std::optional<Candidate>> NearCandidate(const ChunkDocument& doc,
                 earlier.chunk_id,
                 earlier.simhash,
                 d <= chunk.max_distance};
-    MeasureJaccard(chunk, earlier.minhash, &c);
+    MeasureJaccard(chunk, earlier.minhash, earlier.shingles, &c);
     if (!c.hamming && !c.jaccard) continue;
     if (!near.has_value() || c.Before(*near)) near = std::move(c);
   }
@@ -421,7 +429,7 @@ absl::StatusOr<std::optional<Candidate>> NearCandidate(const ChunkDocument& doc,
     // Within max_distance: the SimHash search above saw it.
     if (d <= chunk.max_distance) continue;
     Candidate c{d, absl::InfinitePast(), absl::InfinitePast(), -1, "", "", fp.simhash, false};
-    MeasureJaccard(chunk, fp.minhash, &c);
+    MeasureJaccard(chunk, fp.minhash, fp.shingles, &c);
     if (!c.jaccard || (near.has_value() && near->Before(c))) continue;
     DEDUPD_ASSIGN_OR_RETURN(std::optional<ChunkHolder> holder, planner->OldestOther(fp.sha256));
     if (!holder.has_value()) continue;
@@ -525,20 +533,21 @@ absl::Status PlanReplacement(const ChunkDocument& doc, const std::optional<Chunk
     // of them gets, its retries included.
     mut->manifest = std::move(next);
   }
-  // A new text's SimHash and signature: those of its first chunk with a
-  // signature, else of its first chunk (the same text gives the same
-  // fingerprints; only whether a chunk sent one differs).
+  // A new text's SimHash, signature and set: those of its first chunk
+  // with a signature, else of its first chunk (the same text gives the
+  // same fingerprints; only whether a chunk sent them differs).
   struct Fingerprints {
     uint64_t simhash;
-    const std::optional<MinHashSignature>* minhash;
+    const ChunkInput* signed_by;  // the chunk whose signature and set the text keeps
   };
   absl::flat_hash_map<Sha256Digest, Fingerprints> simhash_of;
   simhash_of.reserve(doc.chunks.size());
   for (const ChunkInput& c : doc.chunks) {
-    auto [it, inserted] = simhash_of.try_emplace(c.sha256, Fingerprints{c.simhash, &c.minhash});
-    if (!inserted && !it->second.minhash->has_value()) it->second.minhash = &c.minhash;
+    auto [it, inserted] = simhash_of.try_emplace(c.sha256, Fingerprints{c.simhash, &c});
+    if (!inserted && !it->second.signed_by->minhash.has_value()) it->second.signed_by = &c;
   }
   const std::optional<MinHashSignature> no_signature;
+  const ShingleSet32 no_set;
   // Text records, in SHA-256 order (deterministic ids and writes): both
   // lists are sorted by text, then holder, so each text's removed and
   // added holders are one run of each, oldest first.
@@ -559,7 +568,8 @@ absl::Status PlanReplacement(const ChunkDocument& doc, const std::optional<Chunk
     const bool sent = simhash != simhash_of.end();
     DEDUPD_RETURN_IF_ERROR(PlanTextHolders(
         sha, text->record, gone, come, sent ? simhash->second.simhash : 0,
-        sent ? *simhash->second.minhash : no_signature, doc.document_url, reader, mut));
+        sent ? simhash->second.signed_by->minhash : no_signature,
+        sent ? simhash->second.signed_by->shingles : no_set, doc.document_url, reader, mut));
   }
   return absl::OkStatus();
 }

@@ -11,12 +11,13 @@
 //             claim id (ManifestClaim)
 //   text      SHA-256 -> (text id, SimHash, number of chunks holding it,
 //             its owner: the oldest chunk holding it, and the MinHash
-//             signature of the chunk that first recorded it, if it had one)
+//             signature and shingle set of the chunk that first recorded
+//             it, if it had them)
 //   holder    (SHA-256, added, document URL, chunk id): one per stored chunk
 //             other than its text's owner, so the holders after the owner
 //             are in that order (a text record without an owner, written
 //             by storage format 2, has a holder record for every holder)
-//   fingerprint  text id -> (SimHash, SHA-256, signature), the chunk
+//   fingerprint  text id -> (SimHash, SHA-256, signature, set), the chunk
 //             indexes' entries (SimHash; LSH for the signed texts)
 //             (the RocksDB backend keeps it in the text record, keyed by
 //             text id, with an in-memory SHA-256 -> id map)
@@ -46,6 +47,7 @@
 #include "core/index/simhash_index.h"
 #include "core/text/minhash.h"
 #include "core/text/sha256.h"
+#include "core/text/shingle_set.h"
 #include "storage/chunk_store.h"
 #include "storage/plan/content_planner.h"
 
@@ -121,10 +123,13 @@ struct ChunkTextRecord {
   // takes the first signed chunk's of the claim), if any; kept as the
   // holders change.
   std::optional<MinHashSignature> minhash{};
+  // The shingle set (ChunkInput::shingles) of the same chunk, when it had
+  // one besides its signature; empty: none (always none without minhash).
+  ShingleSet32 shingles{};
 
   bool operator==(const ChunkTextRecord& o) const {
     return text_id == o.text_id && simhash == o.simhash && holders == o.holders &&
-           owner == o.owner && minhash == o.minhash;
+           owner == o.owner && minhash == o.minhash && shingles == o.shingles;
   }
 };
 
@@ -211,10 +216,13 @@ std::vector<Sha256Digest> ChunkLockShas(const ChunkDocument& doc,
 // and the call's earlier chunks within it; when none and the chunk's
 // min_jaccard > 0 and it has a signature, the LSH candidates
 // (QueryJaccardCandidates) and the call's earlier signed chunks whose
-// signature's EstimateJaccard with the chunk's is >= min_jaccard. The
-// nearest SimHash match wins (ties: the oldest; kBoth when its estimate
-// reaches min_jaccard too), else the highest estimate (ties: the oldest):
-// the content planner's order.
+// Jaccard with the chunk is >= min_jaccard: ExactJaccard of the two
+// shingle sets when both have one, else EstimateJaccard of the two
+// signatures (for an LSH candidate the set is in the fingerprint record
+// the planner reads anyway: one record read per candidate). The nearest
+// SimHash match wins (ties: the oldest; kBoth when its Jaccard reaches
+// min_jaccard too), else the highest Jaccard (ties: the oldest): the
+// content planner's order.
 //
 // PlanChunkDocument decides every chunk's outcome (see
 // ChunkStore::CheckChunks) against `reader`'s state and, with `claim`,

@@ -32,6 +32,7 @@
 #include "core/index/simhash_index.h"
 #include "core/text/minhash.h"
 #include "core/text/sha256.h"
+#include "core/text/shingle_set.h"
 #include "storage/content_store.h"
 
 namespace dedupd {
@@ -72,9 +73,13 @@ struct FingerprintRecord {
   uint64_t simhash = 0;
   Sha256Digest sha256{};
   std::optional<MinHashSignature> minhash;
+  // Chunk texts only (ChunkInput::shingles): the text's shingle set, kept
+  // with its signature; empty: none. Content records have none.
+  ShingleSet32 shingles{};
 
   bool operator==(const FingerprintRecord& o) const {
-    return simhash == o.simhash && sha256 == o.sha256 && minhash == o.minhash;
+    return simhash == o.simhash && sha256 == o.sha256 && minhash == o.minhash &&
+           shingles == o.shingles;
   }
 };
 

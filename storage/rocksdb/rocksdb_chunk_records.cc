@@ -40,9 +40,12 @@ absl::StatusOr<std::optional<ChunkTextRecord>> RocksDbStore::ChunkReader::GetTex
   // or another text that shares the digest's first 8 bytes.
   if (!v.has_value() || v->sha256 != sha) return std::nullopt;
   return ChunkTextRecord{
-      *id, v->simhash, v->holders,
+      *id,
+      v->simhash,
+      v->holders,
       ChunkHolder{v->owner_added, std::move(v->owner_url), std::move(v->owner_chunk_id)},
-      v->minhash};
+      v->minhash,
+      std::move(v->shingles)};
 }
 
 absl::StatusOr<std::vector<ChunkHolder>> RocksDbStore::ChunkReader::ListHolders(
@@ -117,7 +120,7 @@ absl::StatusOr<std::optional<FingerprintRecord>> RocksDbStore::ChunkReader::Read
     uint32_t text_id) {
   DEDUPD_ASSIGN_OR_RETURN(std::optional<fmt::ChunkTextByIdValue> v, ReadText(text_id));
   if (!v.has_value()) return std::nullopt;
-  return FingerprintRecord{v->simhash, v->sha256, v->minhash};
+  return FingerprintRecord{v->simhash, v->sha256, v->minhash, std::move(v->shingles)};
 }
 
 rocksdb::Status RocksDbStore::Impl::AddChunkMutations(const ChunkMutations& m,
@@ -150,7 +153,8 @@ rocksdb::Status RocksDbStore::Impl::AddChunkMutations(const ChunkMutations& m,
     // The planner names an owner in every record it writes.
     put(space.Key(fmt::EncodeChunkTextByIdKey(r.text_id)),
         fmt::EncodeChunkTextByIdValue({sha, r.simhash, r.holders, r.owner->added,
-                                       r.owner->document_url, r.owner->chunk_id, r.minhash}));
+                                       r.owner->document_url, r.owner->chunk_id, r.minhash,
+                                       r.shingles}));
   }
   return s;
 }

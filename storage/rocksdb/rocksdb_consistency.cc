@@ -164,7 +164,8 @@ void AddChunkRecord(absl::string_view key, absl::string_view value, Records* r, 
                                                          " also has text id ", other->second)));
       return;
     }
-    r->chunk_fingerprints.emplace(*id, FingerprintRecord{v->simhash, v->sha256, v->minhash});
+    r->chunk_fingerprints.emplace(
+        *id, FingerprintRecord{v->simhash, v->sha256, v->minhash, v->shingles});
     r->chunk_texts.emplace(sha, *std::move(v));
   } else if (sub == fmt::kChunkText || sub == fmt::kChunkFingerprint) {
     // Open converts every one of them to a text record by id.

@@ -860,13 +860,16 @@ std::string ChunkTextByIdKeysEnd() { return ChunkKeyPrefix(static_cast<char>(kCh
 
 std::string EncodeChunkTextByIdValue(const ChunkTextByIdValue& v) {
   std::string out;
-  out.reserve(kChunkTextByIdValueFixedBytesMinHash + v.owner_url.size() + v.owner_chunk_id.size());
+  out.reserve(kChunkTextByIdValueFixedBytesMinHash + 4 * v.shingles.size() + v.owner_url.size() +
+              v.owner_chunk_id.size());
   out.push_back(static_cast<char>(v.minhash.has_value() ? kChunkTextByIdValueVersionMinHash
                                                         : kChunkTextByIdValueVersion));
   PutSha(&out, v.sha256);
   PutFixed64BE(&out, v.simhash);
   if (v.minhash.has_value()) {
     out.append(reinterpret_cast<const char*>(v.minhash->data()), v.minhash->size());
+    PutFixed32BE(&out, static_cast<uint32_t>(v.shingles.size()));
+    for (uint32_t h : v.shingles.hashes()) PutFixed32BE(&out, h);
   }
   PutFixed64BE(&out, v.holders);
   PutChunkTextOwner(&out, v.owner_added, v.owner_url, v.owner_chunk_id);
@@ -876,30 +879,45 @@ std::string EncodeChunkTextByIdValue(const ChunkTextByIdValue& v) {
 absl::StatusOr<ChunkTextByIdValue> DecodeChunkTextByIdValue(absl::string_view value) {
   const bool signed_text =
       !value.empty() && static_cast<uint8_t>(value[0]) == kChunkTextByIdValueVersionMinHash;
-  const size_t sig_bytes = signed_text ? kMinHashSlots : 0;
   // The fixed part and at least one byte each of owner URL and chunk id.
-  absl::Status s =
-      CheckValue(value, "chunk text",
-                 signed_text ? kChunkTextByIdValueVersionMinHash : kChunkTextByIdValueVersion,
-                 kChunkTextByIdValueFixedBytes + sig_bytes + 2, /*exact=*/false);
+  absl::Status s = CheckValue(
+      value, "chunk text",
+      signed_text ? kChunkTextByIdValueVersionMinHash : kChunkTextByIdValueVersion,
+      (signed_text ? kChunkTextByIdValueFixedBytesMinHash : kChunkTextByIdValueFixedBytes) + 2,
+      /*exact=*/false);
   if (!s.ok()) return s;
-  const char* p = value.data() + 1;
   ChunkTextByIdValue v;
-  v.sha256 = GetSha(p);
-  v.simhash = DecodeFixed64BE(p + 32);
+  v.sha256 = GetSha(value.data() + 1);
+  v.simhash = DecodeFixed64BE(value.data() + 1 + 32);
+  size_t at = 1 + 32 + 8;  // past the SimHash
   if (signed_text) {
     MinHashSignature sig;
-    std::copy(p + 40, p + 40 + kMinHashSlots, sig.begin());
+    std::copy(value.data() + at, value.data() + at + kMinHashSlots, sig.begin());
     v.minhash = sig;
+    at += kMinHashSlots;
+    const uint32_t n = DecodeFixed32BE(value.data() + at);
+    at += 4;
+    // n elements, then at least the holders, owner and 2 bytes.
+    const size_t after = value.size() - kChunkTextByIdValueFixedBytesMinHash - 2;
+    if (n > after / 4) {
+      return absl::DataLossError(absl::StrCat("chunk text value has a shingle set of ", n,
+                                              " elements in ", value.size(), " bytes"));
+    }
+    std::vector<uint32_t> hashes(n);
+    for (uint32_t i = 0; i < n; ++i) hashes[i] = DecodeFixed32BE(value.data() + at + 4 * i);
+    at += 4 * size_t{n};
+    std::optional<ShingleSet32> set = ShingleSet32::FromSorted(std::move(hashes));
+    if (!set.has_value()) {
+      return absl::DataLossError("chunk text value has a shingle set not in increasing order");
+    }
+    v.shingles = *std::move(set);
   }
-  p += sig_bytes;
-  v.holders = DecodeFixed64BE(p + 40);
+  v.holders = DecodeFixed64BE(value.data() + at);
   if (v.holders == 0) {
     return absl::DataLossError(
         "chunk text value counts 0 holders (a text no chunk holds is deleted)");
   }
-  s = GetChunkTextOwner(value.substr(1 + 32 + 8 + sig_bytes + 8), &v.owner_added, &v.owner_url,
-                        &v.owner_chunk_id);
+  s = GetChunkTextOwner(value.substr(at + 8), &v.owner_added, &v.owner_url, &v.owner_chunk_id);
   if (!s.ok()) return s;
   return v;
 }

@@ -34,6 +34,7 @@
 #include "absl/time/time.h"
 #include "core/text/minhash.h"
 #include "core/text/sha256.h"
+#include "core/text/shingle_set.h"
 #include "storage/plan/chunk_planner.h"
 #include "storage/plan/content_planner.h"
 #include "storage/url_store.h"
@@ -403,14 +404,18 @@ std::string ChunkFingerprintKeysEnd();
 // digest is in memory (ChunkTextIds), rebuilt from these records at open.
 // Version 4 (format 5, a text recorded with a MinHash signature,
 // ChunkInput::minhash): version byte (4) | SHA-256 | SimHash | the
-// signature (128 bytes, slot 0 first) | then version 3's holders, owner
-// added, owner URL length, owner URL and owner chunk id. Version 4 is
-// written only for a signed text; both are read (version 3: no signature).
+// signature (128 bytes, slot 0 first) | shingle set size n (u32, 0: no
+// set) | the set's n elements (u32 each, strictly increasing;
+// ChunkInput::shingles) | then version 3's holders, owner added, owner URL
+// length, owner URL and owner chunk id. Version 4 is written only for a
+// signed text (a set without a signature is not kept); both are read
+// (version 3: no signature, no set).
 inline constexpr uint8_t kChunkTextByIdValueVersion = 3;
 inline constexpr size_t kChunkTextByIdValueFixedBytes = 1 + 32 + 8 + 8 + 8 + 4;
 inline constexpr uint8_t kChunkTextByIdValueVersionMinHash = 4;
+// Version 4 with an empty set.
 inline constexpr size_t kChunkTextByIdValueFixedBytesMinHash =
-    kChunkTextByIdValueFixedBytes + kMinHashSlots;
+    kChunkTextByIdValueFixedBytes + kMinHashSlots + 4;
 std::string EncodeChunkTextByIdKey(uint32_t text_id);
 // Errors: DataLoss when `key` is not 05 05 and a u32.
 absl::StatusOr<uint32_t> DecodeChunkTextByIdKey(absl::string_view key);
@@ -426,8 +431,11 @@ struct ChunkTextByIdValue {
   std::string owner_chunk_id;
   // Version 4 only: the text's MinHash signature.
   std::optional<MinHashSignature> minhash{};
+  // Version 4 only: the text's shingle set; empty: none.
+  ShingleSet32 shingles{};
 };
-// Version 4 when v.minhash is set, else version 3.
+// Version 4 when v.minhash is set (with v.shingles), else version 3
+// (v.shingles is dropped).
 // REQUIRES: v.holders >= 1; owner_url and owner_chunk_id non-empty,
 // owner_url shorter than 2^32 bytes.
 std::string EncodeChunkTextByIdValue(const ChunkTextByIdValue& v);

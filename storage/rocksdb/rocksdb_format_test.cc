@@ -464,7 +464,7 @@ TEST(RocksDbFormatGoldenTest, ChunkTextByIdRecord) {
                 "63")                 // owner chunk id (the rest)
       << kBumpMessage;
   // Version 4: a text recorded with a MinHash signature (slot i = i), which
-  // follows the SimHash.
+  // follows the SimHash, and its shingle set, which follows the signature.
   MinHashSignature sig;
   std::string sig_hex;
   for (int i = 0; i < kMinHashSlots; ++i) {
@@ -472,33 +472,59 @@ TEST(RocksDbFormatGoldenTest, ChunkTextByIdRecord) {
     sig_hex += absl::BytesToHexString(std::string(1, static_cast<char>(i)));
   }
   const ChunkTextByIdValue signed_text{
-      GoldenSha(), 0x0123456789abcdefULL, 3, kGoldenTime, "http://a/", "c", sig};
+      GoldenSha(), 0x0123456789abcdefULL,
+      3,           kGoldenTime,
+      "http://a/", "c",
+      sig,         *ShingleSet32::FromSorted({0x01020304, 0xa0b0c0d0})};
   EXPECT_EQ(absl::BytesToHexString(EncodeChunkTextByIdValue(signed_text)),
             std::string("04")         // value version
                 + kGoldenShaHex +     // SHA-256
                 "0123456789abcdef" +  // SimHash
                 sig_hex +             // MinHash signature, 128 bytes
+                "00000002"            // shingle set size
+                "01020304a0b0c0d0"    // its elements, u32 each, increasing
                 "0000000000000003"    // holders
                 "00060a2418202240"    // owner added
                 "00000009"            // owner URL length
                 "687474703a2f2f612f"  // owner URL
                 "63")                 // owner chunk id
       << kBumpMessage;
-  EXPECT_EQ(EncodeChunkTextByIdValue(signed_text).size(), 63u + 8 + 128);
+  EXPECT_EQ(EncodeChunkTextByIdValue(signed_text).size(), 63u + 8 + 128 + 4 + 8);
   ASSERT_OK_AND_ASSIGN(ChunkTextByIdValue back,
                        DecodeChunkTextByIdValue(EncodeChunkTextByIdValue(signed_text)));
   EXPECT_EQ(back.minhash, signed_text.minhash);
+  EXPECT_EQ(back.shingles, signed_text.shingles);
   EXPECT_EQ(back.holders, 3u);
   EXPECT_EQ(back.owner_url, "http://a/");
   EXPECT_EQ(back.owner_chunk_id, "c");
-  // Version 3 still reads, as a text without a signature.
-  ASSERT_OK_AND_ASSIGN(back, DecodeChunkTextByIdValue(EncodeChunkTextByIdValue(
-                                 {GoldenSha(), 1, 3, kGoldenTime, "http://a/", "c"})));
+  // A signed text without a set: size 0.
+  ChunkTextByIdValue no_set = signed_text;
+  no_set.shingles = ShingleSet32();
+  const std::string no_set_value = EncodeChunkTextByIdValue(no_set);
+  EXPECT_EQ(absl::BytesToHexString(no_set_value.substr(1 + 32 + 8 + 128, 4)), "00000000");
+  ASSERT_OK_AND_ASSIGN(back, DecodeChunkTextByIdValue(no_set_value));
+  EXPECT_TRUE(back.shingles.empty());
+  EXPECT_EQ(back.owner_chunk_id, "c");
+  // Version 3 still reads, as a text without a signature or set; a set
+  // without a signature is not written.
+  ChunkTextByIdValue unsigned_text{GoldenSha(), 1, 3, kGoldenTime, "http://a/", "c"};
+  unsigned_text.shingles = signed_text.shingles;
+  ASSERT_OK_AND_ASSIGN(back, DecodeChunkTextByIdValue(EncodeChunkTextByIdValue(unsigned_text)));
   EXPECT_FALSE(back.minhash.has_value());
+  EXPECT_TRUE(back.shingles.empty());
   // A version-4 value without room for the signature is damaged.
   std::string short_v4 = EncodeChunkTextByIdValue({GoldenSha(), 1, 3, kGoldenTime, "u", "c"});
   short_v4[0] = 4;
   EXPECT_THAT(DecodeChunkTextByIdValue(short_v4), StatusIs(absl::StatusCode::kDataLoss));
+  // So is a set that does not fit, or is not increasing.
+  std::string too_big = EncodeChunkTextByIdValue(signed_text);
+  too_big[1 + 32 + 8 + 128 + 3] = 9;
+  EXPECT_THAT(DecodeChunkTextByIdValue(too_big),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("shingle set of 9")));
+  std::string unsorted = EncodeChunkTextByIdValue(signed_text);
+  unsorted[1 + 32 + 8 + 128 + 4 + 4] = 0;  // 0x01020304 then 0x00b0c0d0
+  EXPECT_THAT(DecodeChunkTextByIdValue(unsorted),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("not in increasing order")));
 }
 
 TEST(RocksDbFormatTest, ChunkRecordsRoundTrip) {

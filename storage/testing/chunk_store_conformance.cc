@@ -11,8 +11,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "core/text/content_fingerprint.h"
 #include "core/text/minhash.h"
 #include "core/text/sha256.h"
+#include "core/text/shingle_set.h"
+#include "core/text/simhash.h"
 #include "gmock/gmock.h"
 #include "storage/minhash_near_index.h"
 #include "storage/testing/near_texts.h"
@@ -642,6 +645,111 @@ TEST_P(ChunkStoreConformanceTest, NamespacesNeverSeeEachOthersSignatures) {
   EXPECT_EQ(q.outcomes[0].verdict, ChunkVerdict::kNew);
   q = Peek(chunks(), Doc("https://b/", {SignedChunk("0", Edited(), kFarA, 0.8)}));
   EXPECT_EQ(q.outcomes[0].verdict, ChunkVerdict::kNew);
+}
+
+// A signed chunk of `text` that keeps its shingle set too, as the engine
+// sends it (FingerprintText: no set above kMaxExactShingles shingles).
+ChunkInput SetChunk(const std::string& id, const std::string& text, uint64_t simhash,
+                    double min_jaccard) {
+  ChunkInput c = SignedChunk(id, text, simhash, min_jaccard);
+  EXPECT_THAT(FingerprintText(text, SimHasher(), MinHasher(), &c.shingles).status(), IsOk());
+  return c;
+}
+
+// ExactPair: a 29-word text (27 distinct 3-word shingles) and the same with
+// its middle word changed: 3 shingles of each differ, so the exact Jaccard
+// is 24 / 30 = 0.8. The first seed whose pair is an LSH candidate (the
+// store must be asked to verify it) and whose MinHash estimate is below
+// 0.8, so that only the exact Jaccard finds it at 0.8.
+struct ExactPair {
+  std::string original, edited;
+  double estimate = 0;
+};
+ExactPair MakeExactPair() {
+  for (int seed = 0; seed < 1000; ++seed) {
+    ExactPair p;
+    for (int i = 0; i < 29; ++i) {
+      absl::StrAppend(&p.original, i == 0 ? "" : " ", "s", seed, "w", i);
+      absl::StrAppend(&p.edited, i == 0 ? "" : " ",
+                      i == 14 ? "changed" : absl::StrCat("s", seed, "w", i));
+    }
+    const MinHashSignature a = MinHasher().Sign(p.original);
+    const MinHashSignature b = MinHasher().Sign(p.edited);
+    MinHashNearIndex lsh;
+    lsh.Insert(0, a);
+    p.estimate = EstimateJaccard(a, b);
+    if (p.estimate < 0.8 && !lsh.Query(b).empty()) return p;
+  }
+  ADD_FAILURE() << "no seed gives an LSH candidate estimated below 0.8";
+  return {};
+}
+
+TEST_P(ChunkStoreConformanceTest, ExactJaccardVerifiesWhenBothChunksKeptTheirSets) {
+  const ExactPair pair = MakeExactPair();
+  const ChunkInput original = SetChunk("0", pair.original, kFp, 0.8);
+  ASSERT_EQ(original.shingles.size(), 27u);
+  ASSERT_EQ(ExactJaccard(original.shingles, SetChunk("0", pair.edited, kFarA, 0.8).shingles), 0.8);
+  Claim(chunks(), Doc("https://a/", {original}), T(100));
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round == 0 ? "before reopen" : "after reopen");
+    // At 0.8: near by its exact Jaccard, reported exactly, where the
+    // estimate (below 0.8) would have rejected it.
+    ChunkAnswer q = Peek(chunks(), Doc("https://b/", {SetChunk("0", pair.edited, kFarA, 0.8)}));
+    ExpectJaccardNear(q.outcomes[0], "https://a/", "0", NearMeasure::kJaccard, 32, 0.8);
+    EXPECT_EQ(q.outcomes[0].estimated_jaccard, 0.8);
+    // Just above it: rejected.
+    q = Peek(chunks(), Doc("https://b/", {SetChunk("0", pair.edited, kFarA, 0.81)}));
+    EXPECT_EQ(q.outcomes[0].verdict, ChunkVerdict::kNew);
+    // SimHash-near too: kBoth, with the exact Jaccard.
+    q = Peek(chunks(), Doc("https://b/", {SetChunk("0", pair.edited, kFp ^ 1, 0.8)}));
+    ExpectJaccardNear(q.outcomes[0], "https://a/", "0", NearMeasure::kBoth, 1, 0.8);
+    EXPECT_EQ(q.outcomes[0].estimated_jaccard, 0.8);
+    // The checked chunk without a set: the estimate decides, and rejects.
+    q = Peek(chunks(), Doc("https://b/", {SignedChunk("0", pair.edited, kFarA, 0.8)}));
+    EXPECT_EQ(q.outcomes[0].verdict, ChunkVerdict::kNew) << "estimate " << pair.estimate;
+    q = Peek(chunks(), Doc("https://b/", {SignedChunk("0", pair.edited, kFp ^ 1, 0.8)}));
+    EXPECT_EQ(q.outcomes[0].measure, NearMeasure::kSimHash);
+    EXPECT_DOUBLE_EQ(q.outcomes[0].estimated_jaccard, pair.estimate);
+    if (round == 0) {
+      ASSERT_OK_AND_ASSIGN(bool reopened, harness().Reopen());
+      if (!reopened) break;
+    }
+  }
+}
+
+TEST_P(ChunkStoreConformanceTest, ExactJaccardWithinTheDocumentInBothModes) {
+  const ExactPair pair = MakeExactPair();
+  for (bool claim : {false, true}) {
+    SCOPED_TRACE(claim ? "claim" : "peek");
+    ChunkAnswer a = RunCheck(chunks(),
+                             Doc("https://a/", {SetChunk("0", pair.original, kFp, 0.8),
+                                                SetChunk("1", pair.edited, kFarA, 0.8)}),
+                             claim, T(100));
+    EXPECT_EQ(a.outcomes[0].verdict, ChunkVerdict::kNew);
+    ExpectJaccardNear(a.outcomes[1], "https://a/", "0", NearMeasure::kJaccard, 32, 0.8);
+    EXPECT_EQ(a.outcomes[1].estimated_jaccard, 0.8);
+  }
+}
+
+TEST_P(ChunkStoreConformanceTest, ATextWithoutASetIsVerifiedByTheEstimate) {
+  const ExactPair pair = MakeExactPair();
+  // Stored without its set (a chunk signed without one): the estimate
+  // decides, even for a checked chunk that has one.
+  Claim(chunks(), Doc("https://a/", {SignedChunk("0", pair.original, kFp, 0.8)}), T(100));
+  ChunkAnswer q = Peek(chunks(), Doc("https://b/", {SetChunk("0", pair.edited, kFarA, 0.8)}));
+  EXPECT_EQ(q.outcomes[0].verdict, ChunkVerdict::kNew) << "estimate " << pair.estimate;
+  q = Peek(chunks(), Doc("https://b/", {SetChunk("0", pair.edited, kFarA, pair.estimate)}));
+  ExpectJaccardNear(q.outcomes[0], "https://a/", "0", NearMeasure::kJaccard, 32, pair.estimate);
+  EXPECT_DOUBLE_EQ(q.outcomes[0].estimated_jaccard, pair.estimate);
+  // Texts of more than kMaxExactShingles shingles keep no set (398 here):
+  // their candidates are verified by the estimate.
+  Claim(chunks(), Doc("https://c/", {SetChunk("0", Original(), kFp, 0.8)}), T(200));
+  const ChunkInput edited = SetChunk("0", Edited(), kFarA, 0.8);
+  EXPECT_TRUE(edited.shingles.empty());
+  q = Peek(chunks(), Doc("https://d/", {edited}));
+  ExpectJaccardNear(q.outcomes[0], "https://c/", "0", NearMeasure::kJaccard, 32, 0.8);
+  EXPECT_DOUBLE_EQ(q.outcomes[0].estimated_jaccard,
+                   EstimateJaccard(MinHasher().Sign(Original()), MinHasher().Sign(Edited())));
 }
 
 TEST_P(ChunkStoreConformanceTest, MinJaccardOutsideZeroToOneIsInvalidAndNamesTheChunk) {

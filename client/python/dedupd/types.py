@@ -232,8 +232,10 @@ class ChunkResult:
     applied_max_hamming_distance: int = 0
     error: str = ""
     error_reason: str = ""
-    # NEAR_DUPLICATE: the MinHash estimate to the chunk duplicated (0 when
-    # MinHash was off for this chunk) and which measure found it.
+    # NEAR_DUPLICATE: the shingle Jaccard to the chunk duplicated (0 when
+    # MinHash was off for this chunk) and which measure found it; exact
+    # when both chunks kept their shingle sets (<= 256 shingles), else the
+    # MinHash estimate.
     estimated_jaccard: float = 0.0
     near_measure: NearMeasure = NearMeasure.UNSPECIFIED
     # The min_jaccard used for this chunk; 0: MinHash off for it (a short

@@ -1,18 +1,18 @@
-// sorted_sets.h: set arithmetic on sorted, duplicate-free vectors, for the
-// quality tools' exact shingle-set Jaccard (simhash_quality.cc,
-// chunk_quality.cc).
+// sorted_sets.h: set arithmetic on sorted, duplicate-free vectors: the one
+// merge behind every exact Jaccard of shingle sets (ExactJaccard of
+// shingle_set.h, DedupResults' exact measure, the quality tools).
 //
 // Example:
 //   std::vector<absl::string_view> a = {"a b c", "b c d"}, b = {"b c d"};
-//   dedupd::bench::SortedIntersectionSize(a, b);  // 1
-//   dedupd::bench::SortedJaccard(a, b);           // 0.5
-#ifndef DEDUPD_BENCH_QUALITY_SORTED_SETS_H_
-#define DEDUPD_BENCH_QUALITY_SORTED_SETS_H_
+//   dedupd::SortedIntersectionSize(a, b);  // 1
+//   dedupd::SortedJaccard(a, b);           // 0.5
+#ifndef DEDUPD_CORE_TEXT_SORTED_SETS_H_
+#define DEDUPD_CORE_TEXT_SORTED_SETS_H_
 
 #include <cstddef>
 #include <vector>
 
-namespace dedupd::bench {
+namespace dedupd {
 
 // |a ∩ b| of two sorted, duplicate-free vectors, in O(|a| + |b|).
 template <typename T>
@@ -42,6 +42,6 @@ double SortedJaccard(const std::vector<T>& a, const std::vector<T>& b) {
   return uni == 0 ? 1.0 : static_cast<double>(inter) / static_cast<double>(uni);
 }
 
-}  // namespace dedupd::bench
+}  // namespace dedupd
 
-#endif  // DEDUPD_BENCH_QUALITY_SORTED_SETS_H_
+#endif  // DEDUPD_CORE_TEXT_SORTED_SETS_H_
