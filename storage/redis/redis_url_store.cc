@@ -349,6 +349,7 @@ absl::Status RedisUrlStore::Claim(const UrlClaimOptions& options,
         ScriptCall{{redis::UrlRecordKey(options_.key_prefix, options.name_space, keys[i])},
                    {now_arg, id_arg, retry_arg, lease_arg, std::move(revisit_arg)}});
   }
+  const std::map<std::string, uint64_t> reconnects = Reconnects();
   std::vector<absl::StatusOr<Value>> replies = router_->EvalBatch(ClaimScript(), calls);
 
   std::vector<std::optional<UrlRecord>> after(calls.size());  // each record once claimed
@@ -376,7 +377,7 @@ absl::Status RedisUrlStore::Claim(const UrlClaimOptions& options,
   for (size_t i = 0; i < keys.size(); ++i) {
     if (first_pos[call_of[i]] != i) (*results)[i] = SeenAnswer(*after[call_of[i]]);
   }
-  return WaitForReplicas(written_slots);
+  return WaitForReplicas(written_slots, reconnects);
 }
 
 absl::Status RedisUrlStore::LookupRecords(absl::string_view name_space,
@@ -437,6 +438,7 @@ absl::Status RedisUrlStore::Complete(absl::string_view name_space, uint64_t clai
     calls.push_back(
         ScriptCall{{redis::UrlRecordKey(options_.key_prefix, name_space, keys[i])}, {id_arg}});
   }
+  const std::map<std::string, uint64_t> reconnects = Reconnects();
   std::vector<absl::StatusOr<Value>> replies = router_->EvalBatch(CompleteScript(), calls);
   std::vector<std::optional<UrlRecord>> after(calls.size());
   std::vector<int> written_slots;
@@ -467,10 +469,18 @@ absl::Status RedisUrlStore::Complete(absl::string_view name_space, uint64_t clai
     (*results)[i] = plan.outcome;
     if (plan.write.has_value()) after[c] = plan.write;
   }
-  return WaitForReplicas(written_slots);
+  return WaitForReplicas(written_slots, reconnects);
 }
 
-absl::Status RedisUrlStore::WaitForReplicas(const std::vector<int>& slots) {
+std::map<std::string, uint64_t> RedisUrlStore::Reconnects() const {
+  std::map<std::string, uint64_t> out;
+  if (options_.min_replicas_acked <= 0) return out;
+  for (const redis::NodeStats& node : router_->Stats()) out[node.node] = node.reconnects;
+  return out;
+}
+
+absl::Status RedisUrlStore::WaitForReplicas(const std::vector<int>& slots,
+                                            const std::map<std::string, uint64_t>& reconnects) {
   if (options_.min_replicas_acked <= 0 || slots.empty()) return absl::OkStatus();
   // One WAIT per node written to. WAIT counts the replicas that have this
   // connection's writes so far; the router keeps one connection per node,
@@ -500,6 +510,18 @@ absl::Status RedisUrlStore::WaitForReplicas(const std::vector<int>& slots) {
           "redis node ", nodes[n], ": ", replies[n]->integer, " replica(s) acknowledged within ",
           timeout_ms, " ms, fewer than min_replicas_acked ", options_.min_replicas_acked,
           " (the writes are on the master and may be lost if it fails over)")));
+    }
+  }
+  // A WAIT on a connection opened after the scripts ran counts none of
+  // their writes (it returns at once): it vouches for nothing.
+  std::map<std::string, uint64_t> now_reconnects = Reconnects();
+  for (const std::string& node : nodes) {
+    // A node first connected during the call had 0 reconnects before it.
+    auto before = reconnects.find(node);
+    if ((before == reconnects.end() ? 0 : before->second) != now_reconnects[node]) {
+      failures.Add(absl::UnavailableError(absl::StrCat(
+          "redis node ", node,
+          ": the connection was reopened during the call, so WAIT cannot vouch for its writes")));
     }
   }
   if (!failures.empty()) {

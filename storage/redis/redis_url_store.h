@@ -27,6 +27,8 @@
 #ifndef DEDUPD_STORAGE_REDIS_REDIS_URL_STORE_H_
 #define DEDUPD_STORAGE_REDIS_REDIS_URL_STORE_H_
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -121,9 +123,15 @@ class RedisUrlStore final : public UrlStore {
  private:
   RedisUrlStore(RedisUrlStoreOptions options, std::unique_ptr<redis::ClusterRouter> router);
 
+  // Reconnects snapshots each node's reconnect count (empty when
+  // min_replicas_acked is 0: no WAIT will need it).
+  std::map<std::string, uint64_t> Reconnects() const;
   // WaitForReplicas sends WAIT to the owner of each slot in `slots` (one per
-  // node) when options_.min_replicas_acked > 0.
-  absl::Status WaitForReplicas(const std::vector<int>& slots);
+  // node) when options_.min_replicas_acked > 0; Unavailable when a node
+  // acknowledged too few replicas, or its connection was reopened since
+  // `reconnects` (Reconnects() before the scripts) was taken.
+  absl::Status WaitForReplicas(const std::vector<int>& slots,
+                               const std::map<std::string, uint64_t>& reconnects);
 
   const RedisUrlStoreOptions options_;
   const std::unique_ptr<redis::ClusterRouter> router_;
