@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -257,6 +258,22 @@ class Failures {
   std::set<std::string> messages_;
 };
 
+// DistinctKeys: a batch's keys, each at its first position (one script
+// run each); a repeat is answered from what its first position left.
+struct DistinctKeys {
+  explicit DistinctKeys(absl::Span<const std::string> keys) : call_of(keys.size()) {
+    absl::flat_hash_map<absl::string_view, size_t> call_of_key;
+    call_of_key.reserve(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      auto [it, inserted] = call_of_key.try_emplace(keys[i], first_pos.size());
+      call_of[i] = it->second;
+      if (inserted) first_pos.push_back(i);
+    }
+  }
+  std::vector<size_t> call_of;    // position -> script run
+  std::vector<size_t> first_pos;  // script run -> position
+};
+
 absl::Status CheckInput(absl::string_view name_space, absl::Span<const std::string> keys) {
   if (absl::Status s = CheckNamespace(name_space); !s.ok()) return s;
   return CheckUrlKeys(keys);
@@ -330,54 +347,35 @@ absl::Status RedisUrlStore::Claim(const UrlClaimOptions& options,
   const std::string lease_arg =
       options.lease > absl::ZeroDuration() ? Micros64(now_us + options.lease) : std::string();
 
-  // One script per distinct key, at its first position.
-  absl::flat_hash_map<absl::string_view, size_t> call_of_key;
-  std::vector<size_t> call_of(keys.size());
-  std::vector<size_t> first_pos;  // call -> position
+  const DistinctKeys distinct(keys);
   std::vector<ScriptCall> calls;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    auto [it, inserted] = call_of_key.try_emplace(keys[i], calls.size());
-    call_of[i] = it->second;
-    if (!inserted) continue;
+  calls.reserve(distinct.first_pos.size());
+  for (size_t i : distinct.first_pos) {
     const absl::Duration revisit = RevisitAfter(options, i);
     std::string revisit_arg;
     if (revisit != absl::InfiniteDuration()) {
       revisit_arg = Micros64(now_us - absl::Ceil(revisit, absl::Microseconds(1)));
     }
-    first_pos.push_back(i);
     calls.push_back(
         ScriptCall{{redis::UrlRecordKey(options_.key_prefix, options.name_space, keys[i])},
                    {now_arg, id_arg, retry_arg, lease_arg, std::move(revisit_arg)}});
   }
-  const std::map<std::string, uint64_t> reconnects = Reconnects();
-  std::vector<absl::StatusOr<Value>> replies = router_->EvalBatch(ClaimScript(), calls);
-
-  std::vector<std::optional<UrlRecord>> after(calls.size());  // each record once claimed
-  std::vector<int> written_slots;
-  Failures failures;
-  for (size_t c = 0; c < calls.size(); ++c) {
-    const std::string& key = calls[c].keys[0];
-    absl::StatusOr<ScriptOutcome> outcome =
-        replies[c].ok() ? ParseOutcome(key, *replies[c]) : replies[c].status();
-    if (!outcome.ok()) {
-      failures.Add(outcome.status());
-      continue;
-    }
-    const size_t i = first_pos[c];
-    UrlPlan plan = PlanUrlClaim(outcome->old, options, RevisitAfter(options, i), now);
-    if (absl::Status s = CheckAgreement(key, plan.write, outcome->written); !s.ok()) {
-      failures.Add(s);
-      continue;
-    }
-    if (outcome->written.has_value()) written_slots.push_back(redis::KeySlot(key));
-    (*results)[i] = plan.answer;
-    after[c] = plan.write.has_value() ? plan.write : outcome->old;
-  }
-  if (!failures.empty()) return failures.Status("redis claim", calls.size());
+  std::vector<std::optional<UrlRecord>> after;
+  absl::Status s = RunRecordScripts(
+      ClaimScript(), "redis claim", calls,
+      [&](size_t c, const std::optional<UrlRecord>& old) {
+        const size_t i = distinct.first_pos[c];
+        UrlPlan plan = PlanUrlClaim(old, options, RevisitAfter(options, i), now);
+        (*results)[i] = plan.answer;
+        return plan.write;
+      },
+      &after);
+  if (!s.ok()) return s;
   for (size_t i = 0; i < keys.size(); ++i) {
-    if (first_pos[call_of[i]] != i) (*results)[i] = SeenAnswer(*after[call_of[i]]);
+    const size_t c = distinct.call_of[i];
+    if (distinct.first_pos[c] != i) (*results)[i] = SeenAnswer(*after[c]);
   }
-  return WaitForReplicas(written_slots, reconnects);
+  return absl::OkStatus();
 }
 
 absl::Status RedisUrlStore::LookupRecords(absl::string_view name_space,
@@ -426,21 +424,41 @@ absl::Status RedisUrlStore::Complete(absl::string_view name_space, uint64_t clai
   results->assign(keys.size(), UrlCompletion::kNotClaimed);
   if (absl::Status s = CheckInput(name_space, keys); !s.ok()) return s;
   const std::string id_arg = ClaimIdArg(claim_id_hash);
-  absl::flat_hash_map<absl::string_view, size_t> call_of_key;
-  std::vector<size_t> call_of(keys.size());
-  std::vector<size_t> first_pos;
+  const DistinctKeys distinct(keys);
   std::vector<ScriptCall> calls;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    auto [it, inserted] = call_of_key.try_emplace(keys[i], calls.size());
-    call_of[i] = it->second;
-    if (!inserted) continue;
-    first_pos.push_back(i);
+  calls.reserve(distinct.first_pos.size());
+  for (size_t i : distinct.first_pos) {
     calls.push_back(
         ScriptCall{{redis::UrlRecordKey(options_.key_prefix, name_space, keys[i])}, {id_arg}});
   }
+  std::vector<std::optional<UrlRecord>> after;
+  absl::Status s = RunRecordScripts(
+      CompleteScript(), "redis complete", calls,
+      [&](size_t c, const std::optional<UrlRecord>& old) {
+        UrlCompletePlan plan = PlanUrlComplete(old, claim_id_hash);
+        (*results)[distinct.first_pos[c]] = plan.outcome;
+        return plan.write;
+      },
+      &after);
+  if (!s.ok()) return s;
+  // A repeat is confirmed again over what its first position left.
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const size_t c = distinct.call_of[i];
+    if (distinct.first_pos[c] == i) continue;
+    UrlCompletePlan plan = PlanUrlComplete(after[c], claim_id_hash);
+    (*results)[i] = plan.outcome;
+    if (plan.write.has_value()) after[c] = plan.write;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RedisUrlStore::RunRecordScripts(
+    const redis::Script& script, absl::string_view what, const std::vector<ScriptCall>& calls,
+    absl::FunctionRef<std::optional<UrlRecord>(size_t, const std::optional<UrlRecord>&)> plan,
+    std::vector<std::optional<UrlRecord>>* after) {
+  after->assign(calls.size(), std::nullopt);
   const std::map<std::string, uint64_t> reconnects = Reconnects();
-  std::vector<absl::StatusOr<Value>> replies = router_->EvalBatch(CompleteScript(), calls);
-  std::vector<std::optional<UrlRecord>> after(calls.size());
+  std::vector<absl::StatusOr<Value>> replies = router_->EvalBatch(script, calls);
   std::vector<int> written_slots;
   Failures failures;
   for (size_t c = 0; c < calls.size(); ++c) {
@@ -451,24 +469,15 @@ absl::Status RedisUrlStore::Complete(absl::string_view name_space, uint64_t clai
       failures.Add(outcome.status());
       continue;
     }
-    UrlCompletePlan plan = PlanUrlComplete(outcome->old, claim_id_hash);
-    if (absl::Status s = CheckAgreement(key, plan.write, outcome->written); !s.ok()) {
+    std::optional<UrlRecord> write = plan(c, outcome->old);
+    if (absl::Status s = CheckAgreement(key, write, outcome->written); !s.ok()) {
       failures.Add(s);
       continue;
     }
     if (outcome->written.has_value()) written_slots.push_back(redis::KeySlot(key));
-    (*results)[first_pos[c]] = plan.outcome;
-    after[c] = plan.write.has_value() ? plan.write : outcome->old;
+    (*after)[c] = write.has_value() ? std::move(write) : outcome->old;
   }
-  if (!failures.empty()) return failures.Status("redis complete", calls.size());
-  // A repeat is confirmed again over what its first position left.
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const size_t c = call_of[i];
-    if (first_pos[c] == i) continue;
-    UrlCompletePlan plan = PlanUrlComplete(after[c], claim_id_hash);
-    (*results)[i] = plan.outcome;
-    if (plan.write.has_value()) after[c] = plan.write;
-  }
+  if (!failures.empty()) return failures.Status(what, calls.size());
   return WaitForReplicas(written_slots, reconnects);
 }
 

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -123,6 +124,17 @@ class RedisUrlStore final : public UrlStore {
  private:
   RedisUrlStore(RedisUrlStoreOptions options, std::unique_ptr<redis::ClusterRouter> router);
 
+  // RunRecordScripts runs `script` once per call (one distinct key each)
+  // and checks each run against the planner: `plan(c, old)` returns what
+  // the planner writes for call c over the record the script read (and
+  // records its answer); a script that wrote anything else is Internal.
+  // Sets (*after)[c] to call c's record once run; then WAITs
+  // (WaitForReplicas) for the nodes written. Errors: as Claim.
+  absl::Status RunRecordScripts(
+      const redis::Script& script, absl::string_view what,
+      const std::vector<redis::ScriptCall>& calls,
+      absl::FunctionRef<std::optional<UrlRecord>(size_t, const std::optional<UrlRecord>&)> plan,
+      std::vector<std::optional<UrlRecord>>* after);
   // Reconnects snapshots each node's reconnect count (empty when
   // min_replicas_acked is 0: no WAIT will need it).
   std::map<std::string, uint64_t> Reconnects() const;
