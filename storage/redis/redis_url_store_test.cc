@@ -1,7 +1,7 @@
 // RedisUrlStore against a real 3-master, 3-replica redis-server cluster on
 // loopback (tests/testing/redis_cluster_fixture.h; ctest label `redis`):
-// the URL store conformance suite, two front ends racing over one
-// cluster, the Lua script held to the URL planner on random records, the
+// the URL store conformance suite (its concurrency tests racing two front
+// ends over one cluster), the Lua script held to the URL planner on random records, the
 // meta record (written once, refused when foreign or of another version),
 // golden keys and values, WAIT for replicas, and a killed master.
 //
@@ -20,7 +20,6 @@
 #include <thread>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -88,24 +87,33 @@ absl::StatusOr<std::unique_ptr<RedisUrlStore>> OpenFresh() {
   return RedisUrlStore::Open(TestOptions(*cluster, FreshPrefix()));
 }
 
+// Two front ends (two stores, two routers) on one fresh key prefix: the
+// conformance suite's concurrency tests race them against each other.
 class RedisHarness : public testing::UrlStoreHarness {
  public:
-  explicit RedisHarness(std::unique_ptr<RedisUrlStore> store) : store_(std::move(store)) {}
-  UrlStore& store() override { return *store_; }
+  static absl::StatusOr<std::unique_ptr<testing::UrlStoreHarness>> Make() {
+    RedisCluster* cluster = SharedCluster();
+    if (cluster == nullptr) return absl::FailedPreconditionError("no Redis cluster");
+    const std::string prefix = FreshPrefix();
+    auto harness = std::make_unique<RedisHarness>();
+    for (std::unique_ptr<RedisUrlStore>* store : {&harness->first_, &harness->second_}) {
+      absl::StatusOr<std::unique_ptr<RedisUrlStore>> opened =
+          RedisUrlStore::Open(TestOptions(*cluster, prefix));
+      if (!opened.ok()) return opened.status();
+      *store = *std::move(opened);
+    }
+    return harness;
+  }
+  UrlStore& store() override { return *first_; }
+  UrlStore* second_front_end() override { return second_.get(); }
 
  private:
-  std::unique_ptr<RedisUrlStore> store_;
+  std::unique_ptr<RedisUrlStore> first_, second_;
 };
 
 using ::dedupd::testing::UrlStoreConformanceTest;
 INSTANTIATE_TEST_SUITE_P(Redis, UrlStoreConformanceTest,
-                         ::testing::Values(testing::UrlStoreBackend{
-                             "Redis",
-                             []() -> absl::StatusOr<std::unique_ptr<testing::UrlStoreHarness>> {
-                               absl::StatusOr<std::unique_ptr<RedisUrlStore>> store = OpenFresh();
-                               if (!store.ok()) return store.status();
-                               return std::make_unique<RedisHarness>(*std::move(store));
-                             }}),
+                         ::testing::Values(testing::UrlStoreBackend{"Redis", &RedisHarness::Make}),
                          testing::UrlStoreBackendName);
 
 absl::Time T(int64_t seconds) { return absl::UnixEpoch() + absl::Seconds(seconds); }
@@ -352,78 +360,6 @@ TEST(RedisUrlStoreTest, TheLuaScriptsDecideWhatThePlannerDecides) {
     const UrlRecord left = want.write.has_value() ? *want.write : *stored;
     EXPECT_EQ(Hex(Get(*store, key)), Hex(EncodeUrlRecord(left)));
   }
-}
-
-// Two front ends (two stores, two routers) and eight threads claim
-// overlapping random sets: each URL is NEW for exactly one call, and every
-// caller is told the winner's time.
-TEST(RedisUrlStoreTest, TwoFrontEndsGiveExactlyOneNewPerUrl) {
-  RedisCluster* cluster = SharedCluster();
-  ASSERT_NE(cluster, nullptr);
-  const std::string prefix = FreshPrefix();
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisUrlStore> a,
-                       RedisUrlStore::Open(TestOptions(*cluster, prefix)));
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisUrlStore> b,
-                       RedisUrlStore::Open(TestOptions(*cluster, prefix)));
-  constexpr int kThreads = 8;
-  constexpr int kBatches = 12;
-  constexpr int kBatchKeys = 400;
-  constexpr size_t kPool = 6000;
-  struct Observation {
-    size_t key;
-    bool is_new;
-    absl::Time first_seen;
-    absl::Time now;
-  };
-  std::vector<std::vector<Observation>> seen(kThreads);
-  std::vector<absl::Status> errors(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      RedisUrlStore& store = t % 2 == 0 ? *a : *b;
-      std::mt19937_64 rng(77 + t);
-      std::uniform_int_distribution<size_t> pick(0, kPool - 1);
-      for (int batch = 0; batch < kBatches; ++batch) {
-        std::vector<size_t> idx(kBatchKeys);
-        std::vector<std::string> keys(kBatchKeys);
-        for (int k = 0; k < kBatchKeys; ++k) {
-          idx[k] = pick(rng);
-          keys[k] = absl::StrCat("https://shared.example/page/", idx[k]);
-        }
-        const absl::Time now = T(1 + t * 1000 + batch);  // names the winning call
-        UrlClaimOptions o;
-        o.name_space = "race";
-        std::vector<UrlClaim> out;
-        errors[t] = store.Claim(o, keys, now, &out);
-        if (!errors[t].ok()) return;
-        for (int k = 0; k < kBatchKeys; ++k) {
-          seen[t].push_back({idx[k], out[k].is_new, out[k].first_seen, now});
-        }
-      }
-    });
-  }
-  for (std::thread& th : threads) th.join();
-  for (int t = 0; t < kThreads; ++t) ASSERT_THAT(errors[t], IsOk()) << t;
-  absl::flat_hash_map<size_t, int> wins;
-  absl::flat_hash_map<size_t, absl::Time> winner_time;
-  for (const auto& thread_seen : seen) {
-    for (const Observation& o : thread_seen) {
-      if (!o.is_new) continue;
-      ++wins[o.key];
-      winner_time[o.key] = o.now;
-      EXPECT_EQ(o.first_seen, o.now);
-    }
-  }
-  for (const auto& [key, n] : wins)
-    EXPECT_EQ(n, 1) << "URL " << key << " was NEW " << n << " times";
-  for (const auto& thread_seen : seen) {
-    for (const Observation& o : thread_seen) {
-      auto it = winner_time.find(o.key);
-      ASSERT_NE(it, winner_time.end()) << "URL " << o.key << " claimed, never NEW";
-      EXPECT_EQ(o.first_seen, it->second) << "URL " << o.key;
-    }
-  }
-  EXPECT_GT(wins.size(), kPool / 2);
 }
 
 // WAIT: with 1 replica per master, min_replicas_acked 1 is met; 2 cannot
