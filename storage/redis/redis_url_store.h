@@ -79,9 +79,11 @@ class RedisUrlStore final : public UrlStore {
   // opening an empty cluster at once exactly one writes it and the others
   // check it); present, its versions must equal options.meta's.
   // Errors: InvalidArgument for bad options (no seeds, a bad key prefix, a
-  // negative min_replicas_acked); FailedPrecondition when the meta record
-  // is not a dedupd record, names another format version or another
-  // algorithm version (the message says which), or AUTH is refused;
+  // negative min_replicas_acked; with min_replicas_acked > 0, a
+  // replica_ack_timeout under 1 ms or not below router.command_timeout);
+  // FailedPrecondition when the meta record is not a dedupd record, names
+  // another format version or another algorithm version (the message says
+  // which), or AUTH is refused;
   // Unavailable when no seed answers or the meta's node cannot be reached.
   static absl::StatusOr<std::unique_ptr<RedisUrlStore>> Open(RedisUrlStoreOptions options);
 
