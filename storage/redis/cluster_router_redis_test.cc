@@ -71,8 +71,7 @@ NodeStats StatsOf(const ClusterRouter& router, const std::string& node) {
 }
 
 // The cases that leave the cluster's layout alone share one cluster per
-// process (ctest runs each case in a process of its own, so there each
-// starts one; run the binary directly and they share it).
+// process (ctest runs the binary as one test: dedupd_test WHOLE).
 class ClusterRouterTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

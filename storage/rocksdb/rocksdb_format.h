@@ -38,6 +38,7 @@
 #include "storage/plan/chunk_planner.h"
 #include "storage/plan/content_planner.h"
 #include "storage/url_store.h"
+#include "storage/url_value.h"
 
 namespace dedupd::rocksdb_format {
 
@@ -63,13 +64,11 @@ inline constexpr char kTagFetch = '\x06';
 inline constexpr char kTagNamespace = '\x08';
 // 0x07 and 0x09..0xFF are unassigned. See docs/storage_format.md.
 
-// The first byte of every URL value: the value layout's own version. A
-// URL claimed once, without claim id or lease, keeps version 1 (9 bytes);
-// any other record version 2.
-inline constexpr uint8_t kUrlValueVersion = 1;
-inline constexpr uint8_t kUrlValueVersion2 = 2;
-// Size of a version-1 URL value: version byte + 8-byte big-endian micros.
-inline constexpr size_t kUrlValueBytes = 9;
+// The URL value's versions and size (storage/url_value.h: the same bytes
+// in every backend that keeps URL records as byte strings).
+using ::dedupd::kUrlValueBytes;
+using ::dedupd::kUrlValueVersion;
+using ::dedupd::kUrlValueVersion2;
 
 // The meta record's magic: the first 8 bytes of its value.
 inline constexpr absl::string_view kMetaMagic = "DEDUPDST";
@@ -152,30 +151,13 @@ struct UrlKey {
 // DataLoss naming the defect. The views point into `key`.
 absl::StatusOr<UrlKey> DecodeAnyUrlKey(absl::string_view key);
 
-// EncodeUrlValue returns the version-1 URL record value of a URL claimed
-// once, without claim id or lease: kUrlValueVersion followed by
-// `first_seen` as i64 big-endian (two's complement) microseconds since the
-// Unix epoch, truncated toward negative infinity.
-std::string EncodeUrlValue(absl::Time first_seen);
-
-// EncodeUrlRecord returns the value of `record`: version 1
-// (EncodeUrlValue) when it is a first claim without claim id or lease
-// whose last claim is its first, else version 2 (docs/storage_format.md):
-// kUrlValueVersion2, a flags byte, first seen, then only the fields the
-// flags name (last claim, claim id hash, lease end). Times are truncated
-// to microseconds.
-std::string EncodeUrlRecord(const UrlRecord& record);
-
-// DecodeUrlRecord decodes a URL value of version 1 or 2. Errors: DataLoss
-// naming the defect (empty, unknown value version, unknown flags, wrong
-// length, a version-2 value that version 1 would hold). Never crashes,
-// whatever the bytes; every value it accepts is what EncodeUrlRecord
-// writes for the result.
-absl::StatusOr<UrlRecord> DecodeUrlRecord(absl::string_view value);
-
-// DecodeUrlValue returns the first-seen time stored in a URL value of
-// either version (DecodeUrlRecord's first_seen).
-absl::StatusOr<absl::Time> DecodeUrlValue(absl::string_view value);
+// The URL record's value: EncodeUrlValue, EncodeUrlRecord, DecodeUrlRecord
+// and DecodeUrlValue of storage/url_value.h (docs/storage_format.md, "URL
+// record").
+using ::dedupd::DecodeUrlRecord;
+using ::dedupd::DecodeUrlValue;
+using ::dedupd::EncodeUrlRecord;
+using ::dedupd::EncodeUrlValue;
 
 // ---- Content layer (format version 2) ----
 

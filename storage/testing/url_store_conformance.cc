@@ -237,7 +237,7 @@ TEST_P(UrlStoreConformanceTest, ConcurrentClaimsHaveExactlyOneWinnerPerKey) {
         // Distinct per call, so a first_seen names the call that won.
         const absl::Time now = T(1 + t * 1000 + b);
         std::vector<UrlClaim> out;
-        absl::Status s = store().ClaimUrls(keys, now, &out);
+        absl::Status s = FrontEnd(t).ClaimUrls(keys, now, &out);
         if (!s.ok()) {
           errors[t] = s;
           return;
@@ -259,7 +259,7 @@ TEST_P(UrlStoreConformanceTest, ConcurrentClaimsHaveExactlyOneWinnerPerKey) {
         keys[k] = pool[idx[k]];
       }
       std::vector<std::optional<absl::Time>> found;
-      absl::Status s = store().LookupUrls(keys, &found);
+      absl::Status s = FrontEnd(1).LookupUrls(keys, &found);
       if (!s.ok()) {
         peek_error = s;
         return;
@@ -508,7 +508,7 @@ TEST_P(UrlStoreConformanceTest, ConcurrentLeasedClaimsHaveExactlyOneWinnerPerKey
       const UrlClaimOptions o = Opts("race", absl::StrCat("worker-", t), 600);
       std::vector<UrlClaim> out;
       for (int attempt = 0; attempt < 2; ++attempt) {  // the second is a retry
-        errors[t] = store().Claim(o, keys, T(10), &out);
+        errors[t] = FrontEnd(t).Claim(o, keys, T(10), &out);
         if (!errors[t].ok()) return;
         if (attempt == 1) break;
         for (size_t k = 0; k < kKeys; ++k) {

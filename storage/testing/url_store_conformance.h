@@ -33,6 +33,12 @@ class UrlStoreHarness {
   virtual ~UrlStoreHarness() = default;
   // store returns the store under test; it lives as long as the harness.
   virtual UrlStore& store() = 0;
+  // second_front_end returns another store over the same records — a
+  // second front end of a shared backend (another RedisUrlStore on the
+  // same cluster and key prefix) — or null when the backend has no such
+  // thing (the default). The concurrency tests spread their threads over
+  // both, so "exactly one NEW" is held across front ends too.
+  virtual UrlStore* second_front_end() { return nullptr; }
 };
 
 // A named backend: `make` returns a new harness holding an empty store.
@@ -60,6 +66,12 @@ class UrlStoreConformanceTest : public ::testing::TestWithParam<UrlStoreBackend>
   void SetUp() override;
   void TearDown() override;
   UrlStore& store() { return harness_->store(); }
+  // FrontEnd returns the store thread `t` of a concurrency test uses: odd
+  // threads the second front end, when the backend has one.
+  UrlStore& FrontEnd(int t) {
+    UrlStore* second = harness_->second_front_end();
+    return (t % 2 == 1 && second != nullptr) ? *second : store();
+  }
   // Seen returns the time a seen key first recorded at `t` reports:
   // `t`, or absl::InfinitePast() for an approximate backend.
   absl::Time Seen(absl::Time t) const { return GetParam().approximate ? absl::InfinitePast() : t; }
