@@ -87,7 +87,7 @@ step content_fingerprint_bench_minhash \
   --pages_dir="$here/corpus/sample_pages"
 
 step lsh_index_bench \
-  '^lsh_index n=20000 bands=18 rows=7 bucket_bits=16 queries=2000 query_us=[0-9.]+ query_verify_us=[0-9.]+ .* index_bytes_per_text=[0-9.]+ signature_bytes_per_text=128 insert_us=[0-9.]+$' \
+  '^lsh_index n=20000 bands=18 rows=7 bucket_bits=[0-9]+ queries=2000 bulk_insert_s=[0-9.]+ query_us=[0-9.]+ query_verify_us=[0-9.]+ .* index_bytes_per_text=[0-9.]+ signature_bytes_per_text=128$' \
   "$build_dir/bench/dedupd_lsh_index_bench" --sizes=20000 --queries=2000
 
 step simhash_index_bench \
