@@ -32,7 +32,7 @@ RUN groupadd --system --gid 10001 dedupd \
 COPY --from=build /src/build/server/dedupd /usr/local/bin/dedupd
 COPY --from=build /src/build/client/dedupctl /usr/local/bin/dedupctl
 # The default config (no host rules); Kubernetes mounts its ConfigMap here.
-COPY deploy/base/dedupd.conf /etc/dedupd/dedupd.conf
+COPY deploy/common/dedupd.conf /etc/dedupd/dedupd.conf
 USER 10001:10001
 # The embedded RocksDB store: the only place dedupd writes.
 VOLUME /var/lib/dedupd

@@ -25,6 +25,7 @@
 #include "server/admin.h"
 #include "server/auth.h"
 #include "server/log.h"
+#include "server/replica_guard.h"
 #include "server/server.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -192,9 +193,25 @@ bool WritePortFile(const std::string& path, int port) {
   return std::rename(tmp.c_str(), path.c_str()) == 0;
 }
 
+}  // namespace
+
+// Beside its check below (flags cannot be defined inside a namespace).
+ABSL_FLAG(std::string, statefulset_pod_name, "",
+          "this pod's name when a StatefulSet runs dedupd with the embedded store "
+          "(deploy/base passes the downward API's metadata.name): a pod whose "
+          "ordinal is not 0 refuses to start, as it would open a second store; "
+          "empty: no check");
+
+namespace {
+
 // ValidateFlags prints a one-line message naming the first flag that is out
 // of range or has an unknown value, and returns false then.
 bool ValidateFlags() {
+  if (absl::Status replica = dedupd::CheckSingleReplica(absl::GetFlag(FLAGS_statefulset_pod_name));
+      !replica.ok()) {
+    std::cerr << "dedupd: " << replica.message() << "\n";
+    return false;
+  }
   if (!CheckRange("max_batch_items", absl::GetFlag(FLAGS_max_batch_items), 1, 1000000) ||
       !CheckRange("max_message_bytes", absl::GetFlag(FLAGS_max_message_bytes), 1024, INT32_MAX) ||
       !CheckRange("max_concurrent_rpcs", absl::GetFlag(FLAGS_max_concurrent_rpcs), 1, 1000000) ||

@@ -343,6 +343,8 @@ TEST(E2eStartupTest, BadFlagsAndConfigGiveOneLineErrors) {
       {{"--listen=nonsense"}, "--listen=nonsense"},
       {{"--config=" + dir + "/missing.conf"}, "missing.conf"},
       {{"stray"}, "unexpected argument"},
+      // A second StatefulSet replica of the embedded store stops before serving.
+      {{"--statefulset_pod_name=dedupd-1"}, "embedded store cannot be shared"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> argv = {DEDUPD_BINARY, "--data_dir=" + dir + "/d",
@@ -352,6 +354,8 @@ TEST(E2eStartupTest, BadFlagsAndConfigGiveOneLineErrors) {
     ASSERT_THAT(r, IsOk());
     EXPECT_NE(r->exit_code, 0) << c.want;
     EXPECT_THAT(r->err, HasSubstr(c.want));
+    // Refused before the port is bound, let alone served.
+    EXPECT_THAT(r->err, Not(HasSubstr("listening on"))) << c.want;
   }
   {
     std::FILE* f = std::fopen((dir + "/bad.conf").c_str(), "w");
