@@ -105,6 +105,22 @@ std::vector<uint32_t> MinHashNearIndex::Query(const MinHashSignature& sig) const
   return lsh_->Query(sig);
 }
 
+std::vector<uint32_t> MinHashNearIndex::Query(const MinHashSignature& sig,
+                                              double min_estimate) const {
+  absl::ReaderMutexLock lock(&mu_);
+  if (lsh_ == nullptr) return {};
+  std::vector<uint32_t> ids = lsh_->Query(sig);
+  ids.erase(std::remove_if(ids.begin(), ids.end(),
+                           [&](uint32_t id) {
+                             auto it = positions_.find(id);
+                             return it == positions_.end() ||
+                                    !(EstimateJaccard(sig, entries_[it->second].signature) >=
+                                      min_estimate);
+                           }),
+            ids.end());
+  return ids;
+}
+
 std::optional<MinHashSignature> MinHashNearIndex::Find(uint32_t id) const {
   absl::ReaderMutexLock lock(&mu_);
   auto it = positions_.find(id);

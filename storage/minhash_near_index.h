@@ -101,6 +101,11 @@ class MinHashNearIndex {
   // Query returns the ids of the stored texts that share an LSH band with
   // `sig` (candidates, to verify), ascending.
   std::vector<uint32_t> Query(const MinHashSignature& sig) const;
+  // Query, keeping only the candidates whose stored signature's
+  // EstimateJaccard with `sig` is at least `min_estimate`: a verification
+  // by the estimate done here, on the signatures in RAM, so that a store
+  // reads the records of the texts that pass only.
+  std::vector<uint32_t> Query(const MinHashSignature& sig, double min_estimate) const;
   // Find returns the signature stored for text `id`, if any (for
   // consistency checks against the stored records).
   std::optional<MinHashSignature> Find(uint32_t id) const;

@@ -179,5 +179,37 @@ TEST(MinHashNearIndexTest, BulkLoadReplacesSignatures) {
   EXPECT_THAT(fresh.Query(b), ElementsAre(11));
 }
 
+// Query(sig, t) is Query(sig) less the candidates whose stored signature
+// estimates below t, on every query of a random corpus with planted near
+// pairs.
+TEST(MinHashNearIndexTest, QueryWithAnEstimateFloorKeepsExactlyThoseThatReachIt) {
+  SplitMixRng rng(11);
+  MinHashNearIndex near;
+  std::vector<MinHashSignature> stored;
+  for (uint32_t id = 0; id < 2000; ++id) {
+    stored.push_back(id % 2 == 1 ? SimilarSignature(stored[id - 1], 0.6, rng)
+                                 : RandomSignature(rng));
+    near.Insert(id, stored.back());
+  }
+  size_t kept = 0, dropped = 0;
+  for (uint32_t q = 0; q < 2000; q += 7) {
+    const MinHashSignature query = SimilarSignature(stored[q], 0.85, rng);
+    for (double floor : {0.0, 0.5, 0.8, 0.95}) {
+      std::vector<uint32_t> want;
+      for (uint32_t id : near.Query(query)) {
+        if (EstimateJaccard(query, stored[id]) >= floor) {
+          want.push_back(id);
+          ++kept;
+        } else {
+          ++dropped;
+        }
+      }
+      EXPECT_EQ(near.Query(query, floor), want) << "query " << q << " floor " << floor;
+    }
+  }
+  EXPECT_GT(kept, 0u);
+  EXPECT_GT(dropped, 0u);
+}
+
 }  // namespace
 }  // namespace dedupd

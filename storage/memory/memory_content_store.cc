@@ -59,8 +59,9 @@ class MemoryContentStore::Reader final : public ContentStateReader {
                                              size_t* total) override {
     return space_->index.Query(simhash, max_distance, limit, total);
   }
-  std::vector<uint32_t> QueryJaccardCandidates(const MinHashSignature& sig) override {
-    return space_->near.Query(sig);
+  std::vector<uint32_t> QueryJaccardCandidates(const MinHashSignature& sig,
+                                               double min_jaccard) override {
+    return space_->near.Query(sig, min_jaccard);
   }
   absl::StatusOr<FingerprintRecord> GetFingerprint(uint32_t doc_id) override
       ABSL_NO_THREAD_SAFETY_ANALYSIS {

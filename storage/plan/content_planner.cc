@@ -175,7 +175,7 @@ absl::Status FindNear(const ContentDoc& doc, const ContentLimits& limits,
     // Verified LSH candidates. One within max_distance is a SimHash match
     // already counted in `total` (listed above, or beyond the index's
     // limit): it counts once.
-    for (uint32_t id : reader->QueryJaccardCandidates(*doc.minhash)) {
+    for (uint32_t id : reader->QueryJaccardCandidates(*doc.minhash, doc.min_jaccard)) {
       if (listed.contains(id)) continue;
       DEDUPD_ASSIGN_OR_RETURN(FingerprintRecord fp, reader->GetFingerprint(id));
       const int d = HammingDistance(doc.simhash, fp.simhash);

@@ -100,11 +100,16 @@ class ContentStateReader {
   // The near-duplicate index's answer (see SimHashIndex::Query).
   virtual std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance,
                                                      size_t limit, size_t* total) = 0;
-  // The ids of the stored texts that share an LSH band with `sig`
-  // (MinHashNearIndex::Query), to verify with their fingerprint records'
-  // signatures; a backend without signatures has none.
-  virtual std::vector<uint32_t> QueryJaccardCandidates(const MinHashSignature& sig) {
+  // The ids of the stored texts that share an LSH band with `sig` and
+  // whose signature's estimate with `sig` reaches `min_jaccard`
+  // (MinHashNearIndex::Query(sig, min_jaccard): filtered on the signatures
+  // in RAM, so that only those that pass are read); the planner verifies
+  // them again with their fingerprint records' signatures. A backend
+  // without signatures has none.
+  virtual std::vector<uint32_t> QueryJaccardCandidates(const MinHashSignature& sig,
+                                                       double min_jaccard) {
     (void)sig;
+    (void)min_jaccard;
     return {};
   }
   // The fingerprint record of an id the index returned. NotFound is a

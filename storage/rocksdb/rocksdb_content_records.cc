@@ -88,9 +88,10 @@ class RocksDbStore::ContentReader final : public ContentStateReader {
   }
   // The LSH candidates whose fingerprint record the snapshot holds (as
   // QueryNear keeps its matches).
-  std::vector<uint32_t> QueryJaccardCandidates(const MinHashSignature& sig) override {
+  std::vector<uint32_t> QueryJaccardCandidates(const MinHashSignature& sig,
+                                               double min_jaccard) override {
     if (space_->near() == nullptr) return {};
-    return reads_.KeepIdsInSnapshot(space_->near()->Query(sig),
+    return reads_.KeepIdsInSnapshot(space_->near()->Query(sig, min_jaccard),
                                     [this](uint32_t id) { return ReadFingerprint(id); });
   }
   absl::StatusOr<FingerprintRecord> GetFingerprint(uint32_t doc_id) override {
