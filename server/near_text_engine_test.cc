@@ -27,14 +27,12 @@ namespace dedupd {
 namespace {
 
 using ::dedupd::testing::IsOk;
+using ::dedupd::testing::ReadTextFile;
 using ::dedupd::testing::SubstituteWords;
 using ::testing::HasSubstr;
 
 std::string ReadTestdata(const std::string& name) {
-  std::ifstream in(std::string(DEDUPD_SERVER_TESTDATA_DIR) + "/" + name, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  return ReadTextFile(std::string(DEDUPD_SERVER_TESTDATA_DIR) + "/" + name);
 }
 
 class NearTextEngineTest : public ::testing::Test {

@@ -29,6 +29,7 @@ namespace dedupd {
 namespace {
 
 using ::dedupd::testing::IsOk;
+using ::dedupd::testing::ReadTextFile;
 using ::dedupd::testing::RunCommand;
 using ::dedupd::testing::ServerTest;
 using ::dedupd::testing::SubstituteWords;
@@ -41,11 +42,7 @@ constexpr auto kRpcDeadline = std::chrono::seconds(30);
 
 // ~980 words of real prose (server/testdata, from the Debian Python Policy).
 std::string PolicyText() {
-  std::ifstream in(std::string(DEDUPD_SERVER_TESTDATA_DIR) + "/python_policy_packaging.txt",
-                   std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  return ReadTextFile(std::string(DEDUPD_SERVER_TESTDATA_DIR) + "/python_policy_packaging.txt");
 }
 
 // The policy text with one word replaced.

@@ -25,6 +25,7 @@ namespace dedupd {
 namespace {
 
 using ::dedupd::testing::IsOk;
+using ::dedupd::testing::ReadTextFile;
 using ::dedupd::testing::RunCommand;
 using ::dedupd::testing::ServerTest;
 using ::dedupd::testing::SubstituteWords;
@@ -35,11 +36,7 @@ constexpr auto kRpcDeadline = std::chrono::seconds(30);
 
 // ~980 words of real prose (server/testdata, from the Debian Python Policy).
 std::string PolicyText() {
-  std::ifstream in(std::string(DEDUPD_SERVER_TESTDATA_DIR) + "/python_policy_packaging.txt",
-                   std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  return ReadTextFile(std::string(DEDUPD_SERVER_TESTDATA_DIR) + "/python_policy_packaging.txt");
 }
 
 v1::ContentItem Item(const std::string& url, const std::string& text) {
