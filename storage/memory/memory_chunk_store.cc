@@ -49,9 +49,10 @@ class MemoryChunkStore::Reader final : public ChunkStateReader {
     }
     return index_->simhash.Query(simhash, max_distance, limit, total);
   }
-  std::vector<uint32_t> QueryJaccardCandidates(const MinHashSignature& sig) override {
+  std::vector<uint32_t> QueryJaccardCandidates(const MinHashSignature& sig,
+                                               double min_estimate) override {
     if (index_ == nullptr) return {};
-    return index_->near.Query(sig);
+    return index_->near.Query(sig, min_estimate);
   }
   absl::StatusOr<FingerprintRecord> GetTextFingerprint(uint32_t id) override
       ABSL_NO_THREAD_SAFETY_ANALYSIS {

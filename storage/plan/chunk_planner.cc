@@ -422,7 +422,12 @@ absl::StatusOr<std::optional<Candidate>> NearCandidate(const ChunkDocument& doc,
   // A SimHash match beats every Jaccard-only one: the LSH candidates
   // matter only without one.
   if ((near.has_value() && near->hamming) || !UsesJaccard(chunk)) return near;
-  for (uint32_t id : reader->QueryJaccardCandidates(*chunk.minhash)) {
+  // A chunk verified exactly (it has a shingle set) still skips, unread,
+  // the candidates whose estimate is kExactPrefilterMargin below the
+  // threshold; verified by the estimate, the filter is the verification.
+  const double min_estimate =
+      chunk.shingles.empty() ? chunk.min_jaccard : chunk.min_jaccard - kExactPrefilterMargin;
+  for (uint32_t id : reader->QueryJaccardCandidates(*chunk.minhash, min_estimate)) {
     DEDUPD_ASSIGN_OR_RETURN(FingerprintRecord fp, reader->GetTextFingerprint(id));
     if (fp.sha256 == chunk.sha256) continue;  // only this document's
     const int d = HammingDistance(chunk.simhash, fp.simhash);

@@ -53,6 +53,16 @@
 
 namespace dedupd {
 
+// How far below a chunk's min_jaccard an LSH candidate's estimate may be
+// and still be read and verified exactly (ChunkStateReader::
+// QueryJaccardCandidates). The estimate's error is ~0.035 at J = 0.8 and
+// 0.041 (RMSE) on 40-word chunks, where densification copies bins
+// (docs/minhash.md), so a candidate at or above the threshold is skipped
+// when its estimate errs by ~5 standard deviations (probability < 1e-6);
+// far candidates (most of an LSH bucket's) cost neither a record read nor
+// a set merge.
+inline constexpr double kExactPrefilterMargin = 0.2;
+
 // One chunk of a stored document (a manifest entry).
 struct StoredChunk {
   std::string chunk_id;
@@ -148,12 +158,16 @@ class ChunkStateReader {
   // The chunk index's answer (see SimHashIndex::Query).
   virtual std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance,
                                                      size_t limit, size_t* total) = 0;
-  // The ids of the stored texts that share an LSH band with `sig` (the
-  // namespace's MinHashNearIndex::Query), to verify with the signatures of
-  // their fingerprint records; like QueryNear, only ids whose records are
-  // in the reader's view. A backend without signatures has none.
-  virtual std::vector<uint32_t> QueryJaccardCandidates(const MinHashSignature& sig) {
+  // The ids of the stored texts that share an LSH band with `sig` and
+  // whose signature's estimate with `sig` reaches `min_estimate` (the
+  // namespace's MinHashNearIndex::Query(sig, min_estimate), filtered on the
+  // signatures in RAM before any record is read), to verify with their
+  // fingerprint records; like QueryNear, only ids whose records are in the
+  // reader's view. A backend without signatures has none.
+  virtual std::vector<uint32_t> QueryJaccardCandidates(const MinHashSignature& sig,
+                                                       double min_estimate) {
     (void)sig;
+    (void)min_estimate;
     return {};
   }
   // The fingerprint record (with the text's signature) of a text id the

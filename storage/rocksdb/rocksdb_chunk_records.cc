@@ -88,10 +88,10 @@ std::vector<SimHashIndex::Match> RocksDbStore::ChunkReader::QueryNear(uint64_t s
 
 // The LSH candidates whose text record the snapshot holds (as QueryNear
 // keeps its matches).
-std::vector<uint32_t> RocksDbStore::ChunkReader::QueryJaccardCandidates(
-    const MinHashSignature& sig) {
+std::vector<uint32_t> RocksDbStore::ChunkReader::QueryJaccardCandidates(const MinHashSignature& sig,
+                                                                        double min_estimate) {
   if (space_->chunk_near() == nullptr) return {};
-  return reads_.KeepIdsInSnapshot(space_->chunk_near()->Query(sig),
+  return reads_.KeepIdsInSnapshot(space_->chunk_near()->Query(sig, min_estimate),
                                   [this](uint32_t id) { return ReadFingerprint(id); });
 }
 

@@ -679,7 +679,8 @@ class RocksDbStore::ChunkReader final : public ChunkStateReader {
                                                        size_t limit) override;
   std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance, size_t limit,
                                              size_t* total) override;
-  std::vector<uint32_t> QueryJaccardCandidates(const MinHashSignature& sig) override;
+  std::vector<uint32_t> QueryJaccardCandidates(const MinHashSignature& sig,
+                                               double min_estimate) override;
   absl::StatusOr<FingerprintRecord> GetTextFingerprint(uint32_t text_id) override;
   absl::StatusOr<uint32_t> AllocateTextId() override;
 
