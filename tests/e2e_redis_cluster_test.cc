@@ -63,23 +63,11 @@ using ::testing::HasSubstr;
 
 constexpr absl::Duration kRpcDeadline = absl::Seconds(15);
 
-RedisCluster* SharedCluster() {
-  static absl::Mutex mu(absl::kConstInit);
-  static RedisCluster* cluster = nullptr;
-  static absl::Status start_error;
-  absl::MutexLock lock(&mu);
-  if (cluster == nullptr && start_error.ok()) {
-    RedisCluster::Options options;
-    options.replicas_per_master = 2;
-    absl::StatusOr<std::unique_ptr<RedisCluster>> started = RedisCluster::Start(options);
-    if (started.ok()) {
-      cluster = started->release();  // lives until the process exits
-    } else {
-      start_error = started.status();
-    }
-  }
-  EXPECT_THAT(start_error, IsOk()) << "starting the shared Redis cluster";
-  return cluster;
+// The binary's cluster: two replicas per master (see the top).
+RedisCluster* TestCluster() {
+  RedisCluster::Options options;
+  options.replicas_per_master = 2;
+  return testing::SharedCluster(options);
 }
 
 std::string FreshPrefix() {
@@ -99,7 +87,7 @@ struct FrontEnd {
 class E2eRedisClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    cluster_ = SharedCluster();
+    cluster_ = TestCluster();
     ASSERT_NE(cluster_, nullptr);
     dir_ = testing::MakeTempDir("e2e_redis_");
     prefix_ = FreshPrefix();
