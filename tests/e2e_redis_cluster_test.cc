@@ -4,8 +4,10 @@
 // the binary: ctest runs it as one test, WHOLE):
 //   - two front ends, eight client threads claiming overlapping URL sets
 //     through both: exactly one NEW per URL overall;
-//   - a front end killed (SIGKILL) and restarted loses nothing: every
-//     acknowledged NEW is SEEN through either front end;
+//   - a front end killed (SIGKILL) mid-load, its failed batches sent again
+//     to the other with their claim ids: still exactly one NEW per URL;
+//     restarted, it loses nothing: every acknowledged NEW is SEEN through
+//     either front end;
 //   - CheckContent and CheckChunks answer UNIMPLEMENTED with the message,
 //     DedupResults works, Admin.Stats reports the cluster, the other admin
 //     calls answer UNIMPLEMENTED, /metrics has the per node counters;
@@ -124,10 +126,13 @@ class E2eRedisClusterTest : public ::testing::Test {
 
 std::string Url(int i) { return absl::StrCat("http://e2e.example/p/", i); }
 
-// Claim claims `urls` through `stub`; the verdicts in order, or the error.
+// Claim claims `urls` through `stub` (with `claim_id` when not empty); the
+// verdicts in order, or the error.
 absl::StatusOr<std::vector<v1::UrlVerdict>> Claim(v1::Dedup::Stub& stub,
-                                                  const std::vector<std::string>& urls) {
+                                                  const std::vector<std::string>& urls,
+                                                  const std::string& claim_id = "") {
   v1::CheckUrlRequest request;
+  request.set_claim_id(claim_id);
   for (const std::string& u : urls) request.add_items()->set_url(u);
   v1::CheckUrlResponse response;
   grpc::ClientContext context;
@@ -169,21 +174,28 @@ HealthCheckResponse::ServingStatus Health(FrontEnd& fe) {
   return s.ok() ? response.status() : HealthCheckResponse::UNKNOWN;
 }
 
-TEST_F(E2eRedisClusterTest, TwoFrontEndsOneNewPerUrlAndARestartLosesNothing) {
+TEST_F(E2eRedisClusterTest, TwoFrontEndsOneNewPerUrlAndAKilledOneLosesNothing) {
   FrontEnd a, b;
   ASSERT_NO_FATAL_FAILURE(Start(&a));
   ASSERT_NO_FATAL_FAILURE(Start(&b));
   // Eight threads, 5,000 URLs each; thread t claims [2500 t, 2500 t + 5000),
   // so each URL but the first and last 2,500 is claimed by two threads; a
   // thread alternates the front ends by batch (of 500), and neighbours
-  // start on different ones.
+  // start on different ones. Each batch carries its own claim id.
+  // A quarter of the way through, front end `a` is killed (SIGKILL): a
+  // batch that fails on it is sent again to `b` with the same claim id,
+  // which answers NEW again for the URLs the lost call claimed (the
+  // client library's retry), so exactly one NEW per URL still holds.
   constexpr int kThreads = 8;
   constexpr int kPerThread = 5000;
   constexpr int kStride = 2500;
   constexpr int kBatch = 500;
   constexpr int kDistinct = kStride * (kThreads - 1) + kPerThread;
+  constexpr int kBatches = kThreads * kPerThread / kBatch;
   std::vector<std::atomic<int>> news(kDistinct);
   std::atomic<int> errors{0};
+  std::atomic<int> failed_on_a{0};
+  std::atomic<int> batches_done{0};
   const absl::Time start = absl::Now();
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
@@ -191,8 +203,15 @@ TEST_F(E2eRedisClusterTest, TwoFrontEndsOneNewPerUrlAndARestartLosesNothing) {
       for (int off = 0; off < kPerThread; off += kBatch) {
         std::vector<std::string> urls;
         for (int i = 0; i < kBatch; ++i) urls.push_back(Url(t * kStride + off + i));
-        FrontEnd& fe = ((off / kBatch + t) % 2 == 0) ? a : b;
-        absl::StatusOr<std::vector<v1::UrlVerdict>> v = Claim(*fe.dedup, urls);
+        const std::string claim_id = absl::StrCat("t", t, "-", off);
+        const bool on_a = (off / kBatch + t) % 2 == 0;
+        absl::StatusOr<std::vector<v1::UrlVerdict>> v =
+            Claim(on_a ? *a.dedup : *b.dedup, urls, claim_id);
+        if (!v.ok() && on_a) {
+          ++failed_on_a;
+          v = Claim(*b.dedup, urls, claim_id);
+        }
+        ++batches_done;
         if (!v.ok()) {
           ++errors;
           continue;
@@ -203,19 +222,28 @@ TEST_F(E2eRedisClusterTest, TwoFrontEndsOneNewPerUrlAndARestartLosesNothing) {
       }
     });
   }
+  const absl::Time wait_until = absl::Now() + absl::Seconds(30);
+  while (batches_done.load() < kBatches / 4 && absl::Now() < wait_until) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  a.process->Kill();
+  const int done_at_kill = batches_done.load();
   for (std::thread& th : threads) th.join();
-  std::printf("e2e redis: %d claims of %d distinct URLs through two front ends in %s\n",
-              kThreads * kPerThread, kDistinct, absl::FormatDuration(absl::Now() - start).c_str());
+  std::printf(
+      "e2e redis: %d claims of %d distinct URLs through two front ends in %s; one killed after "
+      "%d of %d batches, %d batches failed on it and were sent again to the other\n",
+      kThreads * kPerThread, kDistinct, absl::FormatDuration(absl::Now() - start).c_str(),
+      done_at_kill, kBatches, failed_on_a.load());
   ASSERT_EQ(errors.load(), 0);
+  EXPECT_GT(failed_on_a.load(), 0) << "the kill came after the load";
   int wrong = 0;
   for (int i = 0; i < kDistinct; ++i) wrong += news[i].load() != 1;
   EXPECT_EQ(wrong, 0) << "URLs not answered NEW exactly once";
 
-  // Kill -9 one front end and start it again: nothing acknowledged is lost,
-  // through either.
+  // Start the killed one again: nothing acknowledged is lost, through
+  // either.
   std::vector<std::string> all;
   for (int i = 0; i < kDistinct; ++i) all.push_back(Url(i));
-  a.process->Kill();
   ASSERT_NO_FATAL_FAILURE(Start(&a));
   ExpectAllSeen(a, all, "restarted front end");
   ExpectAllSeen(b, all, "other front end");
@@ -377,12 +405,17 @@ TEST_F(E2eRedisClusterTest, MasterKilledMidLoadWithWaitLosesNoAcknowledgedNew) {
         for (int i = 0; i < kBatch; ++i)
           urls.push_back(Url((t * kMaxBatchesPerThread + b) * kBatch + i));
         absl::StatusOr<std::vector<v1::UrlVerdict>> v = Claim(*fe.dedup, urls);
-        absl::MutexLock lock(&mu);
         if (!v.ok()) {
-          ++failures;
-          last_failure = absl::Now();
+          {
+            absl::MutexLock lock(&mu);
+            ++failures;
+            last_failure = absl::Now();
+          }
+          // A client backs off; so the failover cannot use up the batches.
+          absl::SleepFor(absl::Milliseconds(20));
           continue;
         }
+        absl::MutexLock lock(&mu);
         ++batches_before_kill;
         for (int i = 0; i < kBatch; ++i) {
           if ((*v)[static_cast<size_t>(i)] == v1::URL_VERDICT_NEW) acknowledged.push_back(urls[i]);
