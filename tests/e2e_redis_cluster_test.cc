@@ -11,7 +11,8 @@
 //   - CheckContent and CheckChunks answer UNIMPLEMENTED with the message,
 //     DedupResults works, Admin.Stats reports the cluster, the other admin
 //     calls answer UNIMPLEMENTED, /metrics has the per node counters;
-//   - health is NOT_SERVING while the cluster cannot be reached;
+//   - health is NOT_SERVING while the cluster cannot be reached, and while
+//     a slot has no master;
 //   - with --redis_min_replicas_acked=1, a master killed (kill -9)
 //     mid-load: its replica takes over, claims resume (the time is
 //     measured and printed), every acknowledged NEW is SEEN afterwards.
@@ -380,6 +381,51 @@ TEST_F(E2eRedisClusterTest, BadFlagsFailWithOneLine) {
     EXPECT_EQ(r->exit_code, 2) << absl::StrJoin(argv, " ");
     EXPECT_THAT(r->err, HasSubstr("dedupd: --")) << absl::StrJoin(argv, " ");
   }
+}
+
+// A slot that no node serves any more turns health NOT_SERVING (the
+// readiness thread re-reads the map every second); serving it again turns
+// health back to SERVING.
+TEST_F(E2eRedisClusterTest, HealthFollowsTheSlotMap) {
+  FrontEnd fe;
+  ASSERT_NO_FATAL_FAILURE(Start(&fe));
+  ASSERT_EQ(Health(fe), HealthCheckResponse::SERVING);
+  constexpr int kSlot = 0;
+  absl::StatusOr<size_t> owner = cluster_->SlotOwner(kSlot);
+  ASSERT_THAT(owner.status(), IsOk());
+  // Every node forgets the slot (a replica would still name its master).
+  for (size_t i = 0; i < cluster_->size(); ++i) {
+    if (!cluster_->running(i)) continue;
+    ASSERT_THAT(cluster_->Cli(i, {"CLUSTER", "DELSLOTS", absl::StrCat(kSlot)}).status(), IsOk());
+  }
+  auto wait_for = [&fe](HealthCheckResponse::ServingStatus want) {
+    const absl::Time give_up = absl::Now() + absl::Seconds(20);
+    while (Health(fe) != want && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(50));
+    return Health(fe);
+  };
+  const absl::Time deleted = absl::Now();
+  EXPECT_EQ(wait_for(HealthCheckResponse::NOT_SERVING), HealthCheckResponse::NOT_SERVING)
+      << fe.process->Logs();
+  std::printf("e2e redis: health NOT_SERVING %s after the slot lost its owner\n",
+              absl::FormatDuration(absl::Now() - deleted).c_str());
+  ASSERT_THAT(cluster_->Cli(*owner, {"CLUSTER", "ADDSLOTS", absl::StrCat(kSlot)}).status(), IsOk());
+  EXPECT_EQ(wait_for(HealthCheckResponse::SERVING), HealthCheckResponse::SERVING)
+      << fe.process->Logs();
+  EXPECT_THAT(fe.process->Logs(), HasSubstr("slot map incomplete"));
+  // The cluster is whole again for the next case: every node agrees.
+  const absl::Time give_up = absl::Now() + absl::Seconds(20);
+  for (size_t i = 0; i < cluster_->size(); ++i) {
+    if (!cluster_->running(i)) continue;
+    while (absl::Now() < give_up) {
+      absl::StatusOr<std::string> info = cluster_->Cli(i, {"CLUSTER", "INFO"});
+      if (info.ok() && info->find("cluster_state:ok") != std::string::npos &&
+          info->find("cluster_slots_assigned:16384") != std::string::npos) {
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+  }
+  ASSERT_LT(absl::Now(), give_up) << "the cluster did not become whole again";
 }
 
 // Last: it kills a master, so the layout changes for good.
