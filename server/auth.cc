@@ -249,6 +249,20 @@ absl::StatusOr<std::string> ReadTokenFile(absl::string_view flag, const std::str
   return token;
 }
 
+absl::StatusOr<std::string> ReadSecretFile(absl::string_view flag, const std::string& path) {
+  DEDUPD_ASSIGN_OR_RETURN(std::string secret, ReadFlagFile(flag, path));
+  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+  if (secret.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, "=", path, ": the file is empty (want one line)"));
+  }
+  if (secret.find_first_of(std::string("\n\r\0", 3)) != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, "=", path, ": the file holds a line break or NUL inside (want one line)"));
+  }
+  return secret;
+}
+
 CallAuthorizer::CallAuthorizer(std::string token, std::string admin_token)
     : token_(std::move(token)), admin_token_(std::move(admin_token)) {}
 

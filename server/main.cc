@@ -463,10 +463,14 @@ std::optional<dedupd::ServerOptions> OptionsFromFlags() {
     return std::nullopt;
   }
   // The Redis password: read once, kept in the options only, never logged.
-  if (options.store == dedupd::ServerOptions::StoreKind::kRedisCluster &&
-      !read_token("redis_password_file", absl::GetFlag(FLAGS_redis_password_file),
-                  &options.redis_password)) {
-    return std::nullopt;
+  const std::string password_file = absl::GetFlag(FLAGS_redis_password_file);
+  if (options.store == dedupd::ServerOptions::StoreKind::kRedisCluster && !password_file.empty()) {
+    absl::StatusOr<std::string> read = dedupd::ReadSecretFile("redis_password_file", password_file);
+    if (!read.ok()) {
+      std::cerr << "dedupd: " << read.status().message() << "\n";
+      return std::nullopt;
+    }
+    options.redis_password = *std::move(read);
   }
 
   return options;
