@@ -54,6 +54,14 @@ step url_normalizer_benchmark 'BM_Normalize/Canonical' \
 step run_url_bench '^store  urls=50000 ' \
   "$here/run_url_bench.sh" --build_dir="$build_dir" --tiny
 
+# Needs redis-server and redis-cli (Debian's redis-server package).
+if [[ -x /usr/bin/redis-server && -x /usr/bin/redis-cli ]]; then
+  step run_redis_url_bench '^redis_memory urls=20000 ' \
+    "$here/run_redis_url_bench.sh" --build_dir="$build_dir" --tiny
+else
+  echo "== run_redis_url_bench: skipped (no /usr/bin/redis-server or redis-cli)"
+fi
+
 step ab_url_servers '^ab_median  variant=B runs=1 ' \
   "$here/ab_url_servers.sh" --a="$build_dir/server/dedupd" --b="$build_dir/server/dedupd" \
   --b_flags=--worker_threads=2 --b_load_flags=--pregenerate=false \

@@ -19,6 +19,7 @@
 #include "core/text/sha256.h"
 #include "google/protobuf/util/time_util.h"
 #include "storage/document_key.h"
+#include "storage/redis/redis_url_store.h"
 
 namespace dedupd {
 namespace {
@@ -81,13 +82,58 @@ absl::Status SyncTree(const fs::path& dir) {
   return absl::OkStatus();
 }
 
+// RedisUnimplemented: the answer of the admin calls a Redis Cluster front
+// end does not serve (they work on the embedded RocksDB store only).
+absl::Status RedisUnimplemented(absl::string_view call) {
+  return absl::UnimplementedError(
+      absl::StrCat("Admin.", call,
+                   " works on the embedded store only; this front end runs on "
+                   "--store=redis_cluster (use the cluster's own tools: redis-cli, backups of "
+                   "its nodes)"));
+}
+
 }  // namespace
 
 AdminOps::AdminOps(RocksDbStore* store, BloomUrlStore* url_bloom, const UrlNormalizer* normalizer,
                    absl::Time started)
     : store_(store), url_bloom_(url_bloom), normalizer_(normalizer), started_(started) {}
 
+AdminOps::AdminOps(RedisUrlStore* redis, const UrlNormalizer* normalizer, absl::Time started)
+    : store_(nullptr),
+      url_bloom_(nullptr),
+      redis_(redis),
+      normalizer_(normalizer),
+      started_(started) {}
+
+absl::Status AdminOps::RedisStats(v1::StatsResponse* response) const {
+  const redis::RedisMeta& meta = redis_->meta();
+  response->set_store_kind("redis_cluster");
+  response->set_storage_format_version(meta.format_version);
+  response->set_normalizer_version(meta.url_normalizer_version);
+  response->set_text_normalizer_version(meta.text_normalizer_version);
+  response->set_simhash_version(meta.simhash_version);
+  response->set_minhash_version(meta.minhash_version);
+  *response->mutable_uptime() = ToDuration(absl::Now() - started_);
+  response->set_url_seen_mode("exact");
+  v1::RedisClusterStats* cluster = response->mutable_redis_cluster();
+  cluster->set_slot_map_complete(redis_->router().SlotMapComplete());
+  cluster->set_key_prefix(redis_->key_prefix());
+  for (const redis::NodeStats& node : redis_->router().Stats()) {
+    v1::RedisNodeStats* out = cluster->add_nodes();
+    out->set_node(node.node);
+    out->set_connected(node.connected);
+    out->set_commands_sent(node.commands_sent);
+    out->set_errors(node.errors);
+    out->set_redirects(node.redirects);
+    out->set_retries(node.retries);
+    out->set_reconnects(node.reconnects);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status AdminOps::Stats(const v1::StatsRequest& request, v1::StatsResponse* response) const {
+  if (redis_ != nullptr) return RedisStats(response);
+  response->set_store_kind("rocksdb");
   DEDUPD_ASSIGN_OR_RETURN(const StoreStats st, store_->Stats(request.exact()));
   response->set_storage_format_version(st.storage_format_version);
   response->set_normalizer_version(st.normalizer_version);
@@ -135,6 +181,7 @@ absl::Status AdminOps::Stats(const v1::StatsRequest& request, v1::StatsResponse*
 }
 
 absl::Status AdminOps::Backup(const v1::BackupRequest& request, v1::BackupResponse* response) {
+  if (store_ == nullptr) return RedisUnimplemented("Backup");
   const std::string& dir = request.directory();
   if (dir.empty()) {
     return absl::InvalidArgumentError(
@@ -181,6 +228,7 @@ absl::Status AdminOps::Backup(const v1::BackupRequest& request, v1::BackupRespon
 
 absl::StatusOr<std::unique_ptr<ExportCursor>> AdminOps::StartExport(
     const v1::ExportRequest& request) const {
+  if (store_ == nullptr) return RedisUnimplemented("Export");
   return store_->NewExport(!request.skip_urls(), !request.skip_content());
 }
 
@@ -228,6 +276,7 @@ absl::Status AdminOps::NextExport(ExportCursor* cursor, v1::ExportResponse* resp
 
 absl::Status AdminOps::Forget(const v1::ForgetRequest& request, v1::ForgetResponse* response,
                               const std::function<bool()>& cancelled) {
+  if (store_ == nullptr) return RedisUnimplemented("Forget");
   response->Clear();
   const int n = request.urls_size();
   if (n == 0) return absl::InvalidArgumentError("urls is empty (want 1 to 100 URLs)");
@@ -352,6 +401,7 @@ absl::Status RestoreBackup(const std::string& backup_dir, const std::string& dat
 
 absl::Status AdminOps::DropNamespace(const v1::DropNamespaceRequest& request,
                                      v1::DropNamespaceResponse* response) {
+  if (store_ == nullptr) return RedisUnimplemented("DropNamespace");
   if (url_bloom_ != nullptr) {
     return absl::FailedPreconditionError(
         "this server is in the approximate URL mode (--url_seen_mode=approximate): its Bloom "

@@ -33,6 +33,8 @@
 
 namespace dedupd {
 
+class RedisUrlStore;  // storage/redis/redis_url_store.h
+
 // The subdirectory of a backup (and of a data directory) that holds the
 // approximate URL mode's seen-set (BloomUrlStore).
 inline constexpr char kUrlBloomDirName[] = "url-bloom";
@@ -54,9 +56,15 @@ class AdminOps {
   // uptime.
   AdminOps(RocksDbStore* store, BloomUrlStore* url_bloom, const UrlNormalizer* normalizer,
            absl::Time started);
+  // A Redis Cluster front end's (--store=redis_cluster): Stats reports the
+  // store kind, the meta's versions and the cluster's health; the other
+  // calls answer Unimplemented. REQUIRES: `redis` and `normalizer` outlive
+  // this object.
+  AdminOps(RedisUrlStore* redis, const UrlNormalizer* normalizer, absl::Time started);
 
   // Stats fills `response` from RocksDbStore::Stats(request.exact()) (see
-  // admin.proto for each field). Errors: as RocksDbStore::Stats.
+  // admin.proto for each field), or, on a Redis Cluster, from the store's
+  // meta and its router (never fails then). Errors: as RocksDbStore::Stats.
   absl::Status Stats(const v1::StatsRequest& request, v1::StatsResponse* response) const;
 
   // Backup checkpoints the store into request.directory() and, in
@@ -96,8 +104,11 @@ class AdminOps {
                              v1::DropNamespaceResponse* response);
 
  private:
-  RocksDbStore* const store_;
+  absl::Status RedisStats(v1::StatsResponse* response) const;
+
+  RocksDbStore* const store_;  // null on a Redis Cluster
   BloomUrlStore* const url_bloom_;
+  RedisUrlStore* const redis_ = nullptr;  // null on RocksDB
   const UrlNormalizer* const normalizer_;
   const absl::Time started_;
   absl::Mutex backup_mu_;

@@ -231,13 +231,23 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
   return grpc::SslServerCredentials(options);
 }
 
-absl::StatusOr<std::string> ReadTokenFile(absl::string_view flag, const std::string& path) {
-  DEDUPD_ASSIGN_OR_RETURN(std::string token, ReadFlagFile(flag, path));
-  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
-  if (token.empty()) {
+absl::StatusOr<std::string> ReadSecretFile(absl::string_view flag, const std::string& path) {
+  DEDUPD_ASSIGN_OR_RETURN(std::string secret, ReadFlagFile(flag, path));
+  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+  if (secret.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, "=", path, ": the file is empty (want one token)"));
+        absl::StrCat("--", flag, "=", path, ": the file is empty (want one line)"));
   }
+  if (secret.find_first_of(std::string("\n\r\0", 3)) != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, "=", path, ": the file holds a line break or NUL inside (want one line)"));
+  }
+  return secret;
+}
+
+absl::StatusOr<std::string> ReadTokenFile(absl::string_view flag, const std::string& path) {
+  // A token is a one-line secret that a gRPC metadata value can carry.
+  DEDUPD_ASSIGN_OR_RETURN(std::string token, ReadSecretFile(flag, path));
   for (char c : token) {
     if (c <= ' ' || c > '~') {
       return absl::InvalidArgumentError(

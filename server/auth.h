@@ -61,6 +61,14 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
 // ASCII, or whitespace inside).
 absl::StatusOr<std::string> ReadTokenFile(absl::string_view flag, const std::string& path);
 
+// ReadSecretFile reads a password (e.g. --redis_password_file): the whole
+// file minus its trailing newlines ("\n" or "\r\n"); unlike a token it may
+// hold spaces and any other byte but a line break or NUL. `flag` names the
+// flag in messages, which never quote the file's content. Errors:
+// unreadable file (errno text), InvalidArgument for an empty secret or one
+// of several lines.
+absl::StatusOr<std::string> ReadSecretFile(absl::string_view flag, const std::string& path);
+
 // CallAuthorizer: which calls a bearer token admits. Thread-safe
 // (immutable).
 class CallAuthorizer {

@@ -21,6 +21,7 @@ using ::dedupd::testing::StatusIs;
 using ::dedupd::testing::TestCert;
 using ::dedupd::testing::WriteTestFile;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 using Metadata = std::multimap<grpc::string_ref, grpc::string_ref>;
 
@@ -180,6 +181,37 @@ TEST_F(AuthFilesTest, ReadTokenFile) {
   absl::StatusOr<std::string> missing = ReadTokenFile("auth_token_file", dir_ + "/missing");
   EXPECT_THAT(std::string(missing.status().message()),
               HasSubstr("--auth_token_file: " + dir_ + "/missing"));
+}
+
+TEST_F(AuthFilesTest, ReadSecretFile) {
+  struct Case {
+    const char* name;
+    std::string contents;
+    absl::StatusCode want;
+    std::string secret;
+  };
+  const Case cases[] = {
+      {"plain", "s3cret", absl::StatusCode::kOk, "s3cret"},
+      {"newline trimmed", "s3cret\n", absl::StatusCode::kOk, "s3cret"},
+      {"crlf trimmed", "s3cret\r\n", absl::StatusCode::kOk, "s3cret"},
+      {"space inside", "correct horse", absl::StatusCode::kOk, "correct horse"},
+      {"empty", "", absl::StatusCode::kInvalidArgument, ""},
+      {"two lines", "abc\n123\n", absl::StatusCode::kInvalidArgument, ""},
+      {"nul inside", std::string("ab\0c", 4), absl::StatusCode::kInvalidArgument, ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string path = Write("secret", c.contents);
+    absl::StatusOr<std::string> got = ReadSecretFile("redis_password_file", path);
+    EXPECT_EQ(got.status().code(), c.want) << got.status();
+    if (got.ok()) {
+      EXPECT_EQ(*got, c.secret);
+    } else {
+      EXPECT_THAT(std::string(got.status().message()), HasSubstr("--redis_password_file=" + path));
+      // The message never quotes the file.
+      EXPECT_THAT(std::string(got.status().message()), Not(HasSubstr("abc")));
+    }
+  }
 }
 
 TEST_F(AuthFilesTest, ServerCredentialsChecksFilesUpFront) {

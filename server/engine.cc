@@ -352,7 +352,9 @@ v1::RecrawlStatus ToProto(RecrawlStatus r) {
 absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
                                   v1::CheckContentResponse* response) const {
   if (content_store_ == nullptr || hasher_ == nullptr) {
-    return absl::UnimplementedError("this server has no content store");
+    return absl::UnimplementedError(options_.no_content_layer_message.empty()
+                                        ? "this server has no content store"
+                                        : options_.no_content_layer_message);
   }
   const int n = request.items_size();
   if (absl::Status s = CheckBatchSize(n); !s.ok()) return s;
@@ -587,7 +589,9 @@ absl::StatusOr<std::string> Engine::ChunkDocumentKey(const v1::CheckChunksReques
 absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
                                  v1::CheckChunksResponse* response) const {
   if (chunk_store_ == nullptr || hasher_ == nullptr) {
-    return absl::UnimplementedError("this server has no chunk store");
+    return absl::UnimplementedError(options_.no_content_layer_message.empty()
+                                        ? "this server has no chunk store"
+                                        : options_.no_content_layer_message);
   }
   const int n = request.chunks_size();
   if (n == 0) return absl::InvalidArgumentError("the request has no chunks");

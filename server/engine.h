@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -57,6 +58,11 @@ struct EngineOptions {
   // When claimed URLs are DUE again (the config file's revisit_rules).
   // Default: never.
   RevisitPolicy revisit_policy;
+  // The message of CheckContent's and CheckChunks' UNIMPLEMENTED answer
+  // when the engine has no content or chunk store (a front end whose store
+  // serves the URL layer only says which flag and where to go instead).
+  // Default: empty ("this server has no content store" / "... chunk store").
+  std::string no_content_layer_message;
 };
 
 // Engine: thread-safe; holds no state of its own beyond its options.

@@ -16,8 +16,11 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -30,8 +33,31 @@
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "host:port for the gRPC API; port 0 picks a free port");
+ABSL_FLAG(std::string, store, "rocksdb",
+          "where the records live: rocksdb (embedded, in --data_dir; every layer) or "
+          "redis_cluster (a Redis/Valkey/Kvrocks Cluster shared by several front ends; "
+          "the URL layer only so far: CheckContent and CheckChunks answer UNIMPLEMENTED)");
 ABSL_FLAG(std::string, data_dir, "./data",
-          "directory of the embedded RocksDB store (created if missing)");
+          "directory of the embedded RocksDB store (created if missing; unused with "
+          "--store=redis_cluster)");
+ABSL_FLAG(std::string, redis_nodes, "",
+          "--store=redis_cluster: seed nodes HOST:PORT,... (any one reachable is enough; "
+          "the others are found in the slot map); plaintext only (no TLS to Redis yet)");
+ABSL_FLAG(std::string, redis_user, "",
+          "--store=redis_cluster: ACL user for AUTH (needs --redis_password_file)");
+ABSL_FLAG(std::string, redis_password_file, "",
+          "--store=redis_cluster: file holding the AUTH password (trailing newline "
+          "stripped); empty: no AUTH");
+ABSL_FLAG(std::string, redis_key_prefix, "dedupd:",
+          "--store=redis_cluster: prefix of every key, so deployments sharing a cluster "
+          "never see each other's records (1-64 of A-Z a-z 0-9 . _ - :)");
+ABSL_FLAG(int64_t, redis_min_replicas_acked, 0,
+          "--store=redis_cluster: before answering NEW, WAIT until this many replicas of "
+          "each written master have the write (0: no WAIT; a master failover may lose "
+          "the last claims)");
+ABSL_FLAG(absl::Duration, redis_replica_ack_timeout, absl::Seconds(1),
+          "--store=redis_cluster: how long one WAIT may block; a short count fails the "
+          "batch UNAVAILABLE");
 ABSL_FLAG(std::string, config, "",
           "config file (protobuf text format; README.md, Configuration); empty: "
           "built-in defaults");
@@ -193,6 +219,59 @@ bool WritePortFile(const std::string& path, int port) {
   return std::rename(tmp.c_str(), path.c_str()) == 0;
 }
 
+// ValidateRedisFlags: --store and the --redis_* flags (the store checks
+// the key prefix and the WAIT bounds again, with its own messages).
+bool ValidateRedisFlags() {
+  const std::string store = absl::GetFlag(FLAGS_store);
+  if (store != "rocksdb" && store != "redis_cluster") {
+    std::cerr << "dedupd: --store=" << store << " must be rocksdb or redis_cluster\n";
+    return false;
+  }
+  const std::string nodes = absl::GetFlag(FLAGS_redis_nodes);
+  if (store == "rocksdb") {
+    if (!nodes.empty()) {
+      std::cerr << "dedupd: --redis_nodes needs --store=redis_cluster\n";
+      return false;
+    }
+    return true;
+  }
+  if (nodes.empty()) {
+    std::cerr << "dedupd: --store=redis_cluster needs --redis_nodes=HOST:PORT,...\n";
+    return false;
+  }
+  for (absl::string_view node : absl::StrSplit(nodes, ',')) {
+    const size_t colon = node.rfind(':');
+    int port = 0;
+    if (colon == absl::string_view::npos || colon == 0 ||
+        !absl::SimpleAtoi(node.substr(colon + 1), &port) || port < 1 || port > 65535) {
+      std::cerr << "dedupd: --redis_nodes: '" << node
+                << "' is not HOST:PORT (e.g. 10.0.0.5:6379; IPv6 literals are not supported)\n";
+      return false;
+    }
+  }
+  if (!CheckRange("redis_min_replicas_acked", absl::GetFlag(FLAGS_redis_min_replicas_acked), 0,
+                  16)) {
+    return false;
+  }
+  const absl::Duration ack = absl::GetFlag(FLAGS_redis_replica_ack_timeout);
+  if (ack < absl::Milliseconds(1) || ack >= absl::Seconds(2)) {
+    // The router's command timeout is 2 s: a WAIT must come back before it.
+    std::cerr << "dedupd: --redis_replica_ack_timeout=" << absl::FormatDuration(ack)
+              << " is out of range [1ms, 2s)\n";
+    return false;
+  }
+  if (!absl::GetFlag(FLAGS_redis_user).empty() &&
+      absl::GetFlag(FLAGS_redis_password_file).empty()) {
+    std::cerr << "dedupd: --redis_user needs --redis_password_file\n";
+    return false;
+  }
+  if (!absl::GetFlag(FLAGS_restore_from).empty()) {
+    std::cerr << "dedupd: --restore_from restores the embedded store; it needs --store=rocksdb\n";
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 // Beside its check below (flags cannot be defined inside a namespace).
@@ -318,7 +397,7 @@ bool ValidateFlags() {
     std::cerr << "dedupd: --shutdown_delay must not be negative\n";
     return false;
   }
-  return true;
+  return ValidateRedisFlags();
 }
 
 // OptionsFromFlags: the server's options from the validated flags, with
@@ -328,6 +407,15 @@ std::optional<dedupd::ServerOptions> OptionsFromFlags() {
   dedupd::ServerOptions options;
   options.listen = absl::GetFlag(FLAGS_listen);
   options.data_dir = absl::GetFlag(FLAGS_data_dir);
+  if (absl::GetFlag(FLAGS_store) == "redis_cluster") {
+    options.store = dedupd::ServerOptions::StoreKind::kRedisCluster;
+    options.redis_nodes = absl::StrSplit(absl::GetFlag(FLAGS_redis_nodes), ',');
+    options.redis_user = absl::GetFlag(FLAGS_redis_user);
+    options.redis_key_prefix = absl::GetFlag(FLAGS_redis_key_prefix);
+    options.redis_min_replicas_acked =
+        static_cast<int>(absl::GetFlag(FLAGS_redis_min_replicas_acked));
+    options.redis_replica_ack_timeout = absl::GetFlag(FLAGS_redis_replica_ack_timeout);
+  }
   options.config_path = absl::GetFlag(FLAGS_config);
   options.max_batch_items = absl::GetFlag(FLAGS_max_batch_items);
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
@@ -391,6 +479,16 @@ std::optional<dedupd::ServerOptions> OptionsFromFlags() {
                   &options.admin_token)) {
     return std::nullopt;
   }
+  // The Redis password: read once, kept in the options only, never logged.
+  const std::string password_file = absl::GetFlag(FLAGS_redis_password_file);
+  if (options.store == dedupd::ServerOptions::StoreKind::kRedisCluster && !password_file.empty()) {
+    absl::StatusOr<std::string> read = dedupd::ReadSecretFile("redis_password_file", password_file);
+    if (!read.ok()) {
+      std::cerr << "dedupd: " << read.status().message() << "\n";
+      return std::nullopt;
+    }
+    options.redis_password = *std::move(read);
+  }
 
   return options;
 }
@@ -434,7 +532,11 @@ int Serve(const dedupd::ServerOptions& options) {
     (*server)->Shutdown(absl::ZeroDuration());
     return 1;
   }
-  dedupd::Log(dedupd::LogLevel::kInfo, absl::StrCat("store open at ", options.data_dir));
+  dedupd::Log(
+      dedupd::LogLevel::kInfo,
+      options.store == dedupd::ServerOptions::StoreKind::kRedisCluster
+          ? absl::StrCat("store open: Redis Cluster at ", absl::StrJoin(options.redis_nodes, ","))
+          : absl::StrCat("store open at ", options.data_dir));
   // "serving on" means accepting calls with the store open: scripts and
   // tests wait for this line.
   std::cerr << "dedupd: serving on " << (*server)->address() << std::endl;

@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
@@ -32,6 +33,7 @@
 #include "server/service.h"
 #include "server/worker_pool.h"
 #include "storage/bloom/bloom_url_store.h"
+#include "storage/redis/redis_url_store.h"
 #include "storage/rocksdb/rocksdb_store.h"
 
 namespace dedupd {
@@ -43,9 +45,16 @@ struct DedupServer::Impl {
   std::unique_ptr<UrlNormalizer> normalizer;
   RevisitPolicy revisit_policy;
   std::unique_ptr<SimHasher> hasher;
+  // --store=rocksdb's store; null with --store=redis_cluster.
   std::unique_ptr<RocksDbStore> store;
   // The approximate mode's seen-set; null in exact mode.
   std::unique_ptr<BloomUrlStore> url_bloom;
+  // --store=redis_cluster's URL store; null with --store=rocksdb.
+  std::unique_ptr<RedisUrlStore> redis;
+  // Redis mode: the thread that turns health NOT_SERVING while the slot
+  // map is incomplete (RedisReadiness); stopped by `stop_readiness`.
+  std::thread readiness;
+  absl::Notification stop_readiness;
   // True once the stores above are set (release/acquire: the metrics
   // scrape reads them from its own thread).
   std::atomic<bool> store_open{false};
@@ -198,10 +207,35 @@ void AppendStoreStats(const StoreStats& st, std::vector<MetricSample>* out) {
         static_cast<double>(st.block_cache_capacity));
 }
 
+// The cluster router's figures: per node counters and the slot map.
+std::vector<MetricSample> RedisSamples(const redis::ClusterRouter& router) {
+  std::vector<MetricSample> out;
+  out.emplace_back("dedupd_redis_slot_map_complete",
+                   "1 when the Redis Cluster slot map names a master for every slot "
+                   "(health is NOT_SERVING otherwise).",
+                   MetricKind::kGauge, router.SlotMapComplete() ? 1 : 0);
+  for (const redis::NodeStats& node : router.Stats()) {
+    auto counter = [&out, &node](const char* name, const char* help, uint64_t v) {
+      out.emplace_back(name, help, MetricKind::kCounter, static_cast<double>(v),
+                       std::vector<std::pair<std::string, std::string>>{{"node", node.node}});
+    };
+    counter("dedupd_redis_commands_total",
+            "Commands written to each Redis node (ASKING and WAIT included).", node.commands_sent);
+    counter("dedupd_redis_errors_total",
+            "Failed connects and broken connections to each Redis node.", node.errors);
+    counter("dedupd_redis_redirects_total", "MOVED and ASK replies from each Redis node.",
+            node.redirects);
+    counter("dedupd_redis_reconnects_total",
+            "Connections to each Redis node opened after the first one.", node.reconnects);
+  }
+  return out;
+}
+
 // Everything /metrics reads from the stores at each scrape; nothing until
 // the stores are open (the endpoint answers during startup too).
 std::vector<MetricSample> StoreSamples(const DedupServer::Impl& impl) {
   if (!impl.store_open.load(std::memory_order_acquire)) return {};
+  if (impl.redis != nullptr) return RedisSamples(impl.redis->router());
   std::vector<MetricSample> out = UrlTierSamples(impl);
   const absl::Status writes = impl.store->write_status();
   out.emplace_back("dedupd_store_writes_refused",
@@ -295,6 +329,102 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartHealthServer(const ServerOpti
                      ": could not bind (address in use, or not an address of this host)"));
   }
   return server;
+}
+
+// MakeEngineOptions: the engine's options from the server's.
+EngineOptions MakeEngineOptions(const DedupServer::Impl& impl) {
+  const ServerOptions& options = impl.options;
+  EngineOptions engine_options;
+  engine_options.max_batch_items = options.max_batch_items;
+  engine_options.max_text_bytes = options.max_text_bytes;
+  engine_options.default_max_hamming_distance = std::min(3, options.simhash_max_distance);
+  engine_options.content_limits.max_aliases = options.max_aliases_returned;
+  engine_options.content_limits.max_near_matches = options.max_near_matches;
+  engine_options.content_min_jaccard = options.content_min_jaccard;
+  engine_options.chunk_min_jaccard = options.chunk_min_jaccard;
+  engine_options.min_jaccard_floor = options.min_jaccard_floor;
+  engine_options.claim_id_retention = options.claim_id_retention;
+  engine_options.revisit_policy = impl.revisit_policy;
+  return engine_options;
+}
+
+// RunRedisReadiness: every second, reads the slot map again and turns
+// health NOT_SERVING while it is incomplete (or no node answers), SERVING
+// again once it is whole; until impl->stop_readiness. A map refresh is one
+// CLUSTER SLOTS to one node, so a second is cheap.
+// `serving`: the health state OpenRedisStore set.
+void RunRedisReadiness(DedupServer::Impl* impl, bool serving) {
+  constexpr absl::Duration kReadinessInterval = absl::Seconds(1);
+  redis::ClusterRouter& router = impl->redis->router();
+  while (!impl->stop_readiness.WaitForNotificationWithTimeout(kReadinessInterval)) {
+    const absl::Status refreshed = router.RefreshSlotMap();
+    const bool complete = refreshed.ok() && router.SlotMapComplete();
+    if (complete == serving) continue;
+    serving = complete;
+    SetServing(*impl, serving);
+    Log(serving ? LogLevel::kInfo : LogLevel::kWarning,
+        serving ? std::string("Redis Cluster slot map complete again: health SERVING")
+                : absl::StrCat(
+                      "Redis Cluster slot map incomplete (",
+                      refreshed.ok() ? "a slot has no master" : std::string(refreshed.message()),
+                      "): health NOT_SERVING"));
+  }
+}
+
+// OpenRedisStore is OpenStore for --store=redis_cluster: a RedisUrlStore
+// behind the same engine, no RocksDB, no data directory. CheckContent and
+// CheckChunks answer UNIMPLEMENTED (the cluster holds URL records only so
+// far); so do the admin calls but Stats.
+absl::Status OpenRedisStore(DedupServer::Impl* impl) {
+  const ServerOptions& options = impl->options;
+  RedisUrlStoreOptions store_options;
+  store_options.router.seeds = options.redis_nodes;
+  store_options.router.user = options.redis_user;
+  store_options.router.password = options.redis_password;
+  store_options.key_prefix = options.redis_key_prefix;
+  store_options.min_replicas_acked = options.redis_min_replicas_acked;
+  store_options.replica_ack_timeout = options.redis_replica_ack_timeout;
+  const std::string seeds = absl::StrJoin(options.redis_nodes, ",");
+  // A cluster that does not answer yet (front ends often start before it
+  // in a fresh deployment) is tried again, health NOT_SERVING meanwhile;
+  // any other error (AUTH, another format) will not heal by waiting.
+  const absl::Time give_up = absl::Now() + DedupServer::kRedisOpenRetryWindow;
+  for (;;) {
+    absl::StatusOr<std::unique_ptr<RedisUrlStore>> opened = RedisUrlStore::Open(store_options);
+    if (opened.ok()) {
+      impl->redis = *std::move(opened);
+      break;
+    }
+    const absl::Status& s = opened.status();
+    if (!absl::IsUnavailable(s) || absl::Now() >= give_up) {
+      return absl::Status(s.code(),
+                          absl::StrCat("open Redis Cluster at ", seeds, ": ", s.message()));
+    }
+    Log(LogLevel::kWarning, absl::StrCat("Redis Cluster at ", seeds, " not reachable yet (",
+                                         s.message(), "); trying again in 1s"));
+    absl::SleepFor(absl::Seconds(1));
+  }
+  Log(LogLevel::kInfo,
+      absl::StrCat("Redis Cluster store at ", seeds, ", key prefix ", options.redis_key_prefix,
+                   ", ", impl->redis->router().Stats().size(), " nodes, WAIT for ",
+                   options.redis_min_replicas_acked, " replicas; slot map ",
+                   impl->redis->router().SlotMapComplete() ? "complete" : "INCOMPLETE"));
+  impl->store_open.store(true, std::memory_order_release);
+  EngineOptions engine_options = MakeEngineOptions(*impl);
+  engine_options.no_content_layer_message =
+      "this front end runs on --store=redis_cluster, which serves the URL layer only so far "
+      "(CheckUrl, CompleteUrls, DedupResults); run CheckContent and CheckChunks on a front end "
+      "with --store=rocksdb";
+  impl->engine =
+      std::make_unique<Engine>(impl->normalizer.get(), impl->redis.get(), engine_options);
+  impl->service->SetEngine(impl->engine.get());
+  impl->admin =
+      std::make_unique<AdminOps>(impl->redis.get(), impl->normalizer.get(), impl->started);
+  impl->admin_service->SetOps(impl->admin.get());
+  const bool complete = impl->redis->router().SlotMapComplete();
+  SetServing(*impl, complete);
+  impl->readiness = std::thread(RunRedisReadiness, impl, complete);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -427,6 +557,7 @@ absl::StatusOr<std::unique_ptr<DedupServer>> DedupServer::Listen(const ServerOpt
 absl::Status DedupServer::OpenStore() {
   Impl* impl = impl_.get();
   const ServerOptions& options = impl->options;
+  if (options.store == ServerOptions::StoreKind::kRedisCluster) return OpenRedisStore(impl);
   std::error_code ec;
   std::filesystem::create_directories(options.data_dir, ec);
   if (ec) {
@@ -486,19 +617,9 @@ absl::Status DedupServer::OpenStore() {
   simhash_options.shingle_words = options.simhash_shingle_words;
   impl->hasher = std::make_unique<SimHasher>(simhash_options);
 
-  EngineOptions engine_options;
-  engine_options.max_batch_items = options.max_batch_items;
-  engine_options.max_text_bytes = options.max_text_bytes;
-  engine_options.default_max_hamming_distance = std::min(3, options.simhash_max_distance);
-  engine_options.content_limits.max_aliases = options.max_aliases_returned;
-  engine_options.content_limits.max_near_matches = options.max_near_matches;
-  engine_options.content_min_jaccard = options.content_min_jaccard;
-  engine_options.chunk_min_jaccard = options.chunk_min_jaccard;
-  engine_options.min_jaccard_floor = options.min_jaccard_floor;
-  engine_options.claim_id_retention = options.claim_id_retention;
-  engine_options.revisit_policy = impl->revisit_policy;
-  impl->engine = std::make_unique<Engine>(impl->normalizer.get(), url_store, impl->hasher.get(),
-                                          impl->store.get(), impl->store.get(), engine_options);
+  impl->engine =
+      std::make_unique<Engine>(impl->normalizer.get(), url_store, impl->hasher.get(),
+                               impl->store.get(), impl->store.get(), MakeEngineOptions(*impl));
   impl->service->SetEngine(impl->engine.get());
   impl->admin = std::make_unique<AdminOps>(impl->store.get(), impl->url_bloom.get(),
                                            impl->normalizer.get(), impl->started);
@@ -522,6 +643,11 @@ std::string DedupServer::address() const { return absl::StrCat(impl_->host, ":",
 void DedupServer::Shutdown(absl::Duration drain) {
   if (impl_ == nullptr || impl_->shut_down) return;
   impl_->shut_down = true;
+  // The readiness thread first: it must not turn health SERVING again.
+  if (impl_->readiness.joinable()) {
+    impl_->stop_readiness.Notify();
+    impl_->readiness.join();
+  }
   if (impl_->server != nullptr) {
     // NOT_SERVING first (both names), while calls are still accepted, so
     // probes and load balancers see it before the port closes.
@@ -592,6 +718,7 @@ void DedupServer::Shutdown(absl::Duration drain) {
     }
     impl_->url_bloom.reset();
   }
+  impl_->redis.reset();
   if (impl_->store == nullptr) return;  // never opened
   absl::Status closed = impl_->store->Close();
   if (!closed.ok()) {

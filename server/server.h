@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -27,8 +28,29 @@ namespace dedupd {
 struct ServerOptions {
   // host:port to listen on; port 0 picks a free port. Default: 127.0.0.1:50051.
   std::string listen = "127.0.0.1:50051";
+  // Where the records live:
+  //   kRocksDb: the embedded RocksDB store in data_dir (every layer);
+  //   kRedisCluster: a Redis Cluster (redis_nodes), shared by any number of
+  //     front ends; it serves the URL layer only so far (CheckUrl,
+  //     CompleteUrls; DedupResults needs no store): CheckContent,
+  //     CheckChunks and the admin calls but Stats answer UNIMPLEMENTED, and
+  //     no data_dir is used (docs/operations.md, "Redis Cluster mode").
+  // Default: kRocksDb.
+  enum class StoreKind { kRocksDb, kRedisCluster };
+  StoreKind store = StoreKind::kRocksDb;
   // Directory of the embedded RocksDB store; created if missing. Default: ./data.
   std::string data_dir = "./data";
+  // kRedisCluster: seed nodes ("host:port"; any one reachable is enough),
+  // AUTH user (empty: `AUTH password` alone) and password (empty: no
+  // AUTH), key prefix, and the WAIT durability setting (see
+  // RedisUrlStoreOptions, storage/redis/redis_url_store.h). Defaults:
+  // none, empty, empty, "dedupd:", 0 replicas, 1 s.
+  std::vector<std::string> redis_nodes;
+  std::string redis_user;
+  std::string redis_password;
+  std::string redis_key_prefix = "dedupd:";
+  int redis_min_replicas_acked = 0;
+  absl::Duration redis_replica_ack_timeout = absl::Seconds(1);
   // Config file (protobuf text format, see README.md "Configuration"); empty for
   // the built-in defaults. Default: empty.
   std::string config_path;
@@ -173,7 +195,8 @@ struct ServerOptions {
 // from one thread (the destructor shuts down without draining if Shutdown
 // was not called). Health (service "" and "dedupd.v1.Dedup"): NOT_SERVING
 // from Listen until OpenStore succeeds, SERVING then, NOT_SERVING again from
-// the start of Shutdown.
+// the start of Shutdown. With StoreKind::kRedisCluster, also NOT_SERVING
+// while the cluster's slot map is incomplete (checked every second).
 class DedupServer {
  public:
   // Listen loads the config and starts the gRPC server (health, reflection,
@@ -185,8 +208,10 @@ class DedupServer {
   // OpenStore opens the store, builds the engine and turns health SERVING.
   // Errors carry context ("open store at ./data: ...") and the code of the
   // cause: FailedPrecondition (store in use or of another version), ...;
-  // the caller then shuts the server down. REQUIRES: called once, after
-  // Listen.
+  // the caller then shuts the server down. With kRedisCluster, a cluster
+  // that cannot be reached (Unavailable) is tried again every second for
+  // up to kRedisOpenRetryWindow, health NOT_SERVING meanwhile.
+  // REQUIRES: called once, after Listen.
   absl::Status OpenStore();
 
   // Start is Listen then OpenStore. TLS files are checked by Listen
@@ -208,6 +233,9 @@ class DedupServer {
   // options.shutdown_delay, stops accepting calls, waits up to `drain` for
   // calls in flight (then cancels them), and closes the store.
   void Shutdown(absl::Duration drain);
+
+  // How long OpenStore keeps trying a Redis Cluster that does not answer.
+  static constexpr absl::Duration kRedisOpenRetryWindow = absl::Seconds(60);
 
   struct Impl;
 

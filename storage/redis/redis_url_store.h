@@ -122,6 +122,9 @@ class RedisUrlStore final : public UrlStore {
   // and Stats). Lives as long as the store.
   redis::ClusterRouter& router() { return *router_; }
   const std::string& key_prefix() const { return options_.key_prefix; }
+  // The versions Open checked the cluster's meta record against (equal to
+  // the record's, `created` aside).
+  const redis::RedisMeta& meta() const { return options_.meta; }
 
  private:
   RedisUrlStore(RedisUrlStoreOptions options, std::unique_ptr<redis::ClusterRouter> router);

@@ -22,7 +22,6 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
@@ -41,28 +40,10 @@ using ::dedupd::redis::Command;
 using ::dedupd::redis::Value;
 using ::dedupd::testing::IsOk;
 using ::dedupd::testing::RedisCluster;
+using ::dedupd::testing::SharedCluster;
 using ::dedupd::testing::StatusIs;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-// SharedCluster returns the binary's cluster, started on first use; null
-// (after a test failure saying why) when it cannot start.
-RedisCluster* SharedCluster() {
-  static absl::Mutex mu(absl::kConstInit);
-  static RedisCluster* cluster = nullptr;
-  static absl::Status start_error;
-  absl::MutexLock lock(&mu);
-  if (cluster == nullptr && start_error.ok()) {
-    absl::StatusOr<std::unique_ptr<RedisCluster>> started = RedisCluster::Start({});
-    if (started.ok()) {
-      cluster = started->release();  // lives until the process exits
-    } else {
-      start_error = started.status();
-    }
-  }
-  EXPECT_THAT(start_error, IsOk()) << "starting the shared Redis cluster";
-  return cluster;
-}
 
 // A key prefix no other case of this process uses.
 std::string FreshPrefix() {

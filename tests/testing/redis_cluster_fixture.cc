@@ -24,6 +24,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
+#include "gtest/gtest.h"
 #include "tests/testing/server_process.h"
 
 namespace dedupd::testing {
@@ -450,6 +452,23 @@ std::string RedisCluster::LogTail(size_t i, size_t max_bytes) const {
   buf << in.rdbuf();
   const std::string log = buf.str();
   return log.size() <= max_bytes ? log : log.substr(log.size() - max_bytes);
+}
+
+RedisCluster* SharedCluster(const RedisCluster::Options& options) {
+  static absl::Mutex mu(absl::kConstInit);
+  static RedisCluster* cluster = nullptr;
+  static absl::Status start_error;
+  absl::MutexLock lock(&mu);
+  if (cluster == nullptr && start_error.ok()) {
+    absl::StatusOr<std::unique_ptr<RedisCluster>> started = RedisCluster::Start(options);
+    if (started.ok()) {
+      cluster = started->release();  // lives until the process exits
+    } else {
+      start_error = started.status();
+    }
+  }
+  if (!start_error.ok()) ADD_FAILURE() << "starting the shared Redis cluster: " << start_error;
+  return cluster;
 }
 
 }  // namespace dedupd::testing

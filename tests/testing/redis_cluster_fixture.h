@@ -128,6 +128,13 @@ class RedisCluster {
   std::vector<Node> nodes_;
 };
 
+// SharedCluster returns the process's one cluster, started with `options`
+// on the first call (later calls' options are ignored) and kept until the
+// process exits, so the cases of a test binary run as one ctest test
+// (dedupd_test(... WHOLE ...)) start it once; null, after a test failure
+// saying why, when it cannot start. Thread-safe.
+RedisCluster* SharedCluster(const RedisCluster::Options& options = {});
+
 }  // namespace dedupd::testing
 
 #endif  // DEDUPD_TESTS_TESTING_REDIS_CLUSTER_FIXTURE_H_

@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# run_redis_url_bench.sh: CheckUrl claims through one dedupd front end on a
+# Redis Cluster (--store=redis_cluster), and through the embedded RocksDB
+# store in the same run, for comparison.
+#
+# Starts a 3-master Redis Cluster on 127.0.0.1 (redis-server processes at
+# free ports, no replicas, no persistence: the figures are the front end's
+# and Redis's work per claim, not disk's), joined with `redis-cli
+# --cluster create`, stopped by PID at exit; every wait is bounded. Then:
+#   redis    one dedupd --store=redis_cluster; dedupd_url_load claims --urls
+#            new synthetic URLs (batch --batch, --threads threads)
+#   rocksdb  one dedupd on a fresh data dir (the default store), the same
+#            URLs
+# Prints each phase's checkurl line, and
+#   server  phase=<p> cpu_secs=<s> cpu_us_per_url=<u> rss_mb=<r>
+#   cluster phase=redis cpu_secs=<s> cpu_us_per_url=<u>  (the 3 redis-servers)
+#   redis_memory urls=<n> used_memory_delta=<b> bytes_per_url=<y>
+#                (INFO memory used_memory summed over the masters, after
+#                minus before)
+# Exits non-zero when a tool fails or a verdict count is wrong.
+#
+# Usage: bench/run_redis_url_bench.sh [--build_dir=DIR] [--urls=N]
+#          [--batch=N] [--threads=N] [--tiny] [-- extra dedupd flags]
+#   --build_dir  where dedupd and dedupd_url_load were built (default: build)
+#   --urls       URLs claimed per phase (default 1000000); --tiny: 20000
+# Example (docs/benchmarks.md, "Redis Cluster front end"):
+#   bench/run_redis_url_bench.sh --build_dir=build-rel --urls=1000000
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+build_dir="$here/../build"
+urls=1000000
+batch=1000
+threads=4
+keep_data=0
+extra_flags=()
+while (($#)); do
+  case "$1" in
+    --build_dir=*) build_dir=${1#*=} ;;
+    --urls=*) urls=${1#*=} ;;
+    --batch=*) batch=${1#*=} ;;
+    --threads=*) threads=${1#*=} ;;
+    --tiny) urls=20000 ;;
+    --) shift; extra_flags=("$@"); break ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    *) echo "run_redis_url_bench: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+for n in "$urls" "$batch" "$threads"; do
+  [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "run_redis_url_bench: not a positive count: $n" >&2; exit 2; }
+done
+server_bin="$build_dir/server/dedupd"
+load_bin="$build_dir/bench/dedupd_url_load"
+for b in "$server_bin" "$load_bin" /usr/bin/redis-server /usr/bin/redis-cli; do
+  [[ -x "$b" ]] || { echo "run_redis_url_bench: $b missing (build it / apt-get install redis-server)" >&2; exit 1; }
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/dedupd-redis-bench.XXXXXX")
+tool=run_redis_url_bench
+server_flags=()
+# shellcheck source=bench/server_lib.sh
+source "$here/server_lib.sh"
+
+redis_pids=()
+redis_ports=()
+stop_redis() {
+  local pid
+  for pid in "${redis_pids[@]}"; do kill -KILL "$pid" 2>/dev/null; done
+  for pid in "${redis_pids[@]}"; do wait "$pid" 2>/dev/null; done
+  redis_pids=()
+}
+trap 'stop_server; stop_redis; ((keep_data)) || rm -rf "$work"' EXIT
+
+# free_port: a port P with P and P + 10000 (its cluster bus) both free.
+free_port() {
+  python3 - <<'EOF'
+import random, socket
+for _ in range(200):
+    p = random.randint(20000, 40000)
+    ok = True
+    for q in (p, p + 10000):
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", q))
+        except OSError:
+            ok = False
+        finally:
+            s.close()
+    if ok:
+        print(p)
+        break
+EOF
+}
+
+for i in 0 1 2; do
+  p=$(free_port)
+  [[ -n "$p" ]] || { echo "$tool: no free port" >&2; exit 1; }
+  d="$work/redis$i"
+  mkdir -p "$d"
+  /usr/bin/redis-server --bind 127.0.0.1 --port "$p" --cluster-enabled yes \
+    --cluster-config-file "$d/nodes.conf" --dir "$d" --save '' --appendonly no \
+    --protected-mode no --logfile "$d/log" &
+  redis_pids+=($!)
+  redis_ports+=("$p")
+done
+for p in "${redis_ports[@]}"; do
+  for _ in $(seq 1 100); do
+    /usr/bin/redis-cli -p "$p" ping >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+done
+nodes=()
+for p in "${redis_ports[@]}"; do nodes+=("127.0.0.1:$p"); done
+timeout 60 /usr/bin/redis-cli --cluster create "${nodes[@]}" --cluster-replicas 0 \
+  --cluster-yes >"$work/create.log" 2>&1 ||
+  { echo "$tool: redis-cli --cluster create failed:" >&2; cat "$work/create.log" >&2; exit 1; }
+for _ in $(seq 1 300); do
+  ok=0
+  for p in "${redis_ports[@]}"; do
+    /usr/bin/redis-cli -p "$p" cluster info 2>/dev/null | grep -q 'cluster_state:ok' && ok=$((ok + 1))
+  done
+  ((ok == 3)) && break
+  sleep 0.1
+done
+((ok == 3)) || { echo "$tool: cluster not ok within 30 s" >&2; exit 1; }
+
+used_memory() {
+  local total=0 p m
+  for p in "${redis_ports[@]}"; do
+    m=$(/usr/bin/redis-cli -p "$p" info memory | tr -d '\r' | sed -n 's/^used_memory:\([0-9]*\)$/\1/p')
+    total=$((total + m))
+  done
+  echo "$total"
+}
+cluster_cpu() {
+  local pid
+  for pid in "${redis_pids[@]}"; do cat "/proc/$pid/stat"; done |
+    awk -v t="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); s += $12 + $13 } END { print s / t }'
+}
+
+echo "# dedupd redis url bench: urls=$urls batch=$batch threads=$threads nproc=$(nproc)" \
+  "loadavg=$(cut -d' ' -f1-3 /proc/loadavg) cluster=${nodes[*]} (3 masters, no replicas)"
+
+# run_phase NAME: claims [0, urls) through the running server; prints the
+# load line and the server line; sets last_line.
+run_phase() {
+  local out rc sent got
+  echo "# $1: claim $urls new URLs"
+  out=$(timeout --signal=TERM --kill-after=10 3600 "$load_bin" --target="127.0.0.1:$port" \
+    --synthetic --seed=1 --offset=0 --urls="$urls" --batch="$batch" --threads="$threads" \
+    --mode=claim --server_pid="$server_pid")
+  rc=$?
+  last_line=$(grep '^checkurl ' <<<"$out")
+  echo "$last_line"
+  if ((rc != 0)) || [[ -z "$last_line" ]]; then
+    echo "$tool: $1: dedupd_url_load failed (status $rc)" >&2
+    status=1
+    return 1
+  fi
+  sent=$(field urls "$last_line")
+  got=$(field new "$last_line")
+  [[ "$sent" == "$got" ]] || { echo "$tool: $1: new=$got but urls=$sent" >&2; status=1; }
+  print_server_cpu "$1" "$last_line" "${sent:-0}" url
+}
+
+mem0=$(used_memory)
+server_flags=(--store=redis_cluster "--redis_nodes=$(IFS=,; echo "${nodes[*]}")" "${extra_flags[@]}")
+start_server
+cpu0=$(cluster_cpu)
+run_phase redis
+cpu1=$(cluster_cpu)
+mem1=$(used_memory)
+awk -v a="$cpu0" -v b="$cpu1" -v n="$urls" 'BEGIN {
+  printf "cluster phase=redis cpu_secs=%.2f cpu_us_per_url=%.1f\n", b - a, (b - a) * 1e6 / n }'
+awk -v a="$mem0" -v b="$mem1" -v n="$urls" 'BEGIN {
+  printf "redis_memory urls=%d used_memory_delta=%d bytes_per_url=%.1f\n", n, b - a, (b - a) / n }'
+stop_server
+stop_redis
+
+server_flags=("${extra_flags[@]}")
+start_server
+run_phase rocksdb
+echo "# end loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
+exit "$status"
