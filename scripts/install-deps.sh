@@ -72,6 +72,7 @@ runtime_packages=(
   libssl3 zlib1g libzstd1 liblz4-1 libsnappy1v5 libbz2-1.0
   libboost-url1.81.0 libidn2-0 libunistring2 libicu72
   libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libcivetweb1 libjemalloc2
+  libhiredis0.14
 )
 
 case "${1:-}" in

@@ -116,11 +116,14 @@ bool UsesJaccard(const ChunkInput& chunk) {
 // candidate's text (`other`, `other_set`; each maybe none): the exact
 // Jaccard of the two sets when both texts have one (the estimate passes
 // only about half of the pairs at J = t: docs/benchmarks.md, "Exact
-// verification for chunks"), else the estimate.
+// verification for chunks"), else the estimate. An estimate
+// kExactPrefilterMargin below the threshold is kept without merging the
+// sets (the pair is not near by Jaccard; see kExactPrefilterMargin).
 void MeasureJaccard(const ChunkInput& chunk, const std::optional<MinHashSignature>& other,
                     const ShingleSet32& other_set, Candidate* c) {
   std::optional<double> j = JaccardWhenAsked(chunk.min_jaccard, chunk.minhash, other);
-  if (j.has_value() && !chunk.shingles.empty() && !other_set.empty()) {
+  if (j.has_value() && *j >= chunk.min_jaccard - kExactPrefilterMargin && !chunk.shingles.empty() &&
+      !other_set.empty()) {
     j = ExactJaccard(chunk.shingles, other_set);
   }
   c->estimated_jaccard = j.value_or(0);
