@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace dedupd::redis {
@@ -90,8 +91,49 @@ std::string NodeAddress::HostPort() const { return absl::StrCat(host, ":", port)
 
 SlotMap::SlotMap() : owner_(kSlotCount, -1) {}
 
+namespace {
+
+// CheckAggregateCounts walks the RESP elements of `resp` (without building
+// them) and returns InvalidArgument when an array claims more elements than
+// the bytes after its header could hold (each element takes at least 3
+// bytes, "+\r\n"). hiredis 0.14's reader allocates an array's element
+// vector from the header's count before it reads any element, so
+// "*1636210922\r\n" alone would ask for 13 GB; checked here first, no
+// allocation exceeds a few times the input. Malformed or truncated input is
+// left to the reader, which reports it. O(resp.size()).
+absl::Status CheckAggregateCounts(absl::string_view resp) {
+  size_t pos = 0;
+  uint64_t expected = 1;  // elements still to read
+  while (expected > 0 && pos < resp.size()) {
+    const size_t eol = resp.find("\r\n", pos);
+    if (eol == absl::string_view::npos) return absl::OkStatus();
+    const char type = resp[pos];
+    const absl::string_view number = resp.substr(pos + 1, eol - pos - 1);
+    pos = eol + 2;
+    --expected;
+    if (type != '*' && type != '$') continue;
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(number, &n)) return absl::OkStatus();
+    if (type == '$') {
+      if (n > 0) pos += static_cast<size_t>(n) + 2;
+      continue;
+    }
+    if (n <= 0) continue;
+    const size_t left = resp.size() - pos;
+    if (static_cast<uint64_t>(n) > left / 3) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("CLUSTER SLOTS reply: an array of ", n, " elements in ", left, " bytes"));
+    }
+    expected += static_cast<uint64_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<SlotMap> SlotMap::FromClusterSlotsResp(absl::string_view resp,
                                                       absl::string_view reply_host) {
+  if (absl::Status counts = CheckAggregateCounts(resp); !counts.ok()) return counts;
   std::unique_ptr<redisReader, void (*)(redisReader*)> reader(redisReaderCreate(),
                                                               &redisReaderFree);
   if (reader == nullptr)

@@ -17,6 +17,7 @@ using ::dedupd::testing::IsOk;
 using ::dedupd::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::Pair;
 
 TEST(Crc16Test, SpecificationVector) {
@@ -126,6 +127,31 @@ TEST(SlotMapTest, RespBytesAreExactlyOneReply) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not the Redis protocol")));
   EXPECT_THAT(SlotMap::FromClusterSlotsResp("-CLUSTERDOWN The cluster is down\r\n", "h"),
               StatusIs(absl::StatusCode::kUnavailable));
+}
+
+// An array header claiming more elements than the bytes after it could
+// hold is refused before hiredis's reader allocates its element vector (a
+// fuzzer found "*1636210922" asking for 13 GB).
+TEST(SlotMapTest, ArrayCountsBeyondTheInputAreRefusedBeforeAllocating) {
+  const struct {
+    std::string resp;
+    std::string error;  // empty: accepted by the count check
+  } cases[] = {
+      {"*1636210922\r\n", "an array of 1636210922 elements in 0 bytes"},
+      {"*1\r\n*3\r\n:0\r\n:1\r\n*999999999\r\n$9\r\n127.0.0.1\r\n",
+       "an array of 999999999 elements in 15 bytes"},
+      {"*2\r\n:1\r\n", "an array of 2 elements in 4 bytes"},  // 2 x 3 > 4
+      // A '*' inside a bulk string is data, not a header.
+      {"$12\r\n*99999999999\r\n", ""},
+  };
+  for (const auto& c : cases) {
+    absl::StatusOr<SlotMap> map = SlotMap::FromClusterSlotsResp(c.resp, "h");
+    if (c.error.empty()) {
+      EXPECT_THAT(map.status().message(), Not(HasSubstr("elements in"))) << c.resp;
+    } else {
+      EXPECT_THAT(map, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.error))) << c.resp;
+    }
+  }
 }
 
 TEST(SlotMapTest, ReportsSlotsWithoutOwner) {
