@@ -460,7 +460,7 @@ absl::Status Engine::CheckContent(const v1::CheckContentRequest& request,
     doc.min_jaccard = MinHashNearThreshold(fp->words, *min_jaccard);
     // Every text long enough to be found by MinHash keeps its signature,
     // whatever this item's threshold, so later items can find it.
-    if (fp->words >= kMinWordsForNearMatch) doc.minhash = fp->minhash;
+    if (KeepsMinHashSignature(fp->words)) doc.minhash = fp->minhash;
     result->set_applied_min_jaccard(doc.min_jaccard);
     doc.max_distance = *distance;
     doc.claim_id_hash = claim_id_hash;
@@ -672,7 +672,7 @@ absl::Status Engine::CheckChunks(const v1::CheckChunksRequest& request,
     // whatever this request's threshold, so later requests can find it,
     // and its shingle set (none above kMaxExactShingles shingles), so
     // candidates are verified by their exact Jaccard.
-    if (fp->words >= kMinWordsForNearMatch) {
+    if (KeepsMinHashSignature(fp->words)) {
       chunk.minhash = fp->minhash;
       chunk.shingles = std::move(shingles);
     }

@@ -18,7 +18,7 @@ int ChunkNearDistance(size_t words, int requested_max_distance) {
 }
 
 double MinHashNearThreshold(size_t words, double requested_min_jaccard) {
-  return words < kMinWordsForNearMatch ? 0 : requested_min_jaccard;
+  return KeepsMinHashSignature(words) ? requested_min_jaccard : 0;
 }
 
 }  // namespace dedupd

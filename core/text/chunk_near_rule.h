@@ -85,6 +85,12 @@ int ChunkNearDistance(size_t words, int requested_max_distance);
 // Pure, total, thread-safe.
 double MinHashNearThreshold(size_t words, double requested_min_jaccard);
 
+// KeepsMinHashSignature returns whether a text of `words` words is stored
+// with its MinHash signature (and, for chunks, its shingle set): the texts
+// MinHashNearThreshold lets be found by MinHash, whatever the threshold of
+// the request that stores them. Pure, total, thread-safe.
+inline bool KeepsMinHashSignature(size_t words) { return words >= kMinWordsForNearMatch; }
+
 }  // namespace dedupd
 
 #endif  // DEDUPD_CORE_TEXT_CHUNK_NEAR_RULE_H_
