@@ -30,6 +30,40 @@ TEST(ShingleSet32Test, KeepsBits8To39SortedAndDistinct) {
             (std::vector<uint32_t>{0x00000100u, 0x345678aau, 0x345678ffu}));
 }
 
+// The set is sorted and distinct whatever its size (counting sort up to
+// 1,024 hashes, std::sort above) and however its hashes cluster: many
+// sharing their top bits, repeats, all equal.
+TEST(ShingleSet32Test, SortedAndDistinctAcrossSizesAndClusters) {
+  SplitMixRng rng(11);
+  struct Case {
+    size_t n;
+    uint64_t mask;  // applied to random 64-bit hashes before the set takes bits 8..39
+  };
+  const Case cases[] = {
+      {0, ~uint64_t{0}},
+      {1, ~uint64_t{0}},
+      {2, ~uint64_t{0}},
+      {80, ~uint64_t{0}},
+      {256, ~uint64_t{0}},
+      {1024, ~uint64_t{0}},
+      {1025, ~uint64_t{0}},
+      {5000, ~uint64_t{0}},
+      {300, 0x000000FF000FFF00ULL},
+      {300, 0x0000000000000F00ULL},
+      {1024, 0x0000000000000000ULL},
+      {2000, 0x00000000FF000000ULL},
+  };
+  for (const Case& c : cases) {
+    std::vector<uint64_t> hashes;
+    for (size_t i = 0; i < c.n; ++i) hashes.push_back(rng.Next() & c.mask);
+    std::vector<uint32_t> expected;
+    for (uint64_t h : hashes) expected.push_back(static_cast<uint32_t>(h >> 8));
+    std::sort(expected.begin(), expected.end());
+    expected.erase(std::unique(expected.begin(), expected.end()), expected.end());
+    EXPECT_EQ(ShingleSet32(hashes).hashes(), expected) << "n=" << c.n << " mask=" << c.mask;
+  }
+}
+
 TEST(ShingleSet32Test, FromSortedTakesOnlyStrictlyIncreasing) {
   ASSERT_TRUE(ShingleSet32::FromSorted({}).has_value());
   ASSERT_TRUE(ShingleSet32::FromSorted({1, 2, 7}).has_value());
