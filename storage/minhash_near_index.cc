@@ -16,30 +16,42 @@ int MinHashNearIndex::BucketBitsFor(size_t texts) {
 }
 
 void MinHashNearIndex::Insert(uint32_t id, const MinHashSignature& sig) {
+  const LshIndex::Entry entry{sig, id};
+  Insert({&entry, 1});
+}
+
+void MinHashNearIndex::Insert(absl::Span<const LshIndex::Entry> texts) {
+  if (texts.empty()) return;
   absl::MutexLock lock(&mu_);
   if (lsh_ == nullptr) {
     lsh_ =
         std::make_unique<LshIndex>(LshIndex::kDefaultBands, LshIndex::kDefaultRows, kMinBucketBits);
   }
-  auto [it, inserted] = positions_.try_emplace(id, static_cast<uint32_t>(entries_.size()));
-  if (!inserted) {
-    LshIndex::Entry& entry = entries_[it->second];
-    lsh_->Erase(entry.signature, id);
-    entry.signature = sig;
-    lsh_->Insert(sig, id);
-    return;
+  const size_t first_new = entries_.size();
+  for (const LshIndex::Entry& text : texts) {
+    auto [it, inserted] = positions_.try_emplace(text.id, static_cast<uint32_t>(entries_.size()));
+    if (!inserted) {
+      LshIndex::Entry& entry = entries_[it->second];
+      if (it->second < first_new) {  // stored before this call: in lsh_
+        lsh_->Erase(entry.signature, text.id);
+        lsh_->Insert(text.signature, text.id);
+      }
+      entry.signature = text.signature;
+      continue;
+    }
+    if (entries_.size() == entries_.capacity()) {
+      // Grow by 1/8, not by the vector's doubling: after a BulkLoad of 10^7
+      // texts (capacity exact) the first Insert would otherwise add 1.3 GB.
+      // Costs a copy of the signatures per 1/8 of growth (~100 ns amortized
+      // per text, a stall of that one Insert).
+      entries_.reserve(entries_.size() + entries_.size() / 8 + 16);
+    }
+    entries_.push_back(text);
   }
-  if (entries_.size() == entries_.capacity()) {
-    // Grow by 1/8, not by the vector's doubling: after a BulkLoad of 10^7
-    // texts (capacity exact) the first Insert would otherwise add 1.3 GB.
-    // Costs a copy of the signatures per 1/8 of growth (~100 ns amortized
-    // per Insert, a stall of that one Insert).
-    entries_.reserve(entries_.size() + entries_.size() / 8 + 16);
-  }
-  entries_.push_back({sig, id});
-  // The id was not stored (positions_ says so): BulkInsert's REQUIRES
-  // holds, and it skips Insert's scan of every band's bucket for the pair.
-  lsh_->BulkInsert({&entries_.back(), 1});
+  // The new ids were not stored (positions_ says so) and are distinct:
+  // BulkInsert's REQUIRES holds, and it skips Insert's scan of every
+  // band's bucket for the pair.
+  lsh_->BulkInsert({entries_.data() + first_new, entries_.size() - first_new});
   if (lsh_->bucket_bits() < kMaxBucketBits && entries_.size() > kGrowTextsPerBucket
                                                                     << lsh_->bucket_bits()) {
     RebuildLocked();

@@ -35,6 +35,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "core/index/lsh_index.h"
 #include "core/text/minhash.h"
 
@@ -48,25 +49,28 @@ class MinHashNearIndex {
   static constexpr int kMaxBucketBits = LshIndex::kMaxBucketBits;  // 16
   // A built index has kTextsPerBucket to twice that texts per bucket
   // (BucketBitsFor), below kMinBucketBits' and above kMaxBucketBits' range
-  // fewer and more. About 100 is where a bucket's fixed cost (32 bytes when
-  // not empty, 8 when empty) stops mattering against the 6 bytes of each
-  // entry (LshIndex).
-  static constexpr size_t kTextsPerBucket = 100;
+  // fewer and more. 32 keeps a bucket's keys within one or two cache lines,
+  // so that a query's 18 bucket scans cost about two cache misses each (at
+  // 100 to 400 texts per bucket the scans were 11% of CheckChunks' server
+  // CPU); a bucket's fixed cost (32 bytes when not empty, 8 when empty)
+  // against the 6 bytes of each entry stays ~1 byte per text and band
+  // (docs/minhash.md, "Buckets that follow the count").
+  static constexpr size_t kTextsPerBucket = 32;
   // An Insert that takes size() past kGrowTextsPerBucket << bucket_bits()
   // (while bucket_bits() < kMaxBucketBits) rebuilds the index with
-  // BucketBitsFor(size()), i.e. two more bits, 100 texts per bucket again.
-  // So a bucket holds at most 400 texts below 2^16 buckets, queries scan at
+  // BucketBitsFor(size()), i.e. two more bits, 32 texts per bucket again.
+  // So a bucket holds at most 128 texts below 2^16 buckets, queries scan at
   // most ~4x what a bulk-built index of the same size would, and rebuilds
   // come each time the count has quadrupled: the rebuild at 4n entries is
   // paid by the 3n Inserts since the last, so amortized each Insert pays
   // 4/3 of a bulk-inserted entry, a fraction of its own cost. The rebuild
   // runs inside one Insert under the exclusive lock: that Insert (and
   // every Query meanwhile) waits for it (docs/minhash.md, "Measured").
-  static constexpr size_t kGrowTextsPerBucket = 400;
+  static constexpr size_t kGrowTextsPerBucket = 4 * kTextsPerBucket;
 
   // BucketBitsFor returns floor(log2(texts / kTextsPerBucket)) clamped to
   // [kMinBucketBits, kMaxBucketBits]: the bucket_bits of an index built for
-  // `texts` texts. Example: BucketBitsFor(10^6) == 13, BucketBitsFor(0) == 8,
+  // `texts` texts. Example: BucketBitsFor(10^6) == 14, BucketBitsFor(0) == 8,
   // BucketBitsFor(10^7) == 16.
   static int BucketBitsFor(size_t texts);
 
@@ -78,6 +82,10 @@ class MinHashNearIndex {
   // the id had. O(bands * texts per bucket), plus now and then a rebuild
   // (kGrowTextsPerBucket).
   void Insert(uint32_t id, const MinHashSignature& sig);
+  // Insert of every {signature, id} of `texts`, in order (a later entry of
+  // an id replaces an earlier one), under one acquisition of the lock: a
+  // store inserts a claim's texts with one call.
+  void Insert(absl::Span<const LshIndex::Entry> texts);
 
   // BulkLoad stores every entry of `entries` as Insert would (a later
   // entry of an id replaces an earlier one and the one stored), then

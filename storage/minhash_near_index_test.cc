@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "core/index/lsh_index.h"
 #include "core/text/minhash.h"
 #include "core/text/splitmix64.h"
@@ -22,6 +23,7 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::Not;
+using ::testing::Optional;
 
 // n signatures, every fourth a near duplicate (j = 0.9) of an earlier one,
 // with ids first_id, first_id + 1, ...
@@ -54,12 +56,12 @@ void ExpectAnswersAsInserted(const MinHashNearIndex& near,
 
 TEST(MinHashNearIndexTest, BucketBitsFor) {
   EXPECT_EQ(MinHashNearIndex::BucketBitsFor(0), 8);
-  EXPECT_EQ(MinHashNearIndex::BucketBitsFor(51199), 8);
-  EXPECT_EQ(MinHashNearIndex::BucketBitsFor(51200), 9);
-  EXPECT_EQ(MinHashNearIndex::BucketBitsFor(409600), 12);
-  EXPECT_EQ(MinHashNearIndex::BucketBitsFor(1000000), 13);
-  EXPECT_EQ(MinHashNearIndex::BucketBitsFor(6553599), 15);
-  EXPECT_EQ(MinHashNearIndex::BucketBitsFor(6553600), 16);
+  EXPECT_EQ(MinHashNearIndex::BucketBitsFor(16383), 8);
+  EXPECT_EQ(MinHashNearIndex::BucketBitsFor(16384), 9);
+  EXPECT_EQ(MinHashNearIndex::BucketBitsFor(409600), 13);
+  EXPECT_EQ(MinHashNearIndex::BucketBitsFor(1000000), 14);
+  EXPECT_EQ(MinHashNearIndex::BucketBitsFor(2097151), 15);
+  EXPECT_EQ(MinHashNearIndex::BucketBitsFor(2097152), 16);
   EXPECT_EQ(MinHashNearIndex::BucketBitsFor(10000000), 16);
   EXPECT_EQ(MinHashNearIndex::BucketBitsFor(size_t{1} << 40), 16);
 }
@@ -84,11 +86,11 @@ TEST(MinHashNearIndexTest, EmptyBulkLoad) {
 
 TEST(MinHashNearIndexTest, BulkLoadAnswersAsInsert) {
   SplitMixRng rng(2);
-  const std::vector<LshIndex::Entry> corpus = Corpus(60000, 1000, rng);
+  const std::vector<LshIndex::Entry> corpus = Corpus(30000, 1000, rng);
   MinHashNearIndex bulk;
   bulk.BulkLoad(corpus);
   EXPECT_EQ(bulk.size(), corpus.size());
-  EXPECT_EQ(bulk.bucket_bits(), MinHashNearIndex::BucketBitsFor(60000));  // 9
+  EXPECT_EQ(bulk.bucket_bits(), MinHashNearIndex::BucketBitsFor(30000));  // 9
   ExpectAnswersAsInserted(bulk, corpus, corpus, rng);
   MinHashNearIndex online;
   for (const LshIndex::Entry& e : corpus) online.Insert(e.id, e.signature);
@@ -97,6 +99,47 @@ TEST(MinHashNearIndexTest, BulkLoadAnswersAsInsert) {
   // Near duplicates find their sources either way.
   EXPECT_THAT(bulk.Query(corpus[3].signature), Contains(corpus[3].id));
   EXPECT_THAT(online.Query(corpus[3].signature), Contains(corpus[3].id));
+}
+
+// Insert of a batch answers as its entries inserted one at a time: a
+// repeated id within the batch keeps its last signature, an id stored
+// before gets the batch's, and a batch that crosses the growth point
+// rebuilds the index once.
+TEST(MinHashNearIndexTest, BatchInsertAnswersAsOneByOne) {
+  SplitMixRng rng(5);
+  const size_t grow_at = MinHashNearIndex::kGrowTextsPerBucket << MinHashNearIndex::kMinBucketBits;
+  std::vector<LshIndex::Entry> corpus = Corpus(grow_at + 100, 500, rng);
+  MinHashNearIndex batched;
+  MinHashNearIndex single;
+  const size_t first = grow_at - 50;
+  batched.Insert(absl::MakeConstSpan(corpus).subspan(0, first));
+  for (size_t i = 0; i < first; ++i) single.Insert(corpus[i].id, corpus[i].signature);
+  // The second batch: the rest, a replacement of a stored id, and an id
+  // listed twice.
+  std::vector<LshIndex::Entry> second(corpus.begin() + first, corpus.end());
+  const MinHashSignature replaced = RandomSignature(rng);
+  const MinHashSignature first_of_twice = RandomSignature(rng);
+  second.push_back({replaced, corpus[7].id});
+  second.push_back({first_of_twice, corpus.back().id});
+  second.push_back({corpus.back().signature, corpus.back().id});
+  batched.Insert(second);
+  for (const LshIndex::Entry& e : second) single.Insert(e.id, e.signature);
+  EXPECT_EQ(batched.size(), corpus.size());
+  EXPECT_EQ(batched.size(), single.size());
+  EXPECT_EQ(batched.bucket_bits(), MinHashNearIndex::kMinBucketBits + 2);
+  EXPECT_EQ(batched.bucket_bits(), single.bucket_bits());
+  EXPECT_THAT(batched.Find(corpus[7].id), Optional(replaced));
+  EXPECT_THAT(batched.Find(corpus.back().id), Optional(corpus.back().signature));
+  EXPECT_THAT(batched.Query(replaced), Contains(corpus[7].id));
+  EXPECT_THAT(batched.Query(first_of_twice), Not(Contains(corpus.back().id)));
+  corpus[7].signature = replaced;
+  ExpectAnswersAsInserted(batched, corpus, corpus, rng);
+  for (int i = 0; i < 200; ++i) {
+    const MinHashSignature& q = corpus[rng.Next() % corpus.size()].signature;
+    EXPECT_EQ(batched.Query(q), single.Query(q));
+  }
+  batched.Insert(absl::Span<const LshIndex::Entry>());  // nothing
+  EXPECT_EQ(batched.size(), corpus.size());
 }
 
 // Online inserts past kGrowTextsPerBucket per bucket rebuild the index with

@@ -169,11 +169,13 @@ void RocksDbStore::Impl::ApplyChunkIndex(const ChunkMutations& m, const SpaceVie
     near->Erase(e.id);
   }
   for (const auto& [sha, r] : m.texts_deleted) ids->Erase(sha, r.text_id);
+  std::vector<LshIndex::Entry> signed_texts;
   for (const auto& [id, fp] : m.fingerprints_added) {
     ids->Insert(fp.sha256, id);
     index->Insert(fp.simhash, id);
-    if (fp.minhash.has_value()) near->Insert(id, *fp.minhash);
+    if (fp.minhash.has_value()) signed_texts.push_back({*fp.minhash, id});
   }
+  near->Insert(signed_texts);  // one lock for the document's texts
 }
 
 absl::Status RocksDbStore::CheckChunks(const ChunkDocument& doc, bool claim, absl::Time now,

@@ -189,10 +189,12 @@ absl::Status RocksDbStore::CheckContent(absl::Span<const ContentDoc> docs, bool 
     s = db->Write(impl_->write_options, &batch);
     if (!s.ok()) return impl_->WriteFailed(s, kAction);
     // Only after the write: the index never names a text the store lacks.
+    std::vector<LshIndex::Entry> signed_texts;
     for (const auto& [id, fp] : m.fingerprints) {
       space.index()->Insert(fp.simhash, id);
-      if (fp.minhash.has_value()) space.near()->Insert(id, *fp.minhash);
+      if (fp.minhash.has_value()) signed_texts.push_back({*fp.minhash, id});
     }
+    space.near()->Insert(signed_texts);  // one lock for the batch
     // The URL records, to the URL filter while their claim locks are held
     // (as ClaimUrls does).
     if (!m.urls.empty()) {
