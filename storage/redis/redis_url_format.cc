@@ -61,7 +61,8 @@ RedisMeta RedisMeta::ThisBuild(absl::Time now) {
 std::string EncodeRedisMeta(const RedisMeta& meta) {
   std::string distance;
   if (meta.format_version != kRedisFormatVersionUrlsOnly) {
-    distance = absl::StrCat(" simhash_max_distance=", meta.simhash_max_distance);
+    distance = absl::StrCat(" simhash_max_distance=", meta.simhash_max_distance,
+                            " shingle_words=", meta.shingle_words);
   }
   return absl::StrCat(kRedisMetaMagic, " format=", meta.format_version,
                       " url_normalizer=", meta.url_normalizer_version,
@@ -73,12 +74,13 @@ std::string EncodeRedisMeta(const RedisMeta& meta) {
 namespace {
 
 // The fields after the magic, in their fixed order (format 2; format 1
-// has no simhash_max_distance).
-constexpr absl::string_view kFieldNames[] = {"format",    "url_normalizer", "text_normalizer",
-                                             "simhash",   "minhash",        "simhash_max_distance",
-                                             "created_us"};
-constexpr size_t kFields = 7;
+// has no simhash_max_distance and shingle_words).
+constexpr absl::string_view kFieldNames[] = {
+    "format",  "url_normalizer",       "text_normalizer", "simhash",
+    "minhash", "simhash_max_distance", "shingle_words",   "created_us"};
+constexpr size_t kFields = 8;
 constexpr size_t kDistanceField = 5;
+constexpr size_t kShingleField = 6;
 
 absl::Status Malformed(absl::string_view value, absl::string_view why) {
   return absl::FailedPreconditionError(absl::StrCat(
@@ -100,7 +102,7 @@ absl::StatusOr<RedisMeta> DecodeRedisMeta(absl::string_view value) {
   int64_t numbers[kFields] = {};
   bool urls_only = false;
   for (size_t f = 0, w = 1; f < kFields; ++f) {
-    if (urls_only && f == kDistanceField) continue;  // format 1 had none
+    if (urls_only && (f == kDistanceField || f == kShingleField)) continue;  // format 1 had none
     if (w >= words.size()) return Malformed(value, absl::StrCat("no ", kFieldNames[f]));
     std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(words[w++], '=');
     if (kv.first != kFieldNames[f] || !absl::SimpleAtoi(kv.second, &numbers[f]) ||
@@ -117,11 +119,11 @@ absl::StatusOr<RedisMeta> DecodeRedisMeta(absl::string_view value) {
       }
     }
   }
-  if (words.size() != (urls_only ? kFields : kFields + 1)) {
+  if (words.size() != (urls_only ? kFields - 1 : kFields + 1)) {
     return Malformed(value, "unexpected words after created_us");
   }
-  if (!urls_only && numbers[kDistanceField] > 64) {
-    return Malformed(value, "simhash_max_distance is above 64");
+  if (!urls_only && (numbers[kDistanceField] > 64 || numbers[kShingleField] > 64)) {
+    return Malformed(value, "simhash_max_distance or shingle_words is above 64");
   }
   RedisMeta meta;
   meta.format_version = static_cast<uint32_t>(numbers[0]);
@@ -130,7 +132,8 @@ absl::StatusOr<RedisMeta> DecodeRedisMeta(absl::string_view value) {
   meta.simhash_version = static_cast<uint32_t>(numbers[3]);
   meta.minhash_version = static_cast<uint32_t>(numbers[4]);
   meta.simhash_max_distance = urls_only ? 0 : static_cast<int>(numbers[kDistanceField]);
-  meta.created = absl::FromUnixMicros(numbers[6]);
+  meta.shingle_words = urls_only ? 0 : static_cast<int>(numbers[kShingleField]);
+  meta.created = absl::FromUnixMicros(numbers[kFields - 1]);
   return meta;
 }
 
@@ -162,6 +165,13 @@ absl::Status CheckRedisMeta(const RedisMeta& stored, const RedisMeta& wanted) {
         absl::StrCat("the cluster's SimHash bucket sets were written for simhash_max_distance ",
                      stored.simhash_max_distance, "; this store uses ", wanted.simhash_max_distance,
                      " (--simhash_max_distance must be the same on every front end of a cluster)"));
+  }
+  if (stored.format_version != kRedisFormatVersionUrlsOnly &&
+      stored.shingle_words != wanted.shingle_words) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the cluster's fingerprints were made of ", stored.shingle_words,
+        "-word shingles; this store uses ", wanted.shingle_words,
+        " (--simhash_shingle_words must be the same on every front end of a cluster)"));
   }
   return absl::OkStatus();
 }

@@ -91,6 +91,11 @@ struct RedisMeta {
   // use the same value. 0 in a decoded format-1 meta (it had none).
   // Default: 3 (the server's --simhash_max_distance).
   int simhash_max_distance = 3;
+  // Words per SimHash and MinHash shingle (SimHashOptions::shingle_words;
+  // format 2 on): stored fingerprints compare only with fingerprints of
+  // the same shingle size. 0 in a decoded format-1 meta. Default: 3 (the
+  // server's --simhash_shingle_words).
+  int shingle_words = 3;
   // When the meta was written, truncated to microseconds.
   absl::Time created = absl::UnixEpoch();
 
@@ -100,14 +105,15 @@ struct RedisMeta {
 
 // EncodeRedisMeta returns the meta value: one ASCII line,
 //   "dedupd-redis format=2 url_normalizer=1 text_normalizer=1 simhash=2
-//    minhash=1 simhash_max_distance=3 created_us=1700000000000000"
+//    minhash=1 simhash_max_distance=3 shingle_words=3
+//    created_us=1700000000000000"
 // (one space between fields; the order is fixed), readable with redis-cli.
 // A meta whose format_version is 1 is written in format 1's form (without
 // simhash_max_distance): what format-1 builds wrote.
 std::string EncodeRedisMeta(const RedisMeta& meta);
 
 // DecodeRedisMeta parses a meta value of format 2 or format 1 (then
-// format_version is 1 and simhash_max_distance 0). Errors:
+// format_version is 1, simhash_max_distance and shingle_words 0). Errors:
 // FailedPrecondition when the value is not a dedupd meta record (another
 // program's key), names another format version (its other fields are not
 // read then), or is malformed; the message says which.

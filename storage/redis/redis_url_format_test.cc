@@ -91,7 +91,7 @@ TEST(RedisUrlFormatTest, MetaIsGoldenAndRoundTrips) {
   const std::string value = EncodeRedisMeta(Meta());
   EXPECT_EQ(value,
             "dedupd-redis format=2 url_normalizer=1 text_normalizer=1 simhash=2 minhash=1 "
-            "simhash_max_distance=3 created_us=1700000000123456");
+            "simhash_max_distance=3 shingle_words=3 created_us=1700000000123456");
   ASSERT_OK_AND_ASSIGN(RedisMeta back, DecodeRedisMeta(value));
   EXPECT_EQ(EncodeRedisMeta(back), value);
   EXPECT_THAT(CheckRedisMeta(back, Meta()), IsOk());
@@ -106,6 +106,7 @@ TEST(RedisUrlFormatTest, FormatOneMetaIsReadAndComparedOnItsVersions) {
   ASSERT_OK_AND_ASSIGN(RedisMeta back, DecodeRedisMeta(v1));
   EXPECT_EQ(back.format_version, 1u);
   EXPECT_EQ(back.simhash_max_distance, 0);
+  EXPECT_EQ(back.shingle_words, 0);
   EXPECT_EQ(EncodeRedisMeta(back), v1);
   EXPECT_THAT(CheckRedisMeta(back, Meta()), IsOk());
   back.minhash_version = 9;
@@ -121,6 +122,11 @@ TEST(RedisUrlFormatTest, AnotherSimHashDistanceIsRefused) {
   EXPECT_THAT(CheckRedisMeta(other, Meta()),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("written for simhash_max_distance 4; this store uses 3")));
+  other = Meta();
+  other.shingle_words = 5;
+  EXPECT_THAT(CheckRedisMeta(other, Meta()),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("made of 5-word shingles; this store uses 3")));
 }
 
 TEST(RedisUrlFormatTest, ThisBuildRecordsThisBuildsVersions) {

@@ -164,8 +164,9 @@ TEST(RedisUrlStoreTest, KeysAndValuesAreGolden) {
             "00060a2418202240"
             "00060a24182f6480");
   EXPECT_THAT(Get(*store, "golden:meta"),
-              StartsWith(absl::StrCat("dedupd-redis format=2 url_normalizer=1 text_normalizer=1 "
-                                      "simhash=2 minhash=1 simhash_max_distance=3 created_us=")));
+              StartsWith(absl::StrCat(
+                  "dedupd-redis format=2 url_normalizer=1 text_normalizer=1 "
+                  "simhash=2 minhash=1 simhash_max_distance=3 shingle_words=3 created_us=")));
   // The server agrees with KeySlot on the documented keys, braces in URLs
   // included.
   for (const std::string& key :
