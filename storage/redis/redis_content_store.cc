@@ -839,6 +839,7 @@ absl::Status RedisContentStore::Write(absl::Span<const ContentDoc> docs,
     to_index.push_back({sha, doc_id, FingerprintRecord{simhash, sha, minhash}});
   };
 
+  if (before_claim_scripts_) before_claim_scripts_();
   std::vector<absl::StatusOr<Value>> replies = calls.empty()
                                                    ? std::vector<absl::StatusOr<Value>>()
                                                    : router().EvalBatch(ClaimScript(), calls);

@@ -28,9 +28,11 @@
 #ifndef DEDUPD_STORAGE_REDIS_REDIS_CONTENT_STORE_H_
 #define DEDUPD_STORAGE_REDIS_REDIS_CONTENT_STORE_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -81,6 +83,14 @@ class RedisContentStore final : public ContentStore {
   // one that forgets.
   absl::StatusOr<ForgetResult> Forget(const std::string& normalized_url, absl::Time now) override;
 
+  // For tests: `hook` runs in every claim between the planning and the
+  // claim scripts (a test claims texts through another front end there,
+  // to make the race the scripts settle happen every time). Null: none.
+  // REQUIRES: no CheckContent call is running.
+  void SetBeforeClaimScriptsHookForTesting(std::function<void()> hook) {
+    before_claim_scripts_ = std::move(hook);
+  }
+
  private:
   class Reader;
   explicit RedisContentStore(RedisUrlStore* urls);
@@ -94,6 +104,7 @@ class RedisContentStore final : public ContentStore {
   RedisUrlStore* const urls_;
   const std::string prefix_;
   const int max_near_distance_;
+  std::function<void()> before_claim_scripts_;
 };
 
 }  // namespace dedupd

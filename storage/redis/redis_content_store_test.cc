@@ -288,6 +288,61 @@ TEST(RedisContentStoreTest, AnIndexPendingTextIsIndexedByTheNextClaim) {
   EXPECT_FALSE(v->index_pending);
 }
 
+// The race the claim script settles, made to happen: between this call's
+// reads and its scripts, another front end claims the same text. The call
+// answers the exact duplicate the script saw (never a second NEW), lists
+// its own URLs as aliases, names the real owner for a near text of the
+// batch, and indexes nothing for the text it lost.
+TEST(RedisContentStoreTest, ATextClaimedBetweenReadAndScriptIsTheDuplicateTheScriptSaw) {
+  const std::string prefix = FreshPrefix();
+  ASSERT_OK_AND_ASSIGN(FrontEnd a, FrontEnd::Open(prefix));
+  ASSERT_OK_AND_ASSIGN(FrontEnd b, FrontEnd::Open(prefix));
+  const uint64_t fp = 0x5555666677778888ULL;
+  bool raced = false;
+  a.content->SetBeforeClaimScriptsHookForTesting([&] {
+    if (raced) return;
+    raced = true;
+    std::vector<ContentOutcome> out;
+    ASSERT_THAT(b.content->CheckContent({Doc("https://b/", "https://b/", "contested", fp)}, true,
+                                        ContentLimits{}, T(50), &out),
+                IsOk());
+    ASSERT_EQ(out[0].verdict, ContentVerdict::kNew);
+  });
+  std::vector<ContentOutcome> out;
+  ASSERT_THAT(a.content->CheckContent({Doc("https://a/", "https://a/?p=1", "contested", fp),
+                                       Doc("https://a2/", "https://a2/", "contested", fp),
+                                       Doc("https://n/", "https://n/", "near it", fp ^ 1)},
+                                      true, ContentLimits{}, T(60), &out),
+              IsOk());
+  ASSERT_TRUE(raced);
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kExactDuplicate);
+  EXPECT_EQ(out[0].owner_url, "https://b/");
+  EXPECT_EQ(out[0].first_seen, T(50));
+  EXPECT_EQ(out[1].verdict, ContentVerdict::kExactDuplicate);
+  EXPECT_EQ(out[1].owner_url, "https://b/");
+  EXPECT_EQ(out[1].alias_count, 3u);
+  EXPECT_THAT(out[1].aliases, ElementsAre("https://a/", "https://a/?p=1", "https://a2/"));
+  // The near text, planned against this call's own claim of the text,
+  // names the text's real owner.
+  EXPECT_EQ(out[2].verdict, ContentVerdict::kNearDuplicate);
+  EXPECT_EQ(out[2].owner_url, "https://b/");
+  ASSERT_FALSE(out[2].near_matches.empty());
+  EXPECT_EQ(out[2].near_matches[0].owner_url, "https://b/");
+  // Stored: b's entry for the text and the near text's, no third one for
+  // the text this call lost; a peek agrees.
+  a.content->SetBeforeClaimScriptsHookForTesting(nullptr);
+  for (int block = 0; block < 4; ++block) {
+    const std::string bucket = redis::SimHashBucketKey(prefix, "", 4, block, fp);
+    const size_t members = Cmd(*a.urls, bucket, {"SMEMBERS", bucket}).elements.size();
+    EXPECT_EQ(members, block == 3 ? 1u : 2u) << bucket;  // fp ^ 1 differs in block 3 only
+  }
+  ASSERT_THAT(a.content->CheckContent({Doc("https://p/", "https://p/", "contested", 0)}, false,
+                                      ContentLimits{}, T(70), &out),
+              IsOk());
+  EXPECT_EQ(out[0].owner_url, "https://b/");
+  EXPECT_EQ(out[0].alias_count, 3u);
+}
+
 TEST(RedisContentStoreTest, ForgetIsNotBuiltYet) {
   ASSERT_OK_AND_ASSIGN(FrontEnd f, FrontEnd::Open(FreshPrefix()));
   EXPECT_THAT(f.content->Forget("https://a/", T(1)).status(),
