@@ -62,6 +62,11 @@ std::string FetchKey(absl::string_view prefix, absl::string_view name_space,
   return absl::StrCat(prefix, "fe:", name_space, ":{", UrlKeyTag(fetched_url), "}", fetched_url);
 }
 
+std::string UrlTextsKey(absl::string_view prefix, absl::string_view name_space,
+                        absl::string_view url) {
+  return absl::StrCat(prefix, "r:", name_space, ":{", UrlKeyTag(url), "}", url);
+}
+
 std::string FingerprintKey(absl::string_view prefix, absl::string_view name_space,
                            uint32_t doc_id) {
   return absl::StrCat(prefix, "f:", name_space, ":", doc_id);

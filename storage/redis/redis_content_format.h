@@ -55,6 +55,11 @@ std::string AliasTimeKey(absl::string_view prefix, absl::string_view name_space,
 // of a fetched URL, in the slot of its URL record. REQUIRES: url non-empty.
 std::string FetchKey(absl::string_view prefix, absl::string_view name_space,
                      absl::string_view fetched_url);
+// prefix + "r:" + ns + ":{" + UrlKeyTag(url) + "}" + url: the texts a URL
+// may name as owner or alias (set of raw 32-byte SHA-256s), written before
+// the claim scripts that could name it, for Forget (empty namespace only).
+std::string UrlTextsKey(absl::string_view prefix, absl::string_view name_space,
+                        absl::string_view url);
 // prefix + "f:" + ns + ":" + decimal doc id: the fingerprint record.
 std::string FingerprintKey(absl::string_view prefix, absl::string_view name_space, uint32_t doc_id);
 // prefix + "n:" + ns: the namespace's doc id counter (INCRBY).

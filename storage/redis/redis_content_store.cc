@@ -22,6 +22,7 @@
 #include "storage/document_key.h"
 #include "storage/near_measure.h"
 #include "storage/plan/content_planner.h"
+#include "storage/plan/forget_planner.h"
 #include "storage/redis/cluster_slots.h"
 #include "storage/redis/redis_content_format.h"
 #include "storage/redis/redis_status.h"
@@ -367,7 +368,7 @@ class RedisContentStore::Reader final : public ContentStateReader {
   }
 
   // Visible: a candidate the planner may be given: its fingerprint record
-  // was read, and its text was not read absent. (A text recorded by
+  // was read, and its text was not read absent or under another doc id. (A text recorded by
   // another front end after this call read it absent is invisible, as
   // records written after a snapshot are to the RocksDB backend: else the
   // call would name as near a text it answers as new.)
@@ -375,7 +376,10 @@ class RedisContentStore::Reader final : public ContentStateReader {
     auto it = fingerprints_.find(id);
     if (it == fingerprints_.end() || !it->second.has_value()) return false;
     auto text = texts_.find(DigestKey(it->second->sha256));
-    return text == texts_.end() || text->second.value.has_value();
+    if (text == texts_.end()) return true;
+    // A fingerprint of a text Forget deleted (its record gone, or the text
+    // recorded again under a new doc id) is left over: not the text.
+    return text->second.value.has_value() && text->second.value->record.doc_id == id;
   }
 
   // Run executes `pending` in one pipelined round and hands each reply to
@@ -839,6 +843,36 @@ absl::Status RedisContentStore::Write(absl::Span<const ContentDoc> docs,
     to_index.push_back({sha, doc_id, FingerprintRecord{simhash, sha, minhash}});
   };
 
+  // The reverse hints Forget finds a URL's texts by (empty namespace
+  // only: a named namespace is never forgotten URL by URL), written before
+  // the scripts that may name the URL, so that no text names a URL without
+  // its hint; a hint whose script then did not name the URL is harmless
+  // (Forget checks each text).
+  if (ns.empty() && !claims.empty()) {
+    std::vector<Command> hints;
+    for (const TextClaim& c : claims) {
+      for (const std::string& url : c.urls) {
+        std::string key = redis::UrlTextsKey(prefix_, ns, url);
+        std::vector<std::string> argv = {"SADD", key, DigestKey(c.sha)};
+        hints.push_back(Command::ForKey(std::move(key), std::move(argv)));
+      }
+    }
+    std::vector<std::string> keys;
+    keys.reserve(hints.size());
+    for (const Command& h : hints) {
+      keys.push_back(h.key);
+      written_slots.push_back(h.RoutingSlot());
+    }
+    std::vector<absl::StatusOr<Value>> done = router().Execute(std::move(hints));
+    Failures hint_failures;
+    for (size_t i = 0; i < done.size(); ++i) {
+      absl::StatusOr<Value> v = ReplyOr(std::move(done[i]), keys[i]);
+      if (!v.ok()) hint_failures.Add(v.status());
+    }
+    if (!hint_failures.empty()) {
+      return hint_failures.Status("redis content URL hints (nothing claimed yet)", done.size());
+    }
+  }
   if (before_claim_scripts_) before_claim_scripts_();
   std::vector<absl::StatusOr<Value>> replies = calls.empty()
                                                    ? std::vector<absl::StatusOr<Value>>()
@@ -1021,12 +1055,243 @@ absl::Status RedisContentStore::LookupFetches(absl::string_view name_space,
   return absl::OkStatus();
 }
 
+namespace {
+
+// The forget read: a text's record, alias count and every alias with its
+// time. KEYS: content record, alias set, alias times. Returns {false} for
+// an absent text, else {value, alias count, {url, time, url, time, ...}}.
+constexpr absl::string_view kLuaForgetRead = R"lua(
+local v = redis.call('GET', KEYS[1])
+if not v then return {false} end
+return {v, redis.call('ZCARD', KEYS[2]), redis.call('HGETALL', KEYS[3])}
+)lua";
+
+// The forget write: applies PlanTextForget's decision if the text is still
+// what the plan read (same value, same alias count), else changes nothing.
+//   KEYS: content record, alias set, alias times
+//   ARGV[1] the value read; ARGV[2] the alias count read; ARGV[3] the
+//   action ('drop', 'promote', 'delete'); ARGV[4] the forgotten URL;
+//   ARGV[5] '1' to remove the URL's own alias; ARGV[6] the new value and
+//   ARGV[7] the new owner (promote)
+// Returns 1 when applied, 0 when the text changed since the read.
+constexpr absl::string_view kLuaForgetWrite = R"lua(
+local v = redis.call('GET', KEYS[1])
+if v ~= ARGV[1] or redis.call('ZCARD', KEYS[2]) ~= tonumber(ARGV[2]) then return 0 end
+if ARGV[5] == '1' then
+  redis.call('ZREM', KEYS[2], ARGV[4])
+  redis.call('HDEL', KEYS[3], ARGV[4])
+end
+if ARGV[3] == 'promote' then
+  redis.call('SET', KEYS[1], ARGV[6])
+  redis.call('ZREM', KEYS[2], ARGV[7])
+  redis.call('HDEL', KEYS[3], ARGV[7])
+elseif ARGV[3] == 'delete' then
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+end
+return 1
+)lua";
+
+const Script& ForgetReadScript() {
+  static const Script* const kScript = new Script(std::string(kLuaForgetRead));
+  return *kScript;
+}
+const Script& ForgetWriteScript() {
+  static const Script* const kScript = new Script(std::string(kLuaForgetWrite));
+  return *kScript;
+}
+
+// How many times Forget reads a text again after a concurrent change.
+constexpr int kForgetAttempts = 5;
+
+}  // namespace
+
 absl::StatusOr<ForgetResult> RedisContentStore::Forget(const std::string& normalized_url,
                                                        absl::Time /*now*/) {
-  if (normalized_url.empty()) return absl::InvalidArgumentError("forget: the URL is empty");
-  return absl::UnimplementedError(
-      "forget is not built on the Redis Cluster store yet (docs/redis_format.md); forget on a "
-      "--store=rocksdb server");
+  const std::string& url = normalized_url;
+  if (url.empty()) return absl::InvalidArgumentError("forget: the URL is empty");
+  const std::string ns;  // Forget is of the empty namespace (ContentStore)
+  const std::map<std::string, uint64_t> reconnects = urls_->Reconnects();
+  std::vector<int> written_slots;
+  ForgetResult result;
+
+  // The texts that may name the URL, in SHA-256 order (the order every
+  // backend reports promotions in).
+  const std::string hint_key = redis::UrlTextsKey(prefix_, ns, url);
+  absl::StatusOr<Value> hinted =
+      ReplyOr(router().ExecuteOne(Command::ForKey(hint_key, {"SMEMBERS", hint_key})), hint_key);
+  if (!hinted.ok()) return hinted.status();
+  std::vector<Sha256Digest> pending;
+  for (const Value& m : hinted->elements) {
+    if (m.str.size() != 32) return Malformed(hint_key, "a member is not a SHA-256");
+    Sha256Digest sha{};
+    std::copy(m.str.begin(), m.str.end(), sha.begin());
+    pending.push_back(sha);
+  }
+  std::sort(pending.begin(), pending.end());
+
+  // Each text: read, plan, write if unchanged since the read; again for
+  // the texts that changed meanwhile.
+  struct Deleted {
+    Sha256Digest sha{};
+    RedisContentValue value;
+  };
+  std::vector<Deleted> deleted;
+  std::map<Sha256Digest, TextForgetPlan> plans;
+  for (int attempt = 0; !pending.empty(); ++attempt) {
+    if (attempt == kForgetAttempts) {
+      return absl::UnavailableError(absl::StrCat(
+          "forget \"", KeyForHumans(url), "\": ", pending.size(),
+          " text(s) kept changing under concurrent claims; retry (what was forgotten stays so)"));
+    }
+    std::vector<ScriptCall> reads;
+    for (const Sha256Digest& sha : pending) {
+      reads.push_back(
+          ScriptCall{{redis::ContentKey(prefix_, ns, sha), redis::AliasKey(prefix_, ns, sha),
+                      redis::AliasTimeKey(prefix_, ns, sha)},
+                     {}});
+    }
+    std::vector<absl::StatusOr<Value>> read = router().EvalBatch(ForgetReadScript(), reads);
+    std::vector<ScriptCall> writes;
+    std::vector<size_t> write_of;  // write -> index in pending
+    std::vector<RedisContentValue> values(pending.size());
+    Failures failures;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      const std::string& key = reads[i].keys[0];
+      absl::StatusOr<Value> v = ReplyOr(std::move(read[i]), key);
+      if (!v.ok()) {
+        failures.Add(v.status());
+        continue;
+      }
+      if (v->elements.empty() || v->elements[0].type == Value::Type::kNil) continue;  // gone
+      if (v->elements.size() != 3) {
+        failures.Add(Malformed(key, "the forget read answered a malformed array"));
+        continue;
+      }
+      absl::StatusOr<RedisContentValue> value = redis::DecodeRedisContentValue(v->elements[0].str);
+      if (!value.ok()) {
+        failures.Add(Malformed(key, value.status().message()));
+        continue;
+      }
+      const std::vector<Value>& times = v->elements[2].elements;
+      const uint64_t alias_count = static_cast<uint64_t>(v->elements[1].integer);
+      if (times.size() != 2 * alias_count) {
+        failures.Add(Malformed(key, "the alias set and the alias times disagree"));
+        continue;
+      }
+      std::vector<AliasRecord> aliases;
+      for (size_t a = 0; a + 1 < times.size(); a += 2) {
+        if (times[a + 1].str.size() != 8) {
+          failures.Add(Malformed(key, "an alias time is not 8 bytes"));
+          break;
+        }
+        aliases.push_back({times[a].str, absl::FromUnixMicros(static_cast<int64_t>(
+                                             DecodeFixed64BE(times[a + 1].str.data())))});
+      }
+      ContentRecord record = value->record;
+      record.alias_count = alias_count;
+      TextForgetPlan plan = PlanTextForget(url, record, aliases);
+      if (plan.action == TextForgetPlan::Action::kNone && !plan.remove_url_alias) continue;
+      std::string action = "drop";
+      std::string new_value;
+      if (plan.action == TextForgetPlan::Action::kPromoteAlias) {
+        action = "promote";
+        RedisContentValue promoted = *value;
+        promoted.record = plan.record;
+        promoted.record.alias_count = 0;
+        new_value = redis::EncodeRedisContentValue(promoted);
+      } else if (plan.action == TextForgetPlan::Action::kDeleteText) {
+        action = "delete";
+      }
+      writes.push_back(ScriptCall{reads[i].keys,
+                                  {v->elements[0].str, absl::StrCat(alias_count), action, url,
+                                   plan.remove_url_alias ? "1" : "0", new_value, plan.new_owner}});
+      write_of.push_back(i);
+      values[i] = *std::move(value);
+      plans[pending[i]] = std::move(plan);
+    }
+    if (!failures.empty()) return failures.Status("redis forget read", pending.size());
+    std::vector<absl::StatusOr<Value>> wrote =
+        writes.empty() ? std::vector<absl::StatusOr<Value>>()
+                       : router().EvalBatch(ForgetWriteScript(), writes);
+    std::vector<Sha256Digest> again;
+    for (size_t w = 0; w < writes.size(); ++w) {
+      const Sha256Digest& sha = pending[write_of[w]];
+      absl::StatusOr<Value> v = ReplyOr(std::move(wrote[w]), writes[w].keys[0]);
+      if (!v.ok()) {
+        failures.Add(v.status());
+        continue;
+      }
+      if (v->integer != 1) {
+        plans.erase(sha);
+        again.push_back(sha);
+        continue;
+      }
+      written_slots.push_back(redis::KeySlot(writes[w].keys[0]));
+      plans[sha].Count(sha, &result);
+      if (plans[sha].action == TextForgetPlan::Action::kDeleteText) {
+        deleted.push_back({sha, values[write_of[w]]});
+      }
+    }
+    if (!failures.empty()) return failures.Status("redis forget", writes.size());
+    pending = std::move(again);
+  }
+  // Promotions were counted per attempt: back into SHA-256 order.
+  std::sort(result.contents_promoted.begin(), result.contents_promoted.end(),
+            [](const auto& a, const auto& b) { return a.sha256 < b.sha256; });
+
+  // The deleted texts' index entries and fingerprint records (other slots;
+  // a crash before this leaves entries whose text is gone, which queries
+  // skip: RedisContentStore::Reader::Visible), then the URL's own records.
+  std::vector<Command> dels;
+  const int blocks = max_near_distance_ + 1;
+  for (const Deleted& d : deleted) {
+    const ContentRecord& r = d.value.record;
+    const std::string member = redis::SimHashBucketMember(r.doc_id, r.simhash);
+    for (int b = 0; b < blocks; ++b) {
+      std::string key = redis::SimHashBucketKey(prefix_, ns, blocks, b, r.simhash);
+      std::vector<std::string> argv = {"SREM", key, member};
+      dels.push_back(Command::ForKey(std::move(key), std::move(argv)));
+    }
+    if (d.value.minhash.has_value()) {
+      for (int band = 0; band < LshIndex::kDefaultBands; ++band) {
+        std::string key = redis::LshBucketKey(prefix_, ns, band, *d.value.minhash);
+        std::vector<std::string> argv = {"SREM", key, absl::StrCat(r.doc_id)};
+        dels.push_back(Command::ForKey(std::move(key), std::move(argv)));
+      }
+    }
+    std::string fp_key = redis::FingerprintKey(prefix_, ns, r.doc_id);
+    std::vector<std::string> argv = {"DEL", fp_key};
+    dels.push_back(Command::ForKey(std::move(fp_key), std::move(argv)));
+  }
+  const size_t url_del = dels.size();
+  for (std::string key :
+       {redis::UrlRecordKey(prefix_, ns, url), redis::FetchKey(prefix_, ns, url), hint_key}) {
+    std::vector<std::string> argv = {"DEL", key};
+    dels.push_back(Command::ForKey(std::move(key), std::move(argv)));
+  }
+  std::vector<std::string> keys;
+  keys.reserve(dels.size());
+  for (const Command& d : dels) {
+    keys.push_back(d.key);
+    written_slots.push_back(d.RoutingSlot());
+  }
+  std::vector<absl::StatusOr<Value>> done = router().Execute(std::move(dels));
+  Failures failures;
+  for (size_t i = 0; i < done.size(); ++i) {
+    absl::StatusOr<Value> v = ReplyOr(std::move(done[i]), keys[i]);
+    if (!v.ok()) {
+      failures.Add(v.status());
+      continue;
+    }
+    if (i == url_del) result.url_found = v->integer > 0;
+    if (i == url_del + 1) result.fetch_removed = v->integer > 0;
+  }
+  if (!failures.empty()) {
+    return failures.Status("redis forget (the texts are forgotten: retry for the rest)",
+                           done.size());
+  }
+  DEDUPD_RETURN_IF_ERROR(urls_->WaitForReplicas(written_slots, reconnects));
+  return result;
 }
 
 }  // namespace dedupd

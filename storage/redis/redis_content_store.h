@@ -79,8 +79,17 @@ class RedisContentStore final : public ContentStore {
   absl::Status LookupFetches(absl::string_view name_space, absl::Span<const std::string> urls,
                              std::vector<std::optional<FetchRecord>>* fetches) override;
 
-  // Not built on Redis yet: Unimplemented, naming the RocksDB store as the
-  // one that forgets.
+  // See ContentStore: forget_planner.h's decisions, per text. The texts are
+  // found through the URL's hint set (written before every claim script
+  // that may name the URL); each is read, planned (PlanTextForget) and
+  // rewritten by a script that applies the plan only if the text is
+  // unchanged since the read (else read again, up to 5 times). Then the
+  // deleted texts' fingerprint records and bucket entries, and the URL's
+  // seen-set record, fetch record and hint set, are deleted. Atomic per
+  // text, not across texts: on error, the texts already done stay
+  // forgotten and a retry does the rest (docs/redis_format.md, "Forget").
+  // Errors: InvalidArgument for an empty URL; Unavailable (a node, or a
+  // text that kept changing), DataLoss.
   absl::StatusOr<ForgetResult> Forget(const std::string& normalized_url, absl::Time now) override;
 
   // For tests: `hook` runs in every claim between the planning and the

@@ -98,11 +98,6 @@ class RedisContentHarness : public testing::ContentStoreHarness {
     front_ = *std::move(f);
     return true;
   }
-  // Forget is not built on Redis yet (RedisContentStore::Forget answers
-  // Unimplemented, ForgetIsNotBuiltYet below): the suite's Forget cases
-  // are skipped, and the server answers Admin.Forget UNIMPLEMENTED on a
-  // Redis front end as it did before.
-  bool forgets() const override { return false; }
 
  private:
   std::string prefix_;
@@ -343,10 +338,51 @@ TEST(RedisContentStoreTest, ATextClaimedBetweenReadAndScriptIsTheDuplicateTheScr
   EXPECT_EQ(out[0].alias_count, 3u);
 }
 
-TEST(RedisContentStoreTest, ForgetIsNotBuiltYet) {
-  ASSERT_OK_AND_ASSIGN(FrontEnd f, FrontEnd::Open(FreshPrefix()));
-  EXPECT_THAT(f.content->Forget("https://a/", T(1)).status(),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("rocksdb")));
+// Forget leaves no key of a text it deletes, nor of the URL; a text
+// claimed again after it gets a new doc id, and the old one's entries (as a
+// crash in Forget's last step would leave them) are not matched.
+TEST(RedisContentStoreTest, ForgetLeavesNoKeysAndLeftoverEntriesAreNotMatched) {
+  const std::string prefix = FreshPrefix();
+  ASSERT_OK_AND_ASSIGN(FrontEnd f, FrontEnd::Open(prefix));
+  const uint64_t fp = 0x0f0f0f0f0f0f0f0fULL;
+  std::vector<ContentOutcome> out;
+  ASSERT_THAT(f.content->CheckContent({Doc("https://a/", "https://a/", "gone", fp)}, true,
+                                      ContentLimits{}, T(10), &out),
+              IsOk());
+  ASSERT_OK_AND_ASSIGN(ForgetResult r, f.content->Forget("https://a/", T(20)));
+  EXPECT_TRUE(r.url_found);
+  EXPECT_TRUE(r.fetch_removed);
+  EXPECT_EQ(r.contents_removed, 1u);
+  const Value left = Cmd(*f.urls, redis::FingerprintKey(prefix, "", 1),
+                         {"EXISTS", redis::FingerprintKey(prefix, "", 1)});
+  EXPECT_EQ(left, Value::Integer(0));
+  for (int b = 0; b < 4; ++b) {
+    const std::string bucket = redis::SimHashBucketKey(prefix, "", 4, b, fp);
+    EXPECT_EQ(Cmd(*f.urls, bucket, {"EXISTS", bucket}), Value::Integer(0)) << bucket;
+  }
+  for (const std::string& key :
+       {redis::ContentKey(prefix, "", Sha256("gone")), redis::AliasKey(prefix, "", Sha256("gone")),
+        redis::UrlTextsKey(prefix, "", "https://a/"), redis::FetchKey(prefix, "", "https://a/"),
+        redis::UrlRecordKey(prefix, "", "https://a/")}) {
+    EXPECT_EQ(Cmd(*f.urls, key, {"EXISTS", key}), Value::Integer(0)) << key;
+  }
+  // Leftovers of doc id 1 put back, the text claimed again (doc id 2): a
+  // near text lists it once, under its new id.
+  Cmd(*f.urls, redis::FingerprintKey(prefix, "", 1),
+      {"SET", redis::FingerprintKey(prefix, "", 1),
+       redis::EncodeFingerprintValue(FingerprintRecord{fp, Sha256("gone"), std::nullopt})});
+  const std::string bucket = redis::SimHashBucketKey(prefix, "", 4, 0, fp);
+  Cmd(*f.urls, bucket, {"SADD", bucket, redis::SimHashBucketMember(1, fp)});
+  ASSERT_THAT(f.content->CheckContent({Doc("https://b/", "https://b/", "gone", fp)}, true,
+                                      ContentLimits{}, T(30), &out),
+              IsOk());
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+  ASSERT_THAT(f.content->CheckContent({Doc("https://n/", "https://n/", "near", fp ^ 1)}, false,
+                                      ContentLimits{}, T(40), &out),
+              IsOk());
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNearDuplicate);
+  EXPECT_EQ(out[0].near_match_count, 1u);
+  EXPECT_EQ(out[0].owner_url, "https://b/");
 }
 
 }  // namespace
