@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "core/text/minhash.h"
@@ -23,11 +22,6 @@ namespace dedupd::testing {
 void ContentStoreConformanceTest::SetUp() {
   ASSERT_OK_AND_ASSIGN(harness_, GetParam().make());
   ASSERT_NE(harness_, nullptr);
-  const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  if (!harness_->forgets() &&
-      (absl::StrContains(name, "Forget") || absl::StrContains(name, "Forgotten"))) {
-    GTEST_SKIP() << GetParam().name << " does not implement Forget (Unimplemented)";
-  }
 }
 
 void ContentStoreConformanceTest::TearDown() { harness_.reset(); }

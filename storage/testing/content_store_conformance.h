@@ -38,10 +38,6 @@ class ContentStoreHarness {
   // The URL seen-set the content store adds identity and fetched URLs to.
   virtual UrlStore& urls() = 0;
   virtual absl::StatusOr<bool> Reopen() = 0;
-  // Whether the backend implements ContentStore::Forget; the Forget cases
-  // (every test whose name has "Forget" or "Forgotten") are skipped for one that answers
-  // it Unimplemented. Default: true.
-  virtual bool forgets() const { return true; }
 };
 
 struct ContentStoreBackend {
