@@ -338,6 +338,41 @@ TEST(RedisContentStoreTest, ATextClaimedBetweenReadAndScriptIsTheDuplicateTheScr
   EXPECT_EQ(out[0].alias_count, 3u);
 }
 
+// WAIT: content claims wait for replicas as URL claims do (one replica
+// per master here): 1 is met; 2 is not, and the claim fails UNAVAILABLE
+// with its records written, so its retry (same claim id) is NEW again.
+TEST(RedisContentStoreTest, ClaimsWaitForReplicas) {
+  RedisCluster* cluster = SharedCluster();
+  ASSERT_NE(cluster, nullptr);
+  const std::string prefix = FreshPrefix();
+  RedisUrlStoreOptions one = TestOptions(*cluster, prefix);
+  one.min_replicas_acked = 1;
+  one.replica_ack_timeout = absl::Seconds(5);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisUrlStore> acked_urls, RedisUrlStore::Open(one));
+  std::unique_ptr<RedisContentStore> acked = RedisContentStore::Open(acked_urls.get());
+  std::vector<ContentOutcome> out;
+  ASSERT_THAT(
+      acked->CheckContent({Doc("https://a/", "https://a/", "durable", 0x1111111111111111ULL)}, true,
+                          ContentLimits{}, T(1), &out),
+      IsOk());
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+
+  RedisUrlStoreOptions two = TestOptions(*cluster, prefix);
+  two.min_replicas_acked = 2;
+  two.replica_ack_timeout = absl::Milliseconds(300);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisUrlStore> short_urls, RedisUrlStore::Open(two));
+  std::unique_ptr<RedisContentStore> short_of_replicas = RedisContentStore::Open(short_urls.get());
+  ContentDoc d = Doc("https://b/", "https://b/", "durable too", 0x2222222222222222ULL);
+  d.claim_id_hash = 0x77;
+  EXPECT_THAT(
+      short_of_replicas->CheckContent({d}, true, ContentLimits{}, T(2), &out),
+      StatusIs(absl::StatusCode::kUnavailable, HasSubstr("fewer than min_replicas_acked 2")));
+  ASSERT_THAT(acked->CheckContent({d}, true, ContentLimits{}, T(3), &out), IsOk());
+  EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
+  EXPECT_TRUE(out[0].retry);
+  EXPECT_EQ(out[0].first_seen, T(2));
+}
+
 // Forget leaves no key of a text it deletes, nor of the URL; a text
 // claimed again after it gets a new doc id, and the old one's entries (as a
 // crash in Forget's last step would leave them) are not matched.
