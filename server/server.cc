@@ -378,7 +378,7 @@ void RunRedisReadiness(DedupServer::Impl* impl, bool serving) {
 // OpenRedisStore is OpenStore for --store=redis_cluster: a RedisUrlStore
 // and a RedisContentStore behind the same engine, no RocksDB, no data
 // directory. CheckChunks answers UNIMPLEMENTED (no chunk records on the
-// cluster yet); so do the admin calls but Stats.
+// cluster yet); so do the admin calls but Stats and Forget.
 absl::Status OpenRedisStore(DedupServer::Impl* impl) {
   const ServerOptions& options = impl->options;
   RedisUrlStoreOptions store_options;
@@ -431,8 +431,8 @@ absl::Status OpenRedisStore(DedupServer::Impl* impl) {
       std::make_unique<Engine>(impl->normalizer.get(), impl->redis.get(), impl->hasher.get(),
                                impl->redis_content.get(), engine_options);
   impl->service->SetEngine(impl->engine.get());
-  impl->admin =
-      std::make_unique<AdminOps>(impl->redis.get(), impl->normalizer.get(), impl->started);
+  impl->admin = std::make_unique<AdminOps>(impl->redis.get(), impl->redis_content.get(),
+                                           impl->normalizer.get(), impl->started);
   impl->admin_service->SetOps(impl->admin.get());
   const bool complete = impl->redis->router().SlotMapComplete();
   SetServing(*impl, complete);

@@ -12,7 +12,7 @@
 //     overlapping texts through both: exactly one NEW per text, every
 //     other answer EXACT_DUPLICATE naming that owner; a small edit of a
 //     text claimed through one front end is a NEAR_DUPLICATE of it through
-//     the other;
+//     the other; Admin.Forget of a text's owner through either;
 //   - CheckContent works, CheckUrl answers SEEN for the URLs it recorded;
 //     CheckChunks answers UNIMPLEMENTED with the message, DedupResults
 //     works, Admin.Stats reports the cluster, the other admin calls answer
@@ -368,6 +368,32 @@ TEST_F(E2eRedisClusterTest, TwoFrontEndsShareContentClaimsAndNearDuplicates) {
   EXPECT_EQ((*near)[0].owner_url(), "http://near.e2e.example/original");
   ASSERT_GE((*near)[0].near_matches_size(), 1);
   EXPECT_EQ((*near)[0].near_matches(0).url(), "http://near.e2e.example/original");
+
+  // Admin.Forget of the original through B: its text (no alias) is
+  // deleted, its URL is NEW again through A, and a copy of it is now a near
+  // duplicate of the mirror (recorded as a text of its own).
+  {
+    v1::ForgetRequest request;
+    request.add_urls("http://near.e2e.example/original");
+    v1::ForgetResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + kRpcDeadline));
+    const grpc::Status s = b.admin->Forget(&context, request, &response);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    ASSERT_EQ(response.results_size(), 1);
+    EXPECT_TRUE(response.results(0).found());
+    EXPECT_TRUE(response.results(0).url_removed());
+    EXPECT_EQ(response.results(0).contents_removed(), 1u);
+  }
+  absl::StatusOr<std::vector<v1::UrlVerdict>> again =
+      Claim(*a.dedup, {"http://near.e2e.example/original"});
+  ASSERT_THAT(again.status(), IsOk());
+  EXPECT_EQ((*again)[0], v1::URL_VERDICT_NEW);
+  absl::StatusOr<std::vector<v1::ContentResult>> after =
+      CheckContentOf(*a.dedup, {"http://near.e2e.example/third"}, {original}, /*peek=*/true);
+  ASSERT_THAT(after.status(), IsOk());
+  EXPECT_EQ((*after)[0].verdict(), v1::CONTENT_VERDICT_NEAR_DUPLICATE);
+  EXPECT_EQ((*after)[0].owner_url(), "http://near.e2e.example/mirror");
 }
 
 TEST_F(E2eRedisClusterTest, StatsMetricsAndUnimplementedCalls) {
