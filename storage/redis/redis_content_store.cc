@@ -226,7 +226,7 @@ class RedisContentStore::Reader final : public ContentStateReader {
     uint64_t alias_count = 0;
     std::vector<std::string> aliases;  // the first max_aliases_
     absl::flat_hash_set<std::string> members;
-    bool tested = false;  // members holds the answer for every batch URL
+    bool tested = false;  // members answers for every batch URL of the text
   };
 
   absl::Status Prefetch(absl::Span<const ContentDoc> docs, bool claim);
@@ -464,8 +464,6 @@ class RedisContentStore::Reader final : public ContentStateReader {
     return static_cast<uint64_t>(v.integer) - n + 1;
   }
 
-  friend class RedisContentStore;
-
   RedisContentStore* const s_;
   const std::string name_space_;
   const size_t max_aliases_;
@@ -502,7 +500,7 @@ absl::Status RedisContentStore::Reader::ReadTexts(
     }
     Text& text = texts_[DigestKey(shas[i])];
     text = Text{};
-    text.tested = true;
+    text.tested = !urls[i].empty();
     if (v->type != Value::Type::kArray || v->elements.empty()) {
       failures.Add(Malformed(key, "the read script answered no array"));
       continue;
