@@ -96,12 +96,18 @@ absl::Status RedisUnimplemented(absl::string_view call) {
 
 AdminOps::AdminOps(RocksDbStore* store, BloomUrlStore* url_bloom, const UrlNormalizer* normalizer,
                    absl::Time started)
-    : store_(store), url_bloom_(url_bloom), normalizer_(normalizer), started_(started) {}
+    : store_(store),
+      url_bloom_(url_bloom),
+      content_(store),
+      normalizer_(normalizer),
+      started_(started) {}
 
-AdminOps::AdminOps(RedisUrlStore* redis, const UrlNormalizer* normalizer, absl::Time started)
+AdminOps::AdminOps(RedisUrlStore* redis, ContentStore* content, const UrlNormalizer* normalizer,
+                   absl::Time started)
     : store_(nullptr),
       url_bloom_(nullptr),
       redis_(redis),
+      content_(content),
       normalizer_(normalizer),
       started_(started) {}
 
@@ -276,7 +282,7 @@ absl::Status AdminOps::NextExport(ExportCursor* cursor, v1::ExportResponse* resp
 
 absl::Status AdminOps::Forget(const v1::ForgetRequest& request, v1::ForgetResponse* response,
                               const std::function<bool()>& cancelled) {
-  if (store_ == nullptr) return RedisUnimplemented("Forget");
+  if (content_ == nullptr) return RedisUnimplemented("Forget");
   response->Clear();
   const int n = request.urls_size();
   if (n == 0) return absl::InvalidArgumentError("urls is empty (want 1 to 100 URLs)");
@@ -300,7 +306,7 @@ absl::Status AdminOps::Forget(const v1::ForgetRequest& request, v1::ForgetRespon
       continue;
     }
     out->set_normalized_url(*normalized);
-    absl::StatusOr<ForgetResult> forgotten = store_->Forget(*normalized, absl::Now());
+    absl::StatusOr<ForgetResult> forgotten = content_->Forget(*normalized, absl::Now());
     if (!forgotten.ok()) {
       return absl::Status(forgotten.status().code(),
                           absl::StrCat("forget ", *normalized, ": ", forgotten.status().message()));

@@ -57,10 +57,12 @@ class AdminOps {
   AdminOps(RocksDbStore* store, BloomUrlStore* url_bloom, const UrlNormalizer* normalizer,
            absl::Time started);
   // A Redis Cluster front end's (--store=redis_cluster): Stats reports the
-  // store kind, the meta's versions and the cluster's health; the other
-  // calls answer Unimplemented. REQUIRES: `redis` and `normalizer` outlive
-  // this object.
-  AdminOps(RedisUrlStore* redis, const UrlNormalizer* normalizer, absl::Time started);
+  // store kind, the meta's versions and the cluster's health; Forget runs
+  // on `content` (the cluster's content store, which also removes the
+  // URL's seen-set record); the other calls answer Unimplemented.
+  // REQUIRES: `redis`, `content` and `normalizer` outlive this object.
+  AdminOps(RedisUrlStore* redis, ContentStore* content, const UrlNormalizer* normalizer,
+           absl::Time started);
 
   // Stats fills `response` from RocksDbStore::Stats(request.exact()) (see
   // admin.proto for each field), or, on a Redis Cluster, from the store's
@@ -109,6 +111,9 @@ class AdminOps {
   RocksDbStore* const store_;  // null on a Redis Cluster
   BloomUrlStore* const url_bloom_;
   RedisUrlStore* const redis_ = nullptr;  // null on RocksDB
+  // What Forget runs on: store_ on RocksDB, the Redis content store on a
+  // cluster.
+  ContentStore* const content_;
   const UrlNormalizer* const normalizer_;
   const absl::Time started_;
   absl::Mutex backup_mu_;

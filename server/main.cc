@@ -36,7 +36,7 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
 ABSL_FLAG(std::string, store, "rocksdb",
           "where the records live: rocksdb (embedded, in --data_dir; every layer) or "
           "redis_cluster (a Redis/Valkey/Kvrocks Cluster shared by several front ends; "
-          "the URL layer only so far: CheckContent and CheckChunks answer UNIMPLEMENTED)");
+          "the URL and content layers so far: CheckChunks answers UNIMPLEMENTED)");
 ABSL_FLAG(std::string, data_dir, "./data",
           "directory of the embedded RocksDB store (created if missing; unused with "
           "--store=redis_cluster)");

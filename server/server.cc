@@ -33,6 +33,7 @@
 #include "server/service.h"
 #include "server/worker_pool.h"
 #include "storage/bloom/bloom_url_store.h"
+#include "storage/redis/redis_content_store.h"
 #include "storage/redis/redis_url_store.h"
 #include "storage/rocksdb/rocksdb_store.h"
 
@@ -51,6 +52,9 @@ struct DedupServer::Impl {
   std::unique_ptr<BloomUrlStore> url_bloom;
   // --store=redis_cluster's URL store; null with --store=rocksdb.
   std::unique_ptr<RedisUrlStore> redis;
+  // --store=redis_cluster's content store, on `redis`'s router; declared
+  // after it, so destroyed first.
+  std::unique_ptr<RedisContentStore> redis_content;
   // Redis mode: the thread that turns health NOT_SERVING while the slot
   // map is incomplete (RedisReadiness); stopped by `stop_readiness`.
   std::thread readiness;
@@ -372,9 +376,9 @@ void RunRedisReadiness(DedupServer::Impl* impl, bool serving) {
 }
 
 // OpenRedisStore is OpenStore for --store=redis_cluster: a RedisUrlStore
-// behind the same engine, no RocksDB, no data directory. CheckContent and
-// CheckChunks answer UNIMPLEMENTED (the cluster holds URL records only so
-// far); so do the admin calls but Stats.
+// and a RedisContentStore behind the same engine, no RocksDB, no data
+// directory. CheckChunks answers UNIMPLEMENTED (no chunk records on the
+// cluster yet); so do the admin calls but Stats and Forget.
 absl::Status OpenRedisStore(DedupServer::Impl* impl) {
   const ServerOptions& options = impl->options;
   RedisUrlStoreOptions store_options;
@@ -384,6 +388,10 @@ absl::Status OpenRedisStore(DedupServer::Impl* impl) {
   store_options.key_prefix = options.redis_key_prefix;
   store_options.min_replicas_acked = options.redis_min_replicas_acked;
   store_options.replica_ack_timeout = options.redis_replica_ack_timeout;
+  // The content layer's bucket sets and fingerprints depend on these: the
+  // meta record holds them, so front ends that disagree refuse to open.
+  store_options.meta.simhash_max_distance = options.simhash_max_distance;
+  store_options.meta.shingle_words = options.simhash_shingle_words;
   const std::string seeds = absl::StrJoin(options.redis_nodes, ",");
   // A cluster that does not answer yet (front ends often start before it
   // in a fresh deployment) is tried again, health NOT_SERVING meanwhile;
@@ -409,17 +417,22 @@ absl::Status OpenRedisStore(DedupServer::Impl* impl) {
                    ", ", impl->redis->router().Stats().size(), " nodes, WAIT for ",
                    options.redis_min_replicas_acked, " replicas; slot map ",
                    impl->redis->router().SlotMapComplete() ? "complete" : "INCOMPLETE"));
+  impl->redis_content = RedisContentStore::Open(impl->redis.get());
   impl->store_open.store(true, std::memory_order_release);
+  SimHashOptions simhash_options;
+  simhash_options.shingle_words = options.simhash_shingle_words;
+  impl->hasher = std::make_unique<SimHasher>(simhash_options);
   EngineOptions engine_options = MakeEngineOptions(*impl);
   engine_options.no_content_layer_message =
-      "this front end runs on --store=redis_cluster, which serves the URL layer only so far "
-      "(CheckUrl, CompleteUrls, DedupResults); run CheckContent and CheckChunks on a front end "
-      "with --store=rocksdb";
+      "this front end runs on --store=redis_cluster, which serves the URL and content layers "
+      "so far (CheckUrl, CompleteUrls, CheckContent, DedupResults); run CheckChunks on a front "
+      "end with --store=rocksdb";
   impl->engine =
-      std::make_unique<Engine>(impl->normalizer.get(), impl->redis.get(), engine_options);
+      std::make_unique<Engine>(impl->normalizer.get(), impl->redis.get(), impl->hasher.get(),
+                               impl->redis_content.get(), engine_options);
   impl->service->SetEngine(impl->engine.get());
-  impl->admin =
-      std::make_unique<AdminOps>(impl->redis.get(), impl->normalizer.get(), impl->started);
+  impl->admin = std::make_unique<AdminOps>(impl->redis.get(), impl->redis_content.get(),
+                                           impl->normalizer.get(), impl->started);
   impl->admin_service->SetOps(impl->admin.get());
   const bool complete = impl->redis->router().SlotMapComplete();
   SetServing(*impl, complete);
@@ -718,6 +731,7 @@ void DedupServer::Shutdown(absl::Duration drain) {
     }
     impl_->url_bloom.reset();
   }
+  impl_->redis_content.reset();
   impl_->redis.reset();
   if (impl_->store == nullptr) return;  // never opened
   absl::Status closed = impl_->store->Close();

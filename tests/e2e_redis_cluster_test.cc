@@ -8,9 +8,15 @@
 //     to the other with their claim ids: still exactly one NEW per URL;
 //     restarted, it loses nothing: every acknowledged NEW is SEEN through
 //     either front end;
-//   - CheckContent and CheckChunks answer UNIMPLEMENTED with the message,
-//     DedupResults works, Admin.Stats reports the cluster, the other admin
-//     calls answer UNIMPLEMENTED, /metrics has the per node counters;
+//   - two front ends, six client threads sending CheckContent batches of
+//     overlapping texts through both: exactly one NEW per text, every
+//     other answer EXACT_DUPLICATE naming that owner; a small edit of a
+//     text claimed through one front end is a NEAR_DUPLICATE of it through
+//     the other; Admin.Forget of a text's owner through either;
+//   - CheckContent works, CheckUrl answers SEEN for the URLs it recorded;
+//     CheckChunks answers UNIMPLEMENTED with the message, DedupResults
+//     works, Admin.Stats reports the cluster, the other admin calls answer
+//     UNIMPLEMENTED, /metrics has the per node counters;
 //   - health is NOT_SERVING while the cluster cannot be reached, and while
 //     a slot has no master;
 //   - with --redis_min_replicas_acked=1, a master killed (kill -9)
@@ -53,6 +59,7 @@
 #include "tests/testing/redis_cluster_fixture.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/text_edits.h"
 
 namespace dedupd {
 namespace {
@@ -251,7 +258,145 @@ TEST_F(E2eRedisClusterTest, TwoFrontEndsOneNewPerUrlAndAKilledOneLosesNothing) {
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/unused-data")) << "a data directory was created";
 }
 
-TEST_F(E2eRedisClusterTest, UrlLayerOnlyStatsMetricsAndUnimplementedCalls) {
+// CheckContentOf sends `texts` with their `urls` (claim mode unless
+// `peek`); the results, or the error.
+absl::StatusOr<std::vector<v1::ContentResult>> CheckContentOf(v1::Dedup::Stub& stub,
+                                                              const std::vector<std::string>& urls,
+                                                              const std::vector<std::string>& texts,
+                                                              bool peek = false) {
+  v1::CheckContentRequest request;
+  if (peek) request.set_mode(v1::CLAIM_MODE_PEEK);
+  for (size_t i = 0; i < urls.size(); ++i) {
+    v1::ContentItem* item = request.add_items();
+    item->set_url(urls[i]);
+    item->set_text(texts[i]);
+  }
+  v1::CheckContentResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + kRpcDeadline));
+  const grpc::Status s = stub.CheckContent(&context, request, &response);
+  if (!s.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+  }
+  if (response.results_size() != request.items_size()) {
+    return absl::InternalError("wrong number of results");
+  }
+  return std::vector<v1::ContentResult>(response.results().begin(), response.results().end());
+}
+
+// A page of `words` distinct words, different for each `seed`.
+std::string PageText(int seed, int words = 200) {
+  std::vector<std::string> out;
+  for (int i = 0; i < words; ++i) out.push_back(absl::StrCat("w", seed, "x", i * 7919 % 10007));
+  return absl::StrJoin(out, " ");
+}
+
+TEST_F(E2eRedisClusterTest, TwoFrontEndsShareContentClaimsAndNearDuplicates) {
+  FrontEnd a, b;
+  ASSERT_NO_FATAL_FAILURE(Start(&a));
+  ASSERT_NO_FATAL_FAILURE(Start(&b));
+  constexpr int kThreads = 6;
+  constexpr int kTexts = 40;
+  constexpr int kBatch = 8;
+  absl::Mutex mu;
+  std::map<int, int> news;
+  std::map<int, std::string> owner;
+  std::map<int, std::vector<v1::ContentResult>> answers;
+  std::vector<std::thread> threads;
+  std::atomic<int> failed{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      FrontEnd& fe = t % 2 == 0 ? a : b;
+      for (int start = 0; start < kTexts; start += kBatch) {
+        std::vector<std::string> urls, texts;
+        std::vector<int> ids;
+        for (int j = 0; j < kBatch; ++j) {
+          const int text = (start + j + t * 5) % kTexts;
+          urls.push_back(absl::StrCat("http://t", t, ".e2e.example/page/", text));
+          texts.push_back(PageText(text));
+          ids.push_back(text);
+        }
+        absl::StatusOr<std::vector<v1::ContentResult>> r = CheckContentOf(*fe.dedup, urls, texts);
+        if (!r.ok()) {
+          ++failed;
+          ADD_FAILURE() << r.status();
+          return;
+        }
+        absl::MutexLock lock(&mu);
+        for (size_t j = 0; j < r->size(); ++j) {
+          if ((*r)[j].verdict() == v1::CONTENT_VERDICT_NEW) {
+            ++news[ids[j]];
+            owner[ids[j]] = urls[j];
+          }
+          answers[ids[j]].push_back((*r)[j]);
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  ASSERT_EQ(failed.load(), 0);
+  for (int text = 0; text < kTexts; ++text) {
+    SCOPED_TRACE(absl::StrCat("text ", text));
+    ASSERT_EQ(news[text], 1);
+    ASSERT_EQ(answers[text].size(), static_cast<size_t>(kThreads));
+    for (const v1::ContentResult& r : answers[text]) {
+      if (r.verdict() == v1::CONTENT_VERDICT_NEW) continue;
+      EXPECT_EQ(r.verdict(), v1::CONTENT_VERDICT_EXACT_DUPLICATE);
+      EXPECT_EQ(r.owner_url(), owner[text]);
+    }
+  }
+  // The owners' URLs were recorded as seen, for CheckUrl through either.
+  absl::StatusOr<std::vector<v1::UrlVerdict>> seen =
+      Claim(*b.dedup, {owner[0], "http://never.e2e.example/"});
+  ASSERT_THAT(seen.status(), IsOk());
+  EXPECT_EQ((*seen)[0], v1::URL_VERDICT_SEEN);
+  EXPECT_EQ((*seen)[1], v1::URL_VERDICT_NEW);
+
+  // A near duplicate (one word in 100 replaced) claimed through A is found
+  // through B, naming A's URL.
+  const std::string original = PageText(1000);
+  absl::StatusOr<std::vector<v1::ContentResult>> first =
+      CheckContentOf(*a.dedup, {"http://near.e2e.example/original"}, {original});
+  ASSERT_THAT(first.status(), IsOk());
+  EXPECT_EQ((*first)[0].verdict(), v1::CONTENT_VERDICT_NEW);
+  const std::string edited = testing::SubstituteWords(original, 100, 7);
+  ASSERT_NE(edited, original);
+  absl::StatusOr<std::vector<v1::ContentResult>> near =
+      CheckContentOf(*b.dedup, {"http://near.e2e.example/mirror"}, {edited});
+  ASSERT_THAT(near.status(), IsOk());
+  EXPECT_EQ((*near)[0].verdict(), v1::CONTENT_VERDICT_NEAR_DUPLICATE);
+  EXPECT_EQ((*near)[0].owner_url(), "http://near.e2e.example/original");
+  ASSERT_GE((*near)[0].near_matches_size(), 1);
+  EXPECT_EQ((*near)[0].near_matches(0).url(), "http://near.e2e.example/original");
+
+  // Admin.Forget of the original through B: its text (no alias) is
+  // deleted, its URL is NEW again through A, and a copy of it is now a near
+  // duplicate of the mirror (recorded as a text of its own).
+  {
+    v1::ForgetRequest request;
+    request.add_urls("http://near.e2e.example/original");
+    v1::ForgetResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + kRpcDeadline));
+    const grpc::Status s = b.admin->Forget(&context, request, &response);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    ASSERT_EQ(response.results_size(), 1);
+    EXPECT_TRUE(response.results(0).found());
+    EXPECT_TRUE(response.results(0).url_removed());
+    EXPECT_EQ(response.results(0).contents_removed(), 1u);
+  }
+  absl::StatusOr<std::vector<v1::UrlVerdict>> again =
+      Claim(*a.dedup, {"http://near.e2e.example/original"});
+  ASSERT_THAT(again.status(), IsOk());
+  EXPECT_EQ((*again)[0], v1::URL_VERDICT_NEW);
+  absl::StatusOr<std::vector<v1::ContentResult>> after =
+      CheckContentOf(*a.dedup, {"http://near.e2e.example/third"}, {original}, /*peek=*/true);
+  ASSERT_THAT(after.status(), IsOk());
+  EXPECT_EQ((*after)[0].verdict(), v1::CONTENT_VERDICT_NEAR_DUPLICATE);
+  EXPECT_EQ((*after)[0].owner_url(), "http://near.e2e.example/mirror");
+}
+
+TEST_F(E2eRedisClusterTest, StatsMetricsAndUnimplementedCalls) {
   FrontEnd fe;
   ASSERT_NO_FATAL_FAILURE(Start(&fe, {"--metrics_listen=127.0.0.1:0"}));
   EXPECT_EQ(Health(fe), HealthCheckResponse::SERVING);
@@ -270,9 +415,9 @@ TEST_F(E2eRedisClusterTest, UrlLayerOnlyStatsMetricsAndUnimplementedCalls) {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + kRpcDeadline));
     const grpc::Status s = fe.dedup->CheckContent(&context, request, &response);
-    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-    EXPECT_THAT(s.error_message(), HasSubstr("--store=redis_cluster"));
-    EXPECT_THAT(s.error_message(), HasSubstr("URL layer only"));
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    ASSERT_EQ(response.results_size(), 1);
+    EXPECT_EQ(response.results(0).verdict(), v1::CONTENT_VERDICT_NEW);
   }
   {
     v1::CheckChunksRequest request;
@@ -286,6 +431,8 @@ TEST_F(E2eRedisClusterTest, UrlLayerOnlyStatsMetricsAndUnimplementedCalls) {
     const grpc::Status s = fe.dedup->CheckChunks(&context, request, &response);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
     EXPECT_THAT(s.error_message(), HasSubstr("--store=redis_cluster"));
+    EXPECT_THAT(s.error_message(),
+                HasSubstr("run CheckChunks on a front end with --store=rocksdb"));
   }
   {
     // DedupResults needs no store.
@@ -310,7 +457,7 @@ TEST_F(E2eRedisClusterTest, UrlLayerOnlyStatsMetricsAndUnimplementedCalls) {
     const grpc::Status s = fe.admin->Stats(&context, v1::StatsRequest(), &response);
     ASSERT_TRUE(s.ok()) << s.error_message();
     EXPECT_EQ(response.store_kind(), "redis_cluster");
-    EXPECT_EQ(response.storage_format_version(), 1u);
+    EXPECT_EQ(response.storage_format_version(), 2u);
     EXPECT_GT(response.normalizer_version(), 0u);
     EXPECT_TRUE(response.redis_cluster().slot_map_complete());
     EXPECT_EQ(response.redis_cluster().key_prefix(), prefix_);

@@ -59,18 +59,28 @@ RedisMeta RedisMeta::ThisBuild(absl::Time now) {
 }
 
 std::string EncodeRedisMeta(const RedisMeta& meta) {
+  std::string distance;
+  if (meta.format_version != kRedisFormatVersionUrlsOnly) {
+    distance = absl::StrCat(" simhash_max_distance=", meta.simhash_max_distance,
+                            " shingle_words=", meta.shingle_words);
+  }
   return absl::StrCat(kRedisMetaMagic, " format=", meta.format_version,
                       " url_normalizer=", meta.url_normalizer_version,
                       " text_normalizer=", meta.text_normalizer_version,
                       " simhash=", meta.simhash_version, " minhash=", meta.minhash_version,
-                      " created_us=", absl::ToUnixMicros(meta.created));
+                      distance, " created_us=", absl::ToUnixMicros(meta.created));
 }
 
 namespace {
 
-// The fields after the magic, in their fixed order.
-constexpr absl::string_view kFieldNames[] = {"format",  "url_normalizer", "text_normalizer",
-                                             "simhash", "minhash",        "created_us"};
+// The fields after the magic, in their fixed order (format 2; format 1
+// has no simhash_max_distance and shingle_words).
+constexpr absl::string_view kFieldNames[] = {
+    "format",  "url_normalizer",       "text_normalizer", "simhash",
+    "minhash", "simhash_max_distance", "shingle_words",   "created_us"};
+constexpr size_t kFields = 8;
+constexpr size_t kDistanceField = 5;
+constexpr size_t kShingleField = 6;
 
 absl::Status Malformed(absl::string_view value, absl::string_view why) {
   return absl::FailedPreconditionError(absl::StrCat(
@@ -88,29 +98,42 @@ absl::StatusOr<RedisMeta> DecodeRedisMeta(absl::string_view value) {
                      "\"): another program uses this key prefix; choose another prefix"));
   }
   // Parse name=value words in order; the format version first, alone, so
-  // that a later format's other fields are never misread.
-  int64_t numbers[6] = {};
-  for (size_t f = 0; f < 6; ++f) {
-    if (f + 1 >= words.size()) return Malformed(value, absl::StrCat("no ", kFieldNames[f]));
-    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(words[f + 1], '=');
+  // that another format's other fields are never misread.
+  int64_t numbers[kFields] = {};
+  bool urls_only = false;
+  for (size_t f = 0, w = 1; f < kFields; ++f) {
+    if (urls_only && (f == kDistanceField || f == kShingleField)) continue;  // format 1 had none
+    if (w >= words.size()) return Malformed(value, absl::StrCat("no ", kFieldNames[f]));
+    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(words[w++], '=');
     if (kv.first != kFieldNames[f] || !absl::SimpleAtoi(kv.second, &numbers[f]) ||
-        (f < 5 && (numbers[f] < 0 || numbers[f] > UINT32_MAX))) {
-      return Malformed(value, absl::StrCat("field ", f + 1, " is not ", kFieldNames[f], "=<n>"));
+        (f + 1 < kFields && (numbers[f] < 0 || numbers[f] > UINT32_MAX))) {
+      return Malformed(value, absl::StrCat("field ", w - 1, " is not ", kFieldNames[f], "=<n>"));
     }
-    if (f == 0 && numbers[0] != kRedisFormatVersion) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the cluster holds dedupd Redis format ", numbers[0], "; this build reads format ",
-          kRedisFormatVersion, " only (docs/redis_format.md, \"Versions\")"));
+    if (f == 0) {
+      urls_only = numbers[0] == kRedisFormatVersionUrlsOnly;
+      if (numbers[0] != kRedisFormatVersion && !urls_only) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("the cluster holds dedupd Redis format ", numbers[0],
+                         "; this build reads formats ", kRedisFormatVersionUrlsOnly, " and ",
+                         kRedisFormatVersion, " only (docs/redis_format.md, \"Versions\")"));
+      }
     }
   }
-  if (words.size() != 7) return Malformed(value, "unexpected words after created_us");
+  if (words.size() != (urls_only ? kFields - 1 : kFields + 1)) {
+    return Malformed(value, "unexpected words after created_us");
+  }
+  if (!urls_only && (numbers[kDistanceField] > 64 || numbers[kShingleField] > 64)) {
+    return Malformed(value, "simhash_max_distance or shingle_words is above 64");
+  }
   RedisMeta meta;
   meta.format_version = static_cast<uint32_t>(numbers[0]);
   meta.url_normalizer_version = static_cast<uint32_t>(numbers[1]);
   meta.text_normalizer_version = static_cast<uint32_t>(numbers[2]);
   meta.simhash_version = static_cast<uint32_t>(numbers[3]);
   meta.minhash_version = static_cast<uint32_t>(numbers[4]);
-  meta.created = absl::FromUnixMicros(numbers[5]);
+  meta.simhash_max_distance = urls_only ? 0 : static_cast<int>(numbers[kDistanceField]);
+  meta.shingle_words = urls_only ? 0 : static_cast<int>(numbers[kShingleField]);
+  meta.created = absl::FromUnixMicros(numbers[kFields - 1]);
   return meta;
 }
 
@@ -119,7 +142,10 @@ absl::Status CheckRedisMeta(const RedisMeta& stored, const RedisMeta& wanted) {
     absl::string_view what;
     uint32_t stored, wanted;
   } versions[] = {
-      {"format", stored.format_version, wanted.format_version},
+      {"format",
+       stored.format_version == kRedisFormatVersionUrlsOnly ? wanted.format_version
+                                                            : stored.format_version,
+       wanted.format_version},
       {"URL normalizer", stored.url_normalizer_version, wanted.url_normalizer_version},
       {"text normalizer", stored.text_normalizer_version, wanted.text_normalizer_version},
       {"SimHash", stored.simhash_version, wanted.simhash_version},
@@ -132,6 +158,20 @@ absl::Status CheckRedisMeta(const RedisMeta& stored, const RedisMeta& wanted) {
           "; this store uses version ", v.wanted,
           ": its keys would not match (use another key prefix, or the build that wrote them)"));
     }
+  }
+  if (stored.format_version != kRedisFormatVersionUrlsOnly &&
+      stored.simhash_max_distance != wanted.simhash_max_distance) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the cluster's SimHash bucket sets were written for simhash_max_distance ",
+                     stored.simhash_max_distance, "; this store uses ", wanted.simhash_max_distance,
+                     " (--simhash_max_distance must be the same on every front end of a cluster)"));
+  }
+  if (stored.format_version != kRedisFormatVersionUrlsOnly &&
+      stored.shingle_words != wanted.shingle_words) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the cluster's fingerprints were made of ", stored.shingle_words,
+        "-word shingles; this store uses ", wanted.shingle_words,
+        " (--simhash_shingle_words must be the same on every front end of a cluster)"));
   }
   return absl::OkStatus();
 }

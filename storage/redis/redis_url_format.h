@@ -33,8 +33,13 @@
 namespace dedupd::redis {
 
 // The Redis key layout's version, kept in the meta record. A store opening
-// a cluster whose meta names another version refuses (FailedPrecondition).
-inline constexpr uint32_t kRedisFormatVersion = 1;
+// a cluster whose meta names another version refuses (FailedPrecondition),
+// except format 1 (URL records only), which RedisUrlStore::Open upgrades
+// in place to this version by rewriting the meta (docs/redis_format.md,
+// "Versions").
+inline constexpr uint32_t kRedisFormatVersion = 2;
+// The format that held URL records only, upgraded in place.
+inline constexpr uint32_t kRedisFormatVersionUrlsOnly = 1;
 
 // The key prefix a deployment uses unless told otherwise.
 inline constexpr absl::string_view kDefaultKeyPrefix = "dedupd:";
@@ -80,6 +85,17 @@ struct RedisMeta {
   uint32_t text_normalizer_version = 0;
   uint32_t simhash_version = 0;
   uint32_t minhash_version = 0;
+  // The largest SimHash distance the content layer's bucket sets answer
+  // exactly (format 2 on): the sets split the 64 bits into
+  // simhash_max_distance + 1 blocks, so every front end of a cluster must
+  // use the same value. 0 in a decoded format-1 meta (it had none).
+  // Default: 3 (the server's --simhash_max_distance).
+  int simhash_max_distance = 3;
+  // Words per SimHash and MinHash shingle (SimHashOptions::shingle_words;
+  // format 2 on): stored fingerprints compare only with fingerprints of
+  // the same shingle size. 0 in a decoded format-1 meta. Default: 3 (the
+  // server's --simhash_shingle_words).
+  int shingle_words = 3;
   // When the meta was written, truncated to microseconds.
   absl::Time created = absl::UnixEpoch();
 
@@ -88,20 +104,26 @@ struct RedisMeta {
 };
 
 // EncodeRedisMeta returns the meta value: one ASCII line,
-//   "dedupd-redis format=1 url_normalizer=1 text_normalizer=1 simhash=2
-//    minhash=1 created_us=1700000000000000"
+//   "dedupd-redis format=2 url_normalizer=1 text_normalizer=1 simhash=2
+//    minhash=1 simhash_max_distance=3 shingle_words=3
+//    created_us=1700000000000000"
 // (one space between fields; the order is fixed), readable with redis-cli.
+// A meta whose format_version is 1 is written in format 1's form (without
+// simhash_max_distance): what format-1 builds wrote.
 std::string EncodeRedisMeta(const RedisMeta& meta);
 
-// DecodeRedisMeta parses a meta value. Errors: FailedPrecondition when the
-// value is not a dedupd meta record (another program's key), names a
-// format version other than kRedisFormatVersion (its other fields are
-// not read then), or is malformed; the message says which.
+// DecodeRedisMeta parses a meta value of format 2 or format 1 (then
+// format_version is 1, simhash_max_distance and shingle_words 0). Errors:
+// FailedPrecondition when the value is not a dedupd meta record (another
+// program's key), names another format version (its other fields are not
+// read then), or is malformed; the message says which.
 absl::StatusOr<RedisMeta> DecodeRedisMeta(absl::string_view value);
 
 // CheckRedisMeta returns FailedPrecondition naming the first version in
 // which `stored` (the cluster's) differs from `wanted` (this store's
-// options), OK when they agree (`created` is not compared).
+// options), OK when they agree (`created` is not compared). A format-1
+// `stored` is compared on its algorithm versions only (the caller then
+// upgrades it: RedisUrlStore::Open).
 absl::Status CheckRedisMeta(const RedisMeta& stored, const RedisMeta& wanted);
 
 }  // namespace dedupd::redis

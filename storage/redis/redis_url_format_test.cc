@@ -26,7 +26,8 @@ using ::testing::HasSubstr;
 // Golden: changing any of these changes the format (bump
 // kRedisFormatVersion and docs/redis_format.md).
 TEST(RedisUrlFormatTest, KeyNamesAreGolden) {
-  EXPECT_EQ(kRedisFormatVersion, 1u);
+  EXPECT_EQ(kRedisFormatVersion, 2u);
+  EXPECT_EQ(kRedisFormatVersionUrlsOnly, 1u);
   EXPECT_EQ(MetaKey("dedupd:"), "dedupd:meta");
   EXPECT_EQ(UrlKeyTag("http://a/"), "694bd104");
   EXPECT_EQ(UrlRecordKey("dedupd:", "", "http://a/"), "dedupd:u::{694bd104}http://a/");
@@ -89,11 +90,43 @@ RedisMeta Meta() {
 TEST(RedisUrlFormatTest, MetaIsGoldenAndRoundTrips) {
   const std::string value = EncodeRedisMeta(Meta());
   EXPECT_EQ(value,
-            "dedupd-redis format=1 url_normalizer=1 text_normalizer=1 simhash=2 minhash=1 "
-            "created_us=1700000000123456");
+            "dedupd-redis format=2 url_normalizer=1 text_normalizer=1 simhash=2 minhash=1 "
+            "simhash_max_distance=3 shingle_words=3 created_us=1700000000123456");
   ASSERT_OK_AND_ASSIGN(RedisMeta back, DecodeRedisMeta(value));
   EXPECT_EQ(EncodeRedisMeta(back), value);
   EXPECT_THAT(CheckRedisMeta(back, Meta()), IsOk());
+}
+
+// Format 1 (URL records only) is read, so that Open can upgrade it in
+// place; it is written in its own form only for that test.
+TEST(RedisUrlFormatTest, FormatOneMetaIsReadAndComparedOnItsVersions) {
+  const std::string v1 =
+      "dedupd-redis format=1 url_normalizer=1 text_normalizer=1 simhash=2 minhash=1 "
+      "created_us=1700000000123456";
+  ASSERT_OK_AND_ASSIGN(RedisMeta back, DecodeRedisMeta(v1));
+  EXPECT_EQ(back.format_version, 1u);
+  EXPECT_EQ(back.simhash_max_distance, 0);
+  EXPECT_EQ(back.shingle_words, 0);
+  EXPECT_EQ(EncodeRedisMeta(back), v1);
+  EXPECT_THAT(CheckRedisMeta(back, Meta()), IsOk());
+  back.minhash_version = 9;
+  EXPECT_THAT(CheckRedisMeta(back, Meta()),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("MinHash version 9")));
+  EXPECT_THAT(DecodeRedisMeta(v1 + " extra=1"),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("after created_us")));
+}
+
+TEST(RedisUrlFormatTest, AnotherSimHashDistanceIsRefused) {
+  RedisMeta other = Meta();
+  other.simhash_max_distance = 4;
+  EXPECT_THAT(CheckRedisMeta(other, Meta()),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("written for simhash_max_distance 4; this store uses 3")));
+  other = Meta();
+  other.shingle_words = 5;
+  EXPECT_THAT(CheckRedisMeta(other, Meta()),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("made of 5-word shingles; this store uses 3")));
 }
 
 TEST(RedisUrlFormatTest, ThisBuildRecordsThisBuildsVersions) {
@@ -107,16 +140,16 @@ TEST(RedisUrlFormatTest, ThisBuildRecordsThisBuildsVersions) {
 }
 
 TEST(RedisUrlFormatTest, OtherFormatsForeignValuesAndMalformedMetasAreRefused) {
-  EXPECT_THAT(DecodeRedisMeta("dedupd-redis format=2 whatever=the-future"),
+  EXPECT_THAT(DecodeRedisMeta("dedupd-redis format=3 whatever=the-future"),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("holds dedupd Redis format 2; this build reads format 1")));
+                       HasSubstr("holds dedupd Redis format 3; this build reads formats 1 and 2")));
   EXPECT_THAT(DecodeRedisMeta("hello"), StatusIs(absl::StatusCode::kFailedPrecondition,
                                                  HasSubstr("not a dedupd meta record")));
   EXPECT_THAT(DecodeRedisMeta(""), StatusIs(absl::StatusCode::kFailedPrecondition));
-  EXPECT_THAT(DecodeRedisMeta("dedupd-redis format=1 url_normalizer=x"),
+  EXPECT_THAT(DecodeRedisMeta("dedupd-redis format=2 url_normalizer=x"),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("field 2 is not url_normalizer=<n>")));
-  EXPECT_THAT(DecodeRedisMeta("dedupd-redis format=1"),
+  EXPECT_THAT(DecodeRedisMeta("dedupd-redis format=2"),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("no url_normalizer")));
   EXPECT_THAT(DecodeRedisMeta(EncodeRedisMeta(Meta()) + " extra=1"),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("after created_us")));

@@ -17,6 +17,7 @@
 #include "absl/time/clock.h"
 #include "common/coding.h"
 #include "storage/plan/url_planner.h"
+#include "storage/redis/redis_status.h"
 #include "storage/url_value.h"
 
 namespace dedupd {
@@ -25,6 +26,7 @@ namespace {
 using redis::Command;
 using redis::Script;
 using redis::ScriptCall;
+using redis::StatusFromErrorReply;
 using redis::Value;
 
 // The Lua both scripts share: exact comparison of stored times and the URL
@@ -144,6 +146,18 @@ redis.call('SET', KEYS[1], new)
 return {old, new}
 )lua";
 
+// The format-1 to format-2 upgrade: the meta is rewritten only if it is
+// still the format-1 value read. KEYS[1] the meta key; ARGV[1] the value
+// read, ARGV[2] the new one. Returns 1 when it wrote, else 0.
+const Script& UpgradeMetaScript() {
+  static const Script* const kScript = new Script(R"lua(
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+return 1
+)lua");
+  return *kScript;
+}
+
 const Script& ClaimScript() {
   static const Script* const kScript = new Script(absl::StrCat(kLuaCommon, kLuaClaim));
   return *kScript;
@@ -164,21 +178,6 @@ std::string ClaimIdArg(uint64_t claim_id_hash) {
   std::string out;
   if (claim_id_hash != 0) PutFixed64BE(&out, claim_id_hash);
   return out;
-}
-
-// StatusFromErrorReply: the one conversion of a Redis error reply (other
-// than the redirects the router follows) to a status, by what the caller
-// should do.
-absl::Status StatusFromErrorReply(absl::string_view what, const Value& reply) {
-  const absl::string_view code = reply.ErrorCode();
-  const std::string message = absl::StrCat(what, ": redis answered ", reply.str);
-  if (code == "OOM") return absl::ResourceExhaustedError(message);
-  if (code == "READONLY" || code == "LOADING" || code == "BUSY" || code == "MASTERDOWN" ||
-      code == "NOREPLICAS") {
-    return absl::UnavailableError(message);
-  }
-  if (code == "WRONGTYPE") return absl::DataLossError(message);
-  return absl::InternalError(message);
 }
 
 std::string KeyForHumans(absl::string_view key) {
@@ -322,6 +321,29 @@ absl::StatusOr<std::unique_ptr<RedisUrlStore>> RedisUrlStore::Open(RedisUrlStore
     absl::StatusOr<redis::RedisMeta> stored = redis::DecodeRedisMeta(got->str);
     absl::Status s = stored.ok() ? redis::CheckRedisMeta(*stored, wanted) : stored.status();
     if (!s.ok()) return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
+    if (stored->format_version == redis::kRedisFormatVersionUrlsOnly) {
+      // Format 1 held URL records only, which format 2 keeps byte for byte:
+      // the upgrade is the meta's rewrite, compare-and-set so that of
+      // several front ends upgrading at once one writes and the others
+      // find it done (their new meta has the same versions).
+      absl::StatusOr<Value> swapped = (*router)->Eval(UpgradeMetaScript(), {meta_key},
+                                                      {got->str, redis::EncodeRedisMeta(wanted)});
+      if (!swapped.ok()) return swapped.status();
+      if (swapped->is_error()) return StatusFromErrorReply(what, *swapped);
+      if (swapped->type != Value::Type::kInteger || swapped->integer != 1) {
+        absl::StatusOr<Value> again =
+            (*router)->ExecuteOne(Command::ForKey(meta_key, {"GET", meta_key}));
+        if (!again.ok()) return again.status();
+        absl::StatusOr<redis::RedisMeta> now = again->type == Value::Type::kString
+                                                   ? redis::DecodeRedisMeta(again->str)
+                                                   : absl::UnavailableError("vanished; retry");
+        s = now.ok() ? redis::CheckRedisMeta(*now, wanted) : now.status();
+        if (s.ok() && now->format_version != redis::kRedisFormatVersion) {
+          s = absl::UnavailableError("the format upgrade raced another writer; retry");
+        }
+        if (!s.ok()) return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
+      }
+    }
   }
   return std::unique_ptr<RedisUrlStore>(new RedisUrlStore(std::move(options), *std::move(router)));
 }

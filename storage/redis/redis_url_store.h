@@ -126,6 +126,18 @@ class RedisUrlStore final : public UrlStore {
   // the record's, `created` aside).
   const redis::RedisMeta& meta() const { return options_.meta; }
 
+  // The durability step other stores on this cluster share (the content
+  // store, RedisContentStore, writes through this store's router):
+  // Reconnects snapshots each node's reconnect count (empty when
+  // min_replicas_acked is 0: no WAIT will need it); take it before the
+  // writes. WaitForReplicas then sends WAIT to the owner of each slot in
+  // `slots` (one per node) when options.min_replicas_acked > 0;
+  // Unavailable when a node acknowledged too few replicas, or its
+  // connection was reopened since `reconnects` was taken.
+  std::map<std::string, uint64_t> Reconnects() const;
+  absl::Status WaitForReplicas(const std::vector<int>& slots,
+                               const std::map<std::string, uint64_t>& reconnects);
+
  private:
   RedisUrlStore(RedisUrlStoreOptions options, std::unique_ptr<redis::ClusterRouter> router);
 
@@ -140,15 +152,6 @@ class RedisUrlStore final : public UrlStore {
       const std::vector<redis::ScriptCall>& calls,
       absl::FunctionRef<std::optional<UrlRecord>(size_t, const std::optional<UrlRecord>&)> plan,
       std::vector<std::optional<UrlRecord>>* after);
-  // Reconnects snapshots each node's reconnect count (empty when
-  // min_replicas_acked is 0: no WAIT will need it).
-  std::map<std::string, uint64_t> Reconnects() const;
-  // WaitForReplicas sends WAIT to the owner of each slot in `slots` (one per
-  // node) when options_.min_replicas_acked > 0; Unavailable when a node
-  // acknowledged too few replicas, or its connection was reopened since
-  // `reconnects` (Reconnects() before the scripts) was taken.
-  absl::Status WaitForReplicas(const std::vector<int>& slots,
-                               const std::map<std::string, uint64_t>& reconnects);
 
   const RedisUrlStoreOptions options_;
   const std::unique_ptr<redis::ClusterRouter> router_;

@@ -43,6 +43,7 @@ using ::dedupd::testing::RedisCluster;
 using ::dedupd::testing::SharedCluster;
 using ::dedupd::testing::StatusIs;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 // A key prefix no other case of this process uses.
@@ -163,8 +164,9 @@ TEST(RedisUrlStoreTest, KeysAndValuesAreGolden) {
             "00060a2418202240"
             "00060a24182f6480");
   EXPECT_THAT(Get(*store, "golden:meta"),
-              StartsWith(absl::StrCat("dedupd-redis format=1 url_normalizer=1 text_normalizer=1 "
-                                      "simhash=2 minhash=1 created_us=")));
+              StartsWith(absl::StrCat(
+                  "dedupd-redis format=2 url_normalizer=1 text_normalizer=1 "
+                  "simhash=2 minhash=1 simhash_max_distance=3 shingle_words=3 created_us=")));
   // The server agrees with KeySlot on the documented keys, braces in URLs
   // included.
   for (const std::string& key :
@@ -205,12 +207,20 @@ TEST(RedisUrlStoreTest, AMetaOfAnotherFormatOrVersionOrProgramIsRefused) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisUrlStore> store, OpenFresh());
 
   const std::string future = FreshPrefix();
-  Set(*store, redis::MetaKey(future), "dedupd-redis format=2 url_normalizer=1 shards=9");
+  Set(*store, redis::MetaKey(future), "dedupd-redis format=3 url_normalizer=1 shards=9");
   EXPECT_THAT(RedisUrlStore::Open(TestOptions(*cluster, future)).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr(absl::StrCat("redis meta record \"", future,
-                                              "meta\": the cluster holds dedupd Redis format 2; "
-                                              "this build reads format 1"))));
+                                              "meta\": the cluster holds dedupd Redis format 3; "
+                                              "this build reads formats 1 and 2"))));
+
+  const std::string other_distance = FreshPrefix();
+  ASSERT_THAT(RedisUrlStore::Open(TestOptions(*cluster, other_distance)).status(), IsOk());
+  RedisUrlStoreOptions wider = TestOptions(*cluster, other_distance);
+  wider.meta.simhash_max_distance = 4;
+  EXPECT_THAT(RedisUrlStore::Open(wider).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("written for simhash_max_distance 3; this store uses 4")));
 
   const std::string foreign = FreshPrefix();
   Set(*store, redis::MetaKey(foreign), "somebody else's data");
@@ -226,6 +236,48 @@ TEST(RedisUrlStoreTest, AMetaOfAnotherFormatOrVersionOrProgramIsRefused) {
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr(absl::StrCat("written with SimHash version ",
                                               newer.meta.simhash_version - 1))));
+}
+
+// A format-1 prefix (URL records only, written by an earlier build) is
+// upgraded in place: its meta is rewritten, its URL records are kept.
+// Several front ends upgrading at once all open; one of another algorithm
+// version is refused and upgrades nothing.
+TEST(RedisUrlStoreTest, AFormatOnePrefixIsUpgradedInPlace) {
+  RedisCluster* cluster = SharedCluster();
+  ASSERT_NE(cluster, nullptr);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisUrlStore> store, OpenFresh());
+  const std::string prefix = FreshPrefix();
+  redis::RedisMeta v1 = redis::RedisMeta::ThisBuild(absl::FromUnixMicros(1'700'000'000'123'456));
+  v1.format_version = redis::kRedisFormatVersionUrlsOnly;
+  const std::string v1_value = redis::EncodeRedisMeta(v1);
+  ASSERT_THAT(v1_value, Not(HasSubstr("simhash_max_distance")));
+  Set(*store, redis::MetaKey(prefix), v1_value);
+  Set(*store, redis::UrlRecordKey(prefix, "", "http://old/"),
+      EncodeUrlValue(absl::FromUnixMicros(1'700'000'000'123'456)));
+
+  RedisUrlStoreOptions other = TestOptions(*cluster, prefix);
+  other.meta.minhash_version += 1;
+  EXPECT_THAT(RedisUrlStore::Open(other).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("MinHash version")));
+  EXPECT_EQ(Get(*store, redis::MetaKey(prefix)), v1_value);
+
+  std::vector<absl::Status> opened(3);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < opened.size(); ++t) {
+    threads.emplace_back(
+        [&, t] { opened[t] = RedisUrlStore::Open(TestOptions(*cluster, prefix)).status(); });
+  }
+  for (std::thread& th : threads) th.join();
+  for (const absl::Status& s : opened) EXPECT_THAT(s, IsOk());
+  ASSERT_OK_AND_ASSIGN(redis::RedisMeta meta,
+                       redis::DecodeRedisMeta(Get(*store, redis::MetaKey(prefix))));
+  EXPECT_EQ(meta.format_version, redis::kRedisFormatVersion);
+  EXPECT_EQ(meta.simhash_max_distance, 3);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisUrlStore> upgraded,
+                       RedisUrlStore::Open(TestOptions(*cluster, prefix)));
+  std::vector<std::optional<absl::Time>> seen;
+  ASSERT_THAT(upgraded->LookupUrls({"http://old/"}, &seen), IsOk());
+  EXPECT_EQ(seen[0], absl::FromUnixMicros(1'700'000'000'123'456));
 }
 
 TEST(RedisUrlStoreTest, BadOptionsAreInvalidArgument) {
