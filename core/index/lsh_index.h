@@ -98,12 +98,13 @@ class LshIndex {
 
   // An index of `bands` bands of `rows` rows, each band with
   // 2^bucket_bits buckets. A bucket costs 8 bytes, and 32 more (its
-  // allocation's head and malloc overhead) when it is not empty, so the
-  // best bucket_bits is about log2(expected entries / 100): 16 (the
-  // default) from ~6.5 * 10^6 entries; 10 for 10^5 (the store's
-  // MinHashNearIndex::BucketBitsFor picks it so). Fewer bits also mean
-  // fewer key bits compared: a random entry shares a band's bucket and
-  // 16-bit key with probability 2^-(16 + bucket_bits).
+  // allocation's head and malloc overhead) when it is not empty: memory
+  // wants buckets of 100 entries or more, queries want few (each entry
+  // scanned is 2 bytes of keys): the store's MinHashNearIndex::BucketBitsFor
+  // picks about log2(expected entries / 32), 16 (the default) from
+  // ~2 * 10^6 entries. Fewer bits also mean fewer key bits compared: a
+  // random entry shares a band's bucket and 16-bit key with probability
+  // 2^-(16 + bucket_bits).
   // REQUIRES: IsValidLayout(bands, rows); kMinBucketBits <= bucket_bits <=
   // kMaxBucketBits (checked: aborts).
   // Default: kDefaultBands x kDefaultRows, kDefaultBucketBits.
