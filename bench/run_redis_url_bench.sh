@@ -9,6 +9,10 @@
 # --cluster create`, stopped by PID at exit; every wait is bounded. Then:
 #   redis    one dedupd --store=redis_cluster; dedupd_url_load claims --urls
 #            new synthetic URLs (batch --batch, --threads threads)
+#   redis2   a second front end beside the first on the same cluster; two
+#            dedupd_url_load at once, one per front end, each claiming half
+#            of --urls other new URLs with --threads threads: the check of
+#            the scaling model (docs/benchmarks.md)
 #   rocksdb  one dedupd on a fresh data dir (the default store), the same
 #            URLs
 # Prints each phase's checkurl line, and
@@ -17,6 +21,8 @@
 #   redis_memory urls=<n> used_memory_delta=<b> bytes_per_url=<y>
 #                (INFO memory used_memory summed over the masters, after
 #                minus before)
+#   two_front_ends urls=<n> secs=<s> urls_per_sec=<r> front_end_cpu_us_per_url=<f>
+#                (both front ends) cluster_cpu_us_per_url=<c>
 # Exits non-zero when a tool fails or a verdict count is wrong.
 #
 # Usage: bench/run_redis_url_bench.sh [--build_dir=DIR] [--urls=N]
@@ -70,7 +76,16 @@ stop_redis() {
   for pid in "${redis_pids[@]}"; do wait "$pid" 2>/dev/null; done
   redis_pids=()
 }
-trap 'stop_server; stop_redis; ((keep_data)) || rm -rf "$work"' EXIT
+second_pid=""
+stop_second() {
+  [[ -n "$second_pid" ]] || return 0
+  kill -TERM "$second_pid" 2>/dev/null
+  for _ in $(seq 1 100); do kill -0 "$second_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$second_pid" 2>/dev/null
+  wait "$second_pid" 2>/dev/null
+  second_pid=""
+}
+trap 'stop_second; stop_server; stop_redis; ((keep_data)) || rm -rf "$work"' EXIT
 
 # free_port: a port P with P and P + 10000 (its cluster bus) both free.
 free_port() {
@@ -175,6 +190,57 @@ awk -v a="$cpu0" -v b="$cpu1" -v n="$urls" 'BEGIN {
   printf "cluster phase=redis cpu_secs=%.2f cpu_us_per_url=%.1f\n", b - a, (b - a) * 1e6 / n }'
 awk -v a="$mem0" -v b="$mem1" -v n="$urls" 'BEGIN {
   printf "redis_memory urls=%d used_memory_delta=%d bytes_per_url=%.1f\n", n, b - a, (b - a) / n }'
+
+# redis2: a second front end on the same cluster, both loaded at once with
+# URLs not claimed yet ([urls, 2 * urls), half through each).
+first_pid=$server_pid
+first_port=$port
+saved_pid=$server_pid
+port_file="$work/port2"
+server_log="$work/server2.log"
+start_server
+second_pid=$server_pid
+second_port=$port
+server_pid=$saved_pid
+port=$first_port
+half=$((urls / 2))
+echo "# redis2: two front ends, $half new URLs through each at once"
+cpu0=$(cluster_cpu)
+out1="$work/redis2-a.out"
+out2="$work/redis2-b.out"
+timeout --signal=TERM --kill-after=10 3600 "$load_bin" --target="127.0.0.1:$first_port" \
+  --synthetic --seed=1 --offset="$urls" --urls="$half" --batch="$batch" --threads="$threads" \
+  --mode=claim --server_pid="$first_pid" >"$out1" &
+load1=$!
+timeout --signal=TERM --kill-after=10 3600 "$load_bin" --target="127.0.0.1:$second_port" \
+  --synthetic --seed=1 --offset=$((urls + half)) --urls="$half" --batch="$batch" \
+  --threads="$threads" --mode=claim --server_pid="$second_pid" >"$out2" &
+load2=$!
+wait "$load1"; rc1=$?
+wait "$load2"; rc2=$?
+cpu1=$(cluster_cpu)
+line1=$(grep '^checkurl ' "$out1")
+line2=$(grep '^checkurl ' "$out2")
+echo "$line1"
+echo "$line2"
+if ((rc1 != 0 || rc2 != 0)) || [[ -z "$line1" || -z "$line2" ]]; then
+  echo "$tool: redis2: dedupd_url_load failed (status $rc1, $rc2)" >&2
+  status=1
+else
+  for l in "$line1" "$line2"; do
+    [[ "$(field new "$l")" == "$(field urls "$l")" ]] ||
+      { echo "$tool: redis2: new=$(field new "$l") but urls=$(field urls "$l")" >&2; status=1; }
+  done
+  awk -v s1="$(field secs "$line1")" -v s2="$(field secs "$line2")" \
+    -v c1="$(field server_cpu_secs "$line1")" -v c2="$(field server_cpu_secs "$line2")" \
+    -v a="$cpu0" -v b="$cpu1" -v n="$((2 * half))" 'BEGIN {
+    s = s1 > s2 ? s1 : s2
+    printf "two_front_ends urls=%d secs=%.2f urls_per_sec=%.0f front_end_cpu_us_per_url=%.1f cluster_cpu_us_per_url=%.1f\n",
+      n, s, n / s, (c1 + c2) * 1e6 / n, (b - a) * 1e6 / n }'
+fi
+stop_second
+port_file="$work/port"
+server_log="$work/server.log"
 stop_server
 stop_redis
 
