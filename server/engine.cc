@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "core/results/results_dedup.h"
 #include "core/text/chunk_near_rule.h"
@@ -25,6 +26,29 @@ using google::protobuf::util::TimeUtil;
 
 absl::Status WithContext(const absl::Status& s, absl::string_view context) {
   return absl::Status(s.code(), absl::StrCat(context, ": ", s.message()));
+}
+
+// WholeCallFailure: for a request without per_item_store_errors, the one
+// Unavailable of a batch some of whose keys the store could not answer
+// (statuses[j] not OK), as before per-item store errors existed; OK when
+// every key was answered. The message counts the failed keys and quotes
+// up to three distinct reasons (each names its node).
+absl::Status WholeCallFailure(absl::Span<const absl::Status> statuses, absl::string_view what) {
+  size_t failed = 0;
+  std::vector<std::string> reasons;
+  for (const absl::Status& s : statuses) {
+    if (s.ok()) continue;
+    ++failed;
+    const std::string reason(s.message());
+    if (reasons.size() < 3 && std::find(reasons.begin(), reasons.end(), reason) == reasons.end()) {
+      reasons.push_back(reason);
+    }
+  }
+  if (failed == 0) return absl::OkStatus();
+  return absl::UnavailableError(
+      absl::StrCat(what, ": the store could not answer ", failed, " of ", statuses.size(),
+                   " URLs (retry; set per_item_store_errors to have the others answered): ",
+                   absl::StrJoin(reasons, "; ")));
 }
 
 }  // namespace
@@ -220,9 +244,26 @@ absl::Status Engine::CheckUrl(const v1::CheckUrlRequest& request,
   absl::Status s = peek ? PeekUrls(store_, *options, keys, now, &claims)
                         : store_->Claim(*options, keys, now, &claims);
   if (!s.ok()) return WithContext(s, peek ? "look up URLs" : "claim URLs");
+  if (!request.per_item_store_errors()) {
+    std::vector<absl::Status> statuses;
+    statuses.reserve(claims.size());
+    for (const UrlClaim& c : claims) statuses.push_back(c.status);
+    DEDUPD_RETURN_IF_ERROR(WholeCallFailure(statuses, peek ? "look up URLs" : "claim URLs"));
+  }
+  const bool retry_with_id = !peek && !request.claim_id().empty();
   for (size_t j = 0; j < keys.size(); ++j) {
     v1::UrlResult* result = response->mutable_results(key_item[j]);
     const UrlClaim& c = claims[j];
+    if (!c.status.ok()) {
+      // A distributed store could not reach this URL's record (its node
+      // is down): this item only, retryable; the others are answered.
+      result->set_verdict(v1::URL_VERDICT_INVALID);
+      result->set_error_reason(v1::ERROR_REASON_STORE_UNAVAILABLE);
+      result->set_error(absl::StrCat("store unavailable for this URL (retry it",
+                                     retry_with_id ? " with the same claim_id" : "",
+                                     "): ", c.status.message()));
+      continue;
+    }
     if (approximate) {
       // An approximate seen-set (a Bloom filter) says "probably seen" and
       // keeps no time.
@@ -255,7 +296,7 @@ absl::Status Engine::AddFetches(absl::string_view name_space, absl::Span<const s
   std::vector<std::string> recorded;
   std::vector<int> recorded_item;
   for (size_t j = 0; j < keys.size(); ++j) {
-    if (claims[j].is_new && !claims[j].due) continue;
+    if (!claims[j].status.ok() || (claims[j].is_new && !claims[j].due)) continue;
     recorded.push_back(keys[j]);
     recorded_item.push_back(key_item[j]);
   }
@@ -291,11 +332,22 @@ absl::Status Engine::CompleteUrls(const v1::CompleteUrlsRequest& request,
                  response->mutable_results(), &keys, &key_item);
   if (keys.empty()) return absl::OkStatus();
   std::vector<UrlCompletion> done;
-  absl::Status s =
-      store_->Complete(request.namespace_(), ClaimIdHash(request.claim_id()), keys, &done);
+  std::vector<absl::Status> statuses;
+  absl::Status s = store_->CompletePerKey(request.namespace_(), ClaimIdHash(request.claim_id()),
+                                          keys, &done, &statuses);
   if (!s.ok()) return WithContext(s, "confirm URLs");
+  if (!request.per_item_store_errors()) {
+    DEDUPD_RETURN_IF_ERROR(WholeCallFailure(statuses, "confirm URLs"));
+  }
   for (size_t j = 0; j < keys.size(); ++j) {
     v1::CompleteResult* result = response->mutable_results(key_item[j]);
+    if (!statuses[j].ok()) {
+      result->set_verdict(v1::COMPLETE_VERDICT_INVALID);
+      result->set_error_reason(v1::ERROR_REASON_STORE_UNAVAILABLE);
+      result->set_error(absl::StrCat("store unavailable for this URL (confirm it again): ",
+                                     statuses[j].message()));
+      continue;
+    }
     switch (done[j]) {
       case UrlCompletion::kConfirmed:
         result->set_verdict(v1::COMPLETE_VERDICT_CONFIRMED);

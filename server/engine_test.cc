@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/status_macros.h"
 #include "core/results/results_dedup.h"
 #include "core/text/simhash.h"
 #include "gmock/gmock.h"
@@ -202,6 +204,136 @@ TEST(EngineStoreFailureTest, AllInvalidBatchDoesNotTouchTheStore) {
   v1::CheckUrlResponse response;
   EXPECT_THAT(engine.CheckUrl(r, &response), IsOk());
   EXPECT_EQ(response.results(0).verdict(), v1::URL_VERDICT_INVALID);
+}
+
+// A distributed store's partial failure: keys with "down" in them are on
+// a node that cannot be reached (a per-key Unavailable naming it); the
+// others are answered by an in-memory store.
+class PartlyDownUrlStore : public UrlStore {
+ public:
+  absl::Status Claim(const UrlClaimOptions& options, absl::Span<const std::string> keys,
+                     absl::Time now, std::vector<UrlClaim>* results) override {
+    std::vector<std::string> up = Up(keys);
+    std::vector<UrlClaim> answered;
+    DEDUPD_RETURN_IF_ERROR(memory_.Claim(options, up, now, &answered));
+    results->assign(keys.size(), UrlClaim{});
+    for (size_t i = 0, j = 0; i < keys.size(); ++i) {
+      if (Down(keys[i])) {
+        (*results)[i].status = kDown;
+      } else {
+        (*results)[i] = answered[j++];
+      }
+    }
+    return absl::OkStatus();
+  }
+  absl::Status LookupRecords(absl::string_view, absl::Span<const std::string>,
+                             std::vector<std::optional<UrlRecord>>*) override {
+    return absl::InternalError("the engine peeks through LookupRecordsPerKey");
+  }
+  absl::Status LookupRecordsPerKey(absl::string_view name_space, absl::Span<const std::string> keys,
+                                   std::vector<std::optional<UrlRecord>>* records,
+                                   std::vector<absl::Status>* statuses) override {
+    std::vector<std::optional<UrlRecord>> answered;
+    DEDUPD_RETURN_IF_ERROR(memory_.LookupRecords(name_space, Up(keys), &answered));
+    records->assign(keys.size(), std::nullopt);
+    statuses->assign(keys.size(), absl::OkStatus());
+    for (size_t i = 0, j = 0; i < keys.size(); ++i) {
+      if (Down(keys[i])) {
+        (*statuses)[i] = kDown;
+      } else {
+        (*records)[i] = answered[j++];
+      }
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Complete(absl::string_view, uint64_t, absl::Span<const std::string>,
+                        std::vector<UrlCompletion>*) override {
+    return absl::InternalError("the engine confirms through CompletePerKey");
+  }
+  absl::Status CompletePerKey(absl::string_view name_space, uint64_t claim_id_hash,
+                              absl::Span<const std::string> keys,
+                              std::vector<UrlCompletion>* results,
+                              std::vector<absl::Status>* statuses) override {
+    std::vector<UrlCompletion> answered;
+    DEDUPD_RETURN_IF_ERROR(memory_.Complete(name_space, claim_id_hash, Up(keys), &answered));
+    results->assign(keys.size(), UrlCompletion::kNotClaimed);
+    statuses->assign(keys.size(), absl::OkStatus());
+    for (size_t i = 0, j = 0; i < keys.size(); ++i) {
+      if (Down(keys[i])) {
+        (*statuses)[i] = kDown;
+      } else {
+        (*results)[i] = answered[j++];
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  static bool Down(absl::string_view key) { return absl::StrContains(key, "down"); }
+  static std::vector<std::string> Up(absl::Span<const std::string> keys) {
+    std::vector<std::string> up;
+    for (const std::string& k : keys) {
+      if (!Down(k)) up.push_back(k);
+    }
+    return up;
+  }
+  const absl::Status kDown = absl::UnavailableError("redis node 10.0.0.7:6379: connection refused");
+  MemoryUrlStore memory_;
+};
+
+TEST(EnginePerItemStoreErrorTest, AStoreNodeDownFailsOnlyItsUrlsWhenTheRequestAsks) {
+  UrlNormalizer normalizer;
+  PartlyDownUrlStore store;
+  Engine engine(&normalizer, &store, EngineOptions{});
+  v1::CheckUrlRequest claim;
+  claim.set_claim_id("c1");
+  for (const char* url : {"http://up.example/a", "http://down.example/b", "mailto:x@example.com"}) {
+    claim.add_items()->set_url(url);
+  }
+  // Not asked for: the call fails as before, naming the node.
+  v1::CheckUrlResponse response;
+  EXPECT_THAT(engine.CheckUrl(claim, &response),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       HasSubstr("claim URLs: the store could not answer 1 of 2 URLs")));
+  EXPECT_THAT(engine.CheckUrl(claim, &response),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("redis node 10.0.0.7:6379")));
+
+  claim.set_per_item_store_errors(true);
+  ASSERT_THAT(engine.CheckUrl(claim, &response), IsOk());
+  ASSERT_EQ(response.results_size(), 3);
+  EXPECT_EQ(response.results(0).verdict(), v1::URL_VERDICT_NEW)
+      << "a retry of claim id c1: the failed call above claimed it";
+  EXPECT_EQ(response.results(1).verdict(), v1::URL_VERDICT_INVALID);
+  EXPECT_EQ(response.results(1).error_reason(), v1::ERROR_REASON_STORE_UNAVAILABLE);
+  EXPECT_EQ(response.results(1).normalized_url(), "http://down.example/b");
+  EXPECT_EQ(response.results(1).error(),
+            "store unavailable for this URL (retry it with the same claim_id): redis node "
+            "10.0.0.7:6379: connection refused");
+  EXPECT_EQ(response.results(2).error_reason(), v1::ERROR_REASON_BAD_URL);
+
+  // A peek: the same URLs fail; no claim id to keep.
+  claim.set_mode(v1::CLAIM_MODE_PEEK);
+  claim.clear_claim_id();
+  ASSERT_THAT(engine.CheckUrl(claim, &response), IsOk());
+  EXPECT_EQ(response.results(0).verdict(), v1::URL_VERDICT_SEEN);
+  EXPECT_EQ(response.results(1).error_reason(), v1::ERROR_REASON_STORE_UNAVAILABLE);
+  EXPECT_THAT(response.results(1).error(),
+              HasSubstr("store unavailable for this URL (retry it): redis node"));
+
+  v1::CompleteUrlsRequest complete;
+  for (const char* url : {"http://up.example/a", "http://down.example/b"}) {
+    complete.add_items()->set_url(url);
+  }
+  v1::CompleteUrlsResponse completed;
+  EXPECT_THAT(engine.CompleteUrls(complete, &completed),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       HasSubstr("confirm URLs: the store could not answer 1 of 2 URLs")));
+  complete.set_per_item_store_errors(true);
+  ASSERT_THAT(engine.CompleteUrls(complete, &completed), IsOk());
+  EXPECT_EQ(completed.results(0).verdict(), v1::COMPLETE_VERDICT_ALREADY_CONFIRMED);
+  EXPECT_EQ(completed.results(1).verdict(), v1::COMPLETE_VERDICT_INVALID);
+  EXPECT_EQ(completed.results(1).error_reason(), v1::ERROR_REASON_STORE_UNAVAILABLE);
+  EXPECT_THAT(completed.results(1).error(), HasSubstr("redis node 10.0.0.7:6379"));
 }
 
 // ---- CheckContent: the engine over the in-memory URL and content fakes.

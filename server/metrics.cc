@@ -84,10 +84,11 @@ struct ServerMetrics::Impl {
 };
 
 const std::vector<std::string>& ServerMetrics::VerdictLabels(Layer layer) {
-  static const auto* url =
-      new std::vector<std::string>{"new", "seen", "seen_probably", "invalid", "due", "reclaimed"};
-  static const auto* complete = new std::vector<std::string>{
-      "confirmed", "already_confirmed", "not_claimed", "lease_lost", "invalid"};
+  static const auto* url = new std::vector<std::string>{
+      "new", "seen", "seen_probably", "invalid", "due", "reclaimed", "store_unavailable"};
+  static const auto* complete =
+      new std::vector<std::string>{"confirmed",  "already_confirmed", "not_claimed",
+                                   "lease_lost", "invalid",           "store_unavailable"};
   static const auto* content =
       new std::vector<std::string>{"new", "exact_duplicate", "near_duplicate", "invalid"};
   static const auto* results =

@@ -65,9 +65,11 @@ class ServerMetrics {
  public:
   // The layers with verdict counters, and their label values, in order:
   //   kUrl:     dedupd_url_verdicts_total{verdict=new|seen|seen_probably|
-  //             invalid|due|reclaimed} (new: not reclaimed)
+  //             invalid|due|reclaimed|store_unavailable} (new: not
+  //             reclaimed; invalid: not store_unavailable)
   //   kComplete: dedupd_url_completions_total{outcome=confirmed|
-  //             already_confirmed|not_claimed|lease_lost|invalid}
+  //             already_confirmed|not_claimed|lease_lost|invalid|
+  //             store_unavailable}
   //   kContent: dedupd_content_verdicts_total{verdict=new|exact_duplicate|
   //             near_duplicate|invalid}
   //   kChunk:   dedupd_chunk_verdicts_total{verdict=<as kContent>}

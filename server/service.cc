@@ -21,7 +21,8 @@ size_t Items(const v1::DedupResultsRequest& r) { return static_cast<size_t>(r.hi
 // (CheckUrl's also by the request's namespace).
 void CountVerdicts(const v1::CheckUrlRequest& req, const v1::CheckUrlResponse& r,
                    ServerMetrics* m) {
-  std::array<uint64_t, 6> n{};  // new, seen, seen_probably, invalid, due, reclaimed
+  // new, seen, seen_probably, invalid, due, reclaimed, store_unavailable
+  std::array<uint64_t, 7> n{};
   for (const v1::UrlResult& x : r.results()) {
     switch (x.verdict()) {
       case v1::URL_VERDICT_NEW:
@@ -34,7 +35,7 @@ void CountVerdicts(const v1::CheckUrlRequest& req, const v1::CheckUrlResponse& r
         ++n[2];
         break;
       case v1::URL_VERDICT_INVALID:
-        ++n[3];
+        ++n[x.error_reason() == v1::ERROR_REASON_STORE_UNAVAILABLE ? 6 : 3];
         break;
       case v1::URL_VERDICT_DUE:
         ++n[4];
@@ -49,8 +50,9 @@ void CountVerdicts(const v1::CheckUrlRequest& req, const v1::CheckUrlResponse& r
 
 void CountVerdicts(const v1::CompleteUrlsRequest&, const v1::CompleteUrlsResponse& r,
                    ServerMetrics* m) {
-  // confirmed, already_confirmed, not_claimed, lease_lost, invalid
-  std::array<uint64_t, 5> n{};
+  // confirmed, already_confirmed, not_claimed, lease_lost, invalid,
+  // store_unavailable
+  std::array<uint64_t, 6> n{};
   for (const v1::CompleteResult& x : r.results()) {
     if (x.verdict() == v1::COMPLETE_VERDICT_CONFIRMED) {
       ++n[0];
@@ -60,6 +62,8 @@ void CountVerdicts(const v1::CompleteUrlsRequest&, const v1::CompleteUrlsRespons
       ++n[2];
     } else if (x.error_reason() == v1::ERROR_REASON_LEASE_LOST) {
       ++n[3];
+    } else if (x.error_reason() == v1::ERROR_REASON_STORE_UNAVAILABLE) {
+      ++n[5];
     } else {
       ++n[4];
     }

@@ -10,6 +10,22 @@ absl::Status UrlStore::ClaimUrls(absl::Span<const std::string> keys, absl::Time 
   return Claim(UrlClaimOptions{}, keys, now, results);
 }
 
+absl::Status UrlStore::LookupRecordsPerKey(absl::string_view name_space,
+                                           absl::Span<const std::string> keys,
+                                           std::vector<std::optional<UrlRecord>>* records,
+                                           std::vector<absl::Status>* statuses) {
+  statuses->assign(keys.size(), absl::OkStatus());
+  return LookupRecords(name_space, keys, records);
+}
+
+absl::Status UrlStore::CompletePerKey(absl::string_view name_space, uint64_t claim_id_hash,
+                                      absl::Span<const std::string> keys,
+                                      std::vector<UrlCompletion>* results,
+                                      std::vector<absl::Status>* statuses) {
+  statuses->assign(keys.size(), absl::OkStatus());
+  return Complete(name_space, claim_id_hash, keys, results);
+}
+
 absl::Status UrlStore::LookupUrls(absl::Span<const std::string> keys,
                                   std::vector<std::optional<absl::Time>>* results) {
   std::vector<std::optional<UrlRecord>> records;

@@ -98,6 +98,15 @@ struct UrlClaim {
   // When the key's pending lease ends (this call's, or the holder's for a
   // key that is not new); unset when none is pending.
   std::optional<absl::Time> lease_until;
+  // OK, or Unavailable: the store could not answer for this key now (a
+  // distributed backend's node holding it is down; the message names it),
+  // while the call's other keys were answered. Every other field is then
+  // unset, and the key may or may not have been claimed: a retry with the
+  // same claim id is answered as this claim would have been (NEW again if
+  // it was recorded), one without a claim id may be answered SEEN.
+  // Single-process backends (memory, RocksDB, Bloom) never set it: they
+  // fail the call instead.
+  absl::Status status;
 };
 
 // What CompleteUrls did for one key.
@@ -125,7 +134,9 @@ class UrlStore {
   // Errors: InvalidArgument for an empty key or a bad namespace;
   // Unavailable (transient, nothing recorded: retry), ResourceExhausted
   // (disk full), DataLoss, Internal. On error `results` is unspecified and
-  // no key may be treated as claimed.
+  // no key may be treated as claimed. A distributed backend may instead
+  // return OK with a per-key Unavailable in (*results)[i].status for the
+  // keys of a node it could not reach (see UrlClaim::status).
   virtual absl::Status Claim(const UrlClaimOptions& options, absl::Span<const std::string> keys,
                              absl::Time now, std::vector<UrlClaim>* results) = 0;
 
@@ -137,6 +148,17 @@ class UrlStore {
                                      absl::Span<const std::string> keys,
                                      std::vector<std::optional<UrlRecord>>* records) = 0;
 
+  // LookupRecordsPerKey: LookupRecords, except that a distributed backend
+  // may fail single keys: (*statuses)[i] is OK or Unavailable (the node
+  // holding keys[i] could not be reached; the message names it; then
+  // (*records)[i] is nullopt and means nothing). PeekUrls
+  // (storage/plan/url_planner.h) reads through it. Errors: as
+  // LookupRecords. Default: LookupRecords, every status OK.
+  virtual absl::Status LookupRecordsPerKey(absl::string_view name_space,
+                                           absl::Span<const std::string> keys,
+                                           std::vector<std::optional<UrlRecord>>* records,
+                                           std::vector<absl::Status>* statuses);
+
   // Complete confirms the pending leases of `keys` in `name_space`
   // (PlanUrlComplete): with claim_id_hash != 0 only a last claim with that
   // hash. Durable before it returns, like Claim.
@@ -144,6 +166,17 @@ class UrlStore {
   virtual absl::Status Complete(absl::string_view name_space, uint64_t claim_id_hash,
                                 absl::Span<const std::string> keys,
                                 std::vector<UrlCompletion>* results) = 0;
+
+  // CompletePerKey: Complete, except that a distributed backend may fail
+  // single keys: (*statuses)[i] is OK or Unavailable (the node holding
+  // keys[i] could not be reached or its replicas did not acknowledge; the
+  // message names it; (*results)[i] means nothing then). Confirming such a
+  // key again is harmless. Errors: as Complete. Default: Complete, every
+  // status OK.
+  virtual absl::Status CompletePerKey(absl::string_view name_space, uint64_t claim_id_hash,
+                                      absl::Span<const std::string> keys,
+                                      std::vector<UrlCompletion>* results,
+                                      std::vector<absl::Status>* statuses);
 
   // approximate returns true for a backend whose seen-set is approximate
   // (BloomUrlStore): a key it reports as seen was *probably* recorded (a

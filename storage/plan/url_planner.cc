@@ -84,14 +84,22 @@ absl::Status PeekUrls(UrlStore* store, const UrlClaimOptions& options,
                       absl::Span<const std::string> keys, absl::Time now,
                       std::vector<UrlClaim>* results) {
   std::vector<std::optional<UrlRecord>> records;
+  std::vector<absl::Status> statuses;
   results->assign(keys.size(), UrlClaim{});
-  if (absl::Status s = store->LookupRecords(options.name_space, keys, &records); !s.ok()) {
+  if (absl::Status s = store->LookupRecordsPerKey(options.name_space, keys, &records, &statuses);
+      !s.ok()) {
     return s;
   }
   // Key -> the record after its first position (as Claim would leave it).
   absl::flat_hash_map<absl::string_view, std::optional<UrlRecord>> after;
   after.reserve(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
+    if (!statuses[i].ok()) {
+      // Not read: nothing to plan. A later repeat of the key (read at its
+      // own position) is planned as if this one were absent.
+      (*results)[i].status = statuses[i];
+      continue;
+    }
     auto [it, first] = after.try_emplace(keys[i]);
     if (!first) {
       if (it->second.has_value()) (*results)[i] = SeenAnswer(*it->second);

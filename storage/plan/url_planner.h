@@ -66,9 +66,10 @@ struct UrlCompletePlan {
 UrlCompletePlan PlanUrlComplete(const std::optional<UrlRecord>& stored, uint64_t claim_id_hash);
 
 // PeekUrls answers what store->Claim(options, keys, now) would, recording
-// nothing: LookupRecords, then PlanUrlClaim per key (a repeated key gets
-// SeenAnswer after its first position, of the record the first position
-// would have written).
+// nothing: LookupRecordsPerKey, then PlanUrlClaim per key (a repeated key
+// gets SeenAnswer after its first position, of the record the first
+// position would have written). A key the store could not read gets its
+// Unavailable as (*results)[i].status (UrlClaim::status).
 absl::Status PeekUrls(UrlStore* store, const UrlClaimOptions& options,
                       absl::Span<const std::string> keys, absl::Time now,
                       std::vector<UrlClaim>* results);

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/coding.h"
+#include "common/status_macros.h"
 #include "storage/plan/url_planner.h"
 #include "storage/redis/redis_status.h"
 #include "storage/url_value.h"
@@ -183,6 +184,20 @@ std::string ClaimIdArg(uint64_t claim_id_hash) {
 std::string KeyForHumans(absl::string_view key) {
   if (key.size() > 200) return absl::StrCat(absl::CHexEscape(key.substr(0, 200)), "...");
   return absl::CHexEscape(key);
+}
+
+// NamingNode returns `s` with its message naming the Redis node it is
+// about: the router's failures already do ("redis node 127.0.0.1:7001:
+// ..."), as does a slot without an owner ("redis slot 12 has no owner
+// ..."); a node's error reply (LOADING, READONLY ...) gets its node, as
+// the current slot map names it, in front.
+absl::Status NamingNode(const absl::Status& s, absl::string_view node) {
+  if (absl::StartsWith(s.message(), "redis node ") ||
+      absl::StartsWith(s.message(), "redis slot ")) {
+    return s;
+  }
+  return absl::Status(
+      s.code(), absl::StrCat("redis node ", node.empty() ? "(none)" : node, ": ", s.message()));
 }
 
 // ScriptOutcome: what a claim or confirmation script read and wrote.
@@ -383,6 +398,7 @@ absl::Status RedisUrlStore::Claim(const UrlClaimOptions& options,
                    {now_arg, id_arg, retry_arg, lease_arg, std::move(revisit_arg)}});
   }
   std::vector<std::optional<UrlRecord>> after;
+  std::vector<absl::Status> failed;
   absl::Status s = RunRecordScripts(
       ClaimScript(), "redis claim", calls,
       [&](size_t c, const std::optional<UrlRecord>& old) {
@@ -391,11 +407,18 @@ absl::Status RedisUrlStore::Claim(const UrlClaimOptions& options,
         (*results)[i] = plan.answer;
         return plan.write;
       },
-      &after);
+      &after, &failed);
   if (!s.ok()) return s;
   for (size_t i = 0; i < keys.size(); ++i) {
     const size_t c = distinct.call_of[i];
-    if (distinct.first_pos[c] != i) (*results)[i] = SeenAnswer(*after[c]);
+    if (!failed[c].ok()) {
+      // Also a repeat of a failed key: its answer would come from the
+      // record the first position left, which is unknown.
+      (*results)[i] = UrlClaim{};
+      (*results)[i].status = failed[c];
+    } else if (distinct.first_pos[c] != i) {
+      (*results)[i] = SeenAnswer(*after[c]);
+    }
   }
   return absl::OkStatus();
 }
@@ -403,7 +426,22 @@ absl::Status RedisUrlStore::Claim(const UrlClaimOptions& options,
 absl::Status RedisUrlStore::LookupRecords(absl::string_view name_space,
                                           absl::Span<const std::string> keys,
                                           std::vector<std::optional<UrlRecord>>* records) {
+  std::vector<absl::Status> statuses;
+  DEDUPD_RETURN_IF_ERROR(LookupRecordsPerKey(name_space, keys, records, &statuses));
+  Failures failures;
+  for (const absl::Status& s : statuses) {
+    if (!s.ok()) failures.Add(s);
+  }
+  if (!failures.empty()) return failures.Status("redis lookup", keys.size());
+  return absl::OkStatus();
+}
+
+absl::Status RedisUrlStore::LookupRecordsPerKey(absl::string_view name_space,
+                                                absl::Span<const std::string> keys,
+                                                std::vector<std::optional<UrlRecord>>* records,
+                                                std::vector<absl::Status>* statuses) {
   records->assign(keys.size(), std::nullopt);
+  statuses->assign(keys.size(), absl::OkStatus());
   if (absl::Status s = CheckInput(name_space, keys); !s.ok()) return s;
   std::vector<Command> gets;
   gets.reserve(keys.size());
@@ -413,28 +451,33 @@ absl::Status RedisUrlStore::LookupRecords(absl::string_view name_space,
     gets.push_back(Command::ForKey(std::move(key), std::move(argv)));
   }
   std::vector<absl::StatusOr<Value>> replies = router_->Execute(std::move(gets));
-  Failures failures;
+  Failures failures;  // not transient: the call fails
   for (size_t i = 0; i < keys.size(); ++i) {
-    if (!replies[i].ok()) {
-      failures.Add(replies[i].status());
-      continue;
-    }
-    const Value& v = *replies[i];
-    if (v.type == Value::Type::kNil) continue;
     const std::string key = redis::UrlRecordKey(options_.key_prefix, name_space, keys[i]);
-    if (v.type != Value::Type::kString) {
-      failures.Add(v.is_error() ? StatusFromErrorReply(KeyForHumans(key), v)
-                                : absl::InternalError(absl::StrCat(KeyForHumans(key),
-                                                                   ": GET answered not a string")));
+    absl::Status failure;
+    if (!replies[i].ok()) {
+      failure = replies[i].status();
+    } else if (replies[i]->type == Value::Type::kNil) {
       continue;
+    } else if (replies[i]->type != Value::Type::kString) {
+      failure =
+          replies[i]->is_error()
+              ? StatusFromErrorReply(KeyForHumans(key), *replies[i])
+              : absl::InternalError(absl::StrCat(KeyForHumans(key), ": GET answered not a string"));
+    } else {
+      absl::StatusOr<UrlRecord> r = DecodeUrlRecord(replies[i]->str);
+      if (r.ok()) {
+        (*records)[i] = *std::move(r);
+        continue;
+      }
+      failure = absl::DataLossError(
+          absl::StrCat("key \"", KeyForHumans(key), "\": ", r.status().message()));
     }
-    absl::StatusOr<UrlRecord> r = DecodeUrlRecord(v.str);
-    if (!r.ok()) {
-      failures.Add(absl::DataLossError(
-          absl::StrCat("key \"", KeyForHumans(key), "\": ", r.status().message())));
-      continue;
+    if (absl::IsUnavailable(failure)) {
+      (*statuses)[i] = NamingNode(failure, router_->SlotOwner(redis::KeySlot(key)));
+    } else {
+      failures.Add(failure);
     }
-    (*records)[i] = *std::move(r);
   }
   if (!failures.empty()) return failures.Status("redis lookup", keys.size());
   return absl::OkStatus();
@@ -443,7 +486,26 @@ absl::Status RedisUrlStore::LookupRecords(absl::string_view name_space,
 absl::Status RedisUrlStore::Complete(absl::string_view name_space, uint64_t claim_id_hash,
                                      absl::Span<const std::string> keys,
                                      std::vector<UrlCompletion>* results) {
+  std::vector<absl::Status> statuses;
+  DEDUPD_RETURN_IF_ERROR(CompletePerKey(name_space, claim_id_hash, keys, results, &statuses));
+  Failures failures;
+  for (const absl::Status& s : statuses) {
+    if (!s.ok()) failures.Add(s);
+  }
+  if (!failures.empty()) {
+    return failures.Status(
+        "redis complete (the other keys are confirmed: confirming them again is harmless)",
+        keys.size());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RedisUrlStore::CompletePerKey(absl::string_view name_space, uint64_t claim_id_hash,
+                                           absl::Span<const std::string> keys,
+                                           std::vector<UrlCompletion>* results,
+                                           std::vector<absl::Status>* statuses) {
   results->assign(keys.size(), UrlCompletion::kNotClaimed);
+  statuses->assign(keys.size(), absl::OkStatus());
   if (absl::Status s = CheckInput(name_space, keys); !s.ok()) return s;
   const std::string id_arg = ClaimIdArg(claim_id_hash);
   const DistinctKeys distinct(keys);
@@ -454,6 +516,7 @@ absl::Status RedisUrlStore::Complete(absl::string_view name_space, uint64_t clai
         ScriptCall{{redis::UrlRecordKey(options_.key_prefix, name_space, keys[i])}, {id_arg}});
   }
   std::vector<std::optional<UrlRecord>> after;
+  std::vector<absl::Status> failed;
   absl::Status s = RunRecordScripts(
       CompleteScript(), "redis complete", calls,
       [&](size_t c, const std::optional<UrlRecord>& old) {
@@ -461,11 +524,15 @@ absl::Status RedisUrlStore::Complete(absl::string_view name_space, uint64_t clai
         (*results)[distinct.first_pos[c]] = plan.outcome;
         return plan.write;
       },
-      &after);
+      &after, &failed);
   if (!s.ok()) return s;
   // A repeat is confirmed again over what its first position left.
   for (size_t i = 0; i < keys.size(); ++i) {
     const size_t c = distinct.call_of[i];
+    if (!failed[c].ok()) {
+      (*statuses)[i] = failed[c];
+      continue;
+    }
     if (distinct.first_pos[c] == i) continue;
     UrlCompletePlan plan = PlanUrlComplete(after[c], claim_id_hash);
     (*results)[i] = plan.outcome;
@@ -477,18 +544,25 @@ absl::Status RedisUrlStore::Complete(absl::string_view name_space, uint64_t clai
 absl::Status RedisUrlStore::RunRecordScripts(
     const redis::Script& script, absl::string_view what, const std::vector<ScriptCall>& calls,
     absl::FunctionRef<std::optional<UrlRecord>(size_t, const std::optional<UrlRecord>&)> plan,
-    std::vector<std::optional<UrlRecord>>* after) {
+    std::vector<std::optional<UrlRecord>>* after, std::vector<absl::Status>* failed) {
   after->assign(calls.size(), std::nullopt);
+  failed->assign(calls.size(), absl::OkStatus());
   const std::map<std::string, uint64_t> reconnects = Reconnects();
   std::vector<absl::StatusOr<Value>> replies = router_->EvalBatch(script, calls);
-  std::vector<int> written_slots;
-  Failures failures;
+  std::vector<size_t> written;  // calls whose script wrote
+  Failures failures;            // not transient: the call fails
   for (size_t c = 0; c < calls.size(); ++c) {
     const std::string& key = calls[c].keys[0];
     absl::StatusOr<ScriptOutcome> outcome =
         replies[c].ok() ? ParseOutcome(key, *replies[c]) : replies[c].status();
     if (!outcome.ok()) {
-      failures.Add(outcome.status());
+      if (absl::IsUnavailable(outcome.status())) {
+        // This key's node only (down, its connection broke, LOADING ...):
+        // the other nodes' keys are answered.
+        (*failed)[c] = NamingNode(outcome.status(), router_->SlotOwner(redis::KeySlot(key)));
+      } else {
+        failures.Add(outcome.status());
+      }
       continue;
     }
     std::optional<UrlRecord> write = plan(c, outcome->old);
@@ -496,11 +570,23 @@ absl::Status RedisUrlStore::RunRecordScripts(
       failures.Add(s);
       continue;
     }
-    if (outcome->written.has_value()) written_slots.push_back(redis::KeySlot(key));
+    if (outcome->written.has_value()) written.push_back(c);
     (*after)[c] = write.has_value() ? std::move(write) : outcome->old;
   }
   if (!failures.empty()) return failures.Status(what, calls.size());
-  return WaitForReplicas(written_slots, reconnects);
+  std::vector<int> slots;
+  slots.reserve(written.size());
+  for (size_t c : written) slots.push_back(redis::KeySlot(calls[c].keys[0]));
+  std::vector<absl::Status> unacknowledged;
+  DEDUPD_RETURN_IF_ERROR(WaitForReplicas(slots, reconnects, &unacknowledged));
+  for (size_t w = 0; w < written.size(); ++w) {
+    if (unacknowledged[w].ok()) continue;
+    // Written, but not durable as asked: not answered. A retry with the
+    // same claim id is answered as this claim was.
+    (*failed)[written[w]] = unacknowledged[w];
+    (*after)[written[w]].reset();
+  }
+  return absl::OkStatus();
 }
 
 std::map<std::string, uint64_t> RedisUrlStore::Reconnects() const {
@@ -512,12 +598,30 @@ std::map<std::string, uint64_t> RedisUrlStore::Reconnects() const {
 
 absl::Status RedisUrlStore::WaitForReplicas(const std::vector<int>& slots,
                                             const std::map<std::string, uint64_t>& reconnects) {
+  std::vector<absl::Status> unacknowledged;
+  DEDUPD_RETURN_IF_ERROR(WaitForReplicas(slots, reconnects, &unacknowledged));
+  // The first node that did not vouch for its writes fails the call (the
+  // content store answers per call).
+  for (const absl::Status& s : unacknowledged) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RedisUrlStore::WaitForReplicas(const std::vector<int>& slots,
+                                            const std::map<std::string, uint64_t>& reconnects,
+                                            std::vector<absl::Status>* unacknowledged) {
+  unacknowledged->assign(slots.size(), absl::OkStatus());
   if (options_.min_replicas_acked <= 0 || slots.empty()) return absl::OkStatus();
   // One WAIT per node written to. WAIT counts the replicas that have this
   // connection's writes so far; the router keeps one connection per node,
   // so it covers this batch's scripts (and whatever preceded them).
+  std::vector<std::string> node_of(slots.size());
   std::map<std::string, int> slot_of_node;
-  for (int slot : slots) slot_of_node.try_emplace(router_->SlotOwner(slot), slot);
+  for (size_t k = 0; k < slots.size(); ++k) {
+    node_of[k] = router_->SlotOwner(slots[k]);
+    slot_of_node.try_emplace(node_of[k], slots[k]);
+  }
   std::vector<Command> waits;
   std::vector<std::string> nodes;
   const std::string timeout_ms =
@@ -528,20 +632,35 @@ absl::Status RedisUrlStore::WaitForReplicas(const std::vector<int>& slots,
         Command::ForSlot(slot, {"WAIT", absl::StrCat(options_.min_replicas_acked), timeout_ms}));
   }
   std::vector<absl::StatusOr<Value>> replies = router_->Execute(std::move(waits));
-  Failures failures;
+  // Per node: why its writes are not vouched for (OK: they are).
+  std::map<std::string, absl::Status> short_nodes;
+  Failures failures;  // not transient: the call fails
   for (size_t n = 0; n < replies.size(); ++n) {
+    absl::Status failure;
     if (!replies[n].ok()) {
-      failures.Add(replies[n].status());
+      failure = NamingNode(replies[n].status(), nodes[n]);
     } else if (replies[n]->is_error()) {
-      failures.Add(
-          StatusFromErrorReply(absl::StrCat("redis node ", nodes[n], ": WAIT"), *replies[n]));
+      failure = StatusFromErrorReply(absl::StrCat("redis node ", nodes[n], ": WAIT"), *replies[n]);
     } else if (replies[n]->type != Value::Type::kInteger ||
                replies[n]->integer < options_.min_replicas_acked) {
-      failures.Add(absl::UnavailableError(absl::StrCat(
+      failure = absl::UnavailableError(absl::StrCat(
           "redis node ", nodes[n], ": ", replies[n]->integer, " replica(s) acknowledged within ",
           timeout_ms, " ms, fewer than min_replicas_acked ", options_.min_replicas_acked,
-          " (the writes are on the master and may be lost if it fails over)")));
+          " (the write is on the master and may be lost if it fails over; retry with the same "
+          "claim id)"));
     }
+    if (failure.ok()) continue;
+    if (absl::IsUnavailable(failure)) {
+      short_nodes[nodes[n]] = failure;
+    } else {
+      failures.Add(failure);
+    }
+  }
+  if (!failures.empty()) {
+    return failures.Status(
+        "redis WAIT for replicas (the records are written: a retry with the "
+        "same claim id is answered as the first time)",
+        replies.size(), "nodes");
   }
   // A WAIT on a connection opened after the scripts ran counts none of
   // their writes (it returns at once): it vouches for nothing.
@@ -550,16 +669,16 @@ absl::Status RedisUrlStore::WaitForReplicas(const std::vector<int>& slots,
     // A node first connected during the call had 0 reconnects before it.
     auto before = reconnects.find(node);
     if ((before == reconnects.end() ? 0 : before->second) != now_reconnects[node]) {
-      failures.Add(absl::UnavailableError(absl::StrCat(
-          "redis node ", node,
-          ": the connection was reopened during the call, so WAIT cannot vouch for its writes")));
+      short_nodes.try_emplace(
+          node, absl::UnavailableError(absl::StrCat(
+                    "redis node ", node,
+                    ": the connection was reopened during the call, so WAIT cannot vouch for "
+                    "its writes (retry with the same claim id)")));
     }
   }
-  if (!failures.empty()) {
-    return failures.Status(
-        "redis WAIT for replicas (the records are written: a retry with the "
-        "same claim id is answered as the first time)",
-        replies.size(), "nodes");
+  for (size_t k = 0; k < slots.size(); ++k) {
+    auto it = short_nodes.find(node_of[k]);
+    if (it != short_nodes.end()) (*unacknowledged)[k] = it->second;
   }
   return absl::OkStatus();
 }

@@ -92,31 +92,72 @@ class RedisUrlStore final : public UrlStore {
 
   // See UrlStore. One Lua script per distinct key (a repeat later in the
   // batch is answered SEEN from the record its first position left), all
-  // sent in one EvalBatch. Errors, besides UrlStore's:
-  //   Unavailable — a node could not be reached, its connection broke, a
-  //     redirect or retry outlasted the router's bounds, or (with
-  //     min_replicas_acked) a WAIT came back short. The message names the
-  //     node(s) and how many keys failed. Keys on other nodes were claimed
-  //     and stay claimed: the call fails as a whole (the seam has no
-  //     per-item errors), so retry it with the same claim id to be
-  //     answered NEW again for them; without a claim id they are SEEN on
-  //     the retry (at most once, as after a lost reply).
+  // sent in one EvalBatch, pipelined per node.
+  //
+  // Per-key failures: a key whose node failed gets Unavailable as its
+  // (*results)[i].status (UrlClaim::status), the message naming the node
+  // ("redis node 127.0.0.1:7001: connection refused"), and the call
+  // answers every other key and returns OK. A node fails its keys when it
+  // cannot be reached, its connection breaks or times out (the router's
+  // command_timeout: a stopped node costs that long), a redirect or retry
+  // outlasts the router's bounds, it answers LOADING, READONLY, BUSY,
+  // MASTERDOWN or NOREPLICAS, or (with min_replicas_acked) its WAIT comes
+  // back short or its connection was reopened before the WAIT: then only
+  // the keys this call wrote on that node fail (a key it answered SEEN
+  // there wrote nothing and keeps its answer). A repeat of a failed key
+  // fails too.
+  //
+  // Retrying failed keys: a failed key may have been claimed all the same
+  // (its script ran before the connection broke, or it ran and WAIT came
+  // back short). Send it again with the same claim id (within the claim
+  // id retention): it is answered as that claim was, NEW again, so a
+  // claim is never lost and never handed to two callers; if the first
+  // claim never reached the node, the retry claims it now. Without a claim
+  // id the retry of a key that was recorded is SEEN (at most once, as
+  // after a lost reply).
+  //
+  // Errors (the call fails as a whole; results unspecified): besides
+  // UrlStore's InvalidArgument,
   //   DataLoss — a stored value is not a URL value (the key named).
   //   ResourceExhausted — a node is out of memory (maxmemory: OOM).
-  //   Internal — the Lua script and the URL planner disagree (a bug).
+  //   Internal — the Lua script and the URL planner disagree (a bug), or a
+  //     node answered an unexpected error.
+  // Keys on other nodes may have been claimed then; the retry rule above
+  // holds for them too.
   absl::Status Claim(const UrlClaimOptions& options, absl::Span<const std::string> keys,
                      absl::Time now, std::vector<UrlClaim>* results) override;
 
-  // See UrlStore: pipelined GETs, no writes. Errors: as Claim.
+  // See UrlStore: pipelined GETs, no writes. Fails as a whole (Unavailable
+  // naming the nodes and counting the failed keys) when a node fails;
+  // LookupRecordsPerKey answers per key instead. Errors: as Claim.
   absl::Status LookupRecords(absl::string_view name_space, absl::Span<const std::string> keys,
                              std::vector<std::optional<UrlRecord>>* records) override;
 
+  // See UrlStore: LookupRecords, with a per-key Unavailable (naming the
+  // node) for the keys of a node that failed, as Claim. PeekUrls reads
+  // through it, so a peek fails the same keys a claim would.
+  absl::Status LookupRecordsPerKey(absl::string_view name_space, absl::Span<const std::string> keys,
+                                   std::vector<std::optional<UrlRecord>>* records,
+                                   std::vector<absl::Status>* statuses) override;
+
   // See UrlStore: one Lua script per distinct key (PlanUrlComplete's
   // rules), then WAIT as Claim. A repeated key is answered as if
-  // confirmed again after its first position. Errors: as Claim.
+  // confirmed again after its first position. Fails as a whole
+  // (Unavailable naming the nodes) when a node fails (as Claim's per-key
+  // failures), though the other keys are confirmed; CompletePerKey
+  // answers per key instead. Errors: as Claim.
   absl::Status Complete(absl::string_view name_space, uint64_t claim_id_hash,
                         absl::Span<const std::string> keys,
                         std::vector<UrlCompletion>* results) override;
+
+  // See UrlStore: Complete, with a per-key Unavailable (naming the node)
+  // for the keys of a node that failed, as Claim's. Confirming such a key
+  // again is harmless (kAlreadyConfirmed when the first confirmation was
+  // recorded).
+  absl::Status CompletePerKey(absl::string_view name_space, uint64_t claim_id_hash,
+                              absl::Span<const std::string> keys,
+                              std::vector<UrlCompletion>* results,
+                              std::vector<absl::Status>* statuses) override;
 
   // router returns the cluster connection (for readiness: SlotMapComplete,
   // and Stats). Lives as long as the store.
@@ -146,12 +187,22 @@ class RedisUrlStore final : public UrlStore {
   // the planner writes for call c over the record the script read (and
   // records its answer); a script that wrote anything else is Internal.
   // Sets (*after)[c] to call c's record once run; then WAITs
-  // (WaitForReplicas) for the nodes written. Errors: as Claim.
+  // (WaitForReplicas) for the nodes written. (*failed)[c] is OK, or the
+  // Unavailable (naming the node) of a call whose node failed or whose
+  // write was not acknowledged: its answer from `plan` must be dropped.
+  // Errors: as Claim.
   absl::Status RunRecordScripts(
       const redis::Script& script, absl::string_view what,
       const std::vector<redis::ScriptCall>& calls,
       absl::FunctionRef<std::optional<UrlRecord>(size_t, const std::optional<UrlRecord>&)> plan,
-      std::vector<std::optional<UrlRecord>>* after);
+      std::vector<std::optional<UrlRecord>>* after, std::vector<absl::Status>* failed);
+  // WaitForReplicas, per slot: (*unacknowledged)[k] is OK, or Unavailable
+  // (naming the node) when the owner of slots[k] could not be asked,
+  // acknowledged too few replicas, or its connection was reopened since
+  // `reconnects` was taken. Errors: Internal for an unexpected WAIT reply.
+  absl::Status WaitForReplicas(const std::vector<int>& slots,
+                               const std::map<std::string, uint64_t>& reconnects,
+                               std::vector<absl::Status>* unacknowledged);
 
   const RedisUrlStoreOptions options_;
   const std::unique_ptr<redis::ClusterRouter> router_;

@@ -3,11 +3,13 @@
 // the URL store conformance suite (its concurrency tests racing two front
 // ends over one cluster), the Lua script held to the URL planner on random records, the
 // meta record (written once, refused when foreign or of another version),
-// golden keys and values, WAIT for replicas, and a killed master.
+// golden keys and values, WAIT for replicas, and per-key failures of a
+// killed and of a hung (SIGSTOP) master.
 //
-// One cluster serves every case but the killed master's (started on first
-// use, about 7 s; the binary is one ctest test); each case works under a
-// key prefix of its own, so no case sees another's records.
+// One cluster serves every case but the killed and hung masters' (each
+// starts its own; started on first use, about 7 s; the binary is one ctest
+// test); each case works under a key prefix of its own, so no case sees
+// another's records.
 #include "storage/redis/redis_url_store.h"
 
 #include <atomic>
@@ -16,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -424,13 +427,36 @@ TEST(RedisUrlStoreTest, WaitForReplicasAnswersOnlyWhenEnoughReplicasAcknowledged
   UrlClaimOptions with_id;
   with_id.claim_id_hash = ClaimIdHash("req-9");
   const absl::Time start = absl::Now();
-  EXPECT_THAT(
-      short_of_replicas->Claim(with_id, second, T(3), &out),
-      StatusIs(
-          absl::StatusCode::kUnavailable,
-          HasSubstr("1 replica(s) acknowledged within 300 ms, fewer than min_replicas_acked 2")));
+  // Each key fails on its own (every master is short of replicas here),
+  // naming its node; the call itself is answered.
+  ASSERT_THAT(short_of_replicas->Claim(with_id, second, T(3), &out), IsOk());
+  ASSERT_EQ(out.size(), second.size());
+  for (const UrlClaim& c : out) {
+    EXPECT_THAT(
+        c.status,
+        StatusIs(
+            absl::StatusCode::kUnavailable,
+            HasSubstr("1 replica(s) acknowledged within 300 ms, fewer than min_replicas_acked 2")));
+    EXPECT_THAT(std::string(c.status.message()), StartsWith("redis node 127.0.0.1:"));
+    EXPECT_FALSE(c.is_new) << "not answered";
+  }
   // One WAIT per master written to, one after another.
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  // Complete fails as a whole when a WAIT is short; CompletePerKey per key.
+  UrlClaimOptions leased = with_id;
+  leased.claim_id_hash = ClaimIdHash("req-10");
+  leased.lease = absl::Minutes(5);
+  const std::vector<std::string> leased_keys = {"http://durable/leased"};
+  ASSERT_THAT(acked->Claim(leased, leased_keys, T(3), &out), IsOk());
+  ASSERT_TRUE(out[0].is_new);
+  std::vector<absl::Status> statuses;
+  std::vector<UrlCompletion> confirmed;
+  ASSERT_THAT(short_of_replicas->CompletePerKey("", 0, leased_keys, &confirmed, &statuses), IsOk());
+  EXPECT_THAT(statuses[0],
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("fewer than min_replicas_acked")));
+  ASSERT_THAT(acked->Complete("", 0, leased_keys, &confirmed), IsOk());
+  EXPECT_EQ(confirmed[0], UrlCompletion::kAlreadyConfirmed)
+      << "the unacknowledged confirmation was written all the same; confirming again is harmless";
   std::vector<UrlCompletion> done;
   EXPECT_THAT(short_of_replicas->Complete("", 0, {first[0]}, &done), IsOk())
       << "nothing to confirm, nothing written, no WAIT";
@@ -444,11 +470,12 @@ TEST(RedisUrlStoreTest, WaitForReplicasAnswersOnlyWhenEnoughReplicasAcknowledged
   for (const UrlClaim& c : out) EXPECT_FALSE(c.is_new);
 }
 
-// A master killed (before its replica takes over) fails the call
-// Unavailable naming it; the keys of the other masters were claimed, and
-// once the replica has taken over the retry with the same claim id is
-// answered NEW for every key: nothing is claimed twice, nothing lost.
-TEST(RedisUrlStoreFailoverTest, AKilledMasterFailsTheCallNamingItAndTheRetryCompletesIt) {
+// A master killed (before its replica takes over) fails its own keys,
+// each Unavailable naming it; the keys of the other masters are claimed
+// and answered NEW, and once the replica has taken over the retry with the
+// same claim id is answered NEW for every key: nothing is claimed twice,
+// nothing lost.
+TEST(RedisUrlStoreFailoverTest, AKilledMasterFailsItsKeysNamingItAndTheRetryCompletesThem) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisCluster> cluster, RedisCluster::Start({}));
   RedisUrlStoreOptions options = TestOptions(*cluster, "dedupd:");
   options.router.deadline = absl::Seconds(3);
@@ -473,10 +500,24 @@ TEST(RedisUrlStoreFailoverTest, AKilledMasterFailsTheCallNamingItAndTheRetryComp
   UrlClaimOptions o;
   o.claim_id_hash = ClaimIdHash("batch-1");
   std::vector<UrlClaim> out;
-  const absl::Status failed = store->Claim(o, keys, T(10), &out);
-  EXPECT_THAT(failed, StatusIs(absl::StatusCode::kUnavailable,
-                               HasSubstr(absl::StrCat("redis node ", dead, ": "))));
-  EXPECT_THAT(failed.message(), HasSubstr("of 300 keys failed"));
+  ASSERT_THAT(store->Claim(o, keys, T(10), &out), IsOk());
+  size_t failed = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (out[i].status.ok()) {
+      // A key of another master (or of the victim's slots, had the map
+      // moved already: not with a 1 s node timeout and no refresh yet).
+      EXPECT_FALSE(on_victim[i]) << keys[i];
+      EXPECT_TRUE(out[i].is_new) << keys[i];
+      continue;
+    }
+    ++failed;
+    EXPECT_TRUE(on_victim[i]) << keys[i];
+    EXPECT_THAT(out[i].status, StatusIs(absl::StatusCode::kUnavailable));
+    EXPECT_THAT(std::string(out[i].status.message()),
+                StartsWith(absl::StrCat("redis node ", dead, ": ")));
+  }
+  EXPECT_GT(failed, 50u);
+  EXPECT_LT(failed, 200u);
   // The other masters' keys were recorded (and reached a replica: WAIT 1).
   std::vector<std::string> survivors;
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -489,14 +530,16 @@ TEST(RedisUrlStoreFailoverTest, AKilledMasterFailsTheCallNamingItAndTheRetryComp
   for (size_t i = 0; i < survivors.size(); ++i) EXPECT_EQ(found[i], T(10)) << survivors[i];
 
   // The replica takes over (node timeout 1 s, then its election): retry
-  // until the call is answered, bounded.
+  // until every key is answered, bounded.
   const absl::Time give_up = absl::Now() + absl::Seconds(40);
-  absl::Status retry;
+  bool all_answered = false;
   do {
     absl::SleepFor(absl::Milliseconds(200));
-    retry = store->Claim(o, keys, T(11), &out);
-  } while (!retry.ok() && absl::Now() < give_up);
-  ASSERT_THAT(retry, IsOk());
+    ASSERT_THAT(store->Claim(o, keys, T(11), &out), IsOk());
+    all_answered = true;
+    for (const UrlClaim& c : out) all_answered = all_answered && c.status.ok();
+  } while (!all_answered && absl::Now() < give_up);
+  ASSERT_TRUE(all_answered);
   for (size_t i = 0; i < keys.size(); ++i) {
     EXPECT_TRUE(out[i].is_new) << keys[i];
     EXPECT_EQ(out[i].first_seen, on_victim[i] ? T(11) : T(10)) << keys[i];
@@ -505,6 +548,147 @@ TEST(RedisUrlStoreFailoverTest, AKilledMasterFailsTheCallNamingItAndTheRetryComp
   someone_else.claim_id_hash = ClaimIdHash("batch-2");
   ASSERT_THAT(store->Claim(someone_else, keys, T(12), &out), IsOk());
   for (size_t i = 0; i < keys.size(); ++i) EXPECT_FALSE(out[i].is_new) << keys[i];
+}
+
+// A master that hangs (SIGSTOP) on a cluster whose node timeout is long
+// enough that nothing fails over meanwhile: a claim, a peek and a
+// confirmation of a batch spread over every master fail only the hung
+// master's keys, each Unavailable naming it, and answer the others. Once
+// it runs again (SIGCONT) the retry with the same claim id answers every
+// key NEW (the hung master may have run the first claim's scripts when it
+// woke: they were in its socket buffer) and anyone else's claim SEEN.
+TEST(RedisUrlStoreFailoverTest, AHungMasterFailsOnlyItsKeysAndTheRetryAnswersAll) {
+  RedisCluster::Options cluster_options;
+  cluster_options.node_timeout_ms = 60000;  // no failover, no CLUSTERDOWN
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisCluster> cluster, RedisCluster::Start(cluster_options));
+  RedisUrlStoreOptions options = TestOptions(*cluster, "dedupd:");
+  // A hung node costs one command_timeout per round (and one more when
+  // the slot map refresh asks it first).
+  options.router.connect_timeout = absl::Seconds(2);
+  options.router.command_timeout = absl::Seconds(2);
+  options.router.deadline = absl::Seconds(4);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisUrlStore> store, RedisUrlStore::Open(options));
+  std::vector<std::string> keys;
+  for (int i = 0; i < 90; ++i) keys.push_back(absl::StrCat("https://hung.example/", i));
+  keys.push_back(keys[0]);  // a repeat of a key that fails (or not) with it
+
+  size_t victim = cluster->size();
+  for (size_t i = 0; i < cluster->size() && victim == cluster->size(); ++i) {
+    if (cluster->started_as_master(i)) victim = i;
+  }
+  const std::string hung = cluster->address(victim);
+  std::vector<bool> on_victim;
+  std::set<std::string> masters;
+  for (const std::string& k : keys) {
+    const std::string owner =
+        store->router().SlotOwner(redis::KeySlot(redis::UrlRecordKey("dedupd:", "", k)));
+    masters.insert(owner);
+    on_victim.push_back(owner == hung);
+  }
+  ASSERT_EQ(masters.size(), 3u) << "the batch must span every master";
+
+  // Leased keys to confirm while it hangs, claimed before.
+  UrlClaimOptions leased;
+  leased.claim_id_hash = ClaimIdHash("lease-1");
+  leased.lease = absl::Minutes(5);
+  std::vector<UrlClaim> out;
+  ASSERT_THAT(store->Claim(leased, keys, T(5), &out), IsOk());
+  std::vector<std::string> fresh;
+  for (const std::string& k : keys) fresh.push_back(absl::StrCat(k, "?fresh"));
+  std::vector<bool> fresh_on_victim;
+  for (const std::string& k : fresh) {
+    fresh_on_victim.push_back(
+        store->router().SlotOwner(redis::KeySlot(redis::UrlRecordKey("dedupd:", "", k))) == hung);
+  }
+
+  ASSERT_THAT(cluster->StopNode(victim), IsOk());
+  const absl::Time stopped = absl::Now();
+  auto expect_failed_naming = [&hung](const absl::Status& s, const std::string& key) {
+    EXPECT_THAT(s, StatusIs(absl::StatusCode::kUnavailable)) << key;
+    EXPECT_THAT(std::string(s.message()), StartsWith(absl::StrCat("redis node ", hung, ": ")))
+        << key;
+  };
+
+  UrlClaimOptions o;
+  o.claim_id_hash = ClaimIdHash("batch-1");
+  ASSERT_THAT(store->Claim(o, fresh, T(10), &out), IsOk());
+  ASSERT_EQ(out.size(), fresh.size());
+  size_t failed = 0;
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    if (fresh_on_victim[i]) {
+      ++failed;
+      expect_failed_naming(out[i].status, fresh[i]);
+      EXPECT_FALSE(out[i].is_new);
+    } else {
+      EXPECT_THAT(out[i].status, IsOk()) << fresh[i];
+      EXPECT_EQ(out[i].is_new, i + 1 != fresh.size()) << fresh[i] << " (the last is a repeat)";
+    }
+  }
+  EXPECT_GT(failed, 10u);
+  EXPECT_LT(failed, 60u);
+
+  // A peek (PeekUrls over LookupRecordsPerKey) fails the same keys.
+  ASSERT_THAT(PeekUrls(store.get(), o, keys, T(10), &out), IsOk());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (on_victim[i]) {
+      expect_failed_naming(out[i].status, keys[i]);
+    } else {
+      EXPECT_THAT(out[i].status, IsOk()) << keys[i];
+      EXPECT_FALSE(out[i].is_new) << keys[i];
+    }
+  }
+  std::vector<std::optional<UrlRecord>> records;
+  EXPECT_THAT(store->LookupRecords("", keys, &records),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr(hung)))
+      << "LookupRecords itself still fails as a whole";
+
+  // So does a confirmation.
+  std::vector<UrlCompletion> done;
+  std::vector<absl::Status> statuses;
+  ASSERT_THAT(store->CompletePerKey("", leased.claim_id_hash, keys, &done, &statuses), IsOk());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (on_victim[i]) {
+      expect_failed_naming(statuses[i], keys[i]);
+    } else {
+      EXPECT_THAT(statuses[i], IsOk()) << keys[i];
+      EXPECT_EQ(done[i],
+                i + 1 == keys.size() ? UrlCompletion::kAlreadyConfirmed : UrlCompletion::kConfirmed)
+          << keys[i];
+    }
+  }
+  const absl::Duration hung_for = absl::Now() - stopped;
+  ASSERT_THAT(cluster->ContinueNode(victim), IsOk());
+  std::printf("redis_url_store: master %s hung for %s (claim, peek, lookup, confirm)\n",
+              hung.c_str(), absl::FormatDuration(hung_for).c_str());
+  ASSERT_LT(hung_for, absl::Seconds(50)) << "too close to the node timeout: a failover may run";
+
+  // The retry with the same claim id: every key answered, all NEW.
+  ASSERT_THAT(store->Claim(o, fresh, T(11), &out), IsOk());
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    ASSERT_THAT(out[i].status, IsOk()) << fresh[i];
+    EXPECT_EQ(out[i].is_new, i + 1 != fresh.size()) << fresh[i];
+    if (i + 1 == fresh.size()) continue;
+    if (fresh_on_victim[i]) {
+      // T(10) if the hung master ran the first claim when it woke.
+      EXPECT_TRUE(out[i].first_seen == T(10) || out[i].first_seen == T(11)) << fresh[i];
+    } else {
+      EXPECT_EQ(out[i].first_seen, T(10)) << fresh[i];
+    }
+  }
+  UrlClaimOptions someone_else;
+  someone_else.claim_id_hash = ClaimIdHash("batch-2");
+  ASSERT_THAT(store->Claim(someone_else, fresh, T(12), &out), IsOk());
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    EXPECT_THAT(out[i].status, IsOk()) << fresh[i];
+    EXPECT_FALSE(out[i].is_new) << fresh[i];
+  }
+  ASSERT_THAT(store->CompletePerKey("", leased.claim_id_hash, keys, &done, &statuses), IsOk());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_THAT(statuses[i], IsOk()) << keys[i];
+    if (!on_victim[i]) {
+      EXPECT_EQ(done[i], UrlCompletion::kAlreadyConfirmed) << keys[i];
+    }
+  }
 }
 
 // UsedMemory returns the sum of used_memory over the masters serving

@@ -326,6 +326,28 @@ absl::Status RedisCluster::KillNode(size_t i) {
   return absl::OkStatus();
 }
 
+absl::Status RedisCluster::StopNode(size_t i) {
+  Node& node = nodes_[i];
+  if (node.pid <= 0) {
+    return absl::FailedPreconditionError(absl::StrCat("node ", i, " is not running"));
+  }
+  if (kill(node.pid, SIGSTOP) != 0) {
+    return absl::InternalError(absl::StrCat("kill -STOP ", node.pid, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RedisCluster::ContinueNode(size_t i) {
+  Node& node = nodes_[i];
+  if (node.pid <= 0) {
+    return absl::FailedPreconditionError(absl::StrCat("node ", i, " is not running"));
+  }
+  if (kill(node.pid, SIGCONT) != 0) {
+    return absl::InternalError(absl::StrCat("kill -CONT ", node.pid, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> RedisCluster::Cli(size_t i, const std::vector<std::string>& args,
                                               absl::Duration timeout) const {
   std::vector<std::string> argv = {options_.cli_binary, "-h", "127.0.0.1", "-p",

@@ -12,6 +12,8 @@
 //   std::string seed = cluster->address(0);  // "127.0.0.1:PORT"
 //   ASSERT_OK_AND_ASSIGN(std::string info, cluster->Cli(0, {"CLUSTER", "INFO"}));
 //   ASSERT_THAT(cluster->KillNode(0), IsOk());  // kill -9, as a crash would
+//   ASSERT_THAT(cluster->StopNode(1), IsOk());  // kill -STOP, as a hung node
+//   ASSERT_THAT(cluster->ContinueNode(1), IsOk());
 //
 // Thread safety: not thread-safe; use from one thread.
 #ifndef DEDUPD_TESTS_TESTING_REDIS_CLUSTER_FIXTURE_H_
@@ -76,6 +78,15 @@ class RedisCluster {
   // KillNode sends SIGKILL to node i and reaps it. FailedPrecondition when
   // it is not running.
   absl::Status KillNode(size_t i);
+
+  // StopNode sends SIGSTOP to node i: it keeps its port and accepts
+  // connections (the kernel does), but answers nothing, as a hung or
+  // partitioned node would, until ContinueNode sends SIGCONT. Commands
+  // queued meanwhile run then. Stopped longer than the cluster's
+  // node_timeout_ms, the node is failed over. The destructor kills a
+  // stopped node as any other. FailedPrecondition when it is not running.
+  absl::Status StopNode(size_t i);
+  absl::Status ContinueNode(size_t i);
 
   // Cli runs `redis-cli -h 127.0.0.1 -p PORT(i) args...` and returns its
   // stdout. Errors: DeadlineExceeded after `timeout`; Unavailable when
