@@ -25,6 +25,7 @@
 #include "storage/plan/forget_planner.h"
 #include "storage/redis/cluster_slots.h"
 #include "storage/redis/redis_content_format.h"
+#include "storage/redis/redis_replies.h"
 #include "storage/redis/redis_status.h"
 #include "storage/redis/redis_url_format.h"
 #include "storage/url_value.h"
@@ -33,7 +34,12 @@ namespace dedupd {
 namespace {
 
 using redis::Command;
+using redis::Failures;
+using redis::KeyForHumans;
+using redis::Malformed;
+using redis::Micros64;
 using redis::RedisContentValue;
+using redis::ReplyOr;
 using redis::Script;
 using redis::ScriptCall;
 using redis::StatusFromErrorReply;
@@ -140,17 +146,6 @@ const Script& MarkScript() {
   return *kScript;
 }
 
-std::string KeyForHumans(absl::string_view key) {
-  if (key.size() > 200) return absl::StrCat(absl::CHexEscape(key.substr(0, 200)), "...");
-  return absl::CHexEscape(key);
-}
-
-std::string Micros64(absl::Time t) {
-  std::string out;
-  PutFixed64BE(&out, static_cast<uint64_t>(absl::ToUnixMicros(t)));
-  return out;
-}
-
 std::string DocIdBytes(uint32_t id) {
   std::string out;
   PutFixed32BE(&out, id);
@@ -159,44 +154,6 @@ std::string DocIdBytes(uint32_t id) {
 
 std::string SigKey(const MinHashSignature& sig) {
   return std::string(reinterpret_cast<const char*>(sig.data()), sig.size());
-}
-
-// Failures collects the failed items of a round, for one status.
-class Failures {
- public:
-  void Add(const absl::Status& s) {
-    ++count_;
-    if (worst_.ok() || (worst_.code() == absl::StatusCode::kUnavailable &&
-                        s.code() != absl::StatusCode::kUnavailable)) {
-      worst_ = s;  // a non-transient failure is what the caller must see
-    }
-    if (messages_.size() < 3) messages_.push_back(std::string(s.message()));
-  }
-  bool empty() const { return count_ == 0; }
-  absl::Status Status(absl::string_view what, size_t total) const {
-    return absl::Status(worst_.code(),
-                        absl::StrCat(what, ": ", count_, " of ", total,
-                                     " commands failed: ", absl::StrJoin(messages_, "; ")));
-  }
-
- private:
-  size_t count_ = 0;
-  absl::Status worst_;
-  std::vector<std::string> messages_;
-};
-
-// ReplyOr: the reply of a command, or the status it is (a router failure,
-// an error reply).
-absl::StatusOr<Value> ReplyOr(absl::StatusOr<Value> reply, absl::string_view key) {
-  if (!reply.ok()) return reply.status();
-  if (reply->is_error()) {
-    return StatusFromErrorReply(absl::StrCat("key \"", KeyForHumans(key), "\""), *reply);
-  }
-  return reply;
-}
-
-absl::Status Malformed(absl::string_view key, absl::string_view what) {
-  return absl::DataLossError(absl::StrCat("key \"", KeyForHumans(key), "\": ", what));
 }
 
 // IsRetryOf: ContentPlanner's retry rule (content_planner.cc, IsRetry),
