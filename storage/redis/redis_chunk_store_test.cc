@@ -273,6 +273,60 @@ TEST(RedisChunkStoreTest, AClaimStoppedAfterItsJournalIsReplayedByTheNextClaim) 
   EXPECT_EQ(peek.outcomes[0].duplicate_chunk_id, "1");
 }
 
+// Two front ends, four threads sending new versions of the SAME document
+// at once: the document's lease serializes them, so every call succeeds,
+// each is planned against the version committed before it (its
+// replaced_chunks is that version's size), and deleting the document at
+// the end leaves no chunk text record at all: no holder was orphaned by
+// an interleaving.
+TEST(RedisChunkStoreTest, ConcurrentVersionsOfOneDocumentAreSerializedAndLeaveNoOrphans) {
+  const std::string prefix = FreshPrefix();
+  ASSERT_OK_AND_ASSIGN(FrontEnd a, FrontEnd::Open(prefix));
+  ASSERT_OK_AND_ASSIGN(FrontEnd b, FrontEnd::Open(prefix));
+  constexpr int kThreads = 4;
+  constexpr int kVersions = 10;
+  std::atomic<int> replaced_total{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      ChunkStore& store = t % 2 == 0 ? *a.chunks : *b.chunks;
+      for (int v = 0; v < kVersions; ++v) {
+        ChunkDocument doc;
+        doc.document_url = "https://same.example/doc";
+        // 1 to 4 chunks; texts shared between versions and threads.
+        const int n = 1 + (t + v) % 4;
+        for (int j = 0; j < n; ++j) {
+          const int text = (t * 3 + v + j) % 9;
+          doc.chunks.push_back(Chunk(absl::StrCat("c", j), absl::StrCat("version text ", text),
+                                     (text + 1) * 0x9E3779B97F4A7C15ULL));
+        }
+        ChunkAnswer answer;
+        ASSERT_THAT(store.CheckChunks(doc, true, T(100 + v), &answer), IsOk());
+        replaced_total += static_cast<int>(answer.replaced_chunks);
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_GT(replaced_total.load(), 0);
+  ChunkAnswer answer;
+  ASSERT_THAT(a.chunks->CheckChunks({"https://same.example/doc", {}}, true, T(500), &answer),
+              IsOk());
+  // No text record, holder set or journal is left under the prefix.
+  size_t left = 0;
+  for (int text = 0; text < 9; ++text) {
+    const Sha256Digest sha = Sha256(absl::StrCat("version text ", text));
+    for (const std::string& key :
+         {redis::ChunkTextKey(prefix, "", sha), redis::ChunkHoldersKey(prefix, "", sha),
+          redis::ChunkHolderTimesKey(prefix, "", sha)}) {
+      left += static_cast<size_t>(Cmd(*a.urls, key, {"EXISTS", key}).integer);
+    }
+  }
+  const std::string jkey = redis::ChunkJournalKey(prefix, "", "https://same.example/doc");
+  const std::string lkey = redis::ChunkLeaseKey(prefix, "", "https://same.example/doc");
+  left += static_cast<size_t>(Cmd(*a.urls, jkey, {"EXISTS", jkey, lkey}).integer);
+  EXPECT_EQ(left, 0u);
+}
+
 // The keys and values of docs/redis_format.md, "Chunk records", read back.
 TEST(RedisChunkStoreTest, KeysAndValuesAreGolden) {
   const std::string prefix = FreshPrefix();
