@@ -25,6 +25,7 @@
 #include "storage/redis/cluster_slots.h"
 #include "storage/redis/redis_chunk_format.h"
 #include "storage/redis/redis_content_format.h"
+#include "storage/redis/redis_index_mark.h"
 #include "storage/redis/redis_replies.h"
 
 namespace dedupd {
@@ -140,21 +141,6 @@ elseif not old then
   created = 1
 end
 return {old or false, card, other, times, created, deleted, v or false}
-)lua";
-
-// The index mark: clears the index-pending flag (bit 2 of byte 2) once the
-// text id record and bucket entries are written, if the record still has
-// the text id the caller indexed.
-//   KEYS[1] the text record; ARGV[1] the text id (u32 BE)
-constexpr absl::string_view kLuaMark = R"lua(
-local v = redis.call('GET', KEYS[1])
-if not v or #v < 14 or string.byte(v, 1) ~= 1 or string.sub(v, 3, 6) ~= ARGV[1] then
-  return 0
-end
-local flags = string.byte(v, 2)
-if math.floor(flags / 4) % 2 == 0 then return 0 end
-redis.call('SET', KEYS[1], string.sub(v, 1, 1) .. string.char(flags - 4) .. string.sub(v, 3))
-return 1
 )lua";
 
 // The lease: one claim of a document at a time, across front ends.
@@ -277,6 +263,30 @@ class RedisChunkStore::Reader final : public ChunkStateReader {
     }
     if (!failures.empty()) return failures.Status("redis chunk text read", todo.size());
     return absl::OkStatus();
+  }
+
+  // Prefetch reads, in a few pipelined rounds, what planning `doc` will
+  // ask for: its texts and its stored chunks' texts, then the near
+  // queries' buckets of the chunks the planner searches near (those whose
+  // text no other document holds), their ids and texts. A query it did not
+  // foresee is read when asked.
+  absl::Status Prefetch(const ChunkDocument& doc, const std::optional<ChunkManifest>& stored) {
+    DEDUPD_RETURN_IF_ERROR(ReadTexts(ChunkLockShas(doc, stored)));
+    absl::flat_hash_map<std::string, uint64_t> own;
+    if (stored.has_value()) {
+      for (const StoredChunk& c : stored->chunks) ++own[ShaKey(c.sha256)];
+    }
+    std::vector<uint64_t> simhashes;
+    std::vector<MinHashSignature> sigs;
+    for (const ChunkInput& c : doc.chunks) {
+      if (c.max_distance < 0) continue;
+      const std::string key = ShaKey(c.sha256);
+      const Text& t = texts_[key];
+      if (t.value.has_value() && t.holders > own[key]) continue;  // an exact duplicate
+      simhashes.push_back(c.simhash);
+      if (c.min_jaccard > 0 && c.minhash.has_value()) sigs.push_back(*c.minhash);
+    }
+    return FetchNear(simhashes, sigs);
   }
 
   absl::StatusOr<std::optional<ChunkManifest>> GetManifest(absl::string_view) override {
@@ -429,6 +439,7 @@ class RedisChunkStore::Reader final : public ChunkStateReader {
     std::vector<Command> commands;
     std::vector<std::function<absl::Status(const Value&)>> takes;
     for (uint64_t simhash : simhashes) {
+      if (buckets_.contains(simhash)) continue;  // read already (or twice in the call)
       buckets_[simhash];
       for (int b = 0; b < blocks; ++b) {
         std::string key =
@@ -446,6 +457,7 @@ class RedisChunkStore::Reader final : public ChunkStateReader {
     }
     for (const MinHashSignature& sig : sigs) {
       const std::string sk = SigKey(sig);
+      if (bands_.contains(sk)) continue;
       bands_[sk];
       for (int band = 0; band < LshIndex::kDefaultBands; ++band) {
         std::string key = redis::ChunkLshBucketKey(s_->prefix_, name_space_, band, sig);
@@ -583,8 +595,7 @@ absl::Status RedisChunkStore::CheckChunks(const ChunkDocument& doc, bool claim, 
     stored = *std::move(decoded);
   }
   Reader reader(this, doc.name_space);
-  std::vector<Sha256Digest> shas = ChunkLockShas(doc, stored);
-  DEDUPD_RETURN_IF_ERROR(reader.ReadTexts(shas));
+  DEDUPD_RETURN_IF_ERROR(reader.Prefetch(doc, stored));
   ChunkPlan plan;
   DEDUPD_RETURN_IF_ERROR(PlanChunkDocument(doc, /*claim=*/false, t, stored, &reader, &plan));
   DEDUPD_RETURN_IF_ERROR(reader.deferred());
@@ -739,7 +750,7 @@ absl::Status RedisChunkStore::Apply(const std::string& ns, const ChunkJournal& j
     if (!wf.empty()) return wf.Status("redis chunk index writes", done.size());
   }
   if (!marks.empty()) {
-    std::vector<absl::StatusOr<Value>> done = router().EvalBatch(ScriptOf(kLuaMark), marks);
+    std::vector<absl::StatusOr<Value>> done = router().EvalBatch(redis::IndexMarkScript(), marks);
     Failures mf;
     for (size_t i = 0; i < done.size(); ++i) {
       absl::StatusOr<Value> v = ReplyOr(std::move(done[i]), marks[i].keys[0]);
@@ -848,7 +859,7 @@ absl::Status RedisChunkStore::Claim(const ChunkDocument& doc, absl::Time t, Chun
   // Step 2: read and plan.
   Reader reader(this, ns);
   ChunkPlan plan;
-  absl::Status s = reader.ReadTexts(ChunkLockShas(doc, stored));
+  absl::Status s = reader.Prefetch(doc, stored);
   if (s.ok()) s = PlanChunkDocument(doc, /*claim=*/true, t, stored, &reader, &plan);
   if (s.ok()) s = reader.deferred();
   if (!s.ok()) {

@@ -25,6 +25,7 @@
 #include "storage/plan/forget_planner.h"
 #include "storage/redis/cluster_slots.h"
 #include "storage/redis/redis_content_format.h"
+#include "storage/redis/redis_index_mark.h"
 #include "storage/redis/redis_replies.h"
 #include "storage/redis/redis_status.h"
 #include "storage/redis/redis_url_format.h"
@@ -117,32 +118,12 @@ if n > 0 and limit > 0 then list = redis.call('ZRANGE', KEYS[2], 0, limit - 1) e
 return {old or false, 1, added, n, list}
 )lua";
 
-// The index mark: clears the index-pending flag once the fingerprint
-// record and bucket sets are written, if the record is still the text the
-// caller indexed (same doc id).
-//   KEYS[1] the content record; ARGV[1] the doc id (u32 BE)
-// Returns 1 when it cleared the flag, else 0.
-constexpr absl::string_view kLuaMark = R"lua(
-local v = redis.call('GET', KEYS[1])
-if not v or #v < 23 or string.byte(v, 1) ~= 1 or string.sub(v, 3, 6) ~= ARGV[1] then
-  return 0
-end
-local flags = string.byte(v, 2)
-if math.floor(flags / 4) % 2 == 0 then return 0 end
-redis.call('SET', KEYS[1], string.sub(v, 1, 1) .. string.char(flags - 4) .. string.sub(v, 3))
-return 1
-)lua";
-
 const Script& ReadScript() {
   static const Script* const kScript = new Script(std::string(kLuaRead));
   return *kScript;
 }
 const Script& ClaimScript() {
   static const Script* const kScript = new Script(absl::StrCat(kLuaOwnerOf, kLuaClaim));
-  return *kScript;
-}
-const Script& MarkScript() {
-  static const Script* const kScript = new Script(std::string(kLuaMark));
   return *kScript;
 }
 
@@ -967,7 +948,7 @@ absl::Status RedisContentStore::Write(absl::Span<const ContentDoc> docs,
       marks.push_back(ScriptCall{{redis::ContentKey(prefix_, ns, x.sha)}, {DocIdBytes(x.doc_id)}});
       written_slots.push_back(redis::KeySlot(marks.back().keys[0]));
     }
-    std::vector<absl::StatusOr<Value>> marked = router().EvalBatch(MarkScript(), marks);
+    std::vector<absl::StatusOr<Value>> marked = router().EvalBatch(redis::IndexMarkScript(), marks);
     for (size_t i = 0; i < marked.size(); ++i) {
       absl::StatusOr<Value> v = ReplyOr(std::move(marked[i]), marks[i].keys[0]);
       if (!v.ok()) failures.Add(v.status());
