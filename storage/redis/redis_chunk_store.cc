@@ -843,15 +843,18 @@ absl::Status RedisChunkStore::Claim(const ChunkDocument& doc, absl::Time t, Chun
       release();
       return s;
     }
-    DEDUPD_ASSIGN_OR_RETURN(
-        Value c,
-        ReplyOr(router().Eval(ScriptOf(kLuaCommit), {lkey, mkey, jkey},
-                              {token,
-                               replayed.has_value() ? redis::EncodeRedisChunkManifest(*replayed)
-                                                    : std::string(),
-                               "0"}),
-                lkey));
-    if (Int(c) != 1) return absl::UnavailableError("the document's lease ran out; retry");
+    absl::StatusOr<Value> c = ReplyOr(
+        router().Eval(
+            ScriptOf(kLuaCommit), {lkey, mkey, jkey},
+            {token,
+             replayed.has_value() ? redis::EncodeRedisChunkManifest(*replayed) : std::string(),
+             "0"}),
+        lkey);
+    if (!c.ok()) {
+      release();  // the journal stays if the commit did not run
+      return c.status();
+    }
+    if (Int(*c) != 1) return absl::UnavailableError("the document's lease ran out; retry");
     written_slots.push_back(redis::KeySlot(mkey));
     stored = std::move(replayed);
   }
@@ -926,27 +929,41 @@ absl::Status RedisChunkStore::Claim(const ChunkDocument& doc, absl::Time t, Chun
     journal.texts.emplace_back(sha,
                                TextArgs(create, doc.document_url, change.first, change.second));
   }
-  DEDUPD_ASSIGN_OR_RETURN(Value jw,
-                          ReplyOr(router().Eval(ScriptOf(kLuaJournal), {lkey, jkey},
-                                                {token, redis::EncodeChunkJournal(journal)}),
-                                  jkey));
-  if (Int(jw) != 1) return absl::UnavailableError("the document's lease ran out; retry");
+  absl::StatusOr<Value> jw = ReplyOr(router().Eval(ScriptOf(kLuaJournal), {lkey, jkey},
+                                                   {token, redis::EncodeChunkJournal(journal)}),
+                                     jkey);
+  if (!jw.ok()) {
+    release();  // a journal written or not: the next claim replays it or has none
+    return jw.status();
+  }
+  if (Int(*jw) != 1) return absl::UnavailableError("the document's lease ran out; retry");
   written_slots.push_back(redis::KeySlot(jkey));
+  // (A hook's error stands for a front end dying here: lease and journal
+  // stay.)
   if (before_text_scripts_) DEDUPD_RETURN_IF_ERROR(before_text_scripts_());
 
   // Steps 4 and 5: the text scripts, then the index; the commit.
   std::vector<Applied> applied;
   std::optional<ChunkManifest> final_manifest;
-  DEDUPD_RETURN_IF_ERROR(Apply(ns, journal, &applied, &final_manifest, &written_slots));
-  DEDUPD_ASSIGN_OR_RETURN(
-      Value c, ReplyOr(router().Eval(ScriptOf(kLuaCommit), {lkey, mkey, jkey},
-                                     {token,
-                                      final_manifest.has_value()
-                                          ? redis::EncodeRedisChunkManifest(*final_manifest)
-                                          : std::string(),
-                                      "1"}),
-                       lkey));
-  if (Int(c) != 1) return absl::UnavailableError("the document's lease ran out; retry");
+  if (absl::Status applied_status = Apply(ns, journal, &applied, &final_manifest, &written_slots);
+      !applied_status.ok()) {
+    // The journal stays: releasing the lease lets the retry replay it at
+    // once instead of after the lease (only a dead front end costs that).
+    release();
+    return applied_status;
+  }
+  absl::StatusOr<Value> c = ReplyOr(
+      router().Eval(ScriptOf(kLuaCommit), {lkey, mkey, jkey},
+                    {token,
+                     final_manifest.has_value() ? redis::EncodeRedisChunkManifest(*final_manifest)
+                                                : std::string(),
+                     "1"}),
+      lkey);
+  if (!c.ok()) {
+    release();  // the journal stays if the commit did not run
+    return c.status();
+  }
+  if (Int(*c) != 1) return absl::UnavailableError("the document's lease ran out; retry");
 
   // Texts the planner saw without another document's holder but whose
   // script found one (another front end recorded them first): their
