@@ -33,6 +33,7 @@
 #include "server/service.h"
 #include "server/worker_pool.h"
 #include "storage/bloom/bloom_url_store.h"
+#include "storage/redis/redis_chunk_store.h"
 #include "storage/redis/redis_content_store.h"
 #include "storage/redis/redis_url_store.h"
 #include "storage/rocksdb/rocksdb_store.h"
@@ -55,6 +56,8 @@ struct DedupServer::Impl {
   // --store=redis_cluster's content store, on `redis`'s router; declared
   // after it, so destroyed first.
   std::unique_ptr<RedisContentStore> redis_content;
+  // --store=redis_cluster's chunk store, on `redis`'s router too.
+  std::unique_ptr<RedisChunkStore> redis_chunks;
   // Redis mode: the thread that turns health NOT_SERVING while the slot
   // map is incomplete (RedisReadiness); stopped by `stop_readiness`.
   std::thread readiness;
@@ -375,10 +378,10 @@ void RunRedisReadiness(DedupServer::Impl* impl, bool serving) {
   }
 }
 
-// OpenRedisStore is OpenStore for --store=redis_cluster: a RedisUrlStore
-// and a RedisContentStore behind the same engine, no RocksDB, no data
-// directory. CheckChunks answers UNIMPLEMENTED (no chunk records on the
-// cluster yet); so do the admin calls but Stats and Forget.
+// OpenRedisStore is OpenStore for --store=redis_cluster: a RedisUrlStore,
+// a RedisContentStore and a RedisChunkStore behind the same engine, no
+// RocksDB, no data directory. The admin calls but Stats and Forget answer
+// UNIMPLEMENTED.
 absl::Status OpenRedisStore(DedupServer::Impl* impl) {
   const ServerOptions& options = impl->options;
   RedisUrlStoreOptions store_options;
@@ -418,18 +421,14 @@ absl::Status OpenRedisStore(DedupServer::Impl* impl) {
                    options.redis_min_replicas_acked, " replicas; slot map ",
                    impl->redis->router().SlotMapComplete() ? "complete" : "INCOMPLETE"));
   impl->redis_content = RedisContentStore::Open(impl->redis.get());
+  impl->redis_chunks = RedisChunkStore::Open(impl->redis.get());
   impl->store_open.store(true, std::memory_order_release);
   SimHashOptions simhash_options;
   simhash_options.shingle_words = options.simhash_shingle_words;
   impl->hasher = std::make_unique<SimHasher>(simhash_options);
-  EngineOptions engine_options = MakeEngineOptions(*impl);
-  engine_options.no_content_layer_message =
-      "this front end runs on --store=redis_cluster, which serves the URL and content layers "
-      "so far (CheckUrl, CompleteUrls, CheckContent, DedupResults); run CheckChunks on a front "
-      "end with --store=rocksdb";
-  impl->engine =
-      std::make_unique<Engine>(impl->normalizer.get(), impl->redis.get(), impl->hasher.get(),
-                               impl->redis_content.get(), engine_options);
+  impl->engine = std::make_unique<Engine>(impl->normalizer.get(), impl->redis.get(),
+                                          impl->hasher.get(), impl->redis_content.get(),
+                                          impl->redis_chunks.get(), MakeEngineOptions(*impl));
   impl->service->SetEngine(impl->engine.get());
   impl->admin = std::make_unique<AdminOps>(impl->redis.get(), impl->redis_content.get(),
                                            impl->normalizer.get(), impl->started);

@@ -89,16 +89,29 @@ uint64_t SimHashBlock(uint64_t simhash, int blocks, int block) {
 
 std::string SimHashBucketKey(absl::string_view prefix, absl::string_view name_space, int blocks,
                              int block, uint64_t simhash) {
+  return SimHashBucketKeyOfKind(prefix, "sh", name_space, blocks, block, simhash);
+}
+
+std::string SimHashBucketKeyOfKind(absl::string_view prefix, absl::string_view kind,
+                                   absl::string_view name_space, int blocks, int block,
+                                   uint64_t simhash) {
   const int digits = (SimHashBlockBits(blocks, block) + 3) / 4;
   std::string hex = absl::StrCat(absl::Hex(SimHashBlock(simhash, blocks, block)));
   if (static_cast<int>(hex.size()) < digits) hex.insert(0, digits - hex.size(), '0');
-  return absl::StrCat(prefix, "sh:", name_space, ":", block, ":", hex);
+  return absl::StrCat(prefix, kind, ":", name_space, ":", block, ":", hex);
 }
 
 std::string LshBucketKey(absl::string_view prefix, absl::string_view name_space, int band,
                          const MinHashSignature& sig) {
+  return LshBucketKeyOfKind(prefix, "lb", name_space, band, sig);
+}
+
+std::string LshBucketKeyOfKind(absl::string_view prefix, absl::string_view kind,
+                               absl::string_view name_space, int band,
+                               const MinHashSignature& sig) {
   const uint32_t key = LshIndex::BandKey(sig, band, LshIndex::kDefaultRows);
-  return absl::StrCat(prefix, "lb:", name_space, ":", band, ":", absl::Hex(key, absl::kZeroPad8));
+  return absl::StrCat(prefix, kind, ":", name_space, ":", band, ":",
+                      absl::Hex(key, absl::kZeroPad8));
 }
 
 std::string SimHashBucketMember(uint32_t doc_id, uint64_t simhash) {

@@ -72,6 +72,14 @@ std::string SimHashBucketKey(absl::string_view prefix, absl::string_view name_sp
 // LshIndex::BandKey(sig, band, kDefaultRows): an LSH band bucket set.
 std::string LshBucketKey(absl::string_view prefix, absl::string_view name_space, int band,
                          const MinHashSignature& sig);
+// The same two layouts under another layer's key kind (`kind` without the
+// colon: "sh" and "lb" are the content layer's, redis_chunk_format.h has
+// the chunk layer's), so that layers never share a bucket.
+std::string SimHashBucketKeyOfKind(absl::string_view prefix, absl::string_view kind,
+                                   absl::string_view name_space, int blocks, int block,
+                                   uint64_t simhash);
+std::string LshBucketKeyOfKind(absl::string_view prefix, absl::string_view kind,
+                               absl::string_view name_space, int band, const MinHashSignature& sig);
 
 // SimHash blocks: the 64 bits, most significant first, cut into `blocks`
 // contiguous blocks; block b is bits [64 * b / blocks, 64 * (b + 1) / blocks)

@@ -25,6 +25,8 @@
 #include "storage/plan/forget_planner.h"
 #include "storage/redis/cluster_slots.h"
 #include "storage/redis/redis_content_format.h"
+#include "storage/redis/redis_index_mark.h"
+#include "storage/redis/redis_replies.h"
 #include "storage/redis/redis_status.h"
 #include "storage/redis/redis_url_format.h"
 #include "storage/url_value.h"
@@ -33,7 +35,12 @@ namespace dedupd {
 namespace {
 
 using redis::Command;
+using redis::Failures;
+using redis::KeyForHumans;
+using redis::Malformed;
+using redis::Micros64;
 using redis::RedisContentValue;
+using redis::ReplyOr;
 using redis::Script;
 using redis::ScriptCall;
 using redis::StatusFromErrorReply;
@@ -111,22 +118,6 @@ if n > 0 and limit > 0 then list = redis.call('ZRANGE', KEYS[2], 0, limit - 1) e
 return {old or false, 1, added, n, list}
 )lua";
 
-// The index mark: clears the index-pending flag once the fingerprint
-// record and bucket sets are written, if the record is still the text the
-// caller indexed (same doc id).
-//   KEYS[1] the content record; ARGV[1] the doc id (u32 BE)
-// Returns 1 when it cleared the flag, else 0.
-constexpr absl::string_view kLuaMark = R"lua(
-local v = redis.call('GET', KEYS[1])
-if not v or #v < 23 or string.byte(v, 1) ~= 1 or string.sub(v, 3, 6) ~= ARGV[1] then
-  return 0
-end
-local flags = string.byte(v, 2)
-if math.floor(flags / 4) % 2 == 0 then return 0 end
-redis.call('SET', KEYS[1], string.sub(v, 1, 1) .. string.char(flags - 4) .. string.sub(v, 3))
-return 1
-)lua";
-
 const Script& ReadScript() {
   static const Script* const kScript = new Script(std::string(kLuaRead));
   return *kScript;
@@ -134,21 +125,6 @@ const Script& ReadScript() {
 const Script& ClaimScript() {
   static const Script* const kScript = new Script(absl::StrCat(kLuaOwnerOf, kLuaClaim));
   return *kScript;
-}
-const Script& MarkScript() {
-  static const Script* const kScript = new Script(std::string(kLuaMark));
-  return *kScript;
-}
-
-std::string KeyForHumans(absl::string_view key) {
-  if (key.size() > 200) return absl::StrCat(absl::CHexEscape(key.substr(0, 200)), "...");
-  return absl::CHexEscape(key);
-}
-
-std::string Micros64(absl::Time t) {
-  std::string out;
-  PutFixed64BE(&out, static_cast<uint64_t>(absl::ToUnixMicros(t)));
-  return out;
 }
 
 std::string DocIdBytes(uint32_t id) {
@@ -159,44 +135,6 @@ std::string DocIdBytes(uint32_t id) {
 
 std::string SigKey(const MinHashSignature& sig) {
   return std::string(reinterpret_cast<const char*>(sig.data()), sig.size());
-}
-
-// Failures collects the failed items of a round, for one status.
-class Failures {
- public:
-  void Add(const absl::Status& s) {
-    ++count_;
-    if (worst_.ok() || (worst_.code() == absl::StatusCode::kUnavailable &&
-                        s.code() != absl::StatusCode::kUnavailable)) {
-      worst_ = s;  // a non-transient failure is what the caller must see
-    }
-    if (messages_.size() < 3) messages_.push_back(std::string(s.message()));
-  }
-  bool empty() const { return count_ == 0; }
-  absl::Status Status(absl::string_view what, size_t total) const {
-    return absl::Status(worst_.code(),
-                        absl::StrCat(what, ": ", count_, " of ", total,
-                                     " commands failed: ", absl::StrJoin(messages_, "; ")));
-  }
-
- private:
-  size_t count_ = 0;
-  absl::Status worst_;
-  std::vector<std::string> messages_;
-};
-
-// ReplyOr: the reply of a command, or the status it is (a router failure,
-// an error reply).
-absl::StatusOr<Value> ReplyOr(absl::StatusOr<Value> reply, absl::string_view key) {
-  if (!reply.ok()) return reply.status();
-  if (reply->is_error()) {
-    return StatusFromErrorReply(absl::StrCat("key \"", KeyForHumans(key), "\""), *reply);
-  }
-  return reply;
-}
-
-absl::Status Malformed(absl::string_view key, absl::string_view what) {
-  return absl::DataLossError(absl::StrCat("key \"", KeyForHumans(key), "\": ", what));
 }
 
 // IsRetryOf: ContentPlanner's retry rule (content_planner.cc, IsRetry),
@@ -1010,7 +948,7 @@ absl::Status RedisContentStore::Write(absl::Span<const ContentDoc> docs,
       marks.push_back(ScriptCall{{redis::ContentKey(prefix_, ns, x.sha)}, {DocIdBytes(x.doc_id)}});
       written_slots.push_back(redis::KeySlot(marks.back().keys[0]));
     }
-    std::vector<absl::StatusOr<Value>> marked = router().EvalBatch(MarkScript(), marks);
+    std::vector<absl::StatusOr<Value>> marked = router().EvalBatch(redis::IndexMarkScript(), marks);
     for (size_t i = 0; i < marked.size(); ++i) {
       absl::StatusOr<Value> v = ReplyOr(std::move(marked[i]), marks[i].keys[0]);
       if (!v.ok()) failures.Add(v.status());
