@@ -31,6 +31,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/testing/redis_cluster_fixture.h"
+#include "tests/testing/redis_front_end.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/status_matchers.h"
 
@@ -43,11 +44,7 @@ using ::dedupd::testing::ServerProcess;
 
 constexpr absl::Duration kRpcDeadline = absl::Seconds(15);
 
-struct FrontEnd {
-  std::unique_ptr<ServerProcess> process;
-  std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<v1::Dedup::Stub> dedup;
-};
+using FrontEnd = testing::RedisFrontEnd;
 
 class E2eRedisChunksTest : public ::testing::Test {
  protected:
@@ -61,16 +58,10 @@ class E2eRedisChunksTest : public ::testing::Test {
   void TearDown() override { testing::RemoveTree(dir_); }
 
   void Start(FrontEnd* fe) {
-    const std::vector<std::string> flags = {
-        "--store=redis_cluster", "--redis_nodes=" + absl::StrJoin(cluster_->addresses(), ","),
-        "--redis_key_prefix=" + prefix_};
-    absl::StatusOr<std::unique_ptr<ServerProcess>> p =
-        ServerProcess::Start(DEDUPD_BINARY, dir_ + "/unused-data", flags, absl::Seconds(30),
-                             ServerProcess::kServingPrefix);
-    ASSERT_THAT(p.status(), IsOk());
-    fe->process = *std::move(p);
-    fe->channel = grpc::CreateChannel(fe->process->address(), grpc::InsecureChannelCredentials());
-    fe->dedup = v1::Dedup::NewStub(fe->channel);
+    ASSERT_THAT(
+        testing::StartRedisFrontEnd(DEDUPD_BINARY, dir_ + "/unused-data",
+                                    testing::RedisFrontEndFlags(*cluster_, prefix_, {}), fe),
+        IsOk());
   }
 
   RedisCluster* cluster_ = nullptr;

@@ -57,6 +57,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/metrics_scrape.h"
 #include "tests/testing/redis_cluster_fixture.h"
+#include "tests/testing/redis_front_end.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/text_edits.h"
@@ -64,6 +65,7 @@
 namespace dedupd {
 namespace {
 
+using ::dedupd::testing::ClaimUrls;
 using ::dedupd::testing::IsOk;
 using ::dedupd::testing::RedisCluster;
 using ::dedupd::testing::ServerProcess;
@@ -86,13 +88,7 @@ std::string FreshPrefix() {
 }
 
 // FrontEnd: one dedupd on the shared cluster, with stubs.
-struct FrontEnd {
-  std::unique_ptr<ServerProcess> process;
-  std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<v1::Dedup::Stub> dedup;
-  std::unique_ptr<v1::Admin::Stub> admin;
-  std::unique_ptr<grpc::health::v1::Health::Stub> health;
-};
+using FrontEnd = testing::RedisFrontEnd;
 
 class E2eRedisClusterTest : public ::testing::Test {
  protected:
@@ -105,11 +101,7 @@ class E2eRedisClusterTest : public ::testing::Test {
   void TearDown() override { testing::RemoveTree(dir_); }
 
   std::vector<std::string> Flags(const std::vector<std::string>& extra) const {
-    std::vector<std::string> flags = {"--store=redis_cluster",
-                                      "--redis_nodes=" + absl::StrJoin(cluster_->addresses(), ","),
-                                      "--redis_key_prefix=" + prefix_};
-    flags.insert(flags.end(), extra.begin(), extra.end());
-    return flags;
+    return testing::RedisFrontEndFlags(*cluster_, prefix_, extra);
   }
 
   // Starts a front end (data_dir unused: the test checks none is created).
@@ -117,14 +109,8 @@ class E2eRedisClusterTest : public ::testing::Test {
              const char* ready = ServerProcess::kServingPrefix,
              std::vector<std::string> flags = {}) {
     if (flags.empty()) flags = Flags(extra);
-    absl::StatusOr<std::unique_ptr<ServerProcess>> p =
-        ServerProcess::Start(DEDUPD_BINARY, dir_ + "/unused-data", flags, absl::Seconds(30), ready);
-    ASSERT_THAT(p.status(), IsOk());
-    fe->process = *std::move(p);
-    fe->channel = grpc::CreateChannel(fe->process->address(), grpc::InsecureChannelCredentials());
-    fe->dedup = v1::Dedup::NewStub(fe->channel);
-    fe->admin = v1::Admin::NewStub(fe->channel);
-    fe->health = grpc::health::v1::Health::NewStub(fe->channel);
+    ASSERT_THAT(testing::StartRedisFrontEnd(DEDUPD_BINARY, dir_ + "/unused-data", flags, fe, ready),
+                IsOk());
   }
 
   RedisCluster* cluster_ = nullptr;
@@ -133,29 +119,6 @@ class E2eRedisClusterTest : public ::testing::Test {
 };
 
 std::string Url(int i) { return absl::StrCat("http://e2e.example/p/", i); }
-
-// Claim claims `urls` through `stub` (with `claim_id` when not empty); the
-// verdicts in order, or the error.
-absl::StatusOr<std::vector<v1::UrlVerdict>> Claim(v1::Dedup::Stub& stub,
-                                                  const std::vector<std::string>& urls,
-                                                  const std::string& claim_id = "") {
-  v1::CheckUrlRequest request;
-  request.set_claim_id(claim_id);
-  for (const std::string& u : urls) request.add_items()->set_url(u);
-  v1::CheckUrlResponse response;
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + kRpcDeadline));
-  const grpc::Status s = stub.CheckUrl(&context, request, &response);
-  if (!s.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
-  }
-  if (response.results_size() != request.items_size()) {
-    return absl::InternalError("wrong number of results");
-  }
-  std::vector<v1::UrlVerdict> out;
-  for (const v1::UrlResult& r : response.results()) out.push_back(r.verdict());
-  return out;
-}
 
 // ExpectAllSeen claims `urls` again through `fe` in batches: each must be
 // SEEN.
@@ -166,7 +129,7 @@ void ExpectAllSeen(FrontEnd& fe, const std::vector<std::string>& urls, const cha
     std::vector<std::string> batch(
         urls.begin() + static_cast<long>(i),
         urls.begin() + static_cast<long>(std::min(urls.size(), i + kBatch)));
-    absl::StatusOr<std::vector<v1::UrlVerdict>> v = Claim(*fe.dedup, batch);
+    absl::StatusOr<std::vector<v1::UrlVerdict>> v = ClaimUrls(*fe.dedup, batch);
     ASSERT_THAT(v.status(), IsOk()) << what;
     for (v1::UrlVerdict verdict : *v) not_seen += verdict != v1::URL_VERDICT_SEEN;
   }
@@ -214,10 +177,10 @@ TEST_F(E2eRedisClusterTest, TwoFrontEndsOneNewPerUrlAndAKilledOneLosesNothing) {
         const std::string claim_id = absl::StrCat("t", t, "-", off);
         const bool on_a = (off / kBatch + t) % 2 == 0;
         absl::StatusOr<std::vector<v1::UrlVerdict>> v =
-            Claim(on_a ? *a.dedup : *b.dedup, urls, claim_id);
+            ClaimUrls(on_a ? *a.dedup : *b.dedup, urls, claim_id);
         if (!v.ok() && on_a) {
           ++failed_on_a;
-          v = Claim(*b.dedup, urls, claim_id);
+          v = ClaimUrls(*b.dedup, urls, claim_id);
         }
         ++batches_done;
         if (!v.ok()) {
@@ -347,7 +310,7 @@ TEST_F(E2eRedisClusterTest, TwoFrontEndsShareContentClaimsAndNearDuplicates) {
   }
   // The owners' URLs were recorded as seen, for CheckUrl through either.
   absl::StatusOr<std::vector<v1::UrlVerdict>> seen =
-      Claim(*b.dedup, {owner[0], "http://never.e2e.example/"});
+      ClaimUrls(*b.dedup, {owner[0], "http://never.e2e.example/"});
   ASSERT_THAT(seen.status(), IsOk());
   EXPECT_EQ((*seen)[0], v1::URL_VERDICT_SEEN);
   EXPECT_EQ((*seen)[1], v1::URL_VERDICT_NEW);
@@ -386,7 +349,7 @@ TEST_F(E2eRedisClusterTest, TwoFrontEndsShareContentClaimsAndNearDuplicates) {
     EXPECT_EQ(response.results(0).contents_removed(), 1u);
   }
   absl::StatusOr<std::vector<v1::UrlVerdict>> again =
-      Claim(*a.dedup, {"http://near.e2e.example/original"});
+      ClaimUrls(*a.dedup, {"http://near.e2e.example/original"});
   ASSERT_THAT(again.status(), IsOk());
   EXPECT_EQ((*again)[0], v1::URL_VERDICT_NEW);
   absl::StatusOr<std::vector<v1::ContentResult>> after =
@@ -401,7 +364,7 @@ TEST_F(E2eRedisClusterTest, StatsMetricsAndUnimplementedCalls) {
   ASSERT_NO_FATAL_FAILURE(Start(&fe, {"--metrics_listen=127.0.0.1:0"}));
   EXPECT_EQ(Health(fe), HealthCheckResponse::SERVING);
   {
-    absl::StatusOr<std::vector<v1::UrlVerdict>> v = Claim(*fe.dedup, {Url(1), Url(1)});
+    absl::StatusOr<std::vector<v1::UrlVerdict>> v = ClaimUrls(*fe.dedup, {Url(1), Url(1)});
     ASSERT_THAT(v.status(), IsOk());
     EXPECT_EQ((*v)[0], v1::URL_VERDICT_NEW);
     EXPECT_EQ((*v)[1], v1::URL_VERDICT_SEEN);
@@ -596,7 +559,7 @@ TEST_F(E2eRedisClusterTest, MasterKilledMidLoadWithWaitLosesNoAcknowledgedNew) {
         std::vector<std::string> urls;
         for (int i = 0; i < kBatch; ++i)
           urls.push_back(Url((t * kMaxBatchesPerThread + b) * kBatch + i));
-        absl::StatusOr<std::vector<v1::UrlVerdict>> v = Claim(*fe.dedup, urls);
+        absl::StatusOr<std::vector<v1::UrlVerdict>> v = ClaimUrls(*fe.dedup, urls);
         if (!v.ok()) {
           {
             absl::MutexLock lock(&mu);

@@ -32,6 +32,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/metrics_scrape.h"
 #include "tests/testing/redis_cluster_fixture.h"
+#include "tests/testing/redis_front_end.h"
 #include "tests/testing/server_process.h"
 #include "tests/testing/status_matchers.h"
 
@@ -42,40 +43,9 @@ using ::dedupd::testing::IsOk;
 using ::dedupd::testing::RedisCluster;
 using ::dedupd::testing::ServerProcess;
 
-constexpr absl::Duration kRpcDeadline = absl::Seconds(15);
-
-struct FrontEnd {
-  std::unique_ptr<ServerProcess> process;
-  std::unique_ptr<v1::Dedup::Stub> dedup;
-};
+using ::dedupd::testing::RedisFrontEnd;
 
 std::string Url(int i) { return absl::StrCat("http://reshard.example/p/", i); }
-
-// Claim claims `urls` through `stub` with `claim_id`: the verdicts in
-// order, or the error.
-absl::StatusOr<std::vector<v1::UrlVerdict>> Claim(v1::Dedup::Stub& stub,
-                                                  const std::vector<std::string>& urls,
-                                                  const std::string& claim_id) {
-  v1::CheckUrlRequest request;
-  request.set_claim_id(claim_id);
-  for (const std::string& u : urls) request.add_items()->set_url(u);
-  v1::CheckUrlResponse response;
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + kRpcDeadline));
-  const grpc::Status s = stub.CheckUrl(&context, request, &response);
-  if (!s.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
-  }
-  if (response.results_size() != request.items_size()) {
-    return absl::InternalError("wrong number of results");
-  }
-  std::vector<v1::UrlVerdict> out;
-  for (const v1::UrlResult& r : response.results()) {
-    if (!r.error().empty()) return absl::InternalError(absl::StrCat("item error: ", r.error()));
-    out.push_back(r.verdict());
-  }
-  return out;
-}
 
 // The sum of dedupd_redis_redirects_total over the nodes, from the front
 // end's /metrics.
@@ -106,17 +76,12 @@ TEST(E2eRedisReshardTest, ReshardUnderLoadAnswersEveryUrlNewOnce) {
   ASSERT_THAT(to_id.status(), IsOk());
 
   const std::string dir = testing::MakeTempDir("e2e_redis_reshard_");
-  const std::vector<std::string> flags = {
-      "--store=redis_cluster", "--redis_nodes=" + absl::StrJoin(cluster.addresses(), ","),
-      "--redis_key_prefix=reshard:", "--metrics_listen=127.0.0.1:0"};
-  FrontEnd fronts[2];
-  for (FrontEnd& fe : fronts) {
-    absl::StatusOr<std::unique_ptr<ServerProcess>> p =
-        ServerProcess::Start(DEDUPD_BINARY, dir + "/unused-data", flags, absl::Seconds(30));
-    ASSERT_THAT(p.status(), IsOk());
-    fe.process = *std::move(p);
-    fe.dedup = v1::Dedup::NewStub(
-        grpc::CreateChannel(fe.process->address(), grpc::InsecureChannelCredentials()));
+  const std::vector<std::string> flags =
+      testing::RedisFrontEndFlags(cluster, "reshard:", {"--metrics_listen=127.0.0.1:0"});
+  RedisFrontEnd fronts[2];
+  for (RedisFrontEnd& fe : fronts) {
+    ASSERT_THAT(testing::StartRedisFrontEnd(DEDUPD_BINARY, dir + "/unused-data", flags, &fe),
+                IsOk());
   }
   const double redirects_before = Redirects(*fronts[0].process) + Redirects(*fronts[1].process);
 
@@ -150,7 +115,7 @@ TEST(E2eRedisReshardTest, ReshardUnderLoadAnswersEveryUrlNewOnce) {
         // answered NEW again); the test expects none, and says so below.
         absl::StatusOr<std::vector<v1::UrlVerdict>> v;
         for (int attempt = 0; attempt < 3; ++attempt) {
-          v = Claim(stub, urls, claim_id);
+          v = testing::ClaimUrls(stub, urls, claim_id);
           if (v.ok()) break;
           retries.fetch_add(1);
           absl::SleepFor(absl::Milliseconds(50));
@@ -216,20 +181,20 @@ TEST(E2eRedisReshardTest, ReshardUnderLoadAnswersEveryUrlNewOnce) {
     }
   }
   EXPECT_EQ(not_once, 0u) << "URLs not answered NEW exactly once, e.g. " << example;
-  for (FrontEnd& fe : fronts) {
+  for (RedisFrontEnd& fe : fronts) {
     size_t not_seen = 0;
     for (size_t i = 0; i < sent_urls; i += 1000) {
       std::vector<std::string> batch;
       for (size_t j = i; j < std::min(sent_urls, i + 1000); ++j) {
         batch.push_back(Url(static_cast<int>(j)));
       }
-      absl::StatusOr<std::vector<v1::UrlVerdict>> v = Claim(*fe.dedup, batch, "");
+      absl::StatusOr<std::vector<v1::UrlVerdict>> v = testing::ClaimUrls(*fe.dedup, batch);
       ASSERT_THAT(v.status(), IsOk());
       for (v1::UrlVerdict verdict : *v) not_seen += verdict != v1::URL_VERDICT_SEEN;
     }
     EXPECT_EQ(not_seen, 0u) << "claimed URLs not SEEN after the reshard";
   }
-  for (FrontEnd& fe : fronts) fe.process.reset();
+  for (RedisFrontEnd& fe : fronts) fe.process.reset();
   testing::RemoveTree(dir);
 }
 
