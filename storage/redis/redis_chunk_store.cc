@@ -325,15 +325,9 @@ class RedisChunkStore::Reader final : public ChunkStateReader {
 
   std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance, size_t limit,
                                              size_t* total) override {
-    std::vector<SimHashIndex::Match> out;
     if (!buckets_.contains(simhash)) Defer(FetchNear({simhash}, {}));
-    for (const redis::BucketEntry& e : buckets_[simhash]) {
-      const int d = HammingDistance(e.simhash, simhash);
-      if (d > max_distance || !Visible(e.doc_id)) continue;
-      out.push_back({e.simhash, e.doc_id, d});
-    }
-    redis::SortNearMatches(&out, limit, total);
-    return out;
+    return redis::NearMatches(buckets_[simhash], simhash, max_distance, limit, total,
+                              [this](uint32_t id) { return Visible(id); });
   }
 
   std::vector<uint32_t> QueryJaccardCandidates(const MinHashSignature& sig,

@@ -229,19 +229,14 @@ class RedisContentStore::Reader final : public ContentStateReader {
       Defer(FetchNear({simhash}, {}));
       it = buckets_.find(simhash);
     }
-    std::vector<SimHashIndex::Match> out;
-    if (it != buckets_.end()) {
-      for (const redis::BucketEntry& e : it->second) {
-        const int d = HammingDistance(e.simhash, simhash);
-        // Kept only with its fingerprint record: one written after its
-        // bucket entry (another front end between its writes) is not
-        // there yet.
-        if (d > max_distance || !Visible(e.doc_id)) continue;
-        out.push_back({e.simhash, e.doc_id, d});
-      }
+    if (it == buckets_.end()) {
+      if (total != nullptr) *total = 0;
+      return {};
     }
-    redis::SortNearMatches(&out, limit, total);
-    return out;
+    // Kept only with its fingerprint record: one written after its bucket
+    // entry (another front end between its writes) is not there yet.
+    return redis::NearMatches(it->second, simhash, max_distance, limit, total,
+                              [this](uint32_t id) { return Visible(id); });
   }
   std::vector<uint32_t> QueryJaccardCandidates(const MinHashSignature& sig,
                                                double min_jaccard) override {

@@ -63,12 +63,22 @@ std::vector<uint32_t> NearCandidateIds(
   return ids;
 }
 
-void SortNearMatches(std::vector<SimHashIndex::Match>* matches, size_t limit, size_t* total) {
-  std::sort(matches->begin(), matches->end(), [](const auto& a, const auto& b) {
+std::vector<SimHashIndex::Match> NearMatches(const std::vector<BucketEntry>& entries,
+                                             uint64_t simhash, int max_distance, size_t limit,
+                                             size_t* total,
+                                             const std::function<bool(uint32_t)>& visible) {
+  std::vector<SimHashIndex::Match> out;
+  for (const BucketEntry& e : entries) {
+    const int d = HammingDistance(e.simhash, simhash);
+    if (d > max_distance || !visible(e.doc_id)) continue;
+    out.push_back({e.simhash, e.doc_id, d});
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
     return a.distance != b.distance ? a.distance < b.distance : a.id < b.id;
   });
-  if (total != nullptr) *total = matches->size();
-  if (matches->size() > limit) matches->resize(limit);
+  if (total != nullptr) *total = out.size();
+  if (out.size() > limit) out.resize(limit);
+  return out;
 }
 
 }  // namespace dedupd::redis

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,9 +54,14 @@ std::vector<uint32_t> NearCandidateIds(
     absl::flat_hash_map<uint64_t, std::vector<BucketEntry>>* buckets,
     absl::flat_hash_map<std::string, std::vector<uint32_t>>* bands);
 
-// SortNearMatches orders `matches` by distance then id, sets *total (when
-// not null) to their number, and keeps the first `limit`.
-void SortNearMatches(std::vector<SimHashIndex::Match>* matches, size_t limit, size_t* total);
+// NearMatches returns the entries of `entries` within `max_distance` bits
+// of `simhash` whose id `visible` accepts, ordered by distance then id,
+// the first `limit` of them; sets *total (when not null) to how many
+// matched before the cut. (SimHashIndex::Query's contract.)
+std::vector<SimHashIndex::Match> NearMatches(const std::vector<BucketEntry>& entries,
+                                             uint64_t simhash, int max_distance, size_t limit,
+                                             size_t* total,
+                                             const std::function<bool(uint32_t)>& visible);
 
 }  // namespace dedupd::redis
 
