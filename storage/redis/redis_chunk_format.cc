@@ -12,16 +12,6 @@
 namespace dedupd::redis {
 namespace {
 
-std::string TextKey(absl::string_view prefix, absl::string_view kind, absl::string_view name_space,
-                    const Sha256Digest& sha256) {
-  return absl::StrCat(prefix, kind, ":", name_space, ":{", Sha256Hex(sha256), "}");
-}
-
-std::string DocKey(absl::string_view prefix, absl::string_view kind, absl::string_view name_space,
-                   absl::string_view url) {
-  return absl::StrCat(prefix, kind, ":", name_space, ":{", UrlKeyTag(url), "}", url);
-}
-
 void PutSha(std::string* out, const Sha256Digest& sha) {
   out->append(reinterpret_cast<const char*>(sha.data()), sha.size());
 }
@@ -103,27 +93,27 @@ constexpr size_t kTextFixedBytes = 1 + 1 + 4 + 8;
 
 std::string ChunkTextKey(absl::string_view prefix, absl::string_view name_space,
                          const Sha256Digest& sha256) {
-  return TextKey(prefix, "kt", name_space, sha256);
+  return TextKeyOfKind(prefix, "kt", name_space, sha256);
 }
 std::string ChunkHoldersKey(absl::string_view prefix, absl::string_view name_space,
                             const Sha256Digest& sha256) {
-  return TextKey(prefix, "kh", name_space, sha256);
+  return TextKeyOfKind(prefix, "kh", name_space, sha256);
 }
 std::string ChunkHolderTimesKey(absl::string_view prefix, absl::string_view name_space,
                                 const Sha256Digest& sha256) {
-  return TextKey(prefix, "kd", name_space, sha256);
+  return TextKeyOfKind(prefix, "kd", name_space, sha256);
 }
 std::string ChunkManifestKey(absl::string_view prefix, absl::string_view name_space,
                              absl::string_view document_url) {
-  return DocKey(prefix, "km", name_space, document_url);
+  return UrlKeyOfKind(prefix, "km", name_space, document_url);
 }
 std::string ChunkLeaseKey(absl::string_view prefix, absl::string_view name_space,
                           absl::string_view document_url) {
-  return DocKey(prefix, "kl", name_space, document_url);
+  return UrlKeyOfKind(prefix, "kl", name_space, document_url);
 }
 std::string ChunkJournalKey(absl::string_view prefix, absl::string_view name_space,
                             absl::string_view document_url) {
-  return DocKey(prefix, "kj", name_space, document_url);
+  return UrlKeyOfKind(prefix, "kj", name_space, document_url);
 }
 std::string ChunkTextIdKey(absl::string_view prefix, absl::string_view name_space,
                            uint32_t text_id) {

@@ -26,6 +26,7 @@
 #include "storage/redis/redis_chunk_format.h"
 #include "storage/redis/redis_content_format.h"
 #include "storage/redis/redis_index_mark.h"
+#include "storage/redis/redis_near_read.h"
 #include "storage/redis/redis_replies.h"
 
 namespace dedupd {
@@ -192,16 +193,6 @@ const Script& ScriptOf(absl::string_view source) {
   return *it->second;
 }
 
-std::string IdBytes(uint32_t id) {
-  std::string out;
-  PutFixed32BE(&out, id);
-  return out;
-}
-
-std::string SigKey(const MinHashSignature& sig) {
-  return std::string(reinterpret_cast<const char*>(sig.data()), sig.size());
-}
-
 std::string ShaKey(const Sha256Digest& sha) {
   return std::string(reinterpret_cast<const char*>(sha.data()), sha.size());
 }
@@ -334,26 +325,16 @@ class RedisChunkStore::Reader final : public ChunkStateReader {
 
   std::vector<SimHashIndex::Match> QueryNear(uint64_t simhash, int max_distance, size_t limit,
                                              size_t* total) override {
-    std::vector<SimHashIndex::Match> out;
     if (!buckets_.contains(simhash)) Defer(FetchNear({simhash}, {}));
-    for (const redis::BucketEntry& e : buckets_[simhash]) {
-      const int d = HammingDistance(e.simhash, simhash);
-      if (d > max_distance || !Visible(e.doc_id)) continue;
-      out.push_back({e.simhash, e.doc_id, d});
-    }
-    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-      return a.distance != b.distance ? a.distance < b.distance : a.id < b.id;
-    });
-    if (total != nullptr) *total = out.size();
-    if (out.size() > limit) out.resize(limit);
-    return out;
+    return redis::NearMatches(buckets_[simhash], simhash, max_distance, limit, total,
+                              [this](uint32_t id) { return Visible(id); });
   }
 
   std::vector<uint32_t> QueryJaccardCandidates(const MinHashSignature& sig,
                                                double min_estimate) override {
     std::vector<uint32_t> out;
-    if (!bands_.contains(SigKey(sig))) Defer(FetchNear({}, {sig}));
-    for (uint32_t id : bands_[SigKey(sig)]) {
+    if (!bands_.contains(redis::SigBytes(sig))) Defer(FetchNear({}, {sig}));
+    for (uint32_t id : bands_[redis::SigBytes(sig)]) {
       if (!Visible(id)) continue;
       const Text& t = texts_[ids_[id].value()];
       if (!t.value->minhash.has_value()) continue;
@@ -445,54 +426,26 @@ class RedisChunkStore::Reader final : public ChunkStateReader {
         std::string key =
             redis::ChunkSimHashBucketKey(s_->prefix_, name_space_, blocks, b, simhash);
         commands.push_back(Command::ForKey(key, {"SMEMBERS", key}));
-        takes.push_back([this, simhash, key](const Value& v) -> absl::Status {
-          for (const Value& m : v.elements) {
-            std::optional<redis::BucketEntry> e = redis::DecodeSimHashBucketMember(m.str);
-            if (!e.has_value()) return Malformed(key, "a member is not 12 bytes");
-            buckets_[simhash].push_back(*e);
-          }
-          return absl::OkStatus();
+        takes.push_back([this, simhash, key](const Value& v) {
+          return redis::TakeSimHashBucket(key, v, &buckets_[simhash]);
         });
       }
     }
     for (const MinHashSignature& sig : sigs) {
-      const std::string sk = SigKey(sig);
+      const std::string sk = redis::SigBytes(sig);
       if (bands_.contains(sk)) continue;
       bands_[sk];
       for (int band = 0; band < LshIndex::kDefaultBands; ++band) {
         std::string key = redis::ChunkLshBucketKey(s_->prefix_, name_space_, band, sig);
         commands.push_back(Command::ForKey(key, {"SMEMBERS", key}));
-        takes.push_back([this, sk, key](const Value& v) -> absl::Status {
-          for (const Value& m : v.elements) {
-            uint32_t id = 0;
-            if (!absl::SimpleAtoi(m.str, &id)) return Malformed(key, "a member is not a text id");
-            bands_[sk].push_back(id);
-          }
-          return absl::OkStatus();
+        takes.push_back([this, sk, key](const Value& v) {
+          return redis::TakeLshBucket(key, v, "text id", &bands_[sk]);
         });
       }
     }
     DEDUPD_RETURN_IF_ERROR(Run(std::move(commands), std::move(takes)));
-    std::vector<uint32_t> ids;
-    for (uint64_t simhash : simhashes) {
-      std::vector<redis::BucketEntry>& entries = buckets_[simhash];
-      std::sort(entries.begin(), entries.end(),
-                [](const auto& a, const auto& b) { return a.doc_id < b.doc_id; });
-      entries.erase(std::unique(entries.begin(), entries.end(),
-                                [](const auto& a, const auto& b) { return a.doc_id == b.doc_id; }),
-                    entries.end());
-      for (const redis::BucketEntry& e : entries) {
-        if (HammingDistance(e.simhash, simhash) <= s_->max_near_distance_) ids.push_back(e.doc_id);
-      }
-    }
-    for (const MinHashSignature& sig : sigs) {
-      std::vector<uint32_t>& band_ids = bands_[SigKey(sig)];
-      std::sort(band_ids.begin(), band_ids.end());
-      band_ids.erase(std::unique(band_ids.begin(), band_ids.end()), band_ids.end());
-      ids.insert(ids.end(), band_ids.begin(), band_ids.end());
-    }
-    std::sort(ids.begin(), ids.end());
-    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    const std::vector<uint32_t> ids =
+        redis::NearCandidateIds(simhashes, sigs, s_->max_near_distance_, &buckets_, &bands_);
     commands.clear();
     takes.clear();
     for (uint32_t id : ids) {
@@ -541,7 +494,7 @@ class RedisChunkStore::Reader final : public ChunkStateReader {
   const std::string name_space_;
   absl::flat_hash_map<std::string, Text> texts_;  // by ShaKey
   absl::flat_hash_map<uint64_t, std::vector<redis::BucketEntry>> buckets_;
-  absl::flat_hash_map<std::string, std::vector<uint32_t>> bands_;  // by SigKey
+  absl::flat_hash_map<std::string, std::vector<uint32_t>> bands_;  // by SigBytes
   absl::flat_hash_map<uint32_t, std::optional<std::string>> ids_;  // id -> ShaKey
   absl::Status deferred_;
 };
@@ -732,7 +685,7 @@ absl::Status RedisChunkStore::Apply(const std::string& ns, const ChunkJournal& j
           writes.push_back(Command::ForKey(key, {"SADD", key, absl::StrCat(v.text_id)}));
         }
       }
-      marks.push_back({{redis::ChunkTextKey(prefix_, ns, a.sha)}, {IdBytes(v.text_id)}});
+      marks.push_back(redis::IndexMarkCall(redis::ChunkTextKey(prefix_, ns, a.sha), v.text_id));
     }
   }
   if (!writes.empty()) {

@@ -26,6 +26,7 @@
 #include "gtest/gtest.h"
 #include "storage/redis/redis_chunk_format.h"
 #include "storage/redis/redis_content_format.h"
+#include "storage/redis/redis_store_test_util.h"
 #include "storage/testing/chunk_store_conformance.h"
 #include "tests/testing/redis_cluster_fixture.h"
 #include "tests/testing/status_matchers.h"
@@ -39,57 +40,27 @@ using ::dedupd::testing::IsOk;
 using ::dedupd::testing::RedisCluster;
 using ::dedupd::testing::SharedCluster;
 using ::dedupd::testing::StatusIs;
+using ::dedupd::testing::TestUrlStoreOptions;
 
-std::string FreshPrefix() {
-  static std::atomic<int> next{0};
-  return absl::StrCat("k", next.fetch_add(1), ":");
-}
-
-RedisUrlStoreOptions TestOptions(const RedisCluster& cluster, std::string prefix) {
-  RedisUrlStoreOptions options;
-  options.router.seeds = cluster.addresses();
-  options.router.connect_timeout = absl::Seconds(2);
-  options.router.command_timeout = absl::Seconds(10);
-  options.router.deadline = absl::Seconds(20);
-  options.key_prefix = std::move(prefix);
-  return options;
-}
+std::string FreshPrefix() { return testing::FreshKeyPrefix("k"); }
 
 // One front end: a URL store (the meta, the router) and the chunk store.
-struct FrontEnd {
-  std::unique_ptr<RedisUrlStore> urls;
-  std::unique_ptr<RedisChunkStore> chunks;
-
-  static absl::StatusOr<FrontEnd> Open(const std::string& prefix) {
-    RedisCluster* cluster = SharedCluster();
-    if (cluster == nullptr) return absl::FailedPreconditionError("no Redis cluster");
-    absl::StatusOr<std::unique_ptr<RedisUrlStore>> urls =
-        RedisUrlStore::Open(TestOptions(*cluster, prefix));
-    if (!urls.ok()) return urls.status();
-    FrontEnd f;
-    f.urls = *std::move(urls);
-    f.chunks = RedisChunkStore::Open(f.urls.get());
-    return f;
-  }
-};
+using FrontEnd = testing::RedisFrontEnd<RedisChunkStore>;
 
 class RedisChunkHarness : public testing::ChunkStoreHarness {
  public:
   static absl::StatusOr<std::unique_ptr<testing::ChunkStoreHarness>> Make() {
     auto harness = std::make_unique<RedisChunkHarness>();
     harness->prefix_ = FreshPrefix();
-    absl::StatusOr<FrontEnd> f = FrontEnd::Open(harness->prefix_);
-    if (!f.ok()) return f.status();
-    harness->front_ = *std::move(f);
+    absl::Status s = harness->front_.Reopen(harness->prefix_);
+    if (!s.ok()) return s;
     return harness;
   }
-  ChunkStore& chunks() override { return *front_.chunks; }
+  ChunkStore& chunks() override { return *front_.layer; }
   // A new front end on the same prefix: everything is in the cluster.
   absl::StatusOr<bool> Reopen() override {
-    front_ = FrontEnd{};
-    absl::StatusOr<FrontEnd> f = FrontEnd::Open(prefix_);
-    if (!f.ok()) return f.status();
-    front_ = *std::move(f);
+    absl::Status s = front_.Reopen(prefix_);
+    if (!s.ok()) return s;
     return true;
   }
 
@@ -135,7 +106,7 @@ TEST(RedisChunkStoreTest, TwoFrontEndsRacingOverOverlappingChunksHaveOneNewPerTe
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      ChunkStore& store = t % 2 == 0 ? *a.chunks : *b.chunks;
+      ChunkStore& store = t % 2 == 0 ? *a.layer : *b.layer;
       for (int start = 0; start < kTexts; start += kPerDoc) {
         ChunkDocument doc;
         doc.document_url = absl::StrCat("https://w", t, ".example/", start);
@@ -177,7 +148,7 @@ TEST(RedisChunkStoreTest, TwoFrontEndsRacingOverOverlappingChunksHaveOneNewPerTe
     // A later reader agrees on the owner.
     ChunkDocument probe{"https://probe/", {Chunk("p", absl::StrCat("racing chunk ", text), 0)}};
     ChunkAnswer peek;
-    ASSERT_THAT(a.chunks->CheckChunks(probe, false, T(1000), &peek), IsOk());
+    ASSERT_THAT(a.layer->CheckChunks(probe, false, T(1000), &peek), IsOk());
     EXPECT_EQ(peek.outcomes[0].duplicate_document_url, owner_doc);
     EXPECT_EQ(peek.outcomes[0].duplicate_chunk_id, owner_chunk);
     EXPECT_EQ(peek.outcomes[0].other_holders, static_cast<uint64_t>(kThreads));
@@ -192,9 +163,9 @@ TEST(RedisChunkStoreTest, ATextRecordedBetweenPlanAndScriptIsTheDuplicateTheScri
   ASSERT_OK_AND_ASSIGN(FrontEnd a, FrontEnd::Open(prefix));
   ASSERT_OK_AND_ASSIGN(FrontEnd b, FrontEnd::Open(prefix));
   ChunkDocument winner{"https://b/", {Chunk("x", "contested", 7)}};
-  a.chunks->SetBeforeTextScriptsHookForTesting([&]() -> absl::Status {
+  a.layer->SetBeforeTextScriptsHookForTesting([&]() -> absl::Status {
     ChunkAnswer won;
-    absl::Status s = b.chunks->CheckChunks(winner, true, T(200), &won);
+    absl::Status s = b.layer->CheckChunks(winner, true, T(200), &won);
     EXPECT_EQ(won.outcomes.size(), 1u);
     if (!won.outcomes.empty()) {
       EXPECT_EQ(won.outcomes[0].verdict, ChunkVerdict::kNew);
@@ -203,8 +174,8 @@ TEST(RedisChunkStoreTest, ATextRecordedBetweenPlanAndScriptIsTheDuplicateTheScri
   });
   ChunkDocument late{"https://a/", {Chunk("0", "contested", 7), Chunk("1", "near it", 7 ^ 1)}};
   ChunkAnswer answer;
-  ASSERT_THAT(a.chunks->CheckChunks(late, true, T(100), &answer), IsOk());
-  a.chunks->SetBeforeTextScriptsHookForTesting(nullptr);
+  ASSERT_THAT(a.layer->CheckChunks(late, true, T(100), &answer), IsOk());
+  a.layer->SetBeforeTextScriptsHookForTesting(nullptr);
   EXPECT_EQ(answer.outcomes[0].verdict, ChunkVerdict::kExactDuplicate);
   EXPECT_EQ(answer.outcomes[0].duplicate_document_url, "https://b/");
   EXPECT_EQ(answer.outcomes[0].duplicate_chunk_id, "x");
@@ -216,7 +187,7 @@ TEST(RedisChunkStoreTest, ATextRecordedBetweenPlanAndScriptIsTheDuplicateTheScri
   // And b stays the owner for everyone.
   ChunkAnswer peek;
   ASSERT_THAT(
-      a.chunks->CheckChunks({"https://c/", {Chunk("z", "contested", 7)}}, false, T(300), &peek),
+      a.layer->CheckChunks({"https://c/", {Chunk("z", "contested", 7)}}, false, T(300), &peek),
       IsOk());
   EXPECT_EQ(peek.outcomes[0].duplicate_document_url, "https://b/");
   EXPECT_EQ(peek.outcomes[0].other_holders, 2u);
@@ -231,7 +202,7 @@ TEST(RedisChunkStoreTest, AClaimStoppedAfterItsJournalIsReplayedByTheNextClaim) 
   RedisCluster* cluster = SharedCluster();
   ASSERT_NE(cluster, nullptr);
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisUrlStore> urls,
-                       RedisUrlStore::Open(TestOptions(*cluster, prefix)));
+                       RedisUrlStore::Open(TestUrlStoreOptions(*cluster, prefix)));
   RedisChunkStoreOptions short_lease;
   short_lease.lease = absl::Milliseconds(300);
   std::unique_ptr<RedisChunkStore> dying = RedisChunkStore::Open(urls.get(), short_lease);
@@ -289,7 +260,7 @@ TEST(RedisChunkStoreTest, ConcurrentVersionsOfOneDocumentAreSerializedAndLeaveNo
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      ChunkStore& store = t % 2 == 0 ? *a.chunks : *b.chunks;
+      ChunkStore& store = t % 2 == 0 ? *a.layer : *b.layer;
       for (int v = 0; v < kVersions; ++v) {
         ChunkDocument doc;
         doc.document_url = "https://same.example/doc";
@@ -309,7 +280,7 @@ TEST(RedisChunkStoreTest, ConcurrentVersionsOfOneDocumentAreSerializedAndLeaveNo
   for (std::thread& th : threads) th.join();
   EXPECT_GT(replaced_total.load(), 0);
   ChunkAnswer answer;
-  ASSERT_THAT(a.chunks->CheckChunks({"https://same.example/doc", {}}, true, T(500), &answer),
+  ASSERT_THAT(a.layer->CheckChunks({"https://same.example/doc", {}}, true, T(500), &answer),
               IsOk());
   // No text record, holder set or journal is left under the prefix.
   size_t left = 0;
@@ -333,7 +304,7 @@ TEST(RedisChunkStoreTest, KeysAndValuesAreGolden) {
   ASSERT_OK_AND_ASSIGN(FrontEnd f, FrontEnd::Open(prefix));
   ChunkDocument doc{"http://a/", {Chunk("c0", "abc", 0x0123456789abcdefULL)}};
   ChunkAnswer answer;
-  ASSERT_THAT(f.chunks->CheckChunks(doc, true, absl::FromUnixMicros(1700000000123456), &answer),
+  ASSERT_THAT(f.layer->CheckChunks(doc, true, absl::FromUnixMicros(1700000000123456), &answer),
               IsOk());
   const Sha256Digest sha = Sha256("abc");
   const std::string tkey = redis::ChunkTextKey(prefix, "", sha);

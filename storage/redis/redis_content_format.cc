@@ -12,11 +12,6 @@
 namespace dedupd::redis {
 namespace {
 
-std::string TextKey(absl::string_view prefix, absl::string_view kind, absl::string_view name_space,
-                    const Sha256Digest& sha256) {
-  return absl::StrCat(prefix, kind, ":", name_space, ":{", Sha256Hex(sha256), "}");
-}
-
 void PutSha(std::string* out, const Sha256Digest& sha) {
   out->append(reinterpret_cast<const char*>(sha.data()), sha.size());
 }
@@ -44,27 +39,37 @@ constexpr size_t kFetchV1Bytes = 49;
 
 std::string ContentKey(absl::string_view prefix, absl::string_view name_space,
                        const Sha256Digest& sha256) {
-  return TextKey(prefix, "c", name_space, sha256);
+  return TextKeyOfKind(prefix, "c", name_space, sha256);
 }
 
 std::string AliasKey(absl::string_view prefix, absl::string_view name_space,
                      const Sha256Digest& sha256) {
-  return TextKey(prefix, "a", name_space, sha256);
+  return TextKeyOfKind(prefix, "a", name_space, sha256);
 }
 
 std::string AliasTimeKey(absl::string_view prefix, absl::string_view name_space,
                          const Sha256Digest& sha256) {
-  return TextKey(prefix, "at", name_space, sha256);
+  return TextKeyOfKind(prefix, "at", name_space, sha256);
 }
 
 std::string FetchKey(absl::string_view prefix, absl::string_view name_space,
                      absl::string_view fetched_url) {
-  return absl::StrCat(prefix, "fe:", name_space, ":{", UrlKeyTag(fetched_url), "}", fetched_url);
+  return UrlKeyOfKind(prefix, "fe", name_space, fetched_url);
 }
 
 std::string UrlTextsKey(absl::string_view prefix, absl::string_view name_space,
                         absl::string_view url) {
-  return absl::StrCat(prefix, "r:", name_space, ":{", UrlKeyTag(url), "}", url);
+  return UrlKeyOfKind(prefix, "r", name_space, url);
+}
+
+std::string TextKeyOfKind(absl::string_view prefix, absl::string_view kind,
+                          absl::string_view name_space, const Sha256Digest& sha256) {
+  return absl::StrCat(prefix, kind, ":", name_space, ":{", Sha256Hex(sha256), "}");
+}
+
+std::string UrlKeyOfKind(absl::string_view prefix, absl::string_view kind,
+                         absl::string_view name_space, absl::string_view url) {
+  return absl::StrCat(prefix, kind, ":", name_space, ":{", UrlKeyTag(url), "}", url);
 }
 
 std::string FingerprintKey(absl::string_view prefix, absl::string_view name_space,

@@ -80,6 +80,14 @@ std::string SimHashBucketKeyOfKind(absl::string_view prefix, absl::string_view k
                                    uint64_t simhash);
 std::string LshBucketKeyOfKind(absl::string_view prefix, absl::string_view kind,
                                absl::string_view name_space, int band, const MinHashSignature& sig);
+// The two per-text and per-URL key layouts every layer uses, under its
+// key kind: prefix + kind + ":" + ns + ":{" + SHA-256 hex + "}" (a text's
+// records share the text's slot), and prefix + kind + ":" + ns + ":{" +
+// UrlKeyTag(url) + "}" + url (a URL's records share the URL's slot).
+std::string TextKeyOfKind(absl::string_view prefix, absl::string_view kind,
+                          absl::string_view name_space, const Sha256Digest& sha256);
+std::string UrlKeyOfKind(absl::string_view prefix, absl::string_view kind,
+                         absl::string_view name_space, absl::string_view url);
 
 // SimHash blocks: the 64 bits, most significant first, cut into `blocks`
 // contiguous blocks; block b is bits [64 * b / blocks, 64 * (b + 1) / blocks)

@@ -26,6 +26,7 @@
 #include "storage/redis/cluster_slots.h"
 #include "storage/redis/redis_content_format.h"
 #include "storage/redis/redis_index_mark.h"
+#include "storage/redis/redis_near_read.h"
 #include "storage/redis/redis_replies.h"
 #include "storage/redis/redis_status.h"
 #include "storage/redis/redis_url_format.h"
@@ -125,16 +126,6 @@ const Script& ReadScript() {
 const Script& ClaimScript() {
   static const Script* const kScript = new Script(absl::StrCat(kLuaOwnerOf, kLuaClaim));
   return *kScript;
-}
-
-std::string DocIdBytes(uint32_t id) {
-  std::string out;
-  PutFixed32BE(&out, id);
-  return out;
-}
-
-std::string SigKey(const MinHashSignature& sig) {
-  return std::string(reinterpret_cast<const char*>(sig.data()), sig.size());
 }
 
 // IsRetryOf: ContentPlanner's retry rule (content_planner.cc, IsRetry),
@@ -238,30 +229,21 @@ class RedisContentStore::Reader final : public ContentStateReader {
       Defer(FetchNear({simhash}, {}));
       it = buckets_.find(simhash);
     }
-    std::vector<SimHashIndex::Match> out;
-    if (it != buckets_.end()) {
-      for (const redis::BucketEntry& e : it->second) {
-        const int d = HammingDistance(e.simhash, simhash);
-        // Kept only with its fingerprint record: one written after its
-        // bucket entry (another front end between its writes) is not
-        // there yet.
-        if (d > max_distance || !Visible(e.doc_id)) continue;
-        out.push_back({e.simhash, e.doc_id, d});
-      }
+    if (it == buckets_.end()) {
+      if (total != nullptr) *total = 0;
+      return {};
     }
-    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-      return a.distance != b.distance ? a.distance < b.distance : a.id < b.id;
-    });
-    if (total != nullptr) *total = out.size();
-    if (out.size() > limit) out.resize(limit);
-    return out;
+    // Kept only with its fingerprint record: one written after its bucket
+    // entry (another front end between its writes) is not there yet.
+    return redis::NearMatches(it->second, simhash, max_distance, limit, total,
+                              [this](uint32_t id) { return Visible(id); });
   }
   std::vector<uint32_t> QueryJaccardCandidates(const MinHashSignature& sig,
                                                double min_jaccard) override {
-    auto it = bands_.find(SigKey(sig));
+    auto it = bands_.find(redis::SigBytes(sig));
     if (it == bands_.end()) {
       Defer(FetchNear({}, {sig}));
-      it = bands_.find(SigKey(sig));
+      it = bands_.find(redis::SigBytes(sig));
     }
     std::vector<uint32_t> out;
     if (it == bands_.end()) return out;
@@ -409,7 +391,7 @@ class RedisContentStore::Reader final : public ContentStateReader {
   absl::flat_hash_map<std::string, std::optional<FetchRecord>> fetches_;
   absl::flat_hash_map<std::string, bool> seen_;
   absl::flat_hash_map<uint64_t, std::vector<redis::BucketEntry>> buckets_;  // by query SimHash
-  absl::flat_hash_map<std::string, std::vector<uint32_t>> bands_;           // by SigKey
+  absl::flat_hash_map<std::string, std::vector<uint32_t>> bands_;           // by SigBytes
   absl::flat_hash_map<uint32_t, std::optional<FingerprintRecord>> fingerprints_;
   uint64_t next_id_ = 0, end_id_ = 0;
   absl::Status deferred_;
@@ -478,62 +460,28 @@ absl::Status RedisContentStore::Reader::FetchNear(const std::vector<uint64_t>& s
     for (int b = 0; b < blocks; ++b) {
       std::string key = redis::SimHashBucketKey(s_->prefix_, name_space_, blocks, b, simhash);
       if (!asked.insert(key).second) continue;
-      pending.push_back({Command::ForKey(key, {"SMEMBERS", key}),
-                         [this, simhash, key](const Value& v) -> absl::Status {
-                           std::vector<redis::BucketEntry>& out = buckets_[simhash];
-                           for (const Value& m : v.elements) {
-                             std::optional<redis::BucketEntry> e =
-                                 redis::DecodeSimHashBucketMember(m.str);
-                             if (!e.has_value()) return Malformed(key, "a member is not 12 bytes");
-                             out.push_back(*e);
-                           }
-                           return absl::OkStatus();
-                         }});
+      pending.push_back(
+          {Command::ForKey(key, {"SMEMBERS", key}), [this, simhash, key](const Value& v) {
+             return redis::TakeSimHashBucket(key, v, &buckets_[simhash]);
+           }});
     }
   }
   for (const MinHashSignature& sig : sigs) {
-    const std::string sig_key = SigKey(sig);
+    const std::string sig_key = redis::SigBytes(sig);
     if (bands_.contains(sig_key)) continue;
     bands_[sig_key];
     for (int band = 0; band < LshIndex::kDefaultBands; ++band) {
       std::string key = redis::LshBucketKey(s_->prefix_, name_space_, band, sig);
-      pending.push_back({Command::ForKey(key, {"SMEMBERS", key}),
-                         [this, sig_key, key](const Value& v) -> absl::Status {
-                           std::vector<uint32_t>& out = bands_[sig_key];
-                           for (const Value& m : v.elements) {
-                             uint32_t id = 0;
-                             if (!absl::SimpleAtoi(m.str, &id)) {
-                               return Malformed(key, "a member is not a doc id");
-                             }
-                             out.push_back(id);
-                           }
-                           return absl::OkStatus();
-                         }});
+      pending.push_back(
+          {Command::ForKey(key, {"SMEMBERS", key}), [this, sig_key, key](const Value& v) {
+             return redis::TakeLshBucket(key, v, "doc id", &bands_[sig_key]);
+           }});
     }
   }
   DEDUPD_RETURN_IF_ERROR(Run(std::move(pending)));
   // A query's buckets overlap (a hash within k of the query may sit in
   // several of them): each candidate once.
-  std::vector<uint32_t> ids;
-  for (uint64_t simhash : simhashes) {
-    std::vector<redis::BucketEntry>& entries = buckets_[simhash];
-    std::sort(entries.begin(), entries.end(),
-              [](const auto& a, const auto& b) { return a.doc_id < b.doc_id; });
-    entries.erase(std::unique(entries.begin(), entries.end(),
-                              [](const auto& a, const auto& b) { return a.doc_id == b.doc_id; }),
-                  entries.end());
-    for (const redis::BucketEntry& e : entries) {
-      if (HammingDistance(e.simhash, simhash) <= k) ids.push_back(e.doc_id);
-    }
-  }
-  for (const MinHashSignature& sig : sigs) {
-    std::vector<uint32_t>& band_ids = bands_[SigKey(sig)];
-    std::sort(band_ids.begin(), band_ids.end());
-    band_ids.erase(std::unique(band_ids.begin(), band_ids.end()), band_ids.end());
-    ids.insert(ids.end(), band_ids.begin(), band_ids.end());
-  }
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::vector<uint32_t> ids = redis::NearCandidateIds(simhashes, sigs, k, &buckets_, &bands_);
   ids.erase(std::remove_if(ids.begin(), ids.end(),
                            [this](uint32_t id) { return fingerprints_.contains(id); }),
             ids.end());
@@ -945,7 +893,7 @@ absl::Status RedisContentStore::Write(absl::Span<const ContentDoc> docs,
     std::vector<ScriptCall> marks;
     marks.reserve(to_index.size());
     for (const ToIndex& x : to_index) {
-      marks.push_back(ScriptCall{{redis::ContentKey(prefix_, ns, x.sha)}, {DocIdBytes(x.doc_id)}});
+      marks.push_back(redis::IndexMarkCall(redis::ContentKey(prefix_, ns, x.sha), x.doc_id));
       written_slots.push_back(redis::KeySlot(marks.back().keys[0]));
     }
     std::vector<absl::StatusOr<Value>> marked = router().EvalBatch(redis::IndexMarkScript(), marks);

@@ -27,6 +27,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/redis/redis_content_format.h"
+#include "storage/redis/redis_store_test_util.h"
 #include "storage/redis/redis_url_format.h"
 #include "storage/testing/content_store_conformance.h"
 #include "tests/testing/redis_cluster_fixture.h"
@@ -41,61 +42,31 @@ using ::dedupd::testing::IsOk;
 using ::dedupd::testing::RedisCluster;
 using ::dedupd::testing::SharedCluster;
 using ::dedupd::testing::StatusIs;
+using ::dedupd::testing::TestUrlStoreOptions;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::string FreshPrefix() {
-  static std::atomic<int> next{0};
-  return absl::StrCat("c", next.fetch_add(1), ":");
-}
+std::string FreshPrefix() { return testing::FreshKeyPrefix("c"); }
 
-RedisUrlStoreOptions TestOptions(const RedisCluster& cluster, std::string prefix) {
-  RedisUrlStoreOptions options;
-  options.router.seeds = cluster.addresses();
-  options.router.connect_timeout = absl::Seconds(2);
-  options.router.command_timeout = absl::Seconds(10);
-  options.router.deadline = absl::Seconds(20);
-  options.key_prefix = std::move(prefix);
-  return options;
-}
-
-// One front end: a URL store and the content store on top of it.
-struct FrontEnd {
-  std::unique_ptr<RedisUrlStore> urls;
-  std::unique_ptr<RedisContentStore> content;
-
-  static absl::StatusOr<FrontEnd> Open(const std::string& prefix) {
-    RedisCluster* cluster = SharedCluster();
-    if (cluster == nullptr) return absl::FailedPreconditionError("no Redis cluster");
-    absl::StatusOr<std::unique_ptr<RedisUrlStore>> urls =
-        RedisUrlStore::Open(TestOptions(*cluster, prefix));
-    if (!urls.ok()) return urls.status();
-    FrontEnd f;
-    f.urls = *std::move(urls);
-    f.content = RedisContentStore::Open(f.urls.get());
-    return f;
-  }
-};
+// One front end: a URL store (the meta, the router) and the content store.
+using FrontEnd = testing::RedisFrontEnd<RedisContentStore>;
 
 class RedisContentHarness : public testing::ContentStoreHarness {
  public:
   static absl::StatusOr<std::unique_ptr<testing::ContentStoreHarness>> Make() {
     auto harness = std::make_unique<RedisContentHarness>();
     harness->prefix_ = FreshPrefix();
-    absl::StatusOr<FrontEnd> f = FrontEnd::Open(harness->prefix_);
-    if (!f.ok()) return f.status();
-    harness->front_ = *std::move(f);
+    absl::Status s = harness->front_.Reopen(harness->prefix_);
+    if (!s.ok()) return s;
     return harness;
   }
-  ContentStore& content() override { return *front_.content; }
+  ContentStore& content() override { return *front_.layer; }
   UrlStore& urls() override { return *front_.urls; }
   // A new front end on the same prefix: everything a claim recorded is in
   // the cluster, nothing in the process.
   absl::StatusOr<bool> Reopen() override {
-    front_ = FrontEnd{};
-    absl::StatusOr<FrontEnd> f = FrontEnd::Open(prefix_);
-    if (!f.ok()) return f.status();
-    front_ = *std::move(f);
+    absl::Status s = front_.Reopen(prefix_);
+    if (!s.ok()) return s;
     return true;
   }
 
@@ -151,7 +122,7 @@ TEST(RedisContentStoreTest, TwoFrontEndsRacingOverOverlappingTextsHaveOneNewPerT
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      ContentStore& store = t % 2 == 0 ? *a.content : *b.content;
+      ContentStore& store = t % 2 == 0 ? *a.layer : *b.layer;
       // Each thread walks the texts from its own offset.
       for (int start = 0; start < kTexts; start += kBatch) {
         std::vector<ContentDoc> docs;
@@ -188,9 +159,9 @@ TEST(RedisContentStoreTest, TwoFrontEndsRacingOverOverlappingTextsHaveOneNewPerT
       EXPECT_EQ(o.owner_url, owner);
     }
     std::vector<ContentOutcome> peek;
-    ASSERT_THAT(a.content->CheckContent({Doc("https://probe/", "https://probe/",
-                                             absl::StrCat("racing text ", text), 0)},
-                                        false, ContentLimits{}, T(1000), &peek),
+    ASSERT_THAT(a.layer->CheckContent({Doc("https://probe/", "https://probe/",
+                                           absl::StrCat("racing text ", text), 0)},
+                                      false, ContentLimits{}, T(1000), &peek),
                 IsOk());
     EXPECT_EQ(peek[0].owner_url, owner);
     EXPECT_EQ(peek[0].alias_count, kThreads - 1u);
@@ -205,7 +176,7 @@ TEST(RedisContentStoreTest, KeysAndValuesAreGolden) {
   d.claim_id_hash = 0x0102030405060708ULL;
   d.etag = "\"v1\"";
   std::vector<ContentOutcome> out;
-  ASSERT_THAT(f.content->CheckContent({d}, true, ContentLimits{}, t, &out), IsOk());
+  ASSERT_THAT(f.layer->CheckContent({d}, true, ContentLimits{}, t, &out), IsOk());
   ASSERT_EQ(out[0].verdict, ContentVerdict::kNew);
   const std::string abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
   // Doc id 1: the namespace's first; claimed with a claim id, indexed.
@@ -251,8 +222,8 @@ TEST(RedisContentStoreTest, AnIndexPendingTextIsIndexedByTheNextClaim) {
   ASSERT_OK_AND_ASSIGN(FrontEnd f, FrontEnd::Open(prefix));
   const uint64_t fp = 0x1111222233334444ULL;
   std::vector<ContentOutcome> out;
-  ASSERT_THAT(f.content->CheckContent({Doc("https://a/", "https://a/", "t", fp)}, true,
-                                      ContentLimits{}, T(10), &out),
+  ASSERT_THAT(f.layer->CheckContent({Doc("https://a/", "https://a/", "t", fp)}, true,
+                                    ContentLimits{}, T(10), &out),
               IsOk());
   // Undo steps 2 and 3 as a crash before them would have left the text.
   const Sha256Digest sha = Sha256("t");
@@ -268,14 +239,14 @@ TEST(RedisContentStoreTest, AnIndexPendingTextIsIndexedByTheNextClaim) {
     Cmd(*f.urls, bucket, {"DEL", bucket});
   }
   const ContentDoc near = Doc("https://n/", "https://n/", "near", fp ^ 1);
-  ASSERT_THAT(f.content->CheckContent({near}, false, ContentLimits{}, T(20), &out), IsOk());
+  ASSERT_THAT(f.layer->CheckContent({near}, false, ContentLimits{}, T(20), &out), IsOk());
   EXPECT_EQ(out[0].verdict, ContentVerdict::kNew) << "not indexed: not found";
   // A peek repairs nothing; a claim of the text does.
-  ASSERT_THAT(f.content->CheckContent({Doc("https://b/", "https://b/", "t", fp)}, true,
-                                      ContentLimits{}, T(30), &out),
+  ASSERT_THAT(f.layer->CheckContent({Doc("https://b/", "https://b/", "t", fp)}, true,
+                                    ContentLimits{}, T(30), &out),
               IsOk());
   EXPECT_EQ(out[0].verdict, ContentVerdict::kExactDuplicate);
-  ASSERT_THAT(f.content->CheckContent({near}, false, ContentLimits{}, T(40), &out), IsOk());
+  ASSERT_THAT(f.layer->CheckContent({near}, false, ContentLimits{}, T(40), &out), IsOk());
   EXPECT_EQ(out[0].verdict, ContentVerdict::kNearDuplicate);
   EXPECT_EQ(out[0].owner_url, "https://a/");
   v = redis::DecodeRedisContentValue(Get(*f.urls, key));
@@ -294,20 +265,20 @@ TEST(RedisContentStoreTest, ATextClaimedBetweenReadAndScriptIsTheDuplicateTheScr
   ASSERT_OK_AND_ASSIGN(FrontEnd b, FrontEnd::Open(prefix));
   const uint64_t fp = 0x5555666677778888ULL;
   bool raced = false;
-  a.content->SetBeforeClaimScriptsHookForTesting([&] {
+  a.layer->SetBeforeClaimScriptsHookForTesting([&] {
     if (raced) return;
     raced = true;
     std::vector<ContentOutcome> out;
-    ASSERT_THAT(b.content->CheckContent({Doc("https://b/", "https://b/", "contested", fp)}, true,
-                                        ContentLimits{}, T(50), &out),
+    ASSERT_THAT(b.layer->CheckContent({Doc("https://b/", "https://b/", "contested", fp)}, true,
+                                      ContentLimits{}, T(50), &out),
                 IsOk());
     ASSERT_EQ(out[0].verdict, ContentVerdict::kNew);
   });
   std::vector<ContentOutcome> out;
-  ASSERT_THAT(a.content->CheckContent({Doc("https://a/", "https://a/?p=1", "contested", fp),
-                                       Doc("https://a2/", "https://a2/", "contested", fp),
-                                       Doc("https://n/", "https://n/", "near it", fp ^ 1)},
-                                      true, ContentLimits{}, T(60), &out),
+  ASSERT_THAT(a.layer->CheckContent({Doc("https://a/", "https://a/?p=1", "contested", fp),
+                                     Doc("https://a2/", "https://a2/", "contested", fp),
+                                     Doc("https://n/", "https://n/", "near it", fp ^ 1)},
+                                    true, ContentLimits{}, T(60), &out),
               IsOk());
   ASSERT_TRUE(raced);
   EXPECT_EQ(out[0].verdict, ContentVerdict::kExactDuplicate);
@@ -325,14 +296,14 @@ TEST(RedisContentStoreTest, ATextClaimedBetweenReadAndScriptIsTheDuplicateTheScr
   EXPECT_EQ(out[2].near_matches[0].owner_url, "https://b/");
   // Stored: b's entry for the text and the near text's, no third one for
   // the text this call lost; a peek agrees.
-  a.content->SetBeforeClaimScriptsHookForTesting(nullptr);
+  a.layer->SetBeforeClaimScriptsHookForTesting(nullptr);
   for (int block = 0; block < 4; ++block) {
     const std::string bucket = redis::SimHashBucketKey(prefix, "", 4, block, fp);
     const size_t members = Cmd(*a.urls, bucket, {"SMEMBERS", bucket}).elements.size();
     EXPECT_EQ(members, block == 3 ? 1u : 2u) << bucket;  // fp ^ 1 differs in block 3 only
   }
-  ASSERT_THAT(a.content->CheckContent({Doc("https://p/", "https://p/", "contested", 0)}, false,
-                                      ContentLimits{}, T(70), &out),
+  ASSERT_THAT(a.layer->CheckContent({Doc("https://p/", "https://p/", "contested", 0)}, false,
+                                    ContentLimits{}, T(70), &out),
               IsOk());
   EXPECT_EQ(out[0].owner_url, "https://b/");
   EXPECT_EQ(out[0].alias_count, 3u);
@@ -345,7 +316,7 @@ TEST(RedisContentStoreTest, ClaimsWaitForReplicas) {
   RedisCluster* cluster = SharedCluster();
   ASSERT_NE(cluster, nullptr);
   const std::string prefix = FreshPrefix();
-  RedisUrlStoreOptions one = TestOptions(*cluster, prefix);
+  RedisUrlStoreOptions one = TestUrlStoreOptions(*cluster, prefix);
   one.min_replicas_acked = 1;
   one.replica_ack_timeout = absl::Seconds(5);
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisUrlStore> acked_urls, RedisUrlStore::Open(one));
@@ -357,7 +328,7 @@ TEST(RedisContentStoreTest, ClaimsWaitForReplicas) {
       IsOk());
   EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
 
-  RedisUrlStoreOptions two = TestOptions(*cluster, prefix);
+  RedisUrlStoreOptions two = TestUrlStoreOptions(*cluster, prefix);
   two.min_replicas_acked = 2;
   two.replica_ack_timeout = absl::Milliseconds(300);
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisUrlStore> short_urls, RedisUrlStore::Open(two));
@@ -381,10 +352,10 @@ TEST(RedisContentStoreTest, ForgetLeavesNoKeysAndLeftoverEntriesAreNotMatched) {
   ASSERT_OK_AND_ASSIGN(FrontEnd f, FrontEnd::Open(prefix));
   const uint64_t fp = 0x0f0f0f0f0f0f0f0fULL;
   std::vector<ContentOutcome> out;
-  ASSERT_THAT(f.content->CheckContent({Doc("https://a/", "https://a/", "gone", fp)}, true,
-                                      ContentLimits{}, T(10), &out),
+  ASSERT_THAT(f.layer->CheckContent({Doc("https://a/", "https://a/", "gone", fp)}, true,
+                                    ContentLimits{}, T(10), &out),
               IsOk());
-  ASSERT_OK_AND_ASSIGN(ForgetResult r, f.content->Forget("https://a/", T(20)));
+  ASSERT_OK_AND_ASSIGN(ForgetResult r, f.layer->Forget("https://a/", T(20)));
   EXPECT_TRUE(r.url_found);
   EXPECT_TRUE(r.fetch_removed);
   EXPECT_EQ(r.contents_removed, 1u);
@@ -408,12 +379,12 @@ TEST(RedisContentStoreTest, ForgetLeavesNoKeysAndLeftoverEntriesAreNotMatched) {
        redis::EncodeFingerprintValue(FingerprintRecord{fp, Sha256("gone"), std::nullopt})});
   const std::string bucket = redis::SimHashBucketKey(prefix, "", 4, 0, fp);
   Cmd(*f.urls, bucket, {"SADD", bucket, redis::SimHashBucketMember(1, fp)});
-  ASSERT_THAT(f.content->CheckContent({Doc("https://b/", "https://b/", "gone", fp)}, true,
-                                      ContentLimits{}, T(30), &out),
+  ASSERT_THAT(f.layer->CheckContent({Doc("https://b/", "https://b/", "gone", fp)}, true,
+                                    ContentLimits{}, T(30), &out),
               IsOk());
   EXPECT_EQ(out[0].verdict, ContentVerdict::kNew);
-  ASSERT_THAT(f.content->CheckContent({Doc("https://n/", "https://n/", "near", fp ^ 1)}, false,
-                                      ContentLimits{}, T(40), &out),
+  ASSERT_THAT(f.layer->CheckContent({Doc("https://n/", "https://n/", "near", fp ^ 1)}, false,
+                                    ContentLimits{}, T(40), &out),
               IsOk());
   EXPECT_EQ(out[0].verdict, ContentVerdict::kNearDuplicate);
   EXPECT_EQ(out[0].near_match_count, 1u);

@@ -1,8 +1,10 @@
 #include "storage/redis/redis_index_mark.h"
 
 #include <string>
+#include <utility>
 
 #include "absl/strings/string_view.h"
+#include "common/coding.h"
 
 namespace dedupd::redis {
 namespace {
@@ -24,6 +26,12 @@ return 1
 const Script& IndexMarkScript() {
   static const Script* const kScript = new Script(std::string(kLuaMark));
   return *kScript;
+}
+
+ScriptCall IndexMarkCall(std::string record_key, uint32_t id) {
+  std::string id_be32;
+  PutFixed32BE(&id_be32, id);
+  return ScriptCall{{std::move(record_key)}, {std::move(id_be32)}};
 }
 
 }  // namespace dedupd::redis

@@ -5,11 +5,14 @@
 // u32 BE id (doc id, text id): docs/redis_format.md.
 //
 // Example:
-//   router.EvalBatch(IndexMarkScript(), {{{ContentKey(p, ns, sha)}, {id_be32}}});
+//   router.EvalBatch(IndexMarkScript(), {IndexMarkCall(ContentKey(p, ns, sha), doc_id)});
 //
 // Thread safety: the script is built once, immutable.
 #ifndef DEDUPD_STORAGE_REDIS_REDIS_INDEX_MARK_H_
 #define DEDUPD_STORAGE_REDIS_REDIS_INDEX_MARK_H_
+
+#include <cstdint>
+#include <string>
 
 #include "storage/redis/cluster_router.h"
 
@@ -20,6 +23,10 @@ namespace dedupd::redis {
 // flag is set; returns 1 when it cleared it, else 0 (a record gone, of
 // another id, not of version 01, or already clear is left alone).
 const Script& IndexMarkScript();
+
+// IndexMarkCall returns the IndexMarkScript call that clears `record_key`'s
+// pending flag if the record still has `id` (passed as u32 BE).
+ScriptCall IndexMarkCall(std::string record_key, uint32_t id);
 
 }  // namespace dedupd::redis
 

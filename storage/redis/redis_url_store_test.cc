@@ -31,6 +31,7 @@
 #include "gtest/gtest.h"
 #include "storage/plan/url_planner.h"
 #include "storage/redis/cluster_slots.h"
+#include "storage/redis/redis_store_test_util.h"
 #include "storage/testing/url_store_conformance.h"
 #include "storage/url_value.h"
 #include "tests/testing/redis_cluster_fixture.h"
@@ -45,31 +46,16 @@ using ::dedupd::testing::IsOk;
 using ::dedupd::testing::RedisCluster;
 using ::dedupd::testing::SharedCluster;
 using ::dedupd::testing::StatusIs;
+using ::dedupd::testing::TestUrlStoreOptions;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
 // A key prefix no other case of this process uses.
-std::string FreshPrefix() {
-  static std::atomic<int> next{0};
-  return absl::StrCat("t", next.fetch_add(1), ":");
-}
-
-// Generous for a loaded 2-core machine, and still bounded.
-RedisUrlStoreOptions TestOptions(const RedisCluster& cluster, std::string prefix) {
-  RedisUrlStoreOptions options;
-  options.router.seeds = cluster.addresses();
-  options.router.connect_timeout = absl::Seconds(2);
-  options.router.command_timeout = absl::Seconds(10);
-  options.router.deadline = absl::Seconds(20);
-  options.key_prefix = std::move(prefix);
-  return options;
-}
+std::string FreshPrefix() { return testing::FreshKeyPrefix("t"); }
 
 absl::StatusOr<std::unique_ptr<RedisUrlStore>> OpenFresh() {
-  RedisCluster* cluster = SharedCluster();
-  if (cluster == nullptr) return absl::FailedPreconditionError("no Redis cluster");
-  return RedisUrlStore::Open(TestOptions(*cluster, FreshPrefix()));
+  return testing::OpenSharedClusterUrlStore(FreshPrefix());
 }
 
 // Two front ends (two stores, two routers) on one fresh key prefix: the
@@ -83,7 +69,7 @@ class RedisHarness : public testing::UrlStoreHarness {
     auto harness = std::make_unique<RedisHarness>();
     for (std::unique_ptr<RedisUrlStore>* store : {&harness->first_, &harness->second_}) {
       absl::StatusOr<std::unique_ptr<RedisUrlStore>> opened =
-          RedisUrlStore::Open(TestOptions(*cluster, prefix));
+          RedisUrlStore::Open(TestUrlStoreOptions(*cluster, prefix));
       if (!opened.ok()) return opened.status();
       *store = *std::move(opened);
     }
@@ -125,7 +111,7 @@ TEST(RedisUrlStoreTest, KeysAndValuesAreGolden) {
   RedisCluster* cluster = SharedCluster();
   ASSERT_NE(cluster, nullptr);
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisUrlStore> store,
-                       RedisUrlStore::Open(TestOptions(*cluster, "golden:")));
+                       RedisUrlStore::Open(TestUrlStoreOptions(*cluster, "golden:")));
   const absl::Time f = absl::FromUnixMicros(1'700'000'000'123'456);
   std::vector<UrlClaim> out;
   UrlClaimOptions leased_1s;
@@ -191,13 +177,14 @@ TEST(RedisUrlStoreTest, AnEmptyPrefixGetsItsMetaOnceAndAgreeingStoresOpen) {
   std::vector<absl::Status> opened(4);
   std::vector<std::thread> threads;
   for (size_t t = 0; t < opened.size(); ++t) {
-    threads.emplace_back(
-        [&, t] { opened[t] = RedisUrlStore::Open(TestOptions(*cluster, prefix)).status(); });
+    threads.emplace_back([&, t] {
+      opened[t] = RedisUrlStore::Open(TestUrlStoreOptions(*cluster, prefix)).status();
+    });
   }
   for (std::thread& th : threads) th.join();
   for (const absl::Status& s : opened) EXPECT_THAT(s, IsOk());
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisUrlStore> store,
-                       RedisUrlStore::Open(TestOptions(*cluster, prefix)));
+                       RedisUrlStore::Open(TestUrlStoreOptions(*cluster, prefix)));
   ASSERT_OK_AND_ASSIGN(redis::RedisMeta meta,
                        redis::DecodeRedisMeta(Get(*store, redis::MetaKey(prefix))));
   EXPECT_THAT(redis::CheckRedisMeta(meta, redis::RedisMeta::ThisBuild(absl::Now())), IsOk());
@@ -211,15 +198,15 @@ TEST(RedisUrlStoreTest, AMetaOfAnotherFormatOrVersionOrProgramIsRefused) {
 
   const std::string future = FreshPrefix();
   Set(*store, redis::MetaKey(future), "dedupd-redis format=3 url_normalizer=1 shards=9");
-  EXPECT_THAT(RedisUrlStore::Open(TestOptions(*cluster, future)).status(),
+  EXPECT_THAT(RedisUrlStore::Open(TestUrlStoreOptions(*cluster, future)).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr(absl::StrCat("redis meta record \"", future,
                                               "meta\": the cluster holds dedupd Redis format 3; "
                                               "this build reads formats 1 and 2"))));
 
   const std::string other_distance = FreshPrefix();
-  ASSERT_THAT(RedisUrlStore::Open(TestOptions(*cluster, other_distance)).status(), IsOk());
-  RedisUrlStoreOptions wider = TestOptions(*cluster, other_distance);
+  ASSERT_THAT(RedisUrlStore::Open(TestUrlStoreOptions(*cluster, other_distance)).status(), IsOk());
+  RedisUrlStoreOptions wider = TestUrlStoreOptions(*cluster, other_distance);
   wider.meta.simhash_max_distance = 4;
   EXPECT_THAT(RedisUrlStore::Open(wider).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition,
@@ -228,12 +215,12 @@ TEST(RedisUrlStoreTest, AMetaOfAnotherFormatOrVersionOrProgramIsRefused) {
   const std::string foreign = FreshPrefix();
   Set(*store, redis::MetaKey(foreign), "somebody else's data");
   EXPECT_THAT(
-      RedisUrlStore::Open(TestOptions(*cluster, foreign)).status(),
+      RedisUrlStore::Open(TestUrlStoreOptions(*cluster, foreign)).status(),
       StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("not a dedupd meta record")));
 
   const std::string other_simhash = FreshPrefix();
-  ASSERT_THAT(RedisUrlStore::Open(TestOptions(*cluster, other_simhash)).status(), IsOk());
-  RedisUrlStoreOptions newer = TestOptions(*cluster, other_simhash);
+  ASSERT_THAT(RedisUrlStore::Open(TestUrlStoreOptions(*cluster, other_simhash)).status(), IsOk());
+  RedisUrlStoreOptions newer = TestUrlStoreOptions(*cluster, other_simhash);
   newer.meta.simhash_version += 1;
   EXPECT_THAT(RedisUrlStore::Open(newer).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition,
@@ -258,7 +245,7 @@ TEST(RedisUrlStoreTest, AFormatOnePrefixIsUpgradedInPlace) {
   Set(*store, redis::UrlRecordKey(prefix, "", "http://old/"),
       EncodeUrlValue(absl::FromUnixMicros(1'700'000'000'123'456)));
 
-  RedisUrlStoreOptions other = TestOptions(*cluster, prefix);
+  RedisUrlStoreOptions other = TestUrlStoreOptions(*cluster, prefix);
   other.meta.minhash_version += 1;
   EXPECT_THAT(RedisUrlStore::Open(other).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("MinHash version")));
@@ -267,8 +254,9 @@ TEST(RedisUrlStoreTest, AFormatOnePrefixIsUpgradedInPlace) {
   std::vector<absl::Status> opened(3);
   std::vector<std::thread> threads;
   for (size_t t = 0; t < opened.size(); ++t) {
-    threads.emplace_back(
-        [&, t] { opened[t] = RedisUrlStore::Open(TestOptions(*cluster, prefix)).status(); });
+    threads.emplace_back([&, t] {
+      opened[t] = RedisUrlStore::Open(TestUrlStoreOptions(*cluster, prefix)).status();
+    });
   }
   for (std::thread& th : threads) th.join();
   for (const absl::Status& s : opened) EXPECT_THAT(s, IsOk());
@@ -277,7 +265,7 @@ TEST(RedisUrlStoreTest, AFormatOnePrefixIsUpgradedInPlace) {
   EXPECT_EQ(meta.format_version, redis::kRedisFormatVersion);
   EXPECT_EQ(meta.simhash_max_distance, 3);
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisUrlStore> upgraded,
-                       RedisUrlStore::Open(TestOptions(*cluster, prefix)));
+                       RedisUrlStore::Open(TestUrlStoreOptions(*cluster, prefix)));
   std::vector<std::optional<absl::Time>> seen;
   ASSERT_THAT(upgraded->LookupUrls({"http://old/"}, &seen), IsOk());
   EXPECT_EQ(seen[0], absl::FromUnixMicros(1'700'000'000'123'456));
@@ -286,13 +274,13 @@ TEST(RedisUrlStoreTest, AFormatOnePrefixIsUpgradedInPlace) {
 TEST(RedisUrlStoreTest, BadOptionsAreInvalidArgument) {
   RedisCluster* cluster = SharedCluster();
   ASSERT_NE(cluster, nullptr);
-  EXPECT_THAT(RedisUrlStore::Open(TestOptions(*cluster, "a{b}:")).status(),
+  EXPECT_THAT(RedisUrlStore::Open(TestUrlStoreOptions(*cluster, "a{b}:")).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("key prefix")));
-  RedisUrlStoreOptions negative = TestOptions(*cluster, "x:");
+  RedisUrlStoreOptions negative = TestUrlStoreOptions(*cluster, "x:");
   negative.min_replicas_acked = -1;
   EXPECT_THAT(RedisUrlStore::Open(negative).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("min_replicas_acked")));
-  RedisUrlStoreOptions long_wait = TestOptions(*cluster, "x:");
+  RedisUrlStoreOptions long_wait = TestUrlStoreOptions(*cluster, "x:");
   long_wait.min_replicas_acked = 1;
   long_wait.replica_ack_timeout = long_wait.router.command_timeout;
   EXPECT_THAT(RedisUrlStore::Open(long_wait).status(),
@@ -410,7 +398,7 @@ TEST(RedisUrlStoreTest, WaitForReplicasAnswersOnlyWhenEnoughReplicasAcknowledged
   for (int i = 0; i < 30; ++i) first.push_back(absl::StrCat("http://durable/", i));
   for (int i = 30; i < 60; ++i) second.push_back(absl::StrCat("http://durable/", i));
 
-  RedisUrlStoreOptions one = TestOptions(*cluster, prefix);
+  RedisUrlStoreOptions one = TestUrlStoreOptions(*cluster, prefix);
   one.min_replicas_acked = 1;
   one.replica_ack_timeout = absl::Seconds(5);
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisUrlStore> acked, RedisUrlStore::Open(one));
@@ -420,7 +408,7 @@ TEST(RedisUrlStoreTest, WaitForReplicasAnswersOnlyWhenEnoughReplicasAcknowledged
   // Nothing written: no WAIT needed, and none is sent.
   ASSERT_THAT(acked->ClaimUrls(first, T(2), &out), IsOk());
 
-  RedisUrlStoreOptions two = TestOptions(*cluster, prefix);
+  RedisUrlStoreOptions two = TestUrlStoreOptions(*cluster, prefix);
   two.min_replicas_acked = 2;
   two.replica_ack_timeout = absl::Milliseconds(300);
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisUrlStore> short_of_replicas, RedisUrlStore::Open(two));
@@ -477,7 +465,7 @@ TEST(RedisUrlStoreTest, WaitForReplicasAnswersOnlyWhenEnoughReplicasAcknowledged
 // nothing lost.
 TEST(RedisUrlStoreFailoverTest, AKilledMasterFailsItsKeysNamingItAndTheRetryCompletesThem) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisCluster> cluster, RedisCluster::Start({}));
-  RedisUrlStoreOptions options = TestOptions(*cluster, "dedupd:");
+  RedisUrlStoreOptions options = TestUrlStoreOptions(*cluster, "dedupd:");
   options.router.deadline = absl::Seconds(3);
   options.min_replicas_acked = 1;
   options.replica_ack_timeout = absl::Seconds(5);
@@ -561,7 +549,7 @@ TEST(RedisUrlStoreFailoverTest, AHungMasterFailsOnlyItsKeysAndTheRetryAnswersAll
   RedisCluster::Options cluster_options;
   cluster_options.node_timeout_ms = 60000;  // no failover, no CLUSTERDOWN
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisCluster> cluster, RedisCluster::Start(cluster_options));
-  RedisUrlStoreOptions options = TestOptions(*cluster, "dedupd:");
+  RedisUrlStoreOptions options = TestUrlStoreOptions(*cluster, "dedupd:");
   // A hung node costs one command_timeout per round (and one more when
   // the slot map refresh asks it first).
   options.router.connect_timeout = absl::Seconds(2);
