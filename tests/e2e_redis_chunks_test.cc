@@ -44,7 +44,7 @@ using ::dedupd::testing::ServerProcess;
 
 constexpr absl::Duration kRpcDeadline = absl::Seconds(15);
 
-using FrontEnd = testing::RedisFrontEnd;
+using FrontEnd = testing::RedisFrontEndProcess;
 
 class E2eRedisChunksTest : public ::testing::Test {
  protected:

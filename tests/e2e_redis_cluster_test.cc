@@ -88,7 +88,7 @@ std::string FreshPrefix() {
 }
 
 // FrontEnd: one dedupd on the shared cluster, with stubs.
-using FrontEnd = testing::RedisFrontEnd;
+using FrontEnd = testing::RedisFrontEndProcess;
 
 class E2eRedisClusterTest : public ::testing::Test {
  protected:

@@ -43,7 +43,7 @@ using ::dedupd::testing::IsOk;
 using ::dedupd::testing::RedisCluster;
 using ::dedupd::testing::ServerProcess;
 
-using ::dedupd::testing::RedisFrontEnd;
+using ::dedupd::testing::RedisFrontEndProcess;
 
 std::string Url(int i) { return absl::StrCat("http://reshard.example/p/", i); }
 
@@ -78,8 +78,8 @@ TEST(E2eRedisReshardTest, ReshardUnderLoadAnswersEveryUrlNewOnce) {
   const std::string dir = testing::MakeTempDir("e2e_redis_reshard_");
   const std::vector<std::string> flags =
       testing::RedisFrontEndFlags(cluster, "reshard:", {"--metrics_listen=127.0.0.1:0"});
-  RedisFrontEnd fronts[2];
-  for (RedisFrontEnd& fe : fronts) {
+  RedisFrontEndProcess fronts[2];
+  for (RedisFrontEndProcess& fe : fronts) {
     ASSERT_THAT(testing::StartRedisFrontEnd(DEDUPD_BINARY, dir + "/unused-data", flags, &fe),
                 IsOk());
   }
@@ -181,7 +181,7 @@ TEST(E2eRedisReshardTest, ReshardUnderLoadAnswersEveryUrlNewOnce) {
     }
   }
   EXPECT_EQ(not_once, 0u) << "URLs not answered NEW exactly once, e.g. " << example;
-  for (RedisFrontEnd& fe : fronts) {
+  for (RedisFrontEndProcess& fe : fronts) {
     size_t not_seen = 0;
     for (size_t i = 0; i < sent_urls; i += 1000) {
       std::vector<std::string> batch;
@@ -194,7 +194,7 @@ TEST(E2eRedisReshardTest, ReshardUnderLoadAnswersEveryUrlNewOnce) {
     }
     EXPECT_EQ(not_seen, 0u) << "claimed URLs not SEEN after the reshard";
   }
-  for (RedisFrontEnd& fe : fronts) fe.process.reset();
+  for (RedisFrontEndProcess& fe : fronts) fe.process.reset();
   testing::RemoveTree(dir);
 }
 

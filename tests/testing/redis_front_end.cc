@@ -20,7 +20,7 @@ std::vector<std::string> RedisFrontEndFlags(const RedisCluster& cluster,
 }
 
 absl::Status StartRedisFrontEnd(const std::string& binary, const std::string& data_dir,
-                                const std::vector<std::string>& flags, RedisFrontEnd* fe,
+                                const std::vector<std::string>& flags, RedisFrontEndProcess* fe,
                                 const char* ready) {
   absl::StatusOr<std::unique_ptr<ServerProcess>> p =
       ServerProcess::Start(binary, data_dir, flags, absl::Seconds(30), ready);

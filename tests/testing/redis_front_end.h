@@ -3,7 +3,7 @@
 // stubs, and a CheckUrl claim with a deadline.
 //
 // Example:
-//   RedisFrontEnd fe;
+//   RedisFrontEndProcess fe;
 //   ASSERT_THAT(StartRedisFrontEnd(DEDUPD_BINARY, dir + "/unused-data",
 //                                  RedisFrontEndFlags(*cluster, "e2e0:", {}), &fe),
 //               IsOk());
@@ -33,7 +33,7 @@ namespace dedupd::testing {
 inline constexpr absl::Duration kRedisE2eRpcDeadline = absl::Seconds(15);
 
 // One dedupd process and stubs on its channel.
-struct RedisFrontEnd {
+struct RedisFrontEndProcess {
   std::unique_ptr<ServerProcess> process;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::Dedup::Stub> dedup;
@@ -50,7 +50,7 @@ std::vector<std::string> RedisFrontEndFlags(const RedisCluster& cluster,
 // Redis front end) on 127.0.0.1 and waits up to 30 s for `ready` in its
 // log; fills *fe. Errors: ServerProcess::Start's.
 absl::Status StartRedisFrontEnd(const std::string& binary, const std::string& data_dir,
-                                const std::vector<std::string>& flags, RedisFrontEnd* fe,
+                                const std::vector<std::string>& flags, RedisFrontEndProcess* fe,
                                 const char* ready = ServerProcess::kServingPrefix);
 
 // ClaimUrls claims `urls` through `stub` (with `claim_id` when not empty):
