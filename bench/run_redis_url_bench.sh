@@ -195,26 +195,28 @@ awk -v a="$mem0" -v b="$mem1" -v n="$urls" 'BEGIN {
 # URLs not claimed yet ([urls, 2 * urls), half through each).
 first_pid=$server_pid
 first_port=$port
-saved_pid=$server_pid
 port_file="$work/port2"
 server_log="$work/server2.log"
 start_server
 second_pid=$server_pid
 second_port=$port
-server_pid=$saved_pid
+server_pid=$first_pid
 port=$first_port
 half=$((urls / 2))
+# claim_half PORT PID OFFSET OUT: $half new URLs from OFFSET through the
+# front end at PORT (pid PID), the load tool's output to OUT.
+claim_half() {
+  timeout --signal=TERM --kill-after=10 3600 "$load_bin" --target="127.0.0.1:$1" \
+    --synthetic --seed=1 --offset="$3" --urls="$half" --batch="$batch" --threads="$threads" \
+    --mode=claim --server_pid="$2" >"$4"
+}
 echo "# redis2: two front ends, $half new URLs through each at once"
 cpu0=$(cluster_cpu)
 out1="$work/redis2-a.out"
 out2="$work/redis2-b.out"
-timeout --signal=TERM --kill-after=10 3600 "$load_bin" --target="127.0.0.1:$first_port" \
-  --synthetic --seed=1 --offset="$urls" --urls="$half" --batch="$batch" --threads="$threads" \
-  --mode=claim --server_pid="$first_pid" >"$out1" &
+claim_half "$first_port" "$first_pid" "$urls" "$out1" &
 load1=$!
-timeout --signal=TERM --kill-after=10 3600 "$load_bin" --target="127.0.0.1:$second_port" \
-  --synthetic --seed=1 --offset=$((urls + half)) --urls="$half" --batch="$batch" \
-  --threads="$threads" --mode=claim --server_pid="$second_pid" >"$out2" &
+claim_half "$second_port" "$second_pid" $((urls + half)) "$out2" &
 load2=$!
 wait "$load1"; rc1=$?
 wait "$load2"; rc2=$?
