@@ -55,6 +55,9 @@ ABSL_FLAG(int64_t, redis_min_replicas_acked, 0,
           "--store=redis_cluster: before answering NEW, WAIT until this many replicas of "
           "each written master have the write (0: no WAIT; a master failover may lose "
           "the last claims)");
+ABSL_FLAG(absl::Duration, redis_chunk_lease, absl::Seconds(30),
+          "--store=redis_cluster: how long a CheckChunks claim holds its document's lease; a "
+          "front end that dies mid-claim blocks that document this long (2s to 1h)");
 ABSL_FLAG(absl::Duration, redis_replica_ack_timeout, absl::Seconds(1),
           "--store=redis_cluster: how long one WAIT may block; a short count fails the "
           "batch UNAVAILABLE");
@@ -253,6 +256,14 @@ bool ValidateRedisFlags() {
                   16)) {
     return false;
   }
+  const absl::Duration lease = absl::GetFlag(FLAGS_redis_chunk_lease);
+  if (lease < absl::Seconds(2) || lease > absl::Hours(1)) {
+    // Below 2 s a claim slowed by one WAIT or a retried node could outlive
+    // its lease and fail at its commit.
+    std::cerr << "dedupd: --redis_chunk_lease=" << absl::FormatDuration(lease)
+              << " is out of range [2s, 1h]\n";
+    return false;
+  }
   const absl::Duration ack = absl::GetFlag(FLAGS_redis_replica_ack_timeout);
   if (ack < absl::Milliseconds(1) || ack >= absl::Seconds(2)) {
     // The router's command timeout is 2 s: a WAIT must come back before it.
@@ -415,6 +426,7 @@ std::optional<dedupd::ServerOptions> OptionsFromFlags() {
     options.redis_min_replicas_acked =
         static_cast<int>(absl::GetFlag(FLAGS_redis_min_replicas_acked));
     options.redis_replica_ack_timeout = absl::GetFlag(FLAGS_redis_replica_ack_timeout);
+    options.redis_chunk_lease = absl::GetFlag(FLAGS_redis_chunk_lease);
   }
   options.config_path = absl::GetFlag(FLAGS_config);
   options.max_batch_items = absl::GetFlag(FLAGS_max_batch_items);

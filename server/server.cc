@@ -421,7 +421,9 @@ absl::Status OpenRedisStore(DedupServer::Impl* impl) {
                    options.redis_min_replicas_acked, " replicas; slot map ",
                    impl->redis->router().SlotMapComplete() ? "complete" : "INCOMPLETE"));
   impl->redis_content = RedisContentStore::Open(impl->redis.get());
-  impl->redis_chunks = RedisChunkStore::Open(impl->redis.get());
+  RedisChunkStoreOptions chunk_options;
+  chunk_options.lease = options.redis_chunk_lease;
+  impl->redis_chunks = RedisChunkStore::Open(impl->redis.get(), chunk_options);
   impl->store_open.store(true, std::memory_order_release);
   SimHashOptions simhash_options;
   simhash_options.shingle_words = options.simhash_shingle_words;

@@ -51,6 +51,9 @@ struct ServerOptions {
   std::string redis_key_prefix = "dedupd:";
   int redis_min_replicas_acked = 0;
   absl::Duration redis_replica_ack_timeout = absl::Seconds(1);
+  // kRedisCluster: how long a chunk claim holds its document's lease
+  // (RedisChunkStoreOptions::lease). Default: 30 s.
+  absl::Duration redis_chunk_lease = absl::Seconds(30);
   // Config file (protobuf text format, see README.md "Configuration"); empty for
   // the built-in defaults. Default: empty.
   std::string config_path;

@@ -59,8 +59,9 @@ class E2eRedisChunksTest : public ::testing::Test {
 
   void Start(FrontEnd* fe) {
     ASSERT_THAT(
-        testing::StartRedisFrontEnd(DEDUPD_BINARY, dir_ + "/unused-data",
-                                    testing::RedisFrontEndFlags(*cluster_, prefix_, {}), fe),
+        testing::StartRedisFrontEnd(
+            DEDUPD_BINARY, dir_ + "/unused-data",
+            testing::RedisFrontEndFlags(*cluster_, prefix_, {"--redis_chunk_lease=20s"}), fe),
         IsOk());
   }
 

@@ -484,7 +484,11 @@ TEST_F(E2eRedisClusterTest, BadFlagsFailWithOneLine) {
            {DEDUPD_BINARY, "--store=redis_cluster", "--redis_nodes=nohostport"},
            {DEDUPD_BINARY, "--redis_nodes=127.0.0.1:7000"},
            {DEDUPD_BINARY, "--store=redis_cluster", "--redis_nodes=127.0.0.1:7000",
-            "--redis_min_replicas_acked=-1"}}) {
+            "--redis_min_replicas_acked=-1"},
+           {DEDUPD_BINARY, "--store=redis_cluster", "--redis_nodes=127.0.0.1:7000",
+            "--redis_chunk_lease=1s"},
+           {DEDUPD_BINARY, "--store=redis_cluster", "--redis_nodes=127.0.0.1:7000",
+            "--redis_chunk_lease=2h"}}) {
     absl::StatusOr<testing::CommandResult> r = testing::RunCommand(argv, "", absl::Seconds(10));
     ASSERT_THAT(r.status(), IsOk());
     EXPECT_EQ(r->exit_code, 2) << absl::StrJoin(argv, " ");
