@@ -11,16 +11,20 @@
 #   --cluster create --cluster-replicas REPLICAS`, and waits (bounded) until
 #   every node reports cluster_state:ok and every replica's link to its
 #   master is up. Sets redis_pids, redis_ports, redis_nodes (HOST:PORT of
-#   every node) and redis_master_ports; exits the script on failure.
+#   every node), redis_master_ports and redis_master_pids; exits the script
+#   on failure.
 # stop_redis: kills the nodes by PID (nothing on them is kept).
-# redis_cpu: user + system CPU seconds so far of every redis-server
-#   process (masters and replicas).
+# redis_cpu [PID...]: user + system CPU seconds so far of the redis-server
+#   processes PID... (default: every node, masters and replicas).
 # redis_used_memory: INFO memory used_memory summed over the masters, in
 #   bytes, once every replica has acknowledged its master's writes (bounded
 #   wait), so that the replication buffers are drained.
 # redis_keys: DBSIZE summed over the masters.
-# print_redis_cluster_cpu LABEL CPU0 CPU1 N UNIT: the line
+# print_redis_cluster_cpu LABEL CPU0 CPU1 MASTERS0 MASTERS1 N UNIT: the line
 #   cluster phase=<label> cpu_secs=<s> cpu_us_per_<unit>=<u>
+#           masters_cpu_us_per_<unit>=<m>
+#   (CPU0/CPU1: redis_cpu of every node before and after; MASTERS0/1: of
+#   the masters; the difference is the replicas' share of the work).
 # print_redis_memory UNIT N MEM0 MEM1 KEYS0 KEYS1: the line
 #   redis_memory <unit>s=N used_memory_delta=<b> bytes_per_<unit>=<y>
 #                keys_delta=<k> keys_per_<unit>=<z>
@@ -28,6 +32,7 @@ redis_pids=()
 redis_ports=()
 redis_nodes=()
 redis_master_ports=()
+redis_master_pids=()
 
 stop_redis() {
   local pid
@@ -96,16 +101,21 @@ start_redis_cluster() {
     sleep 0.1
   done
   ((ok == count)) || { echo "$tool: cluster not ok (replicas linked) within 30 s" >&2; exit 1; }
-  for p in "${redis_ports[@]}"; do
-    /usr/bin/redis-cli -p "$p" info replication | grep -q '^role:master' && redis_master_ports+=("$p")
+  for i in "${!redis_ports[@]}"; do
+    p=${redis_ports[$i]}
+    if /usr/bin/redis-cli -p "$p" info replication | grep -q '^role:master'; then
+      redis_master_ports+=("$p")
+      redis_master_pids+=("${redis_pids[$i]}")
+    fi
   done
   ((${#redis_master_ports[@]} == masters)) ||
     { echo "$tool: expected $masters masters, found ${#redis_master_ports[@]}" >&2; exit 1; }
 }
 
 redis_cpu() {
-  local pid
-  for pid in "${redis_pids[@]}"; do cat "/proc/$pid/stat"; done |
+  local pid pids=("$@")
+  ((${#pids[@]})) || pids=("${redis_pids[@]}")
+  for pid in "${pids[@]}"; do cat "/proc/$pid/stat"; done |
     awk -v t="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); s += $12 + $13 } END { print s / t }'
 }
 
@@ -147,8 +157,9 @@ redis_keys() {
 }
 
 print_redis_cluster_cpu() {
-  awk -v p="$1" -v a="$2" -v b="$3" -v n="$4" -v u="$5" 'BEGIN {
-    printf "cluster phase=%s cpu_secs=%.2f cpu_us_per_%s=%.1f\n", p, b - a, u, (n > 0 ? (b - a) * 1e6 / n : 0) }'
+  awk -v p="$1" -v a="$2" -v b="$3" -v ma="$4" -v mb="$5" -v n="$6" -v u="$7" 'BEGIN {
+    printf "cluster phase=%s cpu_secs=%.2f cpu_us_per_%s=%.1f masters_cpu_us_per_%s=%.1f\n",
+      p, b - a, u, (n > 0 ? (b - a) * 1e6 / n : 0), u, (n > 0 ? (mb - ma) * 1e6 / n : 0) }'
 }
 
 print_redis_memory() {

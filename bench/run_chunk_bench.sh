@@ -22,7 +22,8 @@
 # (bytes: du of the data dir after the fill; the restart reopens the store).
 # With --store=redis_cluster the phases are named redis_cluster/<p> and
 # rocksdb/<p>; each Redis phase adds
-#   cluster phase=<p> cpu_secs=<c> cpu_us_per_chunk=<u>  (all redis-servers)
+#   cluster phase=<p> cpu_secs=<c> cpu_us_per_chunk=<u>
+#           masters_cpu_us_per_chunk=<m>  (all redis-servers; the masters alone)
 # and the Redis store prints, instead of its store line,
 #   redis_memory chunks=<n> used_memory_delta=<b> bytes_per_chunk=<y>
 #                keys_delta=<k> keys_per_chunk=<z>
@@ -136,15 +137,21 @@ label_prefix=""
 # "FIELD=EXPECTED" (may be empty) that the phase's line must contain.
 # Phases are labelled $label_prefix$NAME.
 run_phase() {
-  local name=$1 check=$2 line rc chunks cpu0 cpu1
+  local name=$1 check=$2 line rc chunks cpu0 cpu1 masters0 masters1
   shift 2
-  [[ "$current_store" == redis_cluster ]] && cpu0=$(redis_cpu)
+  if [[ "$current_store" == redis_cluster ]]; then
+    cpu0=$(redis_cpu)
+    masters0=$(redis_cpu "${redis_master_pids[@]}")
+  fi
   line=$(timeout --signal=TERM --kill-after=10 $((phase_secs + 120)) "$load_bin" \
     --target="127.0.0.1:$port" --pages_dir="$pages_dir" --seed=1 --phase="$name" \
     --store_chunks="$store_chunks" --threads="$threads" --chunk_bytes="$chunk_bytes" \
     --seconds="$phase_secs" --server_pid="$server_pid" "$@")
   rc=$?
-  [[ "$current_store" == redis_cluster ]] && cpu1=$(redis_cpu)
+  if [[ "$current_store" == redis_cluster ]]; then
+    cpu1=$(redis_cpu)
+    masters1=$(redis_cpu "${redis_master_pids[@]}")
+  fi
   echo "$line"
   last_line=$line
   if ((rc != 0)) || [[ -z "$line" ]]; then
@@ -155,7 +162,7 @@ run_phase() {
   chunks=$(field chunks "$line")
   print_server_cpu "$label_prefix$name" "$line" "${chunks:-0}" chunk
   if [[ "$current_store" == redis_cluster ]]; then
-    print_redis_cluster_cpu "$label_prefix$name" "$cpu0" "$cpu1" "${chunks:-0}" chunk
+    print_redis_cluster_cpu "$label_prefix$name" "$cpu0" "$cpu1" "$masters0" "$masters1" "${chunks:-0}" chunk
   fi
   local want
   for want in $check invalid=0 errors=0; do

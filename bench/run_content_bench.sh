@@ -20,7 +20,8 @@
 # (the restart rebuilds the near-duplicate index from the store). With
 # --store=redis_cluster the phases are named redis_cluster/<p> and
 # rocksdb/<p>; each Redis phase adds
-#   cluster phase=<p> cpu_secs=<c> cpu_us_per_doc=<u>  (all redis-servers)
+#   cluster phase=<p> cpu_secs=<c> cpu_us_per_doc=<u> masters_cpu_us_per_doc=<m>
+#   (all redis-servers; the masters alone)
 # and the Redis store prints, instead of its store line,
 #   redis_memory docs=<n> used_memory_delta=<b> bytes_per_doc=<y>
 #                keys_delta=<k> keys_per_doc=<z>
@@ -119,15 +120,21 @@ echo "# dedupd content bench: batch=$batch threads=$threads measure=$measure" \
 last_line=""
 label_prefix=""
 run_phase() {
-  local name=$1 offset=$2 docs=$3 mode=$4 repeat=$5 check=$6 line rc cpu0 cpu1
+  local name=$1 offset=$2 docs=$3 mode=$4 repeat=$5 check=$6 line rc cpu0 cpu1 masters0 masters1
   echo "# $label_prefix$name: $mode $docs documents from offset $offset (repeat_every=$repeat)"
-  [[ "$current_store" == redis_cluster ]] && cpu0=$(redis_cpu)
+  if [[ "$current_store" == redis_cluster ]]; then
+    cpu0=$(redis_cpu)
+    masters0=$(redis_cpu "${redis_master_pids[@]}")
+  fi
   line=$(timeout --signal=TERM --kill-after=10 7200 "$load_bin" \
     --target="127.0.0.1:$port" --pages_dir="$pages_dir" --seed=1 \
     --offset="$offset" --docs="$docs" --batch="$batch" --threads="$threads" \
     --mode="$mode" --repeat_every="$repeat" --server_pid="$server_pid")
   rc=$?
-  [[ "$current_store" == redis_cluster ]] && cpu1=$(redis_cpu)
+  if [[ "$current_store" == redis_cluster ]]; then
+    cpu1=$(redis_cpu)
+    masters1=$(redis_cpu "${redis_master_pids[@]}")
+  fi
   echo "$line"
   last_line=$line
   if ((rc != 0)) || [[ -z "$line" ]]; then
@@ -137,7 +144,7 @@ run_phase() {
   fi
   print_server_cpu "$label_prefix$name" "$line" "$docs" doc
   if [[ "$current_store" == redis_cluster ]]; then
-    print_redis_cluster_cpu "$label_prefix$name" "$cpu0" "$cpu1" "$docs" doc
+    print_redis_cluster_cpu "$label_prefix$name" "$cpu0" "$cpu1" "$masters0" "$masters1" "$docs" doc
   fi
   if [[ -n "$check" && " $line " != *" $check "* ]]; then
     echo "run_content_bench: $label_prefix$name: expected $check" >&2

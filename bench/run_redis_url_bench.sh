@@ -18,6 +18,7 @@
 # Prints each phase's checkurl line, and
 #   server  phase=<p> cpu_secs=<s> cpu_us_per_url=<u> rss_mb=<r>
 #   cluster phase=redis cpu_secs=<s> cpu_us_per_url=<u>  (the 3 redis-servers)
+#           masters_cpu_us_per_url=<u>  (the same: no replicas)
 #   redis_memory urls=<n> used_memory_delta=<b> bytes_per_url=<y>
 #                keys_delta=<k> keys_per_url=<z> (INFO memory used_memory
 #                and DBSIZE summed over the masters, after minus before)
@@ -116,7 +117,7 @@ start_server
 cpu0=$(redis_cpu)
 run_phase redis
 cpu1=$(redis_cpu)
-print_redis_cluster_cpu redis "$cpu0" "$cpu1" "$urls" url
+print_redis_cluster_cpu redis "$cpu0" "$cpu1" "$cpu0" "$cpu1" "$urls" url  # no replicas
 print_redis_memory url "$urls" "$mem0" "$(redis_used_memory)" "$keys0" "$(redis_keys)"
 
 # redis2: a second front end on the same cluster, both loaded at once with
