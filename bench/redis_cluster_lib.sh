@@ -20,14 +20,21 @@
 #   bytes, once every replica has acknowledged its master's writes (bounded
 #   wait), so that the replication buffers are drained.
 # redis_keys: DBSIZE summed over the masters.
-# print_redis_cluster_cpu LABEL CPU0 CPU1 MASTERS0 MASTERS1 N UNIT: the line
+# redis_commands: INFO stats total_commands_processed summed over the
+#   masters (it counts the commands a Lua script runs, one each).
+# redis_phase_begin, then redis_phase_end LABEL N UNIT after a phase of N
+#   UNITs: the line
 #   cluster phase=<label> cpu_secs=<s> cpu_us_per_<unit>=<u>
-#           masters_cpu_us_per_<unit>=<m>
-#   (CPU0/CPU1: redis_cpu of every node before and after; MASTERS0/1: of
-#   the masters; the difference is the replicas' share of the work).
+#           masters_cpu_us_per_<unit>=<m> commands_per_<unit>=<c>
+#   (cpu: every node's, replicas included; masters: the masters' alone, the
+#   difference being replication's share; commands: what the masters ran,
+#   those run inside Lua scripts included, and a few of them this
+#   script's INFO calls).
 # print_redis_memory UNIT N MEM0 MEM1 KEYS0 KEYS1: the line
 #   redis_memory <unit>s=N used_memory_delta=<b> bytes_per_<unit>=<y>
 #                keys_delta=<k> keys_per_<unit>=<z>
+# print_redis_key_kinds UNIT N: where the memory goes, one line per key
+#   kind (below).
 redis_pids=()
 redis_ports=()
 redis_nodes=()
@@ -156,14 +163,67 @@ redis_keys() {
   echo "$total"
 }
 
-print_redis_cluster_cpu() {
-  awk -v p="$1" -v a="$2" -v b="$3" -v ma="$4" -v mb="$5" -v n="$6" -v u="$7" 'BEGIN {
-    printf "cluster phase=%s cpu_secs=%.2f cpu_us_per_%s=%.1f masters_cpu_us_per_%s=%.1f\n",
-      p, b - a, u, (n > 0 ? (b - a) * 1e6 / n : 0), u, (n > 0 ? (mb - ma) * 1e6 / n : 0) }'
+redis_commands() {
+  local total=0 p
+  for p in "${redis_master_ports[@]}"; do
+    total=$((total + $(/usr/bin/redis-cli -p "$p" info stats | tr -d '\r' |
+      sed -n 's/^total_commands_processed:\([0-9]*\)$/\1/p')))
+  done
+  echo "$total"
+}
+
+redis_phase_begin() {
+  redis_phase_cpu0=$(redis_cpu)
+  redis_phase_masters0=$(redis_cpu "${redis_master_pids[@]}")
+  redis_phase_commands0=$(redis_commands)
+}
+
+redis_phase_end() {
+  awk -v p="$1" -v n="$2" -v u="$3" -v a="$redis_phase_cpu0" -v b="$(redis_cpu)" \
+    -v ma="$redis_phase_masters0" -v mb="$(redis_cpu "${redis_master_pids[@]}")" \
+    -v ca="$redis_phase_commands0" -v cb="$(redis_commands)" 'BEGIN {
+    if (n <= 0) n = 1
+    printf "cluster phase=%s cpu_secs=%.2f cpu_us_per_%s=%.1f masters_cpu_us_per_%s=%.1f commands_per_%s=%.1f\n",
+      p, b - a, u, (b - a) * 1e6 / n, u, (mb - ma) * 1e6 / n, u, (cb - ca) / n }'
 }
 
 print_redis_memory() {
   awk -v u="$1" -v n="$2" -v a="$3" -v b="$4" -v k0="$5" -v k1="$6" 'BEGIN {
     printf "redis_memory %ss=%d used_memory_delta=%d bytes_per_%s=%.1f keys_delta=%d keys_per_%s=%.2f\n",
       u, n, b - a, u, (n > 0 ? (b - a) / n : 0), k1 - k0, u, (n > 0 ? (k1 - k0) / n : 0) }'
+}
+
+# print_redis_key_kinds UNIT N: one line per key kind (the key's part
+# between its first and second ':', e.g. c, f, lb under the default
+# prefix dedupd:) over the masters:
+#   redis_keys kind=<k> keys=<n> keys_per_<unit>=<x> bytes_per_key=<b>
+#              bytes_per_<unit>=<y>
+# keys: counted by a full SCAN; bytes_per_key: the mean MEMORY USAGE (the
+# key, its value and their allocations; not the keyspace's own hash table)
+# of every s-th key, s chosen so that at most 50,000 keys per master are
+# measured; bytes_per_<unit>: keys * bytes_per_key / N.
+print_redis_key_kinds() {
+  local p n step
+  for p in "${redis_master_ports[@]}"; do
+    /usr/bin/redis-cli -p "$p" --scan >"$work/keys.$p"
+    n=$(wc -l <"$work/keys.$p")
+    step=$(((n + 49999) / 50000))
+    ((step > 0)) || step=1
+    awk -v s="$step" 'NR % s == 0' "$work/keys.$p" >"$work/sample.$p"
+    awk '{ printf "MEMORY USAGE \"%s\" SAMPLES 0\n", $0 }' "$work/sample.$p" |
+      timeout 600 /usr/bin/redis-cli -p "$p" >"$work/usage.$p"
+    awk '{ split($0, a, ":"); print "count", a[2] }' "$work/keys.$p"
+    # A key gone since the scan (a lease) answers nil: an empty line.
+    paste -d' ' "$work/sample.$p" "$work/usage.$p" |
+      awk 'NF >= 2 && $NF ~ /^[0-9]+$/ { split($1, a, ":"); print "usage", a[2], $NF }'
+  done | awk -v u="$1" -v n="$2" '
+    $1 == "count" { c[$2]++ }
+    $1 == "usage" { s[$2] += $3; m[$2]++ }
+    END {
+      for (k in c) {
+        b = m[k] ? s[k] / m[k] : 0
+        printf "redis_keys kind=%s keys=%d keys_per_%s=%.2f bytes_per_key=%.1f bytes_per_%s=%.1f\n",
+          k, c[k], u, (n > 0 ? c[k] / n : 0), b, u, (n > 0 ? c[k] * b / n : 0)
+      }
+    }' | sort
 }

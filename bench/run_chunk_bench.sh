@@ -23,7 +23,8 @@
 # With --store=redis_cluster the phases are named redis_cluster/<p> and
 # rocksdb/<p>; each Redis phase adds
 #   cluster phase=<p> cpu_secs=<c> cpu_us_per_chunk=<u>
-#           masters_cpu_us_per_chunk=<m>  (all redis-servers; the masters alone)
+#           masters_cpu_us_per_chunk=<m> commands_per_chunk=<n>
+#   (all redis-servers; the masters alone; commands the masters ran)
 # and the Redis store prints, instead of its store line,
 #   redis_memory chunks=<n> used_memory_delta=<b> bytes_per_chunk=<y>
 #                keys_delta=<k> keys_per_chunk=<z>
@@ -34,7 +35,7 @@
 # Usage: bench/run_chunk_bench.sh [--build_dir=DIR] [--pages_dir=DIR]
 #          [--store_chunks=N] [--measure=N] [--measure_secs=S] [--resend=N]
 #          [--threads=N] [--tiny] [--keep_data]
-#          [--store=rocksdb|redis_cluster] [--redis_replicas=N]
+#          [--store=rocksdb|redis_cluster] [--redis_replicas=N] [--redis_key_kinds]
 #          [-- extra dedupd flags]
 #   --build_dir     where dedupd was built (default: build)
 #   --pages_dir     page corpus (default bench/corpus/pages, from
@@ -52,6 +53,9 @@
 #   --store         redis_cluster: the Redis Cluster front end, then the
 #                   embedded store (default rocksdb: the embedded store only)
 #   --redis_replicas  replicas per master (default 1; needs redis-server)
+#   --redis_key_kinds after the fill, where Redis's memory goes: a
+#                   redis_keys line per key kind (bench/redis_cluster_lib.sh,
+#                   print_redis_key_kinds; a full SCAN, up to a minute more)
 # Example:
 #   bench/run_chunk_bench.sh --build_dir=build --store_chunks=1000000
 #   bench/run_chunk_bench.sh --build_dir=build-rel --store=redis_cluster --store_chunks=200000
@@ -70,6 +74,7 @@ phase_secs=3600
 keep_data=0
 store=rocksdb
 redis_replicas=1
+redis_key_kinds=0
 extra_flags=()
 while (($#)); do
   case "$1" in
@@ -86,8 +91,9 @@ while (($#)); do
     --keep_data) keep_data=1 ;;
     --store=*) store=${1#*=} ;;
     --redis_replicas=*) redis_replicas=${1#*=} ;;
+    --redis_key_kinds) redis_key_kinds=1 ;;
     --) shift; extra_flags=("$@"); break ;;
-    -h|--help) sed -n '2,56p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,61p' "$0"; exit 0 ;;
     *) echo "run_chunk_bench: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -137,21 +143,14 @@ label_prefix=""
 # "FIELD=EXPECTED" (may be empty) that the phase's line must contain.
 # Phases are labelled $label_prefix$NAME.
 run_phase() {
-  local name=$1 check=$2 line rc chunks cpu0 cpu1 masters0 masters1
+  local name=$1 check=$2 line rc chunks
   shift 2
-  if [[ "$current_store" == redis_cluster ]]; then
-    cpu0=$(redis_cpu)
-    masters0=$(redis_cpu "${redis_master_pids[@]}")
-  fi
+  [[ "$current_store" == redis_cluster ]] && redis_phase_begin
   line=$(timeout --signal=TERM --kill-after=10 $((phase_secs + 120)) "$load_bin" \
     --target="127.0.0.1:$port" --pages_dir="$pages_dir" --seed=1 --phase="$name" \
     --store_chunks="$store_chunks" --threads="$threads" --chunk_bytes="$chunk_bytes" \
     --seconds="$phase_secs" --server_pid="$server_pid" "$@")
   rc=$?
-  if [[ "$current_store" == redis_cluster ]]; then
-    cpu1=$(redis_cpu)
-    masters1=$(redis_cpu "${redis_master_pids[@]}")
-  fi
   echo "$line"
   last_line=$line
   if ((rc != 0)) || [[ -z "$line" ]]; then
@@ -162,7 +161,7 @@ run_phase() {
   chunks=$(field chunks "$line")
   print_server_cpu "$label_prefix$name" "$line" "${chunks:-0}" chunk
   if [[ "$current_store" == redis_cluster ]]; then
-    print_redis_cluster_cpu "$label_prefix$name" "$cpu0" "$cpu1" "$masters0" "$masters1" "${chunks:-0}" chunk
+    redis_phase_end "$label_prefix$name" "${chunks:-0}" chunk
   fi
   local want
   for want in $check invalid=0 errors=0; do
@@ -197,6 +196,7 @@ run_store() {
   if [[ "$current_store" == redis_cluster ]]; then
     mem1=$(redis_used_memory)
     keys1=$(redis_keys)
+    ((redis_key_kinds)) && print_redis_key_kinds chunk "$stored"
   else
     disk_bytes=$(du -sb "$data_dir" | cut -f1)
   fi

@@ -20,8 +20,9 @@
 # (the restart rebuilds the near-duplicate index from the store). With
 # --store=redis_cluster the phases are named redis_cluster/<p> and
 # rocksdb/<p>; each Redis phase adds
-#   cluster phase=<p> cpu_secs=<c> cpu_us_per_doc=<u> masters_cpu_us_per_doc=<m>
-#   (all redis-servers; the masters alone)
+#   cluster phase=<p> cpu_secs=<c> cpu_us_per_doc=<u>
+#           masters_cpu_us_per_doc=<m> commands_per_doc=<n>
+#   (all redis-servers; the masters alone; commands the masters ran)
 # and the Redis store prints, instead of its store line,
 #   redis_memory docs=<n> used_memory_delta=<b> bytes_per_doc=<y>
 #                keys_delta=<k> keys_per_doc=<z>
@@ -32,7 +33,7 @@
 # Usage: bench/run_content_bench.sh [--build_dir=DIR] [--pages_dir=DIR]
 #          [--measure=N] [--preload=N] [--batch=N] [--threads=N] [--tiny]
 #          [--keep_data] [--store=rocksdb|redis_cluster]
-#          [--redis_replicas=N] [-- extra dedupd flags]
+#          [--redis_replicas=N] [--redis_key_kinds] [-- extra dedupd flags]
 #   --build_dir  where dedupd was built (default: build)
 #   --pages_dir  word source (default bench/corpus/pages, from
 #                make_text_corpus.py; falls back to bench/corpus/sample_pages)
@@ -43,6 +44,9 @@
 #   --store      redis_cluster: the Redis Cluster front end, then the
 #                embedded store (default rocksdb: the embedded store only)
 #   --redis_replicas  replicas per master (default 1; needs redis-server)
+#   --redis_key_kinds after the fill, where Redis's memory goes: a
+#                   redis_keys line per key kind (bench/redis_cluster_lib.sh,
+#                   print_redis_key_kinds; a full SCAN, up to a minute more)
 # Example:
 #   bench/run_content_bench.sh --build_dir=build --preload=1000000
 #   bench/run_content_bench.sh --build_dir=build-rel --store=redis_cluster --preload=100000
@@ -58,6 +62,7 @@ threads=4
 keep_data=0
 store=rocksdb
 redis_replicas=1
+redis_key_kinds=0
 extra_flags=()
 while (($#)); do
   case "$1" in
@@ -71,8 +76,9 @@ while (($#)); do
     --keep_data) keep_data=1 ;;
     --store=*) store=${1#*=} ;;
     --redis_replicas=*) redis_replicas=${1#*=} ;;
+    --redis_key_kinds) redis_key_kinds=1 ;;
     --) shift; extra_flags=("$@"); break ;;
-    -h|--help) sed -n '2,47p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,52p' "$0"; exit 0 ;;
     *) echo "run_content_bench: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -120,21 +126,14 @@ echo "# dedupd content bench: batch=$batch threads=$threads measure=$measure" \
 last_line=""
 label_prefix=""
 run_phase() {
-  local name=$1 offset=$2 docs=$3 mode=$4 repeat=$5 check=$6 line rc cpu0 cpu1 masters0 masters1
+  local name=$1 offset=$2 docs=$3 mode=$4 repeat=$5 check=$6 line rc
   echo "# $label_prefix$name: $mode $docs documents from offset $offset (repeat_every=$repeat)"
-  if [[ "$current_store" == redis_cluster ]]; then
-    cpu0=$(redis_cpu)
-    masters0=$(redis_cpu "${redis_master_pids[@]}")
-  fi
+  [[ "$current_store" == redis_cluster ]] && redis_phase_begin
   line=$(timeout --signal=TERM --kill-after=10 7200 "$load_bin" \
     --target="127.0.0.1:$port" --pages_dir="$pages_dir" --seed=1 \
     --offset="$offset" --docs="$docs" --batch="$batch" --threads="$threads" \
     --mode="$mode" --repeat_every="$repeat" --server_pid="$server_pid")
   rc=$?
-  if [[ "$current_store" == redis_cluster ]]; then
-    cpu1=$(redis_cpu)
-    masters1=$(redis_cpu "${redis_master_pids[@]}")
-  fi
   echo "$line"
   last_line=$line
   if ((rc != 0)) || [[ -z "$line" ]]; then
@@ -144,7 +143,7 @@ run_phase() {
   fi
   print_server_cpu "$label_prefix$name" "$line" "$docs" doc
   if [[ "$current_store" == redis_cluster ]]; then
-    print_redis_cluster_cpu "$label_prefix$name" "$cpu0" "$cpu1" "$masters0" "$masters1" "$docs" doc
+    redis_phase_end "$label_prefix$name" "$docs" doc
   fi
   if [[ -n "$check" && " $line " != *" $check "* ]]; then
     echo "run_content_bench: $label_prefix$name: expected $check" >&2
@@ -174,6 +173,7 @@ run_store() {
   if [[ "$current_store" == redis_cluster ]]; then
     mem1=$(redis_used_memory)
     keys1=$(redis_keys)
+    ((redis_key_kinds)) && print_redis_key_kinds doc "$preload"
   else
     disk_bytes=$(du -sb "$data_dir" | cut -f1)
   fi

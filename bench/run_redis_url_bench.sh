@@ -18,7 +18,7 @@
 # Prints each phase's checkurl line, and
 #   server  phase=<p> cpu_secs=<s> cpu_us_per_url=<u> rss_mb=<r>
 #   cluster phase=redis cpu_secs=<s> cpu_us_per_url=<u>  (the 3 redis-servers)
-#           masters_cpu_us_per_url=<u>  (the same: no replicas)
+#           masters_cpu_us_per_url=<u> (the same: no replicas) commands_per_url=<c>
 #   redis_memory urls=<n> used_memory_delta=<b> bytes_per_url=<y>
 #                keys_delta=<k> keys_per_url=<z> (INFO memory used_memory
 #                and DBSIZE summed over the masters, after minus before)
@@ -114,10 +114,9 @@ mem0=$(redis_used_memory)
 keys0=$(redis_keys)
 server_flags=(--store=redis_cluster "--redis_nodes=$(IFS=,; echo "${nodes[*]}")" "${extra_flags[@]}")
 start_server
-cpu0=$(redis_cpu)
+redis_phase_begin
 run_phase redis
-cpu1=$(redis_cpu)
-print_redis_cluster_cpu redis "$cpu0" "$cpu1" "$cpu0" "$cpu1" "$urls" url  # no replicas
+redis_phase_end redis "$urls" url
 print_redis_memory url "$urls" "$mem0" "$(redis_used_memory)" "$keys0" "$(redis_keys)"
 
 # redis2: a second front end on the same cluster, both loaded at once with
