@@ -201,7 +201,8 @@ print_redis_memory() {
 # keys: counted by a full SCAN; bytes_per_key: the mean MEMORY USAGE (the
 # key, its value and their allocations; not the keyspace's own hash table)
 # of every s-th key, s chosen so that at most 50,000 keys per master are
-# measured; bytes_per_<unit>: keys * bytes_per_key / N.
+# measured (-1 for a kind none of whose keys was measured);
+# bytes_per_<unit>: keys * bytes_per_key / N.
 print_redis_key_kinds() {
   local p n step
   for p in "${redis_master_ports[@]}"; do
@@ -221,9 +222,10 @@ print_redis_key_kinds() {
     $1 == "usage" { s[$2] += $3; m[$2]++ }
     END {
       for (k in c) {
-        b = m[k] ? s[k] / m[k] : 0
+        # A kind with no key in the sample (a single counter) shows -1.
+        b = m[k] ? s[k] / m[k] : -1
         printf "redis_keys kind=%s keys=%d keys_per_%s=%.2f bytes_per_key=%.1f bytes_per_%s=%.1f\n",
-          k, c[k], u, (n > 0 ? c[k] / n : 0), b, u, (n > 0 ? c[k] * b / n : 0)
+          k, c[k], u, (n > 0 ? c[k] / n : 0), b, u, (n > 0 && b > 0 ? c[k] * b / n : 0)
       }
     }' | sort
 }
