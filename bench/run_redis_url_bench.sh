@@ -3,10 +3,10 @@
 # Redis Cluster (--store=redis_cluster), and through the embedded RocksDB
 # store in the same run, for comparison.
 #
-# Starts a 3-master Redis Cluster on 127.0.0.1 (redis-server processes at
-# free ports, no replicas, no persistence: the figures are the front end's
-# and Redis's work per claim, not disk's), joined with `redis-cli
-# --cluster create`, stopped by PID at exit; every wait is bounded. Then:
+# Starts a 3-master Redis Cluster on 127.0.0.1 (bench/redis_cluster_lib.sh:
+# redis-server processes at free ports, no replicas, no persistence: the
+# figures are the front end's and Redis's work per claim, not disk's),
+# stopped by PID at exit; every wait is bounded. Then:
 #   redis    one dedupd --store=redis_cluster; dedupd_url_load claims --urls
 #            new synthetic URLs (batch --batch, --threads threads)
 #   redis2   a second front end beside the first on the same cluster; two
@@ -18,9 +18,10 @@
 # Prints each phase's checkurl line, and
 #   server  phase=<p> cpu_secs=<s> cpu_us_per_url=<u> rss_mb=<r>
 #   cluster phase=redis cpu_secs=<s> cpu_us_per_url=<u>  (the 3 redis-servers)
+#           masters_cpu_us_per_url=<u> (the same: no replicas) commands_per_url=<c>
 #   redis_memory urls=<n> used_memory_delta=<b> bytes_per_url=<y>
-#                (INFO memory used_memory summed over the masters, after
-#                minus before)
+#                keys_delta=<k> keys_per_url=<z> (INFO memory used_memory
+#                and DBSIZE summed over the masters, after minus before)
 #   two_front_ends urls=<n> secs=<s> urls_per_sec=<r> front_end_cpu_us_per_url=<f>
 #                (both front ends) cluster_cpu_us_per_url=<c>
 # Exits non-zero when a tool fails or a verdict count is wrong.
@@ -68,14 +69,8 @@ server_flags=()
 # shellcheck source=bench/server_lib.sh
 source "$here/server_lib.sh"
 
-redis_pids=()
-redis_ports=()
-stop_redis() {
-  local pid
-  for pid in "${redis_pids[@]}"; do kill -KILL "$pid" 2>/dev/null; done
-  for pid in "${redis_pids[@]}"; do wait "$pid" 2>/dev/null; done
-  redis_pids=()
-}
+# shellcheck source=bench/redis_cluster_lib.sh
+source "$here/redis_cluster_lib.sh"
 second_pid=""
 stop_second() {
   [[ -n "$second_pid" ]] || return 0
@@ -87,72 +82,8 @@ stop_second() {
 }
 trap 'stop_second; stop_server; stop_redis; ((keep_data)) || rm -rf "$work"' EXIT
 
-# free_port: a port P with P and P + 10000 (its cluster bus) both free.
-free_port() {
-  python3 - <<'EOF'
-import random, socket
-for _ in range(200):
-    p = random.randint(20000, 40000)
-    ok = True
-    for q in (p, p + 10000):
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", q))
-        except OSError:
-            ok = False
-        finally:
-            s.close()
-    if ok:
-        print(p)
-        break
-EOF
-}
-
-for i in 0 1 2; do
-  p=$(free_port)
-  [[ -n "$p" ]] || { echo "$tool: no free port" >&2; exit 1; }
-  d="$work/redis$i"
-  mkdir -p "$d"
-  /usr/bin/redis-server --bind 127.0.0.1 --port "$p" --cluster-enabled yes \
-    --cluster-config-file "$d/nodes.conf" --dir "$d" --save '' --appendonly no \
-    --protected-mode no --logfile "$d/log" &
-  redis_pids+=($!)
-  redis_ports+=("$p")
-done
-for p in "${redis_ports[@]}"; do
-  for _ in $(seq 1 100); do
-    /usr/bin/redis-cli -p "$p" ping >/dev/null 2>&1 && break
-    sleep 0.1
-  done
-done
-nodes=()
-for p in "${redis_ports[@]}"; do nodes+=("127.0.0.1:$p"); done
-timeout 60 /usr/bin/redis-cli --cluster create "${nodes[@]}" --cluster-replicas 0 \
-  --cluster-yes >"$work/create.log" 2>&1 ||
-  { echo "$tool: redis-cli --cluster create failed:" >&2; cat "$work/create.log" >&2; exit 1; }
-for _ in $(seq 1 300); do
-  ok=0
-  for p in "${redis_ports[@]}"; do
-    /usr/bin/redis-cli -p "$p" cluster info 2>/dev/null | grep -q 'cluster_state:ok' && ok=$((ok + 1))
-  done
-  ((ok == 3)) && break
-  sleep 0.1
-done
-((ok == 3)) || { echo "$tool: cluster not ok within 30 s" >&2; exit 1; }
-
-used_memory() {
-  local total=0 p m
-  for p in "${redis_ports[@]}"; do
-    m=$(/usr/bin/redis-cli -p "$p" info memory | tr -d '\r' | sed -n 's/^used_memory:\([0-9]*\)$/\1/p')
-    total=$((total + m))
-  done
-  echo "$total"
-}
-cluster_cpu() {
-  local pid
-  for pid in "${redis_pids[@]}"; do cat "/proc/$pid/stat"; done |
-    awk -v t="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); s += $12 + $13 } END { print s / t }'
-}
+start_redis_cluster 3 0
+nodes=("${redis_nodes[@]}")
 
 echo "# dedupd redis url bench: urls=$urls batch=$batch threads=$threads nproc=$(nproc)" \
   "loadavg=$(cut -d' ' -f1-3 /proc/loadavg) cluster=${nodes[*]} (3 masters, no replicas)"
@@ -179,17 +110,14 @@ run_phase() {
   print_server_cpu "$1" "$last_line" "${sent:-0}" url
 }
 
-mem0=$(used_memory)
+mem0=$(redis_used_memory)
+keys0=$(redis_keys)
 server_flags=(--store=redis_cluster "--redis_nodes=$(IFS=,; echo "${nodes[*]}")" "${extra_flags[@]}")
 start_server
-cpu0=$(cluster_cpu)
+redis_phase_begin
 run_phase redis
-cpu1=$(cluster_cpu)
-mem1=$(used_memory)
-awk -v a="$cpu0" -v b="$cpu1" -v n="$urls" 'BEGIN {
-  printf "cluster phase=redis cpu_secs=%.2f cpu_us_per_url=%.1f\n", b - a, (b - a) * 1e6 / n }'
-awk -v a="$mem0" -v b="$mem1" -v n="$urls" 'BEGIN {
-  printf "redis_memory urls=%d used_memory_delta=%d bytes_per_url=%.1f\n", n, b - a, (b - a) / n }'
+redis_phase_end redis "$urls" url
+print_redis_memory url "$urls" "$mem0" "$(redis_used_memory)" "$keys0" "$(redis_keys)"
 
 # redis2: a second front end on the same cluster, both loaded at once with
 # URLs not claimed yet ([urls, 2 * urls), half through each).
@@ -211,7 +139,7 @@ claim_half() {
     --mode=claim --server_pid="$2" >"$4"
 }
 echo "# redis2: two front ends, $half new URLs through each at once"
-cpu0=$(cluster_cpu)
+cpu0=$(redis_cpu)
 out1="$work/redis2-a.out"
 out2="$work/redis2-b.out"
 claim_half "$first_port" "$first_pid" "$urls" "$out1" &
@@ -220,7 +148,7 @@ claim_half "$second_port" "$second_pid" $((urls + half)) "$out2" &
 load2=$!
 wait "$load1"; rc1=$?
 wait "$load2"; rc2=$?
-cpu1=$(cluster_cpu)
+cpu1=$(redis_cpu)
 line1=$(grep '^checkurl ' "$out1")
 line2=$(grep '^checkurl ' "$out2")
 echo "$line1"

@@ -5,13 +5,17 @@
 //
 //   checkcontent batch=<b> threads=<t> doc_bytes=<d> docs=<n> secs=<s>
 //       docs_per_sec=<x> mb_per_sec=<m> p50_ms=<a> p99_ms=<b> new=<k>
-//       exact=<e> near=<r> invalid=<i> errors=<c>
+//       exact=<e> near=<r> invalid=<i> errors=<c> client_cpu_secs=<u>
+//       server_cpu_secs=<v>
 //
 // (one line). docs: documents sent; secs: wall time from the first call to
 // the last answer; docs_per_sec: documents answered per second; mb_per_sec:
 // their text in MB (10^6 bytes) per second; p50_ms/p99_ms: latency of one
-// batch call; new/exact/near/invalid: verdicts; errors: failed calls. Exits
-// 1 when any call failed.
+// batch call; new/exact/near/invalid: verdicts; errors: failed calls;
+// client_cpu_secs: this tool's own user + system CPU from the first call to
+// the last answer (it builds each batch's documents as it goes, on the
+// server's cores); server_cpu_secs: the same for the process --server_pid
+// names (-1 without it). Exits 1 when any call failed.
 //
 // Documents: document number i (i = --offset, --offset + 1, ...) is a pure
 // function of (--seed, i): about --doc_bytes of real prose, 8 runs of
@@ -65,6 +69,9 @@ ABSL_FLAG(int, threads, 4, "client threads, each with one call in flight");
 ABSL_FLAG(std::string, mode, "claim", "claim or peek");
 ABSL_FLAG(int, deadline_ms, 60000, "deadline of every call, in milliseconds");
 ABSL_FLAG(int, connect_timeout_s, 10, "how long to wait for the server");
+ABSL_FLAG(int, server_pid, 0,
+          "the server's process id (same machine): report its CPU time from the "
+          "first call to the last answer as server_cpu_secs");
 
 namespace {
 
@@ -163,6 +170,7 @@ int main(int argc, char** argv) {
   spec.threads = threads;
   spec.batches = (total + batch - 1) / batch;
   spec.deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
+  dedupd::bench::CpuWindow cpu(absl::GetFlag(FLAGS_server_pid));
   const Clock::time_point start = Clock::now();
   if (seconds > 0) {
     spec.stop_sending =
@@ -198,19 +206,22 @@ int main(int argc, char** argv) {
         }
       });
   const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  cpu.Stop();
   const double p50 = dedupd::bench::Percentile(&all.latency_ms, 0.50);
   const double p99 = dedupd::bench::Percentile(&all.latency_ms, 0.99);
   std::cout << absl::StrFormat(
                    "checkcontent batch=%d threads=%d doc_bytes=%d docs=%d secs=%.2f "
                    "docs_per_sec=%.0f mb_per_sec=%.1f p50_ms=%.2f p99_ms=%.2f "
-                   "new=%d exact=%d near=%d invalid=%d errors=%d",
+                   "new=%d exact=%d near=%d invalid=%d errors=%d client_cpu_secs=%.2f "
+                   "server_cpu_secs=%.2f",
                    batch, threads, doc_bytes, all.sent, secs,
                    secs > 0 ? static_cast<double>(all.answered()) / secs : 0.0,
                    secs > 0 ? static_cast<double>(text_bytes.load()) / secs / 1e6 : 0.0, p50, p99,
                    all.verdicts["CONTENT_VERDICT_NEW"],
                    all.verdicts["CONTENT_VERDICT_EXACT_DUPLICATE"],
                    all.verdicts["CONTENT_VERDICT_NEAR_DUPLICATE"],
-                   all.verdicts["CONTENT_VERDICT_INVALID"], all.errors)
+                   all.verdicts["CONTENT_VERDICT_INVALID"], all.errors, cpu.client_secs(),
+                   cpu.server_secs())
             << std::endl;
   dedupd::bench::PrintErrors("content_load", all);
   return all.errors == 0 ? 0 : 1;
