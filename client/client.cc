@@ -144,6 +144,10 @@ absl::StatusOr<std::unique_ptr<DedupClient>> DedupClient::Connect(const std::str
         "connect: backoff needs 0 <= initial_backoff <= max_backoff and "
         "backoff_multiplier >= 1");
   }
+  if (options.max_store_attempts < 1 || options.max_store_retry_time < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "connect: want max_store_attempts >= 1 and max_store_retry_time >= 0");
+  }
   if (options.max_items_per_request < 1 || options.max_request_bytes < 1) {
     return absl::InvalidArgumentError(
         "connect: max_items_per_request and max_request_bytes must be >= 1");
@@ -233,16 +237,85 @@ absl::Status CheckCallerClaimId(absl::string_view method, const std::string& cla
                                                  " bytes; the limit is ", kMaxCallerClaimIdBytes));
 }
 
-// CheckBatched is the body of every batch RPC (CheckUrl, CheckContent):
-// cut `items` into requests (item and byte limits), send each through
-// CallWithRetry, check the result count, and concatenate the results in
-// order. `rpc` is the stub method.
+template <typename Request, typename Response>
+using RpcMethod = std::function<grpc::Status(grpc::ClientContext*, const Request&, Response*)>;
+
+// StoreUnavailable: whether the server could not answer this URL now (its
+// store node is down), as opposed to answering it.
+template <typename Result>
+bool StoreUnavailable(const Result& result) {
+  return result.error_reason() == dedupd::v1::ERROR_REASON_STORE_UNAVAILABLE;
+}
+
+// ResendStoreUnavailable: `results` answer `request` (one each, in order);
+// sends the items answered STORE_UNAVAILABLE again, in copies of `request`
+// (its claim id, namespace, mode, lease and per_item_store_errors), after
+// a jittered backoff that grows each round, and puts each answer in its
+// item's place, until none is left, an item was sent
+// options.max_store_attempts times, or the next round would start past
+// options.max_store_retry_time from now. Items still unanswered keep
+// their last STORE_UNAVAILABLE result, its error saying so. A round that
+// fails UNAVAILABLE or DEADLINE_EXCEEDED ends the rounds (its items keep
+// their results: they are as unanswered as before); any other error, or a
+// wrong result count, is returned.
+template <typename Request, typename Response, typename Result>
+absl::Status ResendStoreUnavailable(const ClientOptions& options, absl::string_view method,
+                                    absl::BitGen& gen, const Request& request,
+                                    const RpcMethod<Request, Response>& rpc,
+                                    absl::Span<Result> results) {
+  std::vector<size_t> pending;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (StoreUnavailable(results[i])) pending.push_back(i);
+  }
+  if (pending.empty()) return absl::OkStatus();
+  const absl::Time give_up = absl::Now() + options.max_store_retry_time;
+  int sends = 1;  // every pending item has been sent this many times
+  for (; !pending.empty() && sends < options.max_store_attempts; ++sends) {
+    const absl::Duration wait = Backoff(options, sends, gen);
+    if (absl::Now() + wait > give_up) break;
+    absl::SleepFor(wait);
+    Request again = request;
+    again.clear_items();
+    for (size_t i : pending) *again.add_items() = request.items(static_cast<int>(i));
+    Response response;
+    absl::Status status = CallWithRetry(options, method, gen, [&](grpc::ClientContext* context) {
+      response.Clear();
+      return rpc(context, again, &response);
+    });
+    if (absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status)) break;
+    if (!status.ok()) return status;
+    if (response.results_size() != again.items_size()) {
+      return absl::InternalError(absl::StrCat(method, ": server answered ", response.results_size(),
+                                              " results for ", again.items_size(),
+                                              " items sent again"));
+    }
+    std::vector<size_t> still;
+    for (size_t j = 0; j < pending.size(); ++j) {
+      Result& result = results[pending[j]];
+      result = std::move(*response.mutable_results(static_cast<int>(j)));
+      if (StoreUnavailable(result)) still.push_back(pending[j]);
+    }
+    pending.swap(still);
+  }
+  for (size_t i : pending) {
+    results[i].set_error(absl::StrCat(results[i].error(), " (", method,
+                                      ": still unavailable after ", sends, " attempts)"));
+  }
+  return absl::OkStatus();
+}
+
+// CheckBatched is the body of every batch RPC (CheckUrl, CompleteUrls,
+// CheckContent): cut `items` into requests (item and byte limits), send
+// each through CallWithRetry, check the result count, re-send the items
+// answered STORE_UNAVAILABLE when `resend_store_unavailable`
+// (ResendStoreUnavailable), and concatenate the results in order. `rpc` is
+// the stub method.
 // `prepare`, when set, fills request k's other fields (k = 0, 1, ...).
 template <typename Request, typename Response, typename Item, typename Result>
 absl::StatusOr<std::vector<Result>> CheckBatched(
     const ClientOptions& options, absl::string_view method, absl::Span<const Item> items,
     const std::function<void(size_t, absl::BitGen&, Request*)>& prepare,
-    const std::function<grpc::Status(grpc::ClientContext*, const Request&, Response*)>& rpc,
+    const RpcMethod<Request, Response>& rpc, bool resend_store_unavailable,
     const ProgressCallback& progress) {
   std::vector<Result> results;
   results.reserve(items.size());
@@ -276,8 +349,14 @@ absl::StatusOr<std::vector<Result>> CheckBatched(
       return absl::InternalError(absl::StrCat(method, ": server answered ", response.results_size(),
                                               " results for ", request.items_size(), " items"));
     }
+    const size_t first = results.size();
     for (Result& result : *response.mutable_results()) {
       results.push_back(std::move(result));
+    }
+    if (resend_store_unavailable) {
+      absl::Status resent = ResendStoreUnavailable<Request, Response, Result>(
+          options, method, gen, request, rpc, absl::MakeSpan(results).subspan(first));
+      if (!resent.ok()) return resent;
     }
     if (progress) progress(results.size(), items.size());
   }
@@ -305,12 +384,13 @@ absl::StatusOr<std::vector<dedupd::v1::UrlResult>> DedupClient::CheckUrls(
         request->set_namespace_(url_options.name_space);
         if (url_options.lease_seconds) request->set_lease_seconds(*url_options.lease_seconds);
         SetClaimId(url_options.claim_id, k, gen, request);
+        request->set_per_item_store_errors(true);
       },
       [stub](grpc::ClientContext* context, const dedupd::v1::CheckUrlRequest& request,
              dedupd::v1::CheckUrlResponse* response) {
         return stub->CheckUrl(context, request, response);
       },
-      progress);
+      /*resend_store_unavailable=*/true, progress);
 }
 
 absl::StatusOr<std::vector<dedupd::v1::CompleteResult>> DedupClient::CompleteUrls(
@@ -323,12 +403,13 @@ absl::StatusOr<std::vector<dedupd::v1::CompleteResult>> DedupClient::CompleteUrl
       [&](size_t, absl::BitGen&, dedupd::v1::CompleteUrlsRequest* request) {
         request->set_namespace_(name_space);
         request->set_claim_id(claim_id);
+        request->set_per_item_store_errors(true);
       },
       [stub](grpc::ClientContext* context, const dedupd::v1::CompleteUrlsRequest& request,
              dedupd::v1::CompleteUrlsResponse* response) {
         return stub->CompleteUrls(context, request, response);
       },
-      nullptr);
+      /*resend_store_unavailable=*/true, nullptr);
 }
 
 absl::StatusOr<std::vector<dedupd::v1::ContentResult>> DedupClient::CheckContent(
@@ -356,7 +437,8 @@ absl::StatusOr<std::vector<dedupd::v1::ContentResult>> DedupClient::CheckContent
              dedupd::v1::CheckContentResponse* response) {
         return stub->CheckContent(context, request, response);
       },
-      progress);
+      // The content layer fails a request as a whole, never per item.
+      /*resend_store_unavailable=*/false, progress);
 }
 
 absl::StatusOr<dedupd::v1::CheckChunksResponse> DedupClient::CheckChunks(

@@ -1,8 +1,10 @@
 // client.h: the C++ client library for the dedupd.v1.Dedup service. It turns
 // a span of items of any length into requests of bounded size, sends each
-// with a deadline, retries the transient failure (UNAVAILABLE) with
-// exponential backoff and jitter, and returns one result per item, in order,
-// as absl::Status / absl::StatusOr. No grpc::Status crosses this header.
+// with a deadline, retries the transient failures (a whole request
+// answered UNAVAILABLE; single URLs answered ERROR_REASON_STORE_UNAVAILABLE
+// when a store node is down) with exponential backoff and jitter, and
+// returns one result per item, in order, as absl::Status / absl::StatusOr.
+// No grpc::Status crosses this header.
 //
 // Example:
 //   absl::StatusOr<std::unique_ptr<DedupClient>> client =
@@ -69,6 +71,27 @@ struct ClientOptions {
   double backoff_multiplier = 2.0;
   // Default: 5 seconds.  REQUIRES: >= initial_backoff.
   absl::Duration max_backoff = absl::Seconds(5);
+
+  // Per-URL store errors (CheckUrls and CompleteUrls). Their requests set
+  // per_item_store_errors: a server whose store is distributed
+  // (--store=redis_cluster) and cannot reach the node holding some URLs
+  // answers those URLs alone INVALID with ERROR_REASON_STORE_UNAVAILABLE
+  // and the rest of the request normally, instead of failing the whole
+  // request UNAVAILABLE. The client then sends just those URLs again, in a
+  // copy of the request (same claim id, namespace, mode and lease, so a
+  // claim that did reach the store is answered NEW again), after the
+  // backoff above (jittered, growing with each round), until each is
+  // answered, it has been sent `max_store_attempts` times, or the next
+  // round would start more than `max_store_retry_time` after the request's
+  // first answer. A URL still unanswered then keeps its STORE_UNAVAILABLE
+  // result (the server's message naming the node, plus "still unavailable
+  // after N attempts"), in its place: it is neither dropped nor a bad URL.
+  //
+  // Sends of one URL in all, the first included; 1: never re-sent.
+  // Default: 4.  REQUIRES: >= 1.
+  int max_store_attempts = 4;
+  // Default: 10 seconds.  REQUIRES: >= 0.
+  absl::Duration max_store_retry_time = absl::Seconds(10);
 
   // Most items sent in one request (CheckUrls and CheckContent); longer
   // spans are split. The server rejects requests over its own limit (10,000
@@ -177,8 +200,12 @@ class DedupClient {
   // items (and max_request_bytes bytes), one after another, with `mode`, and
   // returns exactly one result per item, in the order of `items`. An item
   // the server cannot key is answered URL_VERDICT_INVALID with an error in
-  // its result; that is not an error of the call. An empty span returns an
-  // empty vector without contacting the server.
+  // its result (ERROR_REASON_BAD_URL); that is not an error of the call.
+  // Nor is an item whose store node stayed unreachable through the
+  // re-sends (ClientOptions::max_store_attempts): URL_VERDICT_INVALID with
+  // ERROR_REASON_STORE_UNAVAILABLE, not answered yet, to send again (see
+  // the caveat). An empty span returns an empty vector without contacting
+  // the server.
   //
   // Errors carry the gRPC code (same numeric code) and a message that
   // starts with "CheckUrl: ": Unavailable once max_attempts are used up,
@@ -193,12 +220,22 @@ class DedupClient {
   // with the same first_seen_time (within the server's
   // --claim_id_retention, 24 h by default).
   //
+  // A re-send of STORE_UNAVAILABLE items that fails UNAVAILABLE (after
+  // max_attempts) or DEADLINE_EXCEEDED ends the re-sends: those items keep
+  // their STORE_UNAVAILABLE result and the call goes on; any other error
+  // of a re-send is the call's error.
+  //
   // Caveat: on any error, results of the requests already answered are
   // dropped; with CLAIM those URLs stay claimed (leased, with a lease). A
   // caller that set UrlCheckOptions::claim_id gets them again by retrying
   // the call with the same claim_id; otherwise pass at most
   // max_items_per_request items per call to lose at most one request's
-  // answers.
+  // answers. The same holds for STORE_UNAVAILABLE items: their claim may
+  // have reached the store, so send them again in a call with another
+  // claim id and they may be answered SEEN (never fetched, unless a lease
+  // lets the URL come back NEW when it ends); retrying the whole call with
+  // the same UrlCheckOptions::claim_id (and the same items and limits)
+  // answers them as their first claim was.
   //
   // `progress`, when set, is called after each request is answered.
   // Complexity: ceil(items / max_items_per_request) RPCs at least.
@@ -213,10 +250,14 @@ class DedupClient {
 
   // CompleteUrls confirms leased URLs (CheckUrls with lease_seconds), in
   // requests of at most max_items_per_request items, retrying UNAVAILABLE
-  // (a confirmation is idempotent: a repeat answers ALREADY_CONFIRMED).
+  // (a confirmation is idempotent: a repeat answers ALREADY_CONFIRMED) and
+  // re-sending the URLs answered STORE_UNAVAILABLE as CheckUrls does.
   // One result per item, in order; a URL never claimed in `name_space`, or
   // whose last claim had another claim id when `claim_id` is given, is
-  // COMPLETE_VERDICT_INVALID with its reason. Errors: as CheckUrls, with
+  // COMPLETE_VERDICT_INVALID with its reason; one whose store node stayed
+  // unreachable is COMPLETE_VERDICT_INVALID with
+  // ERROR_REASON_STORE_UNAVAILABLE (not confirmed: confirm it again before
+  // its lease ends). Errors: as CheckUrls, with
   // messages that start with "CompleteUrls: "; FailedPrecondition from a
   // server in the approximate URL mode.
   absl::StatusOr<std::vector<dedupd::v1::CompleteResult>> CompleteUrls(

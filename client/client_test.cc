@@ -1,6 +1,9 @@
 #include "client/client.h"
 
+#include <grpcpp/grpcpp.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <fstream>
 #include <memory>
@@ -12,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/testing/fake_dedup_service.h"
 #include "gmock/gmock.h"
@@ -126,6 +130,8 @@ TEST_F(ClientTest, DefaultOptionsAreDocumentedValues) {
   EXPECT_EQ(options.max_attempts, 4);
   EXPECT_EQ(options.initial_backoff, absl::Milliseconds(100));
   EXPECT_EQ(options.max_items_per_request, 1000u);
+  EXPECT_EQ(options.max_store_attempts, 4);
+  EXPECT_EQ(options.max_store_retry_time, absl::Seconds(10));
   EXPECT_EQ(options.credentials, nullptr);
 }
 
@@ -222,6 +228,7 @@ TEST_F(ClientTest, UrlCheckOptionsReachEveryRequest) {
     EXPECT_EQ(calls[k].url_request.namespace_(), "crawl-9");
     EXPECT_EQ(calls[k].url_request.lease_seconds(), 120u);
     EXPECT_EQ(calls[k].url_request.claim_id(), absl::StrCat("job-7#", k));
+    EXPECT_TRUE(calls[k].url_request.per_item_store_errors());
   }
   url_options.claim_id = std::string(49, 'c');
   EXPECT_THAT(client->CheckUrls(Items(1), dedupd::v1::CLAIM_MODE_CLAIM, url_options),
@@ -248,6 +255,192 @@ TEST_F(ClientTest, CompleteUrlsConfirmsInBatchesAndRetries) {
   EXPECT_EQ(calls[2].complete_request.namespace_(), "ns");
   EXPECT_EQ(calls[3].complete_request.claim_id(), "id");
   EXPECT_THAT(calls[3].urls, SizeIs(1));
+}
+
+// ------------------------------------------- per-URL store errors (Redis)
+
+TEST_F(ClientTest, StoreUnavailableUrlsAreSentAgainAndAnsweredInTheirPlaces) {
+  ClientOptions options = FastOptions();
+  options.max_items_per_request = 3;
+  std::unique_ptr<DedupClient> client = Connect(options);
+  ASSERT_NE(client, nullptr);
+  const std::vector<dedupd::v1::UrlItem> items = Items(6);
+  fake().StoreDown(items[1].url(), 1);  // answered on the second send
+  fake().StoreDown(items[2].url(), 2);  // on the third
+  fake().StoreDown(items[4].url(), 1);  // in the call's second request
+  UrlCheckOptions url_options;
+  url_options.name_space = "crawl-9";
+  url_options.lease_seconds = 60;
+
+  ASSERT_OK_AND_ASSIGN(std::vector<dedupd::v1::UrlResult> results,
+                       client->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM, url_options));
+  ASSERT_THAT(results, SizeIs(6));
+  for (size_t i = 0; i < items.size(); ++i) {
+    EXPECT_EQ(results[i].normalized_url(), items[i].url()) << "result order at " << i;
+    EXPECT_EQ(results[i].verdict(), dedupd::v1::URL_VERDICT_NEW) << i;
+    EXPECT_EQ(results[i].error_reason(), dedupd::v1::ERROR_REASON_UNSPECIFIED) << i;
+  }
+
+  const std::vector<FakeDedupService::Call> calls = fake().calls();
+  ASSERT_THAT(calls, SizeIs(5));
+  EXPECT_THAT(calls[0].urls, ElementsAre(items[0].url(), items[1].url(), items[2].url()));
+  EXPECT_THAT(calls[1].urls, ElementsAre(items[1].url(), items[2].url()));
+  EXPECT_THAT(calls[2].urls, ElementsAre(items[2].url()));
+  EXPECT_THAT(calls[3].urls, ElementsAre(items[3].url(), items[4].url(), items[5].url()));
+  EXPECT_THAT(calls[4].urls, ElementsAre(items[4].url()));
+  for (size_t c = 0; c < calls.size(); ++c) {
+    const dedupd::v1::CheckUrlRequest& sent = calls[c].url_request;
+    EXPECT_TRUE(sent.per_item_store_errors()) << c;
+    EXPECT_EQ(sent.mode(), dedupd::v1::CLAIM_MODE_CLAIM) << c;
+    EXPECT_EQ(sent.namespace_(), "crawl-9") << c;
+    EXPECT_EQ(sent.lease_seconds(), 60u) << c;
+  }
+  // A re-send carries its request's claim id; the next request has its own.
+  EXPECT_EQ(calls[1].url_request.claim_id(), calls[0].url_request.claim_id());
+  EXPECT_EQ(calls[2].url_request.claim_id(), calls[0].url_request.claim_id());
+  EXPECT_EQ(calls[4].url_request.claim_id(), calls[3].url_request.claim_id());
+  EXPECT_NE(calls[3].url_request.claim_id(), calls[0].url_request.claim_id());
+}
+
+TEST_F(ClientTest, ClaimWrittenBeforeTheStoreFailedIsNewOnTheResend) {
+  std::unique_ptr<DedupClient> client = Connect(FastOptions());
+  ASSERT_NE(client, nullptr);
+  const std::vector<dedupd::v1::UrlItem> items = Items(2);
+  // The node recorded the claim and its reply was lost: only the same claim
+  // id gets NEW again; a re-send under a new id would be told SEEN.
+  fake().StoreDown(items[0].url(), 1, /*after_write=*/true);
+  ASSERT_OK_AND_ASSIGN(auto results, client->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM));
+  EXPECT_EQ(results[0].verdict(), dedupd::v1::URL_VERDICT_NEW);
+  EXPECT_EQ(results[1].verdict(), dedupd::v1::URL_VERDICT_NEW);
+  ASSERT_THAT(fake().calls(), SizeIs(2));
+  ASSERT_OK_AND_ASSIGN(auto again, client->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM));
+  EXPECT_EQ(again[0].verdict(), dedupd::v1::URL_VERDICT_SEEN) << "another caller's claim";
+}
+
+TEST_F(ClientTest, UrlStillUnavailableAfterMaxStoreAttemptsComesBackAsSuch) {
+  ClientOptions options = FastOptions();
+  options.max_store_attempts = 3;
+  std::unique_ptr<DedupClient> client = Connect(options);
+  ASSERT_NE(client, nullptr);
+  std::vector<dedupd::v1::UrlItem> items = Items(4);
+  items[3].set_url("bad:url");
+  fake().StoreDown(items[1].url(), 0);  // down for good
+
+  ASSERT_OK_AND_ASSIGN(auto results, client->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM));
+  ASSERT_THAT(results, SizeIs(4));
+  EXPECT_EQ(results[0].verdict(), dedupd::v1::URL_VERDICT_NEW);
+  EXPECT_EQ(results[1].verdict(), dedupd::v1::URL_VERDICT_INVALID);
+  EXPECT_EQ(results[1].error_reason(), dedupd::v1::ERROR_REASON_STORE_UNAVAILABLE);
+  EXPECT_EQ(results[1].normalized_url(), items[1].url());
+  EXPECT_EQ(results[1].error(),
+            "fake: store node down (CheckUrl: still unavailable after 3 attempts)");
+  EXPECT_EQ(results[2].verdict(), dedupd::v1::URL_VERDICT_NEW);
+  EXPECT_EQ(results[3].error_reason(), dedupd::v1::ERROR_REASON_BAD_URL) << "a bad URL stays bad";
+  const std::vector<FakeDedupService::Call> calls = fake().calls();
+  ASSERT_THAT(calls, SizeIs(3));
+  EXPECT_THAT(calls[1].urls, ElementsAre(items[1].url()));
+  EXPECT_THAT(calls[2].urls, ElementsAre(items[1].url()));
+}
+
+TEST_F(ClientTest, StoreRetryTimeBoundsTheResends) {
+  ClientOptions options = FastOptions();
+  options.max_store_attempts = 1000;
+  options.max_store_retry_time = absl::ZeroDuration();  // no round fits in it
+  std::unique_ptr<DedupClient> client = Connect(options);
+  ASSERT_NE(client, nullptr);
+  const std::vector<dedupd::v1::UrlItem> items = Items(2);
+  fake().StoreDown(items[0].url(), 0);
+  ASSERT_OK_AND_ASSIGN(auto results, client->CheckUrls(items, dedupd::v1::CLAIM_MODE_PEEK));
+  EXPECT_EQ(results[0].error_reason(), dedupd::v1::ERROR_REASON_STORE_UNAVAILABLE);
+  EXPECT_THAT(results[0].error(), HasSubstr("after 1 attempts"));
+  EXPECT_EQ(results[1].verdict(), dedupd::v1::URL_VERDICT_NEW);
+  EXPECT_THAT(fake().calls(), SizeIs(1));
+
+  // 50 ms of rounds 1-2 ms apart: more than one send, far fewer than 1,000.
+  std::unique_ptr<DedupClient> bounded = [&] {
+    ClientOptions o = options;
+    o.max_store_retry_time = absl::Milliseconds(50);
+    return Connect(o);
+  }();
+  ASSERT_NE(bounded, nullptr);
+  const absl::Time start = absl::Now();
+  ASSERT_OK_AND_ASSIGN(results, bounded->CheckUrls(items, dedupd::v1::CLAIM_MODE_PEEK));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_EQ(results[0].error_reason(), dedupd::v1::ERROR_REASON_STORE_UNAVAILABLE);
+  const size_t sends = fake().calls().size() - 1;
+  EXPECT_GT(sends, 1u);
+  EXPECT_LT(sends, 1000u);
+}
+
+TEST_F(ClientTest, ResendThatFailsUnavailableLeavesTheUrlUnanswered) {
+  ClientOptions options = FastOptions();
+  options.max_attempts = 2;
+  std::unique_ptr<DedupClient> client = Connect(options);
+  ASSERT_NE(client, nullptr);
+  const std::vector<dedupd::v1::UrlItem> items = Items(3);
+  fake().StoreDown(items[2].url(), 1);
+  fake().AnswerNext();
+  fake().FailNext(absl::UnavailableError("front end restarting"));
+  fake().FailNext(absl::UnavailableError("front end restarting"));
+
+  ASSERT_OK_AND_ASSIGN(auto results, client->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM));
+  EXPECT_EQ(results[0].verdict(), dedupd::v1::URL_VERDICT_NEW);
+  EXPECT_EQ(results[1].verdict(), dedupd::v1::URL_VERDICT_NEW);
+  EXPECT_EQ(results[2].error_reason(), dedupd::v1::ERROR_REASON_STORE_UNAVAILABLE);
+  EXPECT_THAT(fake().calls(), SizeIs(3));  // the request, one re-send tried twice
+
+  // Any other error of a re-send fails the call.
+  fake().StoreDown(items[0].url(), 1);
+  fake().AnswerNext();
+  fake().FailNext(absl::InvalidArgumentError("no"));
+  EXPECT_THAT(client->CheckUrls(items, dedupd::v1::CLAIM_MODE_PEEK),
+              StatusIs(absl::StatusCode::kInvalidArgument, "CheckUrl: no"));
+}
+
+TEST_F(ClientTest, CompleteUrlsSendsStoreUnavailableUrlsAgain) {
+  ClientOptions options = FastOptions();
+  options.max_store_attempts = 2;
+  std::unique_ptr<DedupClient> client = Connect(options);
+  ASSERT_NE(client, nullptr);
+  const std::vector<dedupd::v1::UrlItem> items = Items(3);
+  ASSERT_OK_AND_ASSIGN(auto claimed, client->CheckUrls(items, dedupd::v1::CLAIM_MODE_CLAIM));
+  fake().StoreDown(items[0].url(), 1);
+  fake().StoreDown(items[2].url(), 0);
+
+  ASSERT_OK_AND_ASSIGN(auto done, client->CompleteUrls(items, "ns", "id"));
+  ASSERT_THAT(done, SizeIs(3));
+  EXPECT_EQ(done[0].verdict(), dedupd::v1::COMPLETE_VERDICT_CONFIRMED);
+  EXPECT_EQ(done[1].verdict(), dedupd::v1::COMPLETE_VERDICT_CONFIRMED);
+  EXPECT_EQ(done[2].verdict(), dedupd::v1::COMPLETE_VERDICT_INVALID);
+  EXPECT_EQ(done[2].error_reason(), dedupd::v1::ERROR_REASON_STORE_UNAVAILABLE);
+  EXPECT_THAT(done[2].error(), HasSubstr("CompleteUrls: still unavailable after 2 attempts"));
+  const std::vector<FakeDedupService::Call> calls = fake().calls();
+  ASSERT_THAT(calls, SizeIs(3));  // the claim, the confirmation, one re-send
+  EXPECT_THAT(calls[2].urls, ElementsAre(items[0].url(), items[2].url()));
+  for (size_t c = 1; c < calls.size(); ++c) {
+    EXPECT_TRUE(calls[c].complete_request.per_item_store_errors());
+    EXPECT_EQ(calls[c].complete_request.namespace_(), "ns");
+    EXPECT_EQ(calls[c].complete_request.claim_id(), "id");
+  }
+}
+
+TEST(FakeDedupServiceTest, ARequestWithoutPerItemStoreErrorsFailsWhole) {
+  // What a client that predates per_item_store_errors gets from the fake,
+  // as from the server: the whole request UNAVAILABLE (which it retries).
+  std::unique_ptr<FakeDedupServer> server;
+  ASSERT_OK_AND_ASSIGN(server, FakeDedupServer::Start());
+  server->service().StoreDown("https://example.com/0", 1);
+  auto channel = grpc::CreateChannel(server->address(), grpc::InsecureChannelCredentials());
+  auto stub = dedupd::v1::Dedup::NewStub(channel);
+  dedupd::v1::CheckUrlRequest request;
+  request.add_items()->set_url("https://example.com/0");
+  request.add_items()->set_url("https://example.com/1");
+  dedupd::v1::CheckUrlResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  const grpc::Status status = stub->CheckUrl(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(status.error_message(), "fake: the store could not answer 1 URLs");
 }
 
 class ClientMaxAttemptsTest : public ClientTest, public ::testing::WithParamInterface<int> {};
@@ -709,6 +902,9 @@ INSTANTIATE_TEST_SUITE_P(
         Bad("MaxBelowInitialBackoff",
             [](ClientOptions& o) { o.max_backoff = absl::Milliseconds(1); }),
         Bad("ShrinkingBackoff", [](ClientOptions& o) { o.backoff_multiplier = 0.5; }),
+        Bad("ZeroStoreAttempts", [](ClientOptions& o) { o.max_store_attempts = 0; }),
+        Bad("NegativeStoreRetryTime",
+            [](ClientOptions& o) { o.max_store_retry_time = absl::Milliseconds(-1); }),
         Bad("ZeroItems", [](ClientOptions& o) { o.max_items_per_request = 0; }),
         Bad("ZeroBytes", [](ClientOptions& o) { o.max_request_bytes = 0; }),
         Bad("ClientCertWithoutKey", [](ClientOptions& o) { o.tls_cert_file = "/c.pem"; }),

@@ -15,6 +15,10 @@
 //   - /metrics counts them as store_unavailable;
 // and once it runs again (SIGCONT), the retry with the same claim_id
 // answers every URL NEW, and another claim_id every URL SEEN.
+// The C++ client (client/client.h) against the same stopped master: it
+// sends the failed URLs again, hands back in their places those still
+// failing after its bound, and once the master runs again its re-sends,
+// carrying the request's claim id, are answered NEW.
 //
 // Every RPC has a deadline; every loop is bounded; the server and the
 // Redis nodes are stopped by PID.
@@ -22,6 +26,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -29,6 +34,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/client.h"
 #include "dedupd/v1/dedupd.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -210,6 +216,116 @@ TEST_F(E2eRedisUnreachableTest, AStoppedMasterFailsOnlyItsUrlsAndTheRetryAnswers
   for (size_t i = 0; i < urls.size(); ++i) {
     const v1::UrlResult& r = response.results(static_cast<int>(i));
     EXPECT_EQ(r.verdict(), v1::URL_VERDICT_SEEN) << urls[i] << ": " << r.error();
+  }
+}
+
+TEST_F(E2eRedisUnreachableTest, TheClientSendsFailedUrlsAgainAndAnswersThemInPlace) {
+  std::vector<std::string> urls;
+  for (int i = 0; i < 40; ++i) urls.push_back(absl::StrCat("http://client-retry.example/p/", i));
+  size_t victim = cluster_->size();
+  for (size_t i = 0; i < cluster_->size() && victim == cluster_->size(); ++i) {
+    if (cluster_->started_as_master(i)) victim = i;
+  }
+  ASSERT_LT(victim, cluster_->size());
+  const std::string stopped = cluster_->address(victim);
+  std::vector<bool> on_victim;
+  int failed = 0;
+  for (const std::string& u : urls) {
+    absl::StatusOr<size_t> owner =
+        cluster_->SlotOwner(redis::KeySlot(redis::UrlRecordKey(kPrefix, "", u)));
+    ASSERT_THAT(owner.status(), IsOk());
+    on_victim.push_back(*owner == victim);
+    failed += on_victim.back() ? 1 : 0;
+  }
+  ASSERT_GT(failed, 3);
+  ASSERT_LT(failed, 30);
+  std::vector<v1::UrlItem> items(urls.size());
+  for (size_t i = 0; i < urls.size(); ++i) items[i].set_url(urls[i]);
+
+  ClientOptions options;
+  options.deadline = kRpcDeadline;
+  options.max_attempts = 1;  // a whole-call UNAVAILABLE would fail the call
+  options.initial_backoff = absl::Milliseconds(10);
+  options.max_backoff = absl::Milliseconds(20);
+  options.max_store_attempts = 2;
+  absl::StatusOr<std::unique_ptr<DedupClient>> client =
+      DedupClient::Connect(server_->address(), options);
+  ASSERT_THAT(client.status(), IsOk());
+  UrlCheckOptions claim;
+  claim.claim_id = "client-1";
+
+  // Stopped through both sends: its URLs come back STORE_UNAVAILABLE in
+  // their places, the others NEW.
+  ASSERT_THAT(cluster_->StopNode(victim), IsOk());
+  const absl::Time stopped_at = absl::Now();
+  absl::StatusOr<std::vector<v1::UrlResult>> results =
+      (*client)->CheckUrls(items, v1::CLAIM_MODE_CLAIM, claim);
+  ASSERT_THAT(results.status(), IsOk()) << server_->Logs();
+  ASSERT_EQ(results->size(), urls.size());
+  for (size_t i = 0; i < urls.size(); ++i) {
+    const v1::UrlResult& r = (*results)[i];
+    EXPECT_EQ(r.normalized_url(), urls[i]);
+    if (on_victim[i]) {
+      EXPECT_EQ(r.verdict(), v1::URL_VERDICT_INVALID) << urls[i];
+      EXPECT_EQ(r.error_reason(), v1::ERROR_REASON_STORE_UNAVAILABLE) << urls[i];
+      EXPECT_THAT(r.error(), HasSubstr(absl::StrCat("redis node ", stopped, ": "))) << urls[i];
+      EXPECT_THAT(r.error(), HasSubstr("(CheckUrl: still unavailable after 2 attempts)"));
+    } else {
+      EXPECT_EQ(r.verdict(), v1::URL_VERDICT_NEW) << urls[i] << ": " << r.error();
+    }
+  }
+
+  // Still stopped when the call is made again with the same claim id; the
+  // master runs again once the server has answered its URLs
+  // STORE_UNAVAILABLE once more, and the client's next re-send, with the
+  // request's claim id, is answered NEW for them (as the first claim of
+  // the URLs the master recorded when it woke), like the others.
+  const int metrics_port = testing::LoggedPort(server_->Logs(), "metrics");
+  ASSERT_GT(metrics_port, 0) << server_->Logs();
+  const auto store_unavailable = [&] {
+    return testing::ParseExposition(testing::ScrapeMetrics(metrics_port))
+        .Value("dedupd_url_verdicts_total", {{"verdict", "store_unavailable"}});
+  };
+  const double before = store_unavailable();
+  EXPECT_EQ(before, 2 * failed);
+  options.max_store_attempts = 100;
+  options.max_store_retry_time = absl::Seconds(60);
+  options.initial_backoff = absl::Milliseconds(50);
+  options.max_backoff = absl::Milliseconds(200);
+  absl::StatusOr<std::unique_ptr<DedupClient>> patient =
+      DedupClient::Connect(server_->address(), options);
+  ASSERT_THAT(patient.status(), IsOk());
+  absl::Status continued = absl::UnknownError("not continued");
+  absl::Time continued_at;
+  std::thread resume([&] {
+    // Bounded: at most 60 s of 20 ms scrapes.
+    const absl::Time give_up = absl::Now() + absl::Seconds(60);
+    while (store_unavailable() < before + failed && absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    continued = cluster_->ContinueNode(victim);
+    continued_at = absl::Now();
+  });
+  results = (*patient)->CheckUrls(items, v1::CLAIM_MODE_CLAIM, claim);
+  resume.join();
+  ASSERT_THAT(continued, IsOk());
+  const absl::Duration stopped_for = continued_at - stopped_at;
+  std::printf("e2e redis unreachable (client): master %s stopped for %s\n", stopped.c_str(),
+              absl::FormatDuration(stopped_for).c_str());
+  ASSERT_LT(stopped_for, absl::Seconds(50)) << "too close to the node timeout";
+  ASSERT_THAT(results.status(), IsOk()) << server_->Logs();
+  for (size_t i = 0; i < urls.size(); ++i) {
+    EXPECT_EQ((*results)[i].verdict(), v1::URL_VERDICT_NEW)
+        << urls[i] << ": " << (*results)[i].error();
+  }
+  EXPECT_GE(store_unavailable(), before + failed) << "the master was stopped for the first send";
+
+  // Nobody else gets any of them.
+  claim.claim_id = "client-2";
+  results = (*client)->CheckUrls(items, v1::CLAIM_MODE_CLAIM, claim);
+  ASSERT_THAT(results.status(), IsOk());
+  for (size_t i = 0; i < urls.size(); ++i) {
+    EXPECT_EQ((*results)[i].verdict(), v1::URL_VERDICT_SEEN) << urls[i];
   }
 }
 

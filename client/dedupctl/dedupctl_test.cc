@@ -434,6 +434,26 @@ TEST_F(DedupctlUrlTest, CheckPrintsVerdictsInOrderAndBatches) {
   EXPECT_THAT(sizes, ElementsAre(2, 2, 1));
 }
 
+TEST_F(DedupctlUrlTest, StoreUnavailableUrlIsSentAgainThenPrintedWithItsReason) {
+  fake().StoreDown("https://a.example/2", 1);  // a node back after one failure
+  fake().StoreDown("https://a.example/3", 0);  // down for good
+  CommandResult r = Dedupctl({"url", "check", "--server", server_->address(), "https://a.example/1",
+                              "https://a.example/2", "https://a.example/3"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // one URL not answered
+  EXPECT_THAT(
+      Lines(r.out),
+      ElementsAre(
+          R"({"url":"https://a.example/1","normalized":"https://a.example/1","verdict":"NEW"})",
+          R"({"url":"https://a.example/2","normalized":"https://a.example/2","verdict":"NEW"})",
+          R"json({"url":"https://a.example/3","normalized":"https://a.example/3","verdict":"INVALID","error":"fake: store node down (CheckUrl: still unavailable after 4 attempts)","reason":"STORE_UNAVAILABLE"})json"));
+  const std::vector<FakeDedupService::Call> calls = fake().calls();
+  ASSERT_THAT(calls, SizeIs(4));  // the request, then 2 and 3, then 3 twice
+  for (const FakeDedupService::Call& call : calls) {
+    EXPECT_TRUE(call.url_request.per_item_store_errors());
+    EXPECT_EQ(call.url_request.claim_id(), calls[0].url_request.claim_id());
+  }
+}
+
 TEST_F(DedupctlUrlTest, PeekRecordsNothingAndSendsBaseAndDeadline) {
   CommandResult peek = Dedupctl({"url", "peek", "--server", server_->address(), "--base",
                                  "https://a.example/dir/", "--deadline", "9", "x"});

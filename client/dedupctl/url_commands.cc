@@ -26,9 +26,8 @@ std::string UrlLine(const InputItem& input, const dedupd::v1::UrlResult* result)
     json.String("verdict", "INVALID").String("error", *input.error);
     return std::move(json).Finish();
   }
-  if (result->verdict() != dedupd::v1::URL_VERDICT_INVALID) {
-    json.String("normalized", result->normalized_url());
-  }
+  // INVALID has one for a URL the store could not answer (STORE_UNAVAILABLE).
+  if (!result->normalized_url().empty()) json.String("normalized", result->normalized_url());
   json.String("verdict", EnumName(result->verdict()));
   if (result->reclaimed()) json.Bool("reclaimed", true);
   const bool recorded = result->verdict() == dedupd::v1::URL_VERDICT_SEEN ||

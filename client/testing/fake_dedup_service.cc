@@ -48,6 +48,19 @@ void FakeDedupService::WrongCountNext() {
   script_.push_back(Action{Action::kWrongCount, absl::OkStatus()});
 }
 
+void FakeDedupService::StoreDown(const std::string& url, int times, bool after_write) {
+  absl::MutexLock lock(&mu_);
+  store_down_[url] = Down{times, after_write};
+}
+
+bool FakeDedupService::TakeStoreDown(const std::string& url, bool* after_write) {
+  auto it = store_down_.find(url);
+  if (it == store_down_.end()) return false;
+  *after_write = it->second.after_write;
+  if (it->second.times > 0 && --it->second.times == 0) store_down_.erase(it);
+  return true;
+}
+
 std::vector<FakeDedupService::Call> FakeDedupService::calls() const {
   absl::MutexLock lock(&mu_);
   return calls_;
@@ -108,7 +121,28 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckUrl(grpc::CallbackServerContext
     return done;
   }
   const bool claim = request->mode() != dedupd::v1::CLAIM_MODE_PEEK;
-  for (const dedupd::v1::UrlItem& item : request->items()) {
+  const std::string& claim_id = request->claim_id();
+  // Which items the store cannot answer this time (and whether it wrote
+  // them first), decided before answering any.
+  std::vector<bool> down(request->items_size()), written(request->items_size());
+  int down_count = 0;
+  for (int i = 0; i < request->items_size(); ++i) {
+    const std::string& url = request->items(i).url();
+    bool after_write = false;
+    if (IsFakeInvalidUrl(url) || !TakeStoreDown(url, &after_write)) continue;
+    down[i] = true;
+    written[i] = after_write;
+    ++down_count;
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (down_count > 0 && !request->per_item_store_errors()) {
+    reactor->Finish(
+        grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                     absl::StrCat("fake: the store could not answer ", down_count, " URLs")));
+    return reactor;
+  }
+  for (int i = 0; i < request->items_size(); ++i) {
+    const dedupd::v1::UrlItem& item = request->items(i);
     dedupd::v1::UrlResult* result = response->add_results();
     if (IsFakeInvalidUrl(item.url())) {
       result->set_verdict(dedupd::v1::URL_VERDICT_INVALID);
@@ -117,19 +151,26 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckUrl(grpc::CallbackServerContext
       continue;
     }
     result->set_normalized_url(item.url());
-    if (seen_.contains(item.url())) {
+    if (down[i]) {
+      if (claim && written[i]) seen_.try_emplace(item.url(), claim_id);
+      result->set_verdict(dedupd::v1::URL_VERDICT_INVALID);
+      result->set_error("fake: store node down");
+      result->set_error_reason(dedupd::v1::ERROR_REASON_STORE_UNAVAILABLE);
+      continue;
+    }
+    auto seen = seen_.find(item.url());
+    if (seen != seen_.end() && !(claim && !claim_id.empty() && seen->second == claim_id)) {
       result->set_verdict(dedupd::v1::URL_VERDICT_SEEN);
       result->mutable_first_seen_time()->set_seconds(kFirstSeenSeconds);
       result->mutable_first_seen_time()->set_nanos(kFirstSeenNanos);
     } else {
       result->set_verdict(dedupd::v1::URL_VERDICT_NEW);
-      if (claim) seen_.insert(item.url());
+      if (claim) seen_.try_emplace(item.url(), claim_id);
     }
   }
   if (wrong_count && response->results_size() > 0) {
     response->mutable_results()->RemoveLast();
   }
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }
@@ -162,9 +203,30 @@ grpc::ServerUnaryReactor* FakeDedupService::CompleteUrls(
   if (grpc::ServerUnaryReactor* done = Begin(context, std::move(call), &wrong_count)) {
     return done;
   }
-  for (const dedupd::v1::UrlItem& item : request->items()) {
+  std::vector<bool> down(request->items_size());
+  int down_count = 0;
+  for (int i = 0; i < request->items_size(); ++i) {
+    bool after_write = false;  // a confirmation writes nothing a retry could see
+    down[i] = TakeStoreDown(request->items(i).url(), &after_write);
+    down_count += down[i] ? 1 : 0;
+  }
+  if (down_count > 0 && !request->per_item_store_errors()) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(
+        grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                     absl::StrCat("fake: the store could not answer ", down_count, " URLs")));
+    return reactor;
+  }
+  for (int i = 0; i < request->items_size(); ++i) {
+    const dedupd::v1::UrlItem& item = request->items(i);
     dedupd::v1::CompleteResult* result = response->add_results();
     result->set_normalized_url(item.url());
+    if (down[i]) {
+      result->set_verdict(dedupd::v1::COMPLETE_VERDICT_INVALID);
+      result->set_error("fake: store node down");
+      result->set_error_reason(dedupd::v1::ERROR_REASON_STORE_UNAVAILABLE);
+      continue;
+    }
     if (seen_.contains(item.url())) {
       result->set_verdict(dedupd::v1::COMPLETE_VERDICT_CONFIRMED);
     } else {

@@ -9,7 +9,10 @@
 // Answers, per item: an empty url, or one that starts with "bad", is
 // INVALID with error "fake: invalid url"; otherwise normalized_url is the
 // url and the verdict is NEW, or SEEN (first_seen_time = kFirstSeen) when a
-// previous CLAIM recorded it. PEEK records nothing.
+// previous CLAIM recorded it, unless that CLAIM had the same non-empty
+// claim_id (the server's idempotent retry: NEW again). PEEK records
+// nothing. A url whose store node StoreDown made unreachable is answered
+// as the server with a failed Redis node answers it (see StoreDown).
 //
 // CheckContent answers, per document, keyed on the text bytes exactly as
 // sent (no normalization; deterministic, not the real algorithms):
@@ -91,7 +94,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -147,6 +149,21 @@ class FakeDedupService final : public dedupd::v1::Dedup::CallbackService {
   // (DedupResults, which has no count to get wrong: answered normally).
   void WrongCountNext();
 
+  // StoreDown makes the store unable to answer `url` (the item's url bytes
+  // as sent) in the next `times` CheckUrl and CompleteUrls requests that
+  // carry it (every one when `times` is 0), as a --store=redis_cluster
+  // server answers for a URL whose node is down: a request that sets
+  // per_item_store_errors gets that item INVALID with
+  // ERROR_REASON_STORE_UNAVAILABLE and error "fake: store node down", the
+  // other items answered; one that does not fails as a whole UNAVAILABLE
+  // "fake: the store could not answer N URLs" (each such request uses one
+  // of `times` too). With `after_write`, a CLAIM records the URL under the
+  // request's claim_id before failing it (the node wrote it and its reply
+  // was lost): a retry with the same claim_id is answered NEW, any other
+  // claim SEEN. Not part of the FIFO script: it applies to whichever calls
+  // carry the URL.
+  void StoreDown(const std::string& url, int times, bool after_write = false);
+
   // Every call so far, in arrival order.
   std::vector<Call> calls() const;
   // WaitForCalls blocks until at least `n` calls arrived or `timeout`
@@ -191,6 +208,17 @@ class FakeDedupService final : public dedupd::v1::Dedup::CallbackService {
     std::vector<std::string> aliases;
   };
 
+  // A url StoreDown made unreachable: for how many more requests (0: every
+  // one) and whether a CLAIM records it first.
+  struct Down {
+    int times = 0;
+    bool after_write = false;
+  };
+
+  // TakeStoreDown: whether `url` is unreachable for this request; uses up
+  // one of its `times` and sets *after_write.
+  bool TakeStoreDown(const std::string& url, bool* after_write) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // Logs `call` and takes the next scripted action. Returns the reactor
   // that already answers the call (hang, fail), or nullptr: answer it,
   // honouring *wrong_count.
@@ -200,7 +228,9 @@ class FakeDedupService final : public dedupd::v1::Dedup::CallbackService {
   mutable absl::Mutex mu_;
   std::deque<Action> script_ ABSL_GUARDED_BY(mu_);
   std::vector<Call> calls_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_set<std::string> seen_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::string> seen_
+      ABSL_GUARDED_BY(mu_);  // url -> the claim_id of the CLAIM that recorded it
+  absl::flat_hash_map<std::string, Down> store_down_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, Document> texts_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::string> last_text_
       ABSL_GUARDED_BY(mu_);  // url -> text of its last CLAIM

@@ -10,6 +10,7 @@ import dataclasses
 import random
 import re
 import secrets
+import time
 from typing import Optional
 
 from dedupd import _codec as codec
@@ -65,13 +66,26 @@ class _Call:
     retry: bool = True   # retry UNAVAILABLE (the call is idempotent)
 
 
+@dataclasses.dataclass
+class _Sleep:
+    """Yielded by a plan between re-sends: the driver waits this long
+    (time.sleep, or asyncio.sleep) and sends None back."""
+    seconds: float
+
+
+#: UrlResult.error_reason / CompleteResult.error_reason of a URL the store
+#: could not answer now (a Redis node down): send it again.
+STORE_UNAVAILABLE = "STORE_UNAVAILABLE"
+
+
 class Settings:
     """The client's settings, validated; see Client for their meaning."""
 
     def __init__(self, address, *, tls=None, token=None, admin_token=None, namespace="",
                  timeout=30.0, max_attempts=4, initial_backoff=0.1, backoff_multiplier=2.0,
                  max_backoff=5.0, max_items_per_request=SERVER_DEFAULT_MAX_ITEMS,
-                 max_request_bytes=4 << 20, channel_options=None):
+                 max_request_bytes=4 << 20, max_store_attempts=4, max_store_retry_time=10.0,
+                 channel_options=None):
         if not address:
             raise ValueError("address is empty (want host:port or a gRPC target)")
         if timeout is not None and not timeout > 0:
@@ -82,6 +96,8 @@ class Settings:
             raise ValueError("want 0 <= initial_backoff <= max_backoff, backoff_multiplier >= 1")
         if max_items_per_request < 1 or max_request_bytes < 1:
             raise ValueError("max_items_per_request and max_request_bytes must be >= 1")
+        if max_store_attempts < 1 or not max_store_retry_time >= 0:
+            raise ValueError("want max_store_attempts >= 1 and max_store_retry_time >= 0")
         for name, tok in (("token", token), ("admin_token", admin_token)):
             if tok is not None and (not tok or any(c <= " " or c > "~" for c in tok)):
                 raise ValueError("%s must be printable ASCII without spaces" % name)
@@ -104,6 +120,8 @@ class Settings:
         self.max_backoff = max_backoff
         self.max_items_per_request = max_items_per_request
         self.max_request_bytes = max_request_bytes
+        self.max_store_attempts = max_store_attempts
+        self.max_store_retry_time = max_store_retry_time
         self.channel_options = [
             ("grpc.max_receive_message_length", 256 << 20),
             ("grpc.max_send_message_length", -1),
@@ -149,12 +167,17 @@ class Settings:
 
     # ---- plans ----
 
-    def _batches(self, method, messages, make_request, convert):
+    def _batches(self, method, messages, make_request, convert, resend=False):
         """Sends `messages` (request items) in requests of at most
         items_limit() items and max_request_bytes bytes; returns the
         converted results, one per item, in order. A request the server
         rejects for its item limit did nothing: the rest is re-split at the
-        server's limit (remembered for later calls)."""
+        server's limit (remembered for later calls).
+
+        make_request(batch, k) -> (request, extra); convert(positions,
+        pb_results, extra) -> results of messages[p] for p in positions.
+        With `resend`, the items answered STORE_UNAVAILABLE are sent again
+        (_resend_store_unavailable)."""
         results = []
         i, k = 0, 0
         n = len(messages)
@@ -186,9 +209,63 @@ class Settings:
                     % (method, len(response.results), j - i), method=method)
                 err.partial_results = results
                 raise err
-            results.extend(convert(i, response, extra))
+            results.extend(convert(range(i, j), response.results, extra))
+            if resend:
+                try:
+                    yield from self._resend_store_unavailable(method, request, i, results,
+                                                              convert, extra)
+                except errors.DedupdError as e:
+                    e.partial_results = results
+                    raise
             i, k = j, k + 1
         return results
+
+    def _resend_store_unavailable(self, method, request, first, results, convert, extra):
+        """results[first:] answer `request`. Sends the items answered
+        STORE_UNAVAILABLE again, in copies of `request` (same claim id,
+        namespace, mode, lease and per_item_store_errors, so a claim that did
+        reach the store is answered NEW again), after a jittered backoff that
+        grows each round (Settings.backoff), and puts each answer in its
+        item's place, until none is left, an item was sent
+        max_store_attempts times, or the next round would start more than
+        max_store_retry_time seconds from now. Items still unanswered keep
+        their STORE_UNAVAILABLE result, its error saying so. A round that
+        fails Unavailable or DeadlineExceeded ends the rounds (its items stay
+        as unanswered as they were); any other error is raised."""
+        pending = [x for x in range(first, len(results))
+                   if results[x].error_reason == STORE_UNAVAILABLE]
+        if not pending:
+            return
+        give_up = time.monotonic() + self.max_store_retry_time
+        sends = 1  # every pending item has been sent this many times
+        while pending and sends < self.max_store_attempts:
+            wait = self.backoff(sends)
+            if time.monotonic() + wait > give_up:
+                break
+            yield _Sleep(wait)
+            again = type(request)()
+            again.CopyFrom(request)
+            del again.items[:]
+            again.items.extend(request.items[x - first] for x in pending)
+            try:
+                response = yield _Call(method, again)
+            except (errors.Unavailable, errors.DeadlineExceeded):
+                break
+            if len(response.results) != len(pending):
+                raise errors.ServerError(
+                    "%s: the server answered %d results for %d items sent again"
+                    % (method, len(response.results), len(pending)), method=method)
+            still = []
+            for x, r in zip(pending, convert(pending, response.results, extra)):
+                results[x] = r
+                if r.error_reason == STORE_UNAVAILABLE:
+                    still.append(x)
+            pending = still
+            sends += 1
+        for x in pending:
+            results[x] = dataclasses.replace(
+                results[x], error="%s (%s: still unavailable after %d attempts)"
+                % (results[x].error, method, sends))
 
     def plan_check_urls(self, urls, base_url, peek, namespace, lease_seconds, claim_id):
         given = list(urls)
@@ -206,14 +283,14 @@ class Settings:
                 codec.set_claim_id(req, cid)
             if lease_seconds is not None:
                 req.lease_seconds = int(lease_seconds)
+            req.per_item_store_errors = True
             return req, cid
 
-        def convert(start, resp, cid):
-            return [codec.url_result(codec.to_str(_raw_url(given[start + x])), r,
-                                     "" if peek else cid)
-                    for x, r in enumerate(resp.results)]
+        def convert(positions, results, cid):
+            return [codec.url_result(codec.to_str(_raw_url(given[p])), r, "" if peek else cid)
+                    for p, r in zip(positions, results)]
 
-        return (yield from self._batches("CheckUrl", items, make, convert))
+        return (yield from self._batches("CheckUrl", items, make, convert, resend=True))
 
     def plan_complete_urls(self, urls, namespace, claim_id):
         given = list(urls)
@@ -221,16 +298,16 @@ class Settings:
         ns = self.namespace if namespace is None else namespace
 
         def make(batch, k):
-            req = pb.CompleteUrlsRequest(items=batch, namespace=ns)
+            req = pb.CompleteUrlsRequest(items=batch, namespace=ns, per_item_store_errors=True)
             if claim_id:
                 req.claim_id = codec.to_bytes(claim_id)
             return req, None
 
-        def convert(start, resp, _):
-            return [codec.complete_result(codec.to_str(_raw_url(given[start + x])), r)
-                    for x, r in enumerate(resp.results)]
+        def convert(positions, results, _):
+            return [codec.complete_result(codec.to_str(_raw_url(given[p])), r)
+                    for p, r in zip(positions, results)]
 
-        return (yield from self._batches("CompleteUrls", items, make, convert))
+        return (yield from self._batches("CompleteUrls", items, make, convert, resend=True))
 
     def plan_check_content(self, documents, peek, namespace, max_hamming_distance, claim_id,
                            min_jaccard=None):
@@ -246,8 +323,8 @@ class Settings:
                     req, "%s#%d" % (claim_id, k) if claim_id else secrets.token_hex(16))
             return req, None
 
-        def convert(start, resp, _):
-            return [codec.content_result(r) for r in resp.results]
+        def convert(positions, results, _):
+            return [codec.content_result(r) for r in results]
 
         return (yield from self._batches("CheckContent", items, make, convert))
 

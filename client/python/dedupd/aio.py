@@ -64,6 +64,10 @@ class Client:
         try:
             call = next(plan)
             while True:
+                if isinstance(call, _core._Sleep):
+                    await asyncio.sleep(call.seconds)
+                    call = plan.send(None)
+                    continue
                 try:
                     response = await self._invoke(call)
                 except errors.DedupdError as e:

@@ -42,6 +42,17 @@ class Client:
                            refusal (nothing was recorded by the refused request).
       max_request_bytes    a request is also cut before it passes this size.
                            Default: 4 MiB (the server accepts 16 MiB).
+      max_store_attempts, max_store_retry_time
+                           check_urls and complete_urls ask the server to
+                           answer per URL when its store can answer only part
+                           of a request (per_item_store_errors: a Redis
+                           Cluster node down) and send the URLs it answers
+                           error_reason "STORE_UNAVAILABLE" again (same claim
+                           id), with the backoff above, until each URL has been
+                           sent max_store_attempts times or the next round
+                           would start max_store_retry_time seconds after the
+                           request's first answer; a URL still unanswered then
+                           keeps that result (see check_urls). Default: 4, 10.0.
       channel_options      extra grpc channel options.
     """
 
@@ -91,6 +102,10 @@ class Client:
         try:
             call = next(plan)
             while True:
+                if isinstance(call, _core._Sleep):
+                    time.sleep(call.seconds)
+                    call = plan.send(None)
+                    continue
                 try:
                     response = self._invoke(call)
                 except errors.DedupdError as e:
@@ -118,7 +133,15 @@ class Client:
           keeps its id on its retries, so a reply lost on the wire is answered
           NEW again to the retry; pass your own to retry a whole failed call.
         A URL dedupd cannot key is answered INVALID with `error`; never raises
-        for a bad URL. Raises DedupdError subclasses for a failed call."""
+        for a bad URL. Raises DedupdError subclasses for a failed call.
+
+        A URL whose store node stayed unreachable through the re-sends
+        (max_store_attempts) is answered INVALID with error_reason
+        "STORE_UNAVAILABLE" (result.store_unavailable): not a bad URL and not
+        answered; its claim may have reached the store, so send it again by
+        retrying the whole call with the same claim_id= (and the same URLs),
+        or expect SEEN for it from another claim id (with a lease, NEW again
+        once the lease ends)."""
         return self._run(self._s.plan_check_urls(urls, base_url, peek, namespace,
                                                  lease_seconds, claim_id))
 
@@ -126,7 +149,9 @@ class Client:
         """Confirms leased URLs (CompleteUrls): they stay SEEN for good.
         With claim_id (UrlResult.claim_id), a URL whose lease passed to
         another claimant is not confirmed (INVALID, error_reason LEASE_LOST).
-        Idempotent: a repeat answers ALREADY_CONFIRMED."""
+        Idempotent: a repeat answers ALREADY_CONFIRMED. A URL whose store
+        node stayed unreachable through the re-sends is INVALID with
+        error_reason "STORE_UNAVAILABLE": not confirmed, confirm it again."""
         return self._run(self._s.plan_complete_urls(urls, namespace, claim_id))
 
     def check_content(self, documents, *, peek=False, namespace=None,

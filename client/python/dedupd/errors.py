@@ -2,6 +2,8 @@
 
 A bad *item* (an unparsable URL, empty text, invalid UTF-8) is never an
 exception: it gets its own result with verdict INVALID and an error message.
+Nor is a URL the store could not answer (a Redis Cluster node down) after
+the client sent it again: INVALID with error_reason "STORE_UNAVAILABLE".
 An exception means the *call* failed:
 
   DedupdError                 base class; `code` (grpc.StatusCode), `method`,

@@ -60,6 +60,22 @@ Settings (all optional):
                          requests through (a page may be fetched twice) and
                          logs an error; False raises.
 
+A URL dedupd's store could not answer (--store=redis_cluster with a node
+down: the client sends it again a few times first, max_store_attempts) is
+neither a duplicate nor a bad URL, and it is not claimed. It is treated as
+when dedupd cannot be reached, so one setting decides both: with
+DEDUPD_FAIL_OPEN (the default) the request goes through as not seen,
+unclaimed (no lease to confirm; another worker may fetch it too: a page
+fetched twice, never one skipped), counted in `dedupd/store_unavailable` and
+logged; with DEDUPD_FAIL_OPEN = False, dedupd.Unavailable is raised, as for a
+call that failed UNAVAILABLE. The DupeFilter and the start requests
+(which skip it) apply this. UrlClaimMiddleware only lets such a link
+through unmarked (`dedupd/links_store_unavailable`): the DupeFilter then
+claims it once more on its own and decides. A confirmation the store could
+not take is kept for LeaseMiddleware's next batch
+(`dedupd/leases_store_unavailable`): if the lease ends first, the URL is
+fetched once more, as after a failed download.
+
 Blocking: each RPC blocks the reactor for its round trip (one per page for
 the outlinks, one for the content, and a batched confirmation): about a
 millisecond against a dedupd on the same network.
@@ -70,6 +86,7 @@ import re
 import time
 import uuid
 
+import grpc
 from scrapy import signals
 from scrapy.dupefilters import BaseDupeFilter
 from scrapy.exceptions import DropItem, NotConfigured
@@ -130,6 +147,24 @@ def _fail_open(crawler, what, error):
     logger.error("dedupd: %s failed, letting it through: %s", what, error)
 
 
+def _store_unavailable(crawler, what, results):
+    """The results the store could not answer (STORE_UNAVAILABLE after the
+    client's re-sends) are let through as not seen, counted and logged, or,
+    with DEDUPD_FAIL_OPEN = False, raise dedupd.Unavailable: the same choice
+    as for a call that failed UNAVAILABLE (_fail_open). Returns how many."""
+    failed = [r for r in results if r.store_unavailable]
+    if not failed:
+        return 0
+    crawler.stats.inc_value("dedupd/store_unavailable", len(failed))
+    message = "%s: the store could not answer %d URL(s): %s" % (what, len(failed),
+                                                                failed[0].error)
+    if not crawler.settings.getbool("DEDUPD_FAIL_OPEN", True):
+        raise dedupd.Unavailable(message, code=grpc.StatusCode.UNAVAILABLE, method="CheckUrl",
+                                 details=failed[0].error)
+    logger.error("dedupd: %s; letting them through", message)
+    return len(failed)
+
+
 def _mark(request, result):
     request.meta[CLAIM_META] = (request.url, result.claim_id)
 
@@ -162,6 +197,9 @@ class DupeFilter(BaseDupeFilter):
         if r.should_fetch:
             _mark(request, r)
             return False
+        if r.store_unavailable:
+            _store_unavailable(self.crawler, "CheckUrl of %s" % request.url, [r])
+            return False  # not seen: fetched unclaimed (see the module doc)
         return r.verdict is not UrlVerdict.INVALID  # INVALID: let Scrapy report it
 
     def log(self, request, spider):
@@ -216,6 +254,8 @@ class UrlClaimMiddleware:
     def _start_batch(self, batch):
         reqs = [r for r in batch if isinstance(r, Request) and CLAIM_META not in r.meta]
         results = self._claim(reqs, None) if reqs else []
+        # Start requests skip the DupeFilter (dont_filter): decide here.
+        _store_unavailable(self.crawler, "CheckUrl of start requests", results)
         seen = set()
         for r, res in zip(reqs, results):
             if res.should_fetch:
@@ -235,13 +275,18 @@ class UrlClaimMiddleware:
         if idx:
             results = self._claim([out[i] for i in idx], response.url)
             stats = self.crawler.stats
+            unanswered = 0
             for i, r in zip(idx, results):
                 if r.should_fetch:
                     _mark(out[i], r)
+                elif r.store_unavailable:
+                    unanswered += 1  # unmarked: the DupeFilter claims it again
                 elif r.verdict is not UrlVerdict.INVALID:
                     drop.add(i)
-            stats.inc_value("dedupd/links_claimed", len(results) - len(drop))
+            stats.inc_value("dedupd/links_claimed", len(results) - len(drop) - unanswered)
             stats.inc_value("dedupd/links_seen", len(drop))
+            if unanswered:
+                stats.inc_value("dedupd/links_store_unavailable", unanswered)
         for i, r in enumerate(out):
             if i not in drop:
                 yield r
@@ -411,6 +456,7 @@ class LeaseMiddleware:
     def flush(self, *args, **kwargs):
         pending, self.pending, self.count, self.oldest = self.pending, {}, 0, None
         c = client_for(self.crawler)
+        stats = self.crawler.stats
         for claim_id, urls in pending.items():
             try:
                 results = c.complete_urls(urls, claim_id=claim_id)
@@ -418,9 +464,20 @@ class LeaseMiddleware:
                 _fail_open(self.crawler, "CompleteUrls of %d URLs" % len(urls), e)
                 continue
             lost = sum(1 for r in results if r.error_reason == "LEASE_LOST")
-            self.crawler.stats.inc_value("dedupd/leases_confirmed", len(results) - lost)
+            # Not confirmed, the store could not take it now: next batch
+            # (until its lease ends; then the URL is fetched once more).
+            again = [(u, r) for u, r in zip(urls, results) if r.store_unavailable]
+            stats.inc_value("dedupd/leases_confirmed", len(results) - lost - len(again))
             if lost:
-                self.crawler.stats.inc_value("dedupd/leases_lost", lost)
+                stats.inc_value("dedupd/leases_lost", lost)
+            if again:
+                stats.inc_value("dedupd/leases_store_unavailable", len(again))
+                logger.warning("dedupd: the store could not confirm %d leases now: %s; "
+                               "trying again with the next batch", len(again), again[0][1].error)
+                self.pending.setdefault(claim_id, []).extend(u for u, _ in again)
+                self.count += len(again)
+                if self.oldest is None:
+                    self.oldest = time.monotonic()
 
 
 class DedupItemPipeline:

@@ -26,14 +26,14 @@ class UrlVerdict(str, enum.Enum):
     SEEN = "SEEN"                    # claimed before (first_seen): skip it
     DUE = "DUE"                      # seen, but its revisit interval passed: fetch it again
     SEEN_PROBABLY = "SEEN_PROBABLY"  # approximate mode: probably seen: skip it
-    INVALID = "INVALID"              # not a URL dedupd can key: error says why
+    INVALID = "INVALID"              # not answered: a bad URL, or STORE_UNAVAILABLE (error_reason)
     UNSPECIFIED = "UNSPECIFIED"
 
 
 class CompleteVerdict(str, enum.Enum):
     CONFIRMED = "CONFIRMED"                  # the lease was pending and is now confirmed
     ALREADY_CONFIRMED = "ALREADY_CONFIRMED"  # no lease pending (confirmed before, or none)
-    INVALID = "INVALID"                      # NOT_CLAIMED, LEASE_LOST or a bad URL
+    INVALID = "INVALID"                      # NOT_CLAIMED, LEASE_LOST, a bad URL, STORE_UNAVAILABLE
     UNSPECIFIED = "UNSPECIFIED"
 
 
@@ -155,7 +155,7 @@ class UrlResult:
     reclaimed: bool = False        # NEW again because an earlier lease ended unconfirmed
     claim_id: str = ""             # the id of the request that carried this URL
     error: str = ""                # INVALID: what is wrong
-    error_reason: str = ""         # INVALID: e.g. "BAD_URL"
+    error_reason: str = ""         # INVALID: "BAD_URL", or "STORE_UNAVAILABLE"
     last_changed: Optional[datetime] = None  # SEEN/DUE of a checked page
     content_hash: str = ""
     etag: str = ""
@@ -165,6 +165,13 @@ class UrlResult:
     def should_fetch(self) -> bool:
         return self.verdict in (UrlVerdict.NEW, UrlVerdict.DUE)
 
+    @property
+    def store_unavailable(self) -> bool:
+        """True when dedupd's store could not answer for this URL, even
+        after the client's re-sends (a Redis node down): neither new nor
+        seen nor a bad URL; send it again later."""
+        return self.error_reason == "STORE_UNAVAILABLE"
+
 
 @dataclasses.dataclass
 class CompleteResult:
@@ -172,7 +179,13 @@ class CompleteResult:
     normalized_url: str
     verdict: CompleteVerdict
     error: str = ""
-    error_reason: str = ""         # INVALID: "NOT_CLAIMED", "LEASE_LOST", "BAD_URL"
+    error_reason: str = ""         # INVALID: "NOT_CLAIMED", "LEASE_LOST", "BAD_URL",
+    #                                "STORE_UNAVAILABLE" (not confirmed: confirm it again)
+
+    @property
+    def store_unavailable(self) -> bool:
+        """True when the store could not confirm this URL now."""
+        return self.error_reason == "STORE_UNAVAILABLE"
 
 
 @dataclasses.dataclass
