@@ -19,6 +19,7 @@
 #include "core/text/sha256.h"
 #include "google/protobuf/util/time_util.h"
 #include "storage/document_key.h"
+#include "storage/redis/redis_namespace_drop.h"
 #include "storage/redis/redis_url_store.h"
 
 namespace dedupd {
@@ -406,8 +407,17 @@ absl::Status RestoreBackup(const std::string& backup_dir, const std::string& dat
 }
 
 absl::Status AdminOps::DropNamespace(const v1::DropNamespaceRequest& request,
-                                     v1::DropNamespaceResponse* response) {
-  if (store_ == nullptr) return RedisUnimplemented("DropNamespace");
+                                     v1::DropNamespaceResponse* response,
+                                     const std::function<bool()>& cancelled) {
+  if (redis_ != nullptr) {
+    redis::NamespaceDropOptions options;
+    options.cancelled = cancelled;
+    absl::StatusOr<redis::NamespaceDropResult> dropped = redis::DropNamespace(
+        &redis_->router(), redis_->key_prefix(), request.namespace_(), options);
+    if (!dropped.ok()) return dropped.status();
+    response->set_found(dropped->keys_deleted > 0);
+    return absl::OkStatus();
+  }
   if (url_bloom_ != nullptr) {
     return absl::FailedPreconditionError(
         "this server is in the approximate URL mode (--url_seen_mode=approximate): its Bloom "

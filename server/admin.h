@@ -100,10 +100,16 @@ class AdminOps {
   absl::Status Forget(const v1::ForgetRequest& request, v1::ForgetResponse* response,
                       const std::function<bool()>& cancelled = nullptr);
 
-  // DropNamespace calls RocksDbStore::DropNamespace (see admin.proto).
-  // Errors: as it; FailedPrecondition in approximate URL mode.
+  // DropNamespace calls RocksDbStore::DropNamespace (see admin.proto), or
+  // on a Redis Cluster redis::DropNamespace under the store's key prefix
+  // (not atomic: docs/redis_format.md, "Dropping a namespace"); `found` is
+  // whether it deleted any key. Errors: as those; FailedPrecondition in
+  // approximate URL mode; on a Redis Cluster, Cancelled when `cancelled`
+  // (may be null; asked between SCAN pages) returns true — the keys
+  // deleted so far stay deleted, and running the drop again finishes it.
   absl::Status DropNamespace(const v1::DropNamespaceRequest& request,
-                             v1::DropNamespaceResponse* response);
+                             v1::DropNamespaceResponse* response,
+                             const std::function<bool()>& cancelled = nullptr);
 
  private:
   absl::Status RedisStats(v1::StatsResponse* response) const;

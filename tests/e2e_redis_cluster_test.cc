@@ -448,6 +448,50 @@ TEST_F(E2eRedisClusterTest, StatsMetricsAndUnimplementedCalls) {
   EXPECT_THAT(metrics, ::testing::Not(HasSubstr("dedupd_store_disk_bytes")));
 }
 
+absl::StatusOr<bool> DropNamespace(FrontEnd& fe, const std::string& name_space) {
+  v1::DropNamespaceRequest request;
+  request.set_namespace_(name_space);
+  v1::DropNamespaceResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + kRpcDeadline));
+  const grpc::Status s = fe.admin->DropNamespace(&context, request, &response);
+  if (!s.ok())
+    return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+  return response.found();
+}
+
+// Admin.DropNamespace through one front end: the namespace's URLs are NEW
+// again through either; its neighbours ("ab", the default one) keep theirs.
+TEST_F(E2eRedisClusterTest, DropNamespaceMakesOnlyItsUrlsNewAgain) {
+  FrontEnd a, b;
+  ASSERT_NO_FATAL_FAILURE(Start(&a));
+  ASSERT_NO_FATAL_FAILURE(Start(&b));
+  std::vector<std::string> urls;
+  for (int i = 0; i < 50; ++i) urls.push_back(Url(i));
+  for (const std::string ns : {"a", "ab", ""}) {
+    absl::StatusOr<std::vector<v1::UrlVerdict>> v = ClaimUrls(*a.dedup, urls, "", ns);
+    ASSERT_THAT(v.status(), IsOk()) << ns;
+    EXPECT_THAT(*v, ::testing::Each(v1::URL_VERDICT_NEW)) << ns;
+  }
+  absl::StatusOr<bool> found = DropNamespace(b, "a");
+  ASSERT_THAT(found.status(), IsOk());
+  EXPECT_TRUE(*found);
+  {
+    absl::StatusOr<std::vector<v1::UrlVerdict>> v = ClaimUrls(*a.dedup, urls, "", "a");
+    ASSERT_THAT(v.status(), IsOk());
+    EXPECT_THAT(*v, ::testing::Each(v1::URL_VERDICT_NEW));
+  }
+  for (const std::string ns : {"ab", ""}) {
+    absl::StatusOr<std::vector<v1::UrlVerdict>> v = ClaimUrls(*b.dedup, urls, "", ns);
+    ASSERT_THAT(v.status(), IsOk()) << ns;
+    EXPECT_THAT(*v, ::testing::Each(v1::URL_VERDICT_SEEN)) << ns;
+  }
+  found = DropNamespace(a, "never-used");
+  ASSERT_THAT(found.status(), IsOk());
+  EXPECT_FALSE(*found);
+  EXPECT_EQ(DropNamespace(a, "").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(E2eRedisClusterTest, HealthNotServingWhileTheClusterCannotBeReached) {
   // A port nothing listens on: bound, then closed.
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
