@@ -426,6 +426,18 @@ TEST_F(E2eRedisClusterTest, StatsMetricsAndUnimplementedCalls) {
     // The nodes this front end has talked to so far (the meta key's and the
     // claimed URL's owners).
     EXPECT_GE(response.redis_cluster().nodes_size(), 1);
+    // Every master's DBSIZE and used_memory, summed: at least this
+    // prefix's meta, URL and content records.
+    ASSERT_EQ(response.redis_cluster().masters_size(), 3);
+    uint64_t keys = 0;
+    for (const v1::RedisMasterStats& m : response.redis_cluster().masters()) {
+      EXPECT_EQ(m.error(), "") << m.node();
+      EXPECT_GT(m.used_memory_bytes(), 0u) << m.node();
+      keys += m.keys();
+    }
+    EXPECT_EQ(response.redis_cluster().cluster_keys(), keys);
+    EXPECT_GE(keys, 3u);
+    EXPECT_GT(response.redis_cluster().cluster_used_memory_bytes(), 0u);
   }
   {
     v1::BackupRequest request;
