@@ -84,14 +84,25 @@ absl::Status SyncTree(const fs::path& dir) {
   return absl::OkStatus();
 }
 
-// RedisUnimplemented: the answer of the admin calls a Redis Cluster front
-// end does not serve (they work on the embedded RocksDB store only).
-absl::Status RedisUnimplemented(absl::string_view call) {
+// The answers of the admin calls a Redis Cluster front end does not serve:
+// each says why and what to use instead (docs/operations.md, "Redis
+// Cluster mode").
+absl::Status RedisBackupUnimplemented() {
   return absl::UnimplementedError(
-      absl::StrCat("Admin.", call,
-                   " works on the embedded store only; this front end runs on "
-                   "--store=redis_cluster (use the cluster's own tools: redis-cli, backups of "
-                   "its nodes)"));
+      "Admin.Backup works on the embedded store only; this front end runs on "
+      "--store=redis_cluster, whose records live on the cluster's masters: back up every master "
+      "with the cluster's own tools (BGSAVE, then copy its dump.rdb; or its AOF files; Kvrocks: "
+      "its backup command), see docs/operations.md");
+}
+
+absl::Status RedisExportUnimplemented(absl::string_view key_prefix) {
+  return absl::UnimplementedError(absl::StrCat(
+      "Admin.Export works on the embedded store only; this front end runs on "
+      "--store=redis_cluster, which has no snapshot across its masters to list in key order: "
+      "list the records on each master (or replica) with redis-cli --scan --pattern '",
+      key_prefix,
+      "u:*' (the key layout: docs/redis_format.md), or export from a copy of a backup; see "
+      "docs/operations.md"));
 }
 
 }  // namespace
@@ -221,7 +232,7 @@ absl::Status AdminOps::Stats(const v1::StatsRequest& request, v1::StatsResponse*
 }
 
 absl::Status AdminOps::Backup(const v1::BackupRequest& request, v1::BackupResponse* response) {
-  if (store_ == nullptr) return RedisUnimplemented("Backup");
+  if (store_ == nullptr) return RedisBackupUnimplemented();
   const std::string& dir = request.directory();
   if (dir.empty()) {
     return absl::InvalidArgumentError(
@@ -268,7 +279,7 @@ absl::Status AdminOps::Backup(const v1::BackupRequest& request, v1::BackupRespon
 
 absl::StatusOr<std::unique_ptr<ExportCursor>> AdminOps::StartExport(
     const v1::ExportRequest& request) const {
-  if (store_ == nullptr) return RedisUnimplemented("Export");
+  if (store_ == nullptr) return RedisExportUnimplemented(redis_->key_prefix());
   return store_->NewExport(!request.skip_urls(), !request.skip_content());
 }
 
@@ -316,7 +327,6 @@ absl::Status AdminOps::NextExport(ExportCursor* cursor, v1::ExportResponse* resp
 
 absl::Status AdminOps::Forget(const v1::ForgetRequest& request, v1::ForgetResponse* response,
                               const std::function<bool()>& cancelled) {
-  if (content_ == nullptr) return RedisUnimplemented("Forget");
   response->Clear();
   const int n = request.urls_size();
   if (n == 0) return absl::InvalidArgumentError("urls is empty (want 1 to 100 URLs)");

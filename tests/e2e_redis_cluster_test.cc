@@ -15,8 +15,11 @@
 //     the other; Admin.Forget of a text's owner through either;
 //   - CheckContent works, CheckUrl answers SEEN for the URLs it recorded;
 //     CheckChunks works (tests/e2e_redis_chunks_test.cc races it), DedupResults
-//     works, Admin.Stats reports the cluster, the other admin calls answer
-//     UNIMPLEMENTED, /metrics has the per node counters;
+//     works, Admin.Stats reports the cluster (each master's keys and
+//     memory), Backup and Export answer UNIMPLEMENTED naming what to use,
+//     /metrics has the per node counters;
+//   - Admin.DropNamespace through one front end: the namespace's URLs are
+//     NEW again, its neighbours' stay SEEN;
 //   - health is NOT_SERVING while the cluster cannot be reached, and while
 //     a slot has no master;
 //   - with --redis_min_replicas_acked=1, a master killed (kill -9)
@@ -448,6 +451,18 @@ TEST_F(E2eRedisClusterTest, StatsMetricsAndUnimplementedCalls) {
     const grpc::Status s = fe.admin->Backup(&context, request, &response);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
     EXPECT_THAT(s.error_message(), HasSubstr("--store=redis_cluster"));
+    EXPECT_THAT(s.error_message(), HasSubstr("BGSAVE"));
+  }
+  {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + kRpcDeadline));
+    std::unique_ptr<grpc::ClientReader<v1::ExportResponse>> reader =
+        fe.admin->Export(&context, v1::ExportRequest());
+    v1::ExportResponse message;
+    EXPECT_FALSE(reader->Read(&message));
+    const grpc::Status s = reader->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+    EXPECT_THAT(s.error_message(), HasSubstr("redis-cli --scan"));
   }
   const int metrics_port = testing::LoggedPort(fe.process->Logs(), "metrics");
   ASSERT_GT(metrics_port, 0) << fe.process->Logs();
