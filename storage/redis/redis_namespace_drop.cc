@@ -85,8 +85,8 @@ absl::StatusOr<NamespaceDropResult> DropNamespace(ClusterRouter* router, absl::s
                                                   const NamespaceDropOptions& options) {
   if (name_space.empty()) {
     return absl::InvalidArgumentError(
-        "namespace: the empty namespace cannot be dropped (its records are not told apart by a "
-        "key pattern): forget its URLs, or start a new key prefix");
+        "namespace: the empty namespace cannot be dropped (DropNamespace takes named namespaces "
+        "only, as on the embedded store): forget its URLs, or start a new key prefix");
   }
   if (absl::Status s = CheckNamespace(name_space); !s.ok()) return s;
   if (absl::Status s = CheckKeyPrefix(prefix); !s.ok()) return s;
