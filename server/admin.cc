@@ -19,6 +19,8 @@
 #include "core/text/sha256.h"
 #include "google/protobuf/util/time_util.h"
 #include "storage/document_key.h"
+#include "storage/redis/redis_namespace_drop.h"
+#include "storage/redis/redis_replies.h"
 #include "storage/redis/redis_url_store.h"
 
 namespace dedupd {
@@ -82,14 +84,25 @@ absl::Status SyncTree(const fs::path& dir) {
   return absl::OkStatus();
 }
 
-// RedisUnimplemented: the answer of the admin calls a Redis Cluster front
-// end does not serve (they work on the embedded RocksDB store only).
-absl::Status RedisUnimplemented(absl::string_view call) {
+// The answers of the admin calls a Redis Cluster front end does not serve:
+// each says why and what to use instead (docs/operations.md, "Redis
+// Cluster mode").
+absl::Status RedisBackupUnimplemented() {
   return absl::UnimplementedError(
-      absl::StrCat("Admin.", call,
-                   " works on the embedded store only; this front end runs on "
-                   "--store=redis_cluster (use the cluster's own tools: redis-cli, backups of "
-                   "its nodes)"));
+      "Admin.Backup works on the embedded store only; this front end runs on "
+      "--store=redis_cluster, whose records live on the cluster's masters: back up every master "
+      "with the cluster's own tools (BGSAVE, then copy its dump.rdb; or its AOF files; Kvrocks: "
+      "its backup command), see docs/operations.md");
+}
+
+absl::Status RedisExportUnimplemented(absl::string_view key_prefix) {
+  return absl::UnimplementedError(absl::StrCat(
+      "Admin.Export works on the embedded store only; this front end runs on "
+      "--store=redis_cluster, which has no snapshot across its masters to list in key order: "
+      "list the records on each master (or replica) with redis-cli --scan --pattern '",
+      key_prefix,
+      "u:*' (the key layout: docs/redis_format.md), or export from a copy of a backup; see "
+      "docs/operations.md"));
 }
 
 }  // namespace
@@ -134,6 +147,38 @@ absl::Status AdminOps::RedisStats(v1::StatsResponse* response) const {
     out->set_retries(node.retries);
     out->set_reconnects(node.reconnects);
   }
+  // Two commands per master: cheap enough for any call (no scan), and the
+  // only counts the cluster keeps without one. A master that does not
+  // answer gets its error; Stats still answers.
+  uint64_t keys = 0;
+  uint64_t used_memory = 0;
+  for (const std::string& master : redis_->router().Masters()) {
+    v1::RedisMasterStats* out = cluster->add_masters();
+    out->set_node(master);
+    absl::StatusOr<redis::Value> size = redis_->router().ExecuteOnNode(master, {"DBSIZE"});
+    if (!size.ok()) {
+      out->set_error(std::string(size.status().message()));
+      continue;
+    }
+    if (size->type != redis::Value::Type::kInteger || size->integer < 0) {
+      out->set_error(absl::StrCat("redis node ", master, ": DBSIZE answered ",
+                                  absl::StrFormat("%s", absl::FormatStreamed(*size))));
+      continue;
+    }
+    absl::StatusOr<redis::Value> info = redis_->router().ExecuteOnNode(master, {"INFO", "memory"});
+    if (!info.ok()) {
+      out->set_error(std::string(info.status().message()));
+      continue;
+    }
+    out->set_keys(static_cast<uint64_t>(size->integer));
+    keys += out->keys();
+    if (info->type == redis::Value::Type::kString) {
+      out->set_used_memory_bytes(redis::InfoField(info->str, "used_memory").value_or(0));
+      used_memory += out->used_memory_bytes();
+    }
+  }
+  cluster->set_cluster_keys(keys);
+  cluster->set_cluster_used_memory_bytes(used_memory);
   return absl::OkStatus();
 }
 
@@ -187,7 +232,7 @@ absl::Status AdminOps::Stats(const v1::StatsRequest& request, v1::StatsResponse*
 }
 
 absl::Status AdminOps::Backup(const v1::BackupRequest& request, v1::BackupResponse* response) {
-  if (store_ == nullptr) return RedisUnimplemented("Backup");
+  if (store_ == nullptr) return RedisBackupUnimplemented();
   const std::string& dir = request.directory();
   if (dir.empty()) {
     return absl::InvalidArgumentError(
@@ -234,7 +279,7 @@ absl::Status AdminOps::Backup(const v1::BackupRequest& request, v1::BackupRespon
 
 absl::StatusOr<std::unique_ptr<ExportCursor>> AdminOps::StartExport(
     const v1::ExportRequest& request) const {
-  if (store_ == nullptr) return RedisUnimplemented("Export");
+  if (store_ == nullptr) return RedisExportUnimplemented(redis_->key_prefix());
   return store_->NewExport(!request.skip_urls(), !request.skip_content());
 }
 
@@ -282,7 +327,6 @@ absl::Status AdminOps::NextExport(ExportCursor* cursor, v1::ExportResponse* resp
 
 absl::Status AdminOps::Forget(const v1::ForgetRequest& request, v1::ForgetResponse* response,
                               const std::function<bool()>& cancelled) {
-  if (content_ == nullptr) return RedisUnimplemented("Forget");
   response->Clear();
   const int n = request.urls_size();
   if (n == 0) return absl::InvalidArgumentError("urls is empty (want 1 to 100 URLs)");
@@ -406,8 +450,17 @@ absl::Status RestoreBackup(const std::string& backup_dir, const std::string& dat
 }
 
 absl::Status AdminOps::DropNamespace(const v1::DropNamespaceRequest& request,
-                                     v1::DropNamespaceResponse* response) {
-  if (store_ == nullptr) return RedisUnimplemented("DropNamespace");
+                                     v1::DropNamespaceResponse* response,
+                                     const std::function<bool()>& cancelled) {
+  if (redis_ != nullptr) {
+    redis::NamespaceDropOptions options;
+    options.cancelled = cancelled;
+    absl::StatusOr<redis::NamespaceDropResult> dropped = redis::DropNamespace(
+        &redis_->router(), redis_->key_prefix(), request.namespace_(), options);
+    if (!dropped.ok()) return dropped.status();
+    response->set_found(dropped->keys_deleted > 0);
+    return absl::OkStatus();
+  }
   if (url_bloom_ != nullptr) {
     return absl::FailedPreconditionError(
         "this server is in the approximate URL mode (--url_seen_mode=approximate): its Bloom "

@@ -57,9 +57,11 @@ class AdminOps {
   AdminOps(RocksDbStore* store, BloomUrlStore* url_bloom, const UrlNormalizer* normalizer,
            absl::Time started);
   // A Redis Cluster front end's (--store=redis_cluster): Stats reports the
-  // store kind, the meta's versions and the cluster's health; Forget runs
-  // on `content` (the cluster's content store, which also removes the
-  // URL's seen-set record); the other calls answer Unimplemented.
+  // store kind, the meta's versions, the cluster's health and each
+  // master's key count and memory; Forget runs on `content` (the cluster's
+  // content store, which also removes the URL's seen-set record);
+  // DropNamespace scans the masters (redis::DropNamespace); Backup and
+  // Export answer Unimplemented, naming what to use instead.
   // REQUIRES: `redis`, `content` and `normalizer` outlive this object.
   AdminOps(RedisUrlStore* redis, ContentStore* content, const UrlNormalizer* normalizer,
            absl::Time started);
@@ -75,11 +77,13 @@ class AdminOps {
   // Errors: InvalidArgument for an empty or relative directory (the path is
   // on the server; a relative one would depend on its working directory);
   // FailedPrecondition when it exists or its parent does not; Unavailable
-  // while another backup runs; the store's I/O errors otherwise.
+  // while another backup runs; the store's I/O errors otherwise;
+  // Unimplemented on a Redis Cluster (back up its nodes instead).
   absl::Status Backup(const v1::BackupRequest& request, v1::BackupResponse* response);
 
   // StartExport opens a cursor over one snapshot of the store (see
-  // RocksDbStore::NewExport). Errors: FailedPrecondition after Close.
+  // RocksDbStore::NewExport). Errors: FailedPrecondition after Close;
+  // Unimplemented on a Redis Cluster (no snapshot to list in key order).
   absl::StatusOr<std::unique_ptr<ExportCursor>> StartExport(const v1::ExportRequest& request) const;
 
   // NextExport fills `response` (cleared first) with the cursor's next
@@ -100,10 +104,16 @@ class AdminOps {
   absl::Status Forget(const v1::ForgetRequest& request, v1::ForgetResponse* response,
                       const std::function<bool()>& cancelled = nullptr);
 
-  // DropNamespace calls RocksDbStore::DropNamespace (see admin.proto).
-  // Errors: as it; FailedPrecondition in approximate URL mode.
+  // DropNamespace calls RocksDbStore::DropNamespace (see admin.proto), or
+  // on a Redis Cluster redis::DropNamespace under the store's key prefix
+  // (not atomic: docs/redis_format.md, "Dropping a namespace"); `found` is
+  // whether it deleted any key. Errors: as those; FailedPrecondition in
+  // approximate URL mode; on a Redis Cluster, Cancelled when `cancelled`
+  // (may be null; asked between SCAN pages) returns true — the keys
+  // deleted so far stay deleted, and running the drop again finishes it.
   absl::Status DropNamespace(const v1::DropNamespaceRequest& request,
-                             v1::DropNamespaceResponse* response);
+                             v1::DropNamespaceResponse* response,
+                             const std::function<bool()>& cancelled = nullptr);
 
  private:
   absl::Status RedisStats(v1::StatsResponse* response) const;

@@ -77,8 +77,9 @@ grpc::ServerUnaryReactor* AdminService::Forget(grpc::CallbackServerContext* cont
 grpc::ServerUnaryReactor* AdminService::DropNamespace(grpc::CallbackServerContext* context,
                                                       const v1::DropNamespaceRequest* request,
                                                       v1::DropNamespaceResponse* response) {
-  return RunAdmitted(context,
-                     [=](AdminOps* ops) { return ops->DropNamespace(*request, response); });
+  return RunAdmitted(context, [=](AdminOps* ops) {
+    return ops->DropNamespace(*request, response, [context] { return context->IsCancelled(); });
+  });
 }
 
 // ExportReactor: one Export stream. At most one message exists at a time:

@@ -15,8 +15,11 @@
 //     the other; Admin.Forget of a text's owner through either;
 //   - CheckContent works, CheckUrl answers SEEN for the URLs it recorded;
 //     CheckChunks works (tests/e2e_redis_chunks_test.cc races it), DedupResults
-//     works, Admin.Stats reports the cluster, the other admin calls answer
-//     UNIMPLEMENTED, /metrics has the per node counters;
+//     works, Admin.Stats reports the cluster (each master's keys and
+//     memory), Backup and Export answer UNIMPLEMENTED naming what to use,
+//     /metrics has the per node counters;
+//   - Admin.DropNamespace through one front end: the namespace's URLs are
+//     NEW again, its neighbours' stay SEEN;
 //   - health is NOT_SERVING while the cluster cannot be reached, and while
 //     a slot has no master;
 //   - with --redis_min_replicas_acked=1, a master killed (kill -9)
@@ -426,6 +429,18 @@ TEST_F(E2eRedisClusterTest, StatsMetricsAndUnimplementedCalls) {
     // The nodes this front end has talked to so far (the meta key's and the
     // claimed URL's owners).
     EXPECT_GE(response.redis_cluster().nodes_size(), 1);
+    // Every master's DBSIZE and used_memory, summed: at least this
+    // prefix's meta, URL and content records.
+    ASSERT_EQ(response.redis_cluster().masters_size(), 3);
+    uint64_t keys = 0;
+    for (const v1::RedisMasterStats& m : response.redis_cluster().masters()) {
+      EXPECT_EQ(m.error(), "") << m.node();
+      EXPECT_GT(m.used_memory_bytes(), 0u) << m.node();
+      keys += m.keys();
+    }
+    EXPECT_EQ(response.redis_cluster().cluster_keys(), keys);
+    EXPECT_GE(keys, 3u);
+    EXPECT_GT(response.redis_cluster().cluster_used_memory_bytes(), 0u);
   }
   {
     v1::BackupRequest request;
@@ -436,6 +451,18 @@ TEST_F(E2eRedisClusterTest, StatsMetricsAndUnimplementedCalls) {
     const grpc::Status s = fe.admin->Backup(&context, request, &response);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
     EXPECT_THAT(s.error_message(), HasSubstr("--store=redis_cluster"));
+    EXPECT_THAT(s.error_message(), HasSubstr("BGSAVE"));
+  }
+  {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + kRpcDeadline));
+    std::unique_ptr<grpc::ClientReader<v1::ExportResponse>> reader =
+        fe.admin->Export(&context, v1::ExportRequest());
+    v1::ExportResponse message;
+    EXPECT_FALSE(reader->Read(&message));
+    const grpc::Status s = reader->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+    EXPECT_THAT(s.error_message(), HasSubstr("redis-cli --scan"));
   }
   const int metrics_port = testing::LoggedPort(fe.process->Logs(), "metrics");
   ASSERT_GT(metrics_port, 0) << fe.process->Logs();
@@ -446,6 +473,50 @@ TEST_F(E2eRedisClusterTest, StatsMetricsAndUnimplementedCalls) {
   EXPECT_THAT(metrics, HasSubstr("dedupd_redis_redirects_total{node="));
   EXPECT_THAT(metrics, HasSubstr("dedupd_redis_reconnects_total{node="));
   EXPECT_THAT(metrics, ::testing::Not(HasSubstr("dedupd_store_disk_bytes")));
+}
+
+absl::StatusOr<bool> DropNamespace(FrontEnd& fe, const std::string& name_space) {
+  v1::DropNamespaceRequest request;
+  request.set_namespace_(name_space);
+  v1::DropNamespaceResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + kRpcDeadline));
+  const grpc::Status s = fe.admin->DropNamespace(&context, request, &response);
+  if (!s.ok())
+    return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+  return response.found();
+}
+
+// Admin.DropNamespace through one front end: the namespace's URLs are NEW
+// again through either; its neighbours ("ab", the default one) keep theirs.
+TEST_F(E2eRedisClusterTest, DropNamespaceMakesOnlyItsUrlsNewAgain) {
+  FrontEnd a, b;
+  ASSERT_NO_FATAL_FAILURE(Start(&a));
+  ASSERT_NO_FATAL_FAILURE(Start(&b));
+  std::vector<std::string> urls;
+  for (int i = 0; i < 50; ++i) urls.push_back(Url(i));
+  for (const std::string ns : {"a", "ab", ""}) {
+    absl::StatusOr<std::vector<v1::UrlVerdict>> v = ClaimUrls(*a.dedup, urls, "", ns);
+    ASSERT_THAT(v.status(), IsOk()) << ns;
+    EXPECT_THAT(*v, ::testing::Each(v1::URL_VERDICT_NEW)) << ns;
+  }
+  absl::StatusOr<bool> found = DropNamespace(b, "a");
+  ASSERT_THAT(found.status(), IsOk());
+  EXPECT_TRUE(*found);
+  {
+    absl::StatusOr<std::vector<v1::UrlVerdict>> v = ClaimUrls(*a.dedup, urls, "", "a");
+    ASSERT_THAT(v.status(), IsOk());
+    EXPECT_THAT(*v, ::testing::Each(v1::URL_VERDICT_NEW));
+  }
+  for (const std::string ns : {"ab", ""}) {
+    absl::StatusOr<std::vector<v1::UrlVerdict>> v = ClaimUrls(*b.dedup, urls, "", ns);
+    ASSERT_THAT(v.status(), IsOk()) << ns;
+    EXPECT_THAT(*v, ::testing::Each(v1::URL_VERDICT_SEEN)) << ns;
+  }
+  found = DropNamespace(a, "never-used");
+  ASSERT_THAT(found.status(), IsOk());
+  EXPECT_FALSE(*found);
+  EXPECT_EQ(DropNamespace(a, "").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(E2eRedisClusterTest, HealthNotServingWhileTheClusterCannotBeReached) {

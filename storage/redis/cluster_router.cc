@@ -475,6 +475,32 @@ std::vector<NodeStats> ClusterRouter::Stats() const {
   return out;
 }
 
+std::vector<std::string> ClusterRouter::Masters() const {
+  std::vector<std::string> out;
+  for (const SlotRange& r : CurrentMap(nullptr)->ranges()) out.push_back(r.master.HostPort());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+absl::StatusOr<Value> ClusterRouter::ExecuteOnNode(const std::string& node,
+                                                   std::vector<std::string> argv) {
+  if (argv.empty()) return absl::InvalidArgumentError("redis command with an empty argv");
+  std::string host;
+  int port = 0;
+  if (!SplitHostPort(node, &host, &port) || host.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("redis node \"", node, "\" is not host:port"));
+  }
+  std::shared_ptr<Node> n = GetNode(node);
+  absl::MutexLock lock(&n->mu);
+  if (absl::Status s = n->EnsureConnected(options_); !s.ok()) return s;
+  Append(n->ctx, argv);
+  ++n->commands_sent;
+  void* raw = nullptr;
+  if (redisGetReply(n->ctx, &raw) != REDIS_OK) return n->Broken(options_);
+  return ValueFromReply(*ReplyPtr(static_cast<redisReply*>(raw)));
+}
+
 bool ClusterRouter::RunOnNode(Node& node, std::vector<Item>& work,
                               const std::vector<size_t>& items) {
   absl::MutexLock lock(&node.mu);

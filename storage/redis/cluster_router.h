@@ -255,6 +255,22 @@ class ClusterRouter {
   // Stats returns a snapshot of every node's counters, sorted by node.
   std::vector<NodeStats> Stats() const;
 
+  // Masters returns the masters of the current slot map ("host:port"),
+  // sorted, each once: the nodes to visit for a command about a whole
+  // node's keyspace (SCAN, DBSIZE). A master with no slot is not listed.
+  std::vector<std::string> Masters() const;
+
+  // ExecuteOnNode runs one command on `node` ("host:port", e.g. from
+  // Masters()) as it is: not routed by slot and no redirect followed (a
+  // MOVED or ASK reply is the answer), for commands about the node rather
+  // than a key (SCAN, DBSIZE, INFO). Error replies are answers, as in
+  // Execute. Errors: InvalidArgument for an empty argv or a node that is
+  // not host:port; Unavailable when the node cannot be reached or its
+  // connection broke (the command may or may not have run); FailedPrecondition
+  // when the node refuses AUTH. Time: up to one connect_timeout plus one
+  // command_timeout.
+  absl::StatusOr<Value> ExecuteOnNode(const std::string& node, std::vector<std::string> argv);
+
  private:
   struct Node;
   struct Item;

@@ -3,7 +3,9 @@
 // one batch over all 16384 slots, a 1000-command pipeline, error replies
 // as data, EVALSHA falling back to EVAL, cross-slot scripts refused; a slot
 // migration followed through ASK and then MOVED; a killed master failing
-// only its own items until its replica takes over.
+// only its own items until its replica takes over; the masters listed and
+// commands run on one named node (ExecuteOnNode).
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -250,6 +252,38 @@ TEST_F(ClusterRouterTest, ConcurrentCallersShareTheRouter) {
 // AUTH after every connect: the default user's password (requirepass) or
 // an ACL user; a node that needs AUTH and does not get it, or refuses it,
 // is a configuration to fix (FailedPrecondition), not a retry.
+TEST_F(ClusterRouterTest, MastersAndCommandsRunOnOneNode) {
+  const std::vector<std::string> masters = router_->Masters();
+  ASSERT_EQ(masters.size(), 3u);
+  EXPECT_TRUE(std::is_sorted(masters.begin(), masters.end()));
+  // A key's master answers it; another master redirects, and the MOVED is
+  // the answer (no redirect is followed).
+  const std::string key = "on-node:1";
+  ASSERT_THAT(router_->ExecuteOne(Command::ForKey(key, {"SET", key, "v"})), IsOk());
+  const std::string owner = router_->SlotOwner(KeySlot(key));
+  for (const std::string& m : masters) {
+    absl::StatusOr<Value> got = router_->ExecuteOnNode(m, {"GET", key});
+    ASSERT_THAT(got, IsOk()) << m;
+    if (m == owner) {
+      EXPECT_EQ(*got, Value::String("v")) << m;
+    } else {
+      EXPECT_EQ(got->ErrorCode(), "MOVED") << m << ": " << *got;
+    }
+  }
+  // A node-wide command: every master answers DBSIZE with an integer.
+  for (const std::string& m : masters) {
+    absl::StatusOr<Value> size = router_->ExecuteOnNode(m, {"DBSIZE"});
+    ASSERT_THAT(size, IsOk()) << m;
+    EXPECT_EQ(size->type, Value::Type::kInteger) << m << ": " << *size;
+  }
+  EXPECT_THAT(router_->ExecuteOnNode(masters[0], {}), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(router_->ExecuteOnNode("no-port", {"PING"}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  // Nothing listens on port 1 of loopback.
+  EXPECT_THAT(router_->ExecuteOnNode("127.0.0.1:1", {"PING"}),
+              StatusIs(absl::StatusCode::kUnavailable));
+}
+
 TEST(ClusterRouterAuthTest, PasswordAndAclUser) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisCluster> cluster, RedisCluster::Start({}));
   for (size_t i = 0; i < cluster->size(); ++i) {

@@ -3,9 +3,15 @@
 #include <cstdint>
 #include <utility>
 
+#include "absl/algorithm/container.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/coding.h"
 #include "storage/redis/redis_status.h"
 
@@ -14,6 +20,20 @@ namespace dedupd::redis {
 std::string KeyForHumans(absl::string_view key) {
   if (key.size() > 200) return absl::StrCat(absl::CHexEscape(key.substr(0, 200)), "...");
   return absl::CHexEscape(key);
+}
+
+std::optional<uint64_t> InfoField(absl::string_view info, absl::string_view field) {
+  for (absl::string_view line : absl::StrSplit(info, '\n')) {
+    absl::ConsumeSuffix(&line, "\r");
+    if (!absl::ConsumePrefix(&line, field) || !absl::ConsumePrefix(&line, ":")) continue;
+    uint64_t value = 0;
+    if (line.empty() || !absl::c_all_of(line, absl::ascii_isdigit) ||
+        !absl::SimpleAtoi(line, &value)) {
+      return std::nullopt;
+    }
+    return value;
+  }
+  return std::nullopt;
 }
 
 std::string Micros64(absl::Time t) {

@@ -15,6 +15,8 @@
 #define DEDUPD_STORAGE_REDIS_REDIS_REPLIES_H_
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,12 @@ absl::StatusOr<Value> ReplyOr(absl::StatusOr<Value> reply, absl::string_view key
 
 // Malformed returns DataLoss naming `key` and what is wrong with its value.
 absl::Status Malformed(absl::string_view key, absl::string_view what);
+
+// InfoField returns the value of `field` in the text of an INFO reply
+// ("field:value" lines, CRLF-terminated) when it is an unsigned decimal
+// integer; nullopt when the field is absent or not one.
+// Example: InfoField("# Memory\r\nused_memory:1024\r\n", "used_memory") == 1024.
+std::optional<uint64_t> InfoField(absl::string_view info, absl::string_view field);
 
 // Failures collects the failed items of a pipelined round into one status:
 // the first non-transient failure's code (else Unavailable), the count and

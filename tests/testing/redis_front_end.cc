@@ -35,9 +35,11 @@ absl::Status StartRedisFrontEnd(const std::string& binary, const std::string& da
 
 absl::StatusOr<std::vector<v1::UrlVerdict>> ClaimUrls(v1::Dedup::Stub& stub,
                                                       const std::vector<std::string>& urls,
-                                                      const std::string& claim_id) {
+                                                      const std::string& claim_id,
+                                                      const std::string& name_space) {
   v1::CheckUrlRequest request;
   request.set_claim_id(claim_id);
+  request.set_namespace_(name_space);
   for (const std::string& u : urls) request.add_items()->set_url(u);
   v1::CheckUrlResponse response;
   grpc::ClientContext context;

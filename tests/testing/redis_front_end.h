@@ -53,12 +53,14 @@ absl::Status StartRedisFrontEnd(const std::string& binary, const std::string& da
                                 const std::vector<std::string>& flags, RedisFrontEndProcess* fe,
                                 const char* ready = ServerProcess::kServingPrefix);
 
-// ClaimUrls claims `urls` through `stub` (with `claim_id` when not empty):
-// the verdicts in order; the call's error, or Internal when the answer has
-// another number of results or an item carries an error.
+// ClaimUrls claims `urls` through `stub` (with `claim_id` when not empty,
+// in namespace `name_space`): the verdicts in order; the call's error, or
+// Internal when the answer has another number of results or an item
+// carries an error.
 absl::StatusOr<std::vector<v1::UrlVerdict>> ClaimUrls(v1::Dedup::Stub& stub,
                                                       const std::vector<std::string>& urls,
-                                                      const std::string& claim_id = "");
+                                                      const std::string& claim_id = "",
+                                                      const std::string& name_space = "");
 
 }  // namespace dedupd::testing
 
