@@ -35,6 +35,11 @@
 #                keys_delta=<k> keys_per_<unit>=<z>
 # print_redis_key_kinds UNIT N: where the memory goes, one line per key
 #   kind (below).
+# select_store STORE: sets current_store=STORE, server_flags (extra_flags,
+#   after --store=redis_cluster and the nodes for redis_cluster) and, when
+#   the run has more than one store (stores), label_prefix=STORE/; for
+#   redis_cluster also mem0 and keys0, the masters' memory and keys before
+#   the phases (the caller declares them local).
 redis_pids=()
 redis_ports=()
 redis_nodes=()
@@ -228,4 +233,18 @@ print_redis_key_kinds() {
           k, c[k], u, (n > 0 ? c[k] / n : 0), b, u, (n > 0 && b > 0 ? c[k] * b / n : 0)
       }
     }' | sort
+}
+
+select_store() {
+  current_store=$1
+  if [[ "$current_store" == redis_cluster ]]; then
+    server_flags=(--store=redis_cluster "--redis_nodes=$(IFS=,; echo "${redis_nodes[*]}")"
+      "${extra_flags[@]}")
+    mem0=$(redis_used_memory)
+    keys0=$(redis_keys)
+  else
+    server_flags=("${extra_flags[@]}")
+  fi
+  ((${#stores[@]} > 1)) && label_prefix="$current_store/"
+  return 0
 }

@@ -176,20 +176,9 @@ run_phase() {
 # fresh data dir; redis_cluster: the running cluster, empty), its store or
 # redis_memory line and the restart.
 run_store() {
-  current_store=$1
   local mem0 keys0 mem1 keys1 disk_bytes stored measured
-  if [[ "$current_store" == redis_cluster ]]; then
-    server_flags=(--store=redis_cluster "--redis_nodes=$(IFS=,; echo "${redis_nodes[*]}")"
-      "${extra_flags[@]}")
-  else
-    server_flags=("${extra_flags[@]}")
-  fi
-  ((${#stores[@]} > 1)) && label_prefix="$current_store/"
+  select_store "$1"
   start_server
-  if [[ "$current_store" == redis_cluster ]]; then
-    mem0=$(redis_used_memory)
-    keys0=$(redis_keys)
-  fi
   # The fill's chunks: whole documents of 20, so store_chunks rounded up.
   stored=$((fill_docs * 20))
   run_phase fill "chunks=$stored"
