@@ -26,6 +26,16 @@ bool IsFakeInvalidUrl(const std::string& url) {
   return url.empty() || absl::StartsWith(url, "bad");
 }
 
+// FinishStoreDown answers a call without per_item_store_errors whose
+// `down_count` URLs the store could not answer as the server does: the
+// whole call UNAVAILABLE.
+grpc::ServerUnaryReactor* FinishStoreDown(grpc::ServerUnaryReactor* reactor, int down_count) {
+  reactor->Finish(
+      grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                   absl::StrCat("fake: the store could not answer ", down_count, " URLs")));
+  return reactor;
+}
+
 }  // namespace
 
 void FakeDedupService::AnswerNext() {
@@ -136,10 +146,7 @@ grpc::ServerUnaryReactor* FakeDedupService::CheckUrl(grpc::CallbackServerContext
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (down_count > 0 && !request->per_item_store_errors()) {
-    reactor->Finish(
-        grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                     absl::StrCat("fake: the store could not answer ", down_count, " URLs")));
-    return reactor;
+    return FinishStoreDown(reactor, down_count);
   }
   for (int i = 0; i < request->items_size(); ++i) {
     const dedupd::v1::UrlItem& item = request->items(i);
@@ -211,11 +218,7 @@ grpc::ServerUnaryReactor* FakeDedupService::CompleteUrls(
     down_count += down[i] ? 1 : 0;
   }
   if (down_count > 0 && !request->per_item_store_errors()) {
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    reactor->Finish(
-        grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                     absl::StrCat("fake: the store could not answer ", down_count, " URLs")));
-    return reactor;
+    return FinishStoreDown(context->DefaultReactor(), down_count);
   }
   for (int i = 0; i < request->items_size(); ++i) {
     const dedupd::v1::UrlItem& item = request->items(i);
