@@ -281,7 +281,10 @@ class TlsConnection final : public RedisConnection {
   absl::Status Handshake(absl::string_view name) {
     ERR_clear_error();
     const int rc = SSL_connect(ssl_.get());
-    if (rc == 1) return absl::OkStatus();
+    if (rc == 1) {
+      phase_ = Phase::kPing;
+      return absl::OkStatus();
+    }
     const long verify = SSL_get_verify_result(ssl_.get());  // NOLINT(runtime/int): OpenSSL's type
     if (verify != X509_V_OK) {
       ERR_clear_error();
@@ -300,7 +303,7 @@ class TlsConnection final : public RedisConnection {
   // Connected: connecting is over; reads and writes are bounded by
   // `io_timeout` from now on.
   void Connected(absl::Duration io_timeout) {
-    connecting_ = false;
+    phase_ = Phase::kReady;
     timeout_ = io_timeout;
     SetTimeouts(fd_, io_timeout);
   }
@@ -321,9 +324,20 @@ class TlsConnection final : public RedisConnection {
   }
 
   std::string TimedOut() const {
-    return connecting_ ? absl::StrCat("TLS: no answer within the connect timeout (",
-                                      absl::FormatDuration(timeout_), ")")
-                       : TimeoutText(timeout_);
+    switch (phase_) {
+      case Phase::kHandshake:
+        // A plaintext port looks like this too: redis-server waits for the
+        // end of a line that a ClientHello never sends.
+        return absl::StrCat("TLS handshake: no answer within the connect timeout (",
+                            absl::FormatDuration(timeout_), "; is this the node's TLS port?)");
+      case Phase::kPing:
+        return absl::StrCat(
+            "no answer to PING after the TLS handshake within the connect timeout (",
+            absl::FormatDuration(timeout_), ")");
+      case Phase::kReady:
+        break;
+    }
+    return TimeoutText(timeout_);
   }
 
   // IoError: what a failed SSL_connect/SSL_read/SSL_write (returning `rc`)
@@ -366,7 +380,8 @@ class TlsConnection final : public RedisConnection {
   const int fd_;
   std::unique_ptr<SSL, SslDeleter> ssl_;
   std::unique_ptr<redisReader, SslDeleter> reader_;
-  bool connecting_ = true;
+  // Which timeout bounds reads and writes now, for the message.
+  enum class Phase { kHandshake, kPing, kReady } phase_ = Phase::kHandshake;
   absl::Duration timeout_;  // of each read and write
   std::string out_;         // formatted commands not sent yet
   absl::Status broken_;     // set once the connection fails; it stays failed

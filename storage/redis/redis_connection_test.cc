@@ -328,7 +328,8 @@ TEST(RedisConnectionTest, TimeoutsAreNamed) {
     options.connect_timeout = absl::Milliseconds(200);
     EXPECT_THAT(ConnectRedis(options),
                 StatusIs(absl::StatusCode::kUnavailable,
-                         HasSubstr("no answer within the connect timeout (200ms)")));
+                         HasSubstr("TLS handshake: no answer within the connect timeout "
+                                   "(200ms; is this the node's TLS port?)")));
   }
 }
 
