@@ -258,7 +258,22 @@ class TlsConnection final : public RedisConnection {
 
   absl::StatusOr<ReplyPtr> GetReply() override {
     if (!broken_.ok()) return broken_;
-    if (absl::Status s = Flush(); !s.ok()) return broken_ = s;
+    if (absl::Status s = Flush(); !s.ok()) {
+      // A node that refuses us sends an alert, then closes: a write that
+      // races the close fails "connection reset" while the alert (the
+      // reason) waits unread. Read it; the kernel hands out data received
+      // before the reset.
+      if (absl::IsUnavailable(s) && !timed_out_) {
+        char buf[512];
+        ERR_clear_error();
+        const int n = SSL_read(ssl_.get(), buf, sizeof(buf));
+        if (n <= 0) {
+          absl::Status why = IoError(n, "read");
+          if (absl::IsFailedPrecondition(why)) s = why;
+        }
+      }
+      return broken_ = s;
+    }
     for (;;) {
       void* raw = nullptr;
       if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
@@ -351,9 +366,11 @@ class TlsConnection final : public RedisConnection {
       case SSL_ERROR_WANT_WRITE:
         // A blocking socket says "want" only when SO_RCVTIMEO/SO_SNDTIMEO
         // expired (EAGAIN).
+        timed_out_ = true;
         return absl::UnavailableError(TimedOut());
       case SSL_ERROR_SYSCALL:
         if (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK) {
+          timed_out_ = true;
           return absl::UnavailableError(TimedOut());
         }
         if (saved_errno == 0) return absl::UnavailableError("connection closed by the server");
@@ -385,6 +402,7 @@ class TlsConnection final : public RedisConnection {
   absl::Duration timeout_;  // of each read and write
   std::string out_;         // formatted commands not sent yet
   absl::Status broken_;     // set once the connection fails; it stays failed
+  bool timed_out_ = false;  // a read or write ran out of time
 };
 
 bool IsIpLiteral(const std::string& name) {
