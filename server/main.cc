@@ -580,6 +580,11 @@ int Serve(const dedupd::ServerOptions& options) {
                 absl::StrCat("restored backup ", restore_from, " into ", options.data_dir));
   }
 
+  // A write to a connection its peer has closed must fail with EPIPE, not
+  // kill the server: the Redis connections write with write(2) (hiredis)
+  // and SSL_write (OpenSSL's socket BIO), neither with MSG_NOSIGNAL.
+  signal(SIGPIPE, SIG_IGN);
+
   // Block the shutdown signals before any thread starts, so that every
   // thread inherits the mask and only sigwait below receives them.
   sigset_t signals;
