@@ -228,6 +228,9 @@ class ClusterRouter {
   //     whose connection broke after it was sent may or may not have run),
   //     its slot has no owner, or redirects/TRYAGAIN/CLUSTERDOWN outlasted
   //     max_attempts or the deadline;
+  //   FailedPrecondition — the owning node refused AUTH, or TLS (its
+  //     certificate did not verify, or it refused our client certificate):
+  //     a configuration to fix, not retried;
   //   InvalidArgument — an empty argv or a slot outside 0..16383.
   // Commands of one node are pipelined in order; commands of different
   // nodes have no order between them. Redirected and retried commands are
