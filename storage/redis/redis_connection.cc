@@ -74,14 +74,13 @@ class PlainConnection final : public RedisConnection {
     }
     std::string what = ctx_->errstr[0] != '\0' ? ctx_->errstr : "connection lost";
     // A socket timeout (SO_RCVTIMEO) reads as EAGAIN's text; say what it is.
-    if (absl::StrContains(what, "temporarily unavailable")) return Unavailable(TimeoutText());
-    return Unavailable(Lower1(what));
+    if (absl::StrContains(what, "temporarily unavailable")) {
+      return absl::UnavailableError(TimeoutText(io_timeout_));
+    }
+    return absl::UnavailableError(Lower1(what));
   }
 
  private:
-  std::string TimeoutText() const { return redis::TimeoutText(io_timeout_); }
-  static absl::Status Unavailable(const std::string& what) { return absl::UnavailableError(what); }
-
   redisContext* const ctx_;
   const absl::Duration io_timeout_;
 };
