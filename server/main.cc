@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/file_io.h"
 #include "core/index/simhash_index.h"
 #include "server/admin.h"
 #include "server/auth.h"
@@ -42,12 +44,28 @@ ABSL_FLAG(std::string, data_dir, "./data",
           "--store=redis_cluster)");
 ABSL_FLAG(std::string, redis_nodes, "",
           "--store=redis_cluster: seed nodes HOST:PORT,... (any one reachable is enough; "
-          "the others are found in the slot map); plaintext only (no TLS to Redis yet)");
+          "the others are found in the slot map)");
 ABSL_FLAG(std::string, redis_user, "",
           "--store=redis_cluster: ACL user for AUTH (needs --redis_password_file)");
 ABSL_FLAG(std::string, redis_password_file, "",
           "--store=redis_cluster: file holding the AUTH password (trailing newline "
           "stripped); empty: no AUTH");
+ABSL_FLAG(bool, redis_tls, false,
+          "--store=redis_cluster: TLS to every node (the nodes' tls-port), each node's "
+          "certificate verified against --redis_tls_ca_file for the node's address (or "
+          "--redis_tls_server_name)");
+ABSL_FLAG(std::string, redis_tls_ca_file, "",
+          "--redis_tls: PEM CA certificates the nodes' certificates must chain to; empty: the "
+          "system's trust store");
+ABSL_FLAG(std::string, redis_tls_cert_file, "",
+          "--redis_tls: PEM client certificate chain sent to the nodes (mutual TLS: "
+          "tls-auth-clients); needs --redis_tls_key_file; empty: none");
+ABSL_FLAG(std::string, redis_tls_key_file, "",
+          "--redis_tls: PEM private key (unencrypted) of --redis_tls_cert_file");
+ABSL_FLAG(std::string, redis_tls_server_name, "",
+          "--redis_tls: the name every node's certificate must carry (DNS or IP "
+          "subjectAltName; a DNS name is sent as SNI too); empty: each node's own host as "
+          "the slot map gives it, usually an IP address");
 ABSL_FLAG(std::string, redis_key_prefix, "dedupd:",
           "--store=redis_cluster: prefix of every key, so deployments sharing a cluster "
           "never see each other's records (1-64 of A-Z a-z 0-9 . _ - :)");
@@ -231,12 +249,39 @@ bool ValidateRedisFlags() {
     return false;
   }
   const std::string nodes = absl::GetFlag(FLAGS_redis_nodes);
+  // The --redis_tls_* flags that name something, for the checks below.
+  const std::pair<const char*, std::string> tls_settings[] = {
+      {"redis_tls_ca_file", absl::GetFlag(FLAGS_redis_tls_ca_file)},
+      {"redis_tls_cert_file", absl::GetFlag(FLAGS_redis_tls_cert_file)},
+      {"redis_tls_key_file", absl::GetFlag(FLAGS_redis_tls_key_file)},
+      {"redis_tls_server_name", absl::GetFlag(FLAGS_redis_tls_server_name)}};
   if (store == "rocksdb") {
     if (!nodes.empty()) {
       std::cerr << "dedupd: --redis_nodes needs --store=redis_cluster\n";
       return false;
     }
-    return true;
+    if (absl::GetFlag(FLAGS_redis_tls)) {
+      std::cerr << "dedupd: --redis_tls needs --store=redis_cluster\n";
+      return false;
+    }
+  }
+  if (!absl::GetFlag(FLAGS_redis_tls)) {
+    for (const auto& [flag, value] : tls_settings) {
+      if (!value.empty()) {
+        std::cerr << "dedupd: --" << flag << " needs --redis_tls\n";
+        return false;
+      }
+    }
+  }
+  if (store == "rocksdb") return true;
+  if (absl::GetFlag(FLAGS_redis_tls_cert_file).empty() !=
+      absl::GetFlag(FLAGS_redis_tls_key_file).empty()) {
+    std::cerr << "dedupd: a Redis client certificate needs both --redis_tls_cert_file and "
+                 "--redis_tls_key_file; only --"
+              << (absl::GetFlag(FLAGS_redis_tls_cert_file).empty() ? "redis_tls_key_file"
+                                                                   : "redis_tls_cert_file")
+              << " is set\n";
+    return false;
   }
   if (nodes.empty()) {
     std::cerr << "dedupd: --store=redis_cluster needs --redis_nodes=HOST:PORT,...\n";
@@ -427,6 +472,8 @@ std::optional<dedupd::ServerOptions> OptionsFromFlags() {
         static_cast<int>(absl::GetFlag(FLAGS_redis_min_replicas_acked));
     options.redis_replica_ack_timeout = absl::GetFlag(FLAGS_redis_replica_ack_timeout);
     options.redis_chunk_lease = absl::GetFlag(FLAGS_redis_chunk_lease);
+    options.redis_tls = absl::GetFlag(FLAGS_redis_tls);
+    options.redis_tls_server_name = absl::GetFlag(FLAGS_redis_tls_server_name);
   }
   options.config_path = absl::GetFlag(FLAGS_config);
   options.max_batch_items = absl::GetFlag(FLAGS_max_batch_items);
@@ -501,6 +548,32 @@ std::optional<dedupd::ServerOptions> OptionsFromFlags() {
     }
     options.redis_password = *std::move(read);
   }
+  // The Redis TLS files: read once, here, like the password (the router
+  // parses them when the store opens, and says what is wrong then).
+  if (options.redis_tls) {
+    for (const auto& [flag, path, pem] :
+         {std::tuple<const char*, std::string, std::string*>{"redis_tls_ca_file",
+                                                             absl::GetFlag(FLAGS_redis_tls_ca_file),
+                                                             &options.redis_tls_ca_pem},
+          std::tuple<const char*, std::string, std::string*>{
+              "redis_tls_cert_file", absl::GetFlag(FLAGS_redis_tls_cert_file),
+              &options.redis_tls_cert_pem},
+          std::tuple<const char*, std::string, std::string*>{
+              "redis_tls_key_file", absl::GetFlag(FLAGS_redis_tls_key_file),
+              &options.redis_tls_key_pem}}) {
+      if (path.empty()) continue;
+      absl::StatusOr<std::string> read = dedupd::file_io::ReadFile(path);
+      if (!read.ok()) {
+        std::cerr << "dedupd: --" << flag << ": " << read.status().message() << "\n";
+        return std::nullopt;
+      }
+      if (read->empty()) {
+        std::cerr << "dedupd: --" << flag << "=" << path << ": the file is empty\n";
+        return std::nullopt;
+      }
+      *pem = *std::move(read);
+    }
+  }
 
   return options;
 }
@@ -518,6 +591,11 @@ int Serve(const dedupd::ServerOptions& options) {
     dedupd::Log(dedupd::LogLevel::kInfo,
                 absl::StrCat("restored backup ", restore_from, " into ", options.data_dir));
   }
+
+  // A write to a connection its peer has closed must fail with EPIPE, not
+  // kill the server: the Redis connections write with write(2) (hiredis)
+  // and SSL_write (OpenSSL's socket BIO), neither with MSG_NOSIGNAL.
+  signal(SIGPIPE, SIG_IGN);
 
   // Block the shutdown signals before any thread starts, so that every
   // thread inherits the mask and only sigwait below receives them.
@@ -547,7 +625,8 @@ int Serve(const dedupd::ServerOptions& options) {
   dedupd::Log(
       dedupd::LogLevel::kInfo,
       options.store == dedupd::ServerOptions::StoreKind::kRedisCluster
-          ? absl::StrCat("store open: Redis Cluster at ", absl::StrJoin(options.redis_nodes, ","))
+          ? absl::StrCat("store open: Redis Cluster at ", absl::StrJoin(options.redis_nodes, ","),
+                         options.redis_tls ? " over TLS" : "")
           : absl::StrCat("store open at ", options.data_dir));
   // "serving on" means accepting calls with the store open: scripts and
   // tests wait for this line.

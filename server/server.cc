@@ -388,6 +388,11 @@ absl::Status OpenRedisStore(DedupServer::Impl* impl) {
   store_options.router.seeds = options.redis_nodes;
   store_options.router.user = options.redis_user;
   store_options.router.password = options.redis_password;
+  store_options.router.tls.enabled = options.redis_tls;
+  store_options.router.tls.ca_pem = options.redis_tls_ca_pem;
+  store_options.router.tls.cert_pem = options.redis_tls_cert_pem;
+  store_options.router.tls.key_pem = options.redis_tls_key_pem;
+  store_options.router.tls.server_name = options.redis_tls_server_name;
   store_options.key_prefix = options.redis_key_prefix;
   store_options.min_replicas_acked = options.redis_min_replicas_acked;
   store_options.replica_ack_timeout = options.redis_replica_ack_timeout;

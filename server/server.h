@@ -49,6 +49,17 @@ struct ServerOptions {
   std::string redis_user;
   std::string redis_password;
   std::string redis_key_prefix = "dedupd:";
+  // kRedisCluster: TLS to every node (redis::TlsOptions,
+  // storage/redis/redis_connection.h): the CA certificates the nodes'
+  // certificates must chain to (PEM; empty: the system's trust store), the
+  // client certificate chain and key for mutual TLS (PEM, both or neither),
+  // and the name to verify instead of each node's address (empty: the
+  // node's address). main.cc reads the PEM files. Defaults: off, empty.
+  bool redis_tls = false;
+  std::string redis_tls_ca_pem;
+  std::string redis_tls_cert_pem;
+  std::string redis_tls_key_pem;
+  std::string redis_tls_server_name;
   int redis_min_replicas_acked = 0;
   absl::Duration redis_replica_ack_timeout = absl::Seconds(1);
   // kRedisCluster: how long a chunk claim holds its document's lease

@@ -2,7 +2,6 @@
 
 #include <hiredis/hiredis.h>
 #include <openssl/sha.h>
-#include <sys/time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -10,7 +9,6 @@
 #include <optional>
 #include <utility>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -19,11 +17,6 @@
 
 namespace dedupd::redis {
 namespace {
-
-timeval Timeval(absl::Duration d) {
-  timeval tv = absl::ToTimeval(std::max(d, absl::Milliseconds(1)));
-  return tv;
-}
 
 // SplitHostPort parses "host:port" (the last ':' separates them, as MOVED
 // writes it). False when the port is not in 1..65535.
@@ -43,31 +36,11 @@ absl::Status NodeError(absl::string_view node, absl::string_view what) {
   return absl::UnavailableError(absl::StrCat("redis node ", node, ": ", what));
 }
 
-// TransportError: NodeError for hiredis's sentence-case socket errors
-// ("Connection refused" -> "redis node 127.0.0.1:7001: connection refused").
-absl::Status TransportError(absl::string_view node, absl::string_view errstr) {
-  std::string what(errstr);
-  if (!what.empty()) what[0] = absl::ascii_tolower(what[0]);
-  return NodeError(node, what);
-}
-
-struct ReplyDeleter {
-  void operator()(redisReply* r) const { freeReplyObject(r); }
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
-
-// Append queues one command on `c` (hiredis buffers it; redisGetReply
-// flushes the whole buffer before it reads the first reply: a pipeline).
-void Append(redisContext* c, const std::vector<std::string>& argv) {
-  std::vector<const char*> args;
-  std::vector<size_t> lens;
-  args.reserve(argv.size());
-  lens.reserve(argv.size());
-  for (const std::string& a : argv) {
-    args.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  redisAppendCommandArgv(c, static_cast<int>(args.size()), args.data(), lens.data());
+// TransportError: a connection's failure as the node's ("connection
+// refused" -> "redis node 127.0.0.1:7001: connection refused"), keeping
+// its code (FailedPrecondition for a TLS refusal: retrying will not help).
+absl::Status TransportError(absl::string_view node, const absl::Status& s) {
+  return absl::Status(s.code(), absl::StrCat("redis node ", node, ": ", s.message()));
 }
 
 }  // namespace
@@ -255,16 +228,15 @@ std::map<std::string, std::vector<size_t>> GroupByNode(const SlotMap& map,
 struct ClusterRouter::Node {
   Node(std::string host_port, std::string host_in, int port_in)
       : name(std::move(host_port)), host(std::move(host_in)), port(port_in) {}
-  ~Node() {
-    if (ctx != nullptr) redisFree(ctx);
-  }
 
   const std::string name;  // "host:port"
   const std::string host;
   const int port;
 
   absl::Mutex mu;  // serializes use of the connection
-  redisContext* ctx ABSL_GUARDED_BY(mu) = nullptr;
+  // Plaintext (hiredis) or TLS; null when closed. Commands appended are
+  // sent by the first GetReply after them: a pipeline.
+  std::unique_ptr<RedisConnection> conn ABSL_GUARDED_BY(mu);
   bool ever_connected ABSL_GUARDED_BY(mu) = false;
 
   std::atomic<uint64_t> commands_sent{0};
@@ -275,55 +247,51 @@ struct ClusterRouter::Node {
   std::atomic<bool> connected{false};
 
   void Close() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    if (ctx != nullptr) redisFree(ctx);
-    ctx = nullptr;
+    conn.reset();
     connected = false;
   }
 
-  // Broken records a connection that failed mid-use and drops it; the next
-  // use reconnects.
-  absl::Status Broken(const RouterOptions& options) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    std::string what = ctx != nullptr && ctx->errstr[0] != '\0' ? ctx->errstr : "connection lost";
-    // A socket timeout (SO_RCVTIMEO) reads as EAGAIN's text; say what it is.
-    if (absl::StrContains(what, "temporarily unavailable")) {
-      what = absl::StrCat("no reply within the command timeout (",
-                          absl::FormatDuration(options.command_timeout), ")");
-    }
-    absl::Status s = TransportError(name, what);
+  // Broken records a connection that failed mid-use (`why`, from
+  // GetReply) and drops it; the next use reconnects.
+  absl::Status Broken(const absl::Status& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    absl::Status s = TransportError(name, why);
     ++errors;
     Close();
     return s;
   }
 
   // EnsureConnected opens the connection (and AUTHs) unless it is open.
-  absl::Status EnsureConnected(const RouterOptions& options) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    if (ctx != nullptr) return absl::OkStatus();
-    redisContext* c = redisConnectWithTimeout(host.c_str(), port, Timeval(options.connect_timeout));
-    if (c == nullptr || c->err != 0) {
-      absl::Status s = TransportError(name, c == nullptr ? "out of memory" : c->errstr);
-      if (c != nullptr) redisFree(c);
+  absl::Status EnsureConnected(const RouterOptions& options,
+                               const std::shared_ptr<const TlsClientContext>& tls)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (conn != nullptr) return absl::OkStatus();
+    ConnectOptions connect;
+    connect.host = host;
+    connect.port = port;
+    connect.connect_timeout = options.connect_timeout;
+    connect.io_timeout = options.command_timeout;
+    connect.tls = tls;
+    absl::StatusOr<std::unique_ptr<RedisConnection>> opened = ConnectRedis(connect);
+    if (!opened.ok()) {
       ++errors;
-      return s;
+      return TransportError(name, opened.status());
     }
-    ctx = c;
+    conn = *std::move(opened);
     if (ever_connected) ++reconnects;
     ever_connected = true;
-    redisSetTimeout(ctx, Timeval(options.command_timeout));
-    redisEnableKeepAlive(ctx);
     if (!options.password.empty()) {
       std::vector<std::string> auth = {"AUTH"};
       if (!options.user.empty()) auth.push_back(options.user);
       auth.push_back(options.password);
-      Append(ctx, auth);
+      conn->Append(auth);
       ++commands_sent;
-      void* raw = nullptr;
-      if (redisGetReply(ctx, &raw) != REDIS_OK) return Broken(options);
-      ReplyPtr reply(static_cast<redisReply*>(raw));
-      if (reply->type == REDIS_REPLY_ERROR) {
+      absl::StatusOr<ReplyPtr> reply = conn->GetReply();
+      if (!reply.ok()) return Broken(reply.status());
+      if ((*reply)->type == REDIS_REPLY_ERROR) {
         ++errors;
         Close();
         return absl::FailedPreconditionError(absl::StrCat(
-            "redis node ", name, ": AUTH refused: ", std::string(reply->str, reply->len)));
+            "redis node ", name, ": AUTH refused: ", std::string((*reply)->str, (*reply)->len)));
       }
     }
     connected = true;
@@ -345,8 +313,8 @@ struct ClusterRouter::Item {
   absl::Status last_error;  // why the item is not answered yet
 };
 
-ClusterRouter::ClusterRouter(RouterOptions options)
-    : options_(std::move(options)), map_(std::make_shared<SlotMap>()) {}
+ClusterRouter::ClusterRouter(RouterOptions options, std::shared_ptr<const TlsClientContext> tls)
+    : options_(std::move(options)), tls_(std::move(tls)), map_(std::make_shared<SlotMap>()) {}
 
 ClusterRouter::~ClusterRouter() = default;
 
@@ -363,7 +331,18 @@ absl::StatusOr<std::unique_ptr<ClusterRouter>> ClusterRouter::Connect(RouterOpti
   if (options.max_attempts < 1) {
     return absl::InvalidArgumentError("redis router: max_attempts must be at least 1");
   }
-  std::unique_ptr<ClusterRouter> router(new ClusterRouter(std::move(options)));
+  std::shared_ptr<const TlsClientContext> tls;
+  if (options.tls.enabled) {
+    absl::StatusOr<std::shared_ptr<const TlsClientContext>> created =
+        TlsClientContext::Create(options.tls);
+    if (!created.ok()) return created.status();
+    tls = *std::move(created);
+  } else if (!options.tls.ca_pem.empty() || !options.tls.cert_pem.empty() ||
+             !options.tls.key_pem.empty() || !options.tls.server_name.empty()) {
+    return absl::InvalidArgumentError(
+        "redis router: TLS settings (CA, client certificate, server name) without TLS enabled");
+  }
+  std::unique_ptr<ClusterRouter> router(new ClusterRouter(std::move(options), std::move(tls)));
   absl::Status s = router->RefreshSlotMap();
   if (!s.ok()) return s;
   return router;
@@ -389,12 +368,12 @@ std::shared_ptr<const SlotMap> ClusterRouter::CurrentMap(uint64_t* generation) c
 
 absl::StatusOr<SlotMap> ClusterRouter::FetchSlotMap(Node& node) {
   absl::MutexLock lock(&node.mu);
-  if (absl::Status s = node.EnsureConnected(options_); !s.ok()) return s;
-  Append(node.ctx, {"CLUSTER", "SLOTS"});
+  if (absl::Status s = node.EnsureConnected(options_, tls_); !s.ok()) return s;
+  node.conn->Append({"CLUSTER", "SLOTS"});
   ++node.commands_sent;
-  void* raw = nullptr;
-  if (redisGetReply(node.ctx, &raw) != REDIS_OK) return node.Broken(options_);
-  ReplyPtr reply(static_cast<redisReply*>(raw));
+  absl::StatusOr<ReplyPtr> got = node.conn->GetReply();
+  if (!got.ok()) return node.Broken(got.status());
+  ReplyPtr reply = *std::move(got);
   if (reply->type == REDIS_REPLY_ERROR && absl::StartsWith(reply->str, "NOAUTH")) {
     return absl::FailedPreconditionError(
         absl::StrCat("redis node ", node.name,
@@ -504,7 +483,7 @@ absl::StatusOr<Value> ClusterRouter::ExecuteOnNode(const std::string& node,
 bool ClusterRouter::RunOnNode(Node& node, std::vector<Item>& work,
                               const std::vector<size_t>& items) {
   absl::MutexLock lock(&node.mu);
-  if (absl::Status s = node.EnsureConnected(options_); !s.ok()) {
+  if (absl::Status s = node.EnsureConnected(options_, tls_); !s.ok()) {
     for (size_t i : items) {
       Item& item = work[i];
       item.tried = node.name;
@@ -521,33 +500,30 @@ bool ClusterRouter::RunOnNode(Node& node, std::vector<Item>& work,
   for (size_t i : items) {
     Item& item = work[i];
     if (item.asking) {
-      Append(node.ctx, {"ASKING"});
+      node.conn->Append({"ASKING"});
       ++node.commands_sent;
     }
-    Append(node.ctx, item.command->argv);
+    node.conn->Append(item.command->argv);
     ++node.commands_sent;
     ++item.attempts;
     item.tried = node.name;
   }
   for (size_t n = 0; n < items.size(); ++n) {
     Item& item = work[items[n]];
-    void* raw = nullptr;
-    bool ok = true;
+    absl::StatusOr<ReplyPtr> reply = ReplyPtr();
     if (item.asking) {
       // ASKING answers +OK; its reply is not the command's.
-      ok = redisGetReply(node.ctx, &raw) == REDIS_OK;
-      if (ok) freeReplyObject(raw);
-      raw = nullptr;
+      reply = node.conn->GetReply();
     }
-    ok = ok && redisGetReply(node.ctx, &raw) == REDIS_OK;
-    if (!ok) {
+    if (reply.ok()) reply = node.conn->GetReply();
+    if (!reply.ok()) {
       // Sent but unanswered: the command may or may not have run, so it is
       // not resent; this item and the rest of the node's share fail.
-      const absl::Status s = node.Broken(options_);
+      const absl::Status s = node.Broken(reply.status());
       for (size_t m = n; m < items.size(); ++m) work[items[m]].result = s;
       return false;
     }
-    Value value = ValueFromReply(*ReplyPtr(static_cast<redisReply*>(raw)));
+    Value value = ValueFromReply(**reply);
     const Redirect redirect = ParseRedirect(value, node.host);
     item.asking = false;
     switch (redirect.kind) {

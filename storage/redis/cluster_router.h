@@ -24,9 +24,9 @@
 //   static const Script kClaim("return redis.call('SET', KEYS[1], ARGV[1], 'NX')");
 //   absl::StatusOr<Value> r = (*router)->Eval(kClaim, {"{h}:owner"}, {"w1"});
 //
-// Not there yet: TLS. hiredis 0.14 has no TLS (hiredis_ssl came with
-// hiredis 1.0), so the router speaks plaintext only; deploy it on a trusted
-// network or behind a TLS sidecar until the client library is upgraded.
+// TLS: set RouterOptions::tls (redis_connection.h). hiredis 0.14 has no
+// TLS (hiredis_ssl came with hiredis 1.0), so a TLS connection is our own
+// OpenSSL code feeding hiredis's RESP parser; plaintext is hiredis's.
 //
 // Thread safety: ClusterRouter is thread-safe. Each node's connection is
 // guarded by its own mutex, so concurrent callers serialize per node; one
@@ -50,10 +50,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "storage/redis/cluster_slots.h"
+#include "storage/redis/redis_connection.h"
 
 // hiredis's types; only storage/redis/*.cc include hiredis.
 struct redisReply;
-struct redisContext;
 
 namespace dedupd::redis {
 
@@ -114,10 +114,16 @@ struct RouterOptions {
   // Default: empty (no AUTH).
   std::string user;
   std::string password;
-  // Bound on one TCP connect. Default: 1 s.
+  // TLS to every node (TlsOptions, redis_connection.h): the nodes'
+  // certificates are verified against tls.ca_pem for each node's host (or
+  // tls.server_name); a client certificate is sent when set. With TLS off
+  // the other tls fields must be empty. Default: off (plaintext).
+  TlsOptions tls;
+  // Bound on one TCP connect, and with TLS on each read or write of the
+  // handshake and of the PING after it. Default: 1 s.
   absl::Duration connect_timeout = absl::Seconds(1);
-  // Bound on each socket read or write of a command's pipeline (hiredis
-  // sets SO_RCVTIMEO/SO_SNDTIMEO). Default: 2 s.
+  // Bound on each socket read or write of a command's pipeline
+  // (SO_RCVTIMEO/SO_SNDTIMEO). Default: 2 s.
   absl::Duration command_timeout = absl::Seconds(2);
   // How many times one item may be sent (first send, MOVED/ASK redirects,
   // TRYAGAIN/CLUSTERDOWN retries). Default: 5 (the Redis client convention).
@@ -201,9 +207,12 @@ class ClusterRouter {
   // Connect reads the slot map from the first seed that answers CLUSTER
   // SLOTS (seeds tried in order). The map may be incomplete (see
   // SlotMapComplete). Errors: InvalidArgument for bad options (no seeds, a
-  // seed not "host:port"); FailedPrecondition when a node refuses AUTH or
-  // is not in cluster mode; Unavailable when no seed answers (the message
-  // names each seed and why).
+  // seed not "host:port", TLS settings that do not parse or without
+  // tls.enabled); FailedPrecondition when a node refuses AUTH, is not in
+  // cluster mode, fails TLS verification ("redis node 127.0.0.1:7001: TLS:
+  // the server's certificate did not verify for 127.0.0.1: ...") or
+  // refuses our TLS client (no or a bad client certificate); Unavailable
+  // when no seed answers (the message names each seed and why).
   static absl::StatusOr<std::unique_ptr<ClusterRouter>> Connect(RouterOptions options);
 
   ~ClusterRouter();
@@ -219,6 +228,9 @@ class ClusterRouter {
   //     whose connection broke after it was sent may or may not have run),
   //     its slot has no owner, or redirects/TRYAGAIN/CLUSTERDOWN outlasted
   //     max_attempts or the deadline;
+  //   FailedPrecondition — the owning node refused AUTH, or TLS (its
+  //     certificate did not verify, or it refused our client certificate):
+  //     a configuration to fix, not retried;
   //   InvalidArgument — an empty argv or a slot outside 0..16383.
   // Commands of one node are pipelined in order; commands of different
   // nodes have no order between them. Redirected and retried commands are
@@ -275,7 +287,7 @@ class ClusterRouter {
   struct Node;
   struct Item;
 
-  explicit ClusterRouter(RouterOptions options);
+  ClusterRouter(RouterOptions options, std::shared_ptr<const TlsClientContext> tls);
   std::shared_ptr<Node> GetNode(const std::string& host_port);
   std::shared_ptr<const SlotMap> CurrentMap(uint64_t* generation) const;
   // RefreshIfUnchanged refreshes unless another caller already did since
@@ -287,6 +299,7 @@ class ClusterRouter {
   bool RunOnNode(Node& node, std::vector<Item>& work, const std::vector<size_t>& items);
 
   const RouterOptions options_;
+  const std::shared_ptr<const TlsClientContext> tls_;  // null: plaintext
   absl::Mutex refresh_mu_;  // one refresh at a time; taken before any Node::mu
   mutable absl::Mutex mu_;  // never held while talking to a node
   std::shared_ptr<const SlotMap> map_ ABSL_GUARDED_BY(mu_);

@@ -194,6 +194,13 @@ TEST(ClusterRouterConnectTest, RejectsBadOptions) {
   options.seeds = {"127.0.0.1:6379"};
   options.max_attempts = 0;
   EXPECT_THAT(ClusterRouter::Connect(options), StatusIs(absl::StatusCode::kInvalidArgument));
+  options.max_attempts = 5;
+  options.tls.ca_pem = "-----BEGIN CERTIFICATE-----";
+  EXPECT_THAT(ClusterRouter::Connect(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("without TLS enabled")));
+  options.tls.enabled = true;
+  EXPECT_THAT(ClusterRouter::Connect(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("holds no PEM certificate")));
 }
 
 TEST(ClusterRouterConnectTest, NoReachableSeedIsUnavailableNamingIt) {

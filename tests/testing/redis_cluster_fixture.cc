@@ -16,6 +16,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -27,6 +28,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "tests/testing/server_process.h"
+#include "tests/testing/test_certs.h"
 
 namespace dedupd::testing {
 namespace {
@@ -103,6 +105,9 @@ absl::StatusOr<std::unique_ptr<RedisCluster>> RedisCluster::Start(const Options&
   std::unique_ptr<RedisCluster> cluster(new RedisCluster(options));
   cluster->base_dir_ = MakeTempDir("redis_cluster_");
   if (cluster->base_dir_.empty()) return absl::InternalError("cannot create a temporary dir");
+  if (options.tls) {
+    if (absl::Status s = cluster->MakeTlsMaterial(); !s.ok()) return s;
+  }
   const size_t count =
       static_cast<size_t>(options.masters) * static_cast<size_t>(1 + options.replicas_per_master);
   cluster->nodes_.resize(count);
@@ -126,7 +131,9 @@ absl::StatusOr<std::unique_ptr<RedisCluster>> RedisCluster::Start(const Options&
   }
 
   // Masters are the first `masters` addresses; redis-cli assigns replicas.
-  std::vector<std::string> create = {options.cli_binary, "--cluster", "create"};
+  std::vector<std::string> create = {options.cli_binary};
+  for (std::string& arg : cluster->CliTlsArgs()) create.push_back(std::move(arg));
+  create.insert(create.end(), {"--cluster", "create"});
   for (size_t i = 0; i < count; ++i) create.push_back(cluster->address(i));
   create.insert(create.end(),
                 {"--cluster-replicas", absl::StrCat(options.replicas_per_master), "--cluster-yes"});
@@ -158,6 +165,44 @@ absl::StatusOr<std::unique_ptr<RedisCluster>> RedisCluster::Start(const Options&
   return cluster;
 }
 
+absl::Status RedisCluster::MakeTlsMaterial() {
+  const std::string dir = base_dir_ + "/tls";
+  if (mkdir(dir.c_str(), 0700) != 0) {
+    return absl::InternalError(absl::StrCat("mkdir ", dir, ": ", std::strerror(errno)));
+  }
+  absl::StatusOr<TestCert> ca = MakeTestCa("redis cluster test CA");
+  if (!ca.ok()) return ca.status();
+  // The server certificate names 127.0.0.1 (its subjectAltName), the
+  // address every node is reached at.
+  absl::StatusOr<TestCert> server = MakeTestLeaf(*ca, "redis node", LeafUse::kServer);
+  if (!server.ok()) return server.status();
+  absl::StatusOr<TestCert> client = MakeTestLeaf(*ca, "redis client", LeafUse::kClient);
+  if (!client.ok()) return client.status();
+  tls_.ca_pem = ca->cert_pem;
+  tls_.ca_file = dir + "/ca.pem";
+  tls_.client_cert_pem = client->cert_pem;
+  tls_.client_cert_file = dir + "/client.pem";
+  tls_.client_key_pem = client->key_pem;
+  tls_.client_key_file = dir + "/client.key";
+  server_cert_file_ = dir + "/server.pem";
+  server_key_file_ = dir + "/server.key";
+  for (const auto& [path, data] : std::vector<std::pair<std::string, std::string>>{
+           {tls_.ca_file, tls_.ca_pem},
+           {tls_.client_cert_file, tls_.client_cert_pem},
+           {tls_.client_key_file, tls_.client_key_pem},
+           {server_cert_file_, server->cert_pem},
+           {server_key_file_, server->key_pem}}) {
+    if (absl::Status s = WriteTestFile(path, data); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::string> RedisCluster::CliTlsArgs() const {
+  if (!options_.tls) return {};
+  return {"--tls", "--cacert",          tls_.ca_file, "--cert", tls_.client_cert_file,
+          "--key", tls_.client_key_file};
+}
+
 absl::Status RedisCluster::StartNode(Node& node, std::vector<int>& taken) {
   if (node.pid > 0) {
     kill(node.pid, SIGKILL);
@@ -180,9 +225,25 @@ absl::Status RedisCluster::StartNode(Node& node, std::vector<int>& taken) {
   const std::string conf_path = node.dir + "/redis.conf";
   {
     std::ofstream conf(conf_path);
-    conf << "bind 127.0.0.1\n"
-         << "port " << node.port << "\n"
-         << "cluster-enabled yes\n"
+    conf << "bind 127.0.0.1\n";
+    if (options_.tls) {
+      // TLS only, for clients, the cluster bus and replication. A node
+      // connecting to another (bus, replication) presents the client
+      // certificate: the server one is for serverAuth only.
+      conf << "port 0\n"
+           << "tls-port " << node.port << "\n"
+           << "tls-cert-file " << server_cert_file_ << "\n"
+           << "tls-key-file " << server_key_file_ << "\n"
+           << "tls-client-cert-file " << tls_.client_cert_file << "\n"
+           << "tls-client-key-file " << tls_.client_key_file << "\n"
+           << "tls-ca-cert-file " << tls_.ca_file << "\n"
+           << "tls-auth-clients " << (options_.tls_auth_clients ? "yes" : "optional") << "\n"
+           << "tls-cluster yes\n"
+           << "tls-replication yes\n";
+    } else {
+      conf << "port " << node.port << "\n";
+    }
+    conf << "cluster-enabled yes\n"
          << "cluster-port " << node.bus_port << "\n"
          << "cluster-config-file " << node.dir << "/nodes.conf\n"
          << "cluster-node-timeout " << options_.node_timeout_ms << "\n"
@@ -352,6 +413,7 @@ absl::StatusOr<std::string> RedisCluster::Cli(size_t i, const std::vector<std::s
                                               absl::Duration timeout) const {
   std::vector<std::string> argv = {options_.cli_binary, "-h", "127.0.0.1", "-p",
                                    absl::StrCat(nodes_[i].port)};
+  for (std::string& arg : CliTlsArgs()) argv.push_back(std::move(arg));
   argv.insert(argv.end(), args.begin(), args.end());
   absl::StatusOr<CommandResult> result = RunCommand(argv, "", timeout);
   if (!result.ok()) return result.status();

@@ -7,6 +7,14 @@
 // Needs redis-server and redis-cli (Debian's redis-server package,
 // scripts/install-deps.sh); tests that use it carry the ctest label `redis`.
 //
+// With options.tls, every node listens with TLS only (`port 0`, `tls-port`;
+// Debian's redis-server is built with TLS), and the cluster bus and
+// replication use TLS too; the certificates (a CA, a server certificate
+// for 127.0.0.1, a client certificate) are made by the fixture in its
+// temporary directory (tests/testing/test_certs.h). Clients verify the
+// nodes against tls().ca_pem; with options.tls_auth_clients the nodes
+// require a client certificate signed by that CA (tls().client_*).
+//
 // Example:
 //   ASSERT_OK_AND_ASSIGN(std::unique_ptr<RedisCluster> cluster, RedisCluster::Start({}));
 //   std::string seed = cluster->address(0);  // "127.0.0.1:PORT"
@@ -46,6 +54,13 @@ class RedisCluster {
     // Bound on the whole start: processes up, cluster created, state ok.
     // Default: 30 s.
     absl::Duration start_timeout = absl::Seconds(30);
+    // Listen with TLS only (see the top). Default: false.
+    bool tls = false;
+    // With tls: nodes require a client certificate signed by the CA
+    // (tls-auth-clients yes); else a client without one is accepted, and
+    // one that presents one must chain to the CA (tls-auth-clients
+    // optional). Default: false.
+    bool tls_auth_clients = false;
     // Default: Debian's paths.
     std::string server_binary = "/usr/bin/redis-server";
     std::string cli_binary = "/usr/bin/redis-cli";
@@ -63,6 +78,15 @@ class RedisCluster {
 
   RedisCluster(const RedisCluster&) = delete;
   RedisCluster& operator=(const RedisCluster&) = delete;
+
+  // The fixture's certificates (options.tls), PEM contents and the files
+  // that hold them; empty without TLS.
+  struct TlsMaterial {
+    std::string ca_pem, ca_file;
+    std::string client_cert_pem, client_cert_file;
+    std::string client_key_pem, client_key_file;
+  };
+  const TlsMaterial& tls() const { return tls_; }
 
   // Nodes are numbered 0..size()-1 in the order given to --cluster create.
   size_t size() const { return nodes_.size(); }
@@ -88,7 +112,8 @@ class RedisCluster {
   absl::Status StopNode(size_t i);
   absl::Status ContinueNode(size_t i);
 
-  // Cli runs `redis-cli -h 127.0.0.1 -p PORT(i) args...` and returns its
+  // Cli runs `redis-cli -h 127.0.0.1 -p PORT(i) args...` (with --tls and
+  // the fixture's CA and client certificate under options.tls) and returns its
   // stdout. Errors: DeadlineExceeded after `timeout`; Unavailable when
   // redis-cli fails (its stderr in the message). A Redis error reply is
   // output, not an error.
@@ -130,12 +155,18 @@ class RedisCluster {
 
   explicit RedisCluster(Options options) : options_(std::move(options)) {}
   absl::Status StartNode(Node& node, std::vector<int>& taken);
+  // MakeTlsMaterial makes the certificates and writes the files (tls_).
+  absl::Status MakeTlsMaterial();
+  // CliTlsArgs: redis-cli's TLS flags, or none without TLS.
+  std::vector<std::string> CliTlsArgs() const;
   absl::Status WaitForPing(size_t i, absl::Time deadline);
   // NotReadyReason returns "" when node i is healthy, else why not.
   std::string NotReadyReason(size_t i, absl::Time deadline);
 
   Options options_;
   std::string base_dir_;
+  TlsMaterial tls_;
+  std::string server_cert_file_, server_key_file_;
   std::vector<Node> nodes_;
 };
 
