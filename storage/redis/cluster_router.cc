@@ -472,12 +472,12 @@ absl::StatusOr<Value> ClusterRouter::ExecuteOnNode(const std::string& node,
   }
   std::shared_ptr<Node> n = GetNode(node);
   absl::MutexLock lock(&n->mu);
-  if (absl::Status s = n->EnsureConnected(options_); !s.ok()) return s;
-  Append(n->ctx, argv);
+  if (absl::Status s = n->EnsureConnected(options_, tls_); !s.ok()) return s;
+  n->conn->Append(argv);
   ++n->commands_sent;
-  void* raw = nullptr;
-  if (redisGetReply(n->ctx, &raw) != REDIS_OK) return n->Broken(options_);
-  return ValueFromReply(*ReplyPtr(static_cast<redisReply*>(raw)));
+  absl::StatusOr<ReplyPtr> reply = n->conn->GetReply();
+  if (!reply.ok()) return n->Broken(reply.status());
+  return ValueFromReply(**reply);
 }
 
 bool ClusterRouter::RunOnNode(Node& node, std::vector<Item>& work,
