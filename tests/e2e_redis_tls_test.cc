@@ -36,17 +36,10 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-RedisCluster* TlsCluster() {
-  RedisCluster::Options options;
-  options.tls = true;
-  options.tls_auth_clients = true;
-  return testing::SharedCluster(options);
-}
-
 class E2eRedisTlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    cluster_ = TlsCluster();
+    cluster_ = testing::SharedTlsCluster();
     ASSERT_NE(cluster_, nullptr);
     dir_ = testing::MakeTempDir("e2e_redis_tls_");
   }

@@ -26,13 +26,6 @@ using ::dedupd::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-RedisCluster* TlsCluster() {
-  RedisCluster::Options options;
-  options.tls = true;
-  options.tls_auth_clients = true;
-  return testing::SharedCluster(options);
-}
-
 // Generous for a loaded 2-core machine, and still bounded.
 RouterOptions RouterOverTls(const RedisCluster& cluster) {
   RouterOptions options;
@@ -48,7 +41,7 @@ RouterOptions RouterOverTls(const RedisCluster& cluster) {
 }
 
 TEST(ClusterRouterTlsTest, BatchAndMovedOverTls) {
-  RedisCluster* cluster = TlsCluster();
+  RedisCluster* cluster = testing::SharedTlsCluster();
   ASSERT_NE(cluster, nullptr);
   absl::StatusOr<std::unique_ptr<ClusterRouter>> router =
       ClusterRouter::Connect(RouterOverTls(*cluster));
@@ -100,7 +93,7 @@ TEST(ClusterRouterTlsTest, BatchAndMovedOverTls) {
 }
 
 TEST(ClusterRouterTlsTest, WrongCaFailsNamingTheNodeAndTheReason) {
-  RedisCluster* cluster = TlsCluster();
+  RedisCluster* cluster = testing::SharedTlsCluster();
   ASSERT_NE(cluster, nullptr);
   absl::StatusOr<testing::TestCert> other = testing::MakeTestCa("not the cluster's CA");
   ASSERT_THAT(other, IsOk());
@@ -118,7 +111,7 @@ TEST(ClusterRouterTlsTest, WrongCaFailsNamingTheNodeAndTheReason) {
 }
 
 TEST(ClusterRouterTlsTest, MissingClientCertificateFailsClearly) {
-  RedisCluster* cluster = TlsCluster();
+  RedisCluster* cluster = testing::SharedTlsCluster();
   ASSERT_NE(cluster, nullptr);
   RouterOptions options = RouterOverTls(*cluster);
   options.seeds = {cluster->address(0)};

@@ -44,6 +44,23 @@ std::string TimeoutText(absl::Duration timeout) {
   return absl::StrCat("no reply within the command timeout (", absl::FormatDuration(timeout), ")");
 }
 
+// ArgvView: a command's arguments as the (pointer, length) arrays hiredis's
+// *CommandArgv functions take; views into `argv`, which must outlive it.
+struct ArgvView {
+  explicit ArgvView(const std::vector<std::string>& argv) {
+    args.reserve(argv.size());
+    lens.reserve(argv.size());
+    for (const std::string& a : argv) {
+      args.push_back(a.data());
+      lens.push_back(a.size());
+    }
+  }
+  int argc() const { return static_cast<int>(args.size()); }
+
+  std::vector<const char*> args;
+  std::vector<size_t> lens;
+};
+
 // ---------------------------------------------------------------- plaintext
 
 // PlainConnection: hiredis's blocking redisContext, as the router has
@@ -56,15 +73,8 @@ class PlainConnection final : public RedisConnection {
   ~PlainConnection() override { redisFree(ctx_); }
 
   void Append(const std::vector<std::string>& argv) override {
-    std::vector<const char*> args;
-    std::vector<size_t> lens;
-    args.reserve(argv.size());
-    lens.reserve(argv.size());
-    for (const std::string& a : argv) {
-      args.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    redisAppendCommandArgv(ctx_, static_cast<int>(args.size()), args.data(), lens.data());
+    ArgvView view(argv);
+    redisAppendCommandArgv(ctx_, view.argc(), view.args.data(), view.lens.data());
   }
 
   absl::StatusOr<ReplyPtr> GetReply() override {
@@ -234,17 +244,9 @@ class TlsConnection final : public RedisConnection {
   }
 
   void Append(const std::vector<std::string>& argv) override {
-    std::vector<const char*> args;
-    std::vector<size_t> lens;
-    args.reserve(argv.size());
-    lens.reserve(argv.size());
-    for (const std::string& a : argv) {
-      args.push_back(a.data());
-      lens.push_back(a.size());
-    }
+    ArgvView view(argv);
     char* cmd = nullptr;
-    const int len =
-        redisFormatCommandArgv(&cmd, static_cast<int>(args.size()), args.data(), lens.data());
+    const int len = redisFormatCommandArgv(&cmd, view.argc(), view.args.data(), view.lens.data());
     if (len < 0) {
       // Out of memory: hiredis formats nothing. Poison the connection so
       // GetReply fails instead of answering the next command's reply.

@@ -555,4 +555,11 @@ RedisCluster* SharedCluster(const RedisCluster::Options& options) {
   return cluster;
 }
 
+RedisCluster* SharedTlsCluster() {
+  RedisCluster::Options options;
+  options.tls = true;
+  options.tls_auth_clients = true;
+  return SharedCluster(options);
+}
+
 }  // namespace dedupd::testing

@@ -176,6 +176,9 @@ class RedisCluster {
 // (dedupd_test(... WHOLE ...)) start it once; null, after a test failure
 // saying why, when it cannot start. Thread-safe.
 RedisCluster* SharedCluster(const RedisCluster::Options& options = {});
+// SharedTlsCluster is SharedCluster of a TLS-only cluster that requires
+// client certificates (Options::tls and tls_auth_clients).
+RedisCluster* SharedTlsCluster();
 
 }  // namespace dedupd::testing
 
