@@ -39,19 +39,12 @@ void MinHashNearIndex::Insert(absl::Span<const LshIndex::Entry> texts) {
       entry.signature = text.signature;
       continue;
     }
-    if (entries_.size() == entries_.capacity()) {
-      // Grow by 1/8, not by the vector's doubling: after a BulkLoad of 10^7
-      // texts (capacity exact) the first Insert would otherwise add 1.3 GB.
-      // Costs a copy of the signatures per 1/8 of growth (~100 ns amortized
-      // per text, a stall of that one Insert).
-      entries_.reserve(entries_.size() + entries_.size() / 8 + 16);
-    }
     entries_.push_back(text);
   }
   // The new ids were not stored (positions_ says so) and are distinct:
   // BulkInsert's REQUIRES holds, and it skips Insert's scan of every
   // band's bucket for the pair.
-  lsh_->BulkInsert({entries_.data() + first_new, entries_.size() - first_new});
+  lsh_->BulkInsertParts(entries_.Parts(first_new));
   if (lsh_->bucket_bits() < kMaxBucketBits && entries_.size() > kGrowTextsPerBucket
                                                                     << lsh_->bucket_bits()) {
     RebuildLocked();
@@ -63,9 +56,9 @@ void MinHashNearIndex::BulkLoad(std::vector<LshIndex::Entry> entries) {
   absl::MutexLock lock(&mu_);
   const size_t first_new = entries_.size();
   if (entries_.empty()) {
-    entries_ = std::move(entries);
+    entries_.Adopt(std::move(entries));
   } else {
-    entries_.insert(entries_.end(), entries.begin(), entries.end());
+    for (const LshIndex::Entry& e : entries) entries_.push_back(e);
   }
   positions_.reserve(entries_.size());
   // Compact the new entries in place; a repeated id overwrites the
@@ -80,8 +73,8 @@ void MinHashNearIndex::BulkLoad(std::vector<LshIndex::Entry> entries) {
       entries_[it->second].signature = entries_[i].signature;
     }
   }
-  entries_.resize(kept);
-  if (entries_.capacity() - kept > kept / 8) entries_.shrink_to_fit();
+  while (entries_.size() > kept) entries_.pop_back();
+  entries_.ShrinkFirst();
   RebuildLocked();
 }
 
@@ -93,7 +86,7 @@ void MinHashNearIndex::RebuildLocked() {
   lsh_ = std::make_unique<LshIndex>(LshIndex::kDefaultBands, LshIndex::kDefaultRows,
                                     BucketBitsFor(entries_.size()));
   // positions_ holds each id once: BulkInsert's REQUIRES.
-  lsh_->BulkInsert(entries_);
+  lsh_->BulkInsertParts(entries_.Parts());
 }
 
 bool MinHashNearIndex::Erase(uint32_t id) {
@@ -104,7 +97,7 @@ bool MinHashNearIndex::Erase(uint32_t id) {
   lsh_->Erase(entries_[pos].signature, id);
   positions_.erase(it);
   if (pos + 1 != entries_.size()) {
-    entries_[pos] = entries_.back();
+    entries_[pos] = entries_[entries_.size() - 1];
     positions_[entries_[pos].id] = pos;
   }
   entries_.pop_back();
@@ -153,9 +146,82 @@ int MinHashNearIndex::bucket_bits() const {
 size_t MinHashNearIndex::MemoryBytes() const {
   absl::ReaderMutexLock lock(&mu_);
   // flat_hash_map: one slot and one control byte per unit of capacity.
-  return (lsh_ == nullptr ? 0 : lsh_->MemoryBytes()) +
-         entries_.capacity() * sizeof(LshIndex::Entry) +
+  return (lsh_ == nullptr ? 0 : lsh_->MemoryBytes()) + entries_.MemoryBytes() +
          positions_.capacity() * (sizeof(std::pair<const uint32_t, uint32_t>) + 1);
+}
+
+LshIndex::Entry& MinHashNearIndex::EntryBlocks::operator[](size_t i) {
+  if (i < first_.size()) return first_[i];
+  i -= first_.size();
+  return blocks_[i / kBlockEntries][i % kBlockEntries];
+}
+
+const LshIndex::Entry& MinHashNearIndex::EntryBlocks::operator[](size_t i) const {
+  if (i < first_.size()) return first_[i];
+  i -= first_.size();
+  return blocks_[i / kBlockEntries][i % kBlockEntries];
+}
+
+void MinHashNearIndex::EntryBlocks::push_back(const LshIndex::Entry& e) {
+  // The first array takes entries while no block exists and it has room,
+  // or is still small enough that growing it (by doubling) copies little.
+  if (blocks_.empty() && (first_.size() < first_.capacity() || first_.size() < kBlockEntries)) {
+    first_.push_back(e);
+    ++size_;
+    return;
+  }
+  const size_t in_blocks = size_ - first_.size();
+  if (in_blocks == blocks_.size() * kBlockEntries) {
+    blocks_.push_back(spare_ != nullptr ? std::move(spare_)
+                                        : std::make_unique<LshIndex::Entry[]>(kBlockEntries));
+  }
+  blocks_.back()[in_blocks % kBlockEntries] = e;
+  ++size_;
+}
+
+void MinHashNearIndex::EntryBlocks::pop_back() {
+  --size_;
+  if (blocks_.empty()) {
+    first_.pop_back();
+    return;
+  }
+  if (size_ - first_.size() == (blocks_.size() - 1) * kBlockEntries) {
+    spare_ = std::move(blocks_.back());
+    blocks_.pop_back();
+  }
+}
+
+void MinHashNearIndex::EntryBlocks::Adopt(std::vector<LshIndex::Entry> entries) {
+  first_ = std::move(entries);
+  blocks_.clear();
+  size_ = first_.size();
+}
+
+void MinHashNearIndex::EntryBlocks::ShrinkFirst() {
+  if (blocks_.empty() && first_.capacity() - first_.size() > first_.size() / 8) {
+    first_.shrink_to_fit();
+  }
+}
+
+std::vector<absl::Span<const LshIndex::Entry>> MinHashNearIndex::EntryBlocks::Parts(
+    size_t from) const {
+  std::vector<absl::Span<const LshIndex::Entry>> parts;
+  if (from < first_.size()) parts.push_back(absl::MakeConstSpan(first_).subspan(from));
+  const size_t in_blocks = size_ - first_.size();
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    const size_t begin = b * kBlockEntries;
+    const size_t end = std::min(in_blocks, begin + kBlockEntries);
+    const size_t skip = from > first_.size() + begin ? from - first_.size() - begin : 0;
+    if (begin + skip >= end) continue;
+    parts.push_back(absl::MakeConstSpan(blocks_[b].get() + skip, end - begin - skip));
+  }
+  return parts;
+}
+
+size_t MinHashNearIndex::EntryBlocks::MemoryBytes() const {
+  const size_t blocks = blocks_.size() + (spare_ != nullptr ? 1 : 0);
+  return (first_.capacity() + blocks * kBlockEntries) * sizeof(LshIndex::Entry) +
+         blocks_.capacity() * sizeof(blocks_[0]);
 }
 
 }  // namespace dedupd

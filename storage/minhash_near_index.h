@@ -124,11 +124,52 @@ class MinHashNearIndex {
   int bucket_bits() const;
 
   // Heap bytes held: the LshIndex (LshIndex::MemoryBytes), the signatures
-  // and ids (132 bytes per text; capacity grows by 1/8 on Insert) and the
-  // id map (9 bytes per slot, up to twice the texts).
+  // and ids (132 bytes per text, plus at most one block of
+  // EntryBlocks::kBlockEntries not yet filled) and the id map (9 bytes per
+  // slot, up to twice the texts).
   size_t MemoryBytes() const;
 
  private:
+  // EntryBlocks: the stored texts' {signature, id}, indexed 0..size()-1 like
+  // a vector, but kept as the array BulkLoad adopted (or, while no block
+  // exists, a vector that grows to kBlockEntries) followed by blocks of
+  // kBlockEntries entries. Appending never moves what is stored: with one
+  // vector, each growth copied every signature under the exclusive lock
+  // (132 MB at 10^6 texts, a stall of every call of the namespace, and a
+  // second copy in memory while it ran).
+  class EntryBlocks {
+   public:
+    // 528 KiB a block: enough that a rebuild's parts are few, little
+    // enough that a namespace's unfilled block costs little.
+    static constexpr size_t kBlockEntries = 4096;
+
+    size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    LshIndex::Entry& operator[](size_t i);
+    const LshIndex::Entry& operator[](size_t i) const;
+    void push_back(const LshIndex::Entry& e);
+    // Removes the last entry. REQUIRES: !empty().
+    void pop_back();
+    // Makes `entries` the stored entries, taking its storage.
+    // REQUIRES: empty().
+    void Adopt(std::vector<LshIndex::Entry> entries);
+    // Releases the first array's unused capacity, by a copy, when that is
+    // more than 1/8 of it and no block exists.
+    void ShrinkFirst();
+    // The entries from position `from` on, as spans in order.
+    std::vector<absl::Span<const LshIndex::Entry>> Parts(size_t from = 0) const;
+    // Heap bytes held (capacity, not size).
+    size_t MemoryBytes() const;
+
+   private:
+    std::vector<LshIndex::Entry> first_;
+    std::vector<std::unique_ptr<LshIndex::Entry[]>> blocks_;
+    // One emptied block kept for the next push_back, so that an erase
+    // and an insert at a block's boundary do not free and allocate it.
+    std::unique_ptr<LshIndex::Entry[]> spare_;
+    size_t size_ = 0;
+  };
+
   // Replaces lsh_ with an index of BucketBitsFor(entries_.size()) bits
   // holding entries_; null when entries_ is empty.
   void RebuildLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -138,8 +179,8 @@ class MinHashNearIndex {
   std::unique_ptr<LshIndex> lsh_ ABSL_GUARDED_BY(mu_);
   // The stored texts, in no order: an erase moves the last one into the
   // hole. Dense rather than a map of id to signature, so that a rebuild
-  // hands it to LshIndex::BulkInsert as it is.
-  std::vector<LshIndex::Entry> entries_ ABSL_GUARDED_BY(mu_);
+  // hands them to LshIndex::BulkInsert as they are.
+  EntryBlocks entries_ ABSL_GUARDED_BY(mu_);
   // id -> position in entries_.
   absl::flat_hash_map<uint32_t, uint32_t> positions_ ABSL_GUARDED_BY(mu_);
 };

@@ -4,6 +4,7 @@
 // empty loads; and the bucket sizing rule.
 #include "storage/minhash_near_index.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -165,6 +166,52 @@ TEST(MinHashNearIndexTest, GrowKeepsAnswers) {
   EXPECT_THAT(near.Query(corpus[5].signature), Not(Contains(corpus[5].id)));
   EXPECT_TRUE(near.Erase(corpus[5].id));
   EXPECT_THAT(near.Query(fresh), IsEmpty());
+}
+
+// Online inserts past several of the entry store's blocks, after a bulk
+// load and without one, with erases across block boundaries: the answers
+// stay those of an index built from what is stored, signatures are found
+// by id, and memory stays within a few blocks of what the texts need.
+TEST(MinHashNearIndexTest, InsertsAndErasesAcrossBlocks) {
+  SplitMixRng rng(9);
+  const size_t block = 4096;  // MinHashNearIndex::EntryBlocks::kBlockEntries
+  const std::vector<LshIndex::Entry> corpus = Corpus(5 * block + 123, 0, rng);
+  for (const size_t loaded : {size_t{0}, block + 7}) {
+    SCOPED_TRACE(loaded);
+    MinHashNearIndex near;
+    near.BulkLoad(std::vector<LshIndex::Entry>(corpus.begin(), corpus.begin() + loaded));
+    std::vector<LshIndex::Entry> stored(corpus.begin(), corpus.begin() + loaded);
+    for (size_t i = loaded; i < corpus.size(); i += 20) {
+      const size_t end = std::min(corpus.size(), i + 20);
+      near.Insert(absl::MakeConstSpan(corpus).subspan(i, end - i));
+      stored.insert(stored.end(), corpus.begin() + i, corpus.begin() + end);
+    }
+    EXPECT_EQ(near.size(), corpus.size());
+    // Signatures and ids: 132 bytes each, plus at most two blocks not
+    // filled (the last and the spare) and the first array's slack.
+    EXPECT_LT(near.MemoryBytes(),
+              corpus.size() * (132 + 18 * 12 + 18) + 3 * block * 132 + (1 << 20));
+    // Erase every third text (each erase moves the last entry, from the
+    // last block, into the hole), then insert a few back with new
+    // signatures, crossing the last block's boundary both ways.
+    std::vector<LshIndex::Entry> kept;
+    for (const LshIndex::Entry& e : stored) {
+      if (e.id % 3 == 0) {
+        ASSERT_TRUE(near.Erase(e.id));
+      } else {
+        kept.push_back(e);
+      }
+    }
+    for (uint32_t id = 0; id < 300; id += 3) {
+      const LshIndex::Entry e{RandomSignature(rng), id};
+      near.Insert(e.id, e.signature);
+      kept.push_back(e);
+    }
+    EXPECT_EQ(near.size(), kept.size());
+    for (const LshIndex::Entry& e : kept) ASSERT_THAT(near.Find(e.id), Optional(e.signature));
+    EXPECT_EQ(near.Find(3 * 1000), std::nullopt);
+    ExpectAnswersAsInserted(near, kept, corpus, rng);
+  }
 }
 
 TEST(MinHashNearIndexTest, EraseAfterBulkLoad) {

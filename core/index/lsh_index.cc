@@ -260,16 +260,24 @@ bool LshIndex::Insert(const MinHashSignature& sig, uint32_t id) {
 }
 
 void LshIndex::BulkInsert(absl::Span<const Entry> entries) {
-  const size_t n = entries.size();
+  const absl::Span<const Entry> parts[] = {entries};
+  BulkInsertParts(absl::MakeConstSpan(parts));
+}
+
+void LshIndex::BulkInsertParts(absl::Span<const absl::Span<const Entry>> parts) {
+  size_t n = 0;
+  for (absl::Span<const Entry> part : parts) n += part.size();
   if (n == 0) return;
   DEDUPD_CHECK(n <= UINT32_MAX, "LshIndex: more than 2^32 entries");
   if (n < kSortedInsertEntries) {
     // Too few to pay for the sort's arrays: Insert without its scan.
     uint32_t keys[kMinHashSlots];
     Bucket* buckets[kMinHashSlots];
-    for (const Entry& e : entries) {
-      LocateBuckets(e.signature, keys, buckets);
-      for (int b = 0; b < bands_; ++b) buckets[b]->Append(static_cast<uint16_t>(keys[b]), e.id);
+    for (absl::Span<const Entry> part : parts) {
+      for (const Entry& e : part) {
+        LocateBuckets(e.signature, keys, buckets);
+        for (int b = 0; b < bands_; ++b) buckets[b]->Append(static_cast<uint16_t>(keys[b]), e.id);
+      }
     }
     size_ += n;
     return;
@@ -290,8 +298,11 @@ void LshIndex::BulkInsert(absl::Span<const Entry> entries) {
   const uint32_t in_partition_mask = (uint32_t{1} << (bucket_bits_ - partition_bits)) - 1;
   // The ids once, so that each band reads 4 bytes per entry for them rather
   // than another cache line of the entry.
-  std::vector<uint32_t> ids(n);
-  for (size_t i = 0; i < n; ++i) ids[i] = entries[i].id;
+  std::vector<uint32_t> ids;
+  ids.reserve(n);
+  for (absl::Span<const Entry> part : parts) {
+    for (const Entry& e : part) ids.push_back(e.id);
+  }
   const int per_pass = std::min(kBandsPerPass, bands_);
   std::vector<uint32_t> keys(n * per_pass);
   std::vector<KeyAndId> partitioned(n);
@@ -301,11 +312,15 @@ void LshIndex::BulkInsert(absl::Span<const Entry> entries) {
   for (int first = 0; first < bands_; first += per_pass) {
     const int group = std::min(per_pass, bands_ - first);
     std::fill(starts.begin(), starts.end(), 0);
-    for (size_t i = 0; i < n; ++i) {
-      for (int g = 0; g < group; ++g) {
-        const uint32_t key = BandKeyOf(entries[i].signature, first + g, rows_);
-        keys[g * n + i] = key;
-        ++starts[g * (partitions + 1) + (key >> partition_shift) + 1];
+    size_t i = 0;
+    for (absl::Span<const Entry> part : parts) {
+      for (const Entry& e : part) {
+        for (int g = 0; g < group; ++g) {
+          const uint32_t key = BandKeyOf(e.signature, first + g, rows_);
+          keys[g * n + i] = key;
+          ++starts[g * (partitions + 1) + (key >> partition_shift) + 1];
+        }
+        ++i;
       }
     }
     for (int g = 0; g < group; ++g) {

@@ -144,6 +144,10 @@ class LshIndex {
   //   LshIndex index(18, 7, /*bucket_bits=*/16);
   //   index.BulkInsert(entries);  // 10^7 entries: see docs/minhash.md
   void BulkInsert(absl::Span<const Entry> entries);
+  // BulkInsert of the entries of every part, in order, as if concatenated:
+  // for a caller that keeps its entries in blocks rather than one array.
+  // Example: index.BulkInsertParts({absl::MakeConstSpan(a), absl::MakeConstSpan(b)});
+  void BulkInsertParts(absl::Span<const absl::Span<const Entry>> parts);
 
   // Erase removes (sig, id); returns true when it was stored. `sig` must be
   // the signature the id was inserted with. Same cost as Insert.

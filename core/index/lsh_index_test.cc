@@ -226,6 +226,38 @@ TEST(LshIndexTest, BulkInsertAnswersAsInsert) {
   EXPECT_THAT(bulk.Query(sigs[0]), IsEmpty());
 }
 
+// BulkInsertParts answers as BulkInsert of their concatenation, for
+// parts of every size (empty, below and above the one-by-one threshold).
+TEST(LshIndexTest, BulkInsertOfPartsAnswersAsOneArray) {
+  SplitMixRng rng(15);
+  const int bands = 42, rows = 3, bucket_bits = 4;
+  std::vector<MinHashSignature> sigs;
+  std::vector<LshIndex::Entry> entries;
+  for (uint32_t i = 0; i < 9000; ++i) {
+    sigs.push_back(RandomSignature(rng));
+    for (uint8_t& v : sigs.back()) v &= 15;
+    entries.push_back({sigs.back(), i});
+  }
+  LshIndex whole(bands, rows, bucket_bits);
+  whole.BulkInsert(entries);
+  const absl::Span<const LshIndex::Entry> all(entries);
+  LshIndex parts(bands, rows, bucket_bits);
+  const absl::Span<const LshIndex::Entry> cut[] = {all.subspan(0, 0), all.subspan(0, 5000),
+                                                   all.subspan(5000, 1), all.subspan(5001, 0),
+                                                   all.subspan(5001, 3999)};
+  parts.BulkInsertParts(absl::MakeConstSpan(cut));
+  // Fewer entries than the sort needs, in two parts.
+  LshIndex small(bands, rows, bucket_bits);
+  const absl::Span<const LshIndex::Entry> few[] = {all.subspan(0, 300), all.subspan(300, 200)};
+  small.BulkInsertParts(absl::MakeConstSpan(few));
+  LshIndex small_whole(bands, rows, bucket_bits);
+  small_whole.BulkInsert(all.subspan(0, 500));
+  EXPECT_EQ(parts.size(), 9000u);
+  EXPECT_EQ(small.size(), 500u);
+  ExpectSameAnswers(whole, parts, sigs, rng);
+  ExpectSameAnswers(small_whole, small, sigs, rng);
+}
+
 // The default layout, near duplicates planted among random signatures:
 // the same candidate sets either way, the planted sources among them.
 TEST(LshIndexTest, BulkInsertFindsWhatInsertFinds) {
