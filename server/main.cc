@@ -103,6 +103,10 @@ ABSL_FLAG(std::string, url_compaction, "universal",
           "per record; a merge into the oldest run needs its size again in free "
           "disk) or leveled (RocksDB's default: more rewrites, little temporary "
           "space)");
+ABSL_FLAG(std::string, content_compaction, "leveled",
+          "how the content records (documents, chunk texts) are compacted: "
+          "leveled or universal, as --url_compaction (universal: faster "
+          "CheckChunks, slower CheckContent)");
 ABSL_FLAG(int64_t, max_text_bytes, 8 << 20,
           "largest text of one CheckContent item, in bytes (larger: that "
           "item is INVALID)");
@@ -416,10 +420,13 @@ bool ValidateFlags() {
     std::cerr << "dedupd: --url_memtable=" << url_memtable << " must be hash or skiplist\n";
     return false;
   }
-  const std::string url_compaction = absl::GetFlag(FLAGS_url_compaction);
-  if (url_compaction != "universal" && url_compaction != "leveled") {
-    std::cerr << "dedupd: --url_compaction=" << url_compaction << " must be universal or leveled\n";
-    return false;
+  for (const auto& [name, value] :
+       {std::pair<const char*, std::string>{"url_compaction", absl::GetFlag(FLAGS_url_compaction)},
+        {"content_compaction", absl::GetFlag(FLAGS_content_compaction)}}) {
+    if (value != "universal" && value != "leveled") {
+      std::cerr << "dedupd: --" << name << "=" << value << " must be universal or leveled\n";
+      return false;
+    }
   }
   const double fp_rate = absl::GetFlag(FLAGS_url_filter_false_positive_rate);
   if (!(fp_rate > 0 && fp_rate <= 0.5)) {
@@ -486,9 +493,12 @@ std::optional<dedupd::ServerOptions> OptionsFromFlags() {
   options.url_memtable = absl::GetFlag(FLAGS_url_memtable) == "skiplist"
                              ? dedupd::RocksDbStoreOptions::UrlMemtable::kSkipList
                              : dedupd::RocksDbStoreOptions::UrlMemtable::kHashVector;
-  options.url_compaction = absl::GetFlag(FLAGS_url_compaction) == "leveled"
-                               ? dedupd::RocksDbStoreOptions::UrlCompaction::kLeveled
-                               : dedupd::RocksDbStoreOptions::UrlCompaction::kUniversal;
+  auto compaction = [](const std::string& flag) {
+    return flag == "universal" ? dedupd::RocksDbStoreOptions::Compaction::kUniversal
+                               : dedupd::RocksDbStoreOptions::Compaction::kLeveled;
+  };
+  options.url_compaction = compaction(absl::GetFlag(FLAGS_url_compaction));
+  options.content_compaction = compaction(absl::GetFlag(FLAGS_content_compaction));
   options.max_text_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_max_text_bytes));
   options.simhash_shingle_words = static_cast<int>(absl::GetFlag(FLAGS_simhash_shingle_words));
   options.simhash_max_distance = static_cast<int>(absl::GetFlag(FLAGS_simhash_max_distance));

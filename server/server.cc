@@ -590,6 +590,7 @@ absl::Status DedupServer::OpenStore() {
   store_options.write_buffer_bytes = options.write_buffer_bytes;
   store_options.url_memtable = options.url_memtable;
   store_options.url_compaction = options.url_compaction;
+  store_options.content_compaction = options.content_compaction;
   store_options.normalizer_version = UrlNormalizer::kVersion;
   store_options.simhash_shingle_words = static_cast<uint32_t>(options.simhash_shingle_words);
   store_options.simhash_max_distance = options.simhash_max_distance;

@@ -91,9 +91,11 @@ struct ServerOptions {
   RocksDbStoreOptions::UrlMemtable url_memtable = RocksDbStoreOptions::UrlMemtable::kHashVector;
   // How the URL records' family is compacted: universal (tiered) or
   // leveled; passed to the store as is (see
-  // RocksDbStoreOptions::UrlCompaction). Default: kUniversal.
-  RocksDbStoreOptions::UrlCompaction url_compaction =
-      RocksDbStoreOptions::UrlCompaction::kUniversal;
+  // RocksDbStoreOptions::Compaction). Default: kUniversal.
+  RocksDbStoreOptions::Compaction url_compaction = RocksDbStoreOptions::Compaction::kUniversal;
+  // How the content family (documents and chunk texts) is compacted;
+  // passed to the store as is. Default: kLeveled.
+  RocksDbStoreOptions::Compaction content_compaction = RocksDbStoreOptions::Compaction::kLeveled;
   // Largest text of one CheckContent item, in bytes. Default: 8 MiB.
   size_t max_text_bytes = size_t{8} << 20;
   // Words per SimHash shingle; persisted in the store (a store created with

@@ -340,6 +340,7 @@ TEST(E2eStartupTest, BadFlagsAndConfigGiveOneLineErrors) {
       {{"--write_buffer_mb=0"}, "write_buffer_mb"},
       {{"--url_memtable=btree"}, "--url_memtable=btree must be hash or skiplist"},
       {{"--url_compaction=fifo"}, "--url_compaction=fifo must be universal or leveled"},
+      {{"--content_compaction=tiered"}, "--content_compaction=tiered must be universal or leveled"},
       {{"--listen=nonsense"}, "--listen=nonsense"},
       {{"--config=" + dir + "/missing.conf"}, "missing.conf"},
       {{"stray"}, "unexpected argument"},

@@ -19,6 +19,7 @@
 namespace dedupd {
 
 using ::dedupd::rocksdb_internal::CheckOptions;
+using ::dedupd::rocksdb_internal::ContentFamilyOptions;
 using ::dedupd::rocksdb_internal::kContentColumnFamily;
 using ::dedupd::rocksdb_internal::MakeDbOptions;
 using ::dedupd::rocksdb_internal::UrlFamilyOptions;
@@ -74,7 +75,7 @@ absl::StatusOr<std::unique_ptr<RocksDbStore>> RocksDbStore::Open(
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors = {
       {rocksdb::kDefaultColumnFamilyName, UrlFamilyOptions(db_options, options)}};
   if (has_content_family) {
-    descriptors.push_back({kContentColumnFamily, rocksdb::ColumnFamilyOptions(db_options)});
+    descriptors.push_back({kContentColumnFamily, ContentFamilyOptions(db_options, options)});
   }
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw_db = nullptr;
@@ -165,7 +166,7 @@ absl::Status RocksDbStore::Impl::CreateMeta(rocksdb::DB* db, const rocksdb::Opti
   sync_write.sync = true;  // once per store: always durable
   rocksdb::Status s;
   if (content_cf == nullptr) {
-    s = db->CreateColumnFamily(rocksdb::ColumnFamilyOptions(db_options), kContentColumnFamily,
+    s = db->CreateColumnFamily(ContentFamilyOptions(db_options, options), kContentColumnFamily,
                                &content_cf);
     if (!s.ok()) return FromRocksDbStatus(s, kOpen, options.path);
   }

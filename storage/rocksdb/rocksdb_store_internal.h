@@ -134,6 +134,10 @@ rocksdb::Options MakeDbOptions(const RocksDbStoreOptions& o, std::shared_ptr<Wri
 // record). See rocksdb_options.cc.
 rocksdb::ColumnFamilyOptions UrlFamilyOptions(const rocksdb::Options& db,
                                               const RocksDbStoreOptions& o);
+// The content family's options (kContentColumnFamily). See
+// rocksdb_options.cc.
+rocksdb::ColumnFamilyOptions ContentFamilyOptions(const rocksdb::Options& db,
+                                                  const RocksDbStoreOptions& o);
 
 // Batch keys, encoded, sorted and deduplicated: RocksDB's MultiGet is
 // fastest on sorted input, and one lookup per distinct key is what makes

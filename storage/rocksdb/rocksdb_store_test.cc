@@ -45,6 +45,7 @@
 #include "storage/memory/memory_chunk_store.h"
 #include "storage/rocksdb/rocksdb_format.h"
 #include "storage/rocksdb/rocksdb_status.h"
+#include "storage/rocksdb/rocksdb_store_internal.h"
 #include "storage/testing/chunk_store_conformance.h"
 #include "storage/testing/content_store_conformance.h"
 #include "storage/testing/test_temp_dir.h"
@@ -365,10 +366,11 @@ TEST_F(RocksDbStoreTest, ReopenKeepsEveryRecordAndFirstSeen) {
   }
 }
 
-// The options RocksDB wrote for the default (URL) family at the last Open
-// (its newest OPTIONS file, read by RocksDB's own loader; the URL
-// memtable's factory is ours and unknown to it, hence ignored).
-absl::StatusOr<rocksdb::ColumnFamilyOptions> WrittenUrlFamilyOptions(const std::string& path) {
+// The options RocksDB wrote for family `family` (default: the URL family)
+// at the last Open (its newest OPTIONS file, read by RocksDB's own loader;
+// the URL memtable's factory is ours and unknown to it, hence ignored).
+absl::StatusOr<rocksdb::ColumnFamilyOptions> WrittenFamilyOptions(
+    const std::string& path, const std::string& family = rocksdb::kDefaultColumnFamilyName) {
   rocksdb::ConfigOptions config;
   config.ignore_unknown_options = true;
   config.ignore_unsupported_options = true;
@@ -377,9 +379,9 @@ absl::StatusOr<rocksdb::ColumnFamilyOptions> WrittenUrlFamilyOptions(const std::
   const rocksdb::Status s = rocksdb::LoadLatestOptions(config, path, &db, &families);
   if (!s.ok()) return absl::InternalError(s.ToString());
   for (const rocksdb::ColumnFamilyDescriptor& f : families) {
-    if (f.name == rocksdb::kDefaultColumnFamilyName) return f.options;
+    if (f.name == family) return f.options;
   }
-  return absl::NotFoundError("no default column family in " + path);
+  return absl::NotFoundError("no column family " + family + " in " + path);
 }
 
 // The compaction style is not persisted: a store written under one opens
@@ -392,7 +394,7 @@ absl::StatusOr<rocksdb::ColumnFamilyOptions> WrittenUrlFamilyOptions(const std::
 TEST_F(RocksDbStoreTest, UrlCompactionStylesOpenEachOthersStores) {
   constexpr size_t kBatchKeys = 2'000;
   constexpr size_t kBatchesPerRound = 40;
-  using Style = RocksDbStoreOptions::UrlCompaction;
+  using Style = RocksDbStoreOptions::Compaction;
   const Style rounds[] = {Style::kLeveled, Style::kUniversal, Style::kLeveled, Style::kUniversal};
   size_t stored = 0;
   for (size_t r = 0; r < std::size(rounds); ++r) {
@@ -402,8 +404,7 @@ TEST_F(RocksDbStoreTest, UrlCompactionStylesOpenEachOthersStores) {
     ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(options));
     // The style asked for is the one RocksDB runs; universal without the
     // ttl that would turn into a monthly full merge.
-    ASSERT_OK_AND_ASSIGN(const rocksdb::ColumnFamilyOptions written,
-                         WrittenUrlFamilyOptions(path_));
+    ASSERT_OK_AND_ASSIGN(const rocksdb::ColumnFamilyOptions written, WrittenFamilyOptions(path_));
     if (rounds[r] == Style::kUniversal) {
       EXPECT_EQ(written.compaction_style, rocksdb::kCompactionStyleUniversal);
       EXPECT_EQ(written.ttl, 0u);
@@ -1035,6 +1036,9 @@ void ExpectSameChunkAnswer(const ChunkAnswer& got, const ChunkAnswer& want) {
 
 // Many claims, replacements and deletions with near and exact duplicates,
 // answered like the reference (in-memory) store, before and after reopens.
+// Each reopen switches the content family's compaction style (not
+// persisted: a store written under one opens under the other and answers
+// the same), and the style asked for is the one RocksDB runs.
 TEST_F(RocksDbStoreTest, ChunkAnswersMatchTheMemoryStoreAcrossReopens) {
   constexpr int kDocs = 30;
   constexpr int kTexts = 40;
@@ -1047,13 +1051,29 @@ TEST_F(RocksDbStoreTest, ChunkAnswersMatchTheMemoryStoreAcrossReopens) {
                             : simhash[t - 1] ^ (uint64_t{1} << (rng() % 64)) ^
                                   (uint64_t{1} << (rng() % 64)) ^ (uint64_t{1} << (rng() % 64));
   }
+  using Style = RocksDbStoreOptions::Compaction;
+  int opens = 0;
+  auto open = [&]() -> absl::StatusOr<std::unique_ptr<RocksDbStore>> {
+    RocksDbStoreOptions options = SmallOptions(path_);
+    options.content_compaction = opens++ % 2 == 0 ? Style::kUniversal : Style::kLeveled;
+    absl::StatusOr<std::unique_ptr<RocksDbStore>> store = RocksDbStore::Open(options);
+    absl::StatusOr<rocksdb::ColumnFamilyOptions> written =
+        WrittenFamilyOptions(path_, rocksdb_internal::kContentColumnFamily);
+    EXPECT_THAT(written, IsOk());
+    if (written.ok()) {
+      EXPECT_EQ(written->compaction_style, options.content_compaction == Style::kUniversal
+                                               ? rocksdb::kCompactionStyleUniversal
+                                               : rocksdb::kCompactionStyleLevel);
+    }
+    return store;
+  };
   MemoryChunkStore memory(3);
-  ASSERT_OK_AND_ASSIGN(auto store, RocksDbStore::Open(SmallOptions(path_)));
+  ASSERT_OK_AND_ASSIGN(auto store, open());
   for (int step = 0; step < kSteps; ++step) {
     if (step > 0 && step % 200 == 0) {
       ASSERT_THAT(store->Close(), IsOk());
       store.reset();
-      ASSERT_OK_AND_ASSIGN(store, RocksDbStore::Open(SmallOptions(path_)));
+      ASSERT_OK_AND_ASSIGN(store, open());
     }
     ChunkDocument doc;
     doc.document_url = absl::StrCat("https://d", rng() % kDocs, "/");
@@ -1074,7 +1094,8 @@ TEST_F(RocksDbStoreTest, ChunkAnswersMatchTheMemoryStoreAcrossReopens) {
   }
   ASSERT_THAT(store->Close(), IsOk());
   store.reset();
-  ASSERT_OK_AND_ASSIGN(store, RocksDbStore::Open(SmallOptions(path_)));
+  ASSERT_OK_AND_ASSIGN(store, open());
+  EXPECT_EQ(opens, 5);  // universal, leveled, universal, leveled, universal
   // Every text, exact and near, from a document that holds nothing.
   ChunkDocument probe;
   probe.document_url = "https://probe/";
