@@ -208,7 +208,10 @@ std::vector<absl::Span<const LshIndex::Entry>> MinHashNearIndex::EntryBlocks::Pa
   std::vector<absl::Span<const LshIndex::Entry>> parts;
   if (from < first_.size()) parts.push_back(absl::MakeConstSpan(first_).subspan(from));
   const size_t in_blocks = size_ - first_.size();
-  for (size_t b = 0; b < blocks_.size(); ++b) {
+  // From the block holding `from` on: an Insert's new entries are in the
+  // last block or two.
+  const size_t first_block = from > first_.size() ? (from - first_.size()) / kBlockEntries : 0;
+  for (size_t b = first_block; b < blocks_.size(); ++b) {
     const size_t begin = b * kBlockEntries;
     const size_t end = std::min(in_blocks, begin + kBlockEntries);
     const size_t skip = from > first_.size() + begin ? from - first_.size() - begin : 0;
