@@ -162,7 +162,7 @@ void UseUniversalCompaction(rocksdb::ColumnFamilyOptions* cf) {
   cf->compaction_style = rocksdb::kCompactionStyleUniversal;
   // Merge once 8 sorted runs exist (4 merges more often: for the URL
   // family, little fewer lookups, since a claim of a new URL is answered by
-  // the URL filter and reads no run at all; for the content family, 15-20%
+  // the URL filter and reads no run at all; for the content family, 14-18%
   // slower CheckChunks than 8).
   cf->level0_file_num_compaction_trigger = 8;
   // Claims only insert: the runs newer than the oldest are new records,
