@@ -151,9 +151,7 @@ size_t MinHashNearIndex::MemoryBytes() const {
 }
 
 LshIndex::Entry& MinHashNearIndex::EntryBlocks::operator[](size_t i) {
-  if (i < first_.size()) return first_[i];
-  i -= first_.size();
-  return blocks_[i / kBlockEntries][i % kBlockEntries];
+  return const_cast<LshIndex::Entry&>(std::as_const(*this)[i]);
 }
 
 const LshIndex::Entry& MinHashNearIndex::EntryBlocks::operator[](size_t i) const {

@@ -168,6 +168,21 @@ TEST(MinHashNearIndexTest, GrowKeepsAnswers) {
   EXPECT_THAT(near.Query(fresh), IsEmpty());
 }
 
+// Erases every stored text whose id is a multiple of 3 (each must be
+// stored) and returns the others, in order.
+std::vector<LshIndex::Entry> EraseEveryThird(MinHashNearIndex& near,
+                                             const std::vector<LshIndex::Entry>& stored) {
+  std::vector<LshIndex::Entry> kept;
+  for (const LshIndex::Entry& e : stored) {
+    if (e.id % 3 == 0) {
+      EXPECT_TRUE(near.Erase(e.id)) << e.id;
+    } else {
+      kept.push_back(e);
+    }
+  }
+  return kept;
+}
+
 // Online inserts past several of the entry store's blocks, after a bulk
 // load and without one, with erases across block boundaries: the answers
 // stay those of an index built from what is stored, signatures are found
@@ -194,14 +209,8 @@ TEST(MinHashNearIndexTest, InsertsAndErasesAcrossBlocks) {
     // Erase every third text (each erase moves the last entry, from the
     // last block, into the hole), then insert a few back with new
     // signatures, crossing the last block's boundary both ways.
-    std::vector<LshIndex::Entry> kept;
-    for (const LshIndex::Entry& e : stored) {
-      if (e.id % 3 == 0) {
-        ASSERT_TRUE(near.Erase(e.id));
-      } else {
-        kept.push_back(e);
-      }
-    }
+    std::vector<LshIndex::Entry> kept = EraseEveryThird(near, stored);
+    ASSERT_FALSE(::testing::Test::HasFailure());
     for (uint32_t id = 0; id < 300; id += 3) {
       const LshIndex::Entry e{RandomSignature(rng), id};
       near.Insert(e.id, e.signature);
@@ -219,14 +228,8 @@ TEST(MinHashNearIndexTest, EraseAfterBulkLoad) {
   const std::vector<LshIndex::Entry> corpus = Corpus(30000, 0, rng);
   MinHashNearIndex near;
   near.BulkLoad(corpus);
-  std::vector<LshIndex::Entry> kept;
-  for (const LshIndex::Entry& e : corpus) {
-    if (e.id % 3 == 0) {
-      ASSERT_TRUE(near.Erase(e.id));
-    } else {
-      kept.push_back(e);
-    }
-  }
+  std::vector<LshIndex::Entry> kept = EraseEveryThird(near, corpus);
+  ASSERT_FALSE(::testing::Test::HasFailure());
   EXPECT_FALSE(near.Erase(0));
   EXPECT_EQ(near.size(), kept.size());
   EXPECT_THAT(near.Query(corpus[3].signature), Not(Contains(3u)));
