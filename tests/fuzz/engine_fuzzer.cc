@@ -399,7 +399,11 @@ void CheckChunks(const dedupd::Engine& engine, const v1::CheckChunksRequest& req
                           : request.document_url().empty() ||
                                 !Normalizer().Normalize(request.document_url(), "").ok()) ||
                    (request.has_max_hamming_distance() &&
-                    request.max_hamming_distance() > static_cast<uint32_t>(kIndexDistance));
+                    request.max_hamming_distance() > static_cast<uint32_t>(kIndexDistance)) ||
+                   // Outside [floor, 1] (NaN included): the request's error.
+                   (request.has_min_jaccard() &&
+                    !(request.min_jaccard() >= dedupd::EngineOptions().min_jaccard_floor &&
+                      request.min_jaccard() <= 1));
   const bool claim = request.mode() != v1::CLAIM_MODE_PEEK;
   v1::CheckChunksResponse first;
   for (int run = 0; run < 2; ++run) {
